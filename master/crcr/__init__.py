@@ -1,0 +1,1 @@
+"""crcr: a Buildbot master configuration relaying upstream PyTorch to out-of-tree backends' CI."""

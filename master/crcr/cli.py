@@ -1,0 +1,125 @@
+"""The `crcr` command: check the data files, run a master, force-build an upstream revision."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from crcr import mastercontrol, secretfiles
+from crcr.errors import ConfigError
+from crcr.loader import load_relay_config, require_worker_passwords
+from crcr.pollerstate import wait_for_first_poll
+from crcr.settings import load_settings
+
+
+def cmd_check(args) -> int:
+    settings = load_settings()
+    relay = load_relay_config(settings)
+    if settings.secrets_dir.is_dir():
+        relay = require_worker_passwords(relay, settings.secrets_dir)
+    for warning in relay.warnings + secretfiles.problems(settings.secrets_dir):
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"ok: {len(relay.backends)} backends, {len(relay.workers)} worker hosts")
+    return 0
+
+
+def cmd_master(args) -> int:
+    basedir = Path(args.basedir).resolve()
+    if args.action == "start":
+        settings = load_settings()
+        mastercontrol.start(basedir, settings)
+        if args.wait_for_upstream:
+            wait_for_first_poll(settings.db_url, basedir, timeout=args.wait_for_upstream)
+        print(f"master running in {basedir}, web UI at {settings.web_url}")
+    else:
+        mastercontrol.stop(basedir)
+        print(f"master in {basedir} stopped")
+    return 0
+
+
+def cmd_force(args) -> int:
+    url = (args.url or load_settings().web_url).rstrip("/")
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "force",
+        "params": {"revision": args.revision, "reason": args.reason},
+    }
+    request = urllib.request.Request(
+        f"{url}/api/v2/forceschedulers/force-{args.backend}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            reply = json.load(response)
+    except urllib.error.HTTPError as e:
+        reply = _json_or_text(e.read())
+        if e.code == 404:
+            print(f"error: no backend '{args.backend}' on the relay at {url}", file=sys.stderr)
+            return 1
+    except urllib.error.URLError as e:
+        print(f"error: cannot reach the relay at {url}: {e.reason}", file=sys.stderr)
+        return 1
+    if "error" in reply:
+        print(f"error: {reply['error'].get('message', reply['error'])}", file=sys.stderr)
+        return 1
+    buildset_id, request_ids = reply["result"]
+    print(f"requested: buildset {buildset_id}, build request {', '.join(map(str, request_ids.values()))}")
+    print(f"follow it at {url}/#/buildrequests/{next(iter(request_ids.values()))}")
+    return 0
+
+
+def _json_or_text(raw: bytes) -> dict:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {"error": {"message": raw.decode(errors="replace")}}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="crcr", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="validate backends/*.yaml and workers/*.yaml")
+    check.set_defaults(func=cmd_check)
+
+    master = sub.add_parser("master", help="run the relay master")
+    master.add_argument("action", choices=["start", "stop"])
+    master.add_argument("--basedir", required=True, help="master directory (created on first start)")
+    master.add_argument(
+        "--wait-for-upstream",
+        type=float,
+        metavar="SECONDS",
+        help="on start, also wait until the first poll of upstream is done (commits after it get built)",
+    )
+    master.set_defaults(func=cmd_master)
+
+    force = sub.add_parser("force", help="force-build an upstream revision for one backend")
+    force.add_argument("backend")
+    force.add_argument("revision", help="full or abbreviated sha, or branch name")
+    force.add_argument("--reason", default="forced from the command line")
+    force.add_argument("--url", help="relay web address (default: the settings' buildbot URL)")
+    force.set_defaults(func=cmd_force)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as e:
+        print(f"error: {e}".replace("\n", "\nerror: "), file=sys.stderr)
+        return 1
+    except RuntimeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

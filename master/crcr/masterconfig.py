@@ -1,0 +1,54 @@
+"""Build the BuildmasterConfig dictionary from settings, backends/ and workers/."""
+
+from __future__ import annotations
+
+from buildbot.config.errors import ConfigErrors
+from buildbot.plugins import secrets
+from twisted.python import log
+
+from crcr import secretfiles
+from crcr.builders import make_builders
+from crcr.changesource import upstream_poller
+from crcr.errors import ConfigError
+from crcr.loader import load_relay_config, require_worker_passwords
+from crcr.reporters import github_status_reporters
+from crcr.schedulers import force_scheduler, upstream_scheduler
+from crcr.settings import Settings, load_settings
+from crcr.workers import make_workers
+from crcr.www import TITLE, www_config
+
+
+def build_master_config(settings: Settings | None = None) -> dict:
+    """Raises Buildbot's ConfigErrors with our message, so the master refuses to start or reconfig."""
+    try:
+        settings = settings or load_settings()
+        relay = load_relay_config(settings)
+    except ConfigError as e:
+        raise ConfigErrors(str(e).splitlines()) from None
+    secret_problems = secretfiles.problems(settings.secrets_dir)
+    if secret_problems:
+        raise ConfigErrors(secret_problems)
+    relay = require_worker_passwords(relay, settings.secrets_dir)
+    for warning in relay.warnings:
+        log.msg(f"crcr warning: {warning}")
+
+    active = relay.active_backends
+    return {
+        "title": TITLE,
+        "titleURL": settings.web_url,
+        "buildbotURL": settings.web_url,
+        "protocols": {"pb": {"port": settings.worker_port}},
+        "db": {"db_url": settings.db_url},
+        "secretsProviders": [secrets.SecretInAFile(dirname=str(settings.secrets_dir))],
+        "workers": make_workers(relay),
+        "change_source": [upstream_poller(settings)],
+        "schedulers": [upstream_scheduler(b, settings) for b in active] + [force_scheduler(b, settings) for b in active],
+        "builders": make_builders(relay, settings),
+        "services": github_status_reporters(relay, settings),
+        "www": www_config(settings),
+        "buildbotNetUsageData": None,
+        "collapseRequests": False,
+    }
+
+
+

@@ -1,0 +1,60 @@
+"""Create or upgrade, start and stop a master directory that runs the repository's master.cfg."""
+
+from __future__ import annotations
+
+
+import subprocess
+import sys
+from pathlib import Path
+
+from crcr.settings import REPO_ROOT, Settings
+
+MASTER_CFG = REPO_ROOT / "master" / "master.cfg"
+
+
+def _buildbot(*args: str) -> subprocess.CompletedProcess:
+    # The buildbot script of the interpreter we run in, so the master uses the same venv.
+    buildbot = Path(sys.executable).with_name("buildbot")
+    return subprocess.run([str(buildbot), *args], text=True, capture_output=True)
+
+
+def _check(result: subprocess.CompletedProcess, what: str) -> None:
+    if result.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{result.stdout}{result.stderr}")
+
+
+def prepare(basedir: Path, settings: Settings) -> None:
+    """Create the master directory on first use, upgrade its database on later ones."""
+    settings.secrets_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not (basedir / "buildbot.tac").exists():
+        _check(
+            _buildbot("create-master", "--quiet", "--config", str(MASTER_CFG), "--db", settings.db_url, str(basedir)),
+            "buildbot create-master",
+        )
+        (basedir / "master.cfg.sample").unlink(missing_ok=True)
+    else:
+        _check(_buildbot("upgrade-master", "--quiet", str(basedir)), "buildbot upgrade-master")
+
+
+def start(basedir: Path, settings: Settings) -> None:
+    prepare(basedir, settings)
+    # `buildbot start` waits until the master has loaded its configuration, and fails if it could not.
+    result = _buildbot("start", str(basedir))
+    if result.returncode != 0:
+        log_tail = _tail(basedir / "twistd.log")
+        raise RuntimeError(f"the master did not start:\n{result.stdout}{result.stderr}\n{log_tail}")
+
+
+def stop(basedir: Path) -> None:
+    if (basedir / "twistd.pid").exists():
+        _check(_buildbot("stop", str(basedir)), "buildbot stop")
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
+    except OSError:
+        return ""
+
+
+

@@ -1,0 +1,46 @@
+"""GitHub commit statuses, context 'crcr/<backend>', for backends of level L2 and up."""
+
+from __future__ import annotations
+
+from buildbot.plugins import reporters, util
+from buildbot.reporters.generators.build import BuildStartEndStatusGenerator
+from buildbot.reporters.generators.buildrequest import BuildRequestGenerator
+from buildbot.reporters.message import MessageFormatterFunction, MessageFormatterRenderable
+from twisted.python import log
+
+from crcr.loader import RelayConfig
+from crcr.secretfiles import GITHUB_TOKEN, usable_secret
+from crcr.settings import Settings
+from crcr.status_text import describe
+
+# Set on every builder from the backend file's stem, so the context never follows a display name.
+BACKEND_PROPERTY = "crcr_backend"
+
+
+def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
+    reporting = [b.name for b in relay.active_backends if b.reports_to_github]
+    if not reporting:
+        return []
+    if not usable_secret(settings.secrets_dir, GITHUB_TOKEN):
+        log.msg(
+            f"crcr: GitHub status reporting is off: no usable secret '{GITHUB_TOKEN}' in {settings.secrets_dir} "
+            f"(backends that would report: {', '.join(reporting)})"
+        )
+        return []
+    # The repository comes from the change's `project` (settings.github_repo), set by the poller
+    # and the force schedulers, so a local mirror still reports to the right repository.
+    return [
+        reporters.GitHubStatusPush(
+            token=util.Secret(GITHUB_TOKEN),
+            context=util.Interpolate(f"crcr/%(prop:{BACKEND_PROPERTY})s"),
+            baseURL=settings.github_api_url,
+            generators=[
+                BuildRequestGenerator(builders=reporting, formatter=MessageFormatterFunction(describe, "plain")),
+                BuildStartEndStatusGenerator(
+                    builders=reporting,
+                    start_formatter=MessageFormatterRenderable(util.Interpolate("Running on %(prop:workername)s")),
+                    end_formatter=MessageFormatterFunction(describe, "plain", want_steps=True),
+                ),
+            ],
+        )
+    ]

@@ -1,0 +1,74 @@
+"""Turn what a user typed as an upstream revision into an exact commit, or a clear refusal.
+
+Buildbot's force form only checks a regex; a relay must also refuse revisions upstream does not
+have, and must pin a branch name to the commit it pointed at, so the GitHub status lands on the
+commit that was really built. The GitPoller's bare repository already holds every commit of the
+followed branches, so shas are looked up there; branch names are asked of upstream itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from buildbot.changes.gitpoller import GitPoller
+from twisted.internet import defer, utils
+
+from crcr.models import BRANCH_NAME
+
+SHA = re.compile(r"^[0-9a-f]{7,40}$")
+
+
+class RevisionError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Resolved:
+    sha: str
+    branch: str
+
+
+@defer.inlineCallbacks
+def _git(args: list[str], cwd: str):
+    out, err, code = yield utils.getProcessOutputAndValue("git", args, path=cwd, env={"GIT_TERMINAL_PROMPT": "0"})
+    return code, out.decode().strip(), err.decode().strip()
+
+
+@defer.inlineCallbacks
+def resolve(revision: str, upstream_url: str, poller_dir: str, branches: list[str]):
+    """Resolve `revision` (full or abbreviated sha, or branch name) to a Resolved commit."""
+    revision = revision.strip()
+    if not os.path.isdir(poller_dir):
+        raise RevisionError("the relay has not fetched upstream yet; try again after its first poll")
+    if SHA.match(revision):
+        resolved = yield _resolve_sha(revision, upstream_url, poller_dir, branches)
+        return resolved
+    if re.match(BRANCH_NAME, revision):
+        code, out, err = yield _git(["ls-remote", "--heads", upstream_url, f"refs/heads/{revision}"], poller_dir)
+        if code != 0:
+            raise RevisionError(f"could not ask upstream {upstream_url} for branch '{revision}': {err}")
+        if not out:
+            raise RevisionError(f"upstream {upstream_url} has no branch '{revision}'")
+        return Resolved(sha=out.split()[0], branch=revision)
+    raise RevisionError(
+        f"'{revision}' is neither a commit sha (7 to 40 lowercase hex digits) nor a branch name"
+    )
+
+
+@defer.inlineCallbacks
+def _resolve_sha(revision: str, upstream_url: str, poller_dir: str, branches: list[str]):
+    code, sha, _ = yield _git(["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], poller_dir)
+    if code != 0:
+        raise RevisionError(
+            f"commit '{revision}' is not on any followed upstream branch ({', '.join(branches)}) "
+            "known to the relay; give a branch name to build another branch's head"
+        )
+    for branch in branches:
+        # The poller keeps each followed branch under its own tracker ref.
+        ref = GitPoller._tracker_ref(upstream_url, f"refs/heads/{branch}")
+        code, _, _ = yield _git(["merge-base", "--is-ancestor", sha, ref], poller_dir)
+        if code == 0:
+            return Resolved(sha=sha, branch=branch)
+    raise RevisionError(f"commit '{revision}' is not on any followed upstream branch ({', '.join(branches)})")

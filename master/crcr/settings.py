@@ -1,0 +1,64 @@
+"""Relay settings: committed defaults in master/settings.yaml, each overridable by a CRCR_* variable."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from crcr.errors import ConfigError, describe_validation_error
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULTS_FILE = REPO_ROOT / "master" / "settings.yaml"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    upstream_url: str = Field(min_length=1)
+    upstream_branches: list[str] = Field(min_length=1)
+    poll_interval: int = Field(ge=1)
+    github_api_url: str = Field(pattern=r"^https?://")
+    github_repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    backends_dir: Path
+    workers_dir: Path
+    secrets_dir: Path
+    web_port: int = Field(ge=1, le=65535)
+    worker_port: int = Field(ge=1, le=65535)
+    db_url: str = Field(min_length=1)
+    buildbot_url: str | None = None
+
+    @field_validator("backends_dir", "workers_dir", "secrets_dir")
+    @classmethod
+    def _from_repo_root(cls, path: Path) -> Path:
+        return path if path.is_absolute() else REPO_ROOT / path
+
+    @property
+    def web_url(self) -> str:
+        url = self.buildbot_url or f"http://localhost:{self.web_port}/"
+        return url if url.endswith("/") else url + "/"
+
+
+# Each setting's environment variable; lists are comma-separated.
+ENV_VARS = {f"CRCR_{name.upper()}": name for name in Settings.model_fields}
+LIST_SETTINGS = {"upstream_branches"}
+
+
+def load_settings(environ: Mapping[str, str] | None = None, defaults_file: Path = DEFAULTS_FILE) -> Settings:
+    """Defaults from the settings file, overridden by the environment; raises ConfigError naming the source."""
+    environ = os.environ if environ is None else environ
+    with open(defaults_file, encoding="utf-8") as f:
+        values = yaml.safe_load(f) or {}
+    sources = {name: f"{defaults_file.name}: {name}" for name in values}
+    for var, name in ENV_VARS.items():
+        if var in environ:
+            raw = environ[var]
+            values[name] = [b.strip() for b in raw.split(",") if b.strip()] if name in LIST_SETTINGS else raw
+            sources[name] = var
+    try:
+        return Settings(**values)
+    except ValidationError as e:
+        raise ConfigError(describe_validation_error(e, lambda field: sources.get(field, field))) from None
