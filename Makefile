@@ -23,8 +23,10 @@ stop:
 check: venv
 	$(VENV)/bin/crcr check
 
+# pytest exits 5 when it collected no tests: that is a failure here, not a pass.
 test: venv
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 clean: stop
 	rm -rf .state

@@ -31,6 +31,7 @@ def cmd_master(args) -> int:
     basedir = Path(args.basedir).resolve()
     if args.action == "start":
         settings = load_settings()
+        load_relay_config(settings)  # refuse with the same message as `crcr check`, before any process starts
         mastercontrol.start(basedir, settings)
         if args.wait_for_upstream:
             wait_for_first_poll(settings.db_url, basedir, timeout=args.wait_for_upstream)
@@ -43,36 +44,41 @@ def cmd_master(args) -> int:
 
 def cmd_force(args) -> int:
     url = (args.url or load_settings().web_url).rstrip("/")
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "force",
-        "params": {"revision": args.revision, "reason": args.reason},
-    }
-    request = urllib.request.Request(
-        f"{url}/api/v2/forceschedulers/force-{args.backend}",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            reply = json.load(response)
-    except urllib.error.HTTPError as e:
-        reply = _json_or_text(e.read())
-        if e.code == 404:
-            print(f"error: no backend '{args.backend}' on the relay at {url}", file=sys.stderr)
+        known = [s["name"] for s in _call(f"{url}/api/v2/forceschedulers")["forceschedulers"]]
+        if f"force-{args.backend}" not in known:
+            backends = ", ".join(sorted(name.removeprefix("force-") for name in known)) or "none"
+            print(f"error: no backend '{args.backend}' on the relay at {url} (it has: {backends})", file=sys.stderr)
             return 1
+        params = {"revision": args.revision, "reason": args.reason}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "force", "params": params}
+        reply = _call(f"{url}/api/v2/forceschedulers/force-{args.backend}", body)
     except urllib.error.URLError as e:
         print(f"error: cannot reach the relay at {url}: {e.reason}", file=sys.stderr)
         return 1
     if "error" in reply:
-        print(f"error: {reply['error'].get('message', reply['error'])}", file=sys.stderr)
+        message = reply["error"].get("message", reply["error"])
+        # Buildbot reports a refused force form as {field: problem}.
+        if isinstance(message, dict):
+            message = "; ".join(f"{field}: {problem}" for field, problem in message.items())
+        print(f"error: {message}", file=sys.stderr)
         return 1
     buildset_id, request_ids = reply["result"]
-    print(f"requested: buildset {buildset_id}, build request {', '.join(map(str, request_ids.values()))}")
-    print(f"follow it at {url}/#/buildrequests/{next(iter(request_ids.values()))}")
+    request_id = next(iter(request_ids.values()))
+    print(f"requested: buildset {buildset_id}, build request {request_id}")
+    print(f"follow it at {url}/#/buildrequests/{request_id}")
     return 0
+
+
+def _call(url: str, body: dict | None = None) -> dict:
+    """GET (or POST a JSON body to) the relay's REST API; JSON error replies are returned, not raised."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as e:
+        return _json_or_text(e.read())
 
 
 def _json_or_text(raw: bytes) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from crcr.settings import Settings
 
-TITLE = "crcr: PyTorch out-of-tree CI relay"
+TITLE = "crcr PyTorch relay"
 
 
 def www_config(settings: Settings) -> dict:

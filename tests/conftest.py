@@ -1,0 +1,140 @@
+"""Shared end-to-end fixtures: one real relay (master + two workers) on loopback for the session."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fakegithub import FakeGitHub
+from harness import Relay, Upstream, WorkerProcess, free_port, wait_until, write_secret, write_yaml
+
+UPSTREAM_TREE = Path(__file__).parent / "upstream_tree"
+GITHUB_TOKEN = "test-token-123"
+RELEASE_BRANCH = "release/2.9"
+# Upstream test files the relay runs inside builds, not tests of ours.
+collect_ignore = ["upstream_tree"]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "e2e: starts real master and worker processes")
+
+
+def suite(name: str, test_file: str) -> dict:
+    return {"name": name, "command": f"python -m pytest {test_file} -q --junitxml=$CRCR_RESULTS_DIR/{name}.xml", "timeout": 120}
+
+
+def backend(level: str, device: str, suites: list[dict], branches=("main",), **extra) -> dict:
+    return {
+        "description": f"test backend on {device}",
+        "maintainers": ["octocat"],
+        "level": level,
+        "device": device,
+        "branches": list(branches),
+        "timeout": 300,
+        **extra,
+        "suites": suites,
+    }
+
+
+E2E_BACKENDS = {
+    "ok-alpha": backend(
+        "L2", "alpha",
+        [suite("env", "test/test_env.py"), suite("pass", "test/test_pass.py")],
+        setup=["touch $CRCR_RESULTS_DIR/setup-done"],
+        env={"PYTORCH_TESTING_DEVICE_ONLY_FOR": "alpha"},
+    ),
+    "broken-alpha": backend(
+        "L2", "alpha",
+        [suite("first", "test/test_pass.py"), suite("broken", "test/test_fail.py"), suite("after", "test/test_pass.py")],
+    ),
+    "quiet-alpha": backend("L1", "alpha", [suite("pass", "test/test_pass.py")]),
+    "release-alpha": backend("L2", "alpha", [suite("pass", "test/test_pass.py")], branches=[RELEASE_BRANCH]),
+    "ok-beta": backend("L2", "beta", [suite("pass", "test/test_pass.py")]),
+}
+MAIN_BACKENDS = ["ok-alpha", "broken-alpha", "quiet-alpha", "ok-beta"]
+SUCCESS, FAILURE = 0, 2  # Buildbot's result codes
+E2E_WORKERS = {
+    "host-alpha": {"devices": {"alpha": 2}, "admin": "Alpha Lab <alpha@example.com>"},
+    "host-beta": {"devices": {"beta": 1}, "admin": "Beta Lab <beta@example.com>"},
+}
+
+
+@pytest.fixture(scope="session")
+def github():
+    fake = FakeGitHub().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(scope="session")
+def upstream(tmp_path_factory) -> Upstream:
+    repo = Upstream(tmp_path_factory.mktemp("upstream"))
+    files = {str(p.relative_to(UPSTREAM_TREE)): p.read_text() for p in UPSTREAM_TREE.rglob("*.py")}
+    repo.commit("Initial upstream with its test suite", files)
+    repo.branch_from(RELEASE_BRANCH)
+    repo.commit("Second upstream commit")
+    return repo
+
+
+def relay_env(root: Path, upstream: Upstream, github: FakeGitHub) -> dict[str, str]:
+    web_port = free_port()
+    return {
+        "CRCR_UPSTREAM_URL": upstream.url,
+        "CRCR_UPSTREAM_BRANCHES": f"main,{RELEASE_BRANCH}",
+        "CRCR_POLL_INTERVAL": "1",
+        "CRCR_GITHUB_API_URL": github.url,
+        "CRCR_GITHUB_REPO": "pytorch/pytorch",
+        "CRCR_BACKENDS_DIR": str(root / "backends"),
+        "CRCR_WORKERS_DIR": str(root / "workers"),
+        "CRCR_SECRETS_DIR": str(root / "secrets"),
+        "CRCR_WEB_PORT": str(web_port),
+        "CRCR_WORKER_PORT": str(free_port()),
+        "CRCR_BUILDBOT_URL": f"http://localhost:{web_port}/",
+    }
+
+
+@pytest.fixture(scope="session")
+def relay(tmp_path_factory, upstream, github):
+    root = tmp_path_factory.mktemp("relay")
+    env = relay_env(root, upstream, github)
+    for name, data in E2E_BACKENDS.items():
+        write_yaml(root / "backends" / f"{name}.yaml", data)
+    for name, data in E2E_WORKERS.items():
+        write_yaml(root / "workers" / f"{name}.yaml", data)
+        write_secret(root / "secrets", f"worker-{name}", f"pw-{name}")
+    write_secret(root / "secrets", "github-token", GITHUB_TOKEN)
+
+    master = Relay(root / "master", env)
+    workers = [
+        WorkerProcess(root / "worker-hosts" / name, name, f"pw-{name}", int(env["CRCR_WORKER_PORT"]))
+        for name in E2E_WORKERS
+    ]
+    try:
+        master.start()
+        for w in workers:
+            w.start()
+        wait_until(
+            lambda: all(w["connected_to"] for w in master.get("workers")["workers"]), 60, "both workers to connect"
+        )
+        yield master
+    finally:
+        for w in workers:
+            w.stop()
+        master.stop()
+
+
+@pytest.fixture(scope="session")
+def pushed(relay, upstream):
+    """One new upstream commit on main, and the finished build of every backend that tests main."""
+    sha = upstream.commit("Upstream change to relay")
+    return sha, {name: relay.wait_for_finished_build(name, sha) for name in MAIN_BACKENDS}
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.fail("chromium is not installed: .ci/run installs Debian's chromium package")
+    return path

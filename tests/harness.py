@@ -1,0 +1,174 @@
+"""Real processes for end-to-end tests: a git upstream, a relay master, buildbot workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import yaml
+
+VENV_BIN = Path(sys.executable).parent
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], T], timeout: float, what: str, interval: float = 0.3) -> T:
+    """Poll `condition` until it returns something truthy; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(args: list, cwd=None, env=None, check=True) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(a) for a in args], cwd=cwd, env=env, text=True, capture_output=True)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, args))} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+    return result
+
+
+def write_secret(secrets_dir: Path, name: str, value: str) -> None:
+    secrets_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = secrets_dir / name
+    path.write_text(value + "\n")
+    path.chmod(0o600)
+
+
+def write_yaml(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+class Upstream:
+    """A bare repository standing in for pytorch/pytorch, and a clone to commit and push from."""
+
+    def __init__(self, root: Path):
+        self.bare = root / "upstream.git"
+        self.work = root / "upstream-work"
+        run(["git", "init", "-q", "--bare", "-b", "main", self.bare])
+        run(["git", "init", "-q", "-b", "main", self.work])
+        self.git("remote", "add", "origin", self.bare)
+
+    @property
+    def url(self) -> str:
+        return f"file://{self.bare}"
+
+    def git(self, *args) -> str:
+        return run(["git", "-C", self.work, "-c", "user.name=Upstream", "-c", "user.email=up@example.com", *args]).stdout.strip()
+
+    def commit(self, message: str, files: dict[str, str] | None = None, branch: str = "main") -> str:
+        """Commit `files` (path -> text) on `branch`, push it, and return the new commit's sha."""
+        if self._has_commits():
+            self.git("checkout", "-q", branch)
+        for name, text in (files or {"CHANGES.md": message + "\n"}).items():
+            path = self.work / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        self.git("push", "-q", "origin", branch)
+        return self.git("rev-parse", "HEAD")
+
+    def branch_from(self, new_branch: str, start: str = "main") -> None:
+        self.git("checkout", "-q", "-b", new_branch, start)
+        self.git("push", "-q", "origin", new_branch)
+        self.git("checkout", "-q", "main")
+
+    def _has_commits(self) -> bool:
+        return run(["git", "-C", self.work, "rev-parse", "--verify", "-q", "HEAD"], check=False).returncode == 0
+
+
+class Relay:
+    """A relay master started with `crcr master start`, and a client of its REST API."""
+
+    def __init__(self, basedir: Path, env: dict[str, str]):
+        self.basedir = basedir
+        self.env = {**os.environ, **env, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+        self.web_url = f"http://localhost:{env['CRCR_WEB_PORT']}/"
+
+    def crcr(self, *args, check=True) -> subprocess.CompletedProcess:
+        return run([VENV_BIN / "crcr", *args], env=self.env, check=check)
+
+    def start(self) -> None:
+        self.crcr("master", "start", "--basedir", self.basedir, "--wait-for-upstream", "60")
+
+    def stop(self) -> None:
+        self.crcr("master", "stop", "--basedir", self.basedir, check=False)
+
+    def log_tail(self, lines: int = 60) -> str:
+        log = self.basedir / "twistd.log"
+        return "".join(log.read_text(errors="replace").splitlines(keepends=True)[-lines:]) if log.exists() else ""
+
+    def get(self, path: str) -> dict:
+        with urllib.request.urlopen(self.web_url + "api/v2/" + path, timeout=10) as r:
+            return json.load(r)
+
+    def rpc(self, path: str, method: str, **params) -> dict:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+        request = urllib.request.Request(
+            self.web_url + "api/v2/" + path, data=body, headers={"Content-Type": "application/json"}, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            return json.loads(e.read())
+
+    def builder_id(self, name: str) -> int:
+        return self.get(f"builders?name={name}")["builders"][0]["builderid"]
+
+    def builds(self, backend: str) -> list[dict]:
+        return self.get(f"builders/{self.builder_id(backend)}/builds?property=got_revision&property=workername")["builds"]
+
+    def builds_of(self, backend: str, sha: str) -> list[dict]:
+        return [b for b in self.builds(backend) if b["properties"].get("got_revision", [None])[0] == sha]
+
+    def wait_for_finished_build(self, backend: str, sha: str, timeout: float = 90) -> dict:
+        def finished():
+            done = [b for b in self.builds_of(backend, sha) if b["complete"]]
+            return done[-1] if done else None
+
+        try:
+            return wait_until(finished, timeout, f"a finished build of {backend} at {sha[:10]}")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n--- master log ---\n{self.log_tail()}") from None
+
+    def steps(self, build: dict) -> list[dict]:
+        return self.get(f"builds/{build['buildid']}/steps")["steps"]
+
+    def worker_name(self, build: dict) -> str:
+        return self.get(f"workers/{build['workerid']}")["workers"][0]["name"]
+
+
+class WorkerProcess:
+    """A real buildbot-worker, created and started the way a host admin would."""
+
+    def __init__(self, basedir: Path, name: str, password: str, master_port: int):
+        self.basedir = basedir
+        self.env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+        basedir.parent.mkdir(parents=True, exist_ok=True)
+        run([VENV_BIN / "buildbot-worker", "create-worker", "--quiet", "--keepalive", "10", basedir,
+             f"localhost:{master_port}", name, password], env=self.env)
+
+    def start(self) -> None:
+        run([VENV_BIN / "buildbot-worker", "start", self.basedir], env=self.env)
+
+    def stop(self) -> None:
+        run([VENV_BIN / "buildbot-worker", "stop", self.basedir], env=self.env, check=False)

@@ -1,0 +1,115 @@
+"""End to end: upstream push -> per-backend builds on the right workers -> GitHub commit statuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import FAILURE, GITHUB_TOKEN, MAIN_BACKENDS, RELEASE_BRANCH, SUCCESS
+from harness import wait_until
+
+def final_status(github, sha: str, backend: str) -> dict:
+    return wait_until(
+        lambda: (s := github.statuses(sha, f"crcr/{backend}")) and s[-1]["state"] != "pending" and s[-1],
+        30,
+        f"a final crcr/{backend} status on {sha[:10]}",
+    )
+
+
+def test_push_posts_pending_then_success_for_each_matching_backend(relay, github, pushed):
+    sha, builds = pushed
+    for backend in ["ok-alpha", "ok-beta"]:
+        assert builds[backend]["results"] == SUCCESS, relay.steps(builds[backend])
+        final = final_status(github, sha, backend)
+        states = [s["state"] for s in github.statuses(sha, f"crcr/{backend}")]
+        assert states[0] == "pending" and states[-1] == "success", states
+        assert final["repo"] == "pytorch/pytorch", "the repository comes from settings, not the file:// URL"
+        assert final["authorization"] == f"token {GITHUB_TOKEN}"
+        assert final["target_url"].startswith(relay.web_url + "#/builders/")
+        assert final["target_url"].endswith(f"/builds/{builds[backend]['number']}")
+        assert final["description"] == "All 2 suites passed" if backend == "ok-alpha" else "All 1 suites passed"
+
+
+def test_builds_run_on_hosts_attached_to_the_backends_device(relay, pushed):
+    _, builds = pushed
+    assert relay.worker_name(builds["ok-alpha"]) == "host-alpha"
+    assert relay.worker_name(builds["ok-beta"]) == "host-beta"
+
+
+def test_failing_suite_fails_the_build_and_later_suites_still_run(relay, github, pushed):
+    sha, builds = pushed
+    build = builds["broken-alpha"]
+    assert build["results"] == FAILURE
+    suites = {s["name"]: s["results"] for s in relay.steps(build) if s["name"].startswith("suite ")}
+    assert suites == {"suite first": SUCCESS, "suite broken": FAILURE, "suite after": SUCCESS}
+    final = final_status(github, sha, "broken-alpha")
+    assert final["state"] == "failure"
+    assert final["description"] == "Suites failed: broken (1 of 3)"
+
+
+def test_l1_backend_is_built_but_posts_no_status(relay, github, pushed):
+    sha, builds = pushed
+    assert builds["quiet-alpha"]["results"] == SUCCESS
+    final_status(github, sha, "ok-alpha")  # statuses of that push have arrived by now
+    assert github.statuses(context="crcr/quiet-alpha") == []
+
+
+def test_backend_on_another_branch_is_not_triggered(relay, upstream, github, pushed):
+    sha, _ = pushed
+    assert relay.builds_of("release-alpha", sha) == []
+    assert github.statuses(sha, "crcr/release-alpha") == []
+    # ...while a commit on its own branch triggers it, and only it.
+    release_sha = upstream.commit("Backport a fix", branch=RELEASE_BRANCH)
+    build = relay.wait_for_finished_build("release-alpha", release_sha)
+    assert build["results"] == SUCCESS
+    assert final_status(github, release_sha, "release-alpha")["state"] == "success"
+    for other in MAIN_BACKENDS:
+        assert relay.builds_of(other, release_sha) == []
+
+
+def test_forced_build_of_an_older_revision_builds_and_reports_that_revision(relay, upstream, github):
+    older = upstream.git("rev-parse", "main~1")
+    answer = relay.rpc("forceschedulers/force-ok-alpha", "force", revision=older[:9], reason="re-test")
+    assert "error" not in answer, answer
+    build = relay.wait_for_finished_build("ok-alpha", older)
+    assert build["results"] == SUCCESS
+    assert relay.get(f"builds/{build['buildid']}?property=crcr_requested_revision")["builds"][0]["properties"][
+        "crcr_requested_revision"
+    ][0] == older[:9]
+    assert final_status(github, older, "ok-alpha")["state"] == "success"
+
+
+def test_crcr_force_command_pins_a_branch_name_to_its_head(relay, upstream, github):
+    head = upstream.git("rev-parse", f"origin/{RELEASE_BRANCH}")
+    earlier = {b["buildid"] for b in relay.builds_of("release-alpha", head)}
+    result = relay.crcr("force", "release-alpha", RELEASE_BRANCH, "--reason", "nightly re-check")
+    assert "requested: buildset" in result.stdout
+    build = wait_until(
+        lambda: next((b for b in relay.builds_of("release-alpha", head) if b["buildid"] not in earlier and b["complete"]), None),
+        90,
+        "the forced release-alpha build at the branch head",
+    )
+    assert build["results"] == SUCCESS
+
+
+@pytest.mark.parametrize(
+    "revision, message",
+    [
+        ("not a revision!", "'not a revision!' is neither a commit sha (7 to 40 lowercase hex digits) nor a branch name"),
+        ("deadbeef1234", "commit 'deadbeef1234' is not on any followed upstream branch (main)"),
+        ("no-such-branch", "has no branch 'no-such-branch'"),
+    ],
+)
+def test_force_refuses_unknown_or_malformed_revisions(relay, revision, message):
+    requests_before = relay.get("buildrequests")["buildrequests"]
+    answer = relay.rpc("forceschedulers/force-ok-alpha", "force", revision=revision, reason="x")
+    assert message in answer["error"]["message"]["revision"], answer
+    assert relay.get("buildrequests")["buildrequests"] == requests_before, "a refused force changes nothing"
+
+
+def test_crcr_force_command_reports_refusal(relay):
+    result = relay.crcr("force", "ok-alpha", "zzz top", check=False)
+    assert result.returncode == 1
+    assert "neither a commit sha" in result.stderr
+    result = relay.crcr("force", "no-such-backend", "main", check=False)
+    assert result.returncode == 1
+    assert "no backend 'no-such-backend'" in result.stderr
