@@ -2,29 +2,98 @@
 
 from __future__ import annotations
 
-from typing import Callable
+import difflib
+import typing
+from typing import Callable, Iterable
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 
 class ConfigError(Exception):
     """Invalid relay configuration; the message names the file (or variable), the field and the problem."""
 
 
-def _explain(error) -> str:
-    if error["type"] == "extra_forbidden":
-        return "unknown key (check the spelling against the README)"
-    if error["type"] == "missing":
+# What a regular expression of a field means, in words, for messages; filled by described_pattern.
+PATTERN_HELP: dict[str, str] = {}
+
+
+def described_pattern(pattern: str, meaning: str) -> str:
+    """Register how to explain `pattern` to a user ('must be ...') and return the pattern unchanged."""
+    PATTERN_HELP[pattern] = meaning
+    return pattern
+
+
+def _submodel(annotation) -> type[BaseModel] | None:
+    """The model class inside an annotation such as Suite, list[Suite] or Suite | None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _submodel(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _model_at(model: type[BaseModel] | None, path: Iterable) -> type[BaseModel] | None:
+    for part in path:
+        if model is None:
+            return None
+        if isinstance(part, int):  # an index into a list of models
+            continue
+        field = model.model_fields.get(part)
+        model = _submodel(field.annotation) if field is not None else None
+    return model
+
+
+def _unknown_key(error, model: type[BaseModel] | None, derived: Iterable[str]) -> str:
+    loc = error["loc"]
+    owner = _model_at(model, loc[:-1])
+    if owner is None:
+        return "unknown key"
+    known = [f for f in owner.model_fields if not (owner is model and f in derived)]
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return f"unknown key{hint}; the known keys are {', '.join(known)}"
+
+
+def _explain(error, model: type[BaseModel] | None = None, derived: Iterable[str] = ()) -> str:
+    kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
+    if kind == "extra_forbidden":
+        return _unknown_key(error, model, derived)
+    if kind == "missing":
         return "required field is missing"
-    return error["msg"][0].lower() + error["msg"][1:]
+    if kind == "value_error" and "error" in ctx:
+        return str(ctx["error"])
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") in PATTERN_HELP:
+        return f"{PATTERN_HELP[ctx['pattern']]} (got {value!r})"
+    if kind in ("too_short", "string_too_short") and ctx.get("min_length") == 1:
+        return "must not be empty"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"should be a whole number (got {value!r})"
+    msg = error["msg"]
+    if msg.startswith("Input should"):
+        msg = "should" + msg[len("Input should") :]
+    msg = msg[0].lower() + msg[1:]
+    if isinstance(value, (str, int, float)):
+        msg += f" (got {value!r})"
+    return msg
 
 
-def describe_validation_error(error: ValidationError, where: Callable[[str], str]) -> str:
-    """One line per problem: '<where(top-level field)>[.rest of path]: <what is wrong>'."""
+def describe_validation_error(
+    error: ValidationError,
+    where: Callable[[str], str],
+    model: type[BaseModel] | None = None,
+    derived: Iterable[str] = (),
+) -> str:
+    """One line per problem: '<where(top-level field)>[.rest of path]: <what is wrong>'.
+
+    `model` lets an unknown key be answered with the known ones; `derived` are its top-level
+    fields that do not come from the user's text (such as a name taken from the file name).
+    """
     lines = []
     for item in error.errors():
         loc = [str(part) for part in item["loc"]]
         head = where(loc[0]) if loc else where("")
         path = ".".join([head, *loc[1:]]) if loc else head
-        lines.append(f"{path}: {_explain(item)}")
+        lines.append(f"{path}: {_explain(item, model, derived)}")
     return "\n".join(lines)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -21,6 +21,8 @@ class RelayConfig:
     backends: list[Backend]
     workers: list[WorkerHost]
     warnings: list[str] = field(default_factory=list)
+    # Where the worker files were read from, so warnings about a host name its file.
+    workers_dir: Path = REPO_ROOT / "workers"
 
     def workers_for(self, backend: Backend) -> list[WorkerHost]:
         return [w for w in self.workers if backend.device in w.devices]
@@ -39,23 +41,63 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+class _StrictKeysLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys silently; a duplicated `level:` must be an error instead."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    duplicate = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key; SafeLoader reports it
+                    continue
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key '{key}'", key_node.start_mark
+                    )
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """'line 3, column 5: <problem>' rather than PyYAML's multi-line text about a '<unicode string>'."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None)
+    if mark is None or not problem:
+        return " ".join(str(error).split())
+    context = getattr(error, "context", None)
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" + (f" ({context})" if context else "")
+
+
 def load_model(path: Path, model: type[Model]) -> Model:
     """Parse one YAML file into `model`, its file stem becoming the name; errors name file and field."""
     where = display_path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictKeysLoader)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{where}: not valid YAML: {e}") from None
+        raise ConfigError(f"{where}: not valid YAML: {_yaml_problem(e)}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not valid YAML: the file is not UTF-8 text") from None
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot be read: {e.strerror}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping of fields, found {type(data).__name__}")
+        raise ConfigError(f"{where}: expected a mapping of fields (key: value lines), found a {type(data).__name__}")
     if "name" in data:
         raise ConfigError(f"{where}: name: unknown key (the file name '{path.stem}' is the name)")
+
+    def field_where(f: str) -> str:
+        if f == "name":  # not written in the file: it is the file's stem
+            return f"{where}: file name"
+        return f"{where}: {f}" if f else where
+
     try:
-        return model(name=path.stem, **data)
+        return model.model_validate({**data, "name": path.stem})
     except ValidationError as e:
-        raise ConfigError(describe_validation_error(e, lambda f: f"{where}: {f}" if f else where)) from None
+        raise ConfigError(describe_validation_error(e, field_where, model, derived=("name",))) from None
 
 
 def _load_dir(directory: Path, model: type[Model]) -> tuple[list[Model], list[str]]:
@@ -96,18 +138,22 @@ def load_relay_config(settings: Settings) -> RelayConfig:
                 f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: branches: "
                 f"{', '.join(untracked)} not followed by the poller (CRCR_UPSTREAM_BRANCHES); only forced builds"
             )
-    return RelayConfig(backends=backends, workers=workers, warnings=warnings)
+    return RelayConfig(backends=backends, workers=workers, warnings=warnings, workers_dir=settings.workers_dir)
 
 
 def require_worker_passwords(relay: RelayConfig, secrets_dir: Path) -> RelayConfig:
-    """Hosts without a password file cannot log in; leave them out (with a warning) rather than fail."""
-    from crcr.secretfiles import usable_secret, worker_password
+    """Hosts without a usable password file cannot log in; leave them out (with a warning) rather than fail."""
+    from crcr.secretfiles import secret_problem, worker_password
 
-    missing = [w for w in relay.workers if not usable_secret(secrets_dir, worker_password(w.name))]
-    warnings = [
-        f"workers/{w.name}.yaml: no usable password file {secrets_dir / worker_password(w.name)} "
-        f"(must exist, be non-empty and have mode 0600); the host is left out"
-        for w in missing
-    ]
-    kept = [w for w in relay.workers if w not in missing]
-    return RelayConfig(backends=relay.backends, workers=kept, warnings=relay.warnings + warnings)
+    kept, warnings = [], []
+    for w in relay.workers:
+        name = worker_password(w.name)
+        problem = secret_problem(secrets_dir, name)
+        if problem is None:
+            kept.append(w)
+        else:
+            warnings.append(
+                f"{display_path(relay.workers_dir / (w.name + '.yaml'))}: host left out: its password file "
+                f"{display_path(secrets_dir / name)} {problem}"
+            )
+    return replace(relay, workers=kept, warnings=relay.warnings + warnings)

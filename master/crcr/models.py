@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-BACKEND_NAME = r"^[a-z0-9][a-z0-9-]*$"
-WORKER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
-DEVICE_NAME = r"^[a-z0-9][a-z0-9_-]*$"
+from crcr.errors import PATTERN_HELP, described_pattern
+
+BACKEND_NAME = described_pattern(
+    r"^[a-z0-9][a-z0-9-]*$", "must be lowercase letters, digits and '-', starting with a letter or digit"
+)
+WORKER_NAME = described_pattern(
+    r"^[A-Za-z0-9][A-Za-z0-9_-]*$", "must be letters, digits, '-' and '_', starting with a letter or digit"
+)
+DEVICE_NAME = described_pattern(
+    r"^[a-z0-9][a-z0-9_-]*$", "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
+)
+SUITE_NAME = described_pattern(
+    r"^[a-z0-9][a-z0-9._-]*$", "must be lowercase letters, digits, '.', '-' and '_', starting with a letter or digit"
+)
 GITHUB_LOGIN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
 # A conservative subset of git's ref-name rules: no spaces, no '..', no leading '-' or '/'.
 BRANCH_NAME = r"^(?!-)(?!/)(?!.*\.\.)[A-Za-z0-9._/+-]+(?<!/)(?<!\.lock)$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+# Seconds and counts: whole numbers above zero. Strict, so that `timeout: yes` (YAML's true)
+# or `timeout: 1.5` is an error rather than one second.
+Positive = Annotated[StrictInt, Field(gt=0)]
 
 Level = Literal["L1", "L2", "L3", "L4"]
 
@@ -23,9 +38,9 @@ class Strict(BaseModel):
 
 
 class Suite(Strict):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    name: str = Field(pattern=SUITE_NAME)
     command: str = Field(min_length=1)
-    timeout: PositiveInt = 3600
+    timeout: Positive = 3600
 
 
 class Backend(Strict):
@@ -35,7 +50,7 @@ class Backend(Strict):
     level: Level
     device: str = Field(pattern=DEVICE_NAME)
     branches: list[str] = Field(min_length=1)
-    timeout: PositiveInt = 10800
+    timeout: Positive = 10800
     setup: list[str] = []
     env: dict[str, str] = {}
     suites: list[Suite] = Field(min_length=1)
@@ -59,18 +74,25 @@ class Backend(Strict):
     @field_validator("env")
     @classmethod
     def _env_names(cls, env: dict[str, str]) -> dict[str, str]:
-        bad = [k for k in env if not _matches(ENV_NAME, k) or k.startswith("CRCR_")]
-        if bad:
-            raise ValueError(f"invalid or reserved (CRCR_*) variable names: {', '.join(map(repr, bad))}")
+        invalid = [k for k in env if not _matches(ENV_NAME, k)]
+        reserved = [k for k in env if k.startswith("CRCR_") and k not in invalid]
+        problems = []
+        if invalid:
+            problems.append(f"not valid variable names: {', '.join(map(repr, invalid))}")
+        if reserved:
+            problems.append(f"reserved names (the relay sets CRCR_* itself): {', '.join(map(repr, reserved))}")
+        if problems:
+            raise ValueError("; ".join(problems))
         return env
 
-    @model_validator(mode="after")
-    def _unique_suites(self) -> "Backend":
-        names = [s.name for s in self.suites]
+    @field_validator("suites")
+    @classmethod
+    def _unique_suites(cls, suites: list[Suite]) -> list[Suite]:
+        names = [s.name for s in suites]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"suites: duplicate suite names {', '.join(dupes)}")
-        return self
+            raise ValueError(f"duplicate suite names: {', '.join(map(repr, dupes))}")
+        return suites
 
     @property
     def reports_to_github(self) -> bool:
@@ -80,8 +102,8 @@ class Backend(Strict):
 
 class WorkerHost(Strict):
     name: str = Field(pattern=WORKER_NAME)
-    devices: dict[str, PositiveInt] = Field(min_length=1)
-    max_builds: PositiveInt | None = None
+    devices: dict[str, Positive] = Field(min_length=1)
+    max_builds: Positive | None = None
     admin: str = Field(min_length=1)
 
     @field_validator("devices")
@@ -89,7 +111,7 @@ class WorkerHost(Strict):
     def _device_names(cls, devices: dict[str, int]) -> dict[str, int]:
         bad = [d for d in devices if not _matches(DEVICE_NAME, d)]
         if bad:
-            raise ValueError(f"invalid device names: {', '.join(map(repr, bad))}")
+            raise ValueError(f"invalid device names {', '.join(map(repr, bad))}: {PATTERN_HELP[DEVICE_NAME]}")
         return devices
 
     @property

@@ -12,22 +12,42 @@ def worker_password(worker_name: str) -> str:
     return f"worker-{worker_name}"
 
 
-def usable_secret(secrets_dir: Path, name: str) -> bool:
-    """True when the secret exists, is not empty, and is not readable by others (SecretInAFile insists)."""
+def secret_problem(secrets_dir: Path, name: str) -> str | None:
+    """Why the secret cannot be used ('does not exist', 'is empty', ...), or None when it can.
+
+    SecretInAFile refuses files readable by others, and strips trailing newlines from the value.
+    """
     path = secrets_dir / name
     try:
         mode = path.stat().st_mode
     except OSError:
-        return False
-    return stat.S_ISREG(mode) and path.stat().st_size > 0 and not mode & 0o007
+        return "does not exist"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file"
+    if mode & 0o007:
+        return f"is readable by others (mode {stat.S_IMODE(mode):04o}); run chmod 600 on it"
+    try:
+        value = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return "cannot be read as text"
+    if not value.rstrip("\r\n"):
+        return "is empty"
+    return None
+
+
+def usable_secret(secrets_dir: Path, name: str) -> bool:
+    """True when the secret exists, is not empty, and is not readable by others (SecretInAFile insists)."""
+    return secret_problem(secrets_dir, name) is None
 
 
 def problems(secrets_dir: Path) -> list[str]:
     """What would make SecretInAFile refuse the directory; empty when it is usable."""
     if not secrets_dir.is_dir():
         return [f"{secrets_dir}: secrets directory does not exist"]
+    # SecretInAFile checks every entry of the directory, not only files.
     return [
-        f"{p}: readable by others (mode {oct(p.stat().st_mode & 0o777)}); run chmod 600 on it"
+        f"{p}: readable by others (mode {stat.S_IMODE(p.stat().st_mode):04o}); "
+        f"run chmod {700 if p.is_dir() else 600} on it"
         for p in sorted(secrets_dir.iterdir())
-        if p.is_file() and p.stat().st_mode & 0o007
+        if p.exists() and p.stat().st_mode & 0o007
     ]

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Mapping
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from crcr.errors import ConfigError, describe_validation_error
+from crcr.errors import ConfigError, described_pattern, describe_validation_error
+from crcr.models import BRANCH_NAME
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS_FILE = REPO_ROOT / "master" / "settings.yaml"
@@ -21,8 +23,10 @@ class Settings(BaseModel):
     upstream_url: str = Field(min_length=1)
     upstream_branches: list[str] = Field(min_length=1)
     poll_interval: int = Field(ge=1)
-    github_api_url: str = Field(pattern=r"^https?://")
-    github_repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    github_api_url: str = Field(pattern=described_pattern(r"^https?://", "must start with http:// or https://"))
+    github_repo: str = Field(
+        pattern=described_pattern(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "must be <owner>/<repository>, e.g. pytorch/pytorch")
+    )
     backends_dir: Path
     workers_dir: Path
     secrets_dir: Path
@@ -30,6 +34,22 @@ class Settings(BaseModel):
     worker_port: int = Field(ge=1, le=65535)
     db_url: str = Field(min_length=1)
     buildbot_url: str | None = None
+
+    @field_validator("upstream_branches")
+    @classmethod
+    def _branch_names(cls, branches: list[str]) -> list[str]:
+        bad = [b for b in branches if re.match(BRANCH_NAME, b) is None]
+        if bad:
+            raise ValueError(f"not valid branch names: {', '.join(map(repr, bad))}")
+        return branches
+
+    @field_validator("backends_dir", "workers_dir", "secrets_dir", mode="before")
+    @classmethod
+    def _not_empty(cls, path):
+        # Path("") is ".", which would silently mean the repository root.
+        if isinstance(path, str) and not path.strip():
+            raise ValueError("must not be empty")
+        return path
 
     @field_validator("backends_dir", "workers_dir", "secrets_dir")
     @classmethod
@@ -61,4 +81,4 @@ def load_settings(environ: Mapping[str, str] | None = None, defaults_file: Path 
     try:
         return Settings(**values)
     except ValidationError as e:
-        raise ConfigError(describe_validation_error(e, lambda field: sources.get(field, field))) from None
+        raise ConfigError(describe_validation_error(e, lambda field: sources.get(field, field), Settings)) from None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS, WARNINGS
+from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
 from crcr.factory import SUITE_STEP_PREFIX
 
@@ -14,6 +14,16 @@ def _shorten(text: str) -> str:
     return text if len(text) <= GITHUB_DESCRIPTION_LIMIT else text[: GITHUB_DESCRIPTION_LIMIT - 1] + "…"
 
 
+def _suites_failed(names: list[str], total: int) -> str:
+    """The count stays readable when the names are too long: 'Suites failed: a, b, … (40 of 50)'."""
+    head, tail = "Suites failed: ", f" ({len(names)} of {total})"
+    listed = ", ".join(names)
+    room = GITHUB_DESCRIPTION_LIMIT - len(head) - len(tail)
+    if len(listed) > room:
+        listed = listed[: room - 1] + "…"
+    return head + listed + tail
+
+
 def describe_finished_build(build: dict) -> str:
     """E.g. 'All 3 suites passed', 'Suites failed: view-ops (1 of 3)', 'Failed in setup 1'."""
     results = build["results"]
@@ -23,14 +33,18 @@ def describe_finished_build(build: dict) -> str:
         return "Interrupted; will be retried"
     step_list = build.get("steps") or []
     suites = [s for s in step_list if s["name"].startswith(SUITE_STEP_PREFIX)]
-    failed_suites = [s["name"][len(SUITE_STEP_PREFIX) :] for s in suites if s["results"] not in (SUCCESS, WARNINGS)]
+    # Only a suite that ran and failed is the backend's failure; an exception in one is the relay's.
+    failed_suites = [s["name"][len(SUITE_STEP_PREFIX) :] for s in suites if s["results"] == FAILURE]
+    suites_failed = _suites_failed(failed_suites, len(suites)) if failed_suites else ""
     if results in (SUCCESS, WARNINGS):
         return _shorten(f"All {len(suites)} suites passed")
-    if failed_suites:
-        return _shorten(f"Suites failed: {', '.join(failed_suites)} ({len(failed_suites)} of {len(suites)})")
-    broken = next((s["name"] for s in step_list if s["results"] not in (None, SUCCESS, WARNINGS)), None)
     if results == EXCEPTION:
-        return _shorten(f"Relay error in {broken}" if broken else "Relay error")
+        broken = next((s["name"] for s in step_list if s["results"] == EXCEPTION), None)
+        relay_error = f"Relay error in {broken}" if broken else "Relay error"
+        return _shorten(f"{relay_error}; {suites_failed[0].lower()}{suites_failed[1:]}" if suites_failed else relay_error)
+    if suites_failed:
+        return _shorten(suites_failed)
+    broken = next((s["name"] for s in step_list if s["results"] not in (None, SUCCESS, WARNINGS, SKIPPED)), None)
     if results == FAILURE and broken:
         return _shorten(f"Failed in {broken}")
     return _shorten(build.get("state_string") or "Failed")

@@ -1,0 +1,358 @@
+"""Unit tests of the generated Buildbot configuration (in the spirit of WebKit's build-webkit-org tests).
+
+The configuration is built from files in a temporary directory and checked as Buildbot sees it,
+then handed to Buildbot's own loader, which must accept it. No process is started.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from types import SimpleNamespace
+
+import pytest
+from buildbot.changes.gitpoller import GitPoller
+from buildbot.config.errors import ConfigErrors
+from buildbot.config.master import MasterConfig
+from buildbot.process.properties import Properties
+from buildbot.reporters.github import GitHubStatusPush
+from buildbot.schedulers.basic import AnyBranchScheduler
+from buildbot.schedulers.forcesched import ForceScheduler
+from buildbot.steps.shell import ShellCommand
+from buildbot.steps.source.git import Git
+from buildbot.warnings import ConfigWarning
+
+from configfiles import make_dirs, settings_for, write_backend, write_secret, write_worker, write_worker_password
+from crcr.masterconfig import build_master_config
+from crcr.secretfiles import GITHUB_TOKEN
+
+ALPHA_SUITES = [
+    {"name": "unit", "command": "python -m pytest test/unit", "timeout": 600},
+    {"name": "integration", "command": "python -m pytest test/integration"},
+]
+ALPHA_SETUP = ["pip install -e .", "python -c 'import torch_alpha'"]
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    """alpha (L2) and delta (L3) on device alpha, beta (L1) on beta, gamma (L2) on a device no host has."""
+    dirs = make_dirs(tmp_path)
+    write_backend(
+        dirs.backends,
+        "alpha",
+        level="L2",
+        device="alpha",
+        timeout=7200,
+        setup=ALPHA_SETUP,
+        env={"PYTORCH_TESTING_DEVICE_ONLY_FOR": "alpha"},
+        suites=ALPHA_SUITES,
+    )
+    write_backend(dirs.backends, "beta", level="L1", device="beta")
+    write_backend(dirs.backends, "delta", level="L3", device="alpha")
+    write_backend(dirs.backends, "gamma", level="L2", device="gamma")
+    write_worker(dirs.workers, "host-a", devices={"alpha": 2})
+    write_worker(dirs.workers, "host-ab", devices={"alpha": 1, "beta": 1}, max_builds=1)
+    for host in ("host-a", "host-ab"):
+        write_worker_password(dirs.secrets, host)
+    return dirs
+
+
+def with_github_token(dirs):
+    write_secret(dirs.secrets, GITHUB_TOKEN, "ghp_test\n")
+
+
+def config_for(dirs, **env):
+    return build_master_config(settings_for(dirs, **env))
+
+
+def builders_by_name(cfg):
+    return {b.name: b for b in cfg["builders"]}
+
+
+def step_names(builder):
+    return [step.kwargs["name"] for step in builder.factory.steps]
+
+
+def steps_by_name(builder):
+    return {step.kwargs["name"]: step for step in builder.factory.steps}
+
+
+def load_with_buildbot(cfg) -> MasterConfig:
+    return MasterConfig.loadFromDict(cfg, "master.cfg")
+
+
+def test_one_builder_per_active_backend_named_after_its_file(dirs):
+    cfg = config_for(dirs)
+
+    # gamma's device is on no host: no builder until one is registered.
+    assert [b.name for b in cfg["builders"]] == ["alpha", "beta", "delta"]
+
+
+def test_builder_runs_only_on_hosts_offering_its_device(dirs):
+    builders = builders_by_name(config_for(dirs))
+
+    assert builders["alpha"].workernames == ["host-a", "host-ab"]
+    assert builders["beta"].workernames == ["host-ab"]
+    assert builders["delta"].workernames == ["host-a", "host-ab"]
+
+
+def test_builder_tags_description_properties_and_no_collapsing(dirs):
+    builders = builders_by_name(config_for(dirs))
+
+    for name, device, level in [("alpha", "alpha", "L2"), ("beta", "beta", "L1"), ("delta", "alpha", "L3")]:
+        builder = builders[name]
+        assert device in builder.tags and level in builder.tags
+        assert builder.collapseRequests is False
+        assert builder.properties["crcr_backend"] == name
+        assert builder.description == "Test accelerator"
+
+
+def test_builder_steps_in_order(dirs):
+    builders = builders_by_name(config_for(dirs))
+
+    common = ["checkout upstream", "clear results", "create results"]
+    assert step_names(builders["alpha"]) == common + ["setup 1", "setup 2", "suite unit", "suite integration"]
+    assert step_names(builders["beta"]) == common + ["suite smoke"]
+
+
+def test_checkout_is_of_the_upstream_repository(dirs):
+    cfg = config_for(dirs, CRCR_UPSTREAM_URL="https://example.org/mirror/pytorch.git")
+    checkout = steps_by_name(builders_by_name(cfg)["alpha"])["checkout upstream"]
+
+    assert issubclass(checkout.step_class, Git)
+    assert checkout.kwargs["repourl"] == "https://example.org/mirror/pytorch.git"
+    assert checkout.kwargs["workdir"] == "upstream"
+    assert checkout.kwargs["haltOnFailure"] is True
+
+
+def test_setup_steps_halt_and_suite_steps_do_not(dirs):
+    steps = steps_by_name(builders_by_name(config_for(dirs))["alpha"])
+
+    for number, command in enumerate(ALPHA_SETUP, start=1):
+        setup = steps[f"setup {number}"]
+        assert issubclass(setup.step_class, ShellCommand)
+        assert setup.kwargs["command"] == command
+        assert setup.kwargs["haltOnFailure"] is True
+    for suite in ALPHA_SUITES:
+        step = steps[f"suite {suite['name']}"]
+        assert issubclass(step.step_class, ShellCommand)
+        assert step.kwargs["command"] == suite["command"]
+        assert step.kwargs["haltOnFailure"] is False
+        assert step.kwargs["flunkOnFailure"] is True
+
+
+def test_suite_timeouts_and_build_budget_come_from_the_backend_file(dirs):
+    steps = steps_by_name(builders_by_name(config_for(dirs))["alpha"])
+
+    assert steps["suite unit"].kwargs["maxTime"] == 600
+    assert steps["suite integration"].kwargs["maxTime"] == 3600  # the default
+    for name in ("setup 1", "setup 2", "suite unit", "suite integration"):
+        assert steps[name].kwargs["build_timeout"] == 7200
+
+
+def test_commands_see_the_backend_env_and_the_relay_variables(dirs):
+    steps = steps_by_name(builders_by_name(config_for(dirs))["alpha"])
+
+    for name in ("setup 1", "suite unit"):
+        env = steps[name].kwargs["env"]
+        assert env["PYTORCH_TESTING_DEVICE_ONLY_FOR"] == "alpha"
+        assert env["CRCR_BACKEND"] == "alpha"
+        assert {"CRCR_UPSTREAM_SHA", "CRCR_UPSTREAM_DIR", "CRCR_RESULTS_DIR"} <= set(env)
+
+
+def test_device_lock_caps_builds_at_each_hosts_unit_count(dirs):
+    builders = builders_by_name(config_for(dirs))
+
+    (alpha_lock,) = builders["alpha"].locks
+    assert alpha_lock.mode == "counting"
+    assert alpha_lock.lockid.name == "device-alpha"
+    assert alpha_lock.lockid.maxCountForWorker == {"host-a": 2, "host-ab": 1}
+    # Backends on the same device share its lock.
+    (delta_lock,) = builders["delta"].locks
+    assert delta_lock.lockid is alpha_lock.lockid
+    (beta_lock,) = builders["beta"].locks
+    assert beta_lock.lockid.maxCountForWorker == {"host-ab": 1}
+
+
+def test_workers_are_the_hosts_with_their_build_slots(dirs):
+    cfg = config_for(dirs)
+
+    assert [(w.workername, w.max_builds) for w in cfg["workers"]] == [("host-a", 2), ("host-ab", 1)]
+    assert [repr(w.password) for w in cfg["workers"]] == ["Secret(worker-host-a)", "Secret(worker-host-ab)"]
+
+
+def test_host_without_password_file_is_left_out(dirs):
+    os.unlink(dirs.secrets / "worker-host-ab")
+
+    cfg = config_for(dirs)
+
+    assert [w.workername for w in cfg["workers"]] == ["host-a"]
+    # beta only ran on host-ab, so it has no builder now.
+    assert {b.name: b.workernames for b in cfg["builders"]} == {"alpha": ["host-a"], "delta": ["host-a"]}
+
+
+def test_schedulers_per_active_backend(dirs):
+    cfg = config_for(dirs)
+    schedulers = {s.name: s for s in cfg["schedulers"]}
+
+    assert set(schedulers) == {f"{kind}-{b}" for kind in ("upstream", "force") for b in ("alpha", "beta", "delta")}
+    for backend in ("alpha", "beta", "delta"):
+        assert isinstance(schedulers[f"upstream-{backend}"], AnyBranchScheduler)
+        assert schedulers[f"upstream-{backend}"].builderNames == [backend]
+        assert isinstance(schedulers[f"force-{backend}"], ForceScheduler)
+        assert schedulers[f"force-{backend}"].builderNames == [backend]
+
+
+def change(branch, project="pytorch/pytorch"):
+    return SimpleNamespace(
+        branch=branch,
+        project=project,
+        repository="https://github.com/pytorch/pytorch.git",
+        codebase="",
+        category=None,
+        properties=Properties(),
+    )
+
+
+def test_upstream_scheduler_takes_commits_on_the_backends_branches_only(dirs):
+    write_backend(dirs.backends, "alpha", device="alpha", branches=["main", "release/2.5"])
+    schedulers = {s.name: s for s in config_for(dirs, CRCR_UPSTREAM_BRANCHES="main,release/2.5")["schedulers"]}
+
+    alpha = schedulers["upstream-alpha"]._config_kwargs["change_filter"]
+    assert alpha.filter_change(change("main"))
+    assert alpha.filter_change(change("release/2.5"))
+    assert not alpha.filter_change(change("gh/someone/1/head"))
+    assert not alpha.filter_change(change("main", project="someone/fork"))
+    beta = schedulers["upstream-beta"]._config_kwargs["change_filter"]
+    assert beta.filter_change(change("main"))
+    assert not beta.filter_change(change("release/2.5"))
+
+
+def test_change_source_polls_explicit_upstream_branches(dirs):
+    cfg = config_for(dirs, CRCR_UPSTREAM_BRANCHES="main,release/2.5", CRCR_POLL_INTERVAL="30")
+
+    (poller,) = cfg["change_source"]
+    assert isinstance(poller, GitPoller)
+    assert poller.name == "upstream"
+    kwargs = poller._config_kwargs
+    assert poller._config_args == ("https://github.com/pytorch/pytorch.git",)
+    assert kwargs["branches"] == ["main", "release/2.5"]  # never True: pytorch has thousands of branches
+    assert kwargs["project"] == "pytorch/pytorch"
+    assert kwargs["pollInterval"] == 30
+
+
+def test_no_github_reporter_without_the_token_secret(dirs):
+    assert config_for(dirs)["services"] == []
+
+
+def test_no_github_reporter_when_the_token_is_empty(dirs):
+    write_secret(dirs.secrets, GITHUB_TOKEN, "")
+
+    assert config_for(dirs)["services"] == []
+
+
+def test_github_reporter_for_l2_and_up_backends_only(dirs):
+    with_github_token(dirs)
+
+    (reporter,) = config_for(dirs, CRCR_GITHUB_API_URL="http://127.0.0.1:8999")["services"]
+
+    assert isinstance(reporter, GitHubStatusPush)
+    kwargs = reporter._config_kwargs
+    assert repr(kwargs["token"]) == f"Secret({GITHUB_TOKEN})"
+    assert kwargs["baseURL"] == "http://127.0.0.1:8999"
+    # beta is L1 (UI only), gamma has no builder.
+    assert [g.builders for g in kwargs["generators"]] == [["alpha", "delta"], ["alpha", "delta"]]
+
+
+def test_no_github_reporter_when_every_backend_is_l1(dirs):
+    with_github_token(dirs)
+    for name in ("alpha", "delta", "gamma"):
+        write_backend(dirs.backends, name, level="L1", device="alpha")
+
+    assert config_for(dirs)["services"] == []
+
+
+def test_ports_and_urls(dirs):
+    cfg = config_for(dirs, CRCR_WEB_PORT="18010", CRCR_WORKER_PORT="19989")
+
+    assert cfg["protocols"] == {"pb": {"port": 19989}}
+    assert cfg["www"]["port"] == 18010
+    assert cfg["buildbotURL"] == "http://localhost:18010/"
+    assert cfg["collapseRequests"] is False
+
+
+def test_invalid_backend_file_makes_buildbot_refuse_the_config(dirs):
+    bad = write_backend(dirs.backends, "beta", level="L5", device="beta")
+
+    with pytest.raises(ConfigErrors) as raised:
+        config_for(dirs)
+
+    assert raised.value.errors == [f"{bad}: level: should be 'L1', 'L2', 'L3' or 'L4' (got 'L5')"]
+
+
+def test_bad_settings_make_buildbot_refuse_the_config(dirs, monkeypatch):
+    """master.cfg calls build_master_config() without settings: they come from the environment."""
+    monkeypatch.setenv("CRCR_BACKENDS_DIR", str(dirs.backends))
+    monkeypatch.setenv("CRCR_WEB_PORT", "abc")
+
+    with pytest.raises(ConfigErrors) as raised:
+        build_master_config()
+
+    assert raised.value.errors == ["CRCR_WEB_PORT: should be a whole number (got 'abc')"]
+
+
+def test_secret_readable_by_others_makes_buildbot_refuse_the_config(dirs):
+    token = write_secret(dirs.secrets, GITHUB_TOKEN, "ghp_test\n", mode=0o644)
+
+    with pytest.raises(ConfigErrors) as raised:
+        config_for(dirs)
+
+    assert raised.value.errors == [f"{token}: readable by others (mode 0644); run chmod 600 on it"]
+
+
+def test_missing_secrets_directory_makes_buildbot_refuse_the_config(dirs):
+    for secret in dirs.secrets.iterdir():
+        secret.unlink()
+    dirs.secrets.rmdir()
+
+    with pytest.raises(ConfigErrors) as raised:
+        config_for(dirs)
+
+    assert raised.value.errors == [f"{dirs.secrets}: secrets directory does not exist"]
+
+
+def test_buildbot_loads_the_generated_config(dirs):
+    with_github_token(dirs)
+
+    master = load_with_buildbot(config_for(dirs))
+
+    assert [b.name for b in master.builders] == ["alpha", "beta", "delta"]
+    assert sorted(master.schedulers) == sorted(
+        f"{kind}-{b}" for kind in ("upstream", "force") for b in ("alpha", "beta", "delta")
+    )
+    assert [w.workername for w in master.workers] == ["host-a", "host-ab"]
+    assert [c.name for c in master.change_sources] == ["upstream"]
+    assert [type(s) for s in master.services.values()] == [GitHubStatusPush]
+    assert master.collapseRequests is False
+    assert master.buildbotURL == "http://localhost:8010/"
+
+
+def test_buildbot_loads_the_committed_config():
+    """What `make demo` runs: the repository's own backends/, workers/ and settings."""
+    from crcr.settings import load_settings
+
+    master = load_with_buildbot(build_master_config(load_settings(environ={})))
+
+    assert [b.name for b in master.builders] == ["demo"]
+
+
+def test_buildbot_has_no_warning_about_the_config(dirs):
+    """E.g. a title over 18 characters, which Buildbot's UI replaces by 'Buildbot'."""
+    with_github_token(dirs)
+    cfg = config_for(dirs)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        MasterConfig.loadFromDict(cfg, "master.cfg")
+
+    assert [str(w.message) for w in caught if issubclass(w.category, ConfigWarning)] == []

@@ -1,0 +1,461 @@
+"""Unit tests of loading backends/*.yaml and workers/*.yaml: what a backend author sees when a file is wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from configfiles import (
+    BACKEND,
+    DROP,
+    backend_yaml,
+    make_dirs,
+    settings_for,
+    worker_yaml,
+    write_backend,
+    write_file,
+    write_worker,
+    write_worker_password,
+)
+from crcr.errors import ConfigError
+from crcr.loader import display_path, load_model, load_relay_config, require_worker_passwords
+from crcr.models import Backend, WorkerHost
+from crcr.settings import REPO_ROOT, load_settings
+
+NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter or digit"
+DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
+BACKEND_KEYS = "description, maintainers, level, device, branches, timeout, setup, env, suites"
+SMOKE = {"name": "smoke", "command": "true"}
+
+# (file under the relay root, its text, the whole error message; {file} is the file's path).
+BAD_FILES = [
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(timout=60),
+        f"{{file}}: timout: unknown key (did you mean 'timeout'?); the known keys are {BACKEND_KEYS}",
+        id="misspelt-key",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(colour="red"),
+        f"{{file}}: colour: unknown key; the known keys are {BACKEND_KEYS}",
+        id="unknown-key",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{**SMOKE, "retries": 2}]),
+        "{file}: suites.0.retries: unknown key; the known keys are name, command, timeout",
+        id="unknown-suite-key",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(device=DROP),
+        "{file}: device: required field is missing",
+        id="missing-device",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{"name": "smoke"}]),
+        "{file}: suites.0.command: required field is missing",
+        id="missing-suite-command",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(level="L5"),
+        "{file}: level: should be 'L1', 'L2', 'L3' or 'L4' (got 'L5')",
+        id="level-L5",
+    ),
+    pytest.param(
+        "backends/Spyre.yaml",
+        backend_yaml(),
+        f"{{file}}: file name: {NAME_RULE} (got 'Spyre')",
+        id="uppercase-file-name",
+    ),
+    pytest.param(
+        "backends/my_backend.yaml",
+        backend_yaml(),
+        f"{{file}}: file name: {NAME_RULE} (got 'my_backend')",
+        id="underscore-file-name",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(device="Spyre GPU"),
+        f"{{file}}: device: {DEVICE_RULE} (got 'Spyre GPU')",
+        id="bad-device-name",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[]),
+        "{file}: suites: must not be empty",
+        id="empty-suites",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[SMOKE, {"name": "ops", "command": "true"}, {"name": "smoke", "command": "false"}]),
+        "{file}: suites: duplicate suite names: 'smoke'",
+        id="duplicate-suites",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{**SMOKE, "timeout": -5}]),
+        "{file}: suites.0.timeout: should be greater than 0 (got -5)",
+        id="negative-suite-timeout",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(timeout=0),
+        "{file}: timeout: should be greater than 0 (got 0)",
+        id="zero-timeout",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(timeout="1h"),
+        "{file}: timeout: should be a whole number (got '1h')",
+        id="timeout-with-unit",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{**SMOKE, "timeout": 1.5}]),
+        "{file}: suites.0.timeout: should be a whole number (got 1.5)",
+        id="fractional-timeout",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml() + "timeout: yes\n",
+        "{file}: timeout: should be a whole number (got True)",
+        id="yaml-boolean-timeout",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(maintainers=["octocat", "not a login"]),
+        "{file}: maintainers: not GitHub logins: 'not a login'",
+        id="bad-maintainer-login",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(maintainers="octocat"),
+        "{file}: maintainers: should be a valid list (got 'octocat')",
+        id="maintainers-not-a-list",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(branches=["main", "a b"]),
+        "{file}: branches: not valid branch names: 'a b'",
+        id="branch-with-space",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(branches=["x..y"]),
+        "{file}: branches: not valid branch names: 'x..y'",
+        id="branch-with-dot-dot",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(env={"CRCR_FOO": "1"}),
+        "{file}: env: reserved names (the relay sets CRCR_* itself): 'CRCR_FOO'",
+        id="env-CRCR_FOO",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(env={"MY-VAR": "1"}),
+        "{file}: env: not valid variable names: 'MY-VAR'",
+        id="env-bad-name",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        "description: [unclosed\nlevel: L1\n",
+        "{file}: not valid YAML: line 2, column 6: expected ',' or ']', but got ':' (while parsing a flow sequence)",
+        id="yaml-syntax-error",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml() + "level: L2\n",
+        f"{{file}}: not valid YAML: line {backend_yaml().count(chr(10)) + 1}, column 1: duplicate key 'level'",
+        id="yaml-duplicate-key",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        "- description: Test accelerator\n- level: L1\n",
+        "{file}: expected a mapping of fields (key: value lines), found a list",
+        id="top-level-list",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(name="other"),
+        "{file}: name: unknown key (the file name 'demo' is the name)",
+        id="name-key",
+    ),
+    pytest.param(
+        "backends/demo.yml",
+        backend_yaml(),
+        "{file}: use the .yaml extension, .yml files are not read",
+        id="yml-extension",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(devices=DROP),
+        "{file}: devices: required field is missing",
+        id="worker-without-devices",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(devices={}),
+        "{file}: devices: must not be empty",
+        id="worker-empty-devices",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(devices={"demo": 0}),
+        "{file}: devices.demo: should be greater than 0 (got 0)",
+        id="worker-device-count-0",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(devices={"Demo": 1}),
+        f"{{file}}: devices: invalid device names 'Demo': {DEVICE_RULE}",
+        id="worker-bad-device-name",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(cpus=8),
+        "{file}: cpus: unknown key; the known keys are devices, max_builds, admin",
+        id="worker-unknown-key",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(max_builds=0),
+        "{file}: max_builds: should be greater than 0 (got 0)",
+        id="worker-max-builds-0",
+    ),
+    pytest.param(
+        "workers/gpu host.yaml",
+        worker_yaml(),
+        "{file}: file name: must be letters, digits, '-' and '_', starting with a letter or digit (got 'gpu host')",
+        id="worker-file-name-with-space",
+    ),
+]
+
+
+@pytest.mark.parametrize("file_name, text, message", BAD_FILES)
+def test_bad_file_is_refused_naming_file_field_and_problem(tmp_path, file_name, text, message):
+    dirs = make_dirs(tmp_path)
+    if file_name.startswith("workers/"):
+        write_backend(dirs.backends, "demo")
+    bad = write_file(tmp_path / file_name, text)
+
+    with pytest.raises(ConfigError) as raised:
+        load_relay_config(settings_for(dirs))
+
+    assert str(raised.value) == message.format(file=bad)
+
+
+def test_every_bad_file_is_reported_in_one_error(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "good")
+    level = write_backend(dirs.backends, "bad-level", level="L5")
+    branches = write_backend(dirs.backends, "bad-branch", branches=["a b"])
+    stray = write_file(dirs.backends / "stray.yml", backend_yaml())
+    devices = write_worker(dirs.workers, "no-devices", devices=DROP)
+    typo = write_worker(dirs.workers, "typo", admin=DROP, admn="me")
+    write_worker(dirs.workers, "good-host")
+
+    with pytest.raises(ConfigError) as raised:
+        load_relay_config(settings_for(dirs))
+
+    assert str(raised.value).splitlines() == [
+        f"{branches}: branches: not valid branch names: 'a b'",
+        f"{level}: level: should be 'L1', 'L2', 'L3' or 'L4' (got 'L5')",
+        f"{stray}: use the .yaml extension, .yml files are not read",
+        f"{devices}: devices: required field is missing",
+        f"{typo}: admin: required field is missing",
+        f"{typo}: admn: unknown key (did you mean 'admin'?); the known keys are devices, max_builds, admin",
+    ]
+
+
+def test_empty_file_lists_every_required_field(tmp_path):
+    dirs = make_dirs(tmp_path)
+    empty = write_file(dirs.backends / "demo.yaml", "# nothing yet\n")
+
+    with pytest.raises(ConfigError) as raised:
+        load_relay_config(settings_for(dirs))
+
+    assert str(raised.value).splitlines() == [
+        f"{empty}: {field}: required field is missing"
+        for field in ("description", "maintainers", "level", "device", "branches", "suites")
+    ]
+
+
+def test_a_relay_without_backend_files_is_refused(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_worker(dirs.workers, "gpu-host")
+
+    with pytest.raises(ConfigError) as raised:
+        load_relay_config(settings_for(dirs))
+
+    assert str(raised.value) == f"{dirs.backends}: no backend files (*.yaml)"
+
+
+def test_a_missing_backends_directory_is_refused(tmp_path):
+    dirs = make_dirs(tmp_path)
+    dirs.backends.rmdir()
+
+    with pytest.raises(ConfigError) as raised:
+        load_relay_config(settings_for(dirs))
+
+    assert str(raised.value) == f"{dirs.backends}: directory does not exist"
+
+
+def test_paths_inside_the_repository_are_shown_relative_to_it(tmp_path):
+    """Messages about committed files read as users wrote them; other paths stay as given."""
+    assert display_path(REPO_ROOT / "backends" / "spyre.yaml") == "backends/spyre.yaml"
+    assert display_path(tmp_path / "backends" / "spyre.yaml") == str(tmp_path / "backends" / "spyre.yaml")
+
+
+# Good files.
+
+
+def test_committed_backends_and_workers_load():
+    relay = load_relay_config(load_settings(environ={}))
+
+    assert [b.name for b in relay.backends] == ["demo", "spyre"]
+    assert [w.name for w in relay.workers] == ["demo-local"]
+    demo, spyre = relay.backends
+    assert (demo.level, demo.device, demo.reports_to_github) == ("L1", "demo", False)
+    assert [(s.name, s.timeout) for s in demo.suites] == [("smoke", 300), ("ops", 300)]
+    assert (spyre.level, spyre.device, spyre.reports_to_github) == ("L2", "spyre", True)
+    assert [(s.name, s.timeout) for s in spyre.suites] == [("view-ops", 3600), ("torch", 5400)]
+    assert relay.workers[0].devices == {"demo": 2}
+    # No host offers Spyre yet: the backend is known but gets no builder.
+    assert [b.name for b in relay.active_backends] == ["demo"]
+    assert relay.warnings == [
+        "backends/spyre.yaml: device: no worker offers 'spyre'; the backend stays inactive (no builder) "
+        "until a host with it is registered"
+    ]
+
+
+def test_file_stem_is_the_name_and_defaults_apply(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(
+        dirs.backends,
+        "npu",
+        maintainers=["@octocat"],
+        suites=[{"name": "smoke", "command": "true"}, {"name": "ops", "command": "true", "timeout": 60}],
+    )
+    write_worker(dirs.workers, "lab-1", devices={"demo": 2, "npu": 3})
+    write_worker(dirs.workers, "lab-2", devices={"demo": 4}, max_builds=1)
+
+    relay = load_relay_config(settings_for(dirs))
+
+    (npu,) = relay.backends
+    assert npu.name == "npu"
+    assert npu.maintainers == ["octocat"]
+    assert npu.timeout == 10800
+    assert (npu.setup, npu.env) == ([], {})
+    assert [(s.name, s.timeout) for s in npu.suites] == [("smoke", 3600), ("ops", 60)]
+    lab1, lab2 = relay.workers
+    assert (lab1.name, lab1.max_builds, lab1.build_slots) == ("lab-1", None, 5)
+    assert (lab2.name, lab2.max_builds, lab2.build_slots) == ("lab-2", 1, 1)
+
+
+def test_load_model_reads_one_worker_file(tmp_path):
+    path = write_worker(tmp_path, "gpu_host-1", devices={"spyre": 4}, admin="Spyre Lab <lab@example.com>")
+
+    host = load_model(path, WorkerHost)
+
+    assert host == WorkerHost(name="gpu_host-1", devices={"spyre": 4}, admin="Spyre Lab <lab@example.com>")
+
+
+def test_warning_for_a_device_no_worker_offers(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "demo")
+    npu = write_backend(dirs.backends, "npu", device="npu")
+    write_worker(dirs.workers, "lab-1", devices={"demo": 1})
+
+    relay = load_relay_config(settings_for(dirs))
+
+    assert [b.name for b in relay.active_backends] == ["demo"]
+    assert relay.warnings == [
+        f"{npu}: device: no worker offers 'npu'; the backend stays inactive (no builder) "
+        "until a host with it is registered"
+    ]
+
+
+def test_warning_for_a_branch_the_poller_does_not_follow(tmp_path):
+    dirs = make_dirs(tmp_path)
+    release = write_backend(dirs.backends, "demo", branches=["main", "release/2.5", "nightly"])
+    write_worker(dirs.workers, "lab-1")
+
+    relay = load_relay_config(settings_for(dirs, CRCR_UPSTREAM_BRANCHES="main,nightly"))
+
+    assert relay.warnings == [
+        f"{release}: branches: release/2.5 not followed by the poller (CRCR_UPSTREAM_BRANCHES); only forced builds"
+    ]
+
+
+def test_no_warnings_when_every_backend_has_a_host_and_followed_branches(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "demo", branches=["main", "release/2.5"])
+    write_worker(dirs.workers, "lab-1")
+
+    relay = load_relay_config(settings_for(dirs, CRCR_UPSTREAM_BRANCHES="main,release/2.5"))
+
+    assert relay.warnings == []
+
+
+@pytest.mark.parametrize(
+    "password, mode, problem",
+    [
+        (None, None, "does not exist"),
+        ("", 0o600, "is empty"),
+        ("\n", 0o600, "is empty"),
+        ("s3cret\n", 0o644, "is readable by others (mode 0644); run chmod 600 on it"),
+    ],
+    ids=["missing", "empty", "only-newline", "mode-0644"],
+)
+def test_host_without_usable_password_is_left_out_with_a_warning(tmp_path, password, mode, problem):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "demo")
+    write_worker(dirs.workers, "good-host")
+    bad_host = write_worker(dirs.workers, "bad-host")
+    write_worker_password(dirs.secrets, "good-host")
+    if password is not None:
+        write_worker_password(dirs.secrets, "bad-host", value=password, mode=mode)
+    relay = load_relay_config(settings_for(dirs))
+
+    checked = require_worker_passwords(relay, dirs.secrets)
+
+    assert [w.name for w in checked.workers] == ["good-host"]
+    assert checked.warnings == [
+        f"{bad_host}: host left out: its password file {dirs.secrets / 'worker-bad-host'} {problem}"
+    ]
+    assert [b.name for b in checked.backends] == ["demo"]
+
+
+def test_hosts_with_passwords_are_all_kept(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "demo")
+    for host in ("lab-1", "lab-2"):
+        write_worker(dirs.workers, host)
+        write_worker_password(dirs.secrets, host, mode=0o400)
+    relay = load_relay_config(settings_for(dirs))
+
+    checked = require_worker_passwords(relay, dirs.secrets)
+
+    assert [w.name for w in checked.workers] == ["lab-1", "lab-2"]
+    assert checked.warnings == []
+
+
+def test_leaving_a_host_out_can_deactivate_its_backend(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "demo")
+    write_worker(dirs.workers, "lab-1")
+    relay = load_relay_config(settings_for(dirs))
+
+    checked = require_worker_passwords(relay, dirs.secrets)
+
+    assert [b.name for b in relay.active_backends] == ["demo"]
+    assert checked.active_backends == []
+
+
+def test_backend_base_fields_are_a_valid_file():
+    """The writers' minimal file must itself load, or every bad-file row would test two problems at once."""
+    assert Backend(name="demo", **BACKEND).suites[0].timeout == 3600

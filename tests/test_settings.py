@@ -1,0 +1,155 @@
+"""Unit tests of the relay settings: master/settings.yaml defaults and their CRCR_* overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from crcr.errors import ConfigError
+from crcr.settings import DEFAULTS_FILE, ENV_VARS, REPO_ROOT, load_settings
+
+
+def test_defaults_come_from_master_settings_yaml():
+    settings = load_settings(environ={})
+
+    assert settings.upstream_url == "https://github.com/pytorch/pytorch.git"
+    assert settings.upstream_branches == ["main"]
+    assert settings.poll_interval == 60
+    assert settings.github_api_url == "https://api.github.com"
+    assert settings.github_repo == "pytorch/pytorch"
+    assert settings.backends_dir == REPO_ROOT / "backends"
+    assert settings.workers_dir == REPO_ROOT / "workers"
+    assert settings.secrets_dir == REPO_ROOT / "secrets"
+    assert (settings.web_port, settings.worker_port) == (8010, 9989)
+    assert settings.db_url == "sqlite:///state.sqlite"
+    assert settings.buildbot_url is None
+    assert settings.web_url == "http://localhost:8010/"
+
+
+def test_settings_yaml_documents_every_setting_and_its_variable():
+    """Each key of settings.yaml is a setting, and its comment names the variable that overrides it."""
+    text = DEFAULTS_FILE.read_text(encoding="utf-8")
+    assert set(yaml.safe_load(text)) == set(ENV_VARS.values())
+    for var, name in ENV_VARS.items():
+        (line,) = [line for line in text.splitlines() if line.startswith(f"{name}:")]
+        assert f"# {var}" in line
+
+
+# (variable, value in the environment, setting, value the relay uses)
+OVERRIDES = [
+    ("CRCR_UPSTREAM_URL", "file:///srv/mirror/pytorch.git", "upstream_url", "file:///srv/mirror/pytorch.git"),
+    ("CRCR_UPSTREAM_BRANCHES", "main, release/2.5 ,,nightly", "upstream_branches", ["main", "release/2.5", "nightly"]),
+    ("CRCR_POLL_INTERVAL", "15", "poll_interval", 15),
+    ("CRCR_GITHUB_API_URL", "http://127.0.0.1:9999", "github_api_url", "http://127.0.0.1:9999"),
+    ("CRCR_GITHUB_REPO", "torch-spyre/pytorch", "github_repo", "torch-spyre/pytorch"),
+    ("CRCR_BACKENDS_DIR", "/srv/relay/backends", "backends_dir", Path("/srv/relay/backends")),
+    ("CRCR_WORKERS_DIR", "lab/workers", "workers_dir", REPO_ROOT / "lab" / "workers"),
+    ("CRCR_SECRETS_DIR", "../relay-secrets", "secrets_dir", REPO_ROOT / ".." / "relay-secrets"),
+    ("CRCR_WEB_PORT", "8080", "web_port", 8080),
+    ("CRCR_WORKER_PORT", "19989", "worker_port", 19989),
+    ("CRCR_DB_URL", "postgresql://relay@db/relay", "db_url", "postgresql://relay@db/relay"),
+    ("CRCR_BUILDBOT_URL", "https://ci.example.org/relay/", "buildbot_url", "https://ci.example.org/relay/"),
+]
+
+
+@pytest.mark.parametrize("var, raw, setting, expected", OVERRIDES, ids=[row[0] for row in OVERRIDES])
+def test_each_variable_overrides_its_setting(var, raw, setting, expected):
+    defaults = load_settings(environ={})
+    settings = load_settings(environ={var: raw})
+
+    assert getattr(settings, setting) == expected
+    assert getattr(settings, setting) != getattr(defaults, setting)
+    # The others keep their defaults.
+    others = [name for name in ENV_VARS.values() if name != setting]
+    assert [getattr(settings, n) for n in others] == [getattr(defaults, n) for n in others]
+
+
+def test_every_setting_has_an_override_test():
+    assert {row[0] for row in OVERRIDES} == set(ENV_VARS)
+
+
+def test_relative_directories_are_taken_from_the_repository_root_not_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    settings = load_settings(environ={"CRCR_BACKENDS_DIR": "backends"})
+
+    assert settings.backends_dir == REPO_ROOT / "backends"
+    assert settings.workers_dir.is_absolute() and settings.secrets_dir.is_absolute()
+
+
+def test_buildbot_url_defaults_to_localhost_on_the_web_port():
+    assert load_settings(environ={"CRCR_WEB_PORT": "9123"}).web_url == "http://localhost:9123/"
+
+
+def test_buildbot_url_gets_a_trailing_slash():
+    settings = load_settings(environ={"CRCR_BUILDBOT_URL": "https://ci.example.org/relay"})
+
+    assert settings.web_url == "https://ci.example.org/relay/"
+
+
+def test_without_environ_argument_the_process_environment_is_read(monkeypatch):
+    monkeypatch.setenv("CRCR_POLL_INTERVAL", "7")
+
+    assert load_settings().poll_interval == 7
+
+
+@pytest.mark.parametrize(
+    "environ, message",
+    [
+        ({"CRCR_WEB_PORT": "abc"}, "CRCR_WEB_PORT: should be a whole number (got 'abc')"),
+        ({"CRCR_WORKER_PORT": "70000"}, "CRCR_WORKER_PORT: should be less than or equal to 65535 (got '70000')"),
+        (
+            {"CRCR_GITHUB_REPO": "not-a-repo"},
+            "CRCR_GITHUB_REPO: must be <owner>/<repository>, e.g. pytorch/pytorch (got 'not-a-repo')",
+        ),
+        ({"CRCR_POLL_INTERVAL": "0"}, "CRCR_POLL_INTERVAL: should be greater than or equal to 1 (got '0')"),
+        ({"CRCR_POLL_INTERVAL": "1.5"}, "CRCR_POLL_INTERVAL: should be a whole number (got '1.5')"),
+        (
+            {"CRCR_GITHUB_API_URL": "api.github.com"},
+            "CRCR_GITHUB_API_URL: must start with http:// or https:// (got 'api.github.com')",
+        ),
+        ({"CRCR_UPSTREAM_BRANCHES": " , "}, "CRCR_UPSTREAM_BRANCHES: must not be empty"),
+        ({"CRCR_UPSTREAM_BRANCHES": "main,a b"}, "CRCR_UPSTREAM_BRANCHES: not valid branch names: 'a b'"),
+        ({"CRCR_BACKENDS_DIR": ""}, "CRCR_BACKENDS_DIR: must not be empty"),
+        ({"CRCR_UPSTREAM_URL": ""}, "CRCR_UPSTREAM_URL: must not be empty"),
+    ],
+    ids=lambda v: next(iter(v)) + "=" + repr(next(iter(v.values()))) if isinstance(v, dict) else None,
+)
+def test_bad_value_is_refused_naming_the_variable(environ, message):
+    with pytest.raises(ConfigError) as raised:
+        load_settings(environ=environ)
+
+    assert str(raised.value) == message
+
+
+def test_all_bad_variables_are_reported_together():
+    with pytest.raises(ConfigError) as raised:
+        load_settings(environ={"CRCR_WEB_PORT": "abc", "CRCR_POLL_INTERVAL": "0"})
+
+    assert str(raised.value).splitlines() == [
+        "CRCR_POLL_INTERVAL: should be greater than or equal to 1 (got '0')",
+        "CRCR_WEB_PORT: should be a whole number (got 'abc')",
+    ]
+
+
+def test_bad_defaults_file_is_refused_naming_file_and_key(tmp_path):
+    defaults = yaml.safe_load(DEFAULTS_FILE.read_text(encoding="utf-8"))
+    custom = tmp_path / "settings.yaml"
+    custom.write_text(yaml.safe_dump({**defaults, "web_port": "http", "poll_intervall": 5}), encoding="utf-8")
+
+    with pytest.raises(ConfigError) as raised:
+        load_settings(environ={}, defaults_file=custom)
+
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "settings.yaml: web_port: should be a whole number (got 'http')"
+    assert lines[1].startswith("settings.yaml: poll_intervall: unknown key (did you mean 'poll_interval'?); the known keys are ")
+
+
+def test_a_variable_fixes_a_bad_default(tmp_path):
+    defaults = yaml.safe_load(DEFAULTS_FILE.read_text(encoding="utf-8"))
+    custom = tmp_path / "settings.yaml"
+    custom.write_text(yaml.safe_dump({**defaults, "web_port": "http"}), encoding="utf-8")
+
+    assert load_settings(environ={"CRCR_WEB_PORT": "8011"}, defaults_file=custom).web_port == 8011

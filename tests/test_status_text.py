@@ -1,0 +1,133 @@
+"""Unit tests of the GitHub commit status description a maintainer reads next to crcr/<backend>."""
+
+from __future__ import annotations
+
+import pytest
+from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS, WARNINGS
+
+from crcr.status_text import GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
+
+PREPARE = ["checkout upstream", "clear results", "create results", "setup 1", "setup 2"]
+
+
+def build(results, *steps, state_string="failed"):
+    """A finished build as Buildbot's data API gives it (want_steps): only the steps that ran."""
+    return {
+        "results": results,
+        "complete": True,
+        "state_string": state_string,
+        "steps": [{"name": name, "results": result} for name, result in steps],
+    }
+
+
+def prepared(result=SUCCESS):
+    return [(name, result) for name in PREPARE]
+
+
+def test_success():
+    done = build(SUCCESS, *prepared(), ("suite smoke", SUCCESS), ("suite ops", SUCCESS), ("suite view", SUCCESS))
+
+    assert describe_finished_build(done) == "All 3 suites passed"
+
+
+def test_warnings_count_as_passed():
+    done = build(WARNINGS, *prepared(), ("suite smoke", WARNINGS), ("suite ops", SUCCESS))
+
+    assert describe_finished_build(done) == "All 2 suites passed"
+
+
+def test_a_failing_suite_is_named_with_the_count():
+    done = build(FAILURE, *prepared(), ("suite smoke", SUCCESS), ("suite view-ops", FAILURE), ("suite ops", SUCCESS))
+
+    assert describe_finished_build(done) == "Suites failed: view-ops (1 of 3)"
+
+
+def test_every_failing_suite_is_named_in_order():
+    done = build(FAILURE, *prepared(), ("suite a", FAILURE), ("suite b", SUCCESS), ("suite c", FAILURE))
+
+    assert describe_finished_build(done) == "Suites failed: a, c (2 of 3)"
+
+
+@pytest.mark.parametrize("broken", PREPARE)
+def test_failure_before_the_suites_names_the_step(broken):
+    steps = []
+    for name in PREPARE:
+        steps.append((name, FAILURE if name == broken else SUCCESS))
+        if name == broken:
+            break  # haltOnFailure: nothing after it ran
+
+    assert describe_finished_build(build(FAILURE, *steps)) == f"Failed in {broken}"
+
+
+def test_exception_in_setup_is_a_relay_error():
+    done = build(EXCEPTION, ("checkout upstream", SUCCESS), ("clear results", SUCCESS), ("create results", SUCCESS),
+                 ("setup 1", EXCEPTION))
+
+    assert describe_finished_build(done) == "Relay error in setup 1"
+
+
+def test_exception_in_a_suite_is_a_relay_error_not_a_failed_suite():
+    """A lost worker during a suite is not the backend's failure."""
+    done = build(EXCEPTION, *prepared(), ("suite smoke", SUCCESS), ("suite ops", EXCEPTION))
+
+    assert describe_finished_build(done) == "Relay error in suite ops"
+
+
+def test_exception_after_a_failed_suite_mentions_both():
+    done = build(EXCEPTION, *prepared(), ("suite smoke", FAILURE), ("suite ops", EXCEPTION))
+
+    assert describe_finished_build(done) == "Relay error in suite ops; suites failed: smoke (1 of 2)"
+
+
+def test_exception_before_any_step():
+    assert describe_finished_build(build(EXCEPTION)) == "Relay error"
+
+
+def test_cancelled():
+    done = build(CANCELLED, *prepared(), ("suite smoke", FAILURE), ("suite ops", CANCELLED))
+
+    assert describe_finished_build(done) == "Cancelled"
+
+
+def test_retried():
+    assert describe_finished_build(build(RETRY, ("checkout upstream", RETRY))) == "Interrupted; will be retried"
+
+
+def test_failure_without_a_failed_step_falls_back_to_buildbots_state():
+    done = build(FAILURE, *prepared(), state_string="build exceeded its time budget")
+
+    assert describe_finished_build(done) == "build exceeded its time budget"
+
+
+def test_many_failing_suites_fit_in_140_characters_and_keep_the_count():
+    names = [f"test_distributed_collectives_{i:02d}" for i in range(30)]
+    done = build(FAILURE, *prepared(), *[(f"suite {n}", FAILURE) for n in names], ("suite last", SUCCESS))
+
+    text = describe_finished_build(done)
+
+    assert len(text) == GITHUB_DESCRIPTION_LIMIT
+    assert text.startswith("Suites failed: test_distributed_collectives_00, test_distributed_collectives_01, ")
+    assert text.endswith("… (30 of 31)")
+
+
+def test_a_long_step_name_is_cut_at_140_characters():
+    done = build(FAILURE, ("setup " + "x" * 200, FAILURE))
+
+    text = describe_finished_build(done)
+
+    assert len(text) == GITHUB_DESCRIPTION_LIMIT
+    assert text.startswith("Failed in setup xxx")
+    assert text.endswith("x…")
+
+
+def test_text_at_the_limit_is_not_cut():
+    name = "s" * (GITHUB_DESCRIPTION_LIMIT - len("Failed in "))
+
+    assert describe_finished_build(build(FAILURE, (name, FAILURE))) == f"Failed in {name}"
+
+
+def test_describe_queued_and_cancelled_build_requests():
+    """The build request generator passes a partial build: no 'complete' while queued, cancelled on cancel."""
+    assert describe({"build": {"properties": {}}}) == QUEUED
+    assert describe({"build": {"complete": True, "results": CANCELLED}}) == "Cancelled"
+    assert describe({"build": build(SUCCESS, ("suite smoke", SUCCESS))}) == "All 1 suites passed"
