@@ -13,6 +13,7 @@ from harness import Relay, Upstream, WorkerProcess, free_port, wait_until, write
 UPSTREAM_TREE = Path(__file__).parent / "upstream_tree"
 GITHUB_TOKEN = "test-token-123"
 RELEASE_BRANCH = "release/2.9"
+BUDGET_BRANCH = "budget"
 # Upstream test files the relay runs inside builds, not tests of ours.
 collect_ignore = ["upstream_tree"]
 
@@ -52,6 +53,15 @@ E2E_BACKENDS = {
     "quiet-alpha": backend("L1", "alpha", [suite("pass", "test/test_pass.py")]),
     "release-alpha": backend("L2", "alpha", [suite("pass", "test/test_pass.py")], branches=[RELEASE_BRANCH]),
     "ok-beta": backend("L2", "beta", [suite("pass", "test/test_pass.py")]),
+    "budget-alpha": {
+        **backend("L1", "alpha", [], branches=[BUDGET_BRANCH]),
+        "timeout": 8,
+        "suites": [
+            {"name": "quick", "command": "sleep 1", "timeout": 60},
+            {"name": "slow", "command": "sleep 60", "timeout": 60},
+            {"name": "never", "command": "echo never", "timeout": 60},
+        ],
+    },
 }
 MAIN_BACKENDS = ["ok-alpha", "broken-alpha", "quiet-alpha", "ok-beta"]
 SUCCESS, FAILURE = 0, 2  # Buildbot's result codes
@@ -74,6 +84,7 @@ def upstream(tmp_path_factory) -> Upstream:
     files = {str(p.relative_to(UPSTREAM_TREE)): p.read_text() for p in UPSTREAM_TREE.rglob("*.py")}
     repo.commit("Initial upstream with its test suite", files)
     repo.branch_from(RELEASE_BRANCH)
+    repo.branch_from(BUDGET_BRANCH)
     repo.commit("Second upstream commit")
     return repo
 
@@ -82,7 +93,7 @@ def relay_env(root: Path, upstream: Upstream, github: FakeGitHub) -> dict[str, s
     web_port = free_port()
     return {
         "CRCR_UPSTREAM_URL": upstream.url,
-        "CRCR_UPSTREAM_BRANCHES": f"main,{RELEASE_BRANCH}",
+        "CRCR_UPSTREAM_BRANCHES": f"main,{RELEASE_BRANCH},{BUDGET_BRANCH}",
         "CRCR_POLL_INTERVAL": "1",
         "CRCR_GITHUB_API_URL": github.url,
         "CRCR_GITHUB_REPO": "pytorch/pytorch",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import FAILURE, GITHUB_TOKEN, MAIN_BACKENDS, RELEASE_BRANCH, SUCCESS
+from conftest import BUDGET_BRANCH, FAILURE, GITHUB_TOKEN, MAIN_BACKENDS, RELEASE_BRANCH, SUCCESS
 from harness import wait_until
 
 def final_status(github, sha: str, backend: str) -> dict:
@@ -113,3 +113,15 @@ def test_crcr_force_command_reports_refusal(relay):
     result = relay.crcr("force", "no-such-backend", "main", check=False)
     assert result.returncode == 1
     assert "no backend 'no-such-backend'" in result.stderr
+
+
+def test_whole_build_timeout_stops_the_running_suite_and_skips_the_rest(relay, upstream):
+    sha = upstream.commit("Exercise the build budget", branch=BUDGET_BRANCH)
+    build = relay.wait_for_finished_build("budget-alpha", sha)
+    assert build["results"] == FAILURE
+    assert build["complete_at"] - build["started_at"] < 30, "the 60s suite was cut at the 8s build budget"
+    suites = {s["name"]: s for s in relay.steps(build) if s["name"].startswith("suite ")}
+    assert suites["suite quick"]["results"] == SUCCESS
+    assert suites["suite slow"]["results"] == FAILURE
+    assert suites["suite never"]["results"] == FAILURE
+    assert suites["suite never"]["state_string"] == "not run: build timeout (failure)"

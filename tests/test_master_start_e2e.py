@@ -1,0 +1,55 @@
+"""Starting a real master: it refuses invalid files with the loader's message, and runs without a token."""
+
+from __future__ import annotations
+
+from conftest import E2E_WORKERS, backend, relay_env, suite
+from crcr.mastercontrol import MASTER_CFG
+from harness import VENV_BIN, Relay, run, wait_until, write_secret, write_yaml
+
+
+def prepare(root, upstream, github, backends: dict) -> Relay:
+    for name, data in backends.items():
+        write_yaml(root / "backends" / f"{name}.yaml", data)
+    for name, data in E2E_WORKERS.items():
+        write_yaml(root / "workers" / f"{name}.yaml", data)
+        write_secret(root / "secrets", f"worker-{name}", f"pw-{name}")
+    return Relay(root / "master", relay_env(root, upstream, github))
+
+
+EXPECTED = "bad.yaml: suites.0.timeout: should be a whole number (got 'an hour')"
+
+
+def test_master_refuses_to_start_on_an_invalid_backend_file(tmp_path, upstream, github):
+    bad = backend("L2", "alpha", [suite("pass", "test/test_pass.py")])
+    bad["suites"][0]["timeout"] = "an hour"
+    master = prepare(tmp_path, upstream, github, {"good": backend("L2", "alpha", [suite("p", "t.py")]), "bad": bad})
+    try:
+        result = master.crcr("master", "start", "--basedir", master.basedir, check=False)
+        assert result.returncode == 1
+        assert EXPECTED in result.stderr
+        assert not (master.basedir / "twistd.pid").exists(), "no master is left running"
+        # The master itself refuses the file too (e.g. when started with plain `buildbot start`).
+        run([VENV_BIN / "buildbot", "create-master", "--quiet", "--config", MASTER_CFG, master.basedir], env=master.env)
+        started = run([VENV_BIN / "buildbot", "start", master.basedir], env=master.env, check=False)
+        assert started.returncode != 0
+        assert EXPECTED in (master.basedir / "twistd.log").read_text()
+        check = master.crcr("check", check=False)
+        assert check.returncode == 1
+        assert EXPECTED in check.stderr
+    finally:
+        master.stop()
+
+
+def test_master_without_github_token_runs_and_says_reporting_is_off(tmp_path, upstream, github):
+    master = prepare(tmp_path, upstream, github, {"ok": backend("L2", "alpha", [suite("pass", "test/test_pass.py")])})
+    try:
+        master.start()
+        assert master.get("builders?name=ok")["builders"], "the builder exists"
+        log = wait_until(
+            lambda: "GitHub status reporting is off" in (text := (master.basedir / "twistd.log").read_text()) and text,
+            30,
+            "the reporting-off message",
+        )
+        assert log.count("GitHub status reporting is off") == 1
+    finally:
+        master.stop()
