@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -106,34 +107,46 @@ def relay_env(root: Path, upstream: Upstream, github: FakeGitHub) -> dict[str, s
     }
 
 
-@pytest.fixture(scope="session")
-def relay(tmp_path_factory, upstream, github):
-    root = tmp_path_factory.mktemp("relay")
-    env = relay_env(root, upstream, github)
-    for name, data in E2E_BACKENDS.items():
+def prepare_relay(root: Path, upstream: Upstream, github: FakeGitHub, backends: dict, token: bool = True,
+                  **env_overrides: str) -> tuple[Relay, list[WorkerProcess]]:
+    """Write the data files and secrets a relay needs under `root`; return its master and worker hosts."""
+    env = {**relay_env(root, upstream, github), **env_overrides}
+    for name, data in backends.items():
         write_yaml(root / "backends" / f"{name}.yaml", data)
     for name, data in E2E_WORKERS.items():
         write_yaml(root / "workers" / f"{name}.yaml", data)
         write_secret(root / "secrets", f"worker-{name}", f"pw-{name}")
-    write_secret(root / "secrets", "github-token", GITHUB_TOKEN)
-
-    master = Relay(root / "master", env)
+    if token:
+        write_secret(root / "secrets", "github-token", GITHUB_TOKEN)
     workers = [
         WorkerProcess(root / "worker-hosts" / name, name, f"pw-{name}", int(env["CRCR_WORKER_PORT"]))
         for name in E2E_WORKERS
     ]
+    return Relay(root / "master", env), workers
+
+
+@contextmanager
+def running(master: Relay, workers: list[WorkerProcess]):
+    """Start the master and its workers, wait until every worker is connected, stop all on exit."""
     try:
         master.start()
         for w in workers:
             w.start()
         wait_until(
-            lambda: all(w["connected_to"] for w in master.get("workers")["workers"]), 60, "both workers to connect"
+            lambda: all(w["connected_to"] for w in master.get("workers")["workers"]), 60, "every worker to connect"
         )
         yield master
     finally:
         for w in workers:
             w.stop()
         master.stop()
+
+
+@pytest.fixture(scope="session")
+def relay(tmp_path_factory, upstream, github):
+    master, workers = prepare_relay(tmp_path_factory.mktemp("relay"), upstream, github, E2E_BACKENDS)
+    with running(master, workers):
+        yield master
 
 
 @pytest.fixture(scope="session")

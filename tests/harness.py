@@ -162,12 +162,14 @@ class WorkerProcess:
 
     def __init__(self, basedir: Path, name: str, password: str, master_port: int):
         self.basedir = basedir
+        self.create_args = [f"localhost:{master_port}", name, password]
         self.env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
-        basedir.parent.mkdir(parents=True, exist_ok=True)
-        run([VENV_BIN / "buildbot-worker", "create-worker", "--quiet", "--keepalive", "10", basedir,
-             f"localhost:{master_port}", name, password], env=self.env)
 
     def start(self) -> None:
+        if not (self.basedir / "buildbot.tac").exists():
+            self.basedir.parent.mkdir(parents=True, exist_ok=True)
+            run([VENV_BIN / "buildbot-worker", "create-worker", "--quiet", "--keepalive", "10", self.basedir,
+                 *self.create_args], env=self.env)
         run([VENV_BIN / "buildbot-worker", "start", self.basedir], env=self.env)
 
     def stop(self) -> None:

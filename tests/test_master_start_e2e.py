@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from conftest import E2E_WORKERS, backend, relay_env, suite
+from conftest import backend, prepare_relay, suite
 from crcr.mastercontrol import MASTER_CFG
-from harness import VENV_BIN, Relay, run, wait_until, write_secret, write_yaml
-
-
-def prepare(root, upstream, github, backends: dict) -> Relay:
-    for name, data in backends.items():
-        write_yaml(root / "backends" / f"{name}.yaml", data)
-    for name, data in E2E_WORKERS.items():
-        write_yaml(root / "workers" / f"{name}.yaml", data)
-        write_secret(root / "secrets", f"worker-{name}", f"pw-{name}")
-    return Relay(root / "master", relay_env(root, upstream, github))
+from harness import VENV_BIN, run, wait_until
 
 
 EXPECTED = "bad.yaml: suites.0.timeout: should be a whole number (got 'an hour')"
@@ -22,7 +13,7 @@ EXPECTED = "bad.yaml: suites.0.timeout: should be a whole number (got 'an hour')
 def test_master_refuses_to_start_on_an_invalid_backend_file(tmp_path, upstream, github):
     bad = backend("L2", "alpha", [suite("pass", "test/test_pass.py")])
     bad["suites"][0]["timeout"] = "an hour"
-    master = prepare(tmp_path, upstream, github, {"good": backend("L2", "alpha", [suite("p", "t.py")]), "bad": bad})
+    master, _ = prepare_relay(tmp_path, upstream, github, {"good": backend("L2", "alpha", [suite("p", "t.py")]), "bad": bad})
     try:
         result = master.crcr("master", "start", "--basedir", master.basedir, check=False)
         assert result.returncode == 1
@@ -41,7 +32,9 @@ def test_master_refuses_to_start_on_an_invalid_backend_file(tmp_path, upstream, 
 
 
 def test_master_without_github_token_runs_and_says_reporting_is_off(tmp_path, upstream, github):
-    master = prepare(tmp_path, upstream, github, {"ok": backend("L2", "alpha", [suite("pass", "test/test_pass.py")])})
+    master, _ = prepare_relay(
+        tmp_path, upstream, github, {"ok": backend("L2", "alpha", [suite("pass", "test/test_pass.py")])}, token=False
+    )
     try:
         master.start()
         assert master.get("builders?name=ok")["builders"], "the builder exists"
