@@ -156,9 +156,26 @@ def pushed(relay, upstream):
     return sha, {name: relay.wait_for_finished_build(name, sha) for name in MAIN_BACKENDS}
 
 
+# Without the background-networking flags Chromium keeps dialing out of this closed network.
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1400,900",
+]
+
+
 @pytest.fixture(scope="session")
-def chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not path:
-        pytest.fail("chromium is not installed: .ci/run installs Debian's chromium package")
-    return path
+def browser(tmp_path_factory):
+    """Debian's headless Chromium, driven through Debian's chromedriver."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, chromedriver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and chromedriver):
+        pytest.fail("chromium and chromedriver are missing: .ci/run installs Debian's chromium and chromium-driver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(chromedriver), options=options)
+    yield driver
+    driver.quit()

@@ -140,15 +140,20 @@ class Relay:
     def builds_of(self, backend: str, sha: str) -> list[dict]:
         return [b for b in self.builds(backend) if b["properties"].get("got_revision", [None])[0] == sha]
 
-    def wait_for_finished_build(self, backend: str, sha: str, timeout: float = 90) -> dict:
+    def wait_for_finished_build(self, backend: str, sha: str, ignore: set[int] = frozenset(), timeout: float = 90) -> dict:
+        """The latest finished build of `backend` at `sha` whose id is not in `ignore` (builds seen before)."""
+
         def finished():
-            done = [b for b in self.builds_of(backend, sha) if b["complete"]]
+            done = [b for b in self.builds_of(backend, sha) if b["complete"] and b["buildid"] not in ignore]
             return done[-1] if done else None
 
         try:
             return wait_until(finished, timeout, f"a finished build of {backend} at {sha[:10]}")
         except AssertionError as e:
             raise AssertionError(f"{e}\n--- master log ---\n{self.log_tail()}") from None
+
+    def build_ids(self, backend: str, sha: str) -> set[int]:
+        return {b["buildid"] for b in self.builds_of(backend, sha)}
 
     def steps(self, build: dict) -> list[dict]:
         return self.get(f"builds/{build['buildid']}/steps")["steps"]

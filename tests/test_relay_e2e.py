@@ -68,26 +68,22 @@ def test_backend_on_another_branch_is_not_triggered(relay, upstream, github, pus
 
 def test_forced_build_of_an_older_revision_builds_and_reports_that_revision(relay, upstream, github):
     older = upstream.git("rev-parse", "main~1")
+    earlier = relay.build_ids("ok-alpha", older)
     answer = relay.rpc("forceschedulers/force-ok-alpha", "force", revision=older[:9], reason="re-test")
     assert "error" not in answer, answer
-    build = relay.wait_for_finished_build("ok-alpha", older)
+    build = relay.wait_for_finished_build("ok-alpha", older, ignore=earlier)
     assert build["results"] == SUCCESS
-    assert relay.get(f"builds/{build['buildid']}?property=crcr_requested_revision")["builds"][0]["properties"][
-        "crcr_requested_revision"
-    ][0] == older[:9]
+    properties = relay.get(f"builds/{build['buildid']}?property=crcr_requested_revision")["builds"][0]["properties"]
+    assert properties["crcr_requested_revision"][0] == older[:9]
     assert final_status(github, older, "ok-alpha")["state"] == "success"
 
 
-def test_crcr_force_command_pins_a_branch_name_to_its_head(relay, upstream, github):
+def test_crcr_force_command_pins_a_branch_name_to_its_head(relay, upstream):
     head = upstream.git("rev-parse", f"origin/{RELEASE_BRANCH}")
-    earlier = {b["buildid"] for b in relay.builds_of("release-alpha", head)}
+    earlier = relay.build_ids("release-alpha", head)
     result = relay.crcr("force", "release-alpha", RELEASE_BRANCH, "--reason", "nightly re-check")
     assert "requested: buildset" in result.stdout
-    build = wait_until(
-        lambda: next((b for b in relay.builds_of("release-alpha", head) if b["buildid"] not in earlier and b["complete"]), None),
-        90,
-        "the forced release-alpha build at the branch head",
-    )
+    build = relay.wait_for_finished_build("release-alpha", head, ignore=earlier)
     assert build["results"] == SUCCESS
 
 

@@ -1,52 +1,78 @@
-"""The web UI, rendered by real headless Chromium: waterfall, console and grid show the backends."""
+"""The web UI in real headless Chromium: the views show the backends, and a force build works from the form."""
 
 from __future__ import annotations
 
-import subprocess
-from html import unescape
-
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import MAIN_BACKENDS
+from conftest import MAIN_BACKENDS, SUCCESS
+from harness import wait_until
 
-# Without the background-networking flags Chromium keeps dialing out of this closed network.
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--window-size=1400,900", "--virtual-time-budget=20000",
-]
+UI_TIMEOUT = 30
 
 
-def render(chromium: str, url: str, tmp_path, *extra: str) -> str:
-    """The page's DOM after its scripts ran (the UI is a single-page app: raw HTML shows nothing)."""
-    profile = tmp_path / "profile"
-    result = subprocess.run(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, url],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return unescape(result.stdout)
+def open_page(browser, url: str):
+    browser.get(url)
+    # The UI is a single-page app: wait for its scripts to render the navigation.
+    WebDriverWait(browser, UI_TIMEOUT).until(lambda b: b.find_elements(By.LINK_TEXT, "Waterfall View"))
 
 
-def test_waterfall_shows_title_and_each_backends_builds(relay, pushed, chromium, tmp_path):
-    dom = render(chromium, relay.web_url + "#/waterfall", tmp_path, "--dump-dom")
-    assert "crcr PyTorch relay" in dom
-    for backend in MAIN_BACKENDS:
-        assert f">{backend}<" in dom, f"{backend} missing from the waterfall"
+def wait_for_texts(browser, texts: list[str], where: str) -> None:
+    def shown(b):
+        body = b.find_element(By.TAG_NAME, "body").get_attribute("textContent")
+        return all(t in body for t in texts)
+
+    try:
+        WebDriverWait(browser, UI_TIMEOUT).until(shown)
+    except Exception:
+        body = browser.find_element(By.TAG_NAME, "body").get_attribute("textContent")
+        missing = [t for t in texts if t not in body]
+        raise AssertionError(f"{where} does not show {missing}") from None
+
+
+def test_waterfall_shows_title_and_each_backends_builds(relay, pushed, browser, tmp_path):
+    open_page(browser, relay.web_url + "#/waterfall")
+    wait_for_texts(browser, ["crcr PyTorch relay", *MAIN_BACKENDS], "the waterfall")
+    assert browser.save_screenshot(str(tmp_path / "waterfall.png"))
 
 
 @pytest.mark.parametrize("view", ["console", "grid", "builders"])
-def test_console_grid_and_builders_views_list_backends_with_tags(relay, pushed, chromium, tmp_path, view):
-    dom = render(chromium, relay.web_url + f"#/{view}", tmp_path, "--dump-dom")
-    for backend in MAIN_BACKENDS:
-        assert f">{backend}<" in dom, f"{backend} missing from the {view} view"
-    if view == "builders":
-        for tag in ["alpha", "beta", "L1", "L2"]:
-            assert f">{tag}<" in dom, f"tag {tag} missing from the builders view"
+def test_console_grid_and_builders_views_list_backends(relay, pushed, browser, view):
+    open_page(browser, relay.web_url + f"#/{view}")
+    wait_for_texts(browser, MAIN_BACKENDS, f"the {view} view")
 
 
-def test_waterfall_screenshot_is_a_rendered_page(relay, pushed, chromium, tmp_path):
-    shot = tmp_path / "waterfall.png"
-    render(chromium, relay.web_url + "#/waterfall", tmp_path, f"--screenshot={shot}")
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert shot.stat().st_size > 20_000, "a blank page compresses to a few kilobytes"
+def test_builders_carry_device_and_level_tags_for_filtering(relay, pushed, browser):
+    open_page(browser, relay.web_url + "#/builders?tags=beta")
+    wait_for_texts(browser, ["ok-beta"], "the builders view filtered on tag beta")
+    assert "ok-alpha" not in browser.find_element(By.TAG_NAME, "body").get_attribute("textContent")
+
+
+def force_from_ui(relay, browser, backend: str, revision: str) -> None:
+    open_page(browser, relay.web_url + f"#/builders/{relay.builder_id(backend)}")
+    button = WebDriverWait(browser, UI_TIMEOUT).until(
+        lambda b: b.find_elements(By.XPATH, "//button[contains(., 'Build an upstream revision')]")
+    )[0]
+    button.click()
+    field = WebDriverWait(browser, UI_TIMEOUT).until(lambda b: b.find_elements(By.ID, "revision"))[0]
+    field.send_keys(revision)
+    browser.find_element(By.XPATH, "//button[contains(., 'Start build')]").click()
+
+
+def test_force_build_from_the_ui_builds_the_typed_revision(relay, upstream, github, browser):
+    first = upstream.git("rev-list", "--max-parents=0", "main")
+    earlier = relay.build_ids("ok-beta", first)
+    force_from_ui(relay, browser, "ok-beta", first[:10])
+    build = relay.wait_for_finished_build("ok-beta", first, ignore=earlier)
+    assert build["results"] == SUCCESS
+    assert wait_until(
+        lambda: [s["state"] for s in github.statuses(first, "crcr/ok-beta")][-1:] == ["success"],
+        30,
+        "the success status on the forced revision",
+    )
+
+
+def test_force_form_shows_why_a_revision_is_refused(relay, browser):
+    force_from_ui(relay, browser, "ok-beta", "no such thing")
+    wait_for_texts(browser, ["is neither a commit sha"], "the force form")

@@ -35,6 +35,7 @@ class UpstreamRevisionForceScheduler(schedulers.ForceScheduler):
             buttonName="Build an upstream revision",
             label=f"Build an upstream revision on {builder}",
             reason=util.StringParameter(name="reason", label="Reason", default="forced by a user", size=40),
+            priority=util.IntParameter(name="priority", label="Priority (higher builds first)", default=0),
             codebases=[
                 util.CodebaseParameter(
                     "",
