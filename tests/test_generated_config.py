@@ -337,11 +337,14 @@ def test_buildbot_loads_the_generated_config(dirs):
     assert master.buildbotURL == "http://localhost:8010/"
 
 
-def test_buildbot_loads_the_committed_config():
-    """What `make demo` runs: the repository's own backends/, workers/ and settings."""
+def test_buildbot_loads_the_committed_config(tmp_path):
+    """What `make demo` runs: the repository's own backends/, workers/ and settings, and its worker password."""
     from crcr.settings import load_settings
 
-    master = load_with_buildbot(build_master_config(load_settings(environ={})))
+    secrets = tmp_path / "secrets"
+    secrets.mkdir(mode=0o700)
+    write_worker_password(secrets, "demo-local")
+    master = load_with_buildbot(build_master_config(load_settings(environ={"CRCR_SECRETS_DIR": str(secrets)})))
 
     assert [b.name for b in master.builders] == ["demo"]
 
