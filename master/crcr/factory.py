@@ -59,6 +59,8 @@ def make_factory(backend: Backend, settings: Settings) -> util.BuildFactory:
         factory.addStep(
             BudgetedShellCommand(
                 name=f"{SUITE_STEP_PREFIX}{suite.name}",
+                description=f"running {suite.name}",
+                descriptionDone=suite.name,
                 command=suite.command,
                 workdir=UPSTREAM_DIR,
                 env=env,
