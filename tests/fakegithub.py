@@ -21,12 +21,14 @@ class Recorded:
     path: str
     headers: dict
     body: dict | None
+    answered: int  # the HTTP status the fake replied with
 
 
 class FakeGitHub:
     def __init__(self):
         self.requests: list[Recorded] = []
         self._failures_left = 0
+        self._failing_sha: str | None = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -43,9 +45,10 @@ class FakeGitHub:
         self._server.shutdown()
         self._server.server_close()
 
-    def fail_next(self, count: int) -> None:
+    def fail_next(self, count: int, sha: str | None = None) -> None:
+        """Answer 500 to the next `count` requests (only those about commit `sha`, if given)."""
         with self._lock:
-            self._failures_left = count
+            self._failures_left, self._failing_sha = count, sha
 
     def statuses(self, sha: str | None = None, context: str | None = None) -> list[dict]:
         """The status payloads posted, in order, with the repository and sha they were posted to."""
@@ -56,7 +59,13 @@ class FakeGitHub:
             m = STATUS_PATH.match(r.path)
             if r.method != "POST" or not m or r.body is None:
                 continue
-            status = {**r.body, "repo": m["repo"], "sha": m["sha"], "authorization": r.headers.get("Authorization")}
+            status = {
+                **r.body,
+                "repo": m["repo"],
+                "sha": m["sha"],
+                "authorization": r.headers.get("Authorization"),
+                "answered": r.answered,
+            }
             if (sha is None or m["sha"] == sha) and (context is None or status.get("context") == context):
                 found.append(status)
         return found
@@ -73,12 +82,13 @@ class FakeGitHub:
                 except ValueError:
                     body = None
                 with fake._lock:
-                    fake.requests.append(Recorded("POST", self.path, dict(self.headers), body))
-                    failing = fake._failures_left > 0
+                    failing = fake._failures_left > 0 and (fake._failing_sha or "") in self.path
                     fake._failures_left -= failing
-                if failing:
+                    code = 500 if failing else 201 if STATUS_PATH.match(self.path) else 404
+                    fake.requests.append(Recorded("POST", self.path, dict(self.headers), body, code))
+                if code == 500:
                     return self._reply(500, {"message": "Server Error (told to fail by the test)"})
-                if not STATUS_PATH.match(self.path):
+                if code == 404:
                     return self._reply(404, {"message": "Not Found"})
                 return self._reply(201, {"id": len(fake.requests), **(body or {})})
 

@@ -73,8 +73,8 @@ class Upstream:
     def git(self, *args) -> str:
         return run(["git", "-C", self.work, "-c", "user.name=Upstream", "-c", "user.email=up@example.com", *args]).stdout.strip()
 
-    def commit(self, message: str, files: dict[str, str] | None = None, branch: str = "main") -> str:
-        """Commit `files` (path -> text) on `branch`, push it, and return the new commit's sha."""
+    def commit(self, message: str, files: dict[str, str] | None = None, branch: str = "main", push: bool = True) -> str:
+        """Commit `files` (path -> text) on `branch`, push it (unless told not to), return the commit's sha."""
         if self._has_commits():
             self.git("checkout", "-q", branch)
         for name, text in (files or {"CHANGES.md": message + "\n"}).items():
@@ -83,8 +83,12 @@ class Upstream:
             path.write_text(text)
         self.git("add", "-A")
         self.git("commit", "-q", "--allow-empty", "-m", message)
-        self.git("push", "-q", "origin", branch)
+        if push:
+            self.push(branch)
         return self.git("rev-parse", "HEAD")
+
+    def push(self, branch: str) -> None:
+        self.git("push", "-q", "origin", branch)
 
     def branch_from(self, new_branch: str, start: str = "main") -> None:
         self.git("checkout", "-q", "-b", new_branch, start)

@@ -16,6 +16,8 @@ from buildbot.config.errors import ConfigErrors
 from buildbot.config.master import MasterConfig
 from buildbot.process.properties import Properties
 from buildbot.reporters.github import GitHubStatusPush
+
+from crcr.github_status import RetryingGitHubStatusPush
 from buildbot.schedulers.basic import AnyBranchScheduler
 from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.steps.shell import ShellCommand
@@ -332,7 +334,7 @@ def test_buildbot_loads_the_generated_config(dirs):
     )
     assert [w.workername for w in master.workers] == ["host-a", "host-ab"]
     assert [c.name for c in master.change_sources] == ["upstream"]
-    assert [type(s) for s in master.services.values()] == [GitHubStatusPush]
+    assert [type(s) for s in master.services.values()] == [RetryingGitHubStatusPush]
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"
 

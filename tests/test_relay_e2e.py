@@ -8,11 +8,13 @@ from conftest import BUDGET_BRANCH, FAILURE, GITHUB_TOKEN, MAIN_BACKENDS, RELEAS
 from harness import wait_until
 
 def final_status(github, sha: str, backend: str) -> dict:
-    return wait_until(
-        lambda: (s := github.statuses(sha, f"crcr/{backend}")) and s[-1]["state"] != "pending" and s[-1],
-        30,
-        f"a final crcr/{backend} status on {sha[:10]}",
-    )
+    """The last status GitHub accepted for this commit and backend, once it is no longer pending."""
+
+    def accepted_final():
+        accepted = [s for s in github.statuses(sha, f"crcr/{backend}") if s["answered"] == 201]
+        return accepted and accepted[-1]["state"] != "pending" and accepted[-1]
+
+    return wait_until(accepted_final, 30, f"a final crcr/{backend} status on {sha[:10]}")
 
 
 def test_push_posts_pending_then_success_for_each_matching_backend(relay, github, pushed):
@@ -64,6 +66,20 @@ def test_backend_on_another_branch_is_not_triggered(relay, upstream, github, pus
     assert final_status(github, release_sha, "release-alpha")["state"] == "success"
     for other in MAIN_BACKENDS:
         assert relay.builds_of(other, release_sha) == []
+
+
+def test_github_failures_are_retried_in_order_until_the_verdict_lands(relay, upstream, github):
+    sha = upstream.commit("A commit whose statuses GitHub first refuses", branch=RELEASE_BRANCH, push=False)
+    github.fail_next(2, sha=sha)
+    upstream.push(RELEASE_BRANCH)
+    assert relay.wait_for_finished_build("release-alpha", sha)["results"] == SUCCESS
+    final = final_status(github, sha, "release-alpha")
+    assert final["state"] == "success"
+    attempts = github.statuses(sha, "crcr/release-alpha")
+    assert [a["answered"] for a in attempts[:2]] == [500, 500], "the first two posts were refused"
+    delivered = [a["state"] for a in attempts if a["answered"] == 201]
+    assert delivered[0] == "pending" and delivered[-1] == "success", delivered
+    assert delivered.count("success") == 1, "statuses arrive in order: nothing after the verdict"
 
 
 def test_forced_build_of_an_older_revision_builds_and_reports_that_revision(relay, upstream, github):

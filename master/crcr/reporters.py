@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from buildbot.plugins import reporters, util
+from buildbot.plugins import util
 from buildbot.reporters.generators.build import BuildStartEndStatusGenerator
 from buildbot.reporters.generators.buildrequest import BuildRequestGenerator
 from buildbot.reporters.message import MessageFormatterFunction, MessageFormatterRenderable
 from twisted.python import log
 
+from crcr.github_status import RetryingGitHubStatusPush
 from crcr.loader import RelayConfig
 from crcr.secretfiles import GITHUB_TOKEN, usable_secret
 from crcr.settings import Settings
@@ -30,7 +31,7 @@ def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
     # The repository comes from the change's `project` (settings.github_repo), set by the poller
     # and the force schedulers, so a local mirror still reports to the right repository.
     return [
-        reporters.GitHubStatusPush(
+        RetryingGitHubStatusPush(
             token=util.Secret(GITHUB_TOKEN),
             context=util.Interpolate(f"crcr/%(prop:{BACKEND_PROPERTY})s"),
             baseURL=settings.github_api_url,
