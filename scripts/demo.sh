@@ -2,7 +2,7 @@
 # `make demo`: a master on sqlite, a local demo upstream, one local worker; then a new upstream commit.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-state=$root/.state/demo
+state=${CRCR_DEMO_STATE:-$root/.state/demo}  # overridable so tests run a demo of their own
 venv=$root/.venv
 export PATH=$venv/bin:$PATH
 export CRCR_UPSTREAM_URL=file://$state/upstream.git
@@ -32,13 +32,19 @@ if [ ! -s "$secrets/worker-$worker_name" ]; then
   (umask 077; python -c 'import secrets; print(secrets.token_urlsafe(32))' > "$secrets/worker-$worker_name")
 fi
 
-crcr master start --basedir "$state/master" --wait-for-upstream 120
+if [ -f "$state/master/twistd.pid" ] && kill -0 "$(cat "$state/master/twistd.pid")" 2>/dev/null; then
+  echo "the demo master is already running"
+else
+  crcr master start --basedir "$state/master" --wait-for-upstream 120
+fi
 
 if [ ! -f "$state/worker/buildbot.tac" ]; then
   buildbot-worker create-worker --quiet "$state/worker" "localhost:${CRCR_WORKER_PORT:-9989}" \
     "$worker_name" "$(cat "$secrets/worker-$worker_name")"
 fi
-buildbot-worker start "$state/worker" >/dev/null
+if ! { [ -f "$state/worker/twistd.pid" ] && kill -0 "$(cat "$state/worker/twistd.pid")" 2>/dev/null; }; then
+  buildbot-worker start "$state/worker" >/dev/null
+fi
 
 commit "Demo change at $(date -u +%H:%M:%S)"
 echo

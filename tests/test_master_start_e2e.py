@@ -37,6 +37,8 @@ def test_master_without_github_token_runs_and_says_reporting_is_off(tmp_path, up
     )
     try:
         master.start()
+        again = master.crcr("master", "start", "--basedir", master.basedir, check=False)
+        assert again.returncode == 1 and "already running" in again.stderr
         assert master.get("builders?name=ok")["builders"], "the builder exists"
         log = wait_until(
             lambda: "GitHub status reporting is off" in (text := (master.basedir / "twistd.log").read_text()) and text,
@@ -46,3 +48,10 @@ def test_master_without_github_token_runs_and_says_reporting_is_off(tmp_path, up
         assert log.count("GitHub status reporting is off") == 1
     finally:
         master.stop()
+
+
+def test_master_stop_says_whether_a_master_was_running(tmp_path, upstream, github):
+    master, _ = prepare_relay(tmp_path, upstream, github, {"ok": backend("L2", "alpha", [suite("p", "t.py")])})
+    master.start()
+    assert "stopped" in master.crcr("master", "stop", "--basedir", master.basedir).stdout
+    assert "no master was running" in master.crcr("master", "stop", "--basedir", master.basedir).stdout

@@ -37,8 +37,8 @@ def cmd_master(args) -> int:
             wait_for_first_poll(settings.db_url, basedir, timeout=args.wait_for_upstream)
         print(f"master running in {basedir}, web UI at {settings.web_url}")
     else:
-        mastercontrol.stop(basedir)
-        print(f"master in {basedir} stopped")
+        stopped = mastercontrol.stop(basedir)
+        print(f"master in {basedir} stopped" if stopped else f"no master was running in {basedir}")
     return 0
 
 

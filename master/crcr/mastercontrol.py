@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +37,27 @@ def prepare(basedir: Path, settings: Settings) -> None:
         _check(_buildbot("upgrade-master", "--quiet", str(basedir)), "buildbot upgrade-master")
 
 
+def running_pid(basedir: Path) -> int | None:
+    """The pid of the master running in `basedir`; a pid file left by a dead master is removed."""
+    pidfile = basedir / "twistd.pid"
+    try:
+        pid = int(pidfile.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        pidfile.unlink(missing_ok=True)
+        return None
+    except PermissionError:
+        pass  # alive, owned by someone else
+    return pid
+
+
 def start(basedir: Path, settings: Settings) -> None:
+    pid = running_pid(basedir)
+    if pid is not None:
+        raise RuntimeError(f"a master is already running in {basedir} (pid {pid}); stop it first")
     prepare(basedir, settings)
     # `buildbot start` waits until the master has loaded its configuration, and fails if it could not.
     result = _buildbot("start", str(basedir))
@@ -45,9 +66,12 @@ def start(basedir: Path, settings: Settings) -> None:
         raise RuntimeError(f"the master did not start:\n{result.stdout}{result.stderr}\n{log_tail}")
 
 
-def stop(basedir: Path) -> None:
-    if (basedir / "twistd.pid").exists():
-        _check(_buildbot("stop", str(basedir)), "buildbot stop")
+def stop(basedir: Path) -> bool:
+    """Stop the master; False when none was running."""
+    if running_pid(basedir) is None:
+        return False
+    _check(_buildbot("stop", str(basedir)), "buildbot stop")
+    return True
 
 
 def _tail(path: Path, lines: int = 40) -> str:

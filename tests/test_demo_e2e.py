@@ -1,0 +1,38 @@
+"""`make demo`, the main job: on its own state and ports, it brings up a relay whose demo build is green."""
+
+from __future__ import annotations
+
+import os
+
+from conftest import SUCCESS
+from harness import VENV_BIN, Relay, free_port, run, wait_until
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_ends_it(tmp_path):
+    state = tmp_path / "demo"
+    web_port = free_port()
+    env = {
+        **os.environ,
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
+        "CRCR_DEMO_STATE": str(state),
+        "CRCR_SECRETS_DIR": str(tmp_path / "secrets"),
+        "CRCR_WEB_PORT": str(web_port),
+        "CRCR_WORKER_PORT": str(free_port()),
+    }
+    tracked_before = run(["git", "-C", REPO, "status", "--porcelain"]).stdout
+    try:
+        out = run(["bash", f"{REPO}/scripts/demo.sh"], env=env).stdout
+        assert f"http://localhost:{web_port}/#/waterfall" in out
+        relay = Relay(state / "master", {"CRCR_WEB_PORT": str(web_port)})
+        head = run(["git", "-C", state / "upstream.git", "rev-parse", "main"]).stdout.strip()
+        build = relay.wait_for_finished_build("demo", head)
+        assert build["results"] == SUCCESS
+        assert relay.worker_name(build) == "demo-local"
+        assert oct((tmp_path / "secrets" / "worker-demo-local").stat().st_mode & 0o777) == "0o600"
+        assert run(["git", "-C", REPO, "status", "--porcelain"]).stdout == tracked_before, "the demo wrote into git"
+    finally:
+        run(["bash", f"{REPO}/scripts/stop.sh"], env=env)
+    for pidfile in [state / "master" / "twistd.pid", state / "worker" / "twistd.pid"]:
+        wait_until(lambda: not pidfile.exists(), 30, f"{pidfile} to go away after stop")
