@@ -106,7 +106,8 @@ def test_builder_tags_description_properties_and_no_collapsing(dirs):
         assert device in builder.tags and level in builder.tags
         assert builder.collapseRequests is False
         assert builder.properties["crcr_backend"] == name
-        assert builder.description == "Test accelerator"
+        assert builder.description == f"Test accelerator. Level {level}, device {device}; maintainers: @octocat."
+        assert builder.project == "pytorch/pytorch"
 
 
 def test_builder_steps_in_order(dirs):
@@ -361,3 +362,11 @@ def test_buildbot_has_no_warning_about_the_config(dirs):
         MasterConfig.loadFromDict(cfg, "master.cfg")
 
     assert [str(w.message) for w in caught if issubclass(w.category, ConfigWarning)] == []
+
+
+def test_commits_link_to_github_and_builders_belong_to_the_upstream_project(dirs):
+    cfg = config_for(dirs)
+    assert cfg["revlink"]("abc123", "file:///srv/mirror/pytorch.git") == "https://github.com/pytorch/pytorch/commit/abc123"
+    assert [p.name for p in cfg["projects"]] == ["pytorch/pytorch"]
+    enterprise = config_for(dirs, CRCR_GITHUB_API_URL="https://ghe.example.com/api/v3", CRCR_GITHUB_REPO="ml/torch")
+    assert enterprise["revlink"]("abc123", "") == "https://ghe.example.com/ml/torch/commit/abc123"

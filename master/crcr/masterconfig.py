@@ -15,7 +15,7 @@ from crcr.reporters import github_status_reporters
 from crcr.schedulers import force_scheduler, upstream_scheduler
 from crcr.settings import Settings, load_settings
 from crcr.workers import make_workers
-from crcr.www import TITLE, www_config
+from crcr.www import TITLE, commit_links, upstream_project, www_config
 
 
 def build_master_config(settings: Settings | None = None) -> dict:
@@ -46,6 +46,8 @@ def build_master_config(settings: Settings | None = None) -> dict:
         "builders": make_builders(relay, settings),
         "services": github_status_reporters(relay, settings),
         "www": www_config(settings),
+        "projects": [upstream_project(settings)],
+        "revlink": commit_links(settings),
         "buildbotNetUsageData": None,
         "collapseRequests": False,
     }
