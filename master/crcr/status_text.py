@@ -37,7 +37,7 @@ def describe_finished_build(build: dict) -> str:
     failed_suites = [s["name"][len(SUITE_STEP_PREFIX) :] for s in suites if s["results"] == FAILURE]
     suites_failed = _suites_failed(failed_suites, len(suites)) if failed_suites else ""
     if results in (SUCCESS, WARNINGS):
-        return _shorten(f"All {len(suites)} suites passed")
+        return "The only suite passed" if len(suites) == 1 else _shorten(f"All {len(suites)} suites passed")
     if results == EXCEPTION:
         broken = next((s["name"] for s in step_list if s["results"] == EXCEPTION), None)
         relay_error = f"Relay error in {broken}" if broken else "Relay error"
