@@ -7,9 +7,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import yaml
 
+from configfiles import make_dirs, write_file, write_secret
 from fakegithub import FakeGitHub
-from harness import Relay, Upstream, WorkerProcess, free_port, wait_until, write_secret, write_yaml
+from harness import Relay, Upstream, WorkerProcess, free_port, wait_until
 
 UPSTREAM_TREE = Path(__file__).parent / "upstream_tree"
 GITHUB_TOKEN = "test-token-123"
@@ -111,13 +113,14 @@ def prepare_relay(root: Path, upstream: Upstream, github: FakeGitHub, backends: 
                   **env_overrides: str) -> tuple[Relay, list[WorkerProcess]]:
     """Write the data files and secrets a relay needs under `root`; return its master and worker hosts."""
     env = {**relay_env(root, upstream, github), **env_overrides}
+    dirs = make_dirs(root)
     for name, data in backends.items():
-        write_yaml(root / "backends" / f"{name}.yaml", data)
+        write_file(dirs.backends / f"{name}.yaml", yaml.safe_dump(data, sort_keys=False))
     for name, data in E2E_WORKERS.items():
-        write_yaml(root / "workers" / f"{name}.yaml", data)
-        write_secret(root / "secrets", f"worker-{name}", f"pw-{name}")
+        write_file(dirs.workers / f"{name}.yaml", yaml.safe_dump(data, sort_keys=False))
+        write_secret(dirs.secrets, f"worker-{name}", f"pw-{name}\n")
     if token:
-        write_secret(root / "secrets", "github-token", GITHUB_TOKEN)
+        write_secret(dirs.secrets, "github-token", GITHUB_TOKEN + "\n")
     workers = [
         WorkerProcess(root / "worker-hosts" / name, name, f"pw-{name}", int(env["CRCR_WORKER_PORT"]))
         for name in E2E_WORKERS

@@ -13,8 +13,6 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, TypeVar
 
-import yaml
-
 VENV_BIN = Path(sys.executable).parent
 T = TypeVar("T")
 
@@ -42,18 +40,6 @@ def run(args: list, cwd=None, env=None, check=True) -> subprocess.CompletedProce
     if check and result.returncode != 0:
         raise AssertionError(f"{' '.join(map(str, args))} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
     return result
-
-
-def write_secret(secrets_dir: Path, name: str, value: str) -> None:
-    secrets_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = secrets_dir / name
-    path.write_text(value + "\n")
-    path.chmod(0o600)
-
-
-def write_yaml(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 class Upstream:

@@ -1,0 +1,57 @@
+"""`crcr check`, run as a user runs it: exit code, the message on stderr, warnings that do not fail."""
+
+from __future__ import annotations
+
+import os
+
+from configfiles import make_dirs, write_backend, write_worker, write_worker_password
+from harness import VENV_BIN, run
+
+
+def crcr_check(**env: str):
+    return run([VENV_BIN / "crcr", "check"], env={**os.environ, **env}, check=False)
+
+
+def dirs_env(dirs) -> dict[str, str]:
+    return {"CRCR_BACKENDS_DIR": str(dirs.backends), "CRCR_WORKERS_DIR": str(dirs.workers),
+            "CRCR_SECRETS_DIR": str(dirs.secrets)}
+
+
+def test_valid_files_pass_with_a_summary(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "spyre", device="spyre")
+    write_worker(dirs.workers, "lab-01", devices={"spyre": 4})
+    write_worker_password(dirs.secrets, "lab-01")
+    result = crcr_check(**dirs_env(dirs))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok: 1 backends, 1 worker hosts"
+    assert result.stderr == ""
+
+
+def test_an_invalid_file_fails_naming_file_and_field(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "spyre", level="L9")
+    result = crcr_check(**dirs_env(dirs))
+    assert result.returncode == 1
+    assert "spyre.yaml: level:" in result.stderr and "'L9'" in result.stderr
+    assert result.stdout == ""
+
+
+def test_warnings_do_not_fail_the_check(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "spyre", device="spyre")
+    write_worker(dirs.workers, "lab-01", devices={"gaudi": 8})
+    result = crcr_check(**dirs_env(dirs))
+    assert result.returncode == 0
+    assert "device: no worker offers 'spyre'" in result.stderr
+    assert "lab-01.yaml: host left out: its password file" in result.stderr
+
+
+def test_the_committed_files_pass(tmp_path):
+    secrets = tmp_path / "secrets"
+    secrets.mkdir(mode=0o700)
+    write_worker_password(secrets, "demo-local")
+    result = crcr_check(CRCR_SECRETS_DIR=str(secrets))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok: 2 backends, 1 worker hosts"
+    assert "backends/spyre.yaml: device: no worker offers 'spyre'" in result.stderr
