@@ -131,7 +131,7 @@ def test_whole_build_timeout_stops_the_running_suite_and_skips_the_rest(relay, u
     sha = upstream.commit("Exercise the build budget", branch=BUDGET_BRANCH)
     build = relay.wait_for_finished_build("budget-alpha", sha)
     assert build["results"] == FAILURE
-    assert build["complete_at"] - build["started_at"] < 30, "the 60s suite was cut at the 8s build budget"
+    assert build["complete_at"] - build["started_at"] < 60, "the 120s suite was cut at the 15s build budget"
     suites = {s["name"]: s for s in relay.steps(build) if s["name"].startswith("suite ")}
     assert suites["suite quick"]["results"] == SUCCESS
     assert suites["suite slow"]["results"] == FAILURE
