@@ -39,11 +39,24 @@ def test_an_invalid_file_fails_naming_file_and_field(tmp_path):
 
 def test_warnings_do_not_fail_the_check(tmp_path):
     dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "gaudi", device="gaudi")
     write_backend(dirs.backends, "spyre", device="spyre")
     write_worker(dirs.workers, "lab-01", devices={"gaudi": 8})
+    write_worker_password(dirs.secrets, "lab-01")
+    write_worker(dirs.workers, "lab-02", devices={"gaudi": 8})
     result = crcr_check(**dirs_env(dirs))
-    assert result.returncode == 0
-    assert "device: no worker offers 'spyre'" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert "spyre.yaml: device: no worker offers 'spyre'" in result.stderr
+    assert "lab-02.yaml: host left out: its password file" in result.stderr
+
+
+def test_a_relay_where_no_backend_can_run_fails_and_says_why(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "spyre", device="spyre")
+    write_worker(dirs.workers, "lab-01", devices={"spyre": 4})
+    result = crcr_check(**dirs_env(dirs))
+    assert result.returncode == 1
+    assert "no backend can run: no host that offers its device can log in" in result.stderr
     assert "lab-01.yaml: host left out: its password file" in result.stderr
 
 

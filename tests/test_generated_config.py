@@ -313,7 +313,7 @@ def test_secret_readable_by_others_makes_buildbot_refuse_the_config(dirs):
     assert raised.value.errors == [f"{token}: readable by others (mode 0644); run chmod 600 on it"]
 
 
-def test_missing_secrets_directory_makes_buildbot_refuse_the_config(dirs):
+def test_missing_secrets_directory_means_no_host_can_log_in_and_says_so(dirs):
     for secret in dirs.secrets.iterdir():
         secret.unlink()
     dirs.secrets.rmdir()
@@ -321,7 +321,8 @@ def test_missing_secrets_directory_makes_buildbot_refuse_the_config(dirs):
     with pytest.raises(ConfigErrors) as raised:
         config_for(dirs)
 
-    assert raised.value.errors == [f"{dirs.secrets}: secrets directory does not exist"]
+    assert raised.value.errors[0] == "no backend can run: no host that offers its device can log in"
+    assert any("host-a.yaml: host left out: its password file" in e and "does not exist" in e for e in raised.value.errors)
 
 
 def test_buildbot_loads_the_generated_config(dirs):

@@ -9,19 +9,16 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from crcr import mastercontrol, secretfiles
+from crcr import mastercontrol
 from crcr.errors import ConfigError
-from crcr.loader import load_relay_config, require_worker_passwords
+from crcr.loader import load_checked_relay_config
 from crcr.pollerstate import wait_for_first_poll
 from crcr.settings import load_settings
 
 
 def cmd_check(args) -> int:
-    settings = load_settings()
-    relay = load_relay_config(settings)
-    if settings.secrets_dir.is_dir():
-        relay = require_worker_passwords(relay, settings.secrets_dir)
-    for warning in relay.warnings + secretfiles.problems(settings.secrets_dir):
+    relay = load_checked_relay_config(load_settings())
+    for warning in relay.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(f"ok: {len(relay.backends)} backends, {len(relay.workers)} worker hosts")
     return 0
@@ -31,7 +28,7 @@ def cmd_master(args) -> int:
     basedir = Path(args.basedir).resolve()
     if args.action == "start":
         settings = load_settings()
-        load_relay_config(settings)  # refuse with the same message as `crcr check`, before any process starts
+        load_checked_relay_config(settings)  # refuse with `crcr check`'s message before any process starts
         mastercontrol.start(basedir, settings)
         if args.wait_for_upstream:
             wait_for_first_poll(settings.db_url, basedir, timeout=args.wait_for_upstream)

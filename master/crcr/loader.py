@@ -11,6 +11,8 @@ from pydantic import BaseModel, ValidationError
 
 from crcr.errors import ConfigError, describe_validation_error
 from crcr.models import Backend, WorkerHost
+from crcr.secretfiles import problems as secret_dir_problems
+from crcr.secretfiles import secret_problem, worker_password
 from crcr.settings import REPO_ROOT, Settings
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -143,8 +145,6 @@ def load_relay_config(settings: Settings) -> RelayConfig:
 
 def require_worker_passwords(relay: RelayConfig, secrets_dir: Path) -> RelayConfig:
     """Hosts without a usable password file cannot log in; leave them out (with a warning) rather than fail."""
-    from crcr.secretfiles import secret_problem, worker_password
-
     kept, warnings = [], []
     for w in relay.workers:
         name = worker_password(w.name)
@@ -157,3 +157,17 @@ def require_worker_passwords(relay: RelayConfig, secrets_dir: Path) -> RelayConf
                 f"{display_path(secrets_dir / name)} {problem}"
             )
     return replace(relay, workers=kept, warnings=relay.warnings + warnings)
+
+
+def load_checked_relay_config(settings: Settings) -> RelayConfig:
+    """What a master runs with, as `crcr check`, `crcr master start` and master.cfg all see it:
+    valid files, a secrets directory SecretInAFile accepts, hosts without a password left out."""
+    relay = load_relay_config(settings)
+    problems = secret_dir_problems(settings.secrets_dir)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    relay = require_worker_passwords(relay, settings.secrets_dir)
+    if not relay.active_backends:
+        # Buildbot refuses a master without builders; say why there are none.
+        raise ConfigError("\n".join(["no backend can run: no host that offers its device can log in", *relay.warnings]))
+    return relay

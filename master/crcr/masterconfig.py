@@ -6,11 +6,10 @@ from buildbot.config.errors import ConfigErrors
 from buildbot.plugins import secrets
 from twisted.python import log
 
-from crcr import secretfiles
 from crcr.builders import make_builders
 from crcr.changesource import upstream_poller
 from crcr.errors import ConfigError
-from crcr.loader import load_relay_config, require_worker_passwords
+from crcr.loader import load_checked_relay_config
 from crcr.reporters import github_status_reporters
 from crcr.schedulers import force_scheduler, upstream_scheduler
 from crcr.settings import Settings, load_settings
@@ -22,13 +21,9 @@ def build_master_config(settings: Settings | None = None) -> dict:
     """Raises Buildbot's ConfigErrors with our message, so the master refuses to start or reconfig."""
     try:
         settings = settings or load_settings()
-        relay = load_relay_config(settings)
+        relay = load_checked_relay_config(settings)
     except ConfigError as e:
         raise ConfigErrors(str(e).splitlines()) from None
-    secret_problems = secretfiles.problems(settings.secrets_dir)
-    if secret_problems:
-        raise ConfigErrors(secret_problems)
-    relay = require_worker_passwords(relay, settings.secrets_dir)
     for warning in relay.warnings:
         log.msg(f"crcr warning: {warning}")
 

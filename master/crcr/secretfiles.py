@@ -41,9 +41,9 @@ def usable_secret(secrets_dir: Path, name: str) -> bool:
 
 
 def problems(secrets_dir: Path) -> list[str]:
-    """What would make SecretInAFile refuse the directory; empty when it is usable."""
+    """What would make SecretInAFile refuse the directory; empty when it is usable or absent (no secrets)."""
     if not secrets_dir.is_dir():
-        return [f"{secrets_dir}: secrets directory does not exist"]
+        return []
     # SecretInAFile checks every entry of the directory, not only files.
     return [
         f"{p}: readable by others (mode {stat.S_IMODE(p.stat().st_mode):04o}); "
