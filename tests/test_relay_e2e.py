@@ -85,12 +85,13 @@ def test_github_failures_are_retried_in_order_until_the_verdict_lands(relay, ups
 def test_forced_build_of_an_older_revision_builds_and_reports_that_revision(relay, upstream, github):
     older = upstream.git("rev-parse", "main~1")
     earlier = relay.build_ids("ok-alpha", older)
-    answer = relay.rpc("forceschedulers/force-ok-alpha", "force", revision=older[:9], reason="re-test")
+    typed = older[:9].upper()  # as copied from somewhere that shouts
+    answer = relay.rpc("forceschedulers/force-ok-alpha", "force", revision=typed, reason="re-test")
     assert "error" not in answer, answer
     build = relay.wait_for_finished_build("ok-alpha", older, ignore=earlier)
     assert build["results"] == SUCCESS
     properties = relay.get(f"builds/{build['buildid']}?property=crcr_requested_revision")["builds"][0]["properties"]
-    assert properties["crcr_requested_revision"][0] == older[:9]
+    assert properties["crcr_requested_revision"][0] == typed
     assert final_status(github, older, "ok-alpha")["state"] == "success"
 
 
@@ -106,7 +107,7 @@ def test_crcr_force_command_pins_a_branch_name_to_its_head(relay, upstream):
 @pytest.mark.parametrize(
     "revision, message",
     [
-        ("not a revision!", "'not a revision!' is neither a commit sha (7 to 40 lowercase hex digits) nor a branch name"),
+        ("not a revision!", "'not a revision!' is neither a commit sha (7 to 40 hex digits) nor a branch name"),
         ("deadbeef1234", "commit 'deadbeef1234' is not on any followed upstream branch (main)"),
         ("no-such-branch", "has no branch 'no-such-branch'"),
     ],

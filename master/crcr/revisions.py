@@ -17,7 +17,7 @@ from twisted.internet import defer, utils
 
 from crcr.models import BRANCH_NAME
 
-SHA = re.compile(r"^[0-9a-f]{7,40}$")
+SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 
 
 class RevisionError(ValueError):
@@ -32,7 +32,8 @@ class Resolved:
 
 @defer.inlineCallbacks
 def _git(args: list[str], cwd: str):
-    out, err, code = yield utils.getProcessOutputAndValue("git", args, path=cwd, env={"GIT_TERMINAL_PROMPT": "0"})
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}  # never wait for credentials typed at a terminal
+    out, err, code = yield utils.getProcessOutputAndValue("git", args, path=cwd, env=env)
     return code, out.decode().strip(), err.decode().strip()
 
 
@@ -43,7 +44,7 @@ def resolve(revision: str, upstream_url: str, poller_dir: str, branches: list[st
     if not os.path.isdir(poller_dir):
         raise RevisionError("the relay has not fetched upstream yet; try again after its first poll")
     if SHA.match(revision):
-        resolved = yield _resolve_sha(revision, upstream_url, poller_dir, branches)
+        resolved = yield _resolve_sha(revision.lower(), upstream_url, poller_dir, branches)
         return resolved
     if re.match(BRANCH_NAME, revision):
         code, out, err = yield _git(["ls-remote", "--heads", upstream_url, f"refs/heads/{revision}"], poller_dir)
@@ -53,13 +54,15 @@ def resolve(revision: str, upstream_url: str, poller_dir: str, branches: list[st
             raise RevisionError(f"upstream {upstream_url} has no branch '{revision}'")
         return Resolved(sha=out.split()[0], branch=revision)
     raise RevisionError(
-        f"'{revision}' is neither a commit sha (7 to 40 lowercase hex digits) nor a branch name"
+        f"'{revision}' is neither a commit sha (7 to 40 hex digits) nor a branch name"
     )
 
 
 @defer.inlineCallbacks
 def _resolve_sha(revision: str, upstream_url: str, poller_dir: str, branches: list[str]):
-    code, sha, _ = yield _git(["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], poller_dir)
+    code, sha, err = yield _git(["rev-parse", "--verify", f"{revision}^{{commit}}"], poller_dir)
+    if code != 0 and "ambiguous" in err:
+        raise RevisionError(f"abbreviated sha '{revision}' matches several upstream commits; give more digits")
     if code != 0:
         raise RevisionError(
             f"commit '{revision}' is not on any followed upstream branch ({', '.join(branches)}) "
