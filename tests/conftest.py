@@ -17,6 +17,7 @@ UPSTREAM_TREE = Path(__file__).parent / "upstream_tree"
 GITHUB_TOKEN = "test-token-123"
 RELEASE_BRANCH = "release/2.9"
 BUDGET_BRANCH = "budget"
+UNITS_BRANCH = "units"
 # Upstream test files the relay runs inside builds, not tests of ours.
 collect_ignore = ["upstream_tree"]
 
@@ -56,6 +57,11 @@ E2E_BACKENDS = {
     "quiet-alpha": backend("L1", "alpha", [suite("pass", "test/test_pass.py")]),
     "release-alpha": backend("L2", "alpha", [suite("pass", "test/test_pass.py")], branches=[RELEASE_BRANCH]),
     "ok-beta": backend("L2", "beta", [suite("pass", "test/test_pass.py")]),
+    # Two backends on host-beta's single beta unit: their builds must take turns.
+    **{
+        name: backend("L1", "beta", [{"name": "hold", "command": "sleep 3", "timeout": 60}], branches=[UNITS_BRANCH])
+        for name in ("unit-beta-1", "unit-beta-2")
+    },
     "budget-alpha": {
         **backend("L1", "alpha", [], branches=[BUDGET_BRANCH]),
         "timeout": 15,  # leaves the quick suite ample time on a loaded machine
@@ -70,7 +76,8 @@ MAIN_BACKENDS = ["ok-alpha", "broken-alpha", "quiet-alpha", "ok-beta"]
 SUCCESS, FAILURE = 0, 2  # Buildbot's result codes
 E2E_WORKERS = {
     "host-alpha": {"devices": {"alpha": 2}, "admin": "Alpha Lab <alpha@example.com>"},
-    "host-beta": {"devices": {"beta": 1}, "admin": "Beta Lab <beta@example.com>"},
+    # max_builds above the unit count, so only the device lock keeps beta builds to one at a time.
+    "host-beta": {"devices": {"beta": 1}, "max_builds": 3, "admin": "Beta Lab <beta@example.com>"},
 }
 
 
@@ -88,6 +95,7 @@ def upstream(tmp_path_factory) -> Upstream:
     repo.commit("Initial upstream with its test suite", files)
     repo.branch_from(RELEASE_BRANCH)
     repo.branch_from(BUDGET_BRANCH)
+    repo.branch_from(UNITS_BRANCH)
     repo.commit("Second upstream commit")
     return repo
 
@@ -96,7 +104,7 @@ def relay_env(root: Path, upstream: Upstream, github: FakeGitHub) -> dict[str, s
     web_port = free_port()
     return {
         "CRCR_UPSTREAM_URL": upstream.url,
-        "CRCR_UPSTREAM_BRANCHES": f"main,{RELEASE_BRANCH},{BUDGET_BRANCH}",
+        "CRCR_UPSTREAM_BRANCHES": f"main,{RELEASE_BRANCH},{BUDGET_BRANCH},{UNITS_BRANCH}",
         "CRCR_POLL_INTERVAL": "1",
         "CRCR_GITHUB_API_URL": github.url,
         "CRCR_GITHUB_REPO": "pytorch/pytorch",

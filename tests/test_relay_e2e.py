@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import BUDGET_BRANCH, FAILURE, GITHUB_TOKEN, MAIN_BACKENDS, RELEASE_BRANCH, SUCCESS
+from conftest import BUDGET_BRANCH, FAILURE, GITHUB_TOKEN, MAIN_BACKENDS, RELEASE_BRANCH, SUCCESS, UNITS_BRANCH
 from harness import wait_until
 
 def final_status(github, sha: str, backend: str) -> dict:
@@ -138,3 +138,18 @@ def test_whole_build_timeout_stops_the_running_suite_and_skips_the_rest(relay, u
     assert suites["suite slow"]["results"] == FAILURE
     assert suites["suite never"]["results"] == FAILURE
     assert suites["suite never"]["state_string"] == "not run: build timeout (failure)"
+
+
+def test_a_host_runs_no_more_builds_for_a_device_than_it_has_units(relay, upstream):
+    sha = upstream.commit("Two backends want the one beta unit", branch=UNITS_BRANCH)
+    builds = [relay.wait_for_finished_build(name, sha) for name in ("unit-beta-1", "unit-beta-2")]
+    assert [relay.worker_name(b) for b in builds] == ["host-beta", "host-beta"]
+    holds = sorted(
+        (step["started_at"], step["complete_at"])
+        for b in builds
+        for step in relay.steps(b)
+        if step["name"] == "suite hold"
+    )
+    assert len(holds) == 2
+    (_, first_done), (second_start, _) = holds
+    assert second_start >= first_done, f"both builds held the single beta unit at once: {holds}"
