@@ -29,6 +29,11 @@ def wait_until(condition: Callable[[], T], timeout: float, what: str, interval: 
         time.sleep(interval)
 
 
+def venv_env(**extra: str) -> dict[str, str]:
+    """This environment with the venv's commands (crcr, buildbot, python) first on PATH."""
+    return {**os.environ, **extra, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -90,7 +95,7 @@ class Relay:
 
     def __init__(self, basedir: Path, env: dict[str, str]):
         self.basedir = basedir
-        self.env = {**os.environ, **env, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+        self.env = venv_env(**env)
         self.web_url = f"http://localhost:{env['CRCR_WEB_PORT']}/"
 
     def crcr(self, *args, check=True) -> subprocess.CompletedProcess:
@@ -158,7 +163,7 @@ class WorkerProcess:
     def __init__(self, basedir: Path, name: str, password: str, master_port: int):
         self.basedir = basedir
         self.create_args = [f"localhost:{master_port}", name, password]
-        self.env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+        self.env = venv_env()
 
     def start(self) -> None:
         if not (self.basedir / "buildbot.tac").exists():

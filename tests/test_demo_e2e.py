@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from conftest import SUCCESS
-from harness import VENV_BIN, Relay, free_port, run, wait_until
+from harness import Relay, free_port, run, venv_env, wait_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -13,14 +13,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_ends_it(tmp_path):
     state = tmp_path / "demo"
     web_port = free_port()
-    env = {
-        **os.environ,
-        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
-        "CRCR_DEMO_STATE": str(state),
-        "CRCR_SECRETS_DIR": str(tmp_path / "secrets"),
-        "CRCR_WEB_PORT": str(web_port),
-        "CRCR_WORKER_PORT": str(free_port()),
-    }
+    env = venv_env(
+        CRCR_DEMO_STATE=str(state),
+        CRCR_SECRETS_DIR=str(tmp_path / "secrets"),
+        CRCR_WEB_PORT=str(web_port),
+        CRCR_WORKER_PORT=str(free_port()),
+    )
     tracked_before = run(["git", "-C", REPO, "status", "--porcelain"]).stdout
     try:
         out = run(["bash", f"{REPO}/scripts/demo.sh"], env=env).stdout

@@ -66,10 +66,7 @@ class Backend(Strict):
     @field_validator("branches")
     @classmethod
     def _branch_names(cls, branches: list[str]) -> list[str]:
-        bad = [b for b in branches if not _matches(BRANCH_NAME, b)]
-        if bad:
-            raise ValueError(f"not valid branch names: {', '.join(map(repr, bad))}")
-        return branches
+        return check_branch_names(branches)
 
     @field_validator("env")
     @classmethod
@@ -118,6 +115,14 @@ class WorkerHost(Strict):
     def build_slots(self) -> int:
         """Concurrent builds on this host: max_builds, or one per attached device unit."""
         return self.max_builds or sum(self.devices.values())
+
+
+def check_branch_names(branches: list[str]) -> list[str]:
+    """Pydantic validator body shared by backend files and the poller's branch setting."""
+    bad = [b for b in branches if not _matches(BRANCH_NAME, b)]
+    if bad:
+        raise ValueError(f"not valid branch names: {', '.join(map(repr, bad))}")
+    return branches
 
 
 def _matches(pattern: str, value: str) -> bool:

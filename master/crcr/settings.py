@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Mapping
 
@@ -11,7 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from crcr.errors import ConfigError, described_pattern, describe_validation_error
-from crcr.models import BRANCH_NAME
+from crcr.models import check_branch_names
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS_FILE = REPO_ROOT / "master" / "settings.yaml"
@@ -38,10 +37,7 @@ class Settings(BaseModel):
     @field_validator("upstream_branches")
     @classmethod
     def _branch_names(cls, branches: list[str]) -> list[str]:
-        bad = [b for b in branches if re.match(BRANCH_NAME, b) is None]
-        if bad:
-            raise ValueError(f"not valid branch names: {', '.join(map(repr, bad))}")
-        return branches
+        return check_branch_names(branches)
 
     @field_validator("backends_dir", "workers_dir", "secrets_dir", mode="before")
     @classmethod
