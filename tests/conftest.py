@@ -76,8 +76,7 @@ MAIN_BACKENDS = ["ok-alpha", "broken-alpha", "quiet-alpha", "ok-beta"]
 SUCCESS, FAILURE = 0, 2  # Buildbot's result codes
 E2E_WORKERS = {
     "host-alpha": {"devices": {"alpha": 2}, "admin": "Alpha Lab <alpha@example.com>"},
-    # max_builds above the unit count, so only the device lock keeps beta builds to one at a time.
-    "host-beta": {"devices": {"beta": 1}, "max_builds": 3, "admin": "Beta Lab <beta@example.com>"},
+    "host-beta": {"devices": {"beta": 1}, "admin": "Beta Lab <beta@example.com>"},
 }
 
 
@@ -117,6 +116,11 @@ def relay_env(root: Path, upstream: Upstream, github: FakeGitHub) -> dict[str, s
     }
 
 
+def unit_names(host: str, devices: dict[str, int]) -> list[str]:
+    """The Buildbot worker of each device unit: <host>-<device>-<index>."""
+    return [f"{host}-{device}-{index}" for device, count in devices.items() for index in range(count)]
+
+
 def prepare_relay(root: Path, upstream: Upstream, github: FakeGitHub, backends: dict, token: bool = True,
                   **env_overrides: str) -> tuple[Relay, list[WorkerProcess]]:
     """Write the data files and secrets a relay needs under `root`; return its master and worker hosts."""
@@ -130,8 +134,9 @@ def prepare_relay(root: Path, upstream: Upstream, github: FakeGitHub, backends: 
     if token:
         write_secret(dirs.secrets, "github-token", GITHUB_TOKEN + "\n")
     workers = [
-        WorkerProcess(root / "worker-hosts" / name, name, f"pw-{name}", int(env["CRCR_WORKER_PORT"]))
-        for name in E2E_WORKERS
+        WorkerProcess(root / "worker-hosts" / unit, unit, f"pw-{host}", int(env["CRCR_WORKER_PORT"]))
+        for host, data in E2E_WORKERS.items()
+        for unit in unit_names(host, data["devices"])
     ]
     return Relay(root / "master", env), workers
 

@@ -27,10 +27,13 @@ def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_
         head = run(["git", "-C", state / "upstream.git", "rev-parse", "main"]).stdout.strip()
         build = relay.wait_for_finished_build("demo", head)
         assert build["results"] == SUCCESS
-        assert relay.worker_name(build) == "demo-local"
+        assert relay.worker_name(build) in {"demo-local-demo-0", "demo-local-demo-1"}
+        connected = {w["name"] for w in relay.get("workers")["workers"] if w["connected_to"]}
+        assert connected == {"demo-local-demo-0", "demo-local-demo-1"}
         assert oct((tmp_path / "secrets" / "worker-demo-local").stat().st_mode & 0o777) == "0o600"
         assert run(["git", "-C", REPO, "status", "--porcelain"]).stdout == tracked_before, "the demo wrote into git"
     finally:
         run(["bash", f"{REPO}/scripts/stop.sh"], env=env)
-    for pidfile in [state / "master" / "twistd.pid", state / "worker" / "twistd.pid"]:
+    units = [state / "workers" / f"demo-local-demo-{index}" for index in (0, 1)]
+    for pidfile in [state / "master" / "twistd.pid", *(unit / "twistd.pid" for unit in units)]:
         wait_until(lambda: not pidfile.exists(), 30, f"{pidfile} to go away after stop")

@@ -18,6 +18,7 @@ from buildbot.process.properties import Properties
 from buildbot.reporters.github import GitHubStatusPush
 
 from crcr.github_status import RetryingGitHubStatusPush
+from crcr.liveness import SilentWorkerWatch
 from buildbot.schedulers.basic import AnyBranchScheduler
 from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.steps.shell import ShellCommand
@@ -90,12 +91,13 @@ def test_one_builder_per_active_backend_named_after_its_file(dirs):
     assert [b.name for b in cfg["builders"]] == ["alpha", "beta", "delta"]
 
 
-def test_builder_runs_only_on_hosts_offering_its_device(dirs):
+def test_builder_runs_only_on_the_units_of_its_device(dirs):
     builders = builders_by_name(config_for(dirs))
 
-    assert builders["alpha"].workernames == ["host-a", "host-ab"]
-    assert builders["beta"].workernames == ["host-ab"]
-    assert builders["delta"].workernames == ["host-a", "host-ab"]
+    alpha_units = ["host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0"]
+    assert builders["alpha"].workernames == alpha_units
+    assert builders["beta"].workernames == ["host-ab-beta-0"]
+    assert builders["delta"].workernames == alpha_units
 
 
 def test_builder_tags_description_properties_and_no_collapsing(dirs):
@@ -160,28 +162,29 @@ def test_commands_see_the_backend_env_and_the_relay_variables(dirs):
         env = steps[name].kwargs["env"]
         assert env["PYTORCH_TESTING_DEVICE_ONLY_FOR"] == "alpha"
         assert env["CRCR_BACKEND"] == "alpha"
-        assert {"CRCR_UPSTREAM_SHA", "CRCR_UPSTREAM_DIR", "CRCR_RESULTS_DIR"} <= set(env)
+        assert {"CRCR_UPSTREAM_SHA", "CRCR_UPSTREAM_DIR", "CRCR_RESULTS_DIR", "CRCR_DEVICE_INDEX"} <= set(env)
 
 
-def test_device_lock_caps_builds_at_each_hosts_unit_count(dirs):
-    builders = builders_by_name(config_for(dirs))
+def test_each_device_unit_is_a_worker_running_one_build_with_its_hosts_password(dirs):
+    workers = {w.workername: w for w in config_for(dirs)["workers"]}
 
-    (alpha_lock,) = builders["alpha"].locks
-    assert alpha_lock.mode == "counting"
-    assert alpha_lock.lockid.name == "device-alpha"
-    assert alpha_lock.lockid.maxCountForWorker == {"host-a": 2, "host-ab": 1}
-    # Backends on the same device share its lock.
-    (delta_lock,) = builders["delta"].locks
-    assert delta_lock.lockid is alpha_lock.lockid
-    (beta_lock,) = builders["beta"].locks
-    assert beta_lock.lockid.maxCountForWorker == {"host-ab": 1}
+    assert list(workers) == ["host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0", "host-ab-beta-0"]
+    assert {w.max_builds for w in workers.values()} == {1}
+    assert repr(workers["host-a-alpha-1"].password) == "Secret(worker-host-a)"
+    assert repr(workers["host-ab-beta-0"].password) == "Secret(worker-host-ab)"
+    props = workers["host-a-alpha-1"].properties
+    assert (props["crcr_host"], props["crcr_device"], props["crcr_device_index"]) == ("host-a", "alpha", 1)
 
 
-def test_workers_are_the_hosts_with_their_build_slots(dirs):
-    cfg = config_for(dirs)
+def test_max_builds_below_the_unit_count_is_a_lock_shared_by_the_hosts_units(dirs):
+    workers = {w.workername: w for w in config_for(dirs)["workers"]}
 
-    assert [(w.workername, w.max_builds) for w in cfg["workers"]] == [("host-a", 2), ("host-ab", 1)]
-    assert [repr(w.password) for w in cfg["workers"]] == ["Secret(worker-host-a)", "Secret(worker-host-ab)"]
+    # host-a runs one build per unit: no lock. host-ab has 2 units and max_builds 1.
+    assert workers["host-a-alpha-0"].access == []
+    (alpha_cap,) = workers["host-ab-alpha-0"].access
+    (beta_cap,) = workers["host-ab-beta-0"].access
+    assert alpha_cap.lockid is beta_cap.lockid
+    assert (alpha_cap.lockid.name, alpha_cap.lockid.maxCount, alpha_cap.mode) == ("host-host-ab", 1, "counting")
 
 
 def test_host_without_password_file_is_left_out(dirs):
@@ -189,9 +192,9 @@ def test_host_without_password_file_is_left_out(dirs):
 
     cfg = config_for(dirs)
 
-    assert [w.workername for w in cfg["workers"]] == ["host-a"]
+    assert [w.workername for w in cfg["workers"]] == ["host-a-alpha-0", "host-a-alpha-1"]
     # beta only ran on host-ab, so it has no builder now.
-    assert {b.name: b.workernames for b in cfg["builders"]} == {"alpha": ["host-a"], "delta": ["host-a"]}
+    assert [b.name for b in cfg["builders"]] == ["alpha", "delta"]
 
 
 def test_schedulers_per_active_backend(dirs):
@@ -244,20 +247,24 @@ def test_change_source_polls_explicit_upstream_branches(dirs):
     assert kwargs["pollInterval"] == 30
 
 
+def reporters(cfg) -> list:
+    return [s for s in cfg["services"] if isinstance(s, GitHubStatusPush)]
+
+
 def test_no_github_reporter_without_the_token_secret(dirs):
-    assert config_for(dirs)["services"] == []
+    assert reporters(config_for(dirs)) == []
 
 
 def test_no_github_reporter_when_the_token_is_empty(dirs):
     write_secret(dirs.secrets, GITHUB_TOKEN, "")
 
-    assert config_for(dirs)["services"] == []
+    assert reporters(config_for(dirs)) == []
 
 
 def test_github_reporter_for_l2_and_up_backends_only(dirs):
     with_github_token(dirs)
 
-    (reporter,) = config_for(dirs, CRCR_GITHUB_API_URL="http://127.0.0.1:8999")["services"]
+    (reporter,) = reporters(config_for(dirs, CRCR_GITHUB_API_URL="http://127.0.0.1:8999"))
 
     assert isinstance(reporter, GitHubStatusPush)
     kwargs = reporter._config_kwargs
@@ -272,7 +279,13 @@ def test_no_github_reporter_when_every_backend_is_l1(dirs):
     for name in ("alpha", "delta", "gamma"):
         write_backend(dirs.backends, name, level="L1", device="alpha")
 
-    assert config_for(dirs)["services"] == []
+    assert reporters(config_for(dirs)) == []
+
+
+def test_silent_workers_are_dropped_after_missing_keepalives(dirs):
+    (watch,) = [s for s in config_for(dirs, CRCR_WORKER_KEEPALIVE="7")["services"] if isinstance(s, SilentWorkerWatch)]
+
+    assert watch._config_args == (7,)
 
 
 def test_ports_and_urls(dirs):
@@ -334,9 +347,11 @@ def test_buildbot_loads_the_generated_config(dirs):
     assert sorted(master.schedulers) == sorted(
         f"{kind}-{b}" for kind in ("upstream", "force") for b in ("alpha", "beta", "delta")
     )
-    assert [w.workername for w in master.workers] == ["host-a", "host-ab"]
+    assert [w.workername for w in master.workers] == [
+        "host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0", "host-ab-beta-0"
+    ]
     assert [c.name for c in master.change_sources] == ["upstream"]
-    assert [type(s) for s in master.services.values()] == [RetryingGitHubStatusPush]
+    assert {type(s) for s in master.services.values()} == {RetryingGitHubStatusPush, SilentWorkerWatch}
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"
 

@@ -229,8 +229,27 @@ BAD_FILES = [
     pytest.param(
         "workers/gpu host.yaml",
         worker_yaml(),
-        "{file}: file name: must be letters, digits, '-' and '_', starting with a letter or digit (got 'gpu host')",
+        "{file}: file name: must be letters, digits, '-' and '_', starting with a letter (got 'gpu host')",
         id="worker-file-name-with-space",
+    ),
+    pytest.param(
+        "workers/4gpu.yaml",
+        worker_yaml(),
+        "{file}: file name: must be letters, digits, '-' and '_', starting with a letter (got '4gpu')",
+        id="worker-file-name-starting-with-digit",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(devices={"demo": 2}, max_builds=3),
+        "{file}: max_builds: 3 is more than the host's 2 device units (each unit runs one build at a time)",
+        id="worker-max-builds-above-units",
+    ),
+    pytest.param(
+        f"workers/{'h' * 43}.yaml",
+        worker_yaml(devices={"spyre": 4}),
+        f"{{file}}: the worker name of a unit, '{'h' * 43}-spyre-0', is longer than Buildbot's 50 characters; "
+        "use a shorter host or device name",
+        id="worker-unit-name-too-long",
     ),
 ]
 
@@ -354,6 +373,22 @@ def test_file_stem_is_the_name_and_defaults_apply(tmp_path):
     lab1, lab2 = relay.workers
     assert (lab1.name, lab1.max_builds, lab1.build_slots) == ("lab-1", None, 5)
     assert (lab2.name, lab2.max_builds, lab2.build_slots) == ("lab-2", 1, 1)
+    assert [u.worker_name for u in lab1.units] == ["lab-1-demo-0", "lab-1-demo-1", "lab-1-npu-0", "lab-1-npu-1", "lab-1-npu-2"]
+
+
+def test_unit_worker_names_repeated_across_hosts_are_refused(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "demo")
+    write_worker(dirs.workers, "lab", devices={"x-demo": 1})
+    write_worker(dirs.workers, "lab-x", devices={"demo": 1})
+
+    with pytest.raises(ConfigError) as raised:
+        load_relay_config(settings_for(dirs))
+
+    assert str(raised.value) == (
+        f"{dirs.workers / 'lab.yaml'}: devices: the unit worker name 'lab-x-demo-0' is also one of "
+        f"{dirs.workers / 'lab-x.yaml'}'s; rename one of the hosts"
+    )
 
 
 def test_load_model_reads_one_worker_file(tmp_path):

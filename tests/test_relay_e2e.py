@@ -33,8 +33,8 @@ def test_push_posts_pending_then_success_for_each_matching_backend(relay, github
 
 def test_builds_run_on_hosts_attached_to_the_backends_device(relay, pushed):
     _, builds = pushed
-    assert relay.worker_name(builds["ok-alpha"]) == "host-alpha"
-    assert relay.worker_name(builds["ok-beta"]) == "host-beta"
+    assert relay.worker_name(builds["ok-alpha"]) in {"host-alpha-alpha-0", "host-alpha-alpha-1"}
+    assert relay.worker_name(builds["ok-beta"]) == "host-beta-beta-0"
 
 
 def test_failing_suite_fails_the_build_and_later_suites_still_run(relay, github, pushed):
@@ -143,7 +143,7 @@ def test_whole_build_timeout_stops_the_running_suite_and_skips_the_rest(relay, u
 def test_a_host_runs_no_more_builds_for_a_device_than_it_has_units(relay, upstream):
     sha = upstream.commit("Two backends want the one beta unit", branch=UNITS_BRANCH)
     builds = [relay.wait_for_finished_build(name, sha) for name in ("unit-beta-1", "unit-beta-2")]
-    assert [relay.worker_name(b) for b in builds] == ["host-beta", "host-beta"]
+    assert [relay.worker_name(b) for b in builds] == ["host-beta-beta-0", "host-beta-beta-0"]
     holds = sorted(
         (step["started_at"], step["complete_at"])
         for b in builds

@@ -1,4 +1,4 @@
-"""One Buildbot builder per active backend, runnable only on hosts attached to its device."""
+"""One Buildbot builder per active backend, runnable only on the units of its device."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from crcr.loader import RelayConfig
 from crcr.models import Backend
 from crcr.reporters import BACKEND_PROPERTY
 from crcr.settings import Settings
-from crcr.workers import device_locks
+from crcr.workers import unit_workers_for
 
 
 def describe_backend(backend: Backend) -> str:
@@ -19,19 +19,17 @@ def describe_backend(backend: Backend) -> str:
 
 
 def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderConfig]:
-    locks = device_locks(relay)
     return [
         util.BuilderConfig(
             name=backend.name,
             description=describe_backend(backend),
             project=settings.github_repo,
-            workernames=[w.name for w in relay.workers_for(backend)],
+            workernames=unit_workers_for(relay, backend.device),
             factory=make_factory(backend, settings),
             tags=[backend.device, backend.level],
             properties={BACKEND_PROPERTY: backend.name, "crcr_level": backend.level},
             # Never merge requests: every upstream commit gets its own verdict.
             collapseRequests=False,
-            locks=[locks[backend.device].access("counting")],
         )
         for backend in relay.active_backends
     ]

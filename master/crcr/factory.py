@@ -7,6 +7,7 @@ from buildbot.plugins import steps, util
 from crcr.models import Backend
 from crcr.settings import Settings
 from crcr.steps import BudgetedShellCommand
+from crcr.workers import DEVICE_INDEX_PROPERTY
 
 UPSTREAM_DIR = "upstream"
 RESULTS_DIR = "results"
@@ -21,6 +22,8 @@ def build_environment(backend: Backend) -> dict:
         "CRCR_UPSTREAM_SHA": util.Property("got_revision"),
         "CRCR_UPSTREAM_DIR": util.Interpolate(f"%(prop:builddir)s/{UPSTREAM_DIR}"),
         "CRCR_RESULTS_DIR": util.Interpolate(f"%(prop:builddir)s/{RESULTS_DIR}"),
+        # The 0-based unit this build holds, for the backend to map onto CUDA_VISIBLE_DEVICES and the like.
+        "CRCR_DEVICE_INDEX": util.Interpolate(f"%(prop:{DEVICE_INDEX_PROPERTY})s"),
     }
 
 

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from crcr.errors import PATTERN_HELP, described_pattern
 
 BACKEND_NAME = described_pattern(
     r"^[a-z0-9][a-z0-9-]*$", "must be lowercase letters, digits and '-', starting with a letter or digit"
 )
+# Buildbot's worker names must start with a letter (util.identifiers); each unit's worker name starts with the host's.
 WORKER_NAME = described_pattern(
-    r"^[A-Za-z0-9][A-Za-z0-9_-]*$", "must be letters, digits, '-' and '_', starting with a letter or digit"
+    r"^[A-Za-z][A-Za-z0-9_-]*$", "must be letters, digits, '-' and '_', starting with a letter"
 )
+# Buildbot refuses worker names longer than this.
+BUILDBOT_NAME_LIMIT = 50
 DEVICE_NAME = described_pattern(
     r"^[a-z0-9][a-z0-9_-]*$", "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
 )
@@ -97,6 +101,23 @@ class Backend(Strict):
         return self.level != "L1"
 
 
+@dataclass(frozen=True)
+class DeviceUnit:
+    """One accelerator of a host. Each unit is its own Buildbot worker, so it runs one build at a time."""
+
+    host: str
+    device: str
+    index: int
+
+    @property
+    def worker_name(self) -> str:
+        return unit_worker_name(self.host, self.device, self.index)
+
+
+def unit_worker_name(host: str, device: str, index: int) -> str:
+    return f"{host}-{device}-{index}"
+
+
 class WorkerHost(Strict):
     name: str = Field(pattern=WORKER_NAME)
     devices: dict[str, Positive] = Field(min_length=1)
@@ -111,10 +132,37 @@ class WorkerHost(Strict):
             raise ValueError(f"invalid device names {', '.join(map(repr, bad))}: {PATTERN_HELP[DEVICE_NAME]}")
         return devices
 
+    @model_validator(mode="after")
+    def _fits_buildbot(self) -> WorkerHost:
+        longest = max((u.worker_name for u in self.units), key=len)
+        if len(longest) > BUILDBOT_NAME_LIMIT:
+            raise ValueError(
+                f"the worker name of a unit, '{longest}', is longer than Buildbot's {BUILDBOT_NAME_LIMIT} "
+                "characters; use a shorter host or device name"
+            )
+        if self.max_builds is not None and self.max_builds > self.unit_count:
+            raise ValueError(
+                f"max_builds: {self.max_builds} is more than the host's {self.unit_count} device units "
+                "(each unit runs one build at a time)"
+            )
+        return self
+
+    @property
+    def units(self) -> list[DeviceUnit]:
+        return [
+            DeviceUnit(host=self.name, device=device, index=index)
+            for device, count in self.devices.items()
+            for index in range(count)
+        ]
+
+    @property
+    def unit_count(self) -> int:
+        return sum(self.devices.values())
+
     @property
     def build_slots(self) -> int:
         """Concurrent builds on this host: max_builds, or one per attached device unit."""
-        return self.max_builds or sum(self.devices.values())
+        return self.max_builds or self.unit_count
 
 
 def check_branch_names(branches: list[str]) -> list[str]:

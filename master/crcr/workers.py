@@ -1,32 +1,48 @@
-"""Buildbot workers for the declared hosts, and the per-device locks that cap builds at the unit count."""
+"""One Buildbot worker per device unit of each declared host, so each accelerator runs one build at a time."""
 
 from __future__ import annotations
 
 from buildbot.plugins import util, worker
 
 from crcr.loader import RelayConfig
+from crcr.models import WorkerHost
 from crcr.secretfiles import worker_password
+
+# Worker properties, copied into every build the unit runs.
+HOST_PROPERTY = "crcr_host"
+DEVICE_INDEX_PROPERTY = "crcr_device_index"
 
 
 def make_workers(relay: RelayConfig) -> list[worker.Worker]:
-    return [
-        worker.Worker(
-            host.name,
-            util.Secret(worker_password(host.name)),
-            max_builds=host.build_slots,
-            properties={"crcr_admin": host.admin, "crcr_devices": dict(host.devices)},
-        )
-        for host in relay.workers
-    ]
+    """Buildbot runs at most one build per (builder, worker), and a host must run as many builds of one
+    backend as it has units; so each unit is a worker of its own, logging in with its host's password."""
+    workers = []
+    for host in relay.workers:
+        cap = _host_cap(host)
+        workers += [
+            worker.Worker(
+                unit.worker_name,
+                util.Secret(worker_password(host.name)),
+                max_builds=1,
+                properties={
+                    HOST_PROPERTY: host.name,
+                    "crcr_device": unit.device,
+                    DEVICE_INDEX_PROPERTY: unit.index,
+                    "crcr_admin": host.admin,
+                },
+                locks=cap,
+            )
+            for unit in host.units
+        ]
+    return workers
 
 
-def device_locks(relay: RelayConfig) -> dict[str, util.WorkerLock]:
-    """One counting lock per device kind: on each host it admits as many builds as the host has units."""
-    devices = sorted({device for host in relay.workers for device in host.devices})
-    return {
-        device: util.WorkerLock(
-            f"device-{device}",
-            maxCountForWorker={h.name: h.devices[device] for h in relay.workers if device in h.devices},
-        )
-        for device in devices
-    }
+def _host_cap(host: WorkerHost) -> list | None:
+    """A host whose max_builds is below its unit count shares that many build slots among its units."""
+    if host.build_slots >= host.unit_count:
+        return None
+    return [util.MasterLock(f"host-{host.name}", maxCount=host.build_slots).access("counting")]
+
+
+def unit_workers_for(relay: RelayConfig, device: str) -> list[str]:
+    return [unit.worker_name for host in relay.workers for unit in host.units if unit.device == device]
