@@ -49,6 +49,8 @@ OVERRIDES = [
     ("CRCR_SECRETS_DIR", "../relay-secrets", "secrets_dir", REPO_ROOT / ".." / "relay-secrets"),
     ("CRCR_WEB_PORT", "8080", "web_port", 8080),
     ("CRCR_WORKER_PORT", "19989", "worker_port", 19989),
+    ("CRCR_WORKER_KEEPALIVE", "5", "worker_keepalive", 5),
+    ("CRCR_MASTER_ADDRESS", "relay.example.org:9989", "master_address", "relay.example.org:9989"),
     ("CRCR_DB_URL", "postgresql://relay@db/relay", "db_url", "postgresql://relay@db/relay"),
     ("CRCR_BUILDBOT_URL", "https://ci.example.org/relay/", "buildbot_url", "https://ci.example.org/relay/"),
 ]
@@ -77,6 +79,14 @@ def test_relative_directories_are_taken_from_the_repository_root_not_the_working
 
     assert settings.backends_dir == REPO_ROOT / "backends"
     assert settings.workers_dir.is_absolute() and settings.secrets_dir.is_absolute()
+
+
+def test_workers_dial_the_web_hosts_worker_port_unless_an_address_is_set():
+    assert load_settings(environ={}).worker_address == "localhost:9989"
+    behind_proxy = {"CRCR_BUILDBOT_URL": "https://ci.example.org/relay/", "CRCR_WORKER_PORT": "19989"}
+    assert load_settings(environ=behind_proxy).worker_address == "ci.example.org:19989"
+    set_apart = {**behind_proxy, "CRCR_MASTER_ADDRESS": "workers.example.org:9989"}
+    assert load_settings(environ=set_apart).worker_address == "workers.example.org:9989"
 
 
 def test_buildbot_url_defaults_to_localhost_on_the_web_port():

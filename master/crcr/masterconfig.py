@@ -9,6 +9,7 @@ from twisted.python import log
 from crcr.builders import make_builders
 from crcr.changesource import upstream_poller
 from crcr.errors import ConfigError
+from crcr.liveness import SilentWorkerWatch
 from crcr.loader import load_checked_relay_config
 from crcr.reporters import github_status_reporters
 from crcr.schedulers import force_scheduler, upstream_scheduler
@@ -39,7 +40,7 @@ def build_master_config(settings: Settings | None = None) -> dict:
         "change_source": [upstream_poller(settings)],
         "schedulers": [upstream_scheduler(b, settings) for b in active] + [force_scheduler(b, settings) for b in active],
         "builders": make_builders(relay, settings),
-        "services": github_status_reporters(relay, settings),
+        "services": [*github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive)],
         "www": www_config(settings),
         "projects": [upstream_project(settings)],
         "revlink": commit_links(settings),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Mapping
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -31,6 +32,11 @@ class Settings(BaseModel):
     secrets_dir: Path
     web_port: int = Field(ge=1, le=65535)
     worker_port: int = Field(ge=1, le=65535)
+    worker_keepalive: int = Field(ge=1)
+    master_address: str | None = Field(
+        default=None,
+        pattern=described_pattern(r"^[A-Za-z0-9.\[\]:-]+:[0-9]+$", "must be <host>:<port>, e.g. relay.example.org:9989"),
+    )
     db_url: str = Field(min_length=1)
     buildbot_url: str | None = None
 
@@ -56,6 +62,11 @@ class Settings(BaseModel):
     def web_url(self) -> str:
         url = self.buildbot_url or f"http://localhost:{self.web_port}/"
         return url if url.endswith("/") else url + "/"
+
+    @property
+    def worker_address(self) -> str:
+        """Where worker hosts connect: the web address's host on the worker port, unless set."""
+        return self.master_address or f"{urlsplit(self.web_url).hostname}:{self.worker_port}"
 
 
 # Each setting's environment variable; lists are comma-separated.
