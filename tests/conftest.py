@@ -89,7 +89,12 @@ def github():
 
 @pytest.fixture(scope="session")
 def upstream(tmp_path_factory) -> Upstream:
-    repo = Upstream(tmp_path_factory.mktemp("upstream"))
+    return make_upstream(tmp_path_factory.mktemp("upstream"))
+
+
+def make_upstream(root: Path) -> Upstream:
+    """An upstream with the test tree on main and on each branch the relays follow."""
+    repo = Upstream(root)
     files = {str(p.relative_to(UPSTREAM_TREE)): p.read_text() for p in UPSTREAM_TREE.rglob("*.py")}
     repo.commit("Initial upstream with its test suite", files)
     repo.branch_from(RELEASE_BRANCH)
@@ -133,8 +138,9 @@ def prepare_relay(root: Path, upstream: Upstream, github: FakeGitHub, backends: 
         write_secret(dirs.secrets, f"worker-{name}", f"pw-{name}\n")
     if token:
         write_secret(dirs.secrets, "github-token", GITHUB_TOKEN + "\n")
+    keepalive = min(10, int(env.get("CRCR_WORKER_KEEPALIVE", 10)))
     workers = [
-        WorkerProcess(root / "worker-hosts" / unit, unit, f"pw-{host}", int(env["CRCR_WORKER_PORT"]))
+        WorkerProcess(root / "worker-hosts" / unit, unit, f"pw-{host}", int(env["CRCR_WORKER_PORT"]), keepalive)
         for host, data in E2E_WORKERS.items()
         for unit in unit_names(host, data["devices"])
     ]

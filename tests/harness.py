@@ -158,19 +158,22 @@ class Relay:
 
 
 class WorkerProcess:
-    """A real buildbot-worker, created and started the way a host admin would."""
+    """A real buildbot-worker, created (unless its directory exists) and started the way a host admin would.
 
-    def __init__(self, basedir: Path, name: str, password: str, master_port: int):
+    Its keepalive must be below the master's (CRCR_WORKER_KEEPALIVE), or the master drops it as silent."""
+
+    def __init__(self, basedir: Path, name: str, password: str, master_port: int, keepalive: int = 10):
         self.basedir = basedir
-        self.create_args = [f"localhost:{master_port}", name, password]
+        self.name = name
+        self.create_args = ["--keepalive", str(keepalive), basedir, f"localhost:{master_port}", name, password]
         self.env = venv_env()
 
     def start(self) -> None:
         if not (self.basedir / "buildbot.tac").exists():
             self.basedir.parent.mkdir(parents=True, exist_ok=True)
-            run([VENV_BIN / "buildbot-worker", "create-worker", "--quiet", "--keepalive", "10", self.basedir,
-                 *self.create_args], env=self.env)
-        run([VENV_BIN / "buildbot-worker", "start", self.basedir], env=self.env)
+            run([VENV_BIN / "buildbot-worker", "create-worker", "--quiet", *self.create_args], env=self.env)
+        # --quiet: do not wait for the master to accept it; tests wait on the master for that.
+        run([VENV_BIN / "buildbot-worker", "start", "--quiet", self.basedir], env=self.env)
 
     def stop(self) -> None:
         run([VENV_BIN / "buildbot-worker", "stop", self.basedir], env=self.env, check=False)

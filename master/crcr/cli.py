@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import urllib.error
-import urllib.request
 from pathlib import Path
 
 from crcr import mastercontrol
 from crcr.errors import ConfigError
 from crcr.loader import load_checked_relay_config
 from crcr.pollerstate import wait_for_first_poll
+from crcr.relayapi import call
 from crcr.settings import load_settings
+from crcr.workercommands import add_worker_commands
 
 
 def cmd_check(args) -> int:
@@ -29,10 +29,17 @@ def cmd_master(args) -> int:
     if args.action == "start":
         settings = load_settings()
         load_checked_relay_config(settings)  # refuse with `crcr check`'s message before any process starts
-        mastercontrol.start(basedir, settings)
+        mastercontrol.start(basedir, settings, foreground=args.nodaemon)
         if args.wait_for_upstream:
             wait_for_first_poll(settings.db_url, basedir, timeout=args.wait_for_upstream)
         print(f"master running in {basedir}, web UI at {settings.web_url}")
+    elif args.action == "reconfig":
+        # Refuse with `crcr check`'s message; Buildbot would only say that the reconfig failed.
+        relay = load_checked_relay_config(load_settings())
+        for warning in relay.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        mastercontrol.reconfig(basedir)
+        print(f"master in {basedir} reconfigured: {len(relay.active_backends)} backends, {len(relay.workers)} worker hosts")
     else:
         stopped = mastercontrol.stop(basedir)
         print(f"master in {basedir} stopped" if stopped else f"no master was running in {basedir}")
@@ -42,14 +49,14 @@ def cmd_master(args) -> int:
 def cmd_force(args) -> int:
     url = (args.url or load_settings().web_url).rstrip("/")
     try:
-        known = [s["name"] for s in _call(f"{url}/api/v2/forceschedulers")["forceschedulers"]]
+        known = [s["name"] for s in call(f"{url}/api/v2/forceschedulers")["forceschedulers"]]
         if f"force-{args.backend}" not in known:
             backends = ", ".join(sorted(name.removeprefix("force-") for name in known)) or "none"
             print(f"error: no backend '{args.backend}' on the relay at {url} (it has: {backends})", file=sys.stderr)
             return 1
         params = {"revision": args.revision, "reason": args.reason}
         body = {"jsonrpc": "2.0", "id": 1, "method": "force", "params": params}
-        reply = _call(f"{url}/api/v2/forceschedulers/force-{args.backend}", body)
+        reply = call(f"{url}/api/v2/forceschedulers/force-{args.backend}", body)
     except urllib.error.URLError as e:
         print(f"error: cannot reach the relay at {url}: {e.reason}", file=sys.stderr)
         return 1
@@ -67,24 +74,6 @@ def cmd_force(args) -> int:
     return 0
 
 
-def _call(url: str, body: dict | None = None) -> dict:
-    """GET (or POST a JSON body to) the relay's REST API; JSON error replies are returned, not raised."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.load(response)
-    except urllib.error.HTTPError as e:
-        return _json_or_text(e.read())
-
-
-def _json_or_text(raw: bytes) -> dict:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return {"error": {"message": raw.decode(errors="replace")}}
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="crcr", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -93,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
     check.set_defaults(func=cmd_check)
 
     master = sub.add_parser("master", help="run the relay master")
-    master.add_argument("action", choices=["start", "stop"])
+    master.add_argument("action", choices=["start", "reconfig", "stop"])
     master.add_argument("--basedir", required=True, help="master directory (created on first start)")
     master.add_argument(
         "--wait-for-upstream",
@@ -101,7 +90,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="on start, also wait until the first poll of upstream is done (commits after it get built)",
     )
+    master.add_argument(
+        "--nodaemon", action="store_true", help="on start, run in the foreground (containers, systemd)"
+    )
     master.set_defaults(func=cmd_master)
+
+    add_worker_commands(sub)
 
     force = sub.add_parser("force", help="force-build an upstream revision for one backend")
     force.add_argument("backend")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from buildbot.config.errors import ConfigErrors
-from buildbot.plugins import secrets
 from twisted.python import log
 
 from crcr.builders import make_builders
@@ -13,6 +12,7 @@ from crcr.liveness import SilentWorkerWatch
 from crcr.loader import load_checked_relay_config
 from crcr.reporters import github_status_reporters
 from crcr.schedulers import force_scheduler, upstream_scheduler
+from crcr.secretfiles import SecretsDirectory
 from crcr.settings import Settings, load_settings
 from crcr.workers import make_workers
 from crcr.www import TITLE, commit_links, upstream_project, www_config
@@ -35,7 +35,7 @@ def build_master_config(settings: Settings | None = None) -> dict:
         "buildbotURL": settings.web_url,
         "protocols": {"pb": {"port": settings.worker_port}},
         "db": {"db_url": settings.db_url},
-        "secretsProviders": [secrets.SecretInAFile(dirname=str(settings.secrets_dir))],
+        "secretsProviders": [SecretsDirectory(dirname=str(settings.secrets_dir))],
         "workers": make_workers(relay),
         "change_source": [upstream_poller(settings)],
         "schedulers": [upstream_scheduler(b, settings) for b in active] + [force_scheduler(b, settings) for b in active],

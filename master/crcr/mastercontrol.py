@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import os
 import subprocess
 import sys
@@ -13,10 +12,13 @@ from crcr.settings import REPO_ROOT, Settings
 MASTER_CFG = REPO_ROOT / "master" / "master.cfg"
 
 
-def _buildbot(*args: str) -> subprocess.CompletedProcess:
+def _buildbot_path() -> Path:
     # The buildbot script of the interpreter we run in, so the master uses the same venv.
-    buildbot = Path(sys.executable).with_name("buildbot")
-    return subprocess.run([str(buildbot), *args], text=True, capture_output=True)
+    return Path(sys.executable).with_name("buildbot")
+
+
+def _buildbot(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(_buildbot_path()), *args], text=True, capture_output=True)
 
 
 def _check(result: subprocess.CompletedProcess, what: str) -> None:
@@ -54,16 +56,33 @@ def running_pid(basedir: Path) -> int | None:
     return pid
 
 
-def start(basedir: Path, settings: Settings) -> None:
+def start(basedir: Path, settings: Settings, foreground: bool = False) -> None:
+    """Start the master in the background; in the foreground (containers, systemd) this process becomes it."""
     pid = running_pid(basedir)
     if pid is not None:
         raise RuntimeError(f"a master is already running in {basedir} (pid {pid}); stop it first")
     prepare(basedir, settings)
+    if foreground:
+        buildbot = str(_buildbot_path())
+        os.execv(buildbot, [buildbot, "start", "--nodaemon", str(basedir)])
     # `buildbot start` waits until the master has loaded its configuration, and fails if it could not.
     result = _buildbot("start", str(basedir))
     if result.returncode != 0:
         log_tail = _tail(basedir / "twistd.log")
         raise RuntimeError(f"the master did not start:\n{result.stdout}{result.stderr}\n{log_tail}")
+
+
+def reconfig(basedir: Path) -> str:
+    """Have the running master re-read its configuration; Buildbot keeps the old one if the new one fails."""
+    if running_pid(basedir) is None:
+        raise RuntimeError(f"no master is running in {basedir}; start it with crcr master start")
+    # `buildbot reconfig` sends SIGHUP and follows twistd.log until the reconfig completes or fails.
+    result = _buildbot("reconfig", str(basedir))
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"the master refused the new configuration and keeps running the previous one:\n{result.stdout}{result.stderr}"
+        )
+    return result.stdout
 
 
 def stop(basedir: Path) -> bool:

@@ -1,0 +1,141 @@
+"""Register, re-key and remove worker hosts: their workers/<name>.yaml and their password file."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from crcr.errors import ConfigError, describe_validation_error
+from crcr.loader import display_path, load_model, load_relay_config
+from crcr.models import WorkerHost
+from crcr.secretfiles import secret_problem, worker_password
+from crcr.settings import Settings
+
+# What each field is called on the command line, for validation messages.
+OPTION_OF_FIELD = {"name": "NAME", "devices": "--device", "max_builds": "--max-builds", "admin": "--admin"}
+
+
+def parse_devices(specs: list[str]) -> dict[str, int]:
+    """['spyre:4', 'cuda'] -> {'spyre': 4, 'cuda': 1}."""
+    devices: dict[str, int] = {}
+    for spec in specs:
+        device, _, count = spec.partition(":")
+        if device in devices:
+            raise ConfigError(f"--device: '{device}' given twice; give its unit count once, as {device}:COUNT")
+        try:
+            devices[device] = int(count) if count else 1
+        except ValueError:
+            raise ConfigError(f"--device: '{spec}': the unit count after ':' must be a whole number") from None
+    return devices
+
+
+def host_from_options(name: str, devices: dict[str, int], admin: str, max_builds: int | None) -> WorkerHost:
+    try:
+        return WorkerHost(name=name, devices=devices, admin=admin, max_builds=max_builds)
+    except ValidationError as e:
+        where = lambda field: OPTION_OF_FIELD.get(field, "host")  # noqa: E731
+        raise ConfigError(describe_validation_error(e, where, WorkerHost)) from None
+
+
+def host_file(settings: Settings, name: str) -> Path:
+    return settings.workers_dir / f"{name}.yaml"
+
+
+def load_host(settings: Settings, name: str) -> WorkerHost:
+    path = host_file(settings, name)
+    if not path.exists():
+        raise ConfigError(f"{display_path(path)}: no such worker host '{name}'")
+    return load_model(path, WorkerHost)
+
+
+def register(settings: Settings, host: WorkerHost) -> str:
+    """Write the host's file and a new password; refuse a taken name or a clash, writing nothing."""
+    path = host_file(settings, host.name)
+    if path.exists():
+        raise ConfigError(
+            f"{display_path(path)}: a host named '{host.name}' is already registered; "
+            "pass --rotate-password to give it a new password, or edit the file to change it"
+        )
+    relay = load_relay_config(settings)  # the files as they are must be valid before one is added
+    taken = {unit.worker_name: other.name for other in relay.workers for unit in other.units}
+    clashes = [f"'{u.worker_name}' (host {taken[u.worker_name]})" for u in host.units if u.worker_name in taken]
+    if clashes:
+        raise ConfigError(f"NAME: the unit worker names of '{host.name}' are taken: {', '.join(clashes)}")
+    password = new_password(settings, host.name)
+    _write_atomically(path, _host_yaml(host), mode=0o644)
+    return password
+
+
+def rotate_password(settings: Settings, name: str) -> str:
+    load_host(settings, name)
+    return new_password(settings, name)
+
+
+def remove(settings: Settings, name: str) -> list[Path]:
+    """Delete the host's file and its password; returns what was deleted."""
+    path = host_file(settings, name)
+    if not path.exists():
+        raise ConfigError(f"{display_path(path)}: no such worker host '{name}'")
+    removed = [path, settings.secrets_dir / worker_password(name)]
+    for p in removed:
+        p.unlink(missing_ok=True)
+    return removed
+
+
+def new_password(settings: Settings, name: str) -> str:
+    """A fresh random password in the secrets directory, private to this account as SecretInAFile insists."""
+    password = secrets.token_urlsafe(32)
+    _ensure_secrets_dir(settings.secrets_dir)
+    _write_atomically(settings.secrets_dir / worker_password(name), password + "\n", mode=0o600)
+    return password
+
+
+def ensure_password(settings: Settings, name: str) -> bool:
+    """Create the host's password when it has no usable one (for the demo and compose); True if created."""
+    load_host(settings, name)
+    if secret_problem(settings.secrets_dir, worker_password(name)) is None:
+        return False
+    new_password(settings, name)
+    return True
+
+
+def read_password(settings: Settings, name: str) -> str:
+    secret = worker_password(name)
+    problem = secret_problem(settings.secrets_dir, secret)
+    if problem is not None:
+        raise ConfigError(f"{display_path(settings.secrets_dir / secret)}: the host's password file {problem}")
+    return (settings.secrets_dir / secret).read_text(encoding="utf-8").rstrip("\r\n")
+
+
+def _ensure_secrets_dir(directory: Path) -> None:
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)
+
+
+def _write_atomically(path: Path, text: str, mode: int) -> None:
+    """Write via a temporary file and a rename, so a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _host_yaml(host: WorkerHost) -> str:
+    data = {"devices": dict(host.devices), "admin": host.admin}
+    if host.max_builds is not None:
+        data["max_builds"] = host.max_builds
+    header = (
+        f"# Worker host {host.name}, registered with `crcr worker register`.\n"
+        "# Its password is secrets/worker-<name> (never committed); each device unit is one Buildbot worker.\n"
+    )
+    return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

@@ -1,0 +1,182 @@
+"""`crcr worker ...` run as a lab admin runs it, on files in a temporary directory; no master is started."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from configfiles import make_dirs, write_backend, write_worker, write_worker_password
+from harness import VENV_BIN, free_port, run
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "spyre", device="spyre")
+    return dirs
+
+
+def crcr(dirs, *args, **env):
+    environ = {
+        **os.environ,
+        "CRCR_BACKENDS_DIR": str(dirs.backends),
+        "CRCR_WORKERS_DIR": str(dirs.workers),
+        "CRCR_SECRETS_DIR": str(dirs.secrets),
+        # Nothing listens here: the relay is not running.
+        "CRCR_WEB_PORT": str(free_port()),
+        **env,
+    }
+    return run([VENV_BIN / "crcr", *map(str, args)], env=environ, check=False)
+
+
+def register(dirs, name="lab1", *extra, **env):
+    return crcr(dirs, "worker", "register", name, "--device", "spyre:2", "--admin", "Jane <jane@example.com>",
+                *extra, **env)
+
+
+def test_register_prints_the_setup_with_the_configured_master_address(dirs):
+    result = register(dirs, "lab1", "--max-builds", "1", CRCR_MASTER_ADDRESS="relay.example.org:9989")
+
+    assert result.returncode == 0, result.stderr
+    assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text()) == {
+        "devices": {"spyre": 2}, "admin": "Jane <jane@example.com>", "max_builds": 1
+    }
+    password = (dirs.secrets / "worker-lab1").read_text().strip()
+    for unit in ("lab1-spyre-0", "lab1-spyre-1"):
+        assert (
+            f"/var/lib/crcr-worker/venv/bin/buildbot-worker create-worker --keepalive 30 --maxdelay 60 "
+            f"/var/lib/crcr-worker/{unit} relay.example.org:9989 {unit} {password}"
+        ) in result.stdout
+    assert "ExecStart=/var/lib/crcr-worker/venv/bin/buildbot-worker start --nodaemon /var/lib/crcr-worker/%i" in (
+        result.stdout
+    )
+    # The host file is valid for `crcr check` right away.
+    assert crcr(dirs, "check").returncode == 0
+
+
+def test_passwords_are_random_per_host(dirs):
+    register(dirs, "lab1")
+    register(dirs, "lab2")
+    assert (dirs.secrets / "worker-lab1").read_text() != (dirs.secrets / "worker-lab2").read_text()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["9lab", "--device", "spyre", "--admin", "a"], "error: NAME: must be letters, digits, '-' and '_', starting with a letter (got '9lab')"),
+        (["lab 1", "--device", "spyre", "--admin", "a"], "error: NAME: must be letters, digits, '-' and '_', starting with a letter (got 'lab 1')"),
+        (["lab1", "--device", "spyre:four", "--admin", "a"], "error: --device: 'spyre:four': the unit count after ':' must be a whole number"),
+        (["lab1", "--device", "spyre:0", "--admin", "a"], "error: --device.spyre: should be greater than 0 (got 0)"),
+        (["lab1", "--device", "spyre", "--device", "spyre:2", "--admin", "a"], "error: --device: 'spyre' given twice"),
+        (["lab1", "--device", "spyre:2", "--admin", "a", "--max-builds", "3"], "error: host: max_builds: 3 is more than the host's 2 device units"),
+        (["lab1", "--device", "spyre"], "error: --device and --admin are required to register a new host"),
+    ],
+)
+def test_bad_registration_is_refused_and_writes_nothing(dirs, args, message):
+    result = crcr(dirs, "worker", "register", *args)
+
+    assert result.returncode == 1
+    assert result.stderr.startswith(message), result.stderr
+    assert list(dirs.workers.iterdir()) == []
+    assert not dirs.secrets.exists() or list(dirs.secrets.iterdir()) == []
+
+
+def test_a_taken_name_is_refused_and_the_host_keeps_its_password(dirs):
+    register(dirs, "lab1")
+    before = (dirs.secrets / "worker-lab1").read_text()
+
+    result = register(dirs, "lab1")
+
+    assert result.returncode == 1
+    assert "a host named 'lab1' is already registered; pass --rotate-password" in result.stderr
+    assert (dirs.secrets / "worker-lab1").read_text() == before
+
+
+def test_a_unit_name_taken_by_another_host_is_refused(dirs):
+    crcr(dirs, "worker", "register", "lab", "--device", "x-spyre", "--admin", "a")
+
+    result = register(dirs, "lab-x")
+
+    assert result.returncode == 1
+    assert "the unit worker names of 'lab-x' are taken: 'lab-x-spyre-0' (host lab)" in result.stderr
+    assert not (dirs.workers / "lab-x.yaml").exists()
+
+
+def test_rotate_password_changes_only_the_password(dirs):
+    register(dirs, "lab1")
+    host_file = (dirs.workers / "lab1.yaml").read_text()
+    before = (dirs.secrets / "worker-lab1").read_text()
+
+    result = crcr(dirs, "worker", "register", "lab1", "--rotate-password")
+
+    assert result.returncode == 0, result.stderr
+    after = (dirs.secrets / "worker-lab1").read_text()
+    assert after != before
+    assert (dirs.workers / "lab1.yaml").read_text() == host_file
+    assert f"lab1-spyre-1 {after.strip()}" in result.stdout
+
+
+def test_rotate_password_refuses_to_change_the_host(dirs):
+    register(dirs, "lab1")
+
+    result = crcr(dirs, "worker", "register", "lab1", "--rotate-password", "--device", "spyre:4")
+
+    assert result.returncode == 1
+    assert "error: --device: --rotate-password changes only the password" in result.stderr
+    assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text())["devices"] == {"spyre": 2}
+
+
+def test_rotating_an_unknown_host_names_its_file(dirs):
+    result = crcr(dirs, "worker", "register", "ghost", "--rotate-password")
+    assert result.returncode == 1
+    assert f"error: {dirs.workers / 'ghost.yaml'}: no such worker host 'ghost'" in result.stderr
+
+
+def test_systemd_unit_is_written_on_request(dirs, tmp_path):
+    unit = tmp_path / "crcr-worker@.service"
+
+    result = register(dirs, "lab1", "--host-dir", "/srv/ci", "--host-user", "ci", "--systemd-unit", unit)
+
+    assert result.returncode == 0, result.stderr
+    text = unit.read_text()
+    assert "User=ci\n" in text and "ExecStart=/srv/ci/venv/bin/buildbot-worker start --nodaemon /srv/ci/%i\n" in text
+    assert f"copy {unit} (written just now) to /etc/systemd/system/crcr-worker@.service" in result.stdout
+
+
+def test_remove_deletes_the_file_and_the_password(dirs):
+    register(dirs, "lab1")
+
+    result = crcr(dirs, "worker", "remove", "lab1")
+
+    assert result.returncode == 0, result.stderr
+    assert not (dirs.workers / "lab1.yaml").exists()
+    assert not (dirs.secrets / "worker-lab1").exists()
+    again = crcr(dirs, "worker", "remove", "lab1")
+    assert again.returncode == 1 and "no such worker host 'lab1'" in again.stderr
+
+
+def test_units_and_ensure_password_for_a_declared_host(dirs):
+    write_worker(dirs.workers, "box", devices={"spyre": 2, "cuda": 1})
+
+    assert crcr(dirs, "worker", "units", "box").stdout.split() == ["box-spyre-0", "box-spyre-1", "box-cuda-0"]
+    assert crcr(dirs, "worker", "ensure-password", "box").stdout.startswith("created")
+    first = (dirs.secrets / "worker-box").read_text()
+    assert crcr(dirs, "worker", "ensure-password", "box").stdout.startswith("kept")
+    assert (dirs.secrets / "worker-box").read_text() == first
+
+
+def test_list_without_a_running_master_says_the_connection_state_is_unknown(dirs):
+    write_worker(dirs.workers, "box", devices={"spyre": 2})
+    write_worker_password(dirs.secrets, "box")
+    write_worker(dirs.workers, "nopass", devices={"spyre": 1}, admin="Ann <ann@example.com>")
+
+    result = crcr(dirs, "worker", "list")
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["HOST", "DEVICES", "BUILDS", "CONNECTED", "ADMIN"]
+    assert lines[1].split()[:4] == ["box", "spyre:2", "2", "?"]
+    assert "cannot log in: password file does not exist" in lines[2]
+    assert "cannot be reached: connection state unknown" in lines[-1]

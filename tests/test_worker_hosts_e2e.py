@@ -1,0 +1,269 @@
+"""Registering hardware hosts on a running relay, as a lab admin does it: real master, real workers, no restart.
+
+Builds here hold their unit until the test opens a gate file named after the commit, so the tests
+can look at a relay while builds run, and never depend on how long anything takes.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+from pathlib import Path
+
+import pytest
+import yaml
+from buildbot.process.results import RETRY
+
+from conftest import BUDGET_BRANCH, RELEASE_BRANCH, SUCCESS, UNITS_BRANCH, backend, make_upstream, prepare_relay, suite
+from harness import VENV_BIN, Relay, WorkerProcess, run, venv_env, wait_until
+
+REPO = Path(__file__).resolve().parents[1]
+KEEPALIVE = 2  # seconds; the master drops a unit silent for three of them
+
+# Writes the unit it holds, then waits for the test to open the gate of its commit.
+HOLD = (
+    'echo "$CRCR_DEVICE_INDEX" > "$GATES/started-$CRCR_UPSTREAM_SHA"; '
+    'while [ ! -e "$GATES/open-$CRCR_UPSTREAM_SHA" ]; do sleep 0.2; done'
+)
+
+
+def hold_backend(level: str, device: str, branch: str, gates: Path) -> dict:
+    return backend(level, device, [{"name": "hold", "command": HOLD, "timeout": 300}], branches=[branch],
+                   env={"GATES": str(gates)})
+
+
+class Lab:
+    """The relay under test, its upstream, its gates, and the hosts registered on it."""
+
+    def __init__(self, root: Path, relay: Relay, upstream, github, gates: Path):
+        self.root, self.relay, self.upstream, self.github, self.gates = root, relay, upstream, github, gates
+        self.workers: dict[str, WorkerProcess] = {}
+
+    def register(self, name: str, *options: str) -> str:
+        """`crcr worker register`, then the printed create-worker commands run as printed; returns the output."""
+        host_dir = self.root / "hosts" / name
+        # The host's venv, which the printed commands use: buildbot-worker installed in it.
+        (host_dir / "venv" / "bin").mkdir(parents=True)
+        (host_dir / "venv" / "bin" / "buildbot-worker").symlink_to(VENV_BIN / "buildbot-worker")
+        out = self.relay.crcr("worker", "register", name, *options, "--host-dir", host_dir).stdout
+        for command in [line.strip() for line in out.splitlines() if " create-worker " in line]:
+            run(["bash", "-c", command], env=venv_env())
+            unit = shlex.split(command)[-2]
+            self.workers[unit] = WorkerProcess(host_dir / unit, unit, password="", master_port=0)  # created above
+        return out
+
+    def start(self, unit: str) -> None:
+        self.workers[unit].start()
+
+    def pid(self, unit: str) -> int:
+        return int((self.workers[unit].basedir / "twistd.pid").read_text())
+
+    def connected(self) -> set[str]:
+        return {w["name"] for w in self.relay.get("workers")["workers"] if w["connected_to"]}
+
+    def started(self, sha: str) -> str | None:
+        marker = self.gates / f"started-{sha}"
+        return marker.read_text().strip() if marker.exists() else None
+
+    def wait_started(self, sha: str) -> str:
+        return wait_until(lambda: self.started(sha), 90, f"the build of {sha[:10]} to hold its unit")
+
+    def open(self, sha: str) -> None:
+        (self.gates / f"open-{sha}").touch()
+
+    def last_state(self, sha: str, context: str) -> str | None:
+        posted = self.github.statuses(sha, context)
+        return posted[-1]["state"] if posted else None
+
+    def running_builds(self, backend_name: str) -> list[dict]:
+        return [b for b in self.relay.builds(backend_name) if not b["complete"]]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, github):
+    root = tmp_path_factory.mktemp("lab")
+    upstream = make_upstream(root / "upstream")
+    gates = root / "gates"
+    gates.mkdir()
+    backends = {
+        "hold-alpha": hold_backend("L1", "alpha", BUDGET_BRANCH, gates),
+        "ok-gamma": backend("L2", "gamma", [suite("pass", "test/test_pass.py")]),
+        "hold-gamma": hold_backend("L1", "gamma", UNITS_BRANCH, gates),
+        "hold-delta": hold_backend("L2", "delta", RELEASE_BRANCH, gates),
+    }
+    relay, e2e_workers = prepare_relay(root, upstream, github, backends, CRCR_WORKER_KEEPALIVE=str(KEEPALIVE))
+    alpha_units = [w for w in e2e_workers if w.name.startswith("host-alpha-")]
+    lab = Lab(root, relay, upstream, github, gates)
+    try:
+        relay.start()
+        for w in alpha_units:
+            w.start()
+        yield lab
+    finally:
+        for w in [*alpha_units, *lab.workers.values()]:
+            w.stop()
+        relay.stop()
+
+
+@pytest.fixture(scope="module")
+def gpu_lab(lab):
+    """A host with two gamma units, registered while a build runs, then picked up by a reconfig."""
+    held = lab.upstream.commit("A long build on alpha", branch=BUDGET_BRANCH)
+    lab.wait_started(held)
+    out = lab.register("gpu-lab", "--device", "gamma:2", "--admin", "GPU Lab <gpu@example.com>",
+                       "--systemd-unit", lab.root / "crcr-worker@.service")
+    for unit in lab.workers:
+        lab.start(unit)  # before the reconfig: they keep retrying until the master knows them
+    reconfig = lab.relay.crcr("master", "reconfig", "--basedir", lab.relay.basedir)
+    return {"held": held, "register": out, "reconfig": reconfig.stdout}
+
+
+def test_register_writes_the_host_file_and_a_private_password_outside_git(lab, gpu_lab):
+    workers_dir = Path(lab.relay.env["CRCR_WORKERS_DIR"])
+    secrets_dir = Path(lab.relay.env["CRCR_SECRETS_DIR"])
+    assert yaml.safe_load((workers_dir / "gpu-lab.yaml").read_text()) == {
+        "devices": {"gamma": 2}, "admin": "GPU Lab <gpu@example.com>"
+    }
+    password = secrets_dir / "worker-gpu-lab"
+    assert oct(password.stat().st_mode & 0o777) == "0o600"
+    assert oct(secrets_dir.stat().st_mode & 0o777) == "0o700"
+    assert len(password.read_text().strip()) >= 40
+    # The printed commands carry the credentials and the master's worker address.
+    assert f"localhost:{lab.relay.env['CRCR_WORKER_PORT']} gpu-lab-gamma-1 {password.read_text().strip()}" in (
+        gpu_lab["register"]
+    )
+    unit_file = (lab.root / "crcr-worker@.service").read_text()
+    assert f"ExecStart={lab.root}/hosts/gpu-lab/venv/bin/buildbot-worker start --nodaemon" in unit_file
+    assert "systemctl enable --now crcr-worker@gpu-lab-gamma-0 crcr-worker@gpu-lab-gamma-1" in gpu_lab["register"]
+    # In the repository's own secrets directory, git never sees a password.
+    assert run(["git", "-C", REPO, "check-ignore", "-q", "secrets/worker-gpu-lab"], check=False).returncode == 0
+
+
+def test_reconfigured_master_takes_the_new_host_without_interrupting_running_builds(lab, gpu_lab):
+    assert "reconfigured" in gpu_lab["reconfig"]
+    wait_until(lambda: {"gpu-lab-gamma-0", "gpu-lab-gamma-1"} <= lab.connected(), 90, "both gpu-lab units to connect")
+    # The build that was running across the reconfig carries on and finishes green.
+    (running,) = lab.running_builds("hold-alpha")
+    lab.open(gpu_lab["held"])
+    build = lab.relay.wait_for_finished_build("hold-alpha", gpu_lab["held"])
+    assert (build["buildid"], build["results"]) == (running["buildid"], SUCCESS)
+    # ok-gamma had no builder before the host came; now a new commit builds on the host and reports.
+    sha = lab.upstream.commit("Change for the new host")
+    build = lab.relay.wait_for_finished_build("ok-gamma", sha)
+    assert build["results"] == SUCCESS
+    assert lab.relay.worker_name(build) in {"gpu-lab-gamma-0", "gpu-lab-gamma-1"}
+    wait_until(lambda: lab.last_state(sha, "crcr/ok-gamma") == "success", 60, "ok-gamma's verdict on GitHub")
+
+
+def test_worker_list_shows_hosts_devices_and_connected_units(lab, gpu_lab):
+    wait_until(lambda: {"gpu-lab-gamma-0", "gpu-lab-gamma-1"} <= lab.connected(), 90, "both gpu-lab units to connect")
+    rows = {line.split()[0]: line for line in lab.relay.crcr("worker", "list").stdout.splitlines()}
+    assert rows["gpu-lab"].split()[1:5] == ["gamma:2", "2", "2", "of"]
+    assert rows["host-alpha"].split()[1:5] == ["alpha:2", "2", "2", "of"]
+    # host-beta is declared but its workers were never started.
+    assert "0 of 1" in rows["host-beta"]
+
+
+def test_two_units_run_two_builds_at_once_each_on_its_own_unit_and_a_third_waits(lab, gpu_lab):
+    first = lab.upstream.commit("First of three", branch=UNITS_BRANCH, push=False)
+    second = lab.upstream.commit("Second of three", branch=UNITS_BRANCH, push=False)
+    third = lab.upstream.commit("Third of three", branch=UNITS_BRANCH)
+    shas = [first, second, third]
+
+    def holding():
+        started = {sha: lab.started(sha) for sha in shas}
+        return {sha: index for sha, index in started.items() if index is not None}
+
+    held = wait_until(lambda: len(holding()) == 2 and holding(), 90, "two builds to hold the two units")
+    assert sorted(held.values()) == ["0", "1"], "two builds were told the same unit"
+    assert len(lab.running_builds("hold-gamma")) == 2
+    waiting = lab.relay.get("buildrequests?claimed=false&complete=false")["buildrequests"]
+    assert [r["builderid"] for r in waiting] == [lab.relay.builder_id("hold-gamma")]
+
+    (waiter,) = set(shas) - set(held)
+    freed = next(iter(held))
+    lab.open(freed)
+    assert lab.wait_started(waiter) == held[freed], "the third build did not get the freed unit"
+    for sha in shas:
+        lab.open(sha)
+    assert [lab.relay.wait_for_finished_build("hold-gamma", sha)["results"] for sha in shas] == [SUCCESS] * 3
+
+
+def test_invalid_file_fails_the_reconfig_and_the_running_configuration_stays(lab, gpu_lab):
+    builders_before = sorted(b["name"] for b in lab.relay.get("builders")["builders"] if b["masterids"])
+    bad = Path(lab.relay.env["CRCR_WORKERS_DIR"]) / "broken-host.yaml"
+    bad.write_text("devices: {gamma: two}\nadmin: x\n")
+    try:
+        result = lab.relay.crcr("master", "reconfig", "--basedir", lab.relay.basedir, check=False)
+        assert result.returncode == 1
+        assert f"{bad}: devices.gamma: should be a whole number (got 'two')" in result.stderr
+        # Buildbot's own reconfig (SIGHUP) refuses it too, and says so.
+        raw = run([VENV_BIN / "buildbot", "reconfig", lab.relay.basedir], env=lab.relay.env, check=False)
+        assert raw.returncode == 1 and "Reconfiguration failed" in raw.stdout
+        assert "devices.gamma: should be a whole number" in lab.relay.log_tail(200)
+    finally:
+        bad.unlink()
+    builders_after = sorted(b["name"] for b in lab.relay.get("builders")["builders"] if b["masterids"])
+    assert builders_after == builders_before
+    sha = lab.upstream.commit("Still relaying after a refused reconfig")
+    assert lab.relay.wait_for_finished_build("ok-gamma", sha)["results"] == SUCCESS
+
+
+@pytest.fixture(scope="module")
+def solo(lab, gpu_lab):
+    """A host with a single delta unit: while it is down, nothing else can take its builds."""
+    lab.register("solo", "--device", "delta", "--admin", "Solo Lab <solo@example.com>")
+    lab.start("solo-delta-0")
+    lab.relay.crcr("master", "reconfig", "--basedir", lab.relay.basedir)
+    wait_until(lambda: "solo-delta-0" in lab.connected(), 90, "solo's unit to connect")
+    return "solo-delta-0"
+
+
+def interrupted(lab, sha: str) -> dict:
+    """The build of `sha` that ended RETRY when its unit went away."""
+    return lab.relay.wait_for_finished_build("hold-delta", sha)
+
+
+def statuses(lab, sha: str) -> list[tuple[str, str]]:
+    return [(s["state"], s["description"]) for s in lab.github.statuses(sha, "crcr/hold-delta")]
+
+
+def test_killed_worker_build_is_retried_when_the_unit_is_back_and_the_verdict_is_posted(lab, solo):
+    sha = lab.upstream.commit("Build on a host that dies", branch=RELEASE_BRANCH)
+    lab.wait_started(sha)
+    os.kill(lab.pid(solo), signal.SIGKILL)
+
+    first = interrupted(lab, sha)
+    assert first["results"] == RETRY
+    wait_until(lambda: solo not in lab.connected(), 30, "the killed unit to show as disconnected")
+    assert "0 of 1" in lab.relay.crcr("worker", "list").stdout
+    wait_until(lambda: statuses(lab, sha)[-1] == ("pending", "Interrupted; will be retried"), 60,
+               "GitHub to be told the build will be retried")
+    # Nothing else runs delta: the request waits, unclaimed, for the unit to come back.
+    waiting = lab.relay.get("buildrequests?claimed=false&complete=false")["buildrequests"]
+    assert [r["builderid"] for r in waiting] == [lab.relay.builder_id("hold-delta")]
+
+    lab.open(sha)  # also ends the killed build's orphaned command
+    lab.start(solo)
+    retried = lab.relay.wait_for_finished_build("hold-delta", sha, ignore={first["buildid"]})
+    assert retried["results"] == SUCCESS
+    wait_until(lambda: lab.last_state(sha, "crcr/hold-delta") == "success", 60, "the retried build's verdict on GitHub")
+
+
+def test_frozen_host_is_dropped_after_missed_keepalives_and_its_build_retried(lab, solo):
+    sha = lab.upstream.commit("Build on a host that freezes", branch=RELEASE_BRANCH)
+    lab.wait_started(sha)
+    pid = lab.pid(solo)
+    os.kill(pid, signal.SIGSTOP)  # its TCP connection stays up: only the missing keepalives tell
+    try:
+        first = interrupted(lab, sha)
+        assert first["results"] == RETRY
+        assert solo not in lab.connected()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    lab.open(sha)
+    # The thawed worker finds its connection closed, reconnects, and runs the retry.
+    retried = lab.relay.wait_for_finished_build("hold-delta", sha, ignore={first["buildid"]})
+    assert retried["results"] == SUCCESS
+    wait_until(lambda: lab.last_state(sha, "crcr/hold-delta") == "success", 60, "the retried build's verdict on GitHub")
