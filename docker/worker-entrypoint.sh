@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Entrypoint of the crcr worker image: make the Buildbot worker CRCR_WORKER_NAME of the master at CRCR_MASTER,
+# logging in with the host's password from CRCR_WORKER_PASSWORD_FILE, then run it in the foreground.
+# It needs nothing from the image but buildbot-worker on PATH, so it runs (and is tested) outside Docker too.
+set -euo pipefail
+
+fail() {
+  echo "crcr-worker: error: $*" >&2
+  exit 1
+}
+
+[ -n "${CRCR_MASTER:-}" ] ||
+  fail "CRCR_MASTER is not set: the master's worker address, host:port (e.g. relay.example.org:9989)"
+[ -n "${CRCR_WORKER_NAME:-}" ] ||
+  fail "CRCR_WORKER_NAME is not set: this unit's worker name, <host>-<device>-<index> (e.g. spyre-lab-01-spyre-0)"
+password_file=${CRCR_WORKER_PASSWORD_FILE:-/run/secrets/crcr-worker-password}
+worker_dir=${CRCR_WORKER_DIR:-/var/lib/crcr-worker}
+keepalive=${CRCR_WORKER_KEEPALIVE:-30}  # the master's default worker_keepalive
+
+[[ $keepalive =~ ^[1-9][0-9]*$ ]] ||
+  fail "CRCR_WORKER_KEEPALIVE must be a whole number of seconds, not '$keepalive'"
+{ [ -f "$password_file" ] && [ -r "$password_file" ]; } ||
+  fail "cannot read the password file $password_file (CRCR_WORKER_PASSWORD_FILE)"
+password=$(<"$password_file")  # without the trailing newline, as the master reads it
+[ -n "$password" ] || fail "the password file $password_file (CRCR_WORKER_PASSWORD_FILE) is empty"
+
+mkdir -p "$worker_dir"
+# --maxdelay: reconnect within a minute of a master restart (buildbot-worker's default is five).
+buildbot-worker create-worker --quiet --keepalive "$keepalive" --maxdelay 60 \
+  "$worker_dir" "$CRCR_MASTER" "$CRCR_WORKER_NAME" "$password"
+# create-worker leaves an existing buildbot.tac that differs (another master or name, a rotated password) as it
+# is and writes buildbot.tac.new beside it, --force or not. The environment is the truth here: the new one wins.
+if [ -f "$worker_dir/buildbot.tac.new" ]; then
+  mv -f "$worker_dir/buildbot.tac.new" "$worker_dir/buildbot.tac"
+  echo "crcr-worker: $worker_dir/buildbot.tac updated from the environment"
+fi
+exec buildbot-worker start --nodaemon "$worker_dir"
