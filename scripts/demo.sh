@@ -6,7 +6,6 @@ state=${CRCR_DEMO_STATE:-$root/.state/demo}  # overridable so tests run a demo o
 export PATH=$root/.venv/bin:$PATH
 export CRCR_UPSTREAM_URL=file://$state/upstream.git
 export CRCR_POLL_INTERVAL=${CRCR_POLL_INTERVAL:-5}
-secrets=${CRCR_SECRETS_DIR:-$root/secrets}
 host=demo-local  # workers/demo-local.yaml
 
 running() { [ -f "$1/twistd.pid" ] && kill -0 "$(cat "$1/twistd.pid")" 2>/dev/null; }
@@ -20,14 +19,15 @@ else
   crcr master start --basedir "$state/master" --wait-for-upstream 120
 fi
 
-# One Buildbot worker per device unit of the host, as `crcr worker register` tells a lab admin.
-mkdir -p "$state/workers"
+# The host's workers, made with the very commands `crcr worker register` prints for a lab admin;
+# the demo host's venv is this repository's.
+workers=$state/workers
+mkdir -p "$workers"
+ln -sfn "$root/.venv" "$workers/venv"
+crcr worker show "$host" --host-dir "$workers" --master "localhost:${CRCR_WORKER_PORT:-9989}" |
+  grep ' create-worker ' | bash >/dev/null
 for unit in $(crcr worker units "$host"); do
-  if [ ! -f "$state/workers/$unit/buildbot.tac" ]; then
-    buildbot-worker create-worker --quiet --keepalive "${CRCR_WORKER_KEEPALIVE:-30}" "$state/workers/$unit" \
-      "localhost:${CRCR_WORKER_PORT:-9989}" "$unit" "$(cat "$secrets/worker-$host")"
-  fi
-  running "$state/workers/$unit" || buildbot-worker start "$state/workers/$unit" >/dev/null
+  running "$workers/$unit" || buildbot-worker start --quiet "$workers/$unit"
 done
 
 "$root/scripts/init-demo-upstream.sh" "$state" "Demo change at $(date -u +%H:%M:%S)"

@@ -8,28 +8,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from conftest import MAIN_BACKENDS, SUCCESS
 from harness import wait_until
-
-UI_TIMEOUT = 30
-
-
-def open_page(browser, url: str):
-    browser.get(url)
-    # The UI is a single-page app: wait for its scripts to render the navigation.
-    WebDriverWait(browser, UI_TIMEOUT).until(lambda b: b.find_elements(By.LINK_TEXT, "Waterfall View"))
-
-
-def wait_for_texts(browser, texts: list[str], where: str) -> None:
-    def shown(b):
-        body = b.find_element(By.TAG_NAME, "body").get_attribute("textContent")
-        return all(t in body for t in texts)
-
-    try:
-        WebDriverWait(browser, UI_TIMEOUT).until(shown)
-    except Exception:
-        body = browser.find_element(By.TAG_NAME, "body").get_attribute("textContent")
-        missing = [t for t in texts if t not in body]
-        raise AssertionError(f"{where} does not show {missing}") from None
-
+from webui import UI_TIMEOUT, open_page, page_text, wait_for_texts
 
 def test_waterfall_shows_title_and_each_backends_builds(relay, pushed, browser, tmp_path):
     open_page(browser, relay.web_url + "#/waterfall")
@@ -46,7 +25,7 @@ def test_console_grid_and_builders_views_list_backends(relay, pushed, browser, v
 def test_builders_carry_device_and_level_tags_for_filtering(relay, pushed, browser):
     open_page(browser, relay.web_url + "#/builders?tags=beta")
     wait_for_texts(browser, ["ok-beta"], "the builders view filtered on tag beta")
-    assert "ok-alpha" not in browser.find_element(By.TAG_NAME, "body").get_attribute("textContent")
+    assert "ok-alpha" not in page_text(browser)
 
 
 def force_from_ui(relay, browser, backend: str, revision: str) -> None:

@@ -7,7 +7,6 @@ can look at a relay while builds run, and never depend on how long anything take
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from buildbot.process.results import RETRY
 
 from conftest import BUDGET_BRANCH, RELEASE_BRANCH, SUCCESS, UNITS_BRANCH, backend, make_upstream, prepare_relay, suite
 from harness import VENV_BIN, Relay, WorkerProcess, run, venv_env, wait_until
+from webui import open_page, wait_for_element, wait_for_texts
 
 REPO = Path(__file__).resolve().parents[1]
 KEEPALIVE = 2  # seconds; the master drops a unit silent for three of them
@@ -49,7 +49,7 @@ class Lab:
         out = self.relay.crcr("worker", "register", name, *options, "--host-dir", host_dir).stdout
         for command in [line.strip() for line in out.splitlines() if " create-worker " in line]:
             run(["bash", "-c", command], env=venv_env())
-            unit = shlex.split(command)[-2]
+        for unit in self.relay.crcr("worker", "units", name).stdout.split():
             self.workers[unit] = WorkerProcess(host_dir / unit, unit, password="", master_port=0)  # created above
         return out
 
@@ -165,6 +165,18 @@ def test_worker_list_shows_hosts_devices_and_connected_units(lab, gpu_lab):
     assert "0 of 1" in rows["host-beta"]
 
 
+def unit_row(name: str) -> str:
+    """XPath of a worker's row on the UI's Workers page."""
+    return f"//tr[.//a[text()='{name}']]"
+
+
+def test_workers_page_shows_each_unit_with_its_hosts_admin(lab, gpu_lab, browser):
+    wait_until(lambda: {"gpu-lab-gamma-0", "gpu-lab-gamma-1"} <= lab.connected(), 90, "both gpu-lab units to connect")
+    open_page(browser, lab.relay.web_url + "#/workers")
+    wait_for_texts(browser, ["gpu-lab: gamma unit 0", "gpu-lab: gamma unit 1", "GPU Lab <gpu@example.com>"],
+                   "the Workers page")
+
+
 def test_two_units_run_two_builds_at_once_each_on_its_own_unit_and_a_third_waits(lab, gpu_lab):
     first = lab.upstream.commit("First of three", branch=UNITS_BRANCH, push=False)
     second = lab.upstream.commit("Second of three", branch=UNITS_BRANCH, push=False)
@@ -229,7 +241,7 @@ def statuses(lab, sha: str) -> list[tuple[str, str]]:
     return [(s["state"], s["description"]) for s in lab.github.statuses(sha, "crcr/hold-delta")]
 
 
-def test_killed_worker_build_is_retried_when_the_unit_is_back_and_the_verdict_is_posted(lab, solo):
+def test_killed_worker_build_is_retried_when_the_unit_is_back_and_the_verdict_is_posted(lab, solo, browser):
     sha = lab.upstream.commit("Build on a host that dies", branch=RELEASE_BRANCH)
     lab.wait_started(sha)
     os.kill(lab.pid(solo), signal.SIGKILL)
@@ -238,6 +250,9 @@ def test_killed_worker_build_is_retried_when_the_unit_is_back_and_the_verdict_is
     assert first["results"] == RETRY
     wait_until(lambda: solo not in lab.connected(), 30, "the killed unit to show as disconnected")
     assert "0 of 1" in lab.relay.crcr("worker", "list").stdout
+    open_page(browser, lab.relay.web_url + "#/workers")
+    wait_for_element(browser, unit_row(solo) + "//*[name()='title' and text()='disconnected']",
+                     f"{solo} as disconnected on the Workers page")
     wait_until(lambda: statuses(lab, sha)[-1] == ("pending", "Interrupted; will be retried"), 60,
                "GitHub to be told the build will be retried")
     # Nothing else runs delta: the request waits, unclaimed, for the unit to come back.
@@ -267,3 +282,21 @@ def test_frozen_host_is_dropped_after_missed_keepalives_and_its_build_retried(la
     retried = lab.relay.wait_for_finished_build("hold-delta", sha, ignore={first["buildid"]})
     assert retried["results"] == SUCCESS
     wait_until(lambda: lab.last_state(sha, "crcr/hold-delta") == "success", 60, "the retried build's verdict on GitHub")
+
+
+def test_rotated_password_locks_out_the_old_one_and_the_printed_commands_let_the_unit_back_in(lab, solo):
+    out = lab.relay.crcr("worker", "register", "solo", "--rotate-password", "--host-dir", lab.root / "hosts" / "solo").stdout
+    lab.relay.crcr("master", "reconfig", "--basedir", lab.relay.basedir)
+    unit = lab.workers[solo]
+    unit.stop()
+    wait_until(lambda: solo not in lab.connected(), 30, "the stopped unit to disconnect")
+
+    unit.start()  # still with the old password in its buildbot.tac
+    wait_until(lambda: f"invalid login from user '{solo}'" in lab.relay.log_tail(400), 60, "the old password's refusal")
+    assert solo not in lab.connected()
+
+    unit.stop()
+    for command in [line.strip() for line in out.splitlines() if " create-worker " in line]:
+        run(["bash", "-c", command], env=venv_env())
+    unit.start()
+    wait_until(lambda: solo in lab.connected(), 90, "the unit to log in with the new password")

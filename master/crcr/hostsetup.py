@@ -37,20 +37,25 @@ class HostSetup:
         return self.host_dir / worker_name
 
     def create_commands(self) -> list[str]:
-        return [
-            shlex.join(
+        """Per unit: create the worker, and fill in what the UI's Workers page shows as its admin and host."""
+        commands = []
+        for unit in self.host.units:
+            unit_dir = str(self.unit_dir(unit.worker_name))
+            create = shlex.join(
                 [
                     f"{self.venv}/bin/buildbot-worker", "create-worker",
                     "--keepalive", str(self.keepalive),
                     "--maxdelay", str(MAX_RECONNECT_DELAY),
-                    str(self.unit_dir(unit.worker_name)),
+                    unit_dir,
                     self.master_address,
                     unit.worker_name,
                     self.password,
                 ]
             )
-            for unit in self.host.units
-        ]
+            info = {"admin": self.host.admin, "host": f"{self.host.name}: {unit.device} unit {unit.index}"}
+            writes = [f"echo {shlex.quote(text)} > {shlex.quote(f'{unit_dir}/info/{name}')}" for name, text in info.items()]
+            commands.append(" && ".join([create, *writes]))
+        return commands
 
     def systemd_unit(self) -> str:
         return f"""\
@@ -105,6 +110,25 @@ WantedBy=multi-user.target
                 "",
                 f"Each unit worker sends a keepalive every {self.keepalive}s; the master drops one silent for "
                 f"{MISSED_KEEPALIVES * self.keepalive}s and retries its build when a unit is back.",
+            ]
+        )
+
+
+    def rotation_instructions(self) -> str:
+        """After a new password: remake each unit's buildbot.tac (create-worker would only write a
+        buildbot.tac.new beside an existing one) and restart the units."""
+        names = [u.worker_name for u in self.host.units]
+        remake = [
+            f"rm {shlex.quote(str(self.unit_dir(name)))}/buildbot.tac && {command}"
+            for name, command in zip(names, self.create_commands())
+        ]
+        return "\n".join(
+            [
+                f"As the account that runs builds (sudo -iu {shlex.quote(self.host_user)}):",
+                *_indent(remake),
+                "",
+                "As root:",
+                *_indent(["systemctl restart " + " ".join(f"crcr-worker@{n}" for n in names)]),
             ]
         )
 

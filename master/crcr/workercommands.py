@@ -27,20 +27,20 @@ def cmd_register(args) -> int:
         _refuse_changes_on_rotation(args, host, settings)
         password = registry.rotate_password(settings, args.name)
         print(f"New password for worker host '{host.name}' in {_password_path(settings, host.name)}.")
-        print("Reconfigure the master (crcr master reconfig --basedir DIR), then recreate the unit workers")
-        print("on the host with the commands below (they replace the old password), and restart them.\n")
-    else:
-        if args.device is None or args.admin is None:
-            raise ConfigError("--device and --admin are required to register a new host")
-        host = registry.host_from_options(args.name, registry.parse_devices(args.device), args.admin, args.max_builds)
-        password = registry.register(settings, host)
-        print(
-            f"Registered worker host '{host.name}' ({_devices(host)}; {_slots(host)}) "
-            f"in {display_path(registry.host_file(settings, host.name))}; its password is in "
-            f"{_password_path(settings, host.name)} (never commit it)."
-        )
-        _warn_idle_devices(settings, host)
-        print("Make the running master accept it, no restart needed: crcr master reconfig --basedir DIR\n")
+        print("Reconfigure the master (crcr master reconfig --basedir DIR); then, on the host:\n")
+        print(_setup(args, settings, host, password).rotation_instructions())
+        return 0
+    if args.device is None or args.admin is None:
+        raise ConfigError("--device and --admin are required to register a new host")
+    host = registry.host_from_options(args.name, registry.parse_devices(args.device), args.admin, args.max_builds)
+    password = registry.register(settings, host)
+    print(
+        f"Registered worker host '{host.name}' ({_devices(host)}; {_slots(host)}) "
+        f"in {display_path(registry.host_file(settings, host.name))}; its password is in "
+        f"{_password_path(settings, host.name)} (never commit it)."
+    )
+    _warn_idle_devices(settings, host)
+    print("Make the running master accept it, no restart needed: crcr master reconfig --basedir DIR\n")
     _print_setup(args, settings, host, password)
     return 0
 
@@ -146,8 +146,8 @@ def _refuse_changes_on_rotation(args, host: WorkerHost, settings: Settings) -> N
         )
 
 
-def _print_setup(args, settings: Settings, host: WorkerHost, password: str) -> None:
-    setup = HostSetup(
+def _setup(args, settings: Settings, host: WorkerHost, password: str) -> HostSetup:
+    return HostSetup(
         host=host,
         password=password,
         master_address=args.master or settings.worker_address,
@@ -155,6 +155,10 @@ def _print_setup(args, settings: Settings, host: WorkerHost, password: str) -> N
         host_dir=PurePosixPath(args.host_dir),
         host_user=args.host_user,
     )
+
+
+def _print_setup(args, settings: Settings, host: WorkerHost, password: str) -> None:
+    setup = _setup(args, settings, host, password)
     unit_file = None
     if args.systemd_unit:
         Path(args.systemd_unit).write_text(setup.systemd_unit(), encoding="utf-8")

@@ -1,0 +1,33 @@
+"""Driving the web UI (a single-page app) in headless Chromium: open a page, wait for what it shows."""
+
+from __future__ import annotations
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+UI_TIMEOUT = 30
+
+
+def open_page(browser, url: str):
+    browser.get(url)
+    # The UI is a single-page app: wait for its scripts to render the navigation.
+    WebDriverWait(browser, UI_TIMEOUT).until(lambda b: b.find_elements(By.LINK_TEXT, "Waterfall View"))
+
+
+def page_text(browser) -> str:
+    return browser.find_element(By.TAG_NAME, "body").get_attribute("textContent")
+
+
+def wait_for_texts(browser, texts: list[str], where: str) -> None:
+    try:
+        WebDriverWait(browser, UI_TIMEOUT).until(lambda b: all(t in page_text(b) for t in texts))
+    except Exception:
+        missing = [t for t in texts if t not in page_text(browser)]
+        raise AssertionError(f"{where} does not show {missing}") from None
+
+
+def wait_for_element(browser, xpath: str, what: str):
+    try:
+        return WebDriverWait(browser, UI_TIMEOUT).until(lambda b: b.find_elements(By.XPATH, xpath))[0]
+    except Exception:
+        raise AssertionError(f"the page does not show {what}") from None
