@@ -23,7 +23,7 @@ KEEPALIVE = 2  # seconds; the master drops a unit silent for three of them
 
 # Writes the unit it holds, then waits for the test to open the gate of its commit.
 HOLD = (
-    'echo "$CRCR_DEVICE_INDEX" > "$GATES/started-$CRCR_UPSTREAM_SHA"; '
+    'echo "$CRCR_DEVICE_INDEX" > "$GATES/started-$CRCR_BACKEND-$CRCR_UPSTREAM_SHA"; '
     'while [ ! -e "$GATES/open-$CRCR_UPSTREAM_SHA" ]; do sleep 0.2; done'
 )
 
@@ -62,12 +62,13 @@ class Lab:
     def connected(self) -> set[str]:
         return {w["name"] for w in self.relay.get("workers")["workers"] if w["connected_to"]}
 
-    def started(self, sha: str) -> str | None:
-        marker = self.gates / f"started-{sha}"
+    def started(self, backend_name: str, sha: str) -> str | None:
+        """The unit index the build of `backend_name` at `sha` holds, once it runs."""
+        marker = self.gates / f"started-{backend_name}-{sha}"
         return marker.read_text().strip() if marker.exists() else None
 
-    def wait_started(self, sha: str) -> str:
-        return wait_until(lambda: self.started(sha), 90, f"the build of {sha[:10]} to hold its unit")
+    def wait_started(self, backend_name: str, sha: str) -> str:
+        return wait_until(lambda: self.started(backend_name, sha), 90, f"{backend_name}'s build of {sha[:10]} to start")
 
     def open(self, sha: str) -> None:
         (self.gates / f"open-{sha}").touch()
@@ -91,6 +92,7 @@ def lab(tmp_path_factory, github):
         "ok-gamma": backend("L2", "gamma", [suite("pass", "test/test_pass.py")]),
         "hold-gamma": hold_backend("L1", "gamma", UNITS_BRANCH, gates),
         "hold-delta": hold_backend("L2", "delta", RELEASE_BRANCH, gates),
+        "hold-eps": hold_backend("L1", "eps", BUDGET_BRANCH, gates),
     }
     relay, e2e_workers = prepare_relay(root, upstream, github, backends, CRCR_WORKER_KEEPALIVE=str(KEEPALIVE))
     alpha_units = [w for w in e2e_workers if w.name.startswith("host-alpha-")]
@@ -110,7 +112,7 @@ def lab(tmp_path_factory, github):
 def gpu_lab(lab):
     """A host with two gamma units, registered while a build runs, then picked up by a reconfig."""
     held = lab.upstream.commit("A long build on alpha", branch=BUDGET_BRANCH)
-    lab.wait_started(held)
+    lab.wait_started("hold-alpha", held)
     out = lab.register("gpu-lab", "--device", "gamma:2", "--admin", "GPU Lab <gpu@example.com>",
                        "--systemd-unit", lab.root / "crcr-worker@.service")
     for unit in lab.workers:
@@ -184,7 +186,7 @@ def test_two_units_run_two_builds_at_once_each_on_its_own_unit_and_a_third_waits
     shas = [first, second, third]
 
     def holding():
-        started = {sha: lab.started(sha) for sha in shas}
+        started = {sha: lab.started("hold-gamma", sha) for sha in shas}
         return {sha: index for sha, index in started.items() if index is not None}
 
     held = wait_until(lambda: len(holding()) == 2 and holding(), 90, "two builds to hold the two units")
@@ -196,7 +198,7 @@ def test_two_units_run_two_builds_at_once_each_on_its_own_unit_and_a_third_waits
     (waiter,) = set(shas) - set(held)
     freed = next(iter(held))
     lab.open(freed)
-    assert lab.wait_started(waiter) == held[freed], "the third build did not get the freed unit"
+    assert lab.wait_started("hold-gamma", waiter) == held[freed], "the third build did not get the freed unit"
     for sha in shas:
         lab.open(sha)
     assert [lab.relay.wait_for_finished_build("hold-gamma", sha)["results"] for sha in shas] == [SUCCESS] * 3
@@ -243,7 +245,7 @@ def statuses(lab, sha: str) -> list[tuple[str, str]]:
 
 def test_killed_worker_build_is_retried_when_the_unit_is_back_and_the_verdict_is_posted(lab, solo, browser):
     sha = lab.upstream.commit("Build on a host that dies", branch=RELEASE_BRANCH)
-    lab.wait_started(sha)
+    lab.wait_started("hold-delta", sha)
     os.kill(lab.pid(solo), signal.SIGKILL)
 
     first = interrupted(lab, sha)
@@ -268,7 +270,7 @@ def test_killed_worker_build_is_retried_when_the_unit_is_back_and_the_verdict_is
 
 def test_frozen_host_is_dropped_after_missed_keepalives_and_its_build_retried(lab, solo):
     sha = lab.upstream.commit("Build on a host that freezes", branch=RELEASE_BRANCH)
-    lab.wait_started(sha)
+    lab.wait_started("hold-delta", sha)
     pid = lab.pid(solo)
     os.kill(pid, signal.SIGSTOP)  # its TCP connection stays up: only the missing keepalives tell
     try:
@@ -300,3 +302,40 @@ def test_rotated_password_locks_out_the_old_one_and_the_printed_commands_let_the
         run(["bash", "-c", command], env=venv_env())
     unit.start()
     wait_until(lambda: solo in lab.connected(), 90, "the unit to log in with the new password")
+
+
+def test_max_builds_below_the_unit_count_caps_the_hosts_builds(lab, gpu_lab):
+    lab.open(gpu_lab["held"])  # frees the alpha unit the fixture's build holds, should this test run alone
+    lab.register("capped", "--device", "eps:2", "--max-builds", "1", "--admin", "Cap Lab <cap@example.com>")
+    for unit in ("capped-eps-0", "capped-eps-1"):
+        lab.start(unit)
+    lab.relay.crcr("master", "reconfig", "--basedir", lab.relay.basedir)
+    wait_until(lambda: {"capped-eps-0", "capped-eps-1"} <= lab.connected(), 90, "both capped units to connect")
+
+    first = lab.upstream.commit("First for the capped host", branch=BUDGET_BRANCH, push=False)
+    second = lab.upstream.commit("Second for the capped host", branch=BUDGET_BRANCH)
+    # hold-alpha builds both commits at once on its two units: by then both eps requests were there too.
+    for sha in (first, second):
+        lab.wait_started("hold-alpha", sha)
+    running = wait_until(
+        lambda: [sha for sha in (first, second) if lab.started("hold-eps", sha)], 90, "a build on the capped host"
+    )
+    assert len(running) == 1 and len(lab.running_builds("hold-eps")) == 1, "max_builds 1 let two builds run"
+    waiting_requests = lab.relay.get("buildrequests?claimed=false&complete=false")["buildrequests"]
+    assert [r["builderid"] for r in waiting_requests] == [lab.relay.builder_id("hold-eps")]
+    (waiting,) = {first, second} - set(running)
+    lab.open(running[0])
+    lab.wait_started("hold-eps", waiting)
+    lab.open(waiting)
+    assert [lab.relay.wait_for_finished_build("hold-eps", sha)["results"] for sha in (first, second)] == [SUCCESS] * 2
+    assert [lab.relay.wait_for_finished_build("hold-alpha", sha)["results"] for sha in (first, second)] == [SUCCESS] * 2
+
+
+def test_removed_host_is_disconnected_and_its_backends_go_inactive_after_a_reconfig(lab, solo):
+    lab.relay.crcr("worker", "remove", "solo")
+    lab.relay.crcr("master", "reconfig", "--basedir", lab.relay.basedir)
+
+    wait_until(lambda: solo not in lab.connected(), 30, "the removed host's unit to be disconnected")
+    active = {b["name"] for b in lab.relay.get("builders")["builders"] if b["masterids"]}
+    assert "hold-delta" not in active, "no host offers delta any more"
+    assert "solo" not in lab.relay.crcr("worker", "list").stdout

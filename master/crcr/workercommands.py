@@ -176,34 +176,26 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
     setup_options.add_argument("--host-user", default=DEFAULT_HOST_USER, help="account that runs builds on the host")
     setup_options.add_argument("--systemd-unit", metavar="FILE", help="also write the systemd unit to FILE")
 
-    register = commands.add_parser(
-        "register", parents=[setup_options], help="declare a host, make its password, print its setup"
+    def host_command(name: str, func, help: str, parents=()) -> argparse.ArgumentParser:
+        command = commands.add_parser(name, parents=list(parents), help=help)
+        command.add_argument("name", metavar="NAME")
+        command.set_defaults(func=func)
+        return command
+
+    register = host_command(
+        "register", cmd_register, "declare a host, make its password, print its setup", [setup_options]
     )
-    register.add_argument("name", metavar="NAME")
     register.add_argument(
         "--device", action="append", metavar="DEVICE[:COUNT]", help="a device kind and its unit count (repeatable)"
     )
     register.add_argument("--admin", help='who runs the host, as "Name <email>"')
     register.add_argument("--max-builds", type=int, help="cap on builds at once (default: one per unit)")
     register.add_argument("--rotate-password", action="store_true", help="give a registered host a new password")
-    register.set_defaults(func=cmd_register)
-
-    show = commands.add_parser("show", parents=[setup_options], help="print a registered host's setup again")
-    show.add_argument("name", metavar="NAME")
-    show.set_defaults(func=cmd_show)
-
-    units = commands.add_parser("units", help="print a host's unit worker names, one per line")
-    units.add_argument("name", metavar="NAME")
-    units.set_defaults(func=cmd_units)
-
-    ensure = commands.add_parser("ensure-password", help="create a declared host's password if it has none")
-    ensure.add_argument("name", metavar="NAME")
-    ensure.set_defaults(func=cmd_ensure_password)
+    host_command("show", cmd_show, "print a registered host's setup again", [setup_options])
+    host_command("units", cmd_units, "print a host's unit worker names, one per line")
+    host_command("ensure-password", cmd_ensure_password, "create a declared host's password if it has none")
+    host_command("remove", cmd_remove, "delete a host's file and password")
 
     listing = commands.add_parser("list", help="every declared host, its devices, and whether it is connected")
     listing.add_argument("--url", help="relay web address (default: the settings' buildbot URL)")
     listing.set_defaults(func=cmd_list)
-
-    remove = commands.add_parser("remove", help="delete a host's file and password")
-    remove.add_argument("name", metavar="NAME")
-    remove.set_defaults(func=cmd_remove)
