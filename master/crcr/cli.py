@@ -1,4 +1,4 @@
-"""The `crcr` command: check the data files, run a master, force-build an upstream revision."""
+"""The `crcr` command: check the data files, run a master, register worker hosts, force-build an upstream revision."""
 
 from __future__ import annotations
 

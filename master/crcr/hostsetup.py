@@ -113,7 +113,6 @@ WantedBy=multi-user.target
             ]
         )
 
-
     def rotation_instructions(self) -> str:
         """After a new password: remake each unit's buildbot.tac (create-worker would only write a
         buildbot.tac.new beside an existing one) and restart the units."""

@@ -57,5 +57,5 @@ class SilentWorkerWatch(service.BuildbotService):
             silent_for = now - max(worker.lastMessageReceived, seen[id(conn)])
             if silent_for > limit:
                 log.msg(f"crcr: worker {worker.name} silent for {silent_for:.0f}s (limit {limit}s); disconnecting it")
-                worker.disconnect()
+                worker.disconnect().addErrback(log.err, f"crcr: while disconnecting silent worker {worker.name}")
         self._first_seen = seen

@@ -116,27 +116,32 @@ def _load_dir(directory: Path, model: type[Model]) -> tuple[list[Model], list[st
     return models, errors
 
 
-def _unit_name_clashes(workers: list[WorkerHost], workers_dir: Path) -> list[str]:
-    """Unit worker names join host, device and index with '-', which names with '-' in them can repeat."""
+def unit_name_clashes(workers: list[WorkerHost]) -> list[tuple[str, str, str]]:
+    """(unit worker name, first host, second host) of each name two hosts would share: names join
+    host, device and index with '-', and host and device names may contain '-'."""
     owner: dict[str, str] = {}
-    errors = []
+    clashes = []
     for host in workers:
         for unit in host.units:
             first = owner.setdefault(unit.worker_name, host.name)
             if first != host.name:
-                errors.append(
-                    f"{display_path(workers_dir / (host.name + '.yaml'))}: devices: the unit worker name "
-                    f"'{unit.worker_name}' is also one of {display_path(workers_dir / (first + '.yaml'))}'s; "
-                    "rename one of the hosts"
-                )
-    return errors
+                clashes.append((unit.worker_name, first, host.name))
+    return clashes
+
+
+def _unit_name_errors(workers: list[WorkerHost], workers_dir: Path) -> list[str]:
+    return [
+        f"{display_path(workers_dir / (second + '.yaml'))}: devices: the unit worker name '{name}' is also one of "
+        f"{display_path(workers_dir / (first + '.yaml'))}'s; rename one of the hosts"
+        for name, first, second in unit_name_clashes(workers)
+    ]
 
 
 def load_relay_config(settings: Settings) -> RelayConfig:
     """Every file is checked, and all problems are reported together."""
     backends, backend_errors = _load_dir(settings.backends_dir, Backend)
     workers, worker_errors = _load_dir(settings.workers_dir, WorkerHost)
-    errors = backend_errors + worker_errors + _unit_name_clashes(workers, settings.workers_dir)
+    errors = backend_errors + worker_errors + _unit_name_errors(workers, settings.workers_dir)
     if not backends and not backend_errors:
         errors.append(f"{display_path(settings.backends_dir)}: no backend files (*.yaml)")
     if errors:

@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from crcr.errors import ConfigError, describe_validation_error
-from crcr.loader import display_path, load_model, load_relay_config
+from crcr.loader import display_path, load_model, load_relay_config, unit_name_clashes
 from crcr.models import WorkerHost
 from crcr.secretfiles import secret_problem, worker_password
 from crcr.settings import Settings
@@ -62,8 +62,7 @@ def register(settings: Settings, host: WorkerHost) -> str:
             "pass --rotate-password to give it a new password, or edit the file to change it"
         )
     relay = load_relay_config(settings)  # the files as they are must be valid before one is added
-    taken = {unit.worker_name: other.name for other in relay.workers for unit in other.units}
-    clashes = [f"'{u.worker_name}' (host {taken[u.worker_name]})" for u in host.units if u.worker_name in taken]
+    clashes = [f"'{name}' (host {first})" for name, first, _ in unit_name_clashes([*relay.workers, host])]
     if clashes:
         raise ConfigError(f"NAME: the unit worker names of '{host.name}' are taken: {', '.join(clashes)}")
     password = new_password(settings, host.name)
