@@ -6,6 +6,7 @@ then handed to Buildbot's own loader, which must accept it. No process is starte
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from types import SimpleNamespace
@@ -25,7 +26,9 @@ from buildbot.steps.shell import ShellCommand
 from buildbot.steps.source.git import Git
 from buildbot.warnings import ConfigWarning
 
-from configfiles import make_dirs, settings_for, write_backend, write_secret, write_worker, write_worker_password
+from configfiles import (
+    make_dirs, settings_for, write_backend, write_file, write_secret, write_worker, write_worker_password,
+)
 from crcr.masterconfig import build_master_config
 from crcr.secretfiles import GITHUB_TOKEN
 
@@ -386,3 +389,26 @@ def test_commits_link_to_github_and_builders_belong_to_the_upstream_project(dirs
     assert [p.name for p in cfg["projects"]] == ["pytorch/pytorch"]
     enterprise = config_for(dirs, CRCR_GITHUB_API_URL="https://ghe.example.com/api/v3", CRCR_GITHUB_REPO="ml/torch")
     assert enterprise["revlink"]("abc123", "") == "https://ghe.example.com/ml/torch/commit/abc123"
+
+
+def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_them(dirs):
+    write_file(dirs.backends / "skips.txt", "test/test_ops.py::TestOps::test_flaky_here\n")
+    write_backend(dirs.backends, "alpha", device="alpha", suites=[
+        {"name": "ops", "pytest": {"files": ["test/test_ops.py", "test/nn/test_*.py"], "keyword": "not slow",
+                                   "deselect": ["test/test_ops.py::TestOps::test_huge"], "skip_list": "skips.txt"},
+         "stall_timeout": 600, "mode": "validate"},
+    ])
+    steps = steps_by_name(builders_by_name(config_for(dirs))["alpha"])
+
+    assert steps["ship selection plugin"].kwargs["mastersrc"].endswith("worker_plugin/crcr_selection.py")
+    spec = json.loads(steps["ship ops selection"].args[0])
+    assert spec == {"device": "alpha", "files": {},
+                    "skip": [{"nodeid": "test/test_ops.py::TestOps::test_flaky_here", "reason": "skips.txt"}]}
+    suite = steps["suite ops"].kwargs
+    assert suite["command"] == (
+        "python -m pytest test/test_ops.py test/nn/test_*.py -p crcr_selection -o junit_family=xunit1 "
+        "--junitxml=../results/ops.xml -rfE -k 'not slow' --deselect test/test_ops.py::TestOps::test_huge"
+    )
+    assert suite["timeout"] == 600  # seconds without output before the run counts as stalled
+    assert (suite["mode"], suite["reruns"], suite["is_pytest"]) == ("validate", 1, True)
+    assert {"CRCR_SELECTION", "PYTHONPATH"} <= set(suite["env"])

@@ -17,7 +17,9 @@ from configfiles import (
     write_worker_password,
 )
 from crcr.errors import ConfigError
-from crcr.loader import display_path, load_model, load_relay_config, require_worker_passwords
+from crcr.loader import load_model, load_relay_config, require_worker_passwords
+from crcr.selection import read_skip_list
+from crcr.yamlfiles import display_path
 from crcr.models import Backend, WorkerHost
 from crcr.settings import REPO_ROOT, load_settings
 
@@ -43,7 +45,8 @@ BAD_FILES = [
     pytest.param(
         "backends/demo.yaml",
         backend_yaml(suites=[{**SMOKE, "retries": 2}]),
-        "{file}: suites.0.retries: unknown key; the known keys are name, command, timeout",
+        "{file}: suites.0.retries: unknown key (did you mean 'reruns'?); the known keys are name, command, pytest, "
+        "timeout, stall_timeout, mode, reruns",
         id="unknown-suite-key",
     ),
     pytest.param(
@@ -55,8 +58,41 @@ BAD_FILES = [
     pytest.param(
         "backends/demo.yaml",
         backend_yaml(suites=[{"name": "smoke"}]),
-        "{file}: suites.0.command: required field is missing",
+        "{file}: suites.0: give either command or pytest, not both or neither",
         id="missing-suite-command",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{**SMOKE, "pytest": {"files": ["test/test_ops.py"]}}]),
+        "{file}: suites.0: give either command or pytest, not both or neither",
+        id="suite-command-and-pytest",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{"name": "ops", "pytest": {"files": ["test/test_ops.py", "../secrets/x.py"]}}]),
+        "{file}: suites.0.pytest.files: '../secrets/x.py': must be a path or glob under test/, e.g. test/test_ops.py "
+        "or test/nn/test_*.py",
+        id="pytest-file-outside-test",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{"name": "ops", "pytest": {"files": ["test/a.py"], "deselect": ["TestA::test_b"]}}]),
+        "{file}: suites.0.pytest.deselect: 'TestA::test_b': must be a pytest node id such as "
+        "test/test_ops.py::TestOps::test_add",
+        id="pytest-bad-deselect",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{"name": "ops", "pytest": {"keyword": "add"}}]),
+        "{file}: suites.0.pytest: give files, a torch_spyre config, or both",
+        id="pytest-nothing-to-run",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{**SMOKE, "mode": "advisory", "reruns": 5}]),
+        "{file}: suites.0.mode: should be 'gating' or 'validate' (got 'advisory')\n"
+        "{file}: suites.0.reruns: should be less than or equal to 3 (got 5)",
+        id="suite-bad-mode-and-reruns",
     ),
     pytest.param(
         "backends/demo.yaml",
@@ -494,3 +530,60 @@ def test_leaving_a_host_out_can_deactivate_its_backend(tmp_path):
 def test_backend_base_fields_are_a_valid_file():
     """The writers' minimal file must itself load, or every bad-file row would test two problems at once."""
     assert Backend(name="demo", **BACKEND).suites[0].timeout == 3600
+
+
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        ({}, "{backend}: suites.0.pytest.skip_list: {root}/backends/skips.txt does not exist"),
+        (
+            {"skips.txt": "test/test_a.py::test_x\nnot a node id\n"},
+            "{backend}: suites.0.pytest.skip_list: {root}/backends/skips.txt: line 2: not a pytest node id "
+            "(test/test_a.py::TestA::test_b): 'not a node id'",
+        ),
+        (
+            {"skips.txt": '{"nodeid": "test/test_a.py::test_x"}\n{"reason": "no id"}\n'},
+            "{backend}: suites.0.pytest.skip_list: {root}/backends/skips.txt: line 2: a JSON line needs a 'nodeid' "
+            "such as test/test_a.py::TestA::test_b",
+        ),
+        (
+            {"skips.txt": "{broken\n"},
+            "{backend}: suites.0.pytest.skip_list: {root}/backends/skips.txt: line 1: not valid JSON "
+            "(Expecting property name enclosed in double quotes)",
+        ),
+    ],
+    ids=["missing", "not-a-node-id", "json-without-nodeid", "bad-json"],
+)
+def test_a_bad_skip_list_is_refused_naming_backend_field_file_and_line(tmp_path, files, message):
+    dirs = make_dirs(tmp_path)
+    path = write_backend(dirs.backends, "demo", suites=[
+        {"name": "ops", "pytest": {"files": ["test/test_a.py"], "skip_list": "skips.txt"}}
+    ])
+    for name, text in files.items():
+        write_file(dirs.backends / name, text)
+
+    with pytest.raises(ConfigError) as raised:
+        load_relay_config(settings_for(dirs))
+
+    assert str(raised.value) == message.format(backend=path, root=tmp_path)
+
+
+def test_an_invalid_torch_spyre_config_is_refused_naming_the_backend_field_and_the_configs_field(tmp_path):
+    dirs = make_dirs(tmp_path)
+    path = write_backend(dirs.backends, "spyre", suites=[{"name": "ops", "pytest": {"torch_spyre": "spyre/ops.yaml"}}])
+    write_file(dirs.backends / "spyre" / "ops.yaml", "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_ops.py\n"
+               "      tests:\n        - names: [TestOps::test_add]\n          mode: sometimes\n")
+
+    with pytest.raises(ConfigError) as raised:
+        load_relay_config(settings_for(dirs))
+
+    assert str(raised.value).startswith(
+        f"{path}: suites.0.pytest.torch_spyre: {dirs.backends / 'spyre' / 'ops.yaml'}: "
+        "test_suite_config.files[0].tests[0].mode: "
+    )
+
+
+def test_skip_list_lines_and_json_lines_both_give_node_ids(tmp_path):
+    skips = write_file(tmp_path / "skips.jsonl", "# comment\n\ntest/test_a.py::TestA::test_b\n"
+                       '{"nodeid": "test/test_c.py::test_d[1]", "reason": "crash"}\n')
+    assert read_skip_list(skips) == ["test/test_a.py::TestA::test_b", "test/test_c.py::test_d[1]"]

@@ -6,6 +6,7 @@ import pytest
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS, WARNINGS
 
 from crcr.status_text import GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
+from crcr.testresults import SuiteResults
 
 PREPARE = ["checkout upstream", "clear results", "create results", "setup 1", "setup 2"]
 
@@ -131,3 +132,33 @@ def test_describe_queued_and_cancelled_build_requests():
     assert describe({"build": {"properties": {}}}) == QUEUED
     assert describe({"build": {"complete": True, "results": CANCELLED}}) == "Cancelled"
     assert describe({"build": build(SUCCESS, ("suite smoke", SUCCESS))}) == "The only suite passed"
+
+
+def with_tests(done: dict, **suites: dict) -> dict:
+    """The build's crcr_tests property, as the data API gives properties: (value, source)."""
+    return {**done, "properties": {"crcr_tests": ({name: SuiteResults(**r).as_property() for name, r in suites.items()},
+                                                  "crcr")}}
+
+
+def test_test_counts_replace_suite_counts_when_suites_report_tests():
+    done = with_tests(
+        build(FAILURE, *prepared(), ("suite ops", FAILURE), ("suite nn", WARNINGS)),
+        ops={"passed": 1800, "skipped": 100, "failing": ["a", "b"], "new": ["a", "b"]},
+        nn={"passed": 43, "skipped": 20, "xfailed": 3, "failing": ["c"], "flaky": ["d"]},
+    )
+
+    assert describe_finished_build(done) == "1843 passed, 3 failed (2 new), 120 skipped, 3 xfailed, 1 flaky"
+
+
+def test_a_failed_suite_without_test_results_is_still_named():
+    done = with_tests(
+        build(FAILURE, *prepared(), ("suite ops", SUCCESS), ("suite custom", FAILURE)), ops={"passed": 10}
+    )
+
+    assert describe_finished_build(done) == "10 passed; suites failed: custom (1 of 2)"
+
+
+def test_a_timed_out_suite_is_counted():
+    done = with_tests(build(FAILURE, *prepared(), ("suite hang", FAILURE)), hang={"timed_out": True})
+
+    assert describe_finished_build(done) == "0 passed, 1 timed out"

@@ -50,7 +50,10 @@ def _unknown_key(error, model: type[BaseModel] | None, derived: Iterable[str]) -
     owner = _model_at(model, loc[:-1])
     if owner is None:
         return "unknown key"
-    known = [f for f in owner.model_fields if not (owner is model and f in derived)]
+    # A field's alias is its key in the file (`global`, which Python cannot name a field).
+    known = [
+        field.alias or name for name, field in owner.model_fields.items() if not (owner is model and name in derived)
+    ]
     close = difflib.get_close_matches(str(loc[-1]), known, n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     return f"unknown key{hint}; the known keys are {', '.join(known)}"
@@ -84,16 +87,20 @@ def describe_validation_error(
     where: Callable[[str], str],
     model: type[BaseModel] | None = None,
     derived: Iterable[str] = (),
+    *,
+    bracket_indices: bool = False,
 ) -> str:
     """One line per problem: '<where(top-level field)>[.rest of path]: <what is wrong>'.
 
     `model` lets an unknown key be answered with the known ones; `derived` are its top-level
     fields that do not come from the user's text (such as a name taken from the file name).
+    `bracket_indices` writes list positions as 'files[0].tests[3]' rather than 'files.0.tests.3'.
     """
     lines = []
     for item in error.errors():
-        loc = [str(part) for part in item["loc"]]
-        head = where(loc[0]) if loc else where("")
-        path = ".".join([head, *loc[1:]]) if loc else head
+        loc = item["loc"]
+        path = where(str(loc[0])) if loc else where("")
+        for part in loc[1:]:
+            path += f"[{part}]" if bracket_indices and isinstance(part, int) else f".{part}"
         lines.append(f"{path}: {_explain(item, model, derived)}")
     return "\n".join(lines)

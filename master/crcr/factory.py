@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 from buildbot.plugins import steps, util
 
 from crcr.models import Backend
+from crcr.selection import PLUGIN_FILE, pytest_command, selection_spec
 from crcr.settings import Settings
-from crcr.steps import BudgetedShellCommand
+from crcr.steps import BudgetedShellCommand, SuiteStep
 from crcr.workers import DEVICE_INDEX_PROPERTY
 
 UPSTREAM_DIR = "upstream"
 RESULTS_DIR = "results"
+SELECTION_DIR = "crcr"  # in the build directory: the selection plugin and the suites' specs
 SUITE_STEP_PREFIX = "suite "
 
 
@@ -57,19 +61,49 @@ def make_factory(backend: Backend, settings: Settings) -> util.BuildFactory:
                 haltOnFailure=True,
             )
         )
+    if any(suite.pytest for suite in backend.suites):
+        # The selection plugin and each pytest suite's spec travel with the build: the worker needs no crcr.
+        factory.addStep(
+            steps.FileDownload(
+                name="ship selection plugin", mastersrc=str(PLUGIN_FILE), workerdest=PLUGIN_FILE.name,
+                workdir=SELECTION_DIR, haltOnFailure=True,
+            )
+        )
     # Each suite is its own step so the waterfall shows which one failed; a failure does not halt.
     for suite in backend.suites:
+        suite_env = env
+        if suite.pytest:
+            spec = selection_spec(backend, suite, settings.backends_dir)
+            factory.addStep(
+                steps.StringDownload(
+                    json.dumps(spec), name=f"ship {suite.name} selection", workerdest=f"{suite.name}.json",
+                    workdir=SELECTION_DIR, haltOnFailure=True,
+                )
+            )
+            selection_dir = f"%(prop:builddir)s/{SELECTION_DIR}"
+            suite_env = {
+                **env,
+                "CRCR_SELECTION": util.Interpolate(f"{selection_dir}/{suite.name}.json"),
+                "PYTHONPATH": [util.Interpolate(selection_dir), "${PYTHONPATH}"],
+            }
+        junit_file = f"../{RESULTS_DIR}/{suite.name}.xml"
         factory.addStep(
-            BudgetedShellCommand(
+            SuiteStep(
                 name=f"{SUITE_STEP_PREFIX}{suite.name}",
                 description=f"running {suite.name}",
-                descriptionDone=suite.name,
-                command=suite.command,
+                suite_name=suite.name,
+                mode=suite.mode,
+                junit_file=junit_file,
+                is_pytest=suite.pytest is not None,
+                reruns=suite.reruns if suite.pytest else 0,
+                command=pytest_command(suite, spec, junit_file) if suite.pytest else suite.command,
                 workdir=UPSTREAM_DIR,
-                env=env,
+                env=suite_env,
                 build_timeout=backend.timeout,
                 maxTime=suite.timeout,
+                timeout=suite.stall_timeout,
                 flunkOnFailure=True,
+                warnOnWarnings=True,
                 haltOnFailure=False,
             )
         )

@@ -6,14 +6,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from crcr.errors import ConfigError, describe_validation_error
 from crcr.models import Backend, WorkerHost
 from crcr.secretfiles import problems as secret_dir_problems
 from crcr.secretfiles import secret_problem, worker_password
+from crcr.selection import selection_spec
 from crcr.settings import REPO_ROOT, Settings
+from crcr.yamlfiles import display_path, read_yaml_mapping
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -35,59 +36,10 @@ class RelayConfig:
         return [b for b in self.backends if self.workers_for(b)]
 
 
-def display_path(path: Path) -> str:
-    """Paths inside the repository are shown relative to it, as users wrote them."""
-    try:
-        return str(path.resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return str(path)
-
-
-class _StrictKeysLoader(yaml.SafeLoader):
-    """PyYAML keeps the last of two equal keys silently; a duplicated `level:` must be an error instead."""
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode):
-            seen = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=deep)
-                try:
-                    duplicate = key in seen
-                    seen.add(key)
-                except TypeError:  # an unhashable key; SafeLoader reports it
-                    continue
-                if duplicate:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key '{key}'", key_node.start_mark
-                    )
-        return super().construct_mapping(node, deep=deep)
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    """'line 3, column 5: <problem>' rather than PyYAML's multi-line text about a '<unicode string>'."""
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None)
-    if mark is None or not problem:
-        return " ".join(str(error).split())
-    context = getattr(error, "context", None)
-    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" + (f" ({context})" if context else "")
-
-
 def load_model(path: Path, model: type[Model]) -> Model:
     """Parse one YAML file into `model`, its file stem becoming the name; errors name file and field."""
     where = display_path(path)
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictKeysLoader)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{where}: not valid YAML: {_yaml_problem(e)}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}: not valid YAML: the file is not UTF-8 text") from None
-    except OSError as e:
-        raise ConfigError(f"{where}: cannot be read: {e.strerror}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping of fields (key: value lines), found a {type(data).__name__}")
+    data = read_yaml_mapping(path)
     if "name" in data:
         raise ConfigError(f"{where}: name: unknown key (the file name '{path.stem}' is the name)")
 
@@ -137,11 +89,25 @@ def _unit_name_errors(workers: list[WorkerHost], workers_dir: Path) -> list[str]
     ]
 
 
+def _selection_errors(backends: list[Backend], backends_dir: Path) -> list[str]:
+    """The skip lists and torch-spyre configs the backends' pytest suites name must exist and be valid."""
+    errors = []
+    for backend in backends:
+        for suite in backend.suites:
+            if suite.pytest:
+                try:
+                    selection_spec(backend, suite, backends_dir)
+                except ConfigError as e:
+                    errors.append(str(e))
+    return errors
+
+
 def load_relay_config(settings: Settings) -> RelayConfig:
     """Every file is checked, and all problems are reported together."""
     backends, backend_errors = _load_dir(settings.backends_dir, Backend)
     workers, worker_errors = _load_dir(settings.workers_dir, WorkerHost)
     errors = backend_errors + worker_errors + _unit_name_errors(workers, settings.workers_dir)
+    errors += _selection_errors(backends, settings.backends_dir)
     if not backends and not backend_errors:
         errors.append(f"{display_path(settings.backends_dir)}: no backend files (*.yaml)")
     if errors:

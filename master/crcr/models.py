@@ -41,10 +41,63 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# Under the upstream checkout's test/ folder; globs allowed; no way out of it.
+TEST_PATH = described_pattern(
+    r"^test/(?!.*\.\.)[A-Za-z0-9_./*?\[\]-]+$", "must be a path or glob under test/, e.g. test/test_ops.py or test/nn/test_*.py"
+)
+NODE_ID = described_pattern(r"^test/(?!.*\.\.)[^\s:]+\.py::\S+$", "must be a pytest node id such as test/test_ops.py::TestOps::test_add")
+# Files the relay reads beside the backend files (skip lists, torch-spyre configs): relative, inside backends/.
+DATA_FILE = described_pattern(r"^(?!/)(?!.*\.\.)[A-Za-z0-9_./-]+$", "must be a path relative to the backends folder")
+
+
+class PytestSelection(Strict):
+    """A slice of PyTorch's test suite that the relay runs with pytest in the upstream checkout."""
+
+    files: list[str] = []
+    keyword: str | None = Field(default=None, min_length=1)  # pytest -k
+    deselect: list[str] = []
+    skip_list: str | None = None
+    torch_spyre: str | None = None
+
+    @field_validator("files")
+    @classmethod
+    def _test_paths(cls, files: list[str]) -> list[str]:
+        return _all_match(files, TEST_PATH)
+
+    @field_validator("deselect")
+    @classmethod
+    def _node_ids(cls, node_ids: list[str]) -> list[str]:
+        return _all_match(node_ids, NODE_ID)
+
+    @field_validator("skip_list", "torch_spyre")
+    @classmethod
+    def _data_file(cls, path: str | None) -> str | None:
+        return path if path is None else _all_match([path], DATA_FILE)[0]
+
+    @model_validator(mode="after")
+    def _something_to_run(self) -> PytestSelection:
+        if not self.files and self.torch_spyre is None:
+            raise ValueError("give files, a torch_spyre config, or both")
+        return self
+
+
 class Suite(Strict):
     name: str = Field(pattern=SUITE_NAME)
-    command: str = Field(min_length=1)
+    command: str | None = Field(default=None, min_length=1)
+    pytest: PytestSelection | None = None
     timeout: Positive = 3600
+    # No output for this long: the run is killed, counted as timed out, and retried once.
+    stall_timeout: Positive = 1800
+    # gating: new failures fail the build; validate: failures are recorded, the build stays green.
+    mode: Literal["gating", "validate"] = "gating"
+    # Failed tests are run again this often; one that then passes is flaky, not failed.
+    reruns: Annotated[StrictInt, Field(ge=0, le=3)] = 1
+
+    @model_validator(mode="after")
+    def _command_or_pytest(self) -> Suite:
+        if (self.command is None) == (self.pytest is None):
+            raise ValueError("give either command or pytest, not both or neither")
+        return self
 
 
 class Backend(Strict):
@@ -171,6 +224,13 @@ def check_branch_names(branches: list[str]) -> list[str]:
     if bad:
         raise ValueError(f"not valid branch names: {', '.join(map(repr, bad))}")
     return branches
+
+
+def _all_match(values: list[str], pattern: str) -> list[str]:
+    bad = [v for v in values if not _matches(pattern, v)]
+    if bad:
+        raise ValueError(f"{', '.join(map(repr, bad))}: {PATTERN_HELP[pattern]}")
+    return values
 
 
 def _matches(pattern: str, value: str) -> bool:

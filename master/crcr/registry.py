@@ -11,7 +11,8 @@ import yaml
 from pydantic import ValidationError
 
 from crcr.errors import ConfigError, describe_validation_error
-from crcr.loader import display_path, load_model, load_relay_config, unit_name_clashes
+from crcr.loader import load_model, load_relay_config, unit_name_clashes
+from crcr.yamlfiles import display_path
 from crcr.models import WorkerHost
 from crcr.secretfiles import secret_problem, worker_password
 from crcr.settings import Settings

@@ -5,6 +5,7 @@ from __future__ import annotations
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
 from crcr.factory import SUITE_STEP_PREFIX
+from crcr.testresults import TESTS_PROPERTY, SuiteResults, describe_counts
 
 GITHUB_DESCRIPTION_LIMIT = 140
 QUEUED = "Queued, waiting for a worker with the backend's device"
@@ -36,6 +37,12 @@ def describe_finished_build(build: dict) -> str:
     # Only a suite that ran and failed is the backend's failure; an exception in one is the relay's.
     failed_suites = [s["name"][len(SUITE_STEP_PREFIX) :] for s in suites if s["results"] == FAILURE]
     suites_failed = _suites_failed(failed_suites, len(suites)) if failed_suites else ""
+    tested = (build.get("properties") or {}).get(TESTS_PROPERTY, [None])[0]
+    if tested and results in (SUCCESS, WARNINGS, FAILURE):
+        # Test by test: '1843 passed, 3 failed (2 new), 120 skipped'; suites failed without test results named.
+        counts = describe_counts([SuiteResults.from_property(r) for r in tested.values()])
+        unexplained = [name for name in failed_suites if name not in tested]
+        return _shorten(counts + (f"; {_suites_failed(unexplained, len(suites)).lower()}" if unexplained else ""))
     if results in (SUCCESS, WARNINGS):
         return "The only suite passed" if len(suites) == 1 else _shorten(f"All {len(suites)} suites passed")
     if results == EXCEPTION:

@@ -10,7 +10,8 @@ from pathlib import Path, PurePosixPath
 from crcr import registry
 from crcr.errors import ConfigError
 from crcr.hostsetup import HostSetup
-from crcr.loader import display_path, load_relay_config
+from crcr.loader import load_relay_config
+from crcr.yamlfiles import display_path
 from crcr.models import WorkerHost
 from crcr.relayapi import call
 from crcr.secretfiles import secret_problem, worker_password

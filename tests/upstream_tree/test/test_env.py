@@ -12,3 +12,4 @@ def test_relay_environment():
     assert os.listdir(os.environ["CRCR_RESULTS_DIR"]) == ["setup-done"], "results are cleared per build"
     assert os.environ["CRCR_BACKEND"] == "ok-alpha"
     assert os.environ["PYTORCH_TESTING_DEVICE_ONLY_FOR"] == "alpha"
+    assert os.environ["CRCR_DEVICE_INDEX"] in ("0", "1"), "host-alpha has two alpha units"

@@ -1,0 +1,94 @@
+"""What a pytest suite runs: its pytest command line, and the spec of the selection plugin shipped with it.
+
+The plugin (worker_plugin/crcr_selection.py) applies what pytest's own options cannot: a skip list
+(reported as skipped, not silently dropped) and torch-spyre's per-test modes and tags.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from contextlib import contextmanager
+from pathlib import Path
+
+from crcr.errors import ConfigError
+from crcr.yamlfiles import display_path
+from crcr.models import Backend, Suite
+from crcr.spyre_config import load_test_suite_config, selection_rules
+
+PLUGIN_FILE = Path(__file__).parent / "worker_plugin" / "crcr_selection.py"
+PLUGIN_MODULE = PLUGIN_FILE.stem
+# pytest's exit codes that mean the run happened: 0 all passed, 1 some tests failed.
+PYTEST_RAN = (0, 1)
+
+
+def read_skip_list(path: Path) -> list[str]:
+    """Node ids, one per line, or JSON lines with a `nodeid` field (Ascend's pr_skip_list.jsonl); '#' comments."""
+    where = display_path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{where}: cannot be read: {getattr(e, 'strerror', None) or e}") from None
+    node_ids = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("{"):
+            try:
+                node_id = json.loads(line).get("nodeid")
+            except ValueError as e:
+                raise ConfigError(f"{where}: line {number}: not valid JSON ({e.msg})") from None
+            if not isinstance(node_id, str) or "::" not in node_id:
+                raise ConfigError(f"{where}: line {number}: a JSON line needs a 'nodeid' such as test/test_a.py::TestA::test_b")
+        elif "::" in line and " " not in line:
+            node_id = line
+        else:
+            raise ConfigError(f"{where}: line {number}: not a pytest node id (test/test_a.py::TestA::test_b): {line!r}")
+        node_ids.append(node_id)
+    return node_ids
+
+
+def selection_spec(backend: Backend, suite: Suite, backends_dir: Path) -> dict:
+    """The plugin's JSON spec; raises ConfigError naming the backend file's field and the file read."""
+    selection = suite.pytest
+    spec: dict = {"device": backend.device, "skip": [], "files": {}}
+    field = f"suites.{[s.name for s in backend.suites].index(suite.name)}.pytest"
+    where = display_path(backends_dir / f"{backend.name}.yaml")
+    if selection.skip_list:
+        with _named_in(f"{where}: {field}.skip_list", backends_dir / selection.skip_list) as path:
+            spec["skip"] = [{"nodeid": node_id, "reason": selection.skip_list} for node_id in read_skip_list(path)]
+    if selection.torch_spyre:
+        with _named_in(f"{where}: {field}.torch_spyre", backends_dir / selection.torch_spyre) as path:
+            spec["files"] = selection_rules(load_test_suite_config(path))["files"]
+    return spec
+
+
+@contextmanager
+def _named_in(field: str, path: Path):
+    """Problems of a file a backend names start with the backend file and field that name it."""
+    if not path.is_file():
+        raise ConfigError(f"{field}: {display_path(path)} does not exist")
+    try:
+        yield path
+    except ConfigError as e:
+        raise ConfigError("\n".join(f"{field}: {line}" for line in str(e).splitlines())) from None
+
+
+def pytest_command(suite: Suite, spec: dict, junit_file: str) -> str:
+    """`python -m pytest ...` for the upstream checkout. Globs in `files` stay unquoted for the shell."""
+    selection = suite.pytest
+    files = [*selection.files, *(f for f in spec["files"] if f not in selection.files)]
+    args = ["-p", PLUGIN_MODULE, "-o", "junit_family=xunit1", f"--junitxml={junit_file}", "-rfE"]
+    if selection.keyword:
+        args += ["-k", selection.keyword]
+    for node_id in selection.deselect:
+        args += ["--deselect", node_id]
+    # Validated paths and globs (no spaces or quotes); everything else is quoted.
+    return " ".join(["python -m pytest", *files, shlex.join(args)])
+
+
+def rerun_command(node_ids: list[str], junit_file: str) -> str:
+    """The failed tests once more, with the same plugin, into their own JUnit file."""
+    args = ["-p", PLUGIN_MODULE, "-o", "junit_family=xunit1", f"--junitxml={junit_file}", "-rfE", *node_ids]
+    return "python -m pytest " + shlex.join(args)

@@ -1,0 +1,96 @@
+"""Test-by-test results of a suite: read from its JUnit XML, compared with the previous build's."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from junitparser import Attr, Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+
+# pytest's junit_family=xunit1 writes each test's file; junitparser's documented way to read an extra attribute.
+TestCase.file = Attr("file")
+
+# The build property holding every suite's results, {suite name: SuiteResults as a dict}.
+TESTS_PROPERTY = "crcr_tests"
+
+
+@dataclass
+class SuiteResults:
+    passed: int = 0
+    skipped: int = 0
+    xfailed: int = 0
+    failing: list[str] = field(default_factory=list)  # failed or errored tests, as pytest node ids
+    flaky: list[str] = field(default_factory=list)  # failed, then passed when run again
+    new: list[str] = field(default_factory=list)  # failing now, not in the previous build
+    fixed: list[str] = field(default_factory=list)  # failing in the previous build, not now
+    timed_out: bool = False
+
+    def as_property(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_property(cls, value: dict) -> SuiteResults:
+        return cls(**value)
+
+
+def node_id(case) -> str:
+    """pytest's node id from a JUnit testcase of junit_family=xunit1: file, class (if any), name."""
+    file, classname, name = case.file, case.classname or "", case.name
+    if not file:
+        return f"{classname}::{name}"
+    module = file.removesuffix(".py").replace("/", ".")
+    cls = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
+    return "::".join(part for part in (file, cls, name) if part)
+
+
+def parse_junit(text: str | bytes) -> SuiteResults:
+    """Counts and failing node ids; pytest writes an xfail as <skipped type="pytest.xfail">."""
+    xml = JUnitXml.fromstring(text if isinstance(text, bytes) else text.encode())
+    results = SuiteResults()
+    suites = [xml] if isinstance(xml, TestSuite) else list(xml)
+    for suite in suites:
+        for case in suite:
+            outcome = case.result
+            if any(isinstance(r, (Failure, Error)) for r in outcome):
+                results.failing.append(node_id(case))
+            elif any(isinstance(r, Skipped) and r.type == "pytest.xfail" for r in outcome):
+                results.xfailed += 1
+            elif any(isinstance(r, Skipped) for r in outcome):
+                results.skipped += 1
+            else:
+                results.passed += 1
+    return results
+
+
+def with_rerun(results: SuiteResults, rerun: SuiteResults) -> SuiteResults:
+    """Tests that failed and then passed on the rerun are flaky: neither passed nor failing."""
+    flaky = [t for t in results.failing if t not in rerun.failing]
+    results.failing = [t for t in results.failing if t in rerun.failing]
+    results.flaky = flaky
+    return results
+
+
+def compare(results: SuiteResults, previous: SuiteResults | None) -> SuiteResults:
+    """New and fixed failures against the previous build; without one, every failure is new."""
+    before = set(previous.failing) if previous else set()
+    results.new = [t for t in results.failing if t not in before]
+    results.fixed = sorted(before - set(results.failing)) if previous else []
+    return results
+
+
+def describe_counts(suites: list[SuiteResults]) -> str:
+    """E.g. '1843 passed, 3 failed (2 new), 120 skipped, 1 flaky'."""
+    passed = sum(s.passed for s in suites)
+    failed = sum(len(s.failing) for s in suites)
+    new = sum(len(s.new) for s in suites)
+    parts = [f"{passed} passed"]
+    if failed:
+        parts.append(f"{failed} failed ({new} new)")
+    for label, count in (
+        ("skipped", sum(s.skipped for s in suites)),
+        ("xfailed", sum(s.xfailed for s in suites)),
+        ("flaky", sum(len(s.flaky) for s in suites)),
+        ("timed out", sum(s.timed_out for s in suites)),
+    ):
+        if count:
+            parts.append(f"{count} {label}")
+    return ", ".join(parts)

@@ -1,0 +1,222 @@
+"""crcr_selection: a pytest plugin that applies the relay's test selection on a worker.
+
+The relay copies this file to the worker and runs pytest with `-p crcr_selection` and this folder
+on PYTHONPATH; crcr is not installed there, so it needs only the standard library and pytest.
+It reads the JSON spec named by the CRCR_SELECTION variable; without the variable it does nothing.
+
+    {"device": "spyre",
+     "skip": [{"nodeid": "test/test_a.py::TestA::test_x", "reason": "pr_skip_list.jsonl"}],
+     "files": {"test/test_torch.py": {"unlisted": "skip", "rules": [
+         {"names": ["TestTorch::test_to"], "mode": "mandatory_success", "tags": ["core"]}]}}}
+
+Paths and node ids are relative to the directory pytest runs in (the upstream checkout), whatever
+rootdir pytest infers. A test of a listed file takes the mode of the first rule naming it, else the
+file's `unlisted` mode; it carries the tags of every rule naming it, as markers (`-m core`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+SPEC_VARIABLE = "CRCR_SELECTION"
+MODES = ("mandatory_success", "xfail", "xfail_strict", "skip")
+
+# Device types whose instantiated classes and methods PyTorch names (common_device_type.py): the
+# class gets device_type.upper() (TestFooCPU, TestFooPRIVATEUSE1; torch-spyre's base renames its
+# classes TestFooSPYRE), the method '_' + the device (the backend's name for privateuse1).
+GENERIC_DEVICES = ("cpu", "cuda", "privateuse1")
+
+# torch's dtype names as PyTorch's dtype_name() writes them into test names (str(dtype) without
+# 'torch.'; c10/core/ScalarType.h). Longest first, so an alternation never stops at a prefix.
+DTYPE_NAMES = sorted(
+    """uint8 int8 int16 int32 int64 float16 float32 float64 complex32 complex64 complex128 bool
+    qint8 quint8 qint32 bfloat16 quint4x2 quint2x4 bits1x8 bits2x4 bits4x2 bits8 bits16
+    float8_e5m2 float8_e4m3fn float8_e5m2fnuz float8_e4m3fnuz float8_e8m0fnu float4_e2m1fn_x2
+    uint16 uint32 uint64 uint1 uint2 uint3 uint4 uint5 uint6 uint7
+    int1 int2 int3 int4 int5 int6 int7""".split(),
+    key=len,
+    reverse=True,
+)
+# What may follow '<method>_<device>' in an instantiated name: nothing, or '_<dtype>' per dtype
+# (several for tests parametrized over dtype tuples: test_x_cpu_float16_float32).
+DTYPES_TAIL = re.compile("(?:_(?:%s))*" % "|".join(DTYPE_NAMES))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = os.environ.get(SPEC_VARIABLE)
+    if not path:
+        return
+    spec = _read_spec(path)
+    selection = Selection(spec, Path(config.invocation_params.dir))
+    # Registered markers keep --strict-markers happy and show in `pytest --markers`.
+    for tag in selection.tags:
+        config.addinivalue_line("markers", f"{tag}: tag from the crcr test-suite config")
+    config.pluginmanager.register(selection, "crcr-selection")
+
+
+def _read_spec(path: str) -> dict:
+    where = f"{SPEC_VARIABLE}={path}"
+    try:
+        spec = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise pytest.UsageError(f"{where}: cannot be read: {e.strerror}") from None
+    except ValueError as e:
+        raise pytest.UsageError(f"{where}: not valid JSON: {e}") from None
+    problem = _spec_problem(spec)
+    if problem:
+        raise pytest.UsageError(f"{where}: {problem}")
+    return spec
+
+
+def _spec_problem(spec) -> str | None:
+    """The first thing wrong with the spec, named by its place in it; the relay writes the spec,
+    so this only catches a relay and a plugin that disagree."""
+    if not isinstance(spec, dict) or set(spec) - {"device", "skip", "files"}:
+        return "expected an object with device, skip and files"
+    if not isinstance(spec.get("device", ""), str):
+        return "device: expected a string"
+    for i, entry in enumerate(spec.get("skip", [])):
+        if not (isinstance(entry, dict) and all(isinstance(entry.get(k), str) for k in ("nodeid", "reason"))):
+            return f"skip[{i}]: expected an object with nodeid and reason"
+    for path, rules in spec.get("files", {}).items():
+        if not isinstance(rules, dict) or rules.get("unlisted") not in MODES:
+            return f"files.{path}.unlisted: expected one of {', '.join(MODES)}"
+        for i, rule in enumerate(rules.get("rules", [])):
+            if not (isinstance(rule, dict) and rule.get("mode") in MODES and isinstance(rule.get("names"), list)):
+                return f"files.{path}.rules[{i}]: expected names and a mode, one of {', '.join(MODES)}"
+    return None
+
+
+def instantiated_bases(method: str, devices) -> list[str]:
+    """The test templates PyTorch could have named `method` after: 'test_x' for 'test_x_spyre' or
+    'test_x_spyre_float16'. Every split is tried, as a template name may itself contain a device
+    or dtype ('test_copy_float16_spyre_float16' comes from 'test_copy_float16')."""
+    bases = []
+    for device in devices:
+        marker = "_" + device
+        start = method.find(marker)
+        while start > 0:
+            if DTYPES_TAIL.fullmatch(method, start + len(marker)):
+                bases.append(method[:start])
+            start = method.find(marker, start + 1)
+    return bases
+
+
+class Selection:
+    """The hooks that act once a spec is loaded."""
+
+    def __init__(self, spec: dict, checkout: Path):
+        self.checkout = checkout.resolve()
+        device = spec.get("device", "").lower()
+        self.devices = tuple(dict.fromkeys([device, *GENERIC_DEVICES] if device else GENERIC_DEVICES))
+        self.class_suffixes = tuple(d.upper() for d in self.devices)
+        self.skips = {entry["nodeid"]: entry["reason"] for entry in spec.get("skip", [])}
+        # path -> {"unlisted": mode, "rules": [...]}, every file with its rules
+        self.files = {path: {"rules": [], **entry} for path, entry in spec.get("files", {}).items()}
+        # Per file: (Class, method) -> indices of the rules naming it, in order.
+        self.index = {path: _name_index(entry["rules"]) for path, entry in self.files.items()}
+        self.tags = sorted({t for entry in self.files.values() for r in entry["rules"] for t in r.get("tags", [])})
+        # nodeid -> (what decided, mode): "rule", "unlisted" or "skip list".
+        self.decisions: dict[str, tuple[str, str]] = {}
+        self._relative_paths: dict[Path, str | None] = {}
+
+    @pytest.hookimpl(tryfirst=True)  # before the mark plugin deselects by -m, so tags count
+    def pytest_collection_modifyitems(self, items) -> None:
+        for item in items:
+            path, nodeid = self._checkout_nodeid(item)
+            reason = self.skips.get(nodeid, self.skips.get(_without_params(nodeid)))
+            if reason is not None:
+                item.add_marker(pytest.mark.skip(reason=f"crcr skip list: {reason}"))
+                self.decisions[item.nodeid] = ("skip list", "skip")
+            if path not in self.files:
+                continue
+            rules = self.files[path]["rules"]
+            matched = sorted({i for key in self._names_of(item) for i in self.index[path].get(key, ())})
+            for tag in dict.fromkeys(t for i in matched for t in rules[i].get("tags", [])):
+                item.add_marker(getattr(pytest.mark, tag))
+            if reason is not None:
+                continue
+            if matched:
+                mode, why = rules[matched[0]]["mode"], "rule"
+                _apply(item, mode, f"mode {mode}")
+            else:
+                mode, why = self.files[path]["unlisted"], "unlisted"
+                _apply(item, mode, f"unlisted_test_mode {mode}")
+            self.decisions[item.nodeid] = (why, mode)
+
+    def pytest_report_collectionfinish(self, items) -> str:
+        """One line under 'collected N items', even with -q; `items` are what is left after -m and -k."""
+        decided = [self.decisions[i.nodeid] for i in items if i.nodeid in self.decisions]
+        configured = [(why, mode) for why, mode in decided if why != "skip list"]
+        modes = Counter(mode for _, mode in configured)
+        unlisted = sum(why == "unlisted" for why, _ in configured)
+        return (
+            f"crcr selection: {len(configured)} tests by the test-suite config ({unlisted} unlisted): "
+            + ", ".join(f"{modes[m]} {m}" for m in MODES)
+            + f"; {len(decided) - len(configured)} skipped by the skip list"
+        )
+
+    def _checkout_nodeid(self, item) -> tuple[str | None, str]:
+        """The test's file and node id relative to the checkout (None and pytest's node id outside it)."""
+        if item.path not in self._relative_paths:
+            try:
+                relative = item.path.resolve().relative_to(self.checkout).as_posix()
+            except ValueError:  # outside the checkout: no rule can name it
+                relative = None
+            self._relative_paths[item.path] = relative
+        path = self._relative_paths[item.path]
+        if path is None:
+            return None, item.nodeid
+        _, _, rest = item.nodeid.partition("::")
+        return path, f"{path}::{rest}" if rest else path
+
+    def _names_of(self, item) -> list[tuple[str, str]]:
+        """Every (Class, method) a config may use for this test; parametrize ids do not count."""
+        cls = getattr(item, "cls", None)
+        if cls is None:
+            return []
+        klass, method = cls.__name__, getattr(item, "originalname", item.name)
+        names = [(klass, method)]
+        # PyTorch builds each instantiated test with functools.wraps around its template, so the
+        # function keeps the template's name: this also finds @ops and @parametrize variants
+        # (test_x_add_spyre_float16), whose extra name parts cannot be told apart from a method's.
+        function = getattr(item, "function", None)
+        template = function.__name__ if hasattr(function, "__wrapped__") else None
+        if template and template != method:
+            names.append((klass, template))
+        for suffix in self.class_suffixes:
+            if klass.endswith(suffix) and len(klass) > len(suffix):
+                generic = klass[: -len(suffix)]
+                names += [(generic, base) for base in instantiated_bases(method, self.devices)]
+                if template and template != method:
+                    names.append((generic, template))
+        return names
+
+
+def _name_index(rules: list[dict]) -> dict[tuple[str, str], list[int]]:
+    index: dict[tuple[str, str], list[int]] = {}
+    for i, rule in enumerate(rules):
+        for name in rule["names"]:
+            klass, _, method = name.partition("::")
+            index.setdefault((klass, method), []).append(i)
+    return index
+
+
+def _without_params(nodeid: str) -> str:
+    """A skip-list entry without [ids] skips every parametrization of its test."""
+    return nodeid.split("[", 1)[0]
+
+
+def _apply(item, mode: str, why: str) -> None:
+    if mode == "skip":
+        item.add_marker(pytest.mark.skip(reason=f"skipped by the test-suite config ({why})"))
+    elif mode in ("xfail", "xfail_strict"):
+        # strict: a test that passes fails the run, so a fixed test is noticed and its entry updated.
+        strict = mode == "xfail_strict"
+        item.add_marker(pytest.mark.xfail(strict=strict, reason=f"expected to fail by the test-suite config ({why})"))

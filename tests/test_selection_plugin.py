@@ -1,0 +1,279 @@
+"""The worker-side pytest plugin, in real pytest runs over a small upstream-like test tree: a
+torch-spyre config translated by the master, plus a skip list, decides each test's outcome."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import crcr
+from crcr.spyre_config import load_test_suite_config, selection_rules
+
+PLUGIN_DIR = Path(crcr.__file__).parent / "worker_plugin"
+
+TEST_TORCH = '''
+import functools
+import unittest
+
+
+class TestTorch(unittest.TestCase):
+    def test_to(self):
+        pass
+
+    def test_to_sparse(self):
+        raise AssertionError("unlisted, so skipped: test_to must not name it")
+
+    def test_type(self):
+        self.assertEqual(1, 2)
+
+    def test_broken(self):
+        raise NotImplementedError("aten::foo")
+
+    def test_fixed(self):
+        pass
+
+    def test_crash(self):
+        raise AssertionError("skipped by the config, never run")
+
+    def test_type_conversion(self):
+        raise AssertionError("skipped by the skip list, never run")
+
+
+# Classes and methods as PyTorch's instantiate_device_type_tests names them.
+class TestTorchDeviceTypeSPYRE(unittest.TestCase):
+    def test_is_signed_spyre(self):
+        pass
+
+    def test_is_signed_spyre_float16(self):
+        pass
+
+    def test_is_signed_extra_spyre(self):
+        raise AssertionError("unlisted, so skipped: test_is_signed must not name it")
+
+    def test_copy_float16_spyre_float16(self):
+        raise RuntimeError("In-device copy not implemented")
+
+
+class TestTorchDeviceTypePRIVATEUSE1(unittest.TestCase):
+    def test_is_signed_spyre(self):
+        pass
+
+
+# An @ops test as PyTorch instantiates it: functools.wraps keeps the template's name.
+def _scalar_support(self):
+    raise NotImplementedError("aten::add.out")
+
+
+_scalar_support.__name__ = "test_scalar_support"
+TestTorchDeviceTypeSPYRE.test_scalar_support_add_spyre_float16 = functools.wraps(_scalar_support)(
+    lambda self: _scalar_support(self)
+)
+'''
+
+TEST_VIEW_OPS = '''
+import unittest
+
+import pytest
+
+
+class TestViewOps(unittest.TestCase):
+    def test_view(self):
+        pass
+
+    def test_reshape(self):
+        raise RuntimeError("unlisted, expected to fail")
+
+
+class TestOldViewOps:
+    @pytest.mark.parametrize("n", [1, 2])
+    def test_flatten(self, n):
+        assert n < 0
+'''
+
+TEST_OTHER = '''
+import unittest
+
+
+class TestOther(unittest.TestCase):
+    def test_plain(self):
+        pass
+
+    def test_fails(self):
+        raise AssertionError("outside the config's files, so it runs as written")
+
+    def test_listed_in_skip_list(self):
+        raise AssertionError("skipped by the skip list, never run")
+'''
+
+CONFIG = """
+test_suite_config:
+  labels: [trunk]
+  files:
+    - path: ${TORCH_ROOT}/test/test_torch.py
+      unlisted_test_mode: skip
+      tests:
+        - names:
+            - TestTorch::test_to
+            - TestTorchDeviceType::test_is_signed
+          mode: mandatory_success
+          tags: [core]
+        - names: [TestTorch::test_type, TestTorch::test_type_conversion]
+          mode: mandatory_success
+          edits:
+            functions:
+              cpu_move: [{name: assertEqual}]
+        - names:
+            - TestTorch::test_broken
+            - TestTorchDeviceType::test_copy_float16
+            - TestTorchDeviceType::test_scalar_support
+          mode: xfail
+        - names: [TestTorch::test_fixed]
+          mode: xfail_strict
+        - names: [TestTorch::test_crash]
+          mode: skip
+          tags: [core]
+    - path: ${TORCH_ROOT}/test/test_view_ops.py
+      unlisted_test_mode: xfail
+      tests:
+        - names: [TestOldViewOps::test_flatten]
+          mode: xfail_strict
+  global:
+    supported_dtypes: [{name: float16}]
+"""
+
+SKIP_LIST = [
+    {"nodeid": "test/test_other.py::TestOther::test_listed_in_skip_list", "reason": "pr_skip_list.jsonl"},
+    {"nodeid": "test/test_torch.py::TestTorch::test_type_conversion", "reason": "pr_skip_list.jsonl"},
+]
+
+CONFIG_SKIP = "skipped: skipped by the test-suite config (mode skip)"
+UNLISTED_SKIP = "skipped: skipped by the test-suite config (unlisted_test_mode skip)"
+XFAIL = "xfailed: expected to fail by the test-suite config (mode xfail)"
+XFAIL_STRICT = "xfailed: expected to fail by the test-suite config (mode xfail_strict)"
+LISTED_SKIP = "skipped: crcr skip list: pr_skip_list.jsonl"
+
+EXPECTED = {
+    "TestTorch::test_to": "passed",
+    "TestTorch::test_to_sparse": UNLISTED_SKIP,
+    "TestTorch::test_type": "failed",
+    "TestTorch::test_broken": XFAIL,
+    "TestTorch::test_fixed": "failed: [XPASS(strict)] expected to fail by the test-suite config (mode xfail_strict)",
+    "TestTorch::test_crash": CONFIG_SKIP,
+    "TestTorch::test_type_conversion": LISTED_SKIP,
+    "TestTorchDeviceTypeSPYRE::test_is_signed_spyre": "passed",
+    "TestTorchDeviceTypeSPYRE::test_is_signed_spyre_float16": "passed",
+    "TestTorchDeviceTypeSPYRE::test_is_signed_extra_spyre": UNLISTED_SKIP,
+    "TestTorchDeviceTypeSPYRE::test_copy_float16_spyre_float16": XFAIL,
+    "TestTorchDeviceTypeSPYRE::test_scalar_support_add_spyre_float16": XFAIL,
+    "TestTorchDeviceTypePRIVATEUSE1::test_is_signed_spyre": "passed",
+    # Unlisted in a file whose unlisted mode is xfail: a pass is an unexpected but allowed pass.
+    "TestViewOps::test_view": "passed",
+    "TestViewOps::test_reshape": "xfailed: expected to fail by the test-suite config (unlisted_test_mode xfail)",
+    "TestOldViewOps::test_flatten[1]": XFAIL_STRICT,
+    "TestOldViewOps::test_flatten[2]": XFAIL_STRICT,
+    "TestOther::test_plain": "passed",
+    "TestOther::test_fails": "failed",
+    "TestOther::test_listed_in_skip_list": LISTED_SKIP,
+}
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """An upstream-like checkout with a test/ folder, and the spec the master makes for it."""
+    root = tmp_path / "upstream"
+    (root / "test").mkdir(parents=True)
+    for name, text in [("test_torch.py", TEST_TORCH), ("test_view_ops.py", TEST_VIEW_OPS), ("test_other.py", TEST_OTHER)]:
+        (root / "test" / name).write_text(textwrap.dedent(text))
+    config = tmp_path / "spyre.yaml"
+    config.write_text(CONFIG)
+    spec = {"device": "spyre", "skip": SKIP_LIST, **selection_rules(load_test_suite_config(config))}
+    (tmp_path / "selection.json").write_text(json.dumps(spec))
+    return root
+
+
+def run_pytest(checkout: Path, *args: str, spec: bool = True) -> subprocess.CompletedProcess:
+    """pytest as a worker runs it: in the checkout, the plugin's folder on PYTHONPATH, `-p crcr_selection`;
+    JUnit XML in results.xml next to the checkout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "CRCR_"))}
+    env["PYTHONPATH"] = str(PLUGIN_DIR)
+    if spec:
+        env["CRCR_SELECTION"] = str(checkout.parent / "selection.json")
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "crcr_selection", "-p", "no:cacheprovider", "--strict-markers",
+         f"--junitxml={checkout.parent / 'results.xml'}", "-rA", "test", *args],
+        cwd=checkout, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def outcomes(checkout: Path) -> dict[str, str]:
+    """'Class::test' -> passed, failed (with the XPASS(strict) message), xfailed or skipped with the reason."""
+    found = {}
+    for case in ET.parse(checkout.parent / "results.xml").iter("testcase"):
+        key = f"{case.get('classname').rsplit('.', 1)[-1]}::{case.get('name')}"
+        detail = next((c for c in case if c.tag in ("failure", "error", "skipped")), None)
+        if detail is None:
+            found[key] = "passed"
+        elif detail.tag == "skipped":
+            kind = "xfailed" if detail.get("type") == "pytest.xfail" else "skipped"
+            found[key] = f"{kind}: {detail.get('message')}"
+        elif detail.tag == "failure" and detail.get("message", "").startswith("[XPASS(strict)]"):
+            found[key] = f"failed: {detail.get('message')}"
+        else:
+            found[key] = detail.tag.replace("failure", "failed")
+    return found
+
+
+# With --rootdir test, pytest's node ids lose the test/ prefix: the spec's paths still apply.
+@pytest.mark.parametrize("rootdir", [[], ["--rootdir", "test"]], ids=["default-rootdir", "rootdir-test"])
+def test_config_and_skip_list_decide_every_outcome(checkout, rootdir):
+    result = run_pytest(checkout, *rootdir)
+    assert outcomes(checkout) == EXPECTED
+    assert result.returncode == 1  # test_type, test_fixed's strict unexpected pass and test_fails
+    assert (
+        "crcr selection: 16 tests by the test-suite config (4 unlisted): 5 mandatory_success, 5 xfail, "
+        "3 xfail_strict, 3 skip; 2 skipped by the skip list"
+    ) in result.stdout
+
+
+def test_tags_are_markers_that_select(checkout):
+    result = run_pytest(checkout, "-m", "core")
+    assert outcomes(checkout) == {
+        "TestTorch::test_to": "passed",
+        "TestTorch::test_crash": CONFIG_SKIP,
+        "TestTorchDeviceTypeSPYRE::test_is_signed_spyre": "passed",
+        "TestTorchDeviceTypeSPYRE::test_is_signed_spyre_float16": "passed",
+        "TestTorchDeviceTypePRIVATEUSE1::test_is_signed_spyre": "passed",
+    }
+    assert result.returncode == 0
+    assert "5 tests by the test-suite config (0 unlisted): 4 mandatory_success, 0 xfail, 0 xfail_strict, 1 skip" in result.stdout
+
+
+def test_without_a_spec_the_plugin_changes_nothing(checkout):
+    result = run_pytest(checkout, spec=False)
+    unexpected_failures = {
+        "TestTorch::test_to_sparse", "TestTorch::test_type", "TestTorch::test_broken", "TestTorch::test_crash",
+        "TestTorch::test_type_conversion", "TestTorchDeviceTypeSPYRE::test_is_signed_extra_spyre",
+        "TestTorchDeviceTypeSPYRE::test_copy_float16_spyre_float16",
+        "TestTorchDeviceTypeSPYRE::test_scalar_support_add_spyre_float16", "TestViewOps::test_reshape",
+        "TestOldViewOps::test_flatten[1]", "TestOldViewOps::test_flatten[2]", "TestOther::test_fails",
+        "TestOther::test_listed_in_skip_list",
+    }
+    assert outcomes(checkout) == {name: "failed" if name in unexpected_failures else "passed" for name in EXPECTED}
+    assert "crcr selection" not in result.stdout
+
+
+def test_an_unreadable_spec_stops_the_run(checkout):
+    (checkout.parent / "selection.json").write_text('{"files": {"test/test_torch.py": {"unlisted": "run"}}}')
+    result = run_pytest(checkout)
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert (
+        f"ERROR: CRCR_SELECTION={checkout.parent / 'selection.json'}: files.test/test_torch.py.unlisted: "
+        "expected one of mandatory_success, xfail, xfail_strict, skip"
+    ) in result.stderr

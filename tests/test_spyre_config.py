@@ -1,0 +1,273 @@
+"""torch-spyre's test_suite_config format: the real configs in the shared fixtures load and
+translate, runtime-only parts pass through untouched, and invalid files name file and field."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from crcr.errors import ConfigError
+from crcr.spyre_config import load_test_suite_config, selection_rules
+
+# Read in place, never copied into the repository (see SOURCES.md there).
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "pytorch-oot"
+
+
+@pytest.fixture
+def fixtures() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.skip(f"the shared torch-spyre fixtures are not in {FIXTURES}")
+    return FIXTURES
+
+
+# Per fixture file: its one test file, unlisted mode, groups per mode, names per mode (counted in the files).
+FIXTURE_COUNTS = {
+    "test_torch.yaml": (
+        "test/test_torch.py", "skip",
+        {"mandatory_success": 2, "xfail": 11, "skip": 2},
+        {"mandatory_success": 21, "xfail": 126, "skip": 277},
+    ),
+    "test_torch_config.yaml": (
+        "test/test_torch.py", "skip",
+        {"mandatory_success": 2},
+        {"mandatory_success": 5},
+    ),
+    "test_view_ops_config.yaml": (
+        "test/test_view_ops.py", "mandatory_success",
+        {"mandatory_success": 4, "skip": 6},
+        # Four skipped tests are listed in two skip groups each.
+        {"mandatory_success": 17, "skip": 73},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_COUNTS))
+def test_every_fixture_config_loads_and_translates(fixtures, name):
+    test_file, unlisted, groups, names = FIXTURE_COUNTS[name]
+    rules = selection_rules(load_test_suite_config(fixtures / name))
+
+    assert list(rules["files"]) == [test_file]
+    entry = rules["files"][test_file]
+    assert entry["unlisted"] == unlisted
+    assert Counter(r["mode"] for r in entry["rules"]) == groups
+    names_per_mode = Counter()
+    for rule in entry["rules"]:
+        names_per_mode[rule["mode"]] += len(rule["names"])
+        assert rule["tags"] == []
+    assert names_per_mode == names
+    # What the master hands the worker is plain JSON.
+    assert json.loads(json.dumps(rules)) == rules
+
+
+def test_the_small_config_translates_to_exactly_its_rules(fixtures):
+    rules = selection_rules(load_test_suite_config(fixtures / "test_torch_config.yaml"))
+    assert rules == {
+        "files": {
+            "test/test_torch.py": {
+                "unlisted": "skip",
+                "rules": [
+                    {
+                        "names": [
+                            "TestTorch::test_to",
+                            "TestTorch::test_type",
+                            "TestTorch::test_type_conversion_via_dtype_name",
+                            "TestTorch::test_copy_float16",
+                        ],
+                        "mode": "mandatory_success",
+                        "tags": [],
+                    },
+                    {"names": ["TestTorchDeviceType::test_bfloat16_neg_abs"], "mode": "mandatory_success", "tags": []},
+                ],
+            }
+        }
+    }
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_COUNTS))
+def test_runtime_parts_pass_through_untouched(fixtures, name):
+    raw = yaml.safe_load((fixtures / name).read_text())["test_suite_config"]
+    body = load_test_suite_config(fixtures / name).test_suite_config
+
+    assert body.global_ == raw["global"]
+    assert body.labels == raw.get("labels")
+    for entry, raw_entry in zip(body.files, raw["files"], strict=True):
+        assert [g.edits for g in entry.tests] == [t.get("edits") for t in raw_entry["tests"]]
+
+
+def test_view_ops_keeps_its_labels_tolerances_and_dtype_edits(fixtures):
+    body = load_test_suite_config(fixtures / "test_view_ops_config.yaml").test_suite_config
+    assert body.labels == ["trunk"]
+    assert body.global_["supported_ops"][0] == {
+        "name": "add",
+        "dtypes": [{"name": "float16", "precision": {"atol": "1e-3", "rtol": "1e-3"}}, {"name": "int64"}],
+    }
+    assert body.files[0].tests[6].edits == {"dtypes": {"exclude": [{"name": "int64"}]}}
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "spyre-view-ops.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_of_a_minimal_config(tmp_path):
+    path = write(
+        tmp_path,
+        """
+test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_view_ops.py
+    - path: ${TORCH_ROOT}/test/test_torch.py
+      tests:
+        - names: [TestTorch::test_to]
+          tags: [core, model__granite]
+""",
+    )
+    assert selection_rules(load_test_suite_config(path)) == {
+        "files": {
+            "test/test_view_ops.py": {"unlisted": "mandatory_success", "rules": []},
+            "test/test_torch.py": {
+                "unlisted": "mandatory_success",
+                "rules": [{"names": ["TestTorch::test_to"], "mode": "mandatory_success", "tags": ["core", "model__granite"]}],
+            },
+        }
+    }
+
+
+def test_a_test_listed_twice_with_one_mode_is_fine(tmp_path):
+    path = write(
+        tmp_path,
+        """
+test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_view_ops.py
+      tests:
+        - names: [TestViewOps::test_reshape]
+          mode: skip
+        - names: [TestViewOps::test_reshape, TestViewOps::test_view]
+          mode: skip
+          tags: [crash]
+""",
+    )
+    rules = selection_rules(load_test_suite_config(path))["files"]["test/test_view_ops.py"]["rules"]
+    assert [r["names"] for r in rules] == [["TestViewOps::test_reshape"], ["TestViewOps::test_reshape", "TestViewOps::test_view"]]
+
+
+FILE_HEAD = "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_view_ops.py\n"
+MODES = "should be 'mandatory_success', 'xfail', 'xfail_strict' or 'skip'"
+
+INVALID = {
+    "bad mode": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n          mode: xfial\n",
+        f"test_suite_config.files[0].tests[0].mode: {MODES} (got 'xfial')",
+    ),
+    "bad unlisted mode": (
+        FILE_HEAD + "      unlisted_test_mode: run\n",
+        f"test_suite_config.files[0].unlisted_test_mode: {MODES} (got 'run')",
+    ),
+    "missing names": (
+        FILE_HEAD + "      tests:\n        - mode: skip\n",
+        "test_suite_config.files[0].tests[0].names: required field is missing",
+    ),
+    "empty names": (
+        FILE_HEAD + "      tests:\n        - names: []\n",
+        "test_suite_config.files[0].tests[0].names: must not be empty",
+    ),
+    "a name without ::": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view, test_reshape]\n",
+        "test_suite_config.files[0].tests[0].names[1]: must be 'Class::method', a test class and one of its "
+        "test methods (got 'test_reshape')",
+    ),
+    "a name pattern": (
+        FILE_HEAD + "      tests:\n        - names: ['TestViewOps::test_view.*']\n",
+        "test_suite_config.files[0].tests[0].names[0]: must be 'Class::method', a test class and one of its "
+        "test methods (got 'TestViewOps::test_view.*')",
+    ),
+    "a tag that is no marker": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n          tags: [model-a]\n",
+        "test_suite_config.files[0].tests[0].tags[0]: must be letters, digits and '_', starting with a letter "
+        "or '_' (a pytest marker) (got 'model-a')",
+    ),
+    "a tag pytest reserves": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n          tags: [core, skip]\n",
+        "test_suite_config.files[0].tests[0].tags: 'skip': reserved by pytest, choose another tag",
+    ),
+    "two modes for one test": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n"
+        "        - names: [TestViewOps::test_view]\n          mode: xfail\n",
+        "test_suite_config.files[0].tests: 'TestViewOps::test_view' is listed in tests[0] with mode "
+        "mandatory_success and in tests[1] with mode xfail; give it one mode",
+    ),
+    "unknown key in a group": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n          selectors: {}\n",
+        "test_suite_config.files[0].tests[0].selectors: unknown key; the known keys are names, mode, tags, edits",
+    ),
+    "unknown key in a file": (
+        FILE_HEAD + "      test: []\n",
+        "test_suite_config.files[0].test: unknown key (did you mean 'tests'?); the known keys are path, "
+        "unlisted_test_mode, tests",
+    ),
+    "unknown key in the body": (
+        FILE_HEAD + "  globals: {}\n",
+        "test_suite_config.globals: unknown key (did you mean 'global'?); the known keys are files, global, labels",
+    ),
+    "unknown top-level key": (
+        FILE_HEAD + "version: 2\n",
+        "version: unknown key; the known keys are test_suite_config",
+    ),
+    "no files": (
+        "test_suite_config:\n  files: []\n",
+        "test_suite_config.files: must not be empty",
+    ),
+    "a path outside ${TORCH_ROOT}": (
+        "test_suite_config:\n  files:\n    - path: ${TORCH_DEVICE_ROOT}/tests/test_ops.py\n",
+        "test_suite_config.files[0].path: must start with ${TORCH_ROOT}/: the relay runs tests of the upstream "
+        "checkout only (got '${TORCH_DEVICE_ROOT}/tests/test_ops.py')",
+    ),
+    "a path leaving ${TORCH_ROOT}": (
+        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/../torch-spyre/tests/test_ops.py\n",
+        "test_suite_config.files[0].path: must name a .py file inside ${TORCH_ROOT}/ "
+        "(got '${TORCH_ROOT}/../torch-spyre/tests/test_ops.py')",
+    ),
+    "a path glob": (
+        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_*.py\n",
+        "test_suite_config.files[0].path: must name one file; patterns are not supported "
+        "(got '${TORCH_ROOT}/test/test_*.py')",
+    ),
+    "one file twice": (
+        FILE_HEAD + "    - path: ${TORCH_ROOT}/test/test_view_ops.py\n",
+        "test_suite_config.files: files[0] and files[1] both have path '${TORCH_ROOT}/test/test_view_ops.py'; "
+        "merge them",
+    ),
+    "an empty file": ("", "test_suite_config: required field is missing"),
+    "not YAML": (
+        "test_suite_config:\n  files: [\n",
+        "not valid YAML: line 3, column 1: expected the node content, but found '<stream end>' "
+        "(while parsing a flow node)",
+    ),
+    "a duplicate key": (
+        FILE_HEAD + "      unlisted_test_mode: skip\n      unlisted_test_mode: xfail\n",
+        "not valid YAML: line 5, column 7: duplicate key 'unlisted_test_mode'",
+    ),
+    "not a mapping": ("- ${TORCH_ROOT}/test/test_view_ops.py\n", "expected a mapping of fields (key: value lines), found a list"),
+}
+
+
+@pytest.mark.parametrize("case", list(INVALID))
+def test_invalid_configs_name_file_and_field(tmp_path, case):
+    text, problem = INVALID[case]
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as error:
+        load_test_suite_config(path)
+    assert str(error.value) == f"{path}: {problem}"
+
+
+def test_a_missing_config_names_its_file(tmp_path):
+    path = tmp_path / "nowhere.yaml"
+    with pytest.raises(ConfigError) as error:
+        load_test_suite_config(path)
+    assert str(error.value) == f"{path}: cannot be read: No such file or directory"

@@ -1,0 +1,219 @@
+"""Each backend's slice of the upstream test suite, run by real pytest on a real worker, reported test by test.
+
+The upstream here is a small git repository with a test/ folder made by these tests; each scenario
+has its own branch, so a push builds only the backends under test.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
+
+from conftest import backend, prepare_relay
+from harness import Upstream, WorkerProcess, wait_until
+
+BRANCHES = ["select", "spyre", "gate", "hang", "flaky"]
+
+UPSTREAM_TESTS = {
+    "test/test_sel_math.py": """
+def test_add(): assert 1 + 1 == 2
+def test_sub(): assert 2 - 1 == 1
+def test_slow_mul(): assert 2 * 2 == 4
+def test_deselected(): assert False, "deselected by the backend file"
+def test_skip_listed(): assert False, "on the skip list"
+""",
+    "test/test_sel_text.py": """
+def test_upper(): assert "a".upper() == "A"
+def test_skip_listed_json(): assert False, "on the skip list (JSON line)"
+""",
+    "test/test_other.py": "def test_not_selected(): assert False, 'outside the selected files'\n",
+    "test/test_spyre_like.py": """
+class TestOps:
+    def test_mandatory(self): pass
+    def test_expected_failure(self): assert False
+    def test_strict_but_passes(self): pass
+    def test_skipped_by_config(self): assert False
+    def test_unlisted(self): assert False
+""",
+    "test/test_gate.py": "def test_stable(): pass\n",
+    "test/test_hang.py": "import time\ndef test_hangs(): time.sleep(600)\n",
+    "test/test_flaky.py": """
+import os
+from pathlib import Path
+def test_passes_second_time():
+    marker = Path(os.environ["FLAKY_DIR"]) / os.environ["CRCR_UPSTREAM_SHA"]
+    first_run = not marker.exists()
+    marker.touch()
+    assert not first_run, "fails on the first run only"
+def test_steady(): pass
+""",
+}
+
+SPYRE_CONFIG = {
+    "test_suite_config": {
+        "files": [
+            {
+                "path": "${TORCH_ROOT}/test/test_spyre_like.py",
+                "unlisted_test_mode": "skip",
+                "tests": [
+                    {"names": ["TestOps::test_mandatory"], "mode": "mandatory_success", "tags": ["core"]},
+                    {"names": ["TestOps::test_expected_failure"], "mode": "xfail"},
+                    {"names": ["TestOps::test_strict_but_passes"], "mode": "xfail_strict"},
+                    {"names": ["TestOps::test_skipped_by_config"], "mode": "skip",
+                     "edits": {"dtypes": {"include": [{"name": "float16"}]}}},
+                ],
+            }
+        ],
+        "global": {"supported_dtypes": [{"name": "float16"}]},
+    }
+}
+
+
+def pytest_suite(name: str, selection: dict, **extra) -> dict:
+    return {"name": name, "pytest": selection, "timeout": 120, **extra}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, github):
+    root = tmp_path_factory.mktemp("selection")
+    upstream = Upstream(root / "upstream")
+    upstream.commit("Upstream with its test suite", UPSTREAM_TESTS)
+    for branch in BRANCHES:
+        upstream.branch_from(branch)
+    flaky_dir = root / "flaky"
+    flaky_dir.mkdir()
+    backends = {
+        "select-alpha": backend("L2", "alpha", [
+            pytest_suite("math-and-text", {
+                "files": ["test/test_sel_*.py"],
+                "keyword": "not slow",
+                "deselect": ["test/test_sel_math.py::test_deselected"],
+                "skip_list": "select-skips.txt",
+            }),
+        ], branches=["select"]),
+        "spyre-alpha": backend("L2", "alpha", [pytest_suite("spyre-like", {"torch_spyre": "spyre/test_like.yaml"})],
+                               branches=["spyre"]),
+        "gate-alpha": backend("L2", "alpha", [
+            pytest_suite("gating", {"files": ["test/test_gate.py"]}),
+            pytest_suite("validating", {"files": ["test/test_gate.py"]}, mode="validate"),
+        ], branches=["gate"]),
+        "hang-alpha": backend("L2", "alpha", [
+            pytest_suite("hangs", {"files": ["test/test_hang.py"]}, stall_timeout=3, timeout=300),
+        ], branches=["hang"]),
+        "flaky-alpha": backend("L2", "alpha", [pytest_suite("flaky", {"files": ["test/test_flaky.py"]})],
+                               branches=["flaky"], env={"FLAKY_DIR": str(flaky_dir)}),
+    }
+    relay, workers = prepare_relay(root, upstream, github, backends, CRCR_UPSTREAM_BRANCHES=",".join(BRANCHES))
+    (root / "backends" / "select-skips.txt").write_text(
+        "# known to fail here\ntest/test_sel_math.py::test_skip_listed\n"
+        + json.dumps({"nodeid": "test/test_sel_text.py::test_skip_listed_json", "reason": "crash"}) + "\n"
+    )
+    (root / "backends" / "spyre").mkdir()
+    (root / "backends" / "spyre" / "test_like.yaml").write_text(yaml.safe_dump(SPYRE_CONFIG, sort_keys=False))
+    alpha: list[WorkerProcess] = [w for w in workers if w.name.startswith("host-alpha-")]
+    try:
+        relay.start()
+        for w in alpha:
+            w.start()
+        wait_until(lambda: {w.name for w in alpha} <= {
+            w["name"] for w in relay.get("workers")["workers"] if w["connected_to"]}, 60, "the alpha units")
+        yield relay, upstream, github
+    finally:
+        for w in alpha:
+            w.stop()
+        relay.stop()
+
+
+def recorded_results(relay, build: dict) -> dict:
+    return relay.get(f"builds/{build['buildid']}/properties")["properties"][0]["crcr_tests"][0]
+
+
+def description(github, sha: str, backend_name: str) -> str:
+    def final():
+        posted = [s for s in github.statuses(sha, f"crcr/{backend_name}") if s["state"] != "pending"]
+        return posted[-1] if posted else None
+
+    return wait_until(final, 60, f"the final status of {backend_name}")["description"]
+
+
+def suite_step(relay, build: dict, suite: str) -> dict:
+    return next(s for s in relay.steps(build) if s["name"] == f"suite {suite}")
+
+
+def test_files_keyword_deselect_and_skip_list_choose_what_runs(lab):
+    relay, upstream, github = lab
+    sha = upstream.commit("Run the selection", branch="select")
+    build = relay.wait_for_finished_build("select-alpha", sha)
+
+    assert build["results"] == SUCCESS
+    results = recorded_results(relay, build)["math-and-text"]
+    # add, sub, upper ran; slow_mul is out by -k, deselected is gone, the two skip-listed are skipped.
+    assert (results["passed"], results["skipped"], results["failing"]) == (3, 2, [])
+    assert suite_step(relay, build, "math-and-text")["state_string"] == "math-and-text: 3 passed, 2 skipped"
+    assert description(github, sha, "select-alpha") == "3 passed, 2 skipped"
+
+
+def test_torch_spyre_modes_each_behave_as_specified(lab):
+    relay, upstream, github = lab
+    sha = upstream.commit("Run the torch-spyre config", branch="spyre")
+    build = relay.wait_for_finished_build("spyre-alpha", sha)
+
+    results = recorded_results(relay, build)["spyre-like"]
+    # mandatory passes; xfail fails as expected; skip and unlisted (skip) are skipped; the strict xfail
+    # that passes is a failure, and a new one, so the gating suite is red.
+    assert (results["passed"], results["xfailed"], results["skipped"]) == (1, 1, 2)
+    assert results["failing"] == ["test/test_spyre_like.py::TestOps::test_strict_but_passes"]
+    assert build["results"] == FAILURE
+    assert description(github, sha, "spyre-alpha") == "1 passed, 1 failed (1 new), 2 skipped, 1 xfailed"
+
+
+def test_a_new_failure_fails_a_gating_suite_and_is_known_in_the_next_build(lab):
+    relay, upstream, github = lab
+    breaking = {"test/test_gate.py": "def test_stable(): pass\ndef test_broken(): assert False\n"}
+    first = upstream.commit("Break a test", breaking, branch="gate")
+    build = relay.wait_for_finished_build("gate-alpha", first)
+    assert build["results"] == FAILURE
+    assert suite_step(relay, build, "gating")["results"] == FAILURE
+    assert suite_step(relay, build, "validating")["results"] == WARNINGS, "validate mode records, never fails"
+    assert description(github, first, "gate-alpha") == "2 passed, 2 failed (2 new)"
+
+    second = upstream.commit("Unrelated change", {"CHANGES.md": "unrelated\n"}, branch="gate")
+    build = relay.wait_for_finished_build("gate-alpha", second)
+    assert build["results"] == WARNINGS, "a known failure alone never turns the build red"
+    assert recorded_results(relay, build)["gating"]["new"] == []
+    assert description(github, second, "gate-alpha") == "2 passed, 2 failed (0 new)"
+    assert [s["state"] for s in github.statuses(second, "crcr/gate-alpha")][-1] == "success"
+
+    third = upstream.commit("Fix the test", {"test/test_gate.py": "def test_stable(): pass\n"}, branch="gate")
+    build = relay.wait_for_finished_build("gate-alpha", third)
+    assert build["results"] == SUCCESS
+    assert recorded_results(relay, build)["gating"]["fixed"] == ["test/test_gate.py::test_broken"]
+
+
+def test_a_stalled_suite_is_killed_retried_once_and_marked_timed_out(lab):
+    relay, upstream, github = lab
+    sha = upstream.commit("Hang", branch="hang")
+    build = relay.wait_for_finished_build("hang-alpha", sha, timeout=180)
+
+    assert build["results"] == FAILURE
+    step = suite_step(relay, build, "hangs")
+    assert step["state_string"] == "hangs: timed out: no output for 3s, twice"
+    logs = [log["name"] for log in relay.get(f"steps/{step['stepid']}/logs")["logs"]]
+    assert "stdio (retry after a stall)" in logs
+    assert recorded_results(relay, build)["hangs"]["timed_out"] is True
+    assert description(github, sha, "hang-alpha") == "0 passed, 1 timed out"
+
+
+def test_a_test_that_passes_on_rerun_is_flaky_not_failed(lab):
+    relay, upstream, github = lab
+    sha = upstream.commit("Flaky", branch="flaky")
+    build = relay.wait_for_finished_build("flaky-alpha", sha)
+
+    results = recorded_results(relay, build)["flaky"]
+    assert results["failing"] == []
+    assert results["flaky"] == ["test/test_flaky.py::test_passes_second_time"]
+    assert build["results"] == WARNINGS
+    assert description(github, sha, "flaky-alpha") == "1 passed, 1 flaky"
