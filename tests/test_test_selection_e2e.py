@@ -152,6 +152,9 @@ def test_files_keyword_deselect_and_skip_list_choose_what_runs(lab):
     results = recorded_results(relay, build)["math-and-text"]
     # add, sub, upper ran; slow_mul is out by -k, deselected is gone, the two skip-listed are skipped.
     assert (results["passed"], results["skipped"], results["failing"]) == (3, 2, [])
+    totals = relay.get(f"builds/{build['buildid']}/properties")["properties"][0]["crcr_test_totals"][0]
+    assert totals == {"passed": 3, "failed": 0, "errored": 0, "new": 0, "skipped": 2, "xfailed": 0, "flaky": 0,
+                      "timed out": 0}
     assert suite_step(relay, build, "math-and-text")["state_string"] == "math-and-text: 3 passed, 2 skipped"
     assert description(github, sha, "select-alpha") == "3 passed, 2 skipped"
 

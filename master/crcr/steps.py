@@ -15,7 +15,9 @@ from buildbot.steps.worker import CompositeStepMixin
 from twisted.internet import defer
 
 from crcr.selection import PYTEST_RAN, rerun_command
-from crcr.testresults import TESTS_PROPERTY, SuiteResults, compare, describe_counts, parse_junit, with_rerun
+from crcr.testresults import (
+    TESTS_PROPERTY, TOTALS_PROPERTY, SuiteResults, compare, describe_counts, parse_junit, totals, with_rerun,
+)
 
 # How many earlier builds of the builder are searched for the previous results of the same branch.
 PREVIOUS_BUILDS_SEARCHED = 50
@@ -142,6 +144,7 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             recorded = dict(self.getProperty(TESTS_PROPERTY) or {})
             recorded[self.suite_name] = results.as_property()
             self.setProperty(TESTS_PROPERTY, recorded, "crcr")
+            self.setProperty(TOTALS_PROPERTY, totals([SuiteResults.from_property(r) for r in recorded.values()]), "crcr")
             if results.failing:
                 yield self.addCompleteLog("failing tests", _failure_report(results))
         self.descriptionDone = [f"{self.suite_name}: {summary}"]

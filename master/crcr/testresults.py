@@ -9,8 +9,9 @@ from junitparser import Attr, Error, Failure, JUnitXml, Skipped, TestCase, TestS
 # pytest's junit_family=xunit1 writes each test's file; junitparser's documented way to read an extra attribute.
 TestCase.file = Attr("file")
 
-# The build property holding every suite's results, {suite name: SuiteResults as a dict}.
+# Build properties: every suite's results, {suite name: SuiteResults as a dict}; and the build's totals.
 TESTS_PROPERTY = "crcr_tests"
+TOTALS_PROPERTY = "crcr_test_totals"
 
 
 @dataclass
@@ -19,6 +20,7 @@ class SuiteResults:
     skipped: int = 0
     xfailed: int = 0
     failing: list[str] = field(default_factory=list)  # failed or errored tests, as pytest node ids
+    errored: list[str] = field(default_factory=list)  # those of them that errored (in setup, say) rather than failed
     flaky: list[str] = field(default_factory=list)  # failed, then passed when run again
     new: list[str] = field(default_factory=list)  # failing now, not in the previous build
     fixed: list[str] = field(default_factory=list)  # failing in the previous build, not now
@@ -52,6 +54,8 @@ def parse_junit(text: str | bytes) -> SuiteResults:
             outcome = case.result
             if any(isinstance(r, (Failure, Error)) for r in outcome):
                 results.failing.append(node_id(case))
+                if any(isinstance(r, Error) for r in outcome):
+                    results.errored.append(node_id(case))
             elif any(isinstance(r, Skipped) and r.type == "pytest.xfail" for r in outcome):
                 results.xfailed += 1
             elif any(isinstance(r, Skipped) for r in outcome):
@@ -65,6 +69,7 @@ def with_rerun(results: SuiteResults, rerun: SuiteResults) -> SuiteResults:
     """Tests that failed and then passed on the rerun are flaky: neither passed nor failing."""
     flaky = [t for t in results.failing if t not in rerun.failing]
     results.failing = [t for t in results.failing if t in rerun.failing]
+    results.errored = [t for t in results.errored if t in rerun.failing]
     results.flaky = flaky
     return results
 
@@ -77,20 +82,26 @@ def compare(results: SuiteResults, previous: SuiteResults | None) -> SuiteResult
     return results
 
 
+def totals(suites: list[SuiteResults]) -> dict[str, int]:
+    """The build's counts over all its suites."""
+    return {
+        "passed": sum(s.passed for s in suites),
+        "failed": sum(len(s.failing) - len(s.errored) for s in suites),
+        "errored": sum(len(s.errored) for s in suites),
+        "new": sum(len(s.new) for s in suites),
+        "skipped": sum(s.skipped for s in suites),
+        "xfailed": sum(s.xfailed for s in suites),
+        "flaky": sum(len(s.flaky) for s in suites),
+        "timed out": sum(s.timed_out for s in suites),
+    }
+
+
 def describe_counts(suites: list[SuiteResults]) -> str:
-    """E.g. '1843 passed, 3 failed (2 new), 120 skipped, 1 flaky'."""
-    passed = sum(s.passed for s in suites)
-    failed = sum(len(s.failing) for s in suites)
-    new = sum(len(s.new) for s in suites)
-    parts = [f"{passed} passed"]
+    """E.g. '1843 passed, 3 failed (2 new), 120 skipped, 1 flaky'; errored tests count as failed here."""
+    counts = totals(suites)
+    parts = [f"{counts['passed']} passed"]
+    failed = counts["failed"] + counts["errored"]
     if failed:
-        parts.append(f"{failed} failed ({new} new)")
-    for label, count in (
-        ("skipped", sum(s.skipped for s in suites)),
-        ("xfailed", sum(s.xfailed for s in suites)),
-        ("flaky", sum(len(s.flaky) for s in suites)),
-        ("timed out", sum(s.timed_out for s in suites)),
-    ):
-        if count:
-            parts.append(f"{count} {label}")
+        parts.append(f"{failed} failed ({counts['new']} new)")
+    parts += [f"{counts[label]} {label}" for label in ("skipped", "xfailed", "flaky", "timed out") if counts[label]]
     return ", ".join(parts)
