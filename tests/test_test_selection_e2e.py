@@ -139,14 +139,20 @@ def description(github, sha: str, backend_name: str) -> str:
     return wait_until(final, 60, f"the final status of {backend_name}")["description"]
 
 
+def build_on(lab, branch: str, backend_name: str, **timeout) -> tuple[str, dict]:
+    """Push a commit to `branch`; its sha and the finished build of `backend_name`."""
+    relay, upstream, _ = lab
+    sha = upstream.commit(f"A change on {branch}", branch=branch)
+    return sha, relay.wait_for_finished_build(backend_name, sha, **timeout)
+
+
 def suite_step(relay, build: dict, suite: str) -> dict:
     return next(s for s in relay.steps(build) if s["name"] == f"suite {suite}")
 
 
 def test_files_keyword_deselect_and_skip_list_choose_what_runs(lab):
-    relay, upstream, github = lab
-    sha = upstream.commit("Run the selection", branch="select")
-    build = relay.wait_for_finished_build("select-alpha", sha)
+    relay, _, github = lab
+    sha, build = build_on(lab, "select", "select-alpha")
 
     assert build["results"] == SUCCESS
     results = recorded_results(relay, build)["math-and-text"]
@@ -160,9 +166,8 @@ def test_files_keyword_deselect_and_skip_list_choose_what_runs(lab):
 
 
 def test_torch_spyre_modes_each_behave_as_specified(lab):
-    relay, upstream, github = lab
-    sha = upstream.commit("Run the torch-spyre config", branch="spyre")
-    build = relay.wait_for_finished_build("spyre-alpha", sha)
+    relay, _, github = lab
+    sha, build = build_on(lab, "spyre", "spyre-alpha")
 
     results = recorded_results(relay, build)["spyre-like"]
     # mandatory passes; xfail fails as expected; skip and unlisted (skip) are skipped; the strict xfail
@@ -197,9 +202,8 @@ def test_a_new_failure_fails_a_gating_suite_and_is_known_in_the_next_build(lab):
 
 
 def test_a_stalled_suite_is_killed_retried_once_and_marked_timed_out(lab):
-    relay, upstream, github = lab
-    sha = upstream.commit("Hang", branch="hang")
-    build = relay.wait_for_finished_build("hang-alpha", sha, timeout=180)
+    relay, _, github = lab
+    sha, build = build_on(lab, "hang", "hang-alpha", timeout=180)
 
     assert build["results"] == FAILURE
     step = suite_step(relay, build, "hangs")
@@ -211,9 +215,8 @@ def test_a_stalled_suite_is_killed_retried_once_and_marked_timed_out(lab):
 
 
 def test_a_test_that_passes_on_rerun_is_flaky_not_failed(lab):
-    relay, upstream, github = lab
-    sha = upstream.commit("Flaky", branch="flaky")
-    build = relay.wait_for_finished_build("flaky-alpha", sha)
+    relay, _, github = lab
+    sha, build = build_on(lab, "flaky", "flaky-alpha")
 
     results = recorded_results(relay, build)["flaky"]
     assert results["failing"] == []
