@@ -25,7 +25,7 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
             description=describe_backend(backend),
             project=settings.github_repo,
             workernames=unit_workers_for(relay, backend.device),
-            factory=make_factory(backend, settings),
+            factory=make_factory(backend, settings, relay.selections),
             tags=[backend.device, backend.level],
             properties={BACKEND_PROPERTY: backend.name, "crcr_level": backend.level},
             # Never merge requests: every upstream commit gets its own verdict.

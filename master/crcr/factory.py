@@ -7,7 +7,7 @@ import json
 from buildbot.plugins import steps, util
 
 from crcr.models import Backend
-from crcr.selection import PLUGIN_FILE, pytest_command, selection_spec
+from crcr.selection import PLUGIN_FILE, pytest_command
 from crcr.settings import Settings
 from crcr.steps import BudgetedShellCommand, SuiteStep
 from crcr.workers import DEVICE_INDEX_PROPERTY
@@ -31,7 +31,8 @@ def build_environment(backend: Backend) -> dict:
     }
 
 
-def make_factory(backend: Backend, settings: Settings) -> util.BuildFactory:
+def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> util.BuildFactory:
+    """`selections`: the plugin spec of each pytest suite, as the loader read it (RelayConfig.selections)."""
     env = build_environment(backend)
     factory = util.BuildFactory()
     # Blobless and incremental ('fresh' keeps .git): pytorch's history is huge, its blobs more so.
@@ -73,7 +74,7 @@ def make_factory(backend: Backend, settings: Settings) -> util.BuildFactory:
     for suite in backend.suites:
         suite_env = env
         if suite.pytest:
-            spec = selection_spec(backend, suite, settings.backends_dir)
+            spec = selections[backend.name, suite.name]
             factory.addStep(
                 steps.StringDownload(
                     json.dumps(spec), name=f"ship {suite.name} selection", workerdest=f"{suite.name}.json",

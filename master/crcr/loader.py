@@ -26,6 +26,8 @@ class RelayConfig:
     warnings: list[str] = field(default_factory=list)
     # Where the worker files were read from, so warnings about a host name its file.
     workers_dir: Path = REPO_ROOT / "workers"
+    # The selection plugin's spec of each pytest suite, {(backend, suite): spec}, read once with the files.
+    selections: dict[tuple[str, str], dict] = field(default_factory=dict)
 
     def workers_for(self, backend: Backend) -> list[WorkerHost]:
         return [w for w in self.workers if backend.device in w.devices]
@@ -89,17 +91,17 @@ def _unit_name_errors(workers: list[WorkerHost], workers_dir: Path) -> list[str]
     ]
 
 
-def _selection_errors(backends: list[Backend], backends_dir: Path) -> list[str]:
-    """The skip lists and torch-spyre configs the backends' pytest suites name must exist and be valid."""
-    errors = []
+def _selections(backends: list[Backend], backends_dir: Path) -> tuple[dict[tuple[str, str], dict], list[str]]:
+    """Each pytest suite's plugin spec; the skip lists and torch-spyre configs it names must be valid."""
+    specs, errors = {}, []
     for backend in backends:
         for suite in backend.suites:
             if suite.pytest:
                 try:
-                    selection_spec(backend, suite, backends_dir)
+                    specs[backend.name, suite.name] = selection_spec(backend, suite, backends_dir)
                 except ConfigError as e:
                     errors.append(str(e))
-    return errors
+    return specs, errors
 
 
 def load_relay_config(settings: Settings) -> RelayConfig:
@@ -107,7 +109,8 @@ def load_relay_config(settings: Settings) -> RelayConfig:
     backends, backend_errors = _load_dir(settings.backends_dir, Backend)
     workers, worker_errors = _load_dir(settings.workers_dir, WorkerHost)
     errors = backend_errors + worker_errors + _unit_name_errors(workers, settings.workers_dir)
-    errors += _selection_errors(backends, settings.backends_dir)
+    selections, selection_errors = _selections(backends, settings.backends_dir)
+    errors += selection_errors
     if not backends and not backend_errors:
         errors.append(f"{display_path(settings.backends_dir)}: no backend files (*.yaml)")
     if errors:
@@ -127,7 +130,9 @@ def load_relay_config(settings: Settings) -> RelayConfig:
                 f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: branches: "
                 f"{', '.join(untracked)} not followed by the poller (CRCR_UPSTREAM_BRANCHES); only forced builds"
             )
-    return RelayConfig(backends=backends, workers=workers, warnings=warnings, workers_dir=settings.workers_dir)
+    return RelayConfig(
+        backends=backends, workers=workers, warnings=warnings, workers_dir=settings.workers_dir, selections=selections
+    )
 
 
 def require_worker_passwords(relay: RelayConfig, secrets_dir: Path) -> RelayConfig:

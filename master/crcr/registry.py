@@ -71,11 +71,6 @@ def register(settings: Settings, host: WorkerHost) -> str:
     return password
 
 
-def rotate_password(settings: Settings, name: str) -> str:
-    load_host(settings, name)
-    return new_password(settings, name)
-
-
 def remove(settings: Settings, name: str) -> list[Path]:
     """Delete the host's file and its password; returns what was deleted."""
     path = host_file(settings, name)

@@ -26,7 +26,7 @@ def cmd_register(args) -> int:
     if args.rotate_password:
         host = registry.load_host(settings, args.name)
         _refuse_changes_on_rotation(args, host, settings)
-        password = registry.rotate_password(settings, args.name)
+        password = registry.new_password(settings, host.name)
         print(f"New password for worker host '{host.name}' in {_password_path(settings, host.name)}.")
         print("Reconfigure the master (crcr master reconfig --basedir DIR); then, on the host:\n")
         print(_setup(args, settings, host, password).rotation_instructions())
