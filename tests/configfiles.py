@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from crcr.settings import Settings, load_settings
+from crcr.config.settings import Settings, load_settings
 
 DROP = object()
 

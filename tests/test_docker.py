@@ -27,11 +27,11 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from conftest import backend, prepare_relay, suite
-from crcr.cli import parser as crcr_parser
-from crcr.hostsetup import MAX_RECONNECT_DELAY
-from crcr.loader import load_relay_config
-from crcr.secretfiles import worker_password
-from crcr.settings import ENV_VARS, load_settings
+from crcr.cli.main import parser as crcr_parser
+from crcr.cli.hostsetup import MAX_RECONNECT_DELAY
+from crcr.config.loader import load_relay_config
+from crcr.config.secretfiles import worker_password
+from crcr.config.settings import ENV_VARS, load_settings
 from harness import VENV_BIN, free_port, run, venv_env, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
@@ -224,7 +224,7 @@ def test_master_image_tree_passes_crcr_check_after_the_compose_init(tmp_path):
         service_env = {k: in_tmp(v) for k, v in environment(service).items()}
         return {**env, **service_env, "PYTHONPATH": str(project_dir / package_dir)}
 
-    root = run([VENV_BIN / "python", "-c", "from crcr.settings import REPO_ROOT; print(REPO_ROOT)"],
+    root = run([VENV_BIN / "python", "-c", "from crcr.config.settings import REPO_ROOT; print(REPO_ROOT)"],
                cwd=project_dir, env=image_env("master")).stdout.strip()
     assert Path(root) == project_dir.resolve(), "master.cfg, settings.yaml and the data files must be under REPO_ROOT"
 
@@ -235,7 +235,7 @@ def test_master_image_tree_passes_crcr_check_after_the_compose_init(tmp_path):
     worker = environment("worker")
     password = Path(in_tmp(worker["CRCR_WORKER_PASSWORD_FILE"]))
     assert stat.S_IMODE(password.stat().st_mode) == 0o600, "init made the worker's password file"
-    check = run([VENV_BIN / "python", "-m", "crcr.cli", "check"], cwd=project_dir, env=master_env)
+    check = run([VENV_BIN / "python", "-m", "crcr.cli.main", "check"], cwd=project_dir, env=master_env)
     assert check.stdout.startswith("ok:"), check.stdout + check.stderr
 
 
@@ -340,7 +340,7 @@ def test_compose_master_keeps_its_database_in_the_postgres_service():
 
 def test_compose_worker_is_a_unit_of_a_declared_host_with_that_hosts_password_from_the_secrets_volume():
     worker = environment("worker")
-    host_of_unit = {unit.worker_name: host.name for host in load_relay_config(DEFAULTS).workers for unit in host.units}
+    host_of_unit = {unit.worker_name: host.name for host in load_relay_config(DEFAULTS).hosts for unit in host.units}
     host = host_of_unit.get(worker["CRCR_WORKER_NAME"])
     assert host, f"{worker['CRCR_WORKER_NAME']} is not a unit worker of workers/*.yaml: {sorted(host_of_unit)}"
     password = PurePosixPath(worker["CRCR_WORKER_PASSWORD_FILE"])
@@ -501,6 +501,7 @@ def lone_master(tmp_path_factory, upstream, github):
     master.stop()
 
 
+@pytest.mark.e2e
 def test_entrypoint_connects_a_unit_worker_to_a_real_master(lone_master, tmp_path):
     name = "host-beta-beta-0"  # the one unit of conftest's host-beta, whose password prepare_relay wrote
     env = entrypoint_env(
@@ -523,6 +524,7 @@ def test_entrypoint_connects_a_unit_worker_to_a_real_master(lone_master, tmp_pat
                                  f"--- master log ---\n{lone_master.log_tail()}") from None
 
 
+@pytest.mark.e2e
 def test_master_image_healthcheck_passes_on_a_running_master_and_fails_without_one(lone_master):
     [healthcheck] = instructions(dockerfile(MASTER_DOCKERFILE), "HEALTHCHECK")
     command = json.loads(healthcheck.split(" CMD ", 1)[1])

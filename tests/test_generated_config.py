@@ -18,8 +18,8 @@ from buildbot.config.master import MasterConfig
 from buildbot.process.properties import Properties
 from buildbot.reporters.github import GitHubStatusPush
 
-from crcr.github_status import RetryingGitHubStatusPush
-from crcr.liveness import SilentWorkerWatch
+from crcr.github.statuspush import RetryingGitHubStatusPush
+from crcr.buildmaster.liveness import SilentWorkerWatch
 from buildbot.schedulers.basic import AnyBranchScheduler
 from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.steps.shell import ShellCommand
@@ -29,8 +29,8 @@ from buildbot.warnings import ConfigWarning
 from configfiles import (
     make_dirs, settings_for, write_backend, write_file, write_secret, write_worker, write_worker_password,
 )
-from crcr.masterconfig import build_master_config
-from crcr.secretfiles import GITHUB_TOKEN
+from crcr.buildmaster.masterconfig import build_master_config
+from crcr.config.secretfiles import GITHUB_TOKEN
 
 ALPHA_SUITES = [
     {"name": "unit", "command": "python -m pytest test/unit", "timeout": 600},
@@ -361,7 +361,7 @@ def test_buildbot_loads_the_generated_config(dirs):
 
 def test_buildbot_loads_the_committed_config(tmp_path):
     """What `make demo` runs: the repository's own backends/, workers/ and settings, and its worker password."""
-    from crcr.settings import load_settings
+    from crcr.config.settings import load_settings
 
     secrets = tmp_path / "secrets"
     secrets.mkdir(mode=0o700)

@@ -16,12 +16,12 @@ from configfiles import (
     write_worker,
     write_worker_password,
 )
-from crcr.errors import ConfigError
-from crcr.loader import load_model, load_relay_config, require_worker_passwords
-from crcr.selection import read_skip_list
-from crcr.yamlfiles import display_path
-from crcr.models import Backend, WorkerHost
-from crcr.settings import REPO_ROOT, load_settings
+from crcr.config.errors import ConfigError
+from crcr.config.loader import load_model, load_relay_config, require_worker_passwords
+from crcr.suites.selection import read_skip_list
+from crcr.config.yamlfiles import display_path
+from crcr.config.models import Backend, WorkerHost
+from crcr.config.settings import REPO_ROOT, load_settings
 
 NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter or digit"
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
@@ -372,13 +372,13 @@ def test_committed_backends_and_workers_load():
     relay = load_relay_config(load_settings(environ={}))
 
     assert [b.name for b in relay.backends] == ["demo", "spyre"]
-    assert [w.name for w in relay.workers] == ["demo-local"]
+    assert [w.name for w in relay.hosts] == ["demo-local"]
     demo, spyre = relay.backends
     assert (demo.level, demo.device, demo.reports_to_github) == ("L1", "demo", False)
     assert [(s.name, s.timeout) for s in demo.suites] == [("smoke", 300), ("ops", 300)]
     assert (spyre.level, spyre.device, spyre.reports_to_github) == ("L2", "spyre", True)
     assert [(s.name, s.timeout) for s in spyre.suites] == [("view-ops", 3600), ("torch", 5400)]
-    assert relay.workers[0].devices == {"demo": 2}
+    assert relay.hosts[0].devices == {"demo": 2}
     # No host offers Spyre yet: the backend is known but gets no builder.
     assert [b.name for b in relay.active_backends] == ["demo"]
     assert relay.warnings == [
@@ -406,7 +406,7 @@ def test_file_stem_is_the_name_and_defaults_apply(tmp_path):
     assert npu.timeout == 10800
     assert (npu.setup, npu.env) == ([], {})
     assert [(s.name, s.timeout) for s in npu.suites] == [("smoke", 3600), ("ops", 60)]
-    lab1, lab2 = relay.workers
+    lab1, lab2 = relay.hosts
     assert (lab1.name, lab1.max_builds, lab1.build_slots) == ("lab-1", None, 5)
     assert (lab2.name, lab2.max_builds, lab2.build_slots) == ("lab-2", 1, 1)
     assert [u.worker_name for u in lab1.units] == ["lab-1-demo-0", "lab-1-demo-1", "lab-1-npu-0", "lab-1-npu-1", "lab-1-npu-2"]
@@ -494,7 +494,7 @@ def test_host_without_usable_password_is_left_out_with_a_warning(tmp_path, passw
 
     checked = require_worker_passwords(relay, dirs.secrets)
 
-    assert [w.name for w in checked.workers] == ["good-host"]
+    assert [w.name for w in checked.hosts] == ["good-host"]
     assert checked.warnings == [
         f"{bad_host}: host left out: its password file {dirs.secrets / 'worker-bad-host'} {problem}"
     ]
@@ -511,7 +511,7 @@ def test_hosts_with_passwords_are_all_kept(tmp_path):
 
     checked = require_worker_passwords(relay, dirs.secrets)
 
-    assert [w.name for w in checked.workers] == ["lab-1", "lab-2"]
+    assert [w.name for w in checked.hosts] == ["lab-1", "lab-2"]
     assert checked.warnings == []
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import backend, prepare_relay, suite
-from crcr.mastercontrol import MASTER_CFG
+from crcr.cli.mastercontrol import MASTER_CFG
 from harness import VENV_BIN, run, wait_until
+
+pytestmark = pytest.mark.e2e
 
 
 EXPECTED = "bad.yaml: suites.0.timeout: should be a whole number (got 'an hour')"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import crcr
-from crcr.spyre_config import load_test_suite_config, selection_rules
+from crcr.suites.selection import PLUGIN_FILE
+from crcr.suites.spyre_config import load_test_suite_config, selection_rules
 
-PLUGIN_DIR = Path(crcr.__file__).parent / "worker_plugin"
+PLUGIN_DIR = PLUGIN_FILE.parent
 
 TEST_TORCH = '''
 import functools

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from crcr.errors import ConfigError
-from crcr.settings import DEFAULTS_FILE, ENV_VARS, REPO_ROOT, load_settings
+from crcr.config.errors import ConfigError
+from crcr.config.settings import DEFAULTS_FILE, ENV_VARS, REPO_ROOT, load_settings
 
 
 def test_defaults_come_from_master_settings_yaml():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS, WARNINGS
 
-from crcr.status_text import GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
-from crcr.testresults import SuiteResults
+from crcr.github.status_text import GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
+from crcr.suites.results import SuiteResults
 
 PREPARE = ["checkout upstream", "clear results", "create results", "setup 1", "setup 2"]
 

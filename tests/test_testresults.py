@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from crcr.testresults import SuiteResults, compare, describe_counts, parse_junit, totals, with_rerun
+from crcr.suites.results import SuiteResults, compare, describe_counts, parse_junit, totals, with_rerun
 from harness import run
 
 TESTS = '''

@@ -9,10 +9,6 @@ from junitparser import Attr, Error, Failure, JUnitXml, Skipped, TestCase, TestS
 # pytest's junit_family=xunit1 writes each test's file; junitparser's documented way to read an extra attribute.
 TestCase.file = Attr("file")
 
-# Build properties: every suite's results, {suite name: SuiteResults as a dict}; and the build's totals.
-TESTS_PROPERTY = "crcr_tests"
-TOTALS_PROPERTY = "crcr_test_totals"
-
 
 @dataclass
 class SuiteResults:

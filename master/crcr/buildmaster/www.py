@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from buildbot.plugins import util
 
-from crcr.settings import Settings
+from crcr.config.settings import Settings
 
 TITLE = "crcr PyTorch relay"
 

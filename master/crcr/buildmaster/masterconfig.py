@@ -5,17 +5,17 @@ from __future__ import annotations
 from buildbot.config.errors import ConfigErrors
 from twisted.python import log
 
-from crcr.builders import make_builders
-from crcr.changesource import upstream_poller
-from crcr.errors import ConfigError
-from crcr.liveness import SilentWorkerWatch
-from crcr.loader import load_checked_relay_config
-from crcr.reporters import github_status_reporters
-from crcr.schedulers import force_scheduler, upstream_scheduler
-from crcr.secretfiles import SecretsDirectory
-from crcr.settings import Settings, load_settings
-from crcr.workers import make_workers
-from crcr.www import TITLE, commit_links, upstream_project, www_config
+from crcr.buildmaster.builders import make_builders
+from crcr.buildmaster.changesource import upstream_poller
+from crcr.config.errors import ConfigError
+from crcr.buildmaster.liveness import SilentWorkerWatch
+from crcr.config.loader import load_checked_relay_config
+from crcr.github.reporters import github_status_reporters
+from crcr.buildmaster.schedulers import force_scheduler, upstream_scheduler
+from crcr.buildmaster.secrets import SecretsDirectory
+from crcr.config.settings import Settings, load_settings
+from crcr.buildmaster.workers import make_workers
+from crcr.buildmaster.www import TITLE, commit_links, upstream_project, www_config
 
 
 def build_master_config(settings: Settings | None = None) -> dict:

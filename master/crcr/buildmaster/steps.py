@@ -14,10 +14,9 @@ from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
 from buildbot.steps.worker import CompositeStepMixin
 from twisted.internet import defer
 
-from crcr.selection import PYTEST_RAN, rerun_command
-from crcr.testresults import (
-    TESTS_PROPERTY, TOTALS_PROPERTY, SuiteResults, compare, describe_counts, parse_junit, totals, with_rerun,
-)
+from crcr.names import TESTS_PROPERTY, TOTALS_PROPERTY
+from crcr.suites.results import SuiteResults, compare, describe_counts, parse_junit, totals, with_rerun
+from crcr.suites.selection import PYTEST_RAN, rerun_command
 
 # How many earlier builds of the builder are searched for the previous results of the same branch.
 PREVIOUS_BUILDS_SEARCHED = 50

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
-from crcr.errors import PATTERN_HELP, described_pattern
+from crcr.config.errors import PATTERN_HELP, described_pattern
 
 BACKEND_NAME = described_pattern(
     r"^[a-z0-9][a-z0-9-]*$", "must be lowercase letters, digits and '-', starting with a letter or digit"

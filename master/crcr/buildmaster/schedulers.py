@@ -7,16 +7,16 @@ import os
 from buildbot.plugins import schedulers, util
 from twisted.internet import defer
 
-from crcr import revisions
-from crcr.changesource import POLLER_WORKDIR
-from crcr.models import Backend
-from crcr.settings import Settings
+from crcr.buildmaster import revisions
+from crcr.names import POLLER_WORKDIR, REQUESTED_REVISION_PROPERTY, force_scheduler_name, upstream_scheduler_name
+from crcr.config.models import Backend
+from crcr.config.settings import Settings
 
 
 def upstream_scheduler(backend: Backend, settings: Settings) -> schedulers.AnyBranchScheduler:
     # No tree-stable timer: every upstream commit gets its own build and verdict.
     return schedulers.AnyBranchScheduler(
-        name=f"upstream-{backend.name}",
+        name=upstream_scheduler_name(backend.name),
         change_filter=util.ChangeFilter(project=settings.github_repo, branch=backend.branches),
         treeStableTimer=None,
         builderNames=[backend.name],
@@ -71,13 +71,13 @@ class UpstreamRevisionForceScheduler(schedulers.ForceScheduler):
                 collector.errors["revision"] = str(e)
             else:
                 stamp.update(revision=resolved.sha, branch=resolved.branch)
-                properties.setProperty("crcr_requested_revision", typed, "Force Build Form")
+                properties.setProperty(REQUESTED_REVISION_PROPERTY, typed, "Force Build Form")
         return properties, changeids, sourcestamps
 
 
 def force_scheduler(backend: Backend, settings: Settings) -> schedulers.ForceScheduler:
     return UpstreamRevisionForceScheduler(
-        name=f"force-{backend.name}",
+        name=force_scheduler_name(backend.name),
         builder=backend.name,
         settings=settings,
         branches=[b for b in settings.upstream_branches if b in backend.branches] or backend.branches,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from crcr.changesource import POLLER_NAME
+from crcr.names import POLLER_NAME
 
 
 def _engine(db_url: str, basedir: Path) -> sa.Engine:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from crcr.errors import ConfigError
-from crcr.settings import REPO_ROOT
+from crcr.config.errors import ConfigError
+from crcr.config.settings import REPO_ROOT
 
 
 def display_path(path: Path) -> str:

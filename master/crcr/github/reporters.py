@@ -8,14 +8,12 @@ from buildbot.reporters.generators.buildrequest import BuildRequestGenerator
 from buildbot.reporters.message import MessageFormatterFunction, MessageFormatterRenderable
 from twisted.python import log
 
-from crcr.github_status import RetryingGitHubStatusPush
-from crcr.loader import RelayConfig
-from crcr.secretfiles import GITHUB_TOKEN, usable_secret
-from crcr.settings import Settings
-from crcr.status_text import describe
-
-# Set on every builder from the backend file's stem, so the context never follows a display name.
-BACKEND_PROPERTY = "crcr_backend"
+from crcr.github.statuspush import RetryingGitHubStatusPush
+from crcr.config.loader import RelayConfig
+from crcr.config.secretfiles import GITHUB_TOKEN, usable_secret
+from crcr.config.settings import Settings
+from crcr.github.status_text import describe
+from crcr.names import BACKEND_PROPERTY, status_context
 
 
 def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
@@ -33,7 +31,8 @@ def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
     return [
         RetryingGitHubStatusPush(
             token=util.Secret(GITHUB_TOKEN),
-            context=util.Interpolate(f"crcr/%(prop:{BACKEND_PROPERTY})s"),
+            # The context follows the backend file's stem (a builder property), never a display name.
+            context=util.Interpolate(status_context(f"%(prop:{BACKEND_PROPERTY})s")),
             baseURL=settings.github_api_url,
             generators=[
                 BuildRequestGenerator(builders=reporting, formatter=MessageFormatterFunction(describe, "plain")),

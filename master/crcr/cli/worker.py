@@ -7,15 +7,15 @@ import sys
 import urllib.error
 from pathlib import Path, PurePosixPath
 
-from crcr import registry
-from crcr.errors import ConfigError
-from crcr.hostsetup import HostSetup
-from crcr.loader import load_relay_config
-from crcr.yamlfiles import display_path
-from crcr.models import WorkerHost
-from crcr.relayapi import call
-from crcr.secretfiles import secret_problem, worker_password
-from crcr.settings import Settings, load_settings
+from crcr.cli import registry
+from crcr.config.errors import ConfigError
+from crcr.cli.hostsetup import HostSetup
+from crcr.config.loader import load_relay_config
+from crcr.config.yamlfiles import display_path
+from crcr.config.models import WorkerHost
+from crcr.cli.relayapi import call
+from crcr.config.secretfiles import secret_problem, worker_password
+from crcr.config.settings import Settings, load_settings
 
 DEFAULT_HOST_DIR = "/var/lib/crcr-worker"
 DEFAULT_HOST_USER = "crcr"
@@ -81,7 +81,7 @@ def cmd_list(args) -> int:
     url = (args.url or settings.web_url).rstrip("/")
     connected = _connected_workers(url)
     rows = [("HOST", "DEVICES", "BUILDS", "CONNECTED", "ADMIN")]
-    for host in relay.workers:
+    for host in relay.hosts:
         rows.append((host.name, _devices(host), str(host.build_slots), _connection(settings, host, connected), host.admin))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:

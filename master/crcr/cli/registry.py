@@ -10,12 +10,12 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from crcr.errors import ConfigError, describe_validation_error
-from crcr.loader import load_model, load_relay_config, unit_name_clashes
-from crcr.yamlfiles import display_path
-from crcr.models import WorkerHost
-from crcr.secretfiles import secret_problem, worker_password
-from crcr.settings import Settings
+from crcr.config.errors import ConfigError, describe_validation_error
+from crcr.config.loader import load_model, load_relay_config, unit_name_clashes
+from crcr.config.yamlfiles import display_path
+from crcr.config.models import WorkerHost
+from crcr.config.secretfiles import secret_problem, worker_password
+from crcr.config.settings import Settings
 
 # What each field is called on the command line, for validation messages.
 OPTION_OF_FIELD = {"name": "NAME", "devices": "--device", "max_builds": "--max-builds", "admin": "--admin"}
@@ -63,7 +63,7 @@ def register(settings: Settings, host: WorkerHost) -> str:
             "pass --rotate-password to give it a new password, or edit the file to change it"
         )
     relay = load_relay_config(settings)  # the files as they are must be valid before one is added
-    clashes = [f"'{name}' (host {first})" for name, first, _ in unit_name_clashes([*relay.workers, host])]
+    clashes = [f"'{name}' (host {first})" for name, first, _ in unit_name_clashes([*relay.hosts, host])]
     if clashes:
         raise ConfigError(f"NAME: the unit worker names of '{host.name}' are taken: {', '.join(clashes)}")
     password = new_password(settings, host.name)

@@ -6,16 +6,15 @@ import json
 
 from buildbot.plugins import steps, util
 
-from crcr.models import Backend
-from crcr.selection import PLUGIN_FILE, pytest_command
-from crcr.settings import Settings
-from crcr.steps import BudgetedShellCommand, SuiteStep
-from crcr.workers import DEVICE_INDEX_PROPERTY
+from crcr.config.models import Backend
+from crcr.suites.selection import PLUGIN_FILE, pytest_command
+from crcr.config.settings import Settings
+from crcr.buildmaster.steps import BudgetedShellCommand, SuiteStep
+from crcr.names import CHECKOUT_STEP, DEVICE_INDEX_PROPERTY, SETUP_STEP_PREFIX, suite_step_name
 
 UPSTREAM_DIR = "upstream"
 RESULTS_DIR = "results"
 SELECTION_DIR = "crcr"  # in the build directory: the selection plugin and the suites' specs
-SUITE_STEP_PREFIX = "suite "
 
 
 def build_environment(backend: Backend) -> dict:
@@ -38,7 +37,7 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
     # Blobless and incremental ('fresh' keeps .git): pytorch's history is huge, its blobs more so.
     factory.addStep(
         steps.Git(
-            name="checkout upstream",
+            name=CHECKOUT_STEP,
             repourl=settings.upstream_url,
             mode="full",
             method="fresh",
@@ -54,7 +53,7 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
     for number, command in enumerate(backend.setup, start=1):
         factory.addStep(
             BudgetedShellCommand(
-                name=f"setup {number}",
+                name=f"{SETUP_STEP_PREFIX}{number}",
                 command=command,
                 workdir=UPSTREAM_DIR,
                 env=env,
@@ -90,7 +89,7 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
         junit_file = f"../{RESULTS_DIR}/{suite.name}.xml"
         factory.addStep(
             SuiteStep(
-                name=f"{SUITE_STEP_PREFIX}{suite.name}",
+                name=suite_step_name(suite.name),
                 description=f"running {suite.name}",
                 suite_name=suite.name,
                 mode=suite.mode,

@@ -17,9 +17,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from crcr.errors import ConfigError, described_pattern, describe_validation_error
-from crcr.yamlfiles import display_path, read_yaml_mapping
-from crcr.models import Strict
+from crcr.config.errors import ConfigError, described_pattern, describe_validation_error
+from crcr.config.yamlfiles import display_path, read_yaml_mapping
+from crcr.config.models import Strict
 
 Mode = Literal["mandatory_success", "xfail", "xfail_strict", "skip"]
 # What a file's tests not named in any group get when the file does not say. torch-spyre's own

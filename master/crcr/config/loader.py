@@ -8,13 +8,13 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from crcr.errors import ConfigError, describe_validation_error
-from crcr.models import Backend, WorkerHost
-from crcr.secretfiles import problems as secret_dir_problems
-from crcr.secretfiles import secret_problem, worker_password
-from crcr.selection import selection_spec
-from crcr.settings import REPO_ROOT, Settings
-from crcr.yamlfiles import display_path, read_yaml_mapping
+from crcr.config.errors import ConfigError, describe_validation_error
+from crcr.config.models import Backend, WorkerHost
+from crcr.config.secretfiles import problems as secret_dir_problems
+from crcr.config.secretfiles import secret_problem, worker_password
+from crcr.suites.selection import selection_spec
+from crcr.config.settings import REPO_ROOT, Settings
+from crcr.config.yamlfiles import display_path, read_yaml_mapping
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -22,20 +22,20 @@ Model = TypeVar("Model", bound=BaseModel)
 @dataclass(frozen=True)
 class RelayConfig:
     backends: list[Backend]
-    workers: list[WorkerHost]
+    hosts: list[WorkerHost]  # worker hosts, each serving one Buildbot worker per device unit
     warnings: list[str] = field(default_factory=list)
-    # Where the worker files were read from, so warnings about a host name its file.
-    workers_dir: Path = REPO_ROOT / "workers"
+    # Where the worker host files were read from, so warnings about a host name its file.
+    hosts_dir: Path = REPO_ROOT / "workers"
     # The selection plugin's spec of each pytest suite, {(backend, suite): spec}, read once with the files.
     selections: dict[tuple[str, str], dict] = field(default_factory=dict)
 
-    def workers_for(self, backend: Backend) -> list[WorkerHost]:
-        return [w for w in self.workers if backend.device in w.devices]
+    def hosts_for(self, backend: Backend) -> list[WorkerHost]:
+        return [h for h in self.hosts if backend.device in h.devices]
 
     @property
     def active_backends(self) -> list[Backend]:
         """Backends that some declared host can run; the others get no builder yet."""
-        return [b for b in self.backends if self.workers_for(b)]
+        return [b for b in self.backends if self.hosts_for(b)]
 
 
 def load_model(path: Path, model: type[Model]) -> Model:
@@ -131,24 +131,24 @@ def load_relay_config(settings: Settings) -> RelayConfig:
                 f"{', '.join(untracked)} not followed by the poller (CRCR_UPSTREAM_BRANCHES); only forced builds"
             )
     return RelayConfig(
-        backends=backends, workers=workers, warnings=warnings, workers_dir=settings.workers_dir, selections=selections
+        backends=backends, hosts=workers, warnings=warnings, hosts_dir=settings.workers_dir, selections=selections
     )
 
 
 def require_worker_passwords(relay: RelayConfig, secrets_dir: Path) -> RelayConfig:
     """Hosts without a usable password file cannot log in; leave them out (with a warning) rather than fail."""
     kept, warnings = [], []
-    for w in relay.workers:
+    for w in relay.hosts:
         name = worker_password(w.name)
         problem = secret_problem(secrets_dir, name)
         if problem is None:
             kept.append(w)
         else:
             warnings.append(
-                f"{display_path(relay.workers_dir / (w.name + '.yaml'))}: host left out: its password file "
+                f"{display_path(relay.hosts_dir / (w.name + '.yaml'))}: host left out: its password file "
                 f"{display_path(secrets_dir / name)} {problem}"
             )
-    return replace(relay, workers=kept, warnings=relay.warnings + warnings)
+    return replace(relay, hosts=kept, warnings=relay.warnings + warnings)
 
 
 def load_checked_relay_config(settings: Settings) -> RelayConfig:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from buildbot.plugins import util
 
-from crcr.factory import make_factory
-from crcr.loader import RelayConfig
-from crcr.models import Backend
-from crcr.reporters import BACKEND_PROPERTY
-from crcr.settings import Settings
-from crcr.workers import unit_workers_for
+from crcr.buildmaster.factory import make_factory
+from crcr.config.loader import RelayConfig
+from crcr.config.models import Backend
+from crcr.names import BACKEND_PROPERTY, LEVEL_PROPERTY
+from crcr.config.settings import Settings
+from crcr.buildmaster.workers import unit_workers_for
 
 
 def describe_backend(backend: Backend) -> str:
@@ -27,7 +27,7 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
             workernames=unit_workers_for(relay, backend.device),
             factory=make_factory(backend, settings, relay.selections),
             tags=[backend.device, backend.level],
-            properties={BACKEND_PROPERTY: backend.name, "crcr_level": backend.level},
+            properties={BACKEND_PROPERTY: backend.name, LEVEL_PROPERTY: backend.level},
             # Never merge requests: every upstream commit gets its own verdict.
             collapseRequests=False,
         )

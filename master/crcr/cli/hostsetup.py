@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import PurePosixPath
 
-from crcr.liveness import MISSED_KEEPALIVES
-from crcr.models import WorkerHost
+from crcr.buildmaster.liveness import MISSED_KEEPALIVES
+from crcr.config.models import WorkerHost
 
 SYSTEMD_UNIT_NAME = "crcr-worker@.service"
 # Reconnect within a minute after a master restart (buildbot-worker's default is five).

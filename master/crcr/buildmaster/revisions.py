@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from buildbot.changes.gitpoller import GitPoller
 from twisted.internet import defer, utils
 
-from crcr.models import BRANCH_NAME
+from crcr.config.models import BRANCH_NAME
 
 SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 

@@ -10,10 +10,10 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from crcr.errors import ConfigError, described_pattern, describe_validation_error
-from crcr.models import check_branch_names
+from crcr.config.errors import ConfigError, described_pattern, describe_validation_error
+from crcr.config.models import check_branch_names
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULTS_FILE = REPO_ROOT / "master" / "settings.yaml"
 
 

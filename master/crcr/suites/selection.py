@@ -11,10 +11,10 @@ import shlex
 from contextlib import contextmanager
 from pathlib import Path
 
-from crcr.errors import ConfigError
-from crcr.yamlfiles import display_path
-from crcr.models import Backend, Suite
-from crcr.spyre_config import load_test_suite_config, selection_rules
+from crcr.config.errors import ConfigError
+from crcr.config.yamlfiles import display_path
+from crcr.config.models import Backend, Suite
+from crcr.suites.spyre_config import load_test_suite_config, selection_rules
 
 PLUGIN_FILE = Path(__file__).parent / "worker_plugin" / "crcr_selection.py"
 PLUGIN_MODULE = PLUGIN_FILE.stem

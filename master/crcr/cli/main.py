@@ -7,20 +7,21 @@ import sys
 import urllib.error
 from pathlib import Path
 
-from crcr import mastercontrol
-from crcr.errors import ConfigError
-from crcr.loader import load_checked_relay_config
-from crcr.pollerstate import wait_for_first_poll
-from crcr.relayapi import call
-from crcr.settings import load_settings
-from crcr.workercommands import add_worker_commands
+from crcr.cli import mastercontrol
+from crcr.config.errors import ConfigError
+from crcr.config.loader import load_checked_relay_config
+from crcr.cli.pollerstate import wait_for_first_poll
+from crcr.cli.relayapi import call
+from crcr.config.settings import load_settings
+from crcr.cli.worker import add_worker_commands
+from crcr.names import backend_of_force_scheduler, force_scheduler_name
 
 
 def cmd_check(args) -> int:
     relay = load_checked_relay_config(load_settings())
     for warning in relay.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"ok: {len(relay.backends)} backends, {len(relay.workers)} worker hosts")
+    print(f"ok: {len(relay.backends)} backends, {len(relay.hosts)} worker hosts")
     return 0
 
 
@@ -39,7 +40,7 @@ def cmd_master(args) -> int:
         for warning in relay.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         mastercontrol.reconfig(basedir)
-        print(f"master in {basedir} reconfigured: {len(relay.active_backends)} backends, {len(relay.workers)} worker hosts")
+        print(f"master in {basedir} reconfigured: {len(relay.active_backends)} backends, {len(relay.hosts)} worker hosts")
     else:
         stopped = mastercontrol.stop(basedir)
         print(f"master in {basedir} stopped" if stopped else f"no master was running in {basedir}")
@@ -50,13 +51,13 @@ def cmd_force(args) -> int:
     url = (args.url or load_settings().web_url).rstrip("/")
     try:
         known = [s["name"] for s in call(f"{url}/api/v2/forceschedulers")["forceschedulers"]]
-        if f"force-{args.backend}" not in known:
-            backends = ", ".join(sorted(name.removeprefix("force-") for name in known)) or "none"
+        if force_scheduler_name(args.backend) not in known:
+            backends = ", ".join(sorted(backend_of_force_scheduler(name) for name in known)) or "none"
             print(f"error: no backend '{args.backend}' on the relay at {url} (it has: {backends})", file=sys.stderr)
             return 1
         params = {"revision": args.revision, "reason": args.reason}
         body = {"jsonrpc": "2.0", "id": 1, "method": "force", "params": params}
-        reply = call(f"{url}/api/v2/forceschedulers/force-{args.backend}", body)
+        reply = call(f"{url}/api/v2/forceschedulers/{force_scheduler_name(args.backend)}", body)
     except urllib.error.URLError as e:
         print(f"error: cannot reach the relay at {url}: {e.reason}", file=sys.stderr)
         return 1

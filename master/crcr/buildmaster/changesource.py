@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from buildbot.plugins import changes
 
-from crcr.settings import Settings
+from crcr.config.settings import Settings
+from crcr.names import POLLER_NAME, POLLER_WORKDIR
 
-# Relative to the master basedir; the force scheduler resolves revisions in this bare repository.
-POLLER_WORKDIR = "gitpoller-upstream"
-POLLER_NAME = "upstream"
 
 
 def upstream_poller(settings: Settings) -> changes.GitPoller:

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from buildbot.plugins import util, worker
 
-from crcr.loader import RelayConfig
-from crcr.models import WorkerHost
-from crcr.secretfiles import worker_password
+from crcr.config.loader import RelayConfig
+from crcr.config.models import WorkerHost
+from crcr.config.secretfiles import worker_password
 
-# Worker properties, copied into every build the unit runs.
-HOST_PROPERTY = "crcr_host"
-DEVICE_INDEX_PROPERTY = "crcr_device_index"
+from crcr.names import ADMIN_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
 
 
 def make_workers(relay: RelayConfig) -> list[worker.Worker]:
     """Buildbot runs at most one build per (builder, worker), and a host must run as many builds of one
     backend as it has units; so each unit is a worker of its own, logging in with its host's password."""
     workers = []
-    for host in relay.workers:
+    for host in relay.hosts:
         cap = _host_cap(host)
         workers += [
             worker.Worker(
@@ -26,9 +24,9 @@ def make_workers(relay: RelayConfig) -> list[worker.Worker]:
                 max_builds=1,
                 properties={
                     HOST_PROPERTY: host.name,
-                    "crcr_device": unit.device,
+                    DEVICE_PROPERTY: unit.device,
                     DEVICE_INDEX_PROPERTY: unit.index,
-                    "crcr_admin": host.admin,
+                    ADMIN_PROPERTY: host.admin,
                 },
                 locks=cap,
             )
@@ -45,4 +43,4 @@ def _host_cap(host: WorkerHost) -> list | None:
 
 
 def unit_workers_for(relay: RelayConfig, device: str) -> list[str]:
-    return [unit.worker_name for host in relay.workers for unit in host.units if unit.device == device]
+    return [unit.worker_name for host in relay.hosts for unit in host.units if unit.device == device]

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crcr.settings import REPO_ROOT, Settings
+from crcr.config.settings import REPO_ROOT, Settings
 
 MASTER_CFG = REPO_ROOT / "master" / "master.cfg"
 

@@ -1,0 +1,53 @@
+"""Names shared between the layers: what the builders set, the reporters read, the CLI calls and the tests check.
+
+One place for them, so that a renamed property or scheduler cannot silently break a reader in another layer.
+No imports: every layer may import this module.
+"""
+
+from __future__ import annotations
+
+# Build properties set on every builder, from the backend file.
+BACKEND_PROPERTY = "crcr_backend"  # the backend's name (its file's stem); the status context follows it
+LEVEL_PROPERTY = "crcr_level"  # L1 .. L4
+
+# Worker properties of each unit worker, copied into every build it runs.
+HOST_PROPERTY = "crcr_host"
+DEVICE_PROPERTY = "crcr_device"
+DEVICE_INDEX_PROPERTY = "crcr_device_index"
+ADMIN_PROPERTY = "crcr_admin"
+
+# Build properties of results: each suite's SuiteResults as a dict, and the build's totals.
+TESTS_PROPERTY = "crcr_tests"
+TOTALS_PROPERTY = "crcr_test_totals"
+# What the user typed on a force build, before it was pinned to an exact commit.
+REQUESTED_REVISION_PROPERTY = "crcr_requested_revision"
+
+# Step names: the waterfall shows them, the status texts find the suites by the prefix.
+CHECKOUT_STEP = "checkout upstream"
+SUITE_STEP_PREFIX = "suite "
+SETUP_STEP_PREFIX = "setup "
+
+# The upstream GitPoller: its name (its state in the database) and its bare repository in the master directory.
+POLLER_NAME = "upstream"
+POLLER_WORKDIR = "gitpoller-upstream"
+
+
+def suite_step_name(suite: str) -> str:
+    return f"{SUITE_STEP_PREFIX}{suite}"
+
+
+def upstream_scheduler_name(backend: str) -> str:
+    return f"upstream-{backend}"
+
+
+def force_scheduler_name(backend: str) -> str:
+    return f"force-{backend}"
+
+
+def backend_of_force_scheduler(name: str) -> str:
+    return name.removeprefix("force-")
+
+
+def status_context(backend: str) -> str:
+    """The GitHub commit status context of a backend's verdict."""
+    return f"crcr/{backend}"

@@ -1,0 +1,34 @@
+"""The package's folders are its layers: the file models and the test selection run without Buildbot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import crcr
+
+PACKAGE = Path(crcr.__file__).parent
+LAYERS = ["config", "suites", "buildmaster", "github", "cli"]
+
+
+@pytest.mark.parametrize("layer", ["config", "suites"])
+def test_config_and_suites_import_neither_buildbot_nor_twisted(layer):
+    modules = sorted(f"crcr.{layer}.{p.stem}" for p in (PACKAGE / layer).glob("*.py") if p.stem != "__init__")
+    assert modules, f"crcr.{layer} has no modules"
+    # A fresh interpreter: this one has Buildbot loaded by other tests already.
+    probe = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & {'buildbot', 'twisted'})))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert loaded == [], f"crcr.{layer} pulls in {loaded}"
+
+
+def test_every_module_lives_in_a_layer():
+    top_level = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "names.py"))
+    assert top_level == [], f"modules outside the layer folders {LAYERS}: {top_level}"
+    assert sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(LAYERS)
