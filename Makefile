@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo stop test check clean
+.PHONY: venv demo stop test unit check clean
 
 venv: $(STAMP)
 
@@ -24,9 +24,18 @@ check: venv
 	$(VENV)/bin/crcr check
 
 # pytest exits 5 when it collected no tests: that is a failure here, not a pass.
+define run_pytest
+	$(VENV)/bin/pytest $(1) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+endef
+
+# Everything: unit tests, then real masters, workers and Chromium end to end.
 test: venv
-	$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+	$(call run_pytest,)
+
+# The unit tests alone (no master or worker processes): well under a minute.
+unit: venv
+	$(call run_pytest,-m "not e2e")
 
 clean: stop
 	rm -rf .state

@@ -8,6 +8,8 @@ from conftest import SUCCESS, backend, prepare_relay, running, suite
 from harness import wait_until
 from postgres import PostgresServer, server_bin_dir
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def postgres():

@@ -7,6 +7,8 @@ import pytest
 from conftest import BUDGET_BRANCH, FAILURE, GITHUB_TOKEN, MAIN_BACKENDS, RELEASE_BRANCH, SUCCESS, UNITS_BRANCH
 from harness import wait_until
 
+pytestmark = pytest.mark.e2e
+
 def final_status(github, sha: str, backend: str) -> dict:
     """The last status GitHub accepted for this commit and backend, once it is no longer pending."""
 

@@ -15,6 +15,8 @@ from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
 from conftest import backend, prepare_relay
 from harness import Upstream, WorkerProcess, wait_until
 
+pytestmark = pytest.mark.e2e
+
 BRANCHES = ["select", "spyre", "gate", "hang", "flaky"]
 
 UPSTREAM_TESTS = {

@@ -10,6 +10,9 @@ from conftest import MAIN_BACKENDS, SUCCESS
 from harness import wait_until
 from webui import UI_TIMEOUT, open_page, page_text, wait_for_texts
 
+pytestmark = pytest.mark.e2e
+
+
 def test_waterfall_shows_title_and_each_backends_builds(relay, pushed, browser, tmp_path):
     open_page(browser, relay.web_url + "#/waterfall")
     wait_for_texts(browser, ["crcr PyTorch relay", *MAIN_BACKENDS], "the waterfall")

@@ -18,6 +18,8 @@ from conftest import BUDGET_BRANCH, RELEASE_BRANCH, SUCCESS, UNITS_BRANCH, backe
 from harness import VENV_BIN, Relay, WorkerProcess, run, venv_env, wait_until
 from webui import open_page, wait_for_element, wait_for_texts
 
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parents[1]
 KEEPALIVE = 2  # seconds; the master drops a unit silent for three of them
 
