@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
+from clirun import InProcessCrcr
 from configfiles import make_dirs, write_backend, write_worker, write_worker_password
 from harness import VENV_BIN, run
 
 
-def crcr_check(**env: str):
-    return run([VENV_BIN / "crcr", "check"], env={**os.environ, **env}, check=False)
+@pytest.fixture
+def crcr_check(monkeypatch, capsys):
+    crcr = InProcessCrcr(monkeypatch, capsys, env={})
+    return lambda **env: crcr("check", **env)
 
 
 def dirs_env(dirs) -> dict[str, str]:
@@ -17,7 +22,7 @@ def dirs_env(dirs) -> dict[str, str]:
             "CRCR_SECRETS_DIR": str(dirs.secrets)}
 
 
-def test_valid_files_pass_with_a_summary(tmp_path):
+def test_valid_files_pass_with_a_summary(tmp_path, crcr_check):
     dirs = make_dirs(tmp_path)
     write_backend(dirs.backends, "spyre", device="spyre")
     write_worker(dirs.workers, "lab-01", devices={"spyre": 4})
@@ -28,7 +33,7 @@ def test_valid_files_pass_with_a_summary(tmp_path):
     assert result.stderr == ""
 
 
-def test_an_invalid_file_fails_naming_file_and_field(tmp_path):
+def test_an_invalid_file_fails_naming_file_and_field(tmp_path, crcr_check):
     dirs = make_dirs(tmp_path)
     write_backend(dirs.backends, "spyre", level="L9")
     result = crcr_check(**dirs_env(dirs))
@@ -37,7 +42,7 @@ def test_an_invalid_file_fails_naming_file_and_field(tmp_path):
     assert result.stdout == ""
 
 
-def test_warnings_do_not_fail_the_check(tmp_path):
+def test_warnings_do_not_fail_the_check(tmp_path, crcr_check):
     dirs = make_dirs(tmp_path)
     write_backend(dirs.backends, "gaudi", device="gaudi")
     write_backend(dirs.backends, "spyre", device="spyre")
@@ -50,7 +55,7 @@ def test_warnings_do_not_fail_the_check(tmp_path):
     assert "lab-02.yaml: host left out: its password file" in result.stderr
 
 
-def test_a_relay_where_no_backend_can_run_fails_and_says_why(tmp_path):
+def test_a_relay_where_no_backend_can_run_fails_and_says_why(tmp_path, crcr_check):
     dirs = make_dirs(tmp_path)
     write_backend(dirs.backends, "spyre", device="spyre")
     write_worker(dirs.workers, "lab-01", devices={"spyre": 4})
@@ -60,7 +65,7 @@ def test_a_relay_where_no_backend_can_run_fails_and_says_why(tmp_path):
     assert "lab-01.yaml: host left out: its password file" in result.stderr
 
 
-def test_the_committed_files_pass(tmp_path):
+def test_the_committed_files_pass(tmp_path, crcr_check):
     secrets = tmp_path / "secrets"
     secrets.mkdir(mode=0o700)
     write_worker_password(secrets, "demo-local")
@@ -68,3 +73,12 @@ def test_the_committed_files_pass(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok: 2 backends, 1 worker hosts"
     assert "backends/spyre.yaml: device: no worker offers 'spyre'" in result.stderr
+
+
+def test_the_installed_crcr_command_runs_the_same_check(tmp_path):
+    """The entry point `make venv` installs, in a process of its own (the other tests call main() in process)."""
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "spyre", level="L9")
+    result = run([VENV_BIN / "crcr", "check"], env={**os.environ, **dirs_env(dirs)}, check=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: {dirs.backends / 'spyre.yaml'}: level:"), result.stderr

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import yaml
 
+from clirun import InProcessCrcr
 from configfiles import make_dirs, write_backend, write_worker, write_worker_password
-from harness import VENV_BIN, free_port, run
+from harness import free_port
 
 
 @pytest.fixture
@@ -18,26 +17,28 @@ def dirs(tmp_path):
     return dirs
 
 
-def crcr(dirs, *args, **env):
-    environ = {
-        **os.environ,
+@pytest.fixture
+def crcr(dirs, monkeypatch, capsys):
+    env = {
         "CRCR_BACKENDS_DIR": str(dirs.backends),
         "CRCR_WORKERS_DIR": str(dirs.workers),
         "CRCR_SECRETS_DIR": str(dirs.secrets),
         # Nothing listens here: the relay is not running.
         "CRCR_WEB_PORT": str(free_port()),
-        **env,
     }
-    return run([VENV_BIN / "crcr", *map(str, args)], env=environ, check=False)
+    return InProcessCrcr(monkeypatch, capsys, env)
 
 
-def register(dirs, name="lab1", *extra, **env):
-    return crcr(dirs, "worker", "register", name, "--device", "spyre:2", "--admin", "Jane <jane@example.com>",
-                *extra, **env)
+@pytest.fixture
+def register(crcr):
+    def register(name="lab1", *extra, **env):
+        return crcr("worker", "register", name, "--device", "spyre:2", "--admin", "Jane <jane@example.com>", *extra, **env)
+
+    return register
 
 
-def test_register_prints_the_setup_with_the_configured_master_address(dirs):
-    result = register(dirs, "lab1", "--max-builds", "1", CRCR_MASTER_ADDRESS="relay.example.org:9989")
+def test_register_prints_the_setup_with_the_configured_master_address(dirs, crcr, register):
+    result = register("lab1", "--max-builds", "1", CRCR_MASTER_ADDRESS="relay.example.org:9989")
 
     assert result.returncode == 0, result.stderr
     assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text()) == {
@@ -53,12 +54,12 @@ def test_register_prints_the_setup_with_the_configured_master_address(dirs):
         result.stdout
     )
     # The host file is valid for `crcr check` right away.
-    assert crcr(dirs, "check").returncode == 0
+    assert crcr("check").returncode == 0
 
 
-def test_passwords_are_random_per_host(dirs):
-    register(dirs, "lab1")
-    register(dirs, "lab2")
+def test_passwords_are_random_per_host(dirs, crcr, register):
+    register("lab1")
+    register("lab2")
     assert (dirs.secrets / "worker-lab1").read_text() != (dirs.secrets / "worker-lab2").read_text()
 
 
@@ -74,8 +75,8 @@ def test_passwords_are_random_per_host(dirs):
         (["lab1", "--device", "spyre"], "error: --device and --admin are required to register a new host"),
     ],
 )
-def test_bad_registration_is_refused_and_writes_nothing(dirs, args, message):
-    result = crcr(dirs, "worker", "register", *args)
+def test_bad_registration_is_refused_and_writes_nothing(dirs, crcr, register, args, message):
+    result = crcr("worker", "register", *args)
 
     assert result.returncode == 1
     assert result.stderr.startswith(message), result.stderr
@@ -83,33 +84,33 @@ def test_bad_registration_is_refused_and_writes_nothing(dirs, args, message):
     assert not dirs.secrets.exists() or list(dirs.secrets.iterdir()) == []
 
 
-def test_a_taken_name_is_refused_and_the_host_keeps_its_password(dirs):
-    register(dirs, "lab1")
+def test_a_taken_name_is_refused_and_the_host_keeps_its_password(dirs, crcr, register):
+    register("lab1")
     before = (dirs.secrets / "worker-lab1").read_text()
 
-    result = register(dirs, "lab1")
+    result = register("lab1")
 
     assert result.returncode == 1
     assert "a host named 'lab1' is already registered; pass --rotate-password" in result.stderr
     assert (dirs.secrets / "worker-lab1").read_text() == before
 
 
-def test_a_unit_name_taken_by_another_host_is_refused(dirs):
-    crcr(dirs, "worker", "register", "lab", "--device", "x-spyre", "--admin", "a")
+def test_a_unit_name_taken_by_another_host_is_refused(dirs, crcr, register):
+    crcr("worker", "register", "lab", "--device", "x-spyre", "--admin", "a")
 
-    result = register(dirs, "lab-x")
+    result = register("lab-x")
 
     assert result.returncode == 1
     assert "the unit worker names of 'lab-x' are taken: 'lab-x-spyre-0' (host lab)" in result.stderr
     assert not (dirs.workers / "lab-x.yaml").exists()
 
 
-def test_rotate_password_changes_only_the_password(dirs):
-    register(dirs, "lab1")
+def test_rotate_password_changes_only_the_password(dirs, crcr, register):
+    register("lab1")
     host_file = (dirs.workers / "lab1.yaml").read_text()
     before = (dirs.secrets / "worker-lab1").read_text()
 
-    result = crcr(dirs, "worker", "register", "lab1", "--rotate-password")
+    result = crcr("worker", "register", "lab1", "--rotate-password")
 
     assert result.returncode == 0, result.stderr
     after = (dirs.secrets / "worker-lab1").read_text()
@@ -118,26 +119,26 @@ def test_rotate_password_changes_only_the_password(dirs):
     assert f"lab1-spyre-1 {after.strip()}" in result.stdout
 
 
-def test_rotate_password_refuses_to_change_the_host(dirs):
-    register(dirs, "lab1")
+def test_rotate_password_refuses_to_change_the_host(dirs, crcr, register):
+    register("lab1")
 
-    result = crcr(dirs, "worker", "register", "lab1", "--rotate-password", "--device", "spyre:4")
+    result = crcr("worker", "register", "lab1", "--rotate-password", "--device", "spyre:4")
 
     assert result.returncode == 1
     assert "error: --device: --rotate-password changes only the password" in result.stderr
     assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text())["devices"] == {"spyre": 2}
 
 
-def test_rotating_an_unknown_host_names_its_file(dirs):
-    result = crcr(dirs, "worker", "register", "ghost", "--rotate-password")
+def test_rotating_an_unknown_host_names_its_file(dirs, crcr, register):
+    result = crcr("worker", "register", "ghost", "--rotate-password")
     assert result.returncode == 1
     assert f"error: {dirs.workers / 'ghost.yaml'}: no such worker host 'ghost'" in result.stderr
 
 
-def test_systemd_unit_is_written_on_request(dirs, tmp_path):
+def test_systemd_unit_is_written_on_request(dirs, crcr, register, tmp_path):
     unit = tmp_path / "crcr-worker@.service"
 
-    result = register(dirs, "lab1", "--host-dir", "/srv/ci", "--host-user", "ci", "--systemd-unit", unit)
+    result = register("lab1", "--host-dir", "/srv/ci", "--host-user", "ci", "--systemd-unit", unit)
 
     assert result.returncode == 0, result.stderr
     text = unit.read_text()
@@ -145,34 +146,34 @@ def test_systemd_unit_is_written_on_request(dirs, tmp_path):
     assert f"copy {unit} (written just now) to /etc/systemd/system/crcr-worker@.service" in result.stdout
 
 
-def test_remove_deletes_the_file_and_the_password(dirs):
-    register(dirs, "lab1")
+def test_remove_deletes_the_file_and_the_password(dirs, crcr, register):
+    register("lab1")
 
-    result = crcr(dirs, "worker", "remove", "lab1")
+    result = crcr("worker", "remove", "lab1")
 
     assert result.returncode == 0, result.stderr
     assert not (dirs.workers / "lab1.yaml").exists()
     assert not (dirs.secrets / "worker-lab1").exists()
-    again = crcr(dirs, "worker", "remove", "lab1")
+    again = crcr("worker", "remove", "lab1")
     assert again.returncode == 1 and "no such worker host 'lab1'" in again.stderr
 
 
-def test_units_and_ensure_password_for_a_declared_host(dirs):
+def test_units_and_ensure_password_for_a_declared_host(dirs, crcr, register):
     write_worker(dirs.workers, "box", devices={"spyre": 2, "cuda": 1})
 
-    assert crcr(dirs, "worker", "units", "box").stdout.split() == ["box-spyre-0", "box-spyre-1", "box-cuda-0"]
-    assert crcr(dirs, "worker", "ensure-password", "box").stdout.startswith("created")
+    assert crcr("worker", "units", "box").stdout.split() == ["box-spyre-0", "box-spyre-1", "box-cuda-0"]
+    assert crcr("worker", "ensure-password", "box").stdout.startswith("created")
     first = (dirs.secrets / "worker-box").read_text()
-    assert crcr(dirs, "worker", "ensure-password", "box").stdout.startswith("kept")
+    assert crcr("worker", "ensure-password", "box").stdout.startswith("kept")
     assert (dirs.secrets / "worker-box").read_text() == first
 
 
-def test_list_without_a_running_master_says_the_connection_state_is_unknown(dirs):
+def test_list_without_a_running_master_says_the_connection_state_is_unknown(dirs, crcr, register):
     write_worker(dirs.workers, "box", devices={"spyre": 2})
     write_worker_password(dirs.secrets, "box")
     write_worker(dirs.workers, "nopass", devices={"spyre": 1}, admin="Ann <ann@example.com>")
 
-    result = crcr(dirs, "worker", "list")
+    result = crcr("worker", "list")
 
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
