@@ -19,13 +19,13 @@ else
   crcr master start --basedir "$state/master" --wait-for-upstream 120
 fi
 
-# The host's workers, made with the very commands `crcr worker register` prints for a lab admin;
-# the demo host's venv is this repository's.
+# The host's workers, made with the very commands `crcr worker register` prints for a lab admin (their
+# paragraph: the password file, then create-worker per unit); the demo host's venv is this repository's.
 workers=$state/workers
 mkdir -p "$workers"
 ln -sfn "$root/.venv" "$workers/venv"
 crcr worker show "$host" --host-dir "$workers" --master "localhost:${CRCR_WORKER_PORT:-9989}" |
-  grep ' create-worker ' | bash >/dev/null
+  awk -v RS= '/ create-worker /' | bash -e >/dev/null
 for unit in $(crcr worker units "$host"); do
   running "$workers/$unit" || buildbot-worker start --quiet "$workers/$unit"
 done

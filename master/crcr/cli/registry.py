@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import tempfile
 from pathlib import Path
@@ -10,10 +11,10 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from crcr.config.errors import ConfigError, describe_validation_error
+from crcr.config.errors import PATTERN_HELP, ConfigError, describe_validation_error
 from crcr.config.loader import load_model, load_relay_config, unit_name_clashes
 from crcr.config.yamlfiles import display_path
-from crcr.config.models import WorkerHost
+from crcr.config.models import WORKER_NAME, WorkerHost
 from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.config.settings import Settings
 
@@ -44,6 +45,9 @@ def host_from_options(name: str, devices: dict[str, int], admin: str, max_builds
 
 
 def host_file(settings: Settings, name: str) -> Path:
+    """workers/<name>.yaml. Every command finds a host's files from here: a NAME such as ../x never gets a path."""
+    if not re.fullmatch(WORKER_NAME, name):
+        raise ConfigError(f"NAME: {PATTERN_HELP[WORKER_NAME]} (got {name!r})")
     return settings.workers_dir / f"{name}.yaml"
 
 

@@ -7,7 +7,7 @@ import sys
 import urllib.error
 from pathlib import Path, PurePosixPath
 
-from crcr.cli import registry
+from crcr.cli import hostsetup, registry
 from crcr.config.errors import ConfigError
 from crcr.cli.hostsetup import HostSetup
 from crcr.config.loader import load_relay_config
@@ -23,6 +23,7 @@ DEFAULT_HOST_USER = "crcr"
 
 def cmd_register(args) -> int:
     settings = load_settings()
+    _check_setup_options(args)
     if args.rotate_password:
         host = registry.load_host(settings, args.name)
         _refuse_changes_on_rotation(args, host, settings)
@@ -48,6 +49,7 @@ def cmd_register(args) -> int:
 
 def cmd_show(args) -> int:
     settings = load_settings()
+    _check_setup_options(args)
     host = registry.load_host(settings, args.name)
     _print_setup(args, settings, host, registry.read_password(settings, host.name))
     return 0
@@ -147,13 +149,19 @@ def _refuse_changes_on_rotation(args, host: WorkerHost, settings: Settings) -> N
         )
 
 
+def _check_setup_options(args) -> None:
+    """Refuse options the printed setup cannot carry safely, before anything is written."""
+    hostsetup.check_host_dir(args.host_dir)
+    hostsetup.check_host_user(args.host_user)
+
+
 def _setup(args, settings: Settings, host: WorkerHost, password: str) -> HostSetup:
     return HostSetup(
         host=host,
         password=password,
         master_address=args.master or settings.worker_address,
         keepalive=settings.worker_keepalive,
-        host_dir=PurePosixPath(args.host_dir),
+        host_dir=PurePosixPath(args.host_dir),  # checked by _check_setup_options
         host_user=args.host_user,
     )
 
