@@ -21,17 +21,17 @@ keepalive=${CRCR_WORKER_KEEPALIVE:-30}  # the master's default worker_keepalive
   fail "CRCR_WORKER_KEEPALIVE must be a whole number of seconds, not '$keepalive'"
 { [ -f "$password_file" ] && [ -r "$password_file" ]; } ||
   fail "cannot read the password file $password_file (CRCR_WORKER_PASSWORD_FILE)"
-password=$(<"$password_file")  # without the trailing newline, as the master reads it
-[ -n "$password" ] || fail "the password file $password_file (CRCR_WORKER_PASSWORD_FILE) is empty"
+[ -n "$(<"$password_file")" ] || fail "the password file $password_file (CRCR_WORKER_PASSWORD_FILE) is empty"
 
 mkdir -p "$worker_dir"
+# The environment is the truth: buildbot.tac is made anew on each start (create-worker would only write a
+# buildbot.tac.new beside an existing one that differs).
+rm -f "$worker_dir/buildbot.tac" "$worker_dir/buildbot.tac.new"
+# The password is never a command's argument, where `ps` shows it: create-worker gets a placeholder, and
+# buildbot.tac reads the password file when the worker starts, so a rotated file takes effect on restart.
 # --maxdelay: reconnect within a minute of a master restart (buildbot-worker's default is five).
 buildbot-worker create-worker --quiet --keepalive "$keepalive" --maxdelay 60 \
-  "$worker_dir" "$CRCR_MASTER" "$CRCR_WORKER_NAME" "$password"
-# create-worker leaves an existing buildbot.tac that differs (another master or name, a rotated password) as it
-# is and writes buildbot.tac.new beside it, --force or not. The environment is the truth here: the new one wins.
-if [ -f "$worker_dir/buildbot.tac.new" ]; then
-  mv -f "$worker_dir/buildbot.tac.new" "$worker_dir/buildbot.tac"
-  echo "crcr-worker: $worker_dir/buildbot.tac updated from the environment"
-fi
+  "$worker_dir" "$CRCR_MASTER" "$CRCR_WORKER_NAME" see-password-file
+sed -i 's|^passwd = .*|passwd = open(os.environ["CRCR_WORKER_PASSWORD_FILE"]).read().strip()|' "$worker_dir/buildbot.tac"
+export CRCR_WORKER_PASSWORD_FILE=$password_file
 exec buildbot-worker start --nodaemon "$worker_dir"

@@ -18,6 +18,7 @@ import subprocess
 import tomllib
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
@@ -468,15 +469,49 @@ def tac_settings(worker_dir: Path) -> dict:
     }
 
 
-def test_entrypoint_creates_the_worker_and_takes_a_rotated_password_on_restart(unit, tmp_path):
+def recording_buildbot_worker(bin_dir: Path, log: Path) -> Path:
+    """A buildbot-worker first on PATH that writes down each command line it is given (what `ps` shows), then
+    runs the real one."""
+    bin_dir.mkdir()
+    wrapper = bin_dir / "buildbot-worker"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {shlex.quote(str(log))}\n'
+                       f'exec {shlex.quote(str(VENV_BIN / "buildbot-worker"))} "$@"\n')
+    wrapper.chmod(0o755)
+    return bin_dir
+
+
+def started(argv_log: Path) -> int:
+    """How often the worker was started, by the command lines recorded."""
+    lines = argv_log.read_text().splitlines() if argv_log.exists() else []
+    return sum(line.startswith("start ") for line in lines)
+
+
+def tac_password(worker_dir: Path, env: dict[str, str]) -> str:
+    """The password buildbot.tac gives the worker when it starts in `env`."""
+    [line] = [line for line in (worker_dir / "buildbot.tac").read_text().splitlines() if line.startswith("passwd =")]
+    namespace: dict = {}
+    exec(line, {"os": SimpleNamespace(environ=env)}, namespace)
+    return namespace["passwd"]
+
+
+def test_entrypoint_passes_no_password_to_any_command_and_the_worker_reads_the_rotated_file_on_restart(
+    unit, tmp_path
+):
     worker_dir = Path(unit["CRCR_WORKER_DIR"])
-    log = tmp_path / "entrypoint.log"
+    log, argv_log = tmp_path / "entrypoint.log", tmp_path / "argv.log"
+    env = entrypoint_env(**unit)
+    env["PATH"] = f"{recording_buildbot_worker(tmp_path / 'bin', argv_log)}{os.pathsep}{env['PATH']}"
     # Started, restarted unchanged, restarted after the host's password was rotated.
-    for password in ("first-password", "first-password", "rotated-password"):
+    for run_number, password in enumerate(("first-password", "first-password", "rotated-password"), 1):
         Path(unit["CRCR_WORKER_PASSWORD_FILE"]).write_text(password + "\n")
-        with entrypoint_running(entrypoint_env(**unit), log) as process:
-            wait_until(lambda: tac_settings(worker_dir).get("passwd") == password, 30, f"buildbot.tac with {password}")
+        with entrypoint_running(env, log) as process:
+            wait_until(lambda: started(argv_log) == run_number, 30, "the entrypoint to start the worker")
             assert process.poll() is None, "the worker keeps running, retrying the master: " + log.read_text()
+            assert password not in (worker_dir / "buildbot.tac").read_text()
+            assert tac_password(worker_dir, env) == password
+    assert "first-password" not in argv_log.read_text() and "rotated-password" not in argv_log.read_text(), (
+        argv_log.read_text()
+    )
     host, port = unit["CRCR_MASTER"].split(":")
     expected = {
         "workername": unit["CRCR_WORKER_NAME"],
@@ -488,7 +523,6 @@ def test_entrypoint_creates_the_worker_and_takes_a_rotated_password_on_restart(u
     tac = tac_settings(worker_dir)
     assert {key: tac[key] for key in expected} == expected
     assert not (worker_dir / "buildbot.tac.new").exists()
-    assert log.read_text().count("buildbot.tac updated") == 1, "only the rotation changes buildbot.tac"
 
 
 @pytest.fixture(scope="module")
@@ -502,12 +536,16 @@ def lone_master(tmp_path_factory, upstream, github):
 
 
 @pytest.mark.e2e
-def test_entrypoint_connects_a_unit_worker_to_a_real_master(lone_master, tmp_path):
+def test_entrypoint_connects_a_unit_worker_to_a_real_master_with_the_password_file_it_finds_at_start(
+    lone_master, tmp_path
+):
     name = "host-beta-beta-0"  # the one unit of conftest's host-beta, whose password prepare_relay wrote
+    password_file = tmp_path / "crcr-worker-password"
+    password_file.write_text("the-password-before-a-rotation\n")
     env = entrypoint_env(
         CRCR_MASTER=f"localhost:{lone_master.env['CRCR_WORKER_PORT']}",
         CRCR_WORKER_NAME=name,
-        CRCR_WORKER_PASSWORD_FILE=str(Path(lone_master.env["CRCR_SECRETS_DIR"]) / worker_password("host-beta")),
+        CRCR_WORKER_PASSWORD_FILE=str(password_file),
         CRCR_WORKER_DIR=str(tmp_path / "worker"),
     )
     log = tmp_path / "entrypoint.log"
@@ -515,13 +553,22 @@ def test_entrypoint_connects_a_unit_worker_to_a_real_master(lone_master, tmp_pat
     def connected():
         return any(w["name"] == name and w["connected_to"] for w in lone_master.get("workers")["workers"])
 
+    def logs() -> str:
+        worker_log = tmp_path / "worker" / "twistd.log"
+        return (f"{log.read_text()}\n{worker_log.read_text() if worker_log.exists() else ''}\n"
+                f"--- master log ---\n{lone_master.log_tail()}")
+
+    with entrypoint_running(env, log):
+        wait_until(lambda: f"invalid login from user '{name}'" in lone_master.log_tail(400), 60,
+                   "the master to refuse the old password")
+        assert not connected()
+    # The host's password was rotated: the new one is mounted in place of the old, and the container restarted.
+    password_file.write_text((Path(lone_master.env["CRCR_SECRETS_DIR"]) / worker_password("host-beta")).read_text())
     with entrypoint_running(env, log):
         try:
             wait_until(connected, 60, f"{name} to connect")
         except AssertionError as e:
-            worker_log = tmp_path / "worker" / "twistd.log"
-            raise AssertionError(f"{e}\n{log.read_text()}\n{worker_log.read_text() if worker_log.exists() else ''}\n"
-                                 f"--- master log ---\n{lone_master.log_tail()}") from None
+            raise AssertionError(f"{e}\n{logs()}") from None
 
 
 @pytest.mark.e2e
