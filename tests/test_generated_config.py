@@ -30,6 +30,7 @@ from configfiles import (
     make_dirs, settings_for, write_backend, write_file, write_secret, write_worker, write_worker_password,
 )
 from crcr.buildmaster.masterconfig import build_master_config
+from crcr.buildmaster.workers import HostUnitWorker, unit_can_start_build
 from crcr.config.secretfiles import GITHUB_TOKEN
 
 ALPHA_SUITES = [
@@ -179,15 +180,17 @@ def test_each_device_unit_is_a_worker_running_one_build_with_its_hosts_password(
     assert (props["crcr_host"], props["crcr_device"], props["crcr_device_index"]) == ("host-a", "alpha", 1)
 
 
-def test_max_builds_below_the_unit_count_is_a_lock_shared_by_the_hosts_units(dirs):
-    workers = {w.workername: w for w in config_for(dirs)["workers"]}
+def test_each_unit_knows_its_hosts_build_slots_and_builders_ask_the_unit_at_each_request(dirs):
+    cfg = config_for(dirs)
+    workers = {w.workername: w for w in cfg["workers"]}
 
-    # host-a runs one build per unit: no lock. host-ab has 2 units and max_builds 1.
-    assert workers["host-a-alpha-0"].access == []
-    (alpha_cap,) = workers["host-ab-alpha-0"].access
-    (beta_cap,) = workers["host-ab-beta-0"].access
-    assert alpha_cap.lockid is beta_cap.lockid
-    assert (alpha_cap.lockid.name, alpha_cap.lockid.maxCount, alpha_cap.mode) == ("host-host-ab", 1, "counting")
+    # host-a runs one build per unit; host-ab has 2 units and max_builds 1. No Buildbot lock does it.
+    assert {name: (w._config_kwargs["host"], w._config_kwargs["host_slots"]) for name, w in workers.items()} == {
+        "host-a-alpha-0": ("host-a", 2), "host-a-alpha-1": ("host-a", 2),
+        "host-ab-alpha-0": ("host-ab", 1), "host-ab-beta-0": ("host-ab", 1),
+    }
+    assert all(isinstance(w, HostUnitWorker) and w.access == [] for w in workers.values())
+    assert {b.canStartBuild for b in cfg["builders"]} == {unit_can_start_build}
 
 
 def test_host_without_password_file_is_left_out(dirs):

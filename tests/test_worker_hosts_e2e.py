@@ -341,3 +341,49 @@ def test_removed_host_is_disconnected_and_its_backends_go_inactive_after_a_recon
     active = {b["name"] for b in lab.relay.get("builders")["builders"] if b["masterids"]}
     assert "hold-delta" not in active, "no host offers delta any more"
     assert "solo" not in lab.relay.crcr("worker", "list").stdout
+
+
+def test_capped_host_runs_one_build_at_a_time_across_its_devices_and_starts_none_it_cannot_run(lab):
+    """Issue 8: two commits arriving together on a host with more units than build slots started a build
+    the host had no slot for; it ended RETRY 'worker not available' after GitHub was told 'Running on'."""
+    backends_dir = Path(lab.relay.env["CRCR_BACKENDS_DIR"])
+    for name, device, branch in (("hold-zeta", "zeta", "main"), ("hold-theta", "theta", UNITS_BRANCH)):
+        (backends_dir / f"{name}.yaml").write_text(yaml.safe_dump(hold_backend("L2", device, branch, lab.gates)))
+    lab.register("duo", "--device", "zeta:2", "--device", "theta", "--max-builds", "1", "--admin", "Duo <duo@example.com>")
+    units = {"duo-zeta-0", "duo-zeta-1", "duo-theta-0"}
+    for unit in units:
+        lab.start(unit)
+    lab.relay.crcr("master", "reconfig", "--basedir", lab.relay.basedir)
+    wait_until(lambda: units <= lab.connected(), 90, "duo's three units to connect")
+
+    first = lab.upstream.commit("First zeta change for duo", push=False)
+    second = lab.upstream.commit("Second zeta change for duo")
+    backend_of = {first: "hold-zeta", second: "hold-zeta"}
+    ran: list[str] = []  # shas in the order their builds started
+
+    def next_started() -> list[str]:
+        return [sha for sha, name in backend_of.items() if sha not in ran and lab.started(name, sha)]
+
+    while len(ran) < 3:
+        started = wait_until(next_started, 90, "the next build on duo")
+        assert len(started) == 1, "two builds started at once on a host with one build slot"
+        for sha in ran:
+            assert all(b["complete"] for b in lab.relay.builds_of(backend_of[sha], sha)), "builds overlapped on duo"
+        ran += started
+        if len(ran) == 1:
+            # theta's build waits for the slot too; the one ending last before it is a zeta build or vice versa.
+            third = lab.upstream.commit("Theta change for duo", branch=UNITS_BRANCH)
+            backend_of[third] = "hold-theta"
+            wanted = sorted(lab.relay.builder_id(name) for name in ("hold-zeta", "hold-theta"))
+            wait_until(lambda: sorted(r["builderid"] for r in lab.relay.get(
+                "buildrequests?claimed=false&complete=false")["buildrequests"]) == wanted, 60, "both waiting requests")
+        lab.open(ran[-1])
+
+    for sha, name in backend_of.items():
+        lab.relay.wait_for_finished_build(name, sha)
+        wait_until(lambda: lab.last_state(sha, f"crcr/{name}") == "success", 60, f"{name}'s verdict on {sha[:10]}")
+        running_posts = [s for s in lab.github.statuses(sha, f"crcr/{name}") if s["description"].startswith("Running")]
+        assert len(running_posts) == 1, f"GitHub was told of builds that never ran: {running_posts}"
+    # One build per commit, none retried: RETRY builds never check out, so count every build of each builder.
+    assert [b["results"] for b in lab.relay.builds("hold-zeta")] == [SUCCESS, SUCCESS]
+    assert [b["results"] for b in lab.relay.builds("hold-theta")] == [SUCCESS]

@@ -9,7 +9,7 @@ from crcr.config.loader import RelayConfig
 from crcr.config.models import Backend
 from crcr.names import BACKEND_PROPERTY, LEVEL_PROPERTY
 from crcr.config.settings import Settings
-from crcr.buildmaster.workers import unit_workers_for
+from crcr.buildmaster.workers import unit_can_start_build, unit_workers_for
 
 
 def describe_backend(backend: Backend) -> str:
@@ -25,6 +25,8 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
             description=describe_backend(backend),
             project=settings.github_repo,
             workernames=unit_workers_for(relay, backend.device),
+            # A unit may have become unable to start a build since Buildbot listed it as idle (workers.py).
+            canStartBuild=unit_can_start_build,
             factory=make_factory(backend, settings, relay.selections),
             tags=[backend.device, backend.level],
             properties={BACKEND_PROPERTY: backend.name, LEVEL_PROPERTY: backend.level},

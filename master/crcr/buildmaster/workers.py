@@ -1,45 +1,79 @@
-"""One Buildbot worker per device unit of each declared host, so each accelerator runs one build at a time."""
+"""One Buildbot worker per device unit of each declared host, so each accelerator runs one build at a time.
+
+A host may run fewer builds at once than it has units (max_builds): its units then share the host's
+build slots. Buildbot's worker locks cannot do that: the build distributor checks them only when it lists
+a builder's idle workers, and a build claims them only well after it has started and been reported, so two
+requests handed out in one pass both start and the second ends RETRY 'worker not available'. Instead each
+unit counts its host's running builds at the moment a build would start (Buildbot starts builds one at a
+time, and marks a unit busy before it looks at the next request), and a build ending wakes the other units.
+"""
 
 from __future__ import annotations
 
 from buildbot.plugins import util, worker
+from buildbot.process.workerforbuilder import States
 
 from crcr.config.loader import RelayConfig
-from crcr.config.models import WorkerHost
 from crcr.config.secretfiles import worker_password
 
 from crcr.names import ADMIN_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
 
 
-def make_workers(relay: RelayConfig) -> list[worker.Worker]:
+class HostUnitWorker(worker.Worker):
+    """A device unit of host `host`, which runs at most `host_slots` builds at once over all its units."""
+
+    def checkConfig(self, name, password, host: str, host_slots: int, **kwargs):
+        super().checkConfig(name, password, **kwargs)
+
+    def reconfigService(self, name, password, host: str, host_slots: int, **kwargs):
+        self.host, self.host_slots = host, host_slots
+        return super().reconfigService(name, password, **kwargs)
+
+    def host_units(self) -> list[HostUnitWorker]:
+        return [w for w in self.master.workers.workers.values() if isinstance(w, HostUnitWorker) and w.host == self.host]
+
+    def canStartBuild(self) -> bool:
+        if not super().canStartBuild():
+            return False
+        running = sum(wfb.state == States.BUILDING for unit in self.host_units() for wfb in unit.workerforbuilders.values())
+        return running < self.host_slots
+
+    def buildFinished(self, wfb):
+        super().buildFinished(wfb)  # wakes the builders of this unit
+        units = self.host_units()
+        if self.host_slots < len(units):  # a capped host's other units may be waiting for this slot
+            for unit in units:
+                if unit is not self:
+                    self.botmaster.maybeStartBuildsForWorker(unit.name)
+
+
+def unit_can_start_build(builder, workerforbuilder, buildrequest) -> bool:
+    """A builder's canStartBuild. Buildbot asks a worker whether it can start a build only when it lists the
+    builder's idle workers, then hands them out to the builder's waiting requests without asking again;
+    a unit's answer changes as soon as another unit of its host starts a build, so ask at each request."""
+    return workerforbuilder.worker.canStartBuild()
+
+
+def make_workers(relay: RelayConfig) -> list[HostUnitWorker]:
     """Buildbot runs at most one build per (builder, worker), and a host must run as many builds of one
     backend as it has units; so each unit is a worker of its own, logging in with its host's password."""
-    workers = []
-    for host in relay.hosts:
-        cap = _host_cap(host)
-        workers += [
-            worker.Worker(
-                unit.worker_name,
-                util.Secret(worker_password(host.name)),
-                max_builds=1,
-                properties={
-                    HOST_PROPERTY: host.name,
-                    DEVICE_PROPERTY: unit.device,
-                    DEVICE_INDEX_PROPERTY: unit.index,
-                    ADMIN_PROPERTY: host.admin,
-                },
-                locks=cap,
-            )
-            for unit in host.units
-        ]
-    return workers
-
-
-def _host_cap(host: WorkerHost) -> list | None:
-    """A host whose max_builds is below its unit count shares that many build slots among its units."""
-    if host.build_slots >= host.unit_count:
-        return None
-    return [util.MasterLock(f"host-{host.name}", maxCount=host.build_slots).access("counting")]
+    return [
+        HostUnitWorker(
+            unit.worker_name,
+            util.Secret(worker_password(host.name)),
+            host=host.name,
+            host_slots=host.build_slots,
+            max_builds=1,
+            properties={
+                HOST_PROPERTY: host.name,
+                DEVICE_PROPERTY: unit.device,
+                DEVICE_INDEX_PROPERTY: unit.index,
+                ADMIN_PROPERTY: host.admin,
+            },
+        )
+        for host in relay.hosts
+        for unit in host.units
+    ]
 
 
 def unit_workers_for(relay: RelayConfig, device: str) -> list[str]:
