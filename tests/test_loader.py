@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from configfiles import (
     BACKEND,
@@ -22,6 +23,8 @@ from crcr.suites.selection import read_skip_list
 from crcr.config.yamlfiles import display_path
 from crcr.config.models import Backend, WorkerHost
 from crcr.config.settings import REPO_ROOT, load_settings
+
+FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "pytorch-oot"
 
 NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter or digit"
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
@@ -91,7 +94,7 @@ BAD_FILES = [
         "backends/demo.yaml",
         backend_yaml(suites=[{**SMOKE, "mode": "advisory", "reruns": 5}]),
         "{file}: suites.0.mode: should be 'gating' or 'validate' (got 'advisory')\n"
-        "{file}: suites.0.reruns: should be less than or equal to 3 (got 5)",
+        "{file}: suites.0.reruns: must be at most 3 (got 5)",
         id="suite-bad-mode-and-reruns",
     ),
     pytest.param(
@@ -288,6 +291,262 @@ BAD_FILES = [
         id="worker-unit-name-too-long",
     ),
 ]
+
+PYTEST_SUITE = {"name": "ops", "pytest": {"files": ["test/test_ops.py"]}}
+
+
+def pytest_suite(**fields) -> list[dict]:
+    return [{**PYTEST_SUITE, "pytest": {**PYTEST_SUITE["pytest"], **fields}}]
+
+
+# Bounds of every number, text and list: (file, its text, the whole error message). Echoed values are cut short.
+OUT_OF_BOUNDS = [
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(timeout=10**400),
+        "{file}: timeout: must be at most 604800 seconds (7 days) (got a number of 401 digits)",
+        id="timeout-10**400",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml() + "timeout: 1" + "0" * 5000 + "\n",
+        f"{{file}}: not valid YAML: line {backend_yaml().count(chr(10)) + 1}, column 10: a number of 5001 digits is too long "
+        "to read",
+        id="timeout-too-long-to-read",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(timeout=604801),
+        "{file}: timeout: must be at most 604800 seconds (7 days) (got 604801)",
+        id="timeout-over-7-days",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{**SMOKE, "timeout": 604801}]),
+        "{file}: suites.0.timeout: must be at most 604800 seconds (7 days) (got 604801)",
+        id="suite-timeout-over-7-days",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{**SMOKE, "stall_timeout": 604801}]),
+        "{file}: suites.0.stall_timeout: must be at most 604800 seconds (7 days) (got 604801)",
+        id="stall-timeout-over-7-days",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{**SMOKE, "timeout": 300, "stall_timeout": 600}]),
+        "{file}: suites.0.stall_timeout: must be at most the suite's timeout of 300 seconds (got 600)",
+        id="stall-timeout-above-suite-timeout",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(timeout=600, suites=[{**SMOKE, "timeout": 900}, {"name": "ops", "command": "true", "timeout": 700}]),
+        "{file}: suites: 'smoke' (900) and 'ops' (700) have a timeout above the backend's timeout of 600 seconds, "
+        "the whole build's budget",
+        id="suite-timeouts-above-backend-timeout",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(description="d" * 301),
+        "{file}: description: must be at most 300 characters (got 301 characters)",
+        id="description-301-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(level="L" * 100_000),
+        f"{{file}}: level: should be 'L1', 'L2', 'L3' or 'L4' (got {'L' * 60!r}... (100000 characters))",
+        id="long-value-echoed-cut-short",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(maintainers=[f"user{i}" for i in range(51)]),
+        "{file}: maintainers: must have at most 50 entries (got 51)",
+        id="51-maintainers",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(maintainers=["octocat", "x" * 1000, "a b", "c d", "e f", "g h", "i j"]),
+        f"{{file}}: maintainers: not GitHub logins: {'x' * 60!r}... (1000 characters), 'a b', 'c d', 'e f', 'g h' "
+        "and 1 more",
+        id="bad-logins-listed-cut-short",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(branches=[f"b{i}" for i in range(51)]),
+        "{file}: branches: must have at most 50 entries (got 51)",
+        id="51-branches",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(branches=["b" * 256]),
+        "{file}: branches.0: must be at most 255 characters (got 256 characters)",
+        id="branch-name-256-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(setup=["true"] * 101),
+        "{file}: setup: must have at most 100 entries (got 101)",
+        id="101-setup-commands",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(setup=["true", "x" * 10_001]),
+        "{file}: setup.1: must be at most 10000 characters (got 10001 characters)",
+        id="setup-command-10001-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(env={f"V{i}": "1" for i in range(101)}),
+        "{file}: env: must have at most 100 entries (got 101)",
+        id="101-env-variables",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(env={"BIG": "x" * 10_001}),
+        "{file}: env.BIG: must be at most 10000 characters (got 10001 characters)",
+        id="env-value-10001-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(env={"V" * 101: "1"}),
+        f"{{file}}: env: names longer than 100 characters: {'V' * 60!r}... (101 characters)",
+        id="env-name-101-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{"name": f"s{i}", "command": "true"} for i in range(51)]),
+        "{file}: suites: must have at most 50 entries (got 51)",
+        id="51-suites",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{**SMOKE, "command": "x" * 10_001}]),
+        "{file}: suites.0.command: must be at most 10000 characters (got 10001 characters)",
+        id="suite-command-10001-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{**SMOKE, "name": "s" * 41}]),
+        "{file}: suites.0.name: must be at most 40 characters (got 41 characters)",
+        id="suite-name-41-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=pytest_suite(files=[f"test/test_{i}.py" for i in range(501)])),
+        "{file}: suites.0.pytest.files: must have at most 500 entries (got 501)",
+        id="501-test-files",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=pytest_suite(files=["test/" + "t" * 293 + ".py"])),
+        "{file}: suites.0.pytest.files.0: must be at most 300 characters (got 301 characters)",
+        id="test-path-301-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=pytest_suite(deselect=[f"test/test_ops.py::test_{i}" for i in range(201)])),
+        "{file}: suites.0.pytest.deselect: must have at most 200 entries (got 201)",
+        id="201-deselected-tests",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=pytest_suite(deselect=["test/test_ops.py::" + "t" * 983])),
+        "{file}: suites.0.pytest.deselect.0: must be at most 1000 characters (got 1001 characters)",
+        id="node-id-1001-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=pytest_suite(keyword="k" * 1001)),
+        "{file}: suites.0.pytest.keyword: must be at most 1000 characters (got 1001 characters)",
+        id="keyword-1001-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=pytest_suite(skip_list="s" * 301)),
+        "{file}: suites.0.pytest.skip_list: must be at most 300 characters (got 301 characters)",
+        id="skip-list-path-301-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{"name": "ops", "pytest": {"torch_spyre": "s" * 301}}]),
+        "{file}: suites.0.pytest.torch_spyre: must be at most 300 characters (got 301 characters)",
+        id="torch-spyre-path-301-characters",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(device="d" * 41),
+        "{file}: device: must be at most 40 characters (got 41 characters)",
+        id="device-name-41-characters",
+    ),
+    pytest.param(
+        f"backends/{'b' * 41}.yaml",
+        backend_yaml(),
+        "{file}: file name: must be at most 40 characters (got 41 characters)",
+        id="backend-name-41-characters",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(devices={"npu": 100_000}),
+        "{file}: devices.npu: must be at most 64 units (got 100000)",
+        id="worker-100000-units",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(devices={"npu": 10**400}),
+        "{file}: devices.npu: must be at most 64 units (got a number of 401 digits)",
+        id="worker-10**400-units",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(devices={f"d{i}": 1 for i in range(17)}),
+        "{file}: devices: must have at most 16 entries (got 17)",
+        id="worker-17-device-kinds",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(devices={"d" * 100: 0}),
+        f"{{file}}: devices.{'d' * 60}...: should be greater than 0 (got 0)",
+        id="worker-long-device-key-cut-short",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(devices={"d" * 41: 1}),
+        f"{{file}}: devices: device names longer than 40 characters: {'d' * 41!r}",
+        id="worker-device-name-41-characters",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(max_builds=10**400),
+        "{file}: max_builds: must be at most 1024 (got a number of 401 digits)",
+        id="worker-max-builds-10**400",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(admin="a" * 301),
+        "{file}: admin: must be at most 300 characters (got 301 characters)",
+        id="worker-admin-301-characters",
+    ),
+]
+
+
+@pytest.mark.parametrize("file_name, text, message", OUT_OF_BOUNDS)
+def test_a_value_out_of_bounds_is_refused_naming_file_field_and_bound(tmp_path, file_name, text, message):
+    test_bad_file_is_refused_naming_file_field_and_problem(tmp_path, file_name, text, message)
+
+
+def test_the_bounds_leave_room_for_the_largest_real_selection(tmp_path):
+    """Ascend's PR gate runs 128 upstream test files in one category; each of its categories fits one suite."""
+    if not FIXTURES.is_dir():
+        pytest.skip(f"the shared fixtures are not in {FIXTURES}")
+    whitelist = yaml.safe_load((FIXTURES / "pr_test_whitelist.yml").read_text(encoding="utf-8"))
+    suites = [{"name": name, "pytest": {"files": category["files"]}, "timeout": 14400}
+              for name, category in whitelist["categories"].items()]
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "npu", device="npu", timeout=604800, suites=suites)
+
+    (npu,) = load_relay_config(settings_for(dirs)).backends
+
+    assert max(len(s.pytest.files) for s in npu.suites) == 128
 
 
 @pytest.mark.parametrize("file_name, text, message", BAD_FILES)

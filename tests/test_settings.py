@@ -109,7 +109,7 @@ def test_without_environ_argument_the_process_environment_is_read(monkeypatch):
     "environ, message",
     [
         ({"CRCR_WEB_PORT": "abc"}, "CRCR_WEB_PORT: should be a whole number (got 'abc')"),
-        ({"CRCR_WORKER_PORT": "70000"}, "CRCR_WORKER_PORT: should be less than or equal to 65535 (got '70000')"),
+        ({"CRCR_WORKER_PORT": "70000"}, "CRCR_WORKER_PORT: must be at most 65535 (got '70000')"),
         (
             {"CRCR_GITHUB_REPO": "not-a-repo"},
             "CRCR_GITHUB_REPO: must be <owner>/<repository>, e.g. pytorch/pytorch (got 'not-a-repo')",
@@ -163,3 +163,42 @@ def test_a_variable_fixes_a_bad_default(tmp_path):
     custom.write_text(yaml.safe_dump({**defaults, "web_port": "http"}), encoding="utf-8")
 
     assert load_settings(environ={"CRCR_WEB_PORT": "8011"}, defaults_file=custom).web_port == 8011
+
+
+# Bounds of the settings: (variable, value, the whole error message). Echoed values are cut short.
+OUT_OF_BOUNDS = [
+    ("CRCR_POLL_INTERVAL", "86401", "CRCR_POLL_INTERVAL: must be at most 86400 seconds (1 day) (got '86401')"),
+    ("CRCR_POLL_INTERVAL", "1" + "0" * 400, f"CRCR_POLL_INTERVAL: must be at most 86400 seconds (1 day) (got {'1' + '0' * 59!r}... (401 characters))"),
+    ("CRCR_WORKER_KEEPALIVE", "3601", "CRCR_WORKER_KEEPALIVE: must be at most 3600 seconds (1 hour) (got '3601')"),
+    ("CRCR_UPSTREAM_URL", "u" * 2049, "CRCR_UPSTREAM_URL: must be at most 2048 characters (got 2049 characters)"),
+    ("CRCR_UPSTREAM_BRANCHES", ",".join(f"b{i}" for i in range(51)), "CRCR_UPSTREAM_BRANCHES: must have at most 50 entries (got 51)"),
+    ("CRCR_UPSTREAM_BRANCHES", "main," + "b" * 256, "CRCR_UPSTREAM_BRANCHES.1: must be at most 255 characters (got 256 characters)"),
+    ("CRCR_GITHUB_API_URL", "https://" + "a" * 2041, "CRCR_GITHUB_API_URL: must be at most 2048 characters (got 2049 characters)"),
+    ("CRCR_GITHUB_REPO", "o/" + "r" * 139, "CRCR_GITHUB_REPO: must be at most 140 characters (got 141 characters)"),
+    ("CRCR_BACKENDS_DIR", "/" + "d" * 4096, "CRCR_BACKENDS_DIR: must be at most 4096 characters (got 4097 characters)"),
+    ("CRCR_WORKERS_DIR", "/" + "d" * 4096, "CRCR_WORKERS_DIR: must be at most 4096 characters (got 4097 characters)"),
+    ("CRCR_SECRETS_DIR", "/" + "d" * 4096, "CRCR_SECRETS_DIR: must be at most 4096 characters (got 4097 characters)"),
+    ("CRCR_MASTER_ADDRESS", "h" * 296 + ":9989", "CRCR_MASTER_ADDRESS: must be at most 300 characters (got 301 characters)"),
+    ("CRCR_DB_URL", "sqlite:///" + "s" * 2039, "CRCR_DB_URL: must be at most 2048 characters (got 2049 characters)"),
+    ("CRCR_BUILDBOT_URL", "https://" + "a" * 2041, "CRCR_BUILDBOT_URL: must be at most 2048 characters (got 2049 characters)"),
+]
+
+
+@pytest.mark.parametrize(
+    "var, value, message", OUT_OF_BOUNDS, ids=[f"{var}-{len(value)}-characters" for var, value, _ in OUT_OF_BOUNDS]
+)
+def test_a_setting_out_of_bounds_is_refused_naming_the_variable(var, value, message):
+    with pytest.raises(ConfigError) as raised:
+        load_settings(environ={var: value})
+
+    assert str(raised.value) == message
+
+
+def test_the_defaults_file_is_read_with_the_size_limit(tmp_path):
+    custom = tmp_path / "settings.yaml"
+    custom.write_text("#" * 2**20 + "\n", encoding="utf-8")
+
+    with pytest.raises(ConfigError) as raised:
+        load_settings(environ={}, defaults_file=custom)
+
+    assert str(raised.value) == f"{custom}: the file must be at most 1 MiB (got {2**20 + 1} bytes)"

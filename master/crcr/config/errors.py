@@ -15,12 +15,43 @@ class ConfigError(Exception):
 
 # What a regular expression of a field means, in words, for messages; filled by described_pattern.
 PATTERN_HELP: dict[str, str] = {}
+# Upper bounds of numbers said with their unit ('604800 seconds (7 days)'); filled by described_limit.
+LIMIT_HELP: dict[int, str] = {}
+# How much of a value a message shows: a 50 MB description is not echoed back whole.
+SHOWN_CHARACTERS = 60
+SHOWN_VALUES = 5
 
 
 def described_pattern(pattern: str, meaning: str) -> str:
     """Register how to explain `pattern` to a user ('must be ...') and return the pattern unchanged."""
     PATTERN_HELP[pattern] = meaning
     return pattern
+
+
+def described_limit(limit: int, meaning: str) -> int:
+    """Register how to say the upper bound `limit` ('604800 seconds (7 days)') and return it unchanged.
+    Messages find the meaning by the number alone, so two bounds with one number need one meaning."""
+    if LIMIT_HELP.setdefault(limit, meaning) != meaning:
+        raise ValueError(f"the limit {limit} already means {LIMIT_HELP[limit]!r}")
+    return limit
+
+
+def shown(value) -> str:
+    """A value as a message quotes it: its repr, cut short when long."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**SHOWN_CHARACTERS:
+        return f"a number of {len(str(abs(value)))} digits"
+    if isinstance(value, str) and len(value) > SHOWN_CHARACTERS:
+        return f"{value[:SHOWN_CHARACTERS]!r}... ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS] + "..."
+
+
+def shown_all(values: Iterable) -> str:
+    """'a', 'b', 'c': the first few values shown, then how many more."""
+    values = list(values)
+    listed = ", ".join(shown(v) for v in values[:SHOWN_VALUES])
+    more = len(values) - SHOWN_VALUES
+    return listed + (f" and {more} more" if more > 0 else "")
 
 
 def _submodel(annotation) -> type[BaseModel] | None:
@@ -68,17 +99,23 @@ def _explain(error, model: type[BaseModel] | None = None, derived: Iterable[str]
     if kind == "value_error" and "error" in ctx:
         return str(ctx["error"])
     if kind == "string_pattern_mismatch" and ctx.get("pattern") in PATTERN_HELP:
-        return f"{PATTERN_HELP[ctx['pattern']]} (got {value!r})"
+        return f"{PATTERN_HELP[ctx['pattern']]} (got {shown(value)})"
     if kind in ("too_short", "string_too_short") and ctx.get("min_length") == 1:
         return "must not be empty"
+    if kind == "string_too_long":
+        return f"must be at most {ctx['max_length']} characters (got {len(value)} characters)"
+    if kind == "too_long":
+        return f"must have at most {ctx['max_length']} entries (got {ctx['actual_length']})"
+    if kind == "less_than_equal":
+        return f"must be at most {LIMIT_HELP.get(ctx['le'], ctx['le'])} (got {shown(value)})"
     if kind in ("int_type", "int_parsing", "int_from_float"):
-        return f"should be a whole number (got {value!r})"
+        return f"should be a whole number (got {shown(value)})"
     msg = error["msg"]
     if msg.startswith("Input should"):
         msg = "should" + msg[len("Input should") :]
     msg = msg[0].lower() + msg[1:]
     if isinstance(value, (str, int, float)):
-        msg += f" (got {value!r})"
+        msg += f" (got {shown(value)})"
     return msg
 
 
@@ -99,8 +136,14 @@ def describe_validation_error(
     lines = []
     for item in error.errors():
         loc = item["loc"]
-        path = where(str(loc[0])) if loc else where("")
+        path = where(_short(loc[0])) if loc else where("")
         for part in loc[1:]:
-            path += f"[{part}]" if bracket_indices and isinstance(part, int) else f".{part}"
+            path += f"[{part}]" if bracket_indices and isinstance(part, int) else f".{_short(part)}"
         lines.append(f"{path}: {_explain(item, model, derived)}")
     return "\n".join(lines)
+
+
+def _short(part) -> str:
+    """One step of a field path; a key of the user's (such as a device name) may be any length."""
+    part = str(part)
+    return part if len(part) <= SHOWN_CHARACTERS else f"{part[:SHOWN_CHARACTERS]}..."

@@ -10,10 +10,12 @@ from pydantic import BaseModel, ValidationError
 
 from crcr.config.errors import ConfigError, describe_validation_error
 from crcr.config.models import Backend, WorkerHost
+from crcr.config.readfiles import refuse_outside
 from crcr.config.secretfiles import problems as secret_dir_problems
 from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.suites.selection import selection_spec
-from crcr.config.settings import REPO_ROOT, Settings
+from crcr.config.paths import REPO_ROOT
+from crcr.config.settings import Settings
 from crcr.config.yamlfiles import display_path, read_yaml_mapping
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -39,8 +41,10 @@ class RelayConfig:
 
 
 def load_model(path: Path, model: type[Model]) -> Model:
-    """Parse one YAML file into `model`, its file stem becoming the name; errors name file and field."""
+    """Parse one YAML file into `model`, its file stem becoming the name; errors name file and field.
+    A file leading out of its folder through a symbolic link is refused unread."""
     where = display_path(path)
+    refuse_outside(path, path.parent)
     data = read_yaml_mapping(path)
     if "name" in data:
         raise ConfigError(f"{where}: name: unknown key (the file name '{path.stem}' is the name)")

@@ -6,9 +6,30 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator, model_validator
 
-from crcr.config.errors import PATTERN_HELP, described_pattern
+from crcr.config.errors import PATTERN_HELP, described_pattern, shown_all
+from crcr.config.limits import (
+    MAX_BRANCH_NAME,
+    MAX_BRANCHES,
+    MAX_BUILD_SLOTS,
+    MAX_COMMAND,
+    MAX_DESELECT,
+    MAX_DEVICE_KINDS,
+    MAX_ENV_NAME,
+    MAX_ENV_VARIABLES,
+    MAX_KEYWORD,
+    MAX_MAINTAINERS,
+    MAX_NAME,
+    MAX_NODE_ID,
+    MAX_PATH,
+    MAX_SECONDS,
+    MAX_SETUP_COMMANDS,
+    MAX_SUITES,
+    MAX_TEST_FILES,
+    MAX_TEXT,
+    MAX_UNITS_PER_DEVICE,
+)
 
 BACKEND_NAME = described_pattern(
     r"^[a-z0-9][a-z0-9-]*$", "must be lowercase letters, digits and '-', starting with a letter or digit"
@@ -32,7 +53,12 @@ ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 # Seconds and counts: whole numbers above zero. Strict, so that `timeout: yes` (YAML's true)
 # or `timeout: 1.5` is an error rather than one second.
-Positive = Annotated[StrictInt, Field(gt=0)]
+Seconds = Annotated[StrictInt, Field(gt=0, le=MAX_SECONDS)]
+Units = Annotated[StrictInt, Field(gt=0, le=MAX_UNITS_PER_DEVICE)]
+Command = Annotated[str, Field(max_length=MAX_COMMAND)]
+BranchNames = Annotated[
+    list[Annotated[str, Field(max_length=MAX_BRANCH_NAME)]], Field(min_length=1, max_length=MAX_BRANCHES)
+]
 
 Level = Literal["L1", "L2", "L3", "L4"]
 
@@ -53,11 +79,11 @@ DATA_FILE = described_pattern(r"^(?!/)(?!.*\.\.)[A-Za-z0-9_./-]+$", "must be a p
 class PytestSelection(Strict):
     """A slice of PyTorch's test suite that the relay runs with pytest in the upstream checkout."""
 
-    files: list[str] = []
-    keyword: str | None = Field(default=None, min_length=1)  # pytest -k
-    deselect: list[str] = []
-    skip_list: str | None = None
-    torch_spyre: str | None = None
+    files: list[Annotated[str, Field(max_length=MAX_PATH)]] = Field(default=[], max_length=MAX_TEST_FILES)
+    keyword: str | None = Field(default=None, min_length=1, max_length=MAX_KEYWORD)  # pytest -k
+    deselect: list[Annotated[str, Field(max_length=MAX_NODE_ID)]] = Field(default=[], max_length=MAX_DESELECT)
+    skip_list: str | None = Field(default=None, max_length=MAX_PATH)
+    torch_spyre: str | None = Field(default=None, max_length=MAX_PATH)
 
     @field_validator("files")
     @classmethod
@@ -82,16 +108,25 @@ class PytestSelection(Strict):
 
 
 class Suite(Strict):
-    name: str = Field(pattern=SUITE_NAME)
-    command: str | None = Field(default=None, min_length=1)
+    name: str = Field(pattern=SUITE_NAME, max_length=MAX_NAME)
+    command: str | None = Field(default=None, min_length=1, max_length=MAX_COMMAND)
     pytest: PytestSelection | None = None
-    timeout: Positive = 3600
+    timeout: Seconds = 3600
     # No output for this long: the run is killed, counted as timed out, and retried once.
-    stall_timeout: Positive = 1800
+    stall_timeout: Seconds = 1800
     # gating: new failures fail the build; validate: failures are recorded, the build stays green.
     mode: Literal["gating", "validate"] = "gating"
     # Failed tests are run again this often; one that then passes is flaky, not failed.
     reruns: Annotated[StrictInt, Field(ge=0, le=3)] = 1
+
+    @field_validator("stall_timeout")
+    @classmethod
+    def _within_timeout(cls, stall_timeout: int, info: ValidationInfo) -> int:
+        # Checked when written only: the default silence outlasting a short timeout is harmless.
+        timeout = info.data.get("timeout")
+        if timeout is not None and stall_timeout > timeout:
+            raise ValueError(f"must be at most the suite's timeout of {timeout} seconds (got {stall_timeout})")
+        return stall_timeout
 
     @model_validator(mode="after")
     def _command_or_pytest(self) -> Suite:
@@ -101,23 +136,23 @@ class Suite(Strict):
 
 
 class Backend(Strict):
-    name: str = Field(pattern=BACKEND_NAME)
-    description: str = Field(min_length=1)
-    maintainers: list[str] = Field(min_length=1)
+    name: str = Field(pattern=BACKEND_NAME, max_length=MAX_NAME)
+    description: str = Field(min_length=1, max_length=MAX_TEXT)
+    maintainers: list[str] = Field(min_length=1, max_length=MAX_MAINTAINERS)
     level: Level
-    device: str = Field(pattern=DEVICE_NAME)
-    branches: list[str] = Field(min_length=1)
-    timeout: Positive = 10800
-    setup: list[str] = []
-    env: dict[str, str] = {}
-    suites: list[Suite] = Field(min_length=1)
+    device: str = Field(pattern=DEVICE_NAME, max_length=MAX_NAME)
+    branches: BranchNames
+    timeout: Seconds = 10800
+    setup: list[Command] = Field(default=[], max_length=MAX_SETUP_COMMANDS)
+    env: dict[str, Command] = Field(default={}, max_length=MAX_ENV_VARIABLES)
+    suites: list[Suite] = Field(min_length=1, max_length=MAX_SUITES)
 
     @field_validator("maintainers")
     @classmethod
     def _logins(cls, logins: list[str]) -> list[str]:
         bad = [login for login in logins if not _matches(GITHUB_LOGIN, login.lstrip("@"))]
         if bad:
-            raise ValueError(f"not GitHub logins: {', '.join(map(repr, bad))}")
+            raise ValueError(f"not GitHub logins: {shown_all(bad)}")
         return [login.lstrip("@") for login in logins]
 
     @field_validator("branches")
@@ -128,13 +163,16 @@ class Backend(Strict):
     @field_validator("env")
     @classmethod
     def _env_names(cls, env: dict[str, str]) -> dict[str, str]:
-        invalid = [k for k in env if not _matches(ENV_NAME, k)]
-        reserved = [k for k in env if k.startswith("CRCR_") and k not in invalid]
+        too_long = [k for k in env if len(k) > MAX_ENV_NAME]
+        invalid = [k for k in env if not _matches(ENV_NAME, k) and k not in too_long]
+        reserved = [k for k in env if k.startswith("CRCR_") and k not in invalid + too_long]
         problems = []
+        if too_long:
+            problems.append(f"names longer than {MAX_ENV_NAME} characters: {shown_all(too_long)}")
         if invalid:
-            problems.append(f"not valid variable names: {', '.join(map(repr, invalid))}")
+            problems.append(f"not valid variable names: {shown_all(invalid)}")
         if reserved:
-            problems.append(f"reserved names (the relay sets CRCR_* itself): {', '.join(map(repr, reserved))}")
+            problems.append(f"reserved names (the relay sets CRCR_* itself): {shown_all(reserved)}")
         if problems:
             raise ValueError("; ".join(problems))
         return env
@@ -145,7 +183,22 @@ class Backend(Strict):
         names = [s.name for s in suites]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"duplicate suite names: {', '.join(map(repr, dupes))}")
+            raise ValueError(f"duplicate suite names: {shown_all(dupes)}")
+        return suites
+
+    @field_validator("suites")
+    @classmethod
+    def _within_build_timeout(cls, suites: list[Suite], info: ValidationInfo) -> list[Suite]:
+        # Checked when written only: each step gets at most what is left of the build's budget anyway,
+        # so the default suite timeout under a short build timeout is harmless.
+        budget = info.data.get("timeout")
+        over = [s for s in suites if "timeout" in s.model_fields_set and budget is not None and s.timeout > budget]
+        if over:
+            listed = " and ".join(f"{s.name!r} ({s.timeout})" for s in over)
+            raise ValueError(
+                f"{listed} {'has' if len(over) == 1 else 'have'} a timeout above the backend's timeout of {budget} "
+                "seconds, the whole build's budget"
+            )
         return suites
 
     @property
@@ -173,16 +226,19 @@ def unit_worker_name(host: str, device: str, index: int) -> str:
 
 class WorkerHost(Strict):
     name: str = Field(pattern=WORKER_NAME)
-    devices: dict[str, Positive] = Field(min_length=1)
-    max_builds: Positive | None = None
-    admin: str = Field(min_length=1)
+    devices: dict[str, Units] = Field(min_length=1, max_length=MAX_DEVICE_KINDS)
+    max_builds: Annotated[StrictInt, Field(gt=0, le=MAX_BUILD_SLOTS)] | None = None
+    admin: str = Field(min_length=1, max_length=MAX_TEXT)
 
     @field_validator("devices")
     @classmethod
     def _device_names(cls, devices: dict[str, int]) -> dict[str, int]:
+        too_long = [d for d in devices if len(d) > MAX_NAME]
+        if too_long:
+            raise ValueError(f"device names longer than {MAX_NAME} characters: {shown_all(too_long)}")
         bad = [d for d in devices if not _matches(DEVICE_NAME, d)]
         if bad:
-            raise ValueError(f"invalid device names {', '.join(map(repr, bad))}: {PATTERN_HELP[DEVICE_NAME]}")
+            raise ValueError(f"invalid device names {shown_all(bad)}: {PATTERN_HELP[DEVICE_NAME]}")
         return devices
 
     @model_validator(mode="after")
@@ -222,14 +278,14 @@ def check_branch_names(branches: list[str]) -> list[str]:
     """Pydantic validator body shared by backend files and the poller's branch setting."""
     bad = [b for b in branches if not _matches(BRANCH_NAME, b)]
     if bad:
-        raise ValueError(f"not valid branch names: {', '.join(map(repr, bad))}")
+        raise ValueError(f"not valid branch names: {shown_all(bad)}")
     return branches
 
 
 def _all_match(values: list[str], pattern: str) -> list[str]:
     bad = [v for v in values if not _matches(pattern, v)]
     if bad:
-        raise ValueError(f"{', '.join(map(repr, bad))}: {PATTERN_HELP[pattern]}")
+        raise ValueError(f"{shown_all(bad)}: {PATTERN_HELP[pattern]}")
     return values
 
 

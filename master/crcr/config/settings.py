@@ -7,38 +7,49 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from crcr.config.errors import ConfigError, described_pattern, describe_validation_error
-from crcr.config.models import check_branch_names
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
+from crcr.config.limits import (
+    MAX_ADDRESS,
+    MAX_FILESYSTEM_PATH,
+    MAX_GITHUB_REPO,
+    MAX_KEEPALIVE,
+    MAX_POLL_INTERVAL,
+    MAX_URL,
+)
+from crcr.config.models import BranchNames, check_branch_names
+from crcr.config.paths import REPO_ROOT
+from crcr.config.yamlfiles import read_yaml_mapping
 DEFAULTS_FILE = REPO_ROOT / "master" / "settings.yaml"
 
 
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    upstream_url: str = Field(min_length=1)
-    upstream_branches: list[str] = Field(min_length=1)
-    poll_interval: int = Field(ge=1)
-    github_api_url: str = Field(pattern=described_pattern(r"^https?://", "must start with http:// or https://"))
+    upstream_url: str = Field(min_length=1, max_length=MAX_URL)
+    upstream_branches: BranchNames
+    poll_interval: int = Field(ge=1, le=MAX_POLL_INTERVAL)
+    github_api_url: str = Field(
+        pattern=described_pattern(r"^https?://", "must start with http:// or https://"), max_length=MAX_URL
+    )
     github_repo: str = Field(
-        pattern=described_pattern(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "must be <owner>/<repository>, e.g. pytorch/pytorch")
+        pattern=described_pattern(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "must be <owner>/<repository>, e.g. pytorch/pytorch"),
+        max_length=MAX_GITHUB_REPO,
     )
     backends_dir: Path
     workers_dir: Path
     secrets_dir: Path
     web_port: int = Field(ge=1, le=65535)
     worker_port: int = Field(ge=1, le=65535)
-    worker_keepalive: int = Field(ge=1)
+    worker_keepalive: int = Field(ge=1, le=MAX_KEEPALIVE)
     master_address: str | None = Field(
         default=None,
         pattern=described_pattern(r"^[A-Za-z0-9.\[\]:-]+:[0-9]+$", "must be <host>:<port>, e.g. relay.example.org:9989"),
+        max_length=MAX_ADDRESS,
     )
-    db_url: str = Field(min_length=1)
-    buildbot_url: str | None = None
+    db_url: str = Field(min_length=1, max_length=MAX_URL)
+    buildbot_url: str | None = Field(default=None, max_length=MAX_URL)
 
     @field_validator("upstream_branches")
     @classmethod
@@ -47,10 +58,12 @@ class Settings(BaseModel):
 
     @field_validator("backends_dir", "workers_dir", "secrets_dir", mode="before")
     @classmethod
-    def _not_empty(cls, path):
+    def _usable_path(cls, path):
         # Path("") is ".", which would silently mean the repository root.
         if isinstance(path, str) and not path.strip():
             raise ValueError("must not be empty")
+        if isinstance(path, str) and len(path) > MAX_FILESYSTEM_PATH:
+            raise ValueError(f"must be at most {MAX_FILESYSTEM_PATH} characters (got {len(path)} characters)")
         return path
 
     @field_validator("backends_dir", "workers_dir", "secrets_dir")
@@ -77,8 +90,7 @@ LIST_SETTINGS = {"upstream_branches"}
 def load_settings(environ: Mapping[str, str] | None = None, defaults_file: Path = DEFAULTS_FILE) -> Settings:
     """Defaults from the settings file, overridden by the environment; raises ConfigError naming the source."""
     environ = os.environ if environ is None else environ
-    with open(defaults_file, encoding="utf-8") as f:
-        values = yaml.safe_load(f) or {}
+    values = read_yaml_mapping(defaults_file)
     sources = {name: f"{defaults_file.name}: {name}" for name in values}
     for var, name in ENV_VARS.items():
         if var in environ:

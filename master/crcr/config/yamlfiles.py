@@ -7,15 +7,11 @@ from pathlib import Path
 import yaml
 
 from crcr.config.errors import ConfigError
-from crcr.config.settings import REPO_ROOT
+from crcr.config.paths import display_path
+from crcr.config.readfiles import YAML_LIMIT, read_text
 
-
-def display_path(path: Path) -> str:
-    """Paths inside the repository are shown relative to it, as users wrote them."""
-    try:
-        return str(path.resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return str(path)
+# display_path is imported from here by the modules that name YAML files in messages.
+__all__ = ["display_path", "read_yaml_mapping"]
 
 
 class _StrictKeysLoader(yaml.SafeLoader):
@@ -37,6 +33,19 @@ class _StrictKeysLoader(yaml.SafeLoader):
                     )
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node):
+        # Python refuses to read whole numbers of over 4300 digits with a ValueError, not a YAML error.
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:
+            digits = sum(c.isdigit() for c in node.value)
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {digits} digits is too long to read", node.start_mark
+            ) from None
+
+
+_StrictKeysLoader.add_constructor("tag:yaml.org,2002:int", _StrictKeysLoader.construct_yaml_int)
+
 
 def _yaml_problem(error: yaml.YAMLError) -> str:
     """'line 3, column 5: <problem>' rather than PyYAML's multi-line text about a '<unicode string>'."""
@@ -49,17 +58,14 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
 
 
 def read_yaml_mapping(path: Path) -> dict:
-    """One YAML file's mapping (an empty file is {}); unreadable text, bad YAML, a duplicate key or a
-    top level that is not a mapping raise ConfigError naming the file."""
+    """One YAML file's mapping (an empty file is {}); an unreadable or too large file, bad YAML, a
+    duplicate key or a top level that is not a mapping raise ConfigError naming the file."""
     where = display_path(path)
+    text = read_text(path, YAML_LIMIT)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictKeysLoader)
+        data = yaml.load(text, Loader=_StrictKeysLoader)
     except yaml.YAMLError as e:
         raise ConfigError(f"{where}: not valid YAML: {_yaml_problem(e)}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}: not valid YAML: the file is not UTF-8 text") from None
-    except OSError as e:
-        raise ConfigError(f"{where}: cannot be read: {e.strerror}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

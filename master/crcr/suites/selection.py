@@ -11,7 +11,8 @@ import shlex
 from contextlib import contextmanager
 from pathlib import Path
 
-from crcr.config.errors import ConfigError
+from crcr.config.errors import ConfigError, shown
+from crcr.config.readfiles import SKIP_LIST_LIMIT, read_text, refuse_outside
 from crcr.config.yamlfiles import display_path
 from crcr.config.models import Backend, Suite
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
@@ -25,10 +26,7 @@ PYTEST_RAN = (0, 1)
 def read_skip_list(path: Path) -> list[str]:
     """Node ids, one per line, or JSON lines with a `nodeid` field (Ascend's pr_skip_list.jsonl); '#' comments."""
     where = display_path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{where}: cannot be read: {getattr(e, 'strerror', None) or e}") from None
+    text = read_text(path, SKIP_LIST_LIMIT)
     node_ids = []
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
@@ -44,7 +42,7 @@ def read_skip_list(path: Path) -> list[str]:
         elif "::" in line and " " not in line:
             node_id = line
         else:
-            raise ConfigError(f"{where}: line {number}: not a pytest node id (test/test_a.py::TestA::test_b): {line!r}")
+            raise ConfigError(f"{where}: line {number}: not a pytest node id (test/test_a.py::TestA::test_b): {shown(line)}")
         node_ids.append(node_id)
     return node_ids
 
@@ -56,20 +54,23 @@ def selection_spec(backend: Backend, suite: Suite, backends_dir: Path) -> dict:
     field = f"suites.{[s.name for s in backend.suites].index(suite.name)}.pytest"
     where = display_path(backends_dir / f"{backend.name}.yaml")
     if selection.skip_list:
-        with _named_in(f"{where}: {field}.skip_list", backends_dir / selection.skip_list) as path:
+        with _named_in(f"{where}: {field}.skip_list", backends_dir, selection.skip_list) as path:
             spec["skip"] = [{"nodeid": node_id, "reason": selection.skip_list} for node_id in read_skip_list(path)]
     if selection.torch_spyre:
-        with _named_in(f"{where}: {field}.torch_spyre", backends_dir / selection.torch_spyre) as path:
+        with _named_in(f"{where}: {field}.torch_spyre", backends_dir, selection.torch_spyre) as path:
             spec["files"] = selection_rules(load_test_suite_config(path))["files"]
     return spec
 
 
 @contextmanager
-def _named_in(field: str, path: Path):
-    """Problems of a file a backend names start with the backend file and field that name it."""
-    if not path.is_file():
-        raise ConfigError(f"{field}: {display_path(path)} does not exist")
+def _named_in(field: str, backends_dir: Path, name: str):
+    """The file a backend names, inside the backends folder (a link leading out is refused unread);
+    its problems start with the backend file and field that name it."""
+    path = backends_dir / name
     try:
+        refuse_outside(path, backends_dir)
+        if not path.exists():
+            raise ConfigError(f"{display_path(path)} does not exist")
         yield path
     except ConfigError as e:
         raise ConfigError("\n".join(f"{field}: {line}" for line in str(e).splitlines())) from None
