@@ -1,15 +1,35 @@
-"""Create or upgrade, start and stop a master directory that runs the repository's master.cfg."""
+"""Create or upgrade, start, reconfigure and stop a master directory that runs the repository's master.cfg."""
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
+from crcr.cli.twistdlog import LogFollower
 from crcr.config.settings import REPO_ROOT, Settings
 
 MASTER_CFG = REPO_ROOT / "master" / "master.cfg"
+# Seconds. A master stops once its builds are interrupted and its reporters are done; a reconfiguration of a
+# large relay takes tens of seconds. Both are bounded so that no command hangs for ever.
+STOP_TIMEOUT = 60
+RECONFIG_TIMEOUT = 300
+POLL_INTERVAL = 0.2
+KILL_TIMEOUT = 10
+
+# What Buildbot's BuildMaster.reconfig logs (buildbot/master.py); each outcome line ends "(took N seconds)".
+RECONFIG_BEGINS = "beginning configuration update"
+RECONFIG_DONE = "configuration update complete"
+RECONFIG_ABORTED = "configuration update aborted"
+RECONFIG_PARTIAL = "configuration update partially applied"
+RECONFIG_ONGOING = "reconfig is ongoing for"
+LOG_PREFIX = re.compile(r"^\S+ \S+ \[[^\]]*\] ")  # "2024-01-01 12:00:00+0000 [-] "
 
 
 def _buildbot_path() -> Path:
@@ -27,16 +47,33 @@ def _check(result: subprocess.CompletedProcess, what: str) -> None:
 
 
 def prepare(basedir: Path, settings: Settings) -> None:
-    """Create the master directory on first use, upgrade its database on later ones."""
+    """Create the master directory on first use; create or upgrade its database at the configured URL."""
     settings.secrets_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not (basedir / "buildbot.tac").exists():
+        # create-master also makes the database given by --db, and a URL's password on a command line is there
+        # for every `ps` to see. So it gets an in-memory database that vanishes with it; upgrade-master then
+        # creates the real one from master.cfg, which reads CRCR_DB_URL like the running master does.
         _check(
-            _buildbot("create-master", "--quiet", "--config", str(MASTER_CFG), "--db", settings.db_url, str(basedir)),
+            _buildbot("create-master", "--quiet", "--config", str(MASTER_CFG), "--db", "sqlite://", str(basedir)),
             "buildbot create-master",
         )
-        (basedir / "master.cfg.sample").unlink(missing_ok=True)
-    else:
-        _check(_buildbot("upgrade-master", "--quiet", str(basedir)), "buildbot upgrade-master")
+    _check(_buildbot("upgrade-master", "--quiet", str(basedir)), "buildbot upgrade-master")
+    (basedir / "master.cfg.sample").unlink(missing_ok=True)  # Buildbot's example; this master runs master.cfg
+
+
+def alive(pid: int) -> bool:
+    """Whether the process runs: it exists and is not a zombie (exited, its parent not told yet)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, owned by someone else
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc here: kill(0) is all there is to tell
+    return state != "Z"
 
 
 def running_pid(basedir: Path) -> int | None:
@@ -46,13 +83,9 @@ def running_pid(basedir: Path) -> int | None:
         pid = int(pidfile.read_text().strip())
     except (OSError, ValueError):
         return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not alive(pid):
         pidfile.unlink(missing_ok=True)
         return None
-    except PermissionError:
-        pass  # alive, owned by someone else
     return pid
 
 
@@ -72,24 +105,82 @@ def start(basedir: Path, settings: Settings, foreground: bool = False) -> None:
         raise RuntimeError(f"the master did not start:\n{result.stdout}{result.stderr}\n{log_tail}")
 
 
-def reconfig(basedir: Path) -> str:
-    """Have the running master re-read its configuration; Buildbot keeps the old one if the new one fails."""
-    if running_pid(basedir) is None:
+def reconfig(basedir: Path, timeout: float = RECONFIG_TIMEOUT, on_progress: Callable[[str], None] = print) -> None:
+    """Have the running master re-read its configuration, and follow its log until it says how that went.
+
+    Not `buildbot reconfig`: it stops following after 10 seconds without a line it counts as progress and then
+    reports a failure, while a large relay's reconfiguration is still under way. Buildbot keeps the running
+    configuration when the new one is refused."""
+    pid = running_pid(basedir)
+    if pid is None:
         raise RuntimeError(f"no master is running in {basedir}; start it with crcr master start")
-    # `buildbot reconfig` sends SIGHUP and follows twistd.log until the reconfig completes or fails.
-    result = _buildbot("reconfig", str(basedir))
-    if result.returncode != 0:
-        raise RuntimeError(
-            f"the master refused the new configuration and keeps running the previous one:\n{result.stdout}{result.stderr}"
-        )
-    return result.stdout
+    log_path = basedir / "twistd.log"
+    deadline = time.monotonic() + timeout
+    with LogFollower(log_path) as log:
+        os.kill(pid, signal.SIGHUP)
+        ours: list[str] | None = None  # the lines of our reconfiguration, from its first
+        while True:
+            for line in (LOG_PREFIX.sub("", line) for line in log.new_lines()):
+                if ours is None:
+                    # A reconfiguration under way when ours was asked for ends first; ours begins after it.
+                    if RECONFIG_BEGINS in line:
+                        ours = []
+                    continue
+                if RECONFIG_DONE in line:
+                    return
+                if RECONFIG_ABORTED in line:
+                    raise RuntimeError(
+                        "the master refused the new configuration and keeps running the previous one:\n"
+                        + "\n".join(ours)
+                    )
+                if RECONFIG_PARTIAL in line:
+                    raise RuntimeError(
+                        "the master applied the new configuration only in part and may malfunction; restart it "
+                        f"(crcr master restart --basedir {basedir}):\n" + "\n".join(ours)
+                    )
+                if RECONFIG_ONGOING in line:
+                    on_progress(f"the master is still reconfiguring: {line}")
+                ours.append(line)
+            if not alive(pid):
+                raise RuntimeError(f"the master in {basedir} stopped while reconfiguring; see {log_path}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the master in {basedir} has not finished reconfiguring after {timeout:g}s; whether it takes "
+                    f"the new configuration is not known yet (it logs the outcome in {log_path})"
+                )
+            time.sleep(POLL_INTERVAL)
 
 
-def stop(basedir: Path) -> bool:
-    """Stop the master; False when none was running."""
-    if running_pid(basedir) is None:
-        return False
-    _check(_buildbot("stop", str(basedir)), "buildbot stop")
+@dataclass(frozen=True)
+class Stopped:
+    pid: int
+    killed: bool  # it did not exit on SIGTERM in time and was killed
+
+
+def stop(basedir: Path, timeout: float = STOP_TIMEOUT) -> Stopped | None:
+    """Stop the master: SIGTERM, wait for the process itself to end, SIGKILL after `timeout` seconds.
+
+    Not `buildbot stop`: it gives up after 10 seconds, reporting a failure and leaving the master running.
+    None when no master was running."""
+    pid = running_pid(basedir)
+    if pid is None:
+        return None
+    os.kill(pid, signal.SIGTERM)
+    if _ended(pid, timeout):
+        return Stopped(pid, killed=False)
+    os.kill(pid, signal.SIGKILL)
+    if not _ended(pid, KILL_TIMEOUT):
+        raise RuntimeError(f"the master in {basedir} (pid {pid}) is still running, even after SIGKILL")
+    (basedir / "twistd.pid").unlink(missing_ok=True)  # it had no chance to remove it
+    return Stopped(pid, killed=True)
+
+
+def _ended(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_INTERVAL)
     return True
 
 
@@ -98,6 +189,3 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
     except OSError:
         return ""
-
-
-

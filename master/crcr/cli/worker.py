@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-import urllib.error
 from pathlib import Path, PurePosixPath
 
 from crcr.cli import hostsetup, registry
-from crcr.config.errors import ConfigError
 from crcr.cli.hostsetup import HostSetup
+from crcr.cli.hoststable import devices_text, print_hosts_table
+from crcr.cli.subcommands import add_command
+from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
-from crcr.config.yamlfiles import display_path
 from crcr.config.models import WorkerHost
-from crcr.cli.relayapi import call
-from crcr.config.secretfiles import secret_problem, worker_password
+from crcr.config.secretfiles import worker_password
 from crcr.config.settings import Settings, load_settings
+from crcr.config.yamlfiles import display_path
 
 DEFAULT_HOST_DIR = "/var/lib/crcr-worker"
 DEFAULT_HOST_USER = "crcr"
@@ -37,7 +37,7 @@ def cmd_register(args) -> int:
     host = registry.host_from_options(args.name, registry.parse_devices(args.device), args.admin, args.max_builds)
     password = registry.register(settings, host)
     print(
-        f"Registered worker host '{host.name}' ({_devices(host)}; {_slots(host)}) "
+        f"Registered worker host '{host.name}' ({devices_text(host)}; {_slots(host)}) "
         f"in {display_path(registry.host_file(settings, host.name))}; its password is in "
         f"{_password_path(settings, host.name)} (never commit it)."
     )
@@ -79,47 +79,12 @@ def cmd_remove(args) -> int:
 
 def cmd_list(args) -> int:
     settings = load_settings()
-    relay = load_relay_config(settings)
-    url = (args.url or settings.web_url).rstrip("/")
-    connected = _connected_workers(url)
-    rows = [("HOST", "DEVICES", "BUILDS", "CONNECTED", "ADMIN")]
-    for host in relay.hosts:
-        rows.append((host.name, _devices(host), str(host.build_slots), _connection(settings, host, connected), host.admin))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
-    if connected is None:
-        print(f"(the master at {url} cannot be reached: connection state unknown)")
+    print_hosts_table(settings, args.url or settings.web_url)
     return 0
-
-
-def _connected_workers(url: str) -> set[str] | None:
-    """Names of the unit workers connected to the running master; None when it cannot be asked."""
-    try:
-        workers = call(f"{url}/api/v2/workers")["workers"]
-    except (urllib.error.URLError, OSError, KeyError):
-        return None
-    return {w["name"] for w in workers if w["connected_to"]}
-
-
-def _connection(settings: Settings, host: WorkerHost, connected: set[str] | None) -> str:
-    problem = secret_problem(settings.secrets_dir, worker_password(host.name))
-    if problem is not None:
-        return f"cannot log in: password file {problem}"
-    if connected is None:
-        return "?"
-    units = [u.worker_name for u in host.units]
-    missing = [name for name in units if name not in connected]
-    summary = f"{len(units) - len(missing)} of {len(units)}"
-    return summary + (f" (not connected: {', '.join(missing)})" if missing and len(missing) < len(units) else "")
 
 
 def _slots(host: WorkerHost) -> str:
     return "1 build at a time" if host.build_slots == 1 else f"up to {host.build_slots} builds at once"
-
-
-def _devices(host: WorkerHost) -> str:
-    return ", ".join(f"{device}:{count}" for device, count in host.devices.items())
 
 
 def _password_path(settings: Settings, name: str) -> str:
@@ -176,23 +141,31 @@ def _print_setup(args, settings: Settings, host: WorkerHost, password: str) -> N
 
 
 def add_worker_commands(sub: argparse._SubParsersAction) -> None:
-    worker = sub.add_parser("worker", help="register, show, list and remove worker hosts")
-    commands = worker.add_subparsers(dest="worker_command", required=True)
+    worker = sub.add_parser(
+        "worker", help="register, show, list and remove worker hosts",
+        description="Declare the hardware hosts that run builds (workers/<NAME>.yaml and their passwords), and "
+        "print what their admins run on them. The running master takes changes on `crcr master reconfig`.",
+    )
+    commands = worker.add_subparsers(dest="worker_command", required=True, metavar="COMMAND")
 
     setup_options = argparse.ArgumentParser(add_help=False)
     setup_options.add_argument("--master", metavar="HOST:PORT", help="where the host connects (default: settings)")
-    setup_options.add_argument("--host-dir", default=DEFAULT_HOST_DIR, help="directory of the workers on the host")
-    setup_options.add_argument("--host-user", default=DEFAULT_HOST_USER, help="account that runs builds on the host")
+    setup_options.add_argument("--host-dir", default=DEFAULT_HOST_DIR, metavar="DIR",
+                               help=f"directory of the workers on the host, absolute (default {DEFAULT_HOST_DIR})")
+    setup_options.add_argument("--host-user", default=DEFAULT_HOST_USER, metavar="USER",
+                               help=f"account that runs builds on the host (default {DEFAULT_HOST_USER})")
     setup_options.add_argument("--systemd-unit", metavar="FILE", help="also write the systemd unit to FILE")
 
-    def host_command(name: str, func, help: str, parents=()) -> argparse.ArgumentParser:
-        command = commands.add_parser(name, parents=list(parents), help=help)
-        command.add_argument("name", metavar="NAME")
-        command.set_defaults(func=func)
+    def host_command(name: str, func, summary: str, description: str | None = None, parents=()):
+        command = add_command(commands, name, func, summary, description, parents)
+        command.add_argument("name", metavar="NAME", help="the host's name: letters, digits, '-' and '_'")
         return command
 
     register = host_command(
-        "register", cmd_register, "declare a host, make its password, print its setup", [setup_options]
+        "register", cmd_register, "declare a host, make its password, print its setup",
+        "Declare a host (workers/NAME.yaml) with a new random password, and print the commands its admin runs on "
+        "it. With --rotate-password: a new password for a registered host, and the commands that install it.",
+        [setup_options],
     )
     register.add_argument(
         "--device", action="append", metavar="DEVICE[:COUNT]", help="a device kind and its unit count (repeatable)"
@@ -200,11 +173,16 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
     register.add_argument("--admin", help='who runs the host, as "Name <email>"')
     register.add_argument("--max-builds", type=int, help="cap on builds at once (default: one per unit)")
     register.add_argument("--rotate-password", action="store_true", help="give a registered host a new password")
-    host_command("show", cmd_show, "print a registered host's setup again", [setup_options])
-    host_command("units", cmd_units, "print a host's unit worker names, one per line")
-    host_command("ensure-password", cmd_ensure_password, "create a declared host's password if it has none")
-    host_command("remove", cmd_remove, "delete a host's file and password")
+    host_command("show", cmd_show, "print a registered host's setup again", parents=[setup_options])
+    host_command("units", cmd_units, "print a host's unit worker names, one per line (for scripts)")
+    host_command("ensure-password", cmd_ensure_password,
+                 "create a declared host's password if it has none (for scripts)")
+    host_command("remove", cmd_remove, "delete a host's file and password",
+                 "Delete workers/NAME.yaml and the host's password; `crcr master reconfig` then disconnects its units.")
 
-    listing = commands.add_parser("list", help="every declared host, its devices, and whether it is connected")
+    listing = add_command(
+        commands, "list", cmd_list, "every declared host, its devices, and how many of its units are connected",
+        "List every declared host, its devices and build slots, and how many of its units the running master has "
+        "connected (asked of its REST API; '?' when it cannot be reached).",
+    )
     listing.add_argument("--url", help="relay web address (default: the settings' buildbot URL)")
-    listing.set_defaults(func=cmd_list)
