@@ -15,7 +15,8 @@ import yaml
 from buildbot.process.results import RETRY
 
 from conftest import BUDGET_BRANCH, RELEASE_BRANCH, SUCCESS, UNITS_BRANCH, backend, make_upstream, prepare_relay, suite
-from harness import VENV_BIN, Relay, WorkerProcess, run, venv_env, wait_until
+from harness import VENV_BIN, Relay, WorkerProcess, run, wait_until
+from printedsetup import host_with_venv, run_paragraph
 from webui import open_page, wait_for_element, wait_for_texts
 
 pytestmark = pytest.mark.e2e
@@ -44,13 +45,9 @@ class Lab:
 
     def register(self, name: str, *options: str) -> str:
         """`crcr worker register`, then the printed create-worker commands run as printed; returns the output."""
-        host_dir = self.root / "hosts" / name
-        # The host's venv, which the printed commands use: buildbot-worker installed in it.
-        (host_dir / "venv" / "bin").mkdir(parents=True)
-        (host_dir / "venv" / "bin" / "buildbot-worker").symlink_to(VENV_BIN / "buildbot-worker")
+        host_dir = host_with_venv(self.root / "hosts" / name, VENV_BIN)
         out = self.relay.crcr("worker", "register", name, *options, "--host-dir", host_dir).stdout
-        for command in [line.strip() for line in out.splitlines() if " create-worker " in line]:
-            run(["bash", "-c", command], env=venv_env())
+        run_paragraph(out, " create-worker ")
         for unit in self.relay.crcr("worker", "units", name).stdout.split():
             self.workers[unit] = WorkerProcess(host_dir / unit, unit, password="", master_port=0)  # created above
         return out
@@ -133,10 +130,9 @@ def test_register_writes_the_host_file_and_a_private_password_outside_git(lab, g
     assert oct(password.stat().st_mode & 0o777) == "0o600"
     assert oct(secrets_dir.stat().st_mode & 0o777) == "0o700"
     assert len(password.read_text().strip()) >= 40
-    # The printed commands carry the credentials and the master's worker address.
-    assert f"localhost:{lab.relay.env['CRCR_WORKER_PORT']} gpu-lab-gamma-1 {password.read_text().strip()}" in (
-        gpu_lab["register"]
-    )
+    # The printed commands carry the master's worker address; the password only as the password file's contents.
+    assert f"localhost:{lab.relay.env['CRCR_WORKER_PORT']} gpu-lab-gamma-1 see-password-file" in gpu_lab["register"]
+    assert (lab.root / "hosts" / "gpu-lab" / "password").read_text() == password.read_text()
     unit_file = (lab.root / "crcr-worker@.service").read_text()
     assert f"ExecStart={lab.root}/hosts/gpu-lab/venv/bin/buildbot-worker start --nodaemon" in unit_file
     assert "systemctl enable --now crcr-worker@gpu-lab-gamma-0 crcr-worker@gpu-lab-gamma-1" in gpu_lab["register"]
@@ -295,13 +291,12 @@ def test_rotated_password_locks_out_the_old_one_and_the_printed_commands_let_the
     unit.stop()
     wait_until(lambda: solo not in lab.connected(), 30, "the stopped unit to disconnect")
 
-    unit.start()  # still with the old password in its buildbot.tac
+    unit.start()  # the host's password file still holds the old password
     wait_until(lambda: f"invalid login from user '{solo}'" in lab.relay.log_tail(400), 60, "the old password's refusal")
     assert solo not in lab.connected()
 
     unit.stop()
-    for command in [line.strip() for line in out.splitlines() if " create-worker " in line]:
-        run(["bash", "-c", command], env=venv_env())
+    run_paragraph(out, "/dev/stdin")  # the new password file; the unit's buildbot.tac reads it
     unit.start()
     wait_until(lambda: solo in lab.connected(), 90, "the unit to log in with the new password")
 
