@@ -30,6 +30,8 @@ class RelayConfig:
     hosts_dir: Path = REPO_ROOT / "workers"
     # The selection plugin's spec of each pytest suite, {(backend, suite): spec}, read once with the files.
     selections: dict[tuple[str, str], dict] = field(default_factory=dict)
+    # Loaded with leave_out_invalid: per file left out, its problems as `crcr check` words them.
+    left_out: list[str] = field(default_factory=list)
 
     def hosts_for(self, backend: Backend) -> list[WorkerHost]:
         return [h for h in self.hosts if backend.device in h.devices]
@@ -87,38 +89,51 @@ def unit_name_clashes(workers: list[WorkerHost]) -> list[tuple[str, str, str]]:
     return clashes
 
 
-def _unit_name_errors(workers: list[WorkerHost], workers_dir: Path) -> list[str]:
-    return [
-        f"{display_path(workers_dir / (second + '.yaml'))}: devices: the unit worker name '{name}' is also one of "
-        f"{display_path(workers_dir / (first + '.yaml'))}'s; rename one of the hosts"
-        for name, first, second in unit_name_clashes(workers)
-    ]
+def _unit_name_errors(workers: list[WorkerHost], workers_dir: Path) -> dict[str, str]:
+    """{later host: its clashes}; each clash is the later host's problem."""
+    errors: dict[str, list[str]] = {}
+    for name, first, second in unit_name_clashes(workers):
+        errors.setdefault(second, []).append(
+            f"{display_path(workers_dir / (second + '.yaml'))}: devices: the unit worker name '{name}' is also "
+            f"one of {display_path(workers_dir / (first + '.yaml'))}'s; rename one of the hosts"
+        )
+    return {host: "\n".join(lines) for host, lines in errors.items()}
 
 
-def _selections(backends: list[Backend], backends_dir: Path) -> tuple[dict[tuple[str, str], dict], list[str]]:
-    """Each pytest suite's plugin spec; the skip lists and torch-spyre configs it names must be valid."""
-    specs, errors = {}, []
+def _selections(backends: list[Backend], backends_dir: Path) -> tuple[dict[tuple[str, str], dict], dict[str, str]]:
+    """Each pytest suite's plugin spec, and {backend: its problems}: the skip lists and torch-spyre
+    configs its suites name must be valid."""
+    specs, errors = {}, {}
     for backend in backends:
+        problems = []
         for suite in backend.suites:
             if suite.pytest:
                 try:
                     specs[backend.name, suite.name] = selection_spec(backend, suite, backends_dir)
                 except ConfigError as e:
-                    errors.append(str(e))
+                    problems.append(str(e))
+        if problems:
+            errors[backend.name] = "\n".join(problems)
     return specs, errors
 
 
-def load_relay_config(settings: Settings) -> RelayConfig:
-    """Every file is checked, and all problems are reported together."""
+def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) -> RelayConfig:
+    """Every file is checked. By default all problems are reported together, in one ConfigError.
+    With leave_out_invalid, each backend or host file that is invalid on its own (and the later host
+    of a unit-name clash) is left out instead, its problems kept in `left_out` in the same words.
+    A missing folder, or no backend file at all, refuses either way."""
     backends, backend_errors = _load_dir(settings.backends_dir, Backend)
     workers, worker_errors = _load_dir(settings.workers_dir, WorkerHost)
-    errors = backend_errors + worker_errors + _unit_name_errors(workers, settings.workers_dir)
+    clashes = _unit_name_errors(workers, settings.workers_dir)
     selections, selection_errors = _selections(backends, settings.backends_dir)
-    errors += selection_errors
-    if not backends and not backend_errors:
-        errors.append(f"{display_path(settings.backends_dir)}: no backend files (*.yaml)")
-    if errors:
-        raise ConfigError("\n".join(errors))
+    # One entry per file, in the order `crcr check` has always listed them.
+    problems = backend_errors + worker_errors + list(clashes.values()) + list(selection_errors.values())
+    refusals = [] if backends or backend_errors else [f"{display_path(settings.backends_dir)}: no backend files (*.yaml)"]
+    if refusals or (problems and not leave_out_invalid):
+        raise ConfigError("\n".join((problems if not leave_out_invalid else []) + refusals))
+    backends = [b for b in backends if b.name not in selection_errors]
+    workers = [w for w in workers if w.name not in clashes]
+    selections = {key: spec for key, spec in selections.items() if key[0] not in selection_errors}
 
     warnings = []
     offered = {device for w in workers for device in w.devices}
@@ -135,7 +150,12 @@ def load_relay_config(settings: Settings) -> RelayConfig:
                 f"{', '.join(untracked)} not followed by the poller (CRCR_UPSTREAM_BRANCHES); only forced builds"
             )
     return RelayConfig(
-        backends=backends, hosts=workers, warnings=warnings, hosts_dir=settings.workers_dir, selections=selections
+        backends=backends,
+        hosts=workers,
+        warnings=warnings,
+        hosts_dir=settings.workers_dir,
+        selections=selections,
+        left_out=problems,
     )
 
 
@@ -155,14 +175,17 @@ def require_worker_passwords(relay: RelayConfig, secrets_dir: Path) -> RelayConf
     return replace(relay, hosts=kept, warnings=relay.warnings + warnings)
 
 
-def load_checked_relay_config(settings: Settings) -> RelayConfig:
+def load_checked_relay_config(settings: Settings, *, leave_out_invalid: bool = False) -> RelayConfig:
     """What a master runs with, as `crcr check`, `crcr master start` and master.cfg all see it:
-    valid files, a secrets directory SecretInAFile accepts, hosts without a password left out."""
-    relay = load_relay_config(settings)
+    valid files, a secrets directory SecretInAFile accepts, hosts without a password left out.
+    leave_out_invalid: see load_relay_config; a relay left with no backend is still refused."""
+    relay = load_relay_config(settings, leave_out_invalid=leave_out_invalid)
     problems = secret_dir_problems(settings.secrets_dir)
     if problems:
         raise ConfigError("\n".join(problems))
     relay = require_worker_passwords(relay, settings.secrets_dir)
+    if not relay.backends:
+        raise ConfigError("\n".join(["no backend can run: every backend file was left out", *relay.left_out]))
     if not relay.active_backends:
         # Buildbot refuses a master without builders; say why there are none.
         raise ConfigError("\n".join(["no backend can run: no host that offers its device can log in", *relay.warnings]))
