@@ -6,7 +6,9 @@ import sys
 
 import pytest
 
-from crcr.suites.results import SuiteResults, compare, describe_counts, parse_junit, totals, with_rerun
+from crcr.suites.results import (
+    SuiteResults, compare, describe_counts, outcomes_by_test, parse_junit, totals, with_rerun,
+)
 from harness import run
 
 TESTS = '''
@@ -50,13 +52,26 @@ def test_counts_and_node_ids_of_every_outcome(junit):
     assert results.errored == ["test/test_a.py::test_setup_error"]
 
 
-def test_tests_passing_on_rerun_are_flaky_not_failing():
-    first = SuiteResults(passed=5, failing=["a", "b", "c"], errored=["c"])
-    rerun = SuiteResults(passed=2, failing=["b"])
+def test_only_tests_the_rerun_ran_and_saw_pass_are_flaky():
+    first = SuiteResults(passed=5, failing=["a", "b", "c", "d", "e"], errored=["c", "d"])
+    rerun = {"a": "passed", "b": "failed", "c": "passed", "e": "skipped"}  # d did not run at all
 
     merged = with_rerun(first, rerun)
 
-    assert (merged.failing, merged.errored, merged.flaky) == (["b"], [], ["a", "c"])
+    assert (merged.failing, merged.errored, merged.flaky) == (["b", "d", "e"], ["d"], ["a", "c"])
+    again = with_rerun(merged, {"b": "passed", "d": "errored", "e": "failed"})
+    assert (again.failing, again.flaky) == (["d", "e"], ["a", "c", "b"]), "flaky tests add up over reruns"
+
+
+def test_outcome_of_each_test_in_a_rerun(junit):
+    outcomes = outcomes_by_test(junit)
+
+    assert outcomes["test/test_a.py::TestA::test_ok"] == "passed"
+    assert outcomes["test/test_a.py::TestA::test_fail"] == "failed"
+    assert outcomes["test/test_a.py::test_setup_error"] == "errored"
+    assert outcomes["test/test_a.py::TestA::test_xfail"] == "xfailed"
+    assert outcomes["test/test_a.py::TestA::test_skip"] == "skipped"
+    assert len(outcomes) == 9
 
 
 def test_new_still_failing_and_fixed_against_the_previous_build():

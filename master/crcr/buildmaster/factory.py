@@ -9,7 +9,8 @@ from buildbot.plugins import steps, util
 from crcr.config.models import Backend
 from crcr.suites.selection import PLUGIN_FILE, pytest_command
 from crcr.config.settings import Settings
-from crcr.buildmaster.steps import BudgetedShellCommand, SuiteStep
+from crcr.buildmaster.budget import BudgetedShellCommand
+from crcr.buildmaster.suite_step import SuiteStep
 from crcr.names import CHECKOUT_STEP, DEVICE_INDEX_PROPERTY, SETUP_STEP_PREFIX, suite_step_name
 
 UPSTREAM_DIR = "upstream"

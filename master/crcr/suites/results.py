@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from junitparser import Attr, Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
@@ -40,33 +41,46 @@ def node_id(case) -> str:
     return "::".join(part for part in (file, cls, name) if part)
 
 
-def parse_junit(text: str | bytes) -> SuiteResults:
-    """Counts and failing node ids; pytest writes an xfail as <skipped type="pytest.xfail">."""
+def outcomes_by_test(text: str | bytes) -> dict[str, str]:
+    """Each test's node id and outcome: passed, failed, errored, skipped or xfailed (pytest writes an
+    xfail as <skipped type="pytest.xfail">)."""
     xml = JUnitXml.fromstring(text if isinstance(text, bytes) else text.encode())
-    results = SuiteResults()
-    suites = [xml] if isinstance(xml, TestSuite) else list(xml)
-    for suite in suites:
+    outcomes = {}
+    for suite in [xml] if isinstance(xml, TestSuite) else list(xml):
         for case in suite:
-            outcome = case.result
-            if any(isinstance(r, (Failure, Error)) for r in outcome):
-                results.failing.append(node_id(case))
-                if any(isinstance(r, Error) for r in outcome):
-                    results.errored.append(node_id(case))
-            elif any(isinstance(r, Skipped) and r.type == "pytest.xfail" for r in outcome):
-                results.xfailed += 1
-            elif any(isinstance(r, Skipped) for r in outcome):
-                results.skipped += 1
+            result = case.result
+            if any(isinstance(r, Error) for r in result):
+                outcome = "errored"
+            elif any(isinstance(r, Failure) for r in result):
+                outcome = "failed"
+            elif any(isinstance(r, Skipped) and r.type == "pytest.xfail" for r in result):
+                outcome = "xfailed"
+            elif any(isinstance(r, Skipped) for r in result):
+                outcome = "skipped"
             else:
-                results.passed += 1
-    return results
+                outcome = "passed"
+            outcomes[node_id(case)] = outcome
+    return outcomes
 
 
-def with_rerun(results: SuiteResults, rerun: SuiteResults) -> SuiteResults:
-    """Tests that failed and then passed on the rerun are flaky: neither passed nor failing."""
-    flaky = [t for t in results.failing if t not in rerun.failing]
-    results.failing = [t for t in results.failing if t in rerun.failing]
-    results.errored = [t for t in results.errored if t in rerun.failing]
-    results.flaky = flaky
+def parse_junit(text: str | bytes) -> SuiteResults:
+    """Counts and failing node ids."""
+    outcomes = outcomes_by_test(text).items()
+    count = Counter(outcome for _, outcome in outcomes)
+    return SuiteResults(
+        passed=count["passed"], skipped=count["skipped"], xfailed=count["xfailed"],
+        failing=[test for test, outcome in outcomes if outcome in ("failed", "errored")],
+        errored=[test for test, outcome in outcomes if outcome == "errored"],
+    )
+
+
+def with_rerun(results: SuiteResults, rerun: dict[str, str]) -> SuiteResults:
+    """Failing tests that the rerun ran and saw pass are flaky: neither passed nor failing. A test the
+    rerun did not run (missing from its outcomes) stays failing."""
+    flaky = [t for t in results.failing if rerun.get(t) == "passed"]
+    results.failing = [t for t in results.failing if t not in flaky]
+    results.errored = [t for t in results.errored if t not in flaky]
+    results.flaky = [*results.flaky, *flaky]
     return results
 
 

@@ -1,0 +1,407 @@
+"""The suite step and the whole-build budget in Buildbot's own step harness: the worker's commands
+and the master's git are expectations, the database is Buildbot's in-memory one, the clock is fake."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
+from buildbot.process.remotetransfer import StringFileWriter
+from buildbot.test import fakedb
+from buildbot.test.reactor import TestReactorMixin
+from buildbot.test.steps import ExpectMasterShell, ExpectRemoteRef, ExpectShell, ExpectUploadFile, TestBuildStepMixin
+from twisted.internet import defer
+from twisted.trial import unittest
+
+from crcr.buildmaster.baseline import COMMITS_SEARCHED
+from crcr.buildmaster.budget import BudgetedShellCommand
+from crcr.buildmaster.suite_step import SuiteStep
+from crcr.names import POLLER_WORKDIR, TESTS_PROPERTY, TOTALS_PROPERTY
+from crcr.suites.results import SuiteResults
+from crcr.suites.selection import rerun_command
+
+STARTED = 1304262222  # when the harness's build started (fakedb.Build's default)
+BUILDERID = 100  # the harness's builder
+SHA = "c" * 40
+COMMAND = "python -m crcr_selection test/test_ops.py -o junit_family=xunit1 --junitxml=../results/ops.xml -rfE"
+JUNIT = "../results/ops.xml"
+WORKDIR = "upstream"
+SUITE_TIMEOUT, STALL_TIMEOUT = 600, 60
+
+
+def junit(**outcomes: str) -> str:
+    """JUnit XML as pytest writes it with junit_family=xunit1, for tests of test/test_ops.py named by
+    their function: passed, failed, errored, skipped or xfailed."""
+    bodies = {
+        "passed": "",
+        "failed": '<failure message="assert False">E   assert False</failure>',
+        "errored": '<error message="error at setup of test">fixture not found</error>',
+        "skipped": '<skipped type="pytest.skip" message="not here">skipped</skipped>',
+        "xfailed": '<skipped type="pytest.xfail" message="expected">xfail</skipped>',
+    }
+    cases = "".join(
+        f'<testcase classname="test.test_ops" name="{name}" file="test/test_ops.py" line="1" time="0.01">'
+        f"{bodies[outcome]}</testcase>"
+        for name, outcome in outcomes.items()
+    )
+    return f'<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">{cases}</testsuite></testsuites>'
+
+
+def ids(*names: str) -> list[str]:
+    return [f"test/test_ops.py::{name}" for name in names]
+
+
+def run_suite(command: str = COMMAND, max_time: int = SUITE_TIMEOUT) -> ExpectShell:
+    return ExpectShell(workdir=WORKDIR, command=command, timeout=STALL_TIMEOUT, max_time=max_time)
+
+
+def rerun(*names: str, attempt: int = 1, max_time: int = SUITE_TIMEOUT) -> ExpectShell:
+    return run_suite(rerun_command(ids(*names), f"../results/ops.rerun{attempt}.xml"), max_time)
+
+
+def upload(path: str, content: str | None) -> ExpectUploadFile:
+    """The step reading a file of the worker's; None: the file does not exist."""
+    expect = ExpectUploadFile(workersrc=path, workdir=WORKDIR, blocksize=32 * 1024, maxsize=None,
+                              writer=ExpectRemoteRef(StringFileWriter))
+    return expect.upload_string(content).exit(0) if content is not None else expect.exit(1)
+
+
+class StepHarness(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
+    """Step names here are identifiers: the harness's data layer insists, though the real one does not."""
+
+    @defer.inlineCallbacks
+    def setUp(self):
+        # fakemaster makes its basedir relative to the working directory: keep it out of the checkout.
+        here, scratch = os.getcwd(), tempfile.mkdtemp(prefix="crcr-step-")
+        os.chdir(scratch)
+        self.addCleanup(shutil.rmtree, scratch)
+        self.addCleanup(os.chdir, here)
+        self.setup_test_reactor()
+        yield self.setup_test_build_step()
+        self.reactor.advance(STARTED + 10)  # ten seconds into the build
+
+    def poller_dir(self) -> str:
+        return os.path.join(self.master.basedir, POLLER_WORKDIR)
+
+
+class SuiteStepTest(StepHarness):
+    def make_step(self, mode="gating", reruns=1, is_pytest=True, command=COMMAND, build_timeout=3600) -> SuiteStep:
+        step = self.setup_step(SuiteStep(
+            name="suite-ops", suite_name="ops", mode=mode, junit_file=JUNIT, is_pytest=is_pytest, reruns=reruns,
+            command=command, workdir=WORKDIR, build_timeout=build_timeout, maxTime=SUITE_TIMEOUT,
+            timeout=STALL_TIMEOUT,
+        ))
+        self.build.setProperty("got_revision", SHA, "Git")
+        return step
+
+    def expect_history(self, *commits: str, exit: int = 0) -> None:
+        """The master asks the poller's repository for the commits before SHA."""
+        self.expect_commands(
+            ExpectMasterShell(["git", "rev-list", "--first-parent", "--skip=1", f"--max-count={COMMITS_SEARCHED}", SHA, "--"])
+            .workdir(self.poller_dir())
+            .stdout("".join(f"{c}\n" for c in commits).encode())
+            .exit(exit)
+        )
+
+    @defer.inlineCallbacks
+    def add_build(self, buildid: int, number: int, sha: str, failing: list[str] | None = None, complete=True,
+                  timed_out=False, suite="ops"):
+        """An earlier build of the builder at `sha`, with the suite's results when `failing` is given."""
+        rows = [
+            fakedb.BuildRequest(id=buildid, buildsetid=200, builderid=BUILDERID),
+            fakedb.Build(id=buildid, number=number, buildrequestid=buildid, builderid=BUILDERID, workerid=400,
+                         masterid=fakedb.FakeDBConnector.MASTER_ID, complete_at=STARTED - 100 if complete else None),
+            fakedb.BuildProperty(buildid=buildid, name="got_revision", value=sha, source="Git"),
+        ]
+        if failing is not None:
+            results = SuiteResults(failing=failing, timed_out=timed_out).as_property()
+            rows.append(fakedb.BuildProperty(buildid=buildid, name=TESTS_PROPERTY, value={suite: results}, source="crcr"))
+        yield self.master.db.insert_test_data(rows)
+
+    def recorded(self) -> dict:
+        return self.build.getProperty(TESTS_PROPERTY)["ops"]
+
+    # --- the run and its exit ---
+
+    @defer.inlineCallbacks
+    def test_all_passing_is_success_with_the_counts(self):
+        self.make_step()
+        self.expect_commands(run_suite().exit(0), upload(JUNIT, junit(test_a="passed", test_b="skipped", test_c="xfailed")))
+        self.expect_history()
+        self.expect_outcome(SUCCESS, "ops: 1 passed, 1 skipped, 1 xfailed")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(TOTALS_PROPERTY), {
+            "passed": 1, "failed": 0, "errored": 0, "new": 0, "skipped": 1, "xfailed": 1, "flaky": 0, "timed out": 0})
+
+    @defer.inlineCallbacks
+    def test_pytest_exit_codes_beyond_test_failures_fail_the_suite(self):
+        # One step per exit code, in one build. A collection error (exit 2) leaves an XML with the broken module as errored.
+        for rc, meaning in [(2, "interrupted"), (3, "pytest internal error"), (4, "pytest usage error"),
+                            (5, "no tests collected")]:
+            self.make_step()
+            xml = junit(test_a="passed") if rc != 2 else junit(test_a="errored")
+            self.expect_commands(run_suite().exit(rc), upload(JUNIT, xml))
+            self.expect_history()
+            self.expect_outcome(FAILURE, f"ops: exit code {rc} ({meaning})")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_no_junit_xml_leaves_the_exit_code_to_decide(self):
+        self.make_step(is_pytest=False, command="./run_my_tests.sh")
+        self.expect_commands(run_suite("./run_my_tests.sh").exit(0), upload(JUNIT, None))
+        self.expect_outcome(SUCCESS, "ops: no JUnit XML")
+        self.make_step()
+        self.expect_commands(run_suite().exit(4), upload(JUNIT, None))
+        self.expect_outcome(FAILURE, "ops: exit code 4 (pytest usage error), no JUnit XML")
+        yield self.run_step()
+        self.assertIsNone(self.build.getProperty(TESTS_PROPERTY))
+
+    @defer.inlineCallbacks
+    def test_a_command_suite_failing_without_failed_tests_is_a_failure(self):
+        self.make_step(is_pytest=False, command="./run_my_tests.sh", reruns=0)
+        self.expect_commands(run_suite("./run_my_tests.sh").exit(3), upload(JUNIT, junit(test_a="passed")))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: exit code 3")
+        yield self.run_step()
+
+    # --- stalls and time ---
+
+    @defer.inlineCallbacks
+    def test_a_stall_is_retried_once(self):
+        self.make_step()
+        self.expect_commands(
+            run_suite().update("failure_reason", "timeout_without_output").exit(-1),
+            run_suite().exit(0),
+            upload(JUNIT, junit(test_a="passed")),
+        )
+        self.expect_history()
+        self.expect_outcome(SUCCESS, "ops: 1 passed")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_two_stalls_time_the_suite_out(self):
+        self.make_step()
+        stall = run_suite().update("failure_reason", "timeout_without_output").exit(-1)
+        self.expect_commands(stall, run_suite().update("failure_reason", "timeout_without_output").exit(-1))
+        self.expect_outcome(FAILURE, f"ops: timed out: no output for {STALL_TIMEOUT}s, twice")
+        yield self.run_step()
+        self.assertTrue(self.recorded()["timed_out"])
+
+    @defer.inlineCallbacks
+    def test_the_suite_timeout_bounds_the_retry_after_a_stall(self):
+        self.make_step()
+        stalled_late = run_suite().update("failure_reason", "timeout_without_output").exit(-1)
+        stalled_late.behavior(lambda _: self.reactor.advance(SUITE_TIMEOUT - 100))  # stalled 500s into the suite
+        self.expect_commands(
+            stalled_late,
+            run_suite(max_time=100).update("failure_reason", "timeout").exit(-1),
+        )
+        self.expect_outcome(FAILURE, f"ops: timed out after {SUITE_TIMEOUT}s")
+        yield self.run_step()
+        self.assertTrue(self.recorded()["timed_out"])
+
+    @defer.inlineCallbacks
+    def test_the_build_budget_caps_the_suite(self):
+        self.make_step(build_timeout=310)  # 300 s left of the build's budget, less than the suite's timeout
+        self.expect_commands(run_suite(max_time=300).update("failure_reason", "timeout").exit(-1))
+        self.expect_outcome(FAILURE, "ops: timed out after 300s")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_no_time_left_for_a_rerun_leaves_the_tests_failing(self):
+        self.make_step()
+        slow = run_suite().exit(1)
+        slow.behavior(lambda _: self.reactor.advance(SUITE_TIMEOUT))
+        self.expect_commands(slow, upload(JUNIT, junit(test_a="failed")))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
+        yield self.run_step()
+
+    # --- reruns ---
+
+    @defer.inlineCallbacks
+    def test_a_test_the_rerun_ran_and_saw_pass_is_flaky(self):
+        self.make_step()
+        self.expect_commands(
+            run_suite().exit(1), upload(JUNIT, junit(test_a="passed", test_b="failed")),
+            rerun("test_b").exit(0), upload("../results/ops.rerun1.xml", junit(test_b="passed")),
+        )
+        self.expect_history()
+        self.expect_outcome(WARNINGS, "ops: 1 passed, 1 flaky")
+        yield self.run_step()
+        self.assertEqual((self.recorded()["failing"], self.recorded()["flaky"]), ([], ids("test_b")))
+
+    @defer.inlineCallbacks
+    def test_a_test_missing_from_the_rerun_stays_failing(self):
+        self.make_step()
+        self.expect_commands(
+            run_suite().exit(1), upload(JUNIT, junit(test_b="failed", test_c="failed")),
+            rerun("test_b", "test_c").exit(0), upload("../results/ops.rerun1.xml", junit(test_c="passed")),
+        )
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new), 1 flaky")
+        yield self.run_step()
+        self.assertEqual((self.recorded()["failing"], self.recorded()["flaky"]), (ids("test_b"), ids("test_c")))
+
+    @defer.inlineCallbacks
+    def test_a_rerun_that_did_not_run_leaves_every_test_failing(self):
+        # E.g. exit code 4: the node ids were not found, so nothing ran; its XML is not even read. One step per code.
+        for rc in (2, 3, 4, 5):
+            self.make_step(reruns=2)
+            self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")), rerun("test_b").exit(rc))
+            self.expect_history()
+            self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_rerun_without_xml_leaves_the_tests_failing(self):
+        self.make_step()
+        self.expect_commands(
+            run_suite().exit(1), upload(JUNIT, junit(test_b="failed")),
+            rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", None),
+        )
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_each_rerun_runs_what_still_fails_and_flakes_add_up(self):
+        self.make_step(reruns=2)
+        self.expect_commands(
+            run_suite().exit(1), upload(JUNIT, junit(test_a="failed", test_b="failed", test_c="errored")),
+            rerun("test_a", "test_b", "test_c").exit(1),
+            upload("../results/ops.rerun1.xml", junit(test_a="passed", test_b="failed", test_c="errored")),
+            rerun("test_b", "test_c", attempt=2).exit(1),
+            upload("../results/ops.rerun2.xml", junit(test_b="passed", test_c="errored")),
+        )
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new), 2 flaky")
+        yield self.run_step()
+        self.assertEqual(self.recorded()["flaky"], ids("test_a", "test_b"))
+        self.assertEqual(self.recorded()["errored"], ids("test_c"))
+
+    @defer.inlineCallbacks
+    def test_too_many_failures_are_a_breakage_not_rerun(self):
+        self.make_step()
+        many = {f"test_{i}": "failed" for i in range(201)}
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(**many)))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 201 failed (201 new)")
+        yield self.run_step()
+
+    # --- baseline and verdicts ---
+
+    @defer.inlineCallbacks
+    def test_failures_are_compared_with_the_nearest_earlier_commit_built(self):
+        parent, grandparent = "b" * 40, "a" * 40
+        yield self.add_build(1, 1, grandparent, failing=ids("test_x"))
+        yield self.add_build(2, 2, parent, failing=ids("test_known", "test_fixed"))
+        yield self.add_build(3, 3, parent, failing=ids("test_known", "test_fixed"), complete=False)
+        self.make_step()
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed", test_ok="passed")),
+                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_history(parent, grandparent)
+        self.expect_outcome(WARNINGS, "ops: 1 passed, 1 failed (0 new)")
+        self.expect_log_file("failing tests", (
+            f"compared with: build 2 of commit {parent}\n"
+            "still failing:\n  test/test_ops.py::test_known\n"
+            "fixed since the previous build:\n  test/test_ops.py::test_fixed\n"
+        ))
+        yield self.run_step()
+        self.assertEqual((self.recorded()["new"], self.recorded()["fixed"]), ([], ids("test_fixed")))
+
+    @defer.inlineCallbacks
+    def test_newer_builds_of_other_commits_and_of_this_one_are_not_the_baseline(self):
+        older = "a" * 40
+        yield self.add_build(1, 1, older, failing=ids("test_known"))
+        yield self.add_build(2, 2, "f" * 40, failing=ids("test_other"))  # a later commit, built after
+        yield self.add_build(3, 3, SHA, failing=ids("test_other"))  # this very commit, built before
+        self.make_step()
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")),
+                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_history("b" * 40, older)  # b…: a parent without a build
+        self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new)")
+        yield self.run_step()
+        self.assertEqual(self.recorded()["fixed"], [])
+
+    @defer.inlineCallbacks
+    def test_builds_without_this_suite_or_timed_out_are_passed_over(self):
+        older, timed_out, other_suite = "a" * 40, "b" * 40, "d" * 40
+        yield self.add_build(1, 1, older, failing=ids("test_known"))
+        yield self.add_build(2, 2, timed_out, failing=[], timed_out=True)
+        yield self.add_build(3, 3, other_suite, failing=[], suite="another")
+        self.make_step()
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")),
+                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_history(other_suite, timed_out, older)
+        self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new)")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_without_a_baseline_every_failure_is_new(self):
+        self.make_step()
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")),
+                             rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
+        self.expect_history(exit=128)  # a commit the poller has not fetched: no history
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
+        self.expect_log_file("failing tests", (
+            "compared with: nothing (no earlier commit has a complete build with this suite's results)\n"
+            "new failures:\n  test/test_ops.py::test_b\n"
+        ))
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_validate_mode_records_new_failures_without_failing(self):
+        self.make_step(mode="validate")
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")),
+                             rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
+        self.expect_history()
+        self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (1 new)")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_results_of_every_suite_add_up_in_the_build(self):
+        self.make_step()
+        self.build.setProperty(TESTS_PROPERTY, {"smoke": SuiteResults(passed=4).as_property()}, "crcr")
+        self.expect_commands(run_suite().exit(0), upload(JUNIT, junit(test_a="passed")))
+        self.expect_history()
+        self.expect_outcome(SUCCESS, "ops: 1 passed")
+        yield self.run_step()
+        self.assertEqual(set(self.build.getProperty(TESTS_PROPERTY)), {"smoke", "ops"})
+        self.assertEqual(self.build.getProperty(TOTALS_PROPERTY)["passed"], 5)
+
+
+class BudgetedShellCommandTest(StepHarness):
+    def make_step(self, build_timeout: int, max_time: int | None = None) -> None:
+        self.setup_step(BudgetedShellCommand(name="setup-1", command="make", workdir=WORKDIR,
+                                             build_timeout=build_timeout, maxTime=max_time))
+
+    @defer.inlineCallbacks
+    def test_the_rest_of_the_budget_caps_a_command(self):
+        self.make_step(build_timeout=100, max_time=600)  # 90 s left
+        self.expect_commands(ExpectShell(workdir=WORKDIR, command="make", max_time=90).exit(0))
+        self.expect_outcome(SUCCESS)
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_command_without_its_own_limit_gets_the_rest_of_the_budget(self):
+        self.make_step(build_timeout=100)
+        self.expect_commands(ExpectShell(workdir=WORKDIR, command="make", max_time=90).exit(0))
+        self.expect_outcome(SUCCESS)
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_its_own_shorter_limit_stays(self):
+        self.make_step(build_timeout=3600, max_time=60)
+        self.expect_commands(ExpectShell(workdir=WORKDIR, command="make", max_time=60).exit(0))
+        self.expect_outcome(SUCCESS)
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_nothing_left_fails_without_running(self):
+        self.make_step(build_timeout=10)
+        self.expect_outcome(FAILURE, "not run: build timeout (failure)")
+        self.expect_log_file("build timeout", "The build's timeout of 10s was used up before this step.\n")
+        yield self.run_step()
