@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Entrypoint of the crcr worker image: make the Buildbot worker CRCR_WORKER_NAME of the master at CRCR_MASTER,
 # logging in with the host's password from CRCR_WORKER_PASSWORD_FILE, then run it in the foreground.
-# It needs nothing from the image but buildbot-worker on PATH, so it runs (and is tested) outside Docker too.
+# It needs nothing from the image but buildbot-worker and sed on PATH, so it runs (and is tested) outside Docker too.
 set -euo pipefail
 
 fail() {
