@@ -409,7 +409,7 @@ def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_
                     "skip": [{"nodeid": "test/test_ops.py::TestOps::test_flaky_here", "reason": "skips.txt"}]}
     suite = steps["suite ops"].kwargs
     assert suite["command"] == (
-        "python -m pytest test/test_ops.py test/nn/test_*.py -p crcr_selection -o junit_family=xunit1 "
+        "python -m crcr_selection test/test_ops.py test/nn/test_*.py -o junit_family=xunit1 "
         "--junitxml=../results/ops.xml -rfE -k 'not slow' --deselect test/test_ops.py::TestOps::test_huge"
     )
     assert suite["timeout"] == 600  # seconds without output before the run counts as stalled

@@ -3,6 +3,7 @@ torch-spyre config translated by the master, plus a skip list, decides each test
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from crcr.suites.selection import PLUGIN_FILE
+from crcr.config.models import Suite
+from crcr.suites.results import parse_junit
+from crcr.suites.selection import PLUGIN_FILE, pytest_command, rerun_command
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
 
 PLUGIN_DIR = PLUGIN_FILE.parent
@@ -199,14 +202,14 @@ def checkout(tmp_path) -> Path:
 
 
 def run_pytest(checkout: Path, *args: str, spec: bool = True) -> subprocess.CompletedProcess:
-    """pytest as a worker runs it: in the checkout, the plugin's folder on PYTHONPATH, `-p crcr_selection`;
-    JUnit XML in results.xml next to the checkout."""
+    """pytest as a worker runs it: through the plugin's runner in the checkout, the plugin's folder on
+    PYTHONPATH; JUnit XML in results.xml next to the checkout."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "CRCR_"))}
     env["PYTHONPATH"] = str(PLUGIN_DIR)
     if spec:
         env["CRCR_SELECTION"] = str(checkout.parent / "selection.json")
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "crcr_selection", "-p", "no:cacheprovider", "--strict-markers",
+        [sys.executable, "-m", "crcr_selection", "-p", "no:cacheprovider", "--strict-markers",
          f"--junitxml={checkout.parent / 'results.xml'}", "-rA", "test", *args],
         cwd=checkout, env=env, capture_output=True, text=True, timeout=120,
     )
@@ -277,3 +280,103 @@ def test_an_unreadable_spec_stops_the_run(checkout):
         f"ERROR: CRCR_SELECTION={checkout.parent / 'selection.json'}: files.test/test_torch.py.unlisted: "
         "expected one of mandatory_success, xfail, xfail_strict, skip"
     ) in result.stderr
+
+
+# The relay's own situation under `make demo`: the worker's build folder lies inside a checkout
+# that has its own pytest options and conftest.py; none of it may reach the backend's run.
+OUTER_PYPROJECT = """
+[tool.pytest.ini_options]
+addopts = "-k relay_only"
+pythonpath = ["tests"]
+"""
+OUTER_CONFTEST = "raise RuntimeError('the enclosing folder conftest.py was loaded')\n"
+# Like PyTorch's: a pytest.ini at the checkout's root, with xfail_strict.
+CHECKOUT_PYTEST_INI = "[pytest]\naddopts = -rEfX\nxfail_strict = True\n"
+CHECKOUT_TESTS = '''
+import pytest
+
+@pytest.mark.parametrize("a,b,total", [(1, 2, 3), (-1, 1, 5)])
+def test_add(a, b, total):
+    assert a + b == total
+
+@pytest.mark.xfail(reason="strict by the checkout's pytest.ini")
+def test_unexpectedly_passes():
+    pass
+
+class TestOps:
+    def test_ok(self):
+        pass
+'''
+
+
+def nested_checkout(tmp_path: Path, checkout_config: dict[str, str]) -> Path:
+    outer = tmp_path / "relay"
+    checkout = outer / "workers" / "unit-0" / "demo" / "upstream"
+    (checkout / "test").mkdir(parents=True)
+    (outer / "pyproject.toml").write_text(OUTER_PYPROJECT)
+    (outer / "conftest.py").write_text(OUTER_CONFTEST)
+    (checkout / "test" / "test_ops.py").write_text(CHECKOUT_TESTS)
+    for name, text in checkout_config.items():
+        (checkout / name).write_text(text)
+    (checkout.parent / "selection.json").write_text(json.dumps({"device": "demo", "skip": [], "files": {}}))
+    return checkout
+
+
+def run_relay_command(checkout: Path, command: str) -> subprocess.CompletedProcess:
+    """A suite's command line as the worker runs it: a shell in the checkout, the plugin's folder on PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "CRCR_"))}
+    env.update(PYTHONPATH=str(PLUGIN_DIR), CRCR_SELECTION=str(checkout.parent / "selection.json"),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}")
+    return subprocess.run(["bash", "-c", command], cwd=checkout, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("checkout_config", [{"pytest.ini": CHECKOUT_PYTEST_INI}, {}], ids=["pytest-ini", "no-config"])
+def test_suite_and_rerun_run_in_the_checkout_alone_whatever_folder_holds_it(tmp_path, checkout_config):
+    checkout = nested_checkout(tmp_path, checkout_config)
+    suite = Suite(name="ops", pytest={"files": ["test/test_ops.py"]})
+
+    result = run_relay_command(checkout, pytest_command(suite, {"files": {}}, "../results/ops.xml"))
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    config = checkout / "pytest.ini" if checkout_config else os.devnull
+    shown = f"crcr_selection: running {sys.executable} -m pytest --rootdir={checkout} -c {config} --confcutdir={checkout}"
+    assert result.stdout.startswith(shown + " -p crcr_selection test/test_ops.py -o junit_family=xunit1 "), result.stdout
+    assert f"rootdir: {checkout}\n" in result.stdout
+    strict = ["test/test_ops.py::test_unexpectedly_passes"] if checkout_config else []
+    failing = ["test/test_ops.py::test_add[-1-1-5]", *strict]
+    results = parse_junit((checkout.parent / "results" / "ops.xml").read_bytes())
+    assert results.failing == failing, "node ids relative to the checkout, with its own pytest.ini applied"
+    assert results.passed == 3 - len(strict)
+
+    rerun = run_relay_command(checkout, rerun_command(results.failing, "../results/ops.rerun1.xml"))
+
+    assert rerun.returncode == 1, rerun.stdout + rerun.stderr
+    assert parse_junit((checkout.parent / "results" / "ops.rerun1.xml").read_bytes()).failing == failing
+
+
+@pytest.mark.parametrize("files, chosen", [
+    ({"setup.cfg": "[tool:pytest]\n", "tox.ini": "[pytest]\n", "pyproject.toml": "[tool.pytest.ini_options]\n",
+      ".pytest.ini": "[pytest]\n", "pytest.ini": ""}, "pytest.ini"),
+    ({".pytest.ini": "[other]\n", "setup.cfg": "[tool:pytest]\n", "tox.ini": "[pytest]\n",
+      "pyproject.toml": "[tool.pytest.ini_options]\n"}, "pyproject.toml"),
+    ({"pyproject.toml": "[project]\nname = 'x'\n", "tox.ini": "[tox]\n", "setup.cfg": "[tool:pytest]\n"}, "setup.cfg"),
+    ({"pyproject.toml": "[tool.pytest]\nminversion = '9.0'\n"}, "pyproject.toml"),
+    ({"pyproject.toml": "[tool.black]\n", "tox.ini": "[tox]\n", "setup.cfg": "[metadata]\n"}, None),
+    ({"tox.ini": "[pytest\n", "setup.cfg": "[tool:pytest]\n"}, "tox.ini"),  # unparsable: pytest says why
+], ids=["pytest.ini-first", "pyproject-before-tox", "setup.cfg-last", "pytest-9-table", "none", "unparsable"])
+def test_the_runner_takes_the_checkout_config_pytest_would_take(tmp_path, files, chosen):
+    runner = load_plugin_module()
+    checkout = tmp_path / "upstream"
+    checkout.mkdir()
+    for name, text in files.items():
+        (checkout / name).write_text(text)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # an enclosing folder's file never counts
+
+    assert runner.checkout_config(checkout) == (str(checkout / chosen) if chosen else os.devnull)
+
+
+def load_plugin_module():
+    spec = importlib.util.spec_from_file_location("crcr_selection_under_test", PLUGIN_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,7 +1,9 @@
 """Each backend's slice of the upstream test suite, run by real pytest on a real worker, reported test by test.
 
 The upstream here is a small git repository with a test/ folder made by these tests; each scenario
-has its own branch, so a push builds only the backends under test.
+has its own branch, so a push builds only the backends under test. As under `make demo`, the
+workers' build folders lie inside a folder with pytest options and a conftest.py of its own, which
+must not reach the backends' runs.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from harness import Upstream, WorkerProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 
-BRANCHES = ["select", "spyre", "gate", "hang", "flaky"]
+BRANCHES = ["select", "spyre", "gate", "hang", "flaky", "baseline"]
+# The enclosing folder's pytest configuration, as the relay's own checkout has under `make demo`.
+ENCLOSING_PYPROJECT = """
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+addopts = "-p no:cacheprovider -k enclosing_only"
+"""
+ENCLOSING_CONFTEST = "raise RuntimeError('the enclosing folder conftest.py was loaded')\n"
 
 UPSTREAM_TESTS = {
     "test/test_sel_math.py": """
@@ -107,7 +116,11 @@ def lab(tmp_path_factory, github):
         ], branches=["hang"]),
         "flaky-alpha": backend("L2", "alpha", [pytest_suite("flaky", {"files": ["test/test_flaky.py"]})],
                                branches=["flaky"], env={"FLAKY_DIR": str(flaky_dir)}),
+        "baseline-alpha": backend("L2", "alpha", [pytest_suite("history", {"files": ["test/test_history.py"]})],
+                                  branches=["baseline"]),
     }
+    (root / "pyproject.toml").write_text(ENCLOSING_PYPROJECT)
+    (root / "conftest.py").write_text(ENCLOSING_CONFTEST)
     relay, workers = prepare_relay(root, upstream, github, backends, CRCR_UPSTREAM_BRANCHES=",".join(BRANCHES))
     (root / "backends" / "select-skips.txt").write_text(
         "# known to fail here\ntest/test_sel_math.py::test_skip_listed\n"
@@ -225,3 +238,31 @@ def test_a_test_that_passes_on_rerun_is_flaky_not_failed(lab):
     assert results["flaky"] == ["test/test_flaky.py::test_passes_second_time"]
     assert build["results"] == WARNINGS
     assert description(github, sha, "flaky-alpha") == "1 passed, 1 flaky"
+
+
+def test_a_forced_build_of_an_older_commit_never_becomes_the_baseline_of_a_newer_one(lab):
+    relay, upstream, github = lab
+    history = "test/test_history.py"
+    older = upstream.commit("X: test_old breaks", {history: "def test_steady(): pass\ndef test_old(): assert False\n"},
+                            branch="baseline")
+    relay.wait_for_finished_build("baseline-alpha", older)
+    first = upstream.commit("A: test_old fixed, test_known breaks", {
+        history: "def test_steady(): pass\ndef test_old(): pass\ndef test_known(): assert False\n"}, branch="baseline")
+    relay.wait_for_finished_build("baseline-alpha", first)
+    second = upstream.commit("B: unrelated", {"CHANGES.md": "B\n"}, branch="baseline")
+    relay.wait_for_finished_build("baseline-alpha", second)
+
+    earlier = relay.build_ids("baseline-alpha", older)
+    answer = relay.rpc("forceschedulers/force-baseline-alpha", "force", revision=older, reason="re-test X")
+    assert "error" not in answer, answer
+    rebuilt = recorded_results(relay, relay.wait_for_finished_build("baseline-alpha", older, ignore=earlier))["history"]
+    # Compared with commits before X (none built here), never with X itself nor the later A and B.
+    assert (rebuilt["failing"], rebuilt["new"], rebuilt["fixed"]) == ([f"{history}::test_old"], [f"{history}::test_old"], [])
+
+    newest = upstream.commit("C: unrelated", {"CHANGES.md": "C\n"}, branch="baseline")
+    build = relay.wait_for_finished_build("baseline-alpha", newest)
+    results = recorded_results(relay, build)["history"]
+    assert (results["failing"], results["new"], results["fixed"]) == ([f"{history}::test_known"], [], []), \
+        "C is compared with B, its parent, not with the newer build of the older X"
+    assert build["results"] == WARNINGS
+    assert description(github, newest, "baseline-alpha") == "2 passed, 1 failed (0 new)"

@@ -19,6 +19,7 @@ from crcr.suites.spyre_config import load_test_suite_config, selection_rules
 
 PLUGIN_FILE = Path(__file__).parent / "worker_plugin" / "crcr_selection.py"
 PLUGIN_MODULE = PLUGIN_FILE.stem
+RUNNER = f"python -m {PLUGIN_MODULE}"
 # pytest's exit codes that mean the run happened: 0 all passed, 1 some tests failed.
 PYTEST_RAN = (0, 1)
 
@@ -77,19 +78,19 @@ def _named_in(field: str, backends_dir: Path, name: str):
 
 
 def pytest_command(suite: Suite, spec: dict, junit_file: str) -> str:
-    """`python -m pytest ...` for the upstream checkout. Globs in `files` stay unquoted for the shell."""
+    """pytest through the plugin's runner (`python -m crcr_selection`), which pins it to the upstream
+    checkout and loads the plugin. Globs in `files` stay unquoted for the shell."""
     selection = suite.pytest
     files = [*selection.files, *(f for f in spec["files"] if f not in selection.files)]
-    args = ["-p", PLUGIN_MODULE, "-o", "junit_family=xunit1", f"--junitxml={junit_file}", "-rfE"]
+    args = ["-o", "junit_family=xunit1", f"--junitxml={junit_file}", "-rfE"]
     if selection.keyword:
         args += ["-k", selection.keyword]
     for node_id in selection.deselect:
         args += ["--deselect", node_id]
     # Validated paths and globs (no spaces or quotes); everything else is quoted.
-    return " ".join(["python -m pytest", *files, shlex.join(args)])
+    return " ".join([RUNNER, *files, shlex.join(args)])
 
 
 def rerun_command(node_ids: list[str], junit_file: str) -> str:
-    """The failed tests once more, with the same plugin, into their own JUnit file."""
-    args = ["-p", PLUGIN_MODULE, "-o", "junit_family=xunit1", f"--junitxml={junit_file}", "-rfE", *node_ids]
-    return "python -m pytest " + shlex.join(args)
+    """The failed tests once more, the same way, into their own JUnit file."""
+    return f"{RUNNER} " + shlex.join(["-o", "junit_family=xunit1", f"--junitxml={junit_file}", "-rfE", *node_ids])

@@ -1,8 +1,19 @@
-"""crcr_selection: a pytest plugin that applies the relay's test selection on a worker.
+"""crcr_selection: a pytest plugin that applies the relay's test selection on a worker, and the
+runner that starts pytest with it in the upstream checkout.
 
-The relay copies this file to the worker and runs pytest with `-p crcr_selection` and this folder
-on PYTHONPATH; crcr is not installed there, so it needs only the standard library and pytest.
-It reads the JSON spec named by the CRCR_SELECTION variable; without the variable it does nothing.
+The relay copies this file to the worker and runs `python -m crcr_selection <pytest arguments>` in
+the checkout, with this folder on PYTHONPATH; crcr is not installed there, so it needs only the
+standard library and pytest (and the parsers pytest itself reads its configuration with).
+
+The runner pins pytest to the checkout: its rootdir, the checkout's own configuration file (or
+none), and no conftest.py from the folders above it. pytest would otherwise look upwards from the
+tests for a configuration file and, when the checkout has none, take the first it finds in an
+enclosing folder (a worker's build folder may well lie inside some other project): that project's
+options would leak into the run, and node ids would be relative to its folder, so reruns could not
+find them and builds on different workers would not compare. pytest settles all this before any
+plugin loads, so it must be said on its command line.
+
+The plugin reads the JSON spec named by the CRCR_SELECTION variable; without the variable it does nothing.
 
     {"device": "spyre",
      "skip": [{"nodeid": "test/test_a.py::TestA::test_x", "reason": "pr_skip_list.jsonl"}],
@@ -10,7 +21,7 @@ It reads the JSON spec named by the CRCR_SELECTION variable; without the variabl
          {"names": ["TestTorch::test_to"], "mode": "mandatory_success", "tags": ["core"]}]}}}
 
 Paths and node ids are relative to the directory pytest runs in (the upstream checkout), whatever
-rootdir pytest infers. A test of a listed file takes the mode of the first rule naming it, else the
+rootdir pytest was given. A test of a listed file takes the mode of the first rule naming it, else the
 file's `unlisted` mode; it carries the tags of every rule naming it, as markers (`-m core`).
 """
 
@@ -19,12 +30,32 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import sys
 from collections import Counter
 from pathlib import Path
 
+import iniconfig
 import pytest
 
+try:
+    import tomllib
+except ImportError:  # Python < 3.11, where pytest itself reads pyproject.toml with tomli
+    import tomli as tomllib
+
+PLUGIN_NAME = Path(__file__).stem  # this module's name as `-p` loads it (it runs as __main__)
 SPEC_VARIABLE = "CRCR_SELECTION"
+# pytest's configuration files in the order pytest tries them in a folder, each with the section that
+# makes it pytest's (None: the file counts as it is). A pyproject.toml counts with any [tool.pytest]
+# table: [tool.pytest.ini_options], or the native table of pytest 9. setup.cfg's obsolete [pytest]
+# section counts too, so that pytest rejects it with its own message rather than it being ignored.
+CONFIG_FILES = (
+    ("pytest.ini", None),
+    (".pytest.ini", ("pytest",)),
+    ("pyproject.toml", ("tool.pytest",)),
+    ("tox.ini", ("pytest",)),
+    ("setup.cfg", ("tool:pytest", "pytest")),
+)
 MODES = ("mandatory_success", "xfail", "xfail_strict", "skip")
 
 # Device types whose instantiated classes and methods PyTorch names (common_device_type.py): the
@@ -46,6 +77,47 @@ DTYPE_NAMES = sorted(
 # What may follow '<method>_<device>' in an instantiated name: nothing, or '_<dtype>' per dtype
 # (several for tests parametrized over dtype tuples: test_x_cpu_float16_float32).
 DTYPES_TAIL = re.compile("(?:_(?:%s))*" % "|".join(DTYPE_NAMES))
+
+
+def main(args: list[str]) -> None:
+    """Run pytest in the checkout (the working directory) with `args`, pinned to the checkout."""
+    command = [sys.executable, "-m", "pytest", *pinned_to_checkout(Path.cwd()), "-p", PLUGIN_NAME, *args]
+    print(f"{PLUGIN_NAME}: running {shlex.join(command)}", flush=True)
+    # exec: what runs is exactly the command shown, with the same process for the step to stop.
+    os.execv(sys.executable, command)
+
+
+def pinned_to_checkout(checkout: Path) -> list[str]:
+    """pytest's options that make `checkout` its rootdir, its configuration the checkout's own, and its
+    conftest.py files those of the checkout and below."""
+    checkout = checkout.resolve()
+    return [f"--rootdir={checkout}", "-c", checkout_config(checkout), f"--confcutdir={checkout}"]
+
+
+def checkout_config(checkout: Path) -> str:
+    """The file pytest would take as its configuration in the checkout itself; os.devnull (an empty
+    configuration) when there is none. A file that cannot be parsed is taken: pytest says what is wrong."""
+    for name, sections in CONFIG_FILES:
+        path = checkout / name
+        if path.is_file() and (sections is None or _has_section(path, sections)):
+            return str(path)
+    return os.devnull
+
+
+def _has_section(path: Path, sections: tuple[str, ...]) -> bool:
+    try:
+        if path.suffix == ".toml":
+            tables = tomllib.loads(path.read_text(encoding="utf-8"))
+            return any(_toml_table(tables, section) is not None for section in sections)
+        return any(section in iniconfig.IniConfig(str(path)) for section in sections)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, iniconfig.ParseError):
+        return True
+
+
+def _toml_table(tables: dict, dotted: str):
+    for key in dotted.split("."):
+        tables = tables.get(key) if isinstance(tables, dict) else None
+    return tables
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -220,3 +292,7 @@ def _apply(item, mode: str, why: str) -> None:
         # strict: a test that passes fails the run, so a fixed test is noticed and its entry updated.
         strict = mode == "xfail_strict"
         item.add_marker(pytest.mark.xfail(strict=strict, reason=f"expected to fail by the test-suite config ({why})"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
