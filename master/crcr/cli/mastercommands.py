@@ -67,8 +67,7 @@ def cmd_restart(args) -> int:
 
 
 def cmd_reconfig(args) -> int:
-    if mastercontrol.running_pid(args.basedir) is None:
-        raise RuntimeError(f"no master is running in {args.basedir}; start it with crcr master start")
+    mastercontrol.require_running(args.basedir)
     # Buildbot would only log that the new configuration failed; this says which file and field.
     relay = _checked_config(load_settings())
     mastercontrol.reconfig(args.basedir, args.timeout, on_progress=lambda text: print(text, file=sys.stderr))

@@ -89,6 +89,13 @@ def running_pid(basedir: Path) -> int | None:
     return pid
 
 
+def require_running(basedir: Path) -> int:
+    pid = running_pid(basedir)
+    if pid is None:
+        raise RuntimeError(f"no master is running in {basedir}; start it with crcr master start")
+    return pid
+
+
 def start(basedir: Path, settings: Settings, foreground: bool = False) -> None:
     """Start the master in the background; in the foreground (containers, systemd) this process becomes it."""
     pid = running_pid(basedir)
@@ -111,9 +118,7 @@ def reconfig(basedir: Path, timeout: float = RECONFIG_TIMEOUT, on_progress: Call
     Not `buildbot reconfig`: it stops following after 10 seconds without a line it counts as progress and then
     reports a failure, while a large relay's reconfiguration is still under way. Buildbot keeps the running
     configuration when the new one is refused."""
-    pid = running_pid(basedir)
-    if pid is None:
-        raise RuntimeError(f"no master is running in {basedir}; start it with crcr master start")
+    pid = require_running(basedir)
     log_path = basedir / "twistd.log"
     deadline = time.monotonic() + timeout
     with LogFollower(log_path) as log:
