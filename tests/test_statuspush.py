@@ -22,6 +22,7 @@ SHA_A = "a" * 40
 SHA_B = "b" * 40
 REFUSED = "connection refused"
 NO_ANSWER = "no answer"
+DESCRIPTION = "Running on lab-01-npu-0"
 
 
 class FakeGitHubAPI(fakehttpclientservice.HTTPClientService):
@@ -37,7 +38,7 @@ class FakeGitHubAPI(fakehttpclientservice.HTTPClientService):
         """The next post, and GitHub's answer: an HTTP code, REFUSED or NO_ANSWER."""
         code = answer if isinstance(answer, int) else 0
         self.expect("post", f"/repos/pytorch/pytorch/statuses/{sha}", headers={"Authorization": f"token {TOKEN}"},
-                    json={"state": state, "context": context}, code=code, content_json={})
+                    json={"state": state, "context": context, "description": DESCRIPTION}, code=code, content_json={})
         self.answers.append(answer)
 
     def _do_request(self, session, method, ep, **kwargs):
@@ -70,9 +71,8 @@ class RetryingGitHubStatusPushTest(TestReactorMixin, LoggingMixin, unittest.Test
 
     def post(self, sha: str, state: str, context: str = "crcr/alpha") -> defer.Deferred:
         """What GitHubStatusPush.sendMessage does for one status of a build."""
-        return self.push.createStatus(
-            repo_user="pytorch", repo_name="pytorch", sha=sha, state=state, context=context, props=Properties()
-        )
+        return self.push.createStatus(repo_user="pytorch", repo_name="pytorch", sha=sha, state=state, context=context,
+                                      description=DESCRIPTION, props=Properties())
 
     def advance_to(self, when: float) -> None:
         """Step the fake clock, so that what a step schedules also runs when it falls due."""
@@ -160,7 +160,7 @@ class RetryingGitHubStatusPushTest(TestReactorMixin, LoggingMixin, unittest.Test
         self.assertEqual(self.reactor.getDelayedCalls(), [])
         for status in (f"'pending' crcr/alpha on pytorch/pytorch@{SHA_A}", f"'failure' crcr/alpha on pytorch/pytorch@{SHA_A}",
                        f"'success' crcr/alpha on pytorch/pytorch@{SHA_B}"):
-            self.assertLogged(f"not delivered to GitHub \\(the master is stopping\\): {status}")
+            self.assertLogged(f"not delivered to GitHub \\(the master is stopping\\): {status}: {DESCRIPTION}")
         self.assertEqual(len(self.github.posts), 2)  # the queued status was never sent
 
     @defer.inlineCallbacks

@@ -52,7 +52,7 @@ class RetryingGitHubStatusPush(reporters.GitHubStatusPush):
             if not self._stopping:
                 raise
             log.msg(f"crcr: not delivered to GitHub (the master is stopping): "
-                    f"'{state}' {context} on {repo_user}/{repo_name}@{sha}")
+                    f"'{state}' {context} on {repo_user}/{repo_name}@{sha}: {kwargs.get('description')}")
             return None
         finally:
             self._postings.discard(posting)
