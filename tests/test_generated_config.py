@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import warnings
 from types import SimpleNamespace
 
@@ -31,6 +32,7 @@ from configfiles import (
 )
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.workers import HostUnitWorker, unit_can_start_build
+from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.secretfiles import GITHUB_TOKEN
 
 ALPHA_SUITES = [
@@ -310,6 +312,35 @@ def test_invalid_backend_file_makes_buildbot_refuse_the_config(dirs):
         config_for(dirs)
 
     assert raised.value.errors == [f"{bad}: level: should be 'L1', 'L2', 'L3' or 'L4' (got 'L5')"]
+
+
+def test_at_start_an_invalid_backend_file_is_left_out_and_shown_on_the_home_page(dirs):
+    bad = write_backend(dirs.backends, "beta", level="L5", device="beta")
+
+    cfg = build_master_config(settings_for(dirs), leave_out_invalid=True)
+
+    assert [b.name for b in cfg["builders"]] == ["alpha", "delta"]
+    home = cfg["www"]["plugins"]["crcr"]
+    assert home["left_out"] == [f"{bad}: level: should be 'L1', 'L2', 'L3' or 'L4' (got 'L5')"]
+    assert [b["name"] for b in home["backends"]] == ["alpha", "delta", "gamma"]
+    load_with_buildbot(cfg)
+
+
+def test_master_cfg_leaves_out_invalid_files_at_start_only(dirs, monkeypatch):
+    """master.cfg is read again at each reconfig, while crcr's modules stay imported: that tells a start."""
+    write_backend(dirs.backends, "beta", level="L5", device="beta")
+    for var, value in {"CRCR_BACKENDS_DIR": dirs.backends, "CRCR_WORKERS_DIR": dirs.workers,
+                       "CRCR_SECRETS_DIR": dirs.secrets}.items():
+        monkeypatch.setenv(var, str(value))
+    source = compile(MASTER_CFG.read_text(), str(MASTER_CFG), "exec")
+
+    # In this test process crcr is imported already: as in a master that is reconfiguring.
+    with pytest.raises(ConfigErrors):
+        exec(source, {"__file__": str(MASTER_CFG)})
+    monkeypatch.delitem(sys.modules, "crcr.buildmaster.masterconfig")
+    started = {"__file__": str(MASTER_CFG)}
+    exec(source, started)
+    assert [b.name for b in started["BuildmasterConfig"]["builders"]] == ["alpha", "delta"]
 
 
 def test_bad_settings_make_buildbot_refuse_the_config(dirs, monkeypatch):

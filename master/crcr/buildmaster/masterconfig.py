@@ -18,15 +18,21 @@ from crcr.buildmaster.workers import make_workers
 from crcr.buildmaster.www import TITLE, commit_links, upstream_project, www_config
 
 
-def build_master_config(settings: Settings | None = None) -> dict:
-    """Raises Buildbot's ConfigErrors with our message, so the master refuses to start or reconfig."""
+def build_master_config(settings: Settings | None = None, leave_out_invalid: bool = False) -> dict:
+    """Raises Buildbot's ConfigErrors with our message, so the master refuses to start or reconfig.
+
+    `leave_out_invalid` (at start): a backend or host file that does not validate is left out, named in the
+    log and on the home page, so that one vendor's broken file does not take every other backend down.
+    Otherwise (a reconfig) any broken file is refused and the running configuration stays in force."""
     try:
         settings = settings or load_settings()
-        relay = load_checked_relay_config(settings)
+        relay = load_checked_relay_config(settings, leave_out_invalid=leave_out_invalid)
     except ConfigError as e:
         raise ConfigErrors(str(e).splitlines()) from None
     for warning in relay.warnings:
         log.msg(f"crcr warning: {warning}")
+    for problem in relay.left_out:
+        log.msg(f"crcr: left out at start, does not validate: {problem}")
 
     active = relay.active_backends
     return {
@@ -41,12 +47,9 @@ def build_master_config(settings: Settings | None = None) -> dict:
         "schedulers": [upstream_scheduler(b, settings) for b in active] + [force_scheduler(b, settings) for b in active],
         "builders": make_builders(relay, settings),
         "services": [*github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive)],
-        "www": www_config(settings),
+        "www": www_config(settings, relay),
         "projects": [upstream_project(settings)],
         "revlink": commit_links(settings),
         "buildbotNetUsageData": None,
         "collapseRequests": False,
     }
-
-
-

@@ -1,18 +1,39 @@
-"""The web UI: waterfall, console and grid views."""
+"""The web UI: Buildbot's waterfall, console and grid views, and crcr's own home page (a www plugin)."""
 
 from __future__ import annotations
 
 from buildbot.plugins import util
+from buildbot.www.plugin import Application
 
+from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 
 TITLE = "crcr PyTorch relay"
+# The `crcr` www plugin (entry point buildbot.www in pyproject.toml): static/scripts.js replaces the home page.
+PLUGIN_NAME = "crcr"
+ep = Application(__name__, "crcr relay: home page")
 
 
-def www_config(settings: Settings) -> dict:
+def home_page_data(relay: RelayConfig, settings: Settings) -> dict:
+    """What the home page shows; the frontend config is public, so nothing secret goes in."""
+    return {
+        "upstream": {"repo": settings.github_repo, "branches": list(settings.upstream_branches)},
+        "backends": [
+            {"name": b.name, "level": b.level, "device": b.device, "description": b.description}
+            for b in relay.backends
+        ],
+        # Files the master started without (see load_checked_relay_config's leave_out_invalid).
+        "left_out": list(relay.left_out),
+    }
+
+
+def www_config(settings: Settings, relay: RelayConfig) -> dict:
     return {
         "port": settings.web_port,
-        "plugins": {"waterfall_view": {}, "console_view": {}, "grid_view": {}},
+        "plugins": {
+            "waterfall_view": {}, "console_view": {}, "grid_view": {},
+            PLUGIN_NAME: home_page_data(relay, settings),
+        },
         # Changes are listed by their upstream commit; the default hooks stay off until webhooks land.
         "change_hook_dialects": {},
     }
