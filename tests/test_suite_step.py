@@ -87,13 +87,14 @@ class StepHarness(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
 
 
 class SuiteStepTest(StepHarness):
-    def make_step(self, mode="gating", reruns=1, is_pytest=True, command=COMMAND, build_timeout=3600) -> SuiteStep:
+    def make_step(self, mode="gating", reruns=1, is_pytest=True, command=COMMAND, build_timeout=3600,
+                  revision=SHA) -> SuiteStep:
         step = self.setup_step(SuiteStep(
             name="suite-ops", suite_name="ops", mode=mode, junit_file=JUNIT, is_pytest=is_pytest, reruns=reruns,
             command=command, workdir=WORKDIR, build_timeout=build_timeout, maxTime=SUITE_TIMEOUT,
             timeout=STALL_TIMEOUT,
         ))
-        self.build.setProperty("got_revision", SHA, "Git")
+        self.build.setProperty("got_revision", revision, "Git")
         return step
 
     def expect_history(self, *commits: str, exit: int = 0) -> None:
@@ -307,7 +308,7 @@ class SuiteStepTest(StepHarness):
         self.expect_log_file("failing tests", (
             f"compared with: build 2 of commit {parent}\n"
             "still failing:\n  test/test_ops.py::test_known\n"
-            "fixed since the previous build:\n  test/test_ops.py::test_fixed\n"
+            "fixed since that build:\n  test/test_ops.py::test_fixed\n"
         ))
         yield self.run_step()
         self.assertEqual((self.recorded()["new"], self.recorded()["fixed"]), ([], ids("test_fixed")))
@@ -350,6 +351,14 @@ class SuiteStepTest(StepHarness):
             "compared with: nothing (no earlier commit has a complete build with this suite's results)\n"
             "new failures:\n  test/test_ops.py::test_b\n"
         ))
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_revision_that_is_not_a_sha_is_never_handed_to_git(self):
+        self.make_step(revision="--all")
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")),
+                             rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
         yield self.run_step()
 
     @defer.inlineCallbacks

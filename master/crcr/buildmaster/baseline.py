@@ -18,6 +18,7 @@ from buildbot.util import runprocess
 from twisted.internet import defer
 from twisted.python import log
 
+from crcr.buildmaster.revisions import SHA
 from crcr.names import POLLER_WORKDIR, TESTS_PROPERTY
 from crcr.suites.results import SuiteResults
 
@@ -39,7 +40,7 @@ class Baseline:
 def find_baseline(master, builderid: int, sha: str | None, suite: str):
     """The Baseline of `suite` in a build at `sha`: the nearest earlier commit in `sha`'s first-parent
     history with a complete build of this builder holding `suite`'s results (not timed out); None without one."""
-    history = (yield earlier_commits(master, sha)) if sha else []
+    history = (yield earlier_commits(master, sha)) if sha and SHA.match(sha) else []
     if not history:
         return None
     builds = yield master.db.pool.do(_builds_at, master.db.model, builderid, history)
@@ -57,9 +58,7 @@ def find_baseline(master, builderid: int, sha: str | None, suite: str):
 def earlier_commits(master, sha: str):
     """The commits before `sha` along first parents (the branch's own line, not merged side branches), nearest first."""
     command = ["git", "rev-list", "--first-parent", "--skip=1", f"--max-count={COMMITS_SEARCHED}", sha, "--"]
-    code, out, err = yield runprocess.run_process(
-        master.reactor, command, workdir=os.path.join(master.basedir, POLLER_WORKDIR), env={"GIT_TERMINAL_PROMPT": "0"}
-    )
+    code, out, err = yield runprocess.run_process(master.reactor, command, workdir=os.path.join(master.basedir, POLLER_WORKDIR))
     if code != 0:
         # A commit the poller has not fetched (yet): no history, so no baseline; say why in the master's log.
         log.msg(f"crcr baseline: no history for {sha}: {' '.join(command)} exited {code}: {err.decode().strip()}")

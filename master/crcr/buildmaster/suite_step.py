@@ -127,5 +127,5 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
 def _failure_report(results: SuiteResults) -> str:
     known = [t for t in results.failing if t not in results.new]
     sections = [("new failures", results.new), ("still failing", known), ("flaky", results.flaky),
-                ("fixed since the previous build", results.fixed)]
+                ("fixed since that build", results.fixed)]
     return "".join(f"{title}:\n" + "".join(f"  {t}\n" for t in tests) for title, tests in sections if tests)
