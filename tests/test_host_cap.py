@@ -43,7 +43,8 @@ class HostCapTest(TestReactorMixin, unittest.TestCase):
 
     @defer.inlineCallbacks
     def test_a_capped_hosts_units_see_a_build_start_on_another_unit_at_once(self):
-        duo = yield self.host("duo", 1, {"duo-zeta-0": "hold-zeta", "duo-zeta-1": "hold-zeta", "duo-theta-0": "hold-theta"})
+        duo = yield self.host("duo", 1, {"duo-zeta-0": "hold-zeta", "duo-zeta-1": "hold-zeta",
+                                         "duo-theta-0": "hold-theta"})
         other = yield self.host("other", 1, {"other-zeta-0": "hold-zeta"})
 
         # The distributor lists hold-zeta's idle units once, then hands them to its waiting requests.

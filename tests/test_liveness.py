@@ -61,7 +61,7 @@ class SilentWorkerWatchTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
 
         self.assertTrue(conn.dropped)
         self.assertIsNone(self.worker.conn)
-        self.assertLogged(f"crcr: worker lab-npu-0 silent for {LIMIT + KEEPALIVE}s \\(limit {LIMIT}s\\); disconnecting it")
+        self.assertLogged(f"worker lab-npu-0 silent for {LIMIT + KEEPALIVE}s \\(limit {LIMIT}s\\); disconnecting it")
 
     def test_a_talking_connection_is_kept(self):
         conn = self.connect()

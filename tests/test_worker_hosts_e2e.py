@@ -344,7 +344,8 @@ def test_capped_host_runs_one_build_at_a_time_across_its_devices_and_starts_none
     backends_dir = Path(lab.relay.env["CRCR_BACKENDS_DIR"])
     for name, device, branch in (("hold-zeta", "zeta", "main"), ("hold-theta", "theta", UNITS_BRANCH)):
         (backends_dir / f"{name}.yaml").write_text(yaml.safe_dump(hold_backend("L2", device, branch, lab.gates)))
-    lab.register("duo", "--device", "zeta:2", "--device", "theta", "--max-builds", "1", "--admin", "Duo <duo@example.com>")
+    lab.register("duo", "--device", "zeta:2", "--device", "theta", "--max-builds", "1",
+                 "--admin", "Duo <duo@example.com>")
     units = {"duo-zeta-0", "duo-zeta-1", "duo-theta-0"}
     for unit in units:
         lab.start(unit)

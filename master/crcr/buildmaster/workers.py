@@ -30,13 +30,15 @@ class HostUnitWorker(worker.Worker):
         return super().reconfigService(name, password, **kwargs)
 
     def host_units(self) -> list[HostUnitWorker]:
-        return [w for w in self.master.workers.workers.values() if isinstance(w, HostUnitWorker) and w.host == self.host]
+        workers = self.master.workers.workers.values()
+        return [w for w in workers if isinstance(w, HostUnitWorker) and w.host == self.host]
 
     def canStartBuild(self) -> bool:
         if not super().canStartBuild():
             return False
-        running = sum(wfb.state == States.BUILDING for unit in self.host_units() for wfb in unit.workerforbuilders.values())
-        return running < self.host_slots
+        building = [wfb for unit in self.host_units() for wfb in unit.workerforbuilders.values()
+                    if wfb.state == States.BUILDING]
+        return len(building) < self.host_slots
 
     def buildFinished(self, wfb):
         super().buildFinished(wfb)  # wakes the builders of this unit
