@@ -65,10 +65,11 @@ E2E_BACKENDS = {
     "budget-alpha": {
         **backend("L1", "alpha", [], branches=[BUDGET_BRANCH]),
         "timeout": 15,  # leaves the quick suite ample time on a loaded machine
+        # The suites keep their default timeouts (an hour): the build's 15 s budget is what cuts them.
         "suites": [
-            {"name": "quick", "command": "sleep 1", "timeout": 60},
-            {"name": "slow", "command": "sleep 120", "timeout": 200},
-            {"name": "never", "command": "echo never", "timeout": 60},
+            {"name": "quick", "command": "sleep 1"},
+            {"name": "slow", "command": "sleep 120"},
+            {"name": "never", "command": "echo never"},
         ],
     },
 }

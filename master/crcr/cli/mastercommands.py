@@ -17,11 +17,14 @@ from crcr.config.settings import Settings, load_settings
 NOT_RUNNING = 3
 
 
-def _checked_config(settings: Settings) -> RelayConfig:
-    """The files as `crcr check` sees them; refused with its message before any process is touched."""
-    relay = load_checked_relay_config(settings)
+def _checked_config(settings: Settings, starting: bool = False) -> RelayConfig:
+    """The files as the master will see them, refused with `crcr check`'s message before any process is
+    touched. `starting`: as the master does at start, files that do not validate are left out, and said so."""
+    relay = load_checked_relay_config(settings, leave_out_invalid=starting)
     for warning in relay.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    for problem in relay.left_out:
+        print(f"warning: left out, does not validate: {problem}".replace("\n", "\nwarning: "), file=sys.stderr)
     return relay
 
 
@@ -48,7 +51,7 @@ def _stop(basedir: Path, timeout: float) -> None:
 
 def cmd_start(args) -> int:
     settings = load_settings()
-    _checked_config(settings)
+    _checked_config(settings, starting=True)
     _start(args.basedir, settings, args.wait_for_upstream, foreground=args.nodaemon)
     return 0
 
@@ -60,7 +63,7 @@ def cmd_stop(args) -> int:
 
 def cmd_restart(args) -> int:
     settings = load_settings()
-    _checked_config(settings)  # a master that could not start again is left running
+    _checked_config(settings, starting=True)  # a master that could not start again is left running
     _stop(args.basedir, args.stop_timeout)
     _start(args.basedir, settings, args.wait_for_upstream)
     return 0
