@@ -846,3 +846,19 @@ def test_skip_list_lines_and_json_lines_both_give_node_ids(tmp_path):
     skips = write_file(tmp_path / "skips.jsonl", "# comment\n\ntest/test_a.py::TestA::test_b\n"
                        '{"nodeid": "test/test_c.py::test_d[1]", "reason": "crash"}\n')
     assert read_skip_list(skips) == ["test/test_a.py::TestA::test_b", "test/test_c.py::test_d[1]"]
+
+
+def test_a_yaml_alias_bomb_is_answered_at_once_showing_its_value_in_part(tmp_path):
+    """A few hundred bytes of aliases of aliases stand for 10**9 values; the message shows a handful."""
+    nested = "".join(f"  X{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9))
+    dirs = make_dirs(tmp_path)
+    path = write_file(dirs.backends / "demo.yaml", backend_yaml() + "env:\n  X0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+                      + nested + "timeout: *a8\n")
+
+    with pytest.raises(ConfigError) as raised:
+        load_relay_config(settings_for(dirs))
+
+    assert str(raised.value).splitlines() == [
+        f"{path}: timeout: should be a whole number (got [[[...], [...], [...], [...], [...], ...], [[...], [...], [....)",
+        *(f"{path}: env.X{i}: should be a valid string" for i in range(9)),
+    ]

@@ -228,6 +228,11 @@ INVALID = {
         "test_suite_config.files[0].path: must start with ${TORCH_ROOT}/: the relay runs tests of the upstream "
         "checkout only (got '${TORCH_DEVICE_ROOT}/tests/test_ops.py')",
     ),
+    "a long path, shown cut short": (
+        "test_suite_config:\n  files:\n    - path: ${TORCH_DEVICE_ROOT}/" + "t" * 100 + ".py\n",
+        "test_suite_config.files[0].path: must start with ${TORCH_ROOT}/: the relay runs tests of the upstream "
+        f"checkout only (got {('${TORCH_DEVICE_ROOT}/' + 't' * 100)[:60]!r}... (124 characters))",
+    ),
     "a path leaving ${TORCH_ROOT}": (
         "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/../torch-spyre/tests/test_ops.py\n",
         "test_suite_config.files[0].path: must name a .py file inside ${TORCH_ROOT}/ "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import reprlib
 import typing
 from typing import Callable, Iterable
 
@@ -20,6 +21,11 @@ LIMIT_HELP: dict[int, str] = {}
 # How much of a value a message shows: a 50 MB description is not echoed back whole.
 SHOWN_CHARACTERS = 60
 SHOWN_VALUES = 5
+# Lists and mappings are shown only in part: repr() of a YAML alias bomb (a list of ten aliases of a
+# list of ten aliases of ...) would take for ever, though the file is a few hundred bytes.
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxlevel, _SHORT_REPR.maxstring, _SHORT_REPR.maxother = 2, SHOWN_CHARACTERS, SHOWN_CHARACTERS
+_SHORT_REPR.maxlist = _SHORT_REPR.maxtuple = _SHORT_REPR.maxdict = _SHORT_REPR.maxset = SHOWN_VALUES
 
 
 def described_pattern(pattern: str, meaning: str) -> str:
@@ -42,7 +48,7 @@ def shown(value) -> str:
         return f"a number of {len(str(abs(value)))} digits"
     if isinstance(value, str) and len(value) > SHOWN_CHARACTERS:
         return f"{value[:SHOWN_CHARACTERS]!r}... ({len(value)} characters)"
-    text = repr(value)
+    text = repr(value) if isinstance(value, (str, int, float)) else _SHORT_REPR.repr(value)
     return text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS] + "..."
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from crcr.config.errors import ConfigError, described_pattern, describe_validation_error
+from crcr.config.errors import ConfigError, described_pattern, describe_validation_error, shown
 from crcr.config.yamlfiles import display_path, read_yaml_mapping
 from crcr.config.models import Strict
 
@@ -69,13 +69,13 @@ class SuiteFile(Strict):
     def _upstream_test_file(cls, path: str) -> str:
         if not path.startswith(TORCH_ROOT):
             raise ValueError(
-                f"must start with {TORCH_ROOT}: the relay runs tests of the upstream checkout only (got {path!r})"
+                f"must start with {TORCH_ROOT}: the relay runs tests of the upstream checkout only (got {shown(path)})"
             )
         if any(c in path for c in "*?["):
-            raise ValueError(f"must name one file; patterns are not supported (got {path!r})")
+            raise ValueError(f"must name one file; patterns are not supported (got {shown(path)})")
         relative = PurePosixPath(path[len(TORCH_ROOT) :])
         if relative.is_absolute() or ".." in relative.parts or relative.suffix != ".py":
-            raise ValueError(f"must name a .py file inside {TORCH_ROOT} (got {path!r})")
+            raise ValueError(f"must name a .py file inside {TORCH_ROOT} (got {shown(path)})")
         return path
 
     @field_validator("tests")
@@ -89,7 +89,7 @@ class SuiteFile(Strict):
                 earlier = first.setdefault(name, index)
                 if groups[earlier].mode != group.mode:
                     raise ValueError(
-                        f"'{name}' is listed in tests[{earlier}] with mode {groups[earlier].mode} and in "
+                        f"{shown(name)} is listed in tests[{earlier}] with mode {groups[earlier].mode} and in "
                         f"tests[{index}] with mode {group.mode}; give it one mode"
                     )
         return groups
@@ -112,7 +112,7 @@ class SuiteBody(Strict):
         for index, entry in enumerate(files):
             earlier = seen.setdefault(entry.path, index)
             if earlier != index:
-                raise ValueError(f"files[{earlier}] and files[{index}] both have path {entry.path!r}; merge them")
+                raise ValueError(f"files[{earlier}] and files[{index}] both have path {shown(entry.path)}; merge them")
         return files
 
 
