@@ -12,6 +12,7 @@ import yaml
 from configfiles import make_dirs, write_file, write_secret
 from fakegithub import FakeGitHub
 from harness import Relay, Upstream, WorkerProcess, free_port, wait_until
+from postgres import PostgresServer, server_bin_dir
 
 UPSTREAM_TREE = Path(__file__).parent / "upstream_tree"
 GITHUB_TOKEN = "test-token-123"
@@ -86,6 +87,17 @@ def github():
     fake = FakeGitHub().start()
     yield fake
     fake.stop()
+
+
+@pytest.fixture
+def postgres():
+    """A private PostgreSQL server for one test."""
+    bin_dir = server_bin_dir()
+    if bin_dir is None:
+        pytest.fail("PostgreSQL server binaries are missing: .ci/run installs Debian's postgresql package")
+    server = PostgresServer(bin_dir).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

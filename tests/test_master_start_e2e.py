@@ -9,7 +9,6 @@ import pytest
 
 from conftest import backend, prepare_relay, suite
 from harness import VENV_BIN, run, wait_until
-from postgres import PostgresServer, server_bin_dir
 
 pytestmark = pytest.mark.e2e
 
@@ -51,16 +50,6 @@ def audit(event, args):
 sys.addaudithook(audit)
 sys.exit(main(sys.argv[2:]))
 """
-
-
-@pytest.fixture
-def postgres():
-    bin_dir = server_bin_dir()
-    if bin_dir is None:
-        pytest.fail("PostgreSQL server binaries are missing: .ci/run installs Debian's postgresql package")
-    server = PostgresServer(bin_dir).start()
-    yield server
-    server.stop()
 
 
 def test_master_start_puts_the_database_password_on_no_command_line(tmp_path, upstream, github, postgres):

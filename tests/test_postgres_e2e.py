@@ -6,19 +6,8 @@ import pytest
 
 from conftest import SUCCESS, backend, prepare_relay, running, suite
 from harness import wait_until
-from postgres import PostgresServer, server_bin_dir
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def postgres():
-    bin_dir = server_bin_dir()
-    if bin_dir is None:
-        pytest.fail("PostgreSQL server binaries are missing: .ci/run installs Debian's postgresql package")
-    server = PostgresServer(bin_dir).start()
-    yield server
-    server.stop()
 
 
 def test_relay_on_postgresql_builds_and_reports_a_push(tmp_path, upstream, github, postgres):
