@@ -186,9 +186,9 @@ def test_each_unit_knows_its_hosts_build_slots_and_builders_ask_the_unit_at_each
     cfg = config_for(dirs)
     workers = {w.workername: w for w in cfg["workers"]}
 
-    # host-a runs one build per unit; host-ab has 2 units and max_builds 1. No Buildbot lock does it.
+    # host-a runs one build per unit (not capped); host-ab has 2 units and max_builds 1. No Buildbot lock does it.
     assert {name: (w._config_kwargs["host"], w._config_kwargs["host_slots"]) for name, w in workers.items()} == {
-        "host-a-alpha-0": ("host-a", 2), "host-a-alpha-1": ("host-a", 2),
+        "host-a-alpha-0": ("host-a", None), "host-a-alpha-1": ("host-a", None),
         "host-ab-alpha-0": ("host-ab", 1), "host-ab-beta-0": ("host-ab", 1),
     }
     assert all(isinstance(w, HostUnitWorker) and w.access == [] for w in workers.values())

@@ -25,7 +25,7 @@ class HostCapTest(TestReactorMixin, unittest.TestCase):
         self.addCleanup(self.master.stopService)
 
     @defer.inlineCallbacks
-    def host(self, name: str, slots: int, builders_by_unit: dict[str, str]) -> defer.Deferred:
+    def host(self, name: str, slots: int | None, builders_by_unit: dict[str, str]) -> defer.Deferred:
         """Connected units of one host, each idle for its builder; returns their WorkerForBuilders by unit."""
         idle = {}
         for unit, builder in builders_by_unit.items():
@@ -70,7 +70,7 @@ class HostCapTest(TestReactorMixin, unittest.TestCase):
 
     @defer.inlineCallbacks
     def test_a_host_with_a_slot_per_unit_runs_a_build_on_each_and_wakes_only_the_unit_that_finished(self):
-        lab = yield self.host("lab", 2, {"lab-zeta-0": "hold-zeta", "lab-zeta-1": "hold-zeta"})
+        lab = yield self.host("lab", None, {"lab-zeta-0": "hold-zeta", "lab-zeta-1": "hold-zeta"})
         lab["lab-zeta-0"].buildStarted()
 
         self.assertTrue(unit_can_start_build(None, lab["lab-zeta-1"], None))

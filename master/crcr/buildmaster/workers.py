@@ -15,17 +15,17 @@ from buildbot.process.workerforbuilder import States
 
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password
-
 from crcr.names import ADMIN_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
 
 
 class HostUnitWorker(worker.Worker):
-    """A device unit of host `host`, which runs at most `host_slots` builds at once over all its units."""
+    """A device unit of host `host`, which runs at most `host_slots` builds at once over all its units
+    (None: one per unit, which each unit's max_builds=1 already ensures)."""
 
-    def checkConfig(self, name, password, host: str, host_slots: int, **kwargs):
+    def checkConfig(self, name, password, host: str, host_slots: int | None, **kwargs):
         super().checkConfig(name, password, **kwargs)
 
-    def reconfigService(self, name, password, host: str, host_slots: int, **kwargs):
+    def reconfigService(self, name, password, host: str, host_slots: int | None, **kwargs):
         self.host, self.host_slots = host, host_slots
         return super().reconfigService(name, password, **kwargs)
 
@@ -36,15 +36,16 @@ class HostUnitWorker(worker.Worker):
     def canStartBuild(self) -> bool:
         if not super().canStartBuild():
             return False
+        if self.host_slots is None:  # not capped: no need to look at the other units (hundreds, on a big relay)
+            return True
         building = [wfb for unit in self.host_units() for wfb in unit.workerforbuilders.values()
                     if wfb.state == States.BUILDING]
         return len(building) < self.host_slots
 
     def buildFinished(self, wfb):
         super().buildFinished(wfb)  # wakes the builders of this unit
-        units = self.host_units()
-        if self.host_slots < len(units):  # a capped host's other units may be waiting for this slot
-            for unit in units:
+        if self.host_slots is not None:  # a capped host's other units may be waiting for this slot
+            for unit in self.host_units():
                 if unit is not self:
                     self.botmaster.maybeStartBuildsForWorker(unit.name)
 
@@ -64,7 +65,7 @@ def make_workers(relay: RelayConfig) -> list[HostUnitWorker]:
             unit.worker_name,
             util.Secret(worker_password(host.name)),
             host=host.name,
-            host_slots=host.build_slots,
+            host_slots=host.build_slots if host.build_slots < host.unit_count else None,
             max_builds=1,
             properties={
                 HOST_PROPERTY: host.name,
