@@ -409,6 +409,22 @@ class BudgetedShellCommandTest(StepHarness):
         yield self.run_step()
 
     @defer.inlineCallbacks
+    def test_a_part_second_left_is_rounded_up_so_the_step_runs_to_the_end_of_the_budget(self):
+        self.reactor.advance(0.5)  # 10.5 s into the build: 89.5 s left
+        self.make_step(build_timeout=100)
+        self.expect_commands(ExpectShell(workdir=WORKDIR, command="make", max_time=90).exit(0))
+        self.expect_outcome(SUCCESS)
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_less_than_a_second_left_is_nothing_left(self):
+        self.reactor.advance(0.5)  # 10.5 s into an 11 s budget: the previous step ran to its end
+        self.make_step(build_timeout=11)
+        self.expect_outcome(FAILURE, "not run: build timeout (failure)")
+        self.expect_log_file("build timeout", "The build's timeout of 11s was used up before this step.\n")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
     def test_nothing_left_fails_without_running(self):
         self.make_step(build_timeout=10)
         self.expect_outcome(FAILURE, "not run: build timeout (failure)")

@@ -6,6 +6,8 @@ Buildbot limits single commands (maxTime) but has no limit for a whole build; a 
 
 from __future__ import annotations
 
+import math
+
 from buildbot.plugins import steps
 from buildbot.process.results import FAILURE
 from twisted.internet import defer
@@ -22,16 +24,17 @@ class BudgetedShellCommand(steps.ShellCommand):
     def fit_to_budget(self):
         """Cap maxTime at what is left of the build's budget; False (and a log) when nothing is left."""
         build = yield self.master.data.get(("builds", self.build.buildid))
-        elapsed = self.master.reactor.seconds() - build["started_at"].timestamp()
-        remaining = int(self.build_timeout - elapsed)
-        if remaining <= 0:
+        remaining = self.build_timeout - (self.master.reactor.seconds() - build["started_at"].timestamp())
+        if remaining < 1:  # less than Buildbot's smallest maxTime
             yield self.addCompleteLog(
                 "build timeout", f"The build's timeout of {self.build_timeout}s was used up before this step.\n"
             )
             self.descriptionDone = ["not run: build timeout"]
             return False
+        # Rounded up: a step cut by the budget runs to its very end, so the next one finds nothing left
+        # rather than a moment it cannot use.
         if self.maxTime is None or remaining < self.maxTime:
-            self.maxTime = remaining
+            self.maxTime = math.ceil(remaining)
         return True
 
     @defer.inlineCallbacks

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
 from buildbot.steps.worker import CompositeStepMixin
 from twisted.internet import defer
@@ -98,10 +100,10 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
     @defer.inlineCallbacks
     def _attempt(self, log_name: str, command: str):
         """Run `command` within what is left of the step's time; None when nothing is left."""
-        left = int(self.deadline - self.master.reactor.seconds())
+        left = self.deadline - self.master.reactor.seconds()
         if left <= 0:
             return None
-        cmd = yield self.makeRemoteShellCommand(stdioLogName=log_name, command=command, maxTime=left)
+        cmd = yield self.makeRemoteShellCommand(stdioLogName=log_name, command=command, maxTime=math.ceil(left))
         yield self.runCommand(cmd)
         return cmd
 
