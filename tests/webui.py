@@ -15,7 +15,8 @@ def open_page(browser, url: str):
 
 
 def page_text(browser) -> str:
-    return browser.find_element(By.TAG_NAME, "body").get_attribute("textContent")
+    """What the page shows, as a user reads it (not the text of its scripts, such as the UI's config)."""
+    return browser.find_element(By.TAG_NAME, "body").text
 
 
 def wait_for_texts(browser, texts: list[str], where: str) -> None:

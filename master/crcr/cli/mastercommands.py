@@ -63,7 +63,8 @@ def cmd_stop(args) -> int:
 
 def cmd_restart(args) -> int:
     settings = load_settings()
-    _checked_config(settings, starting=True)  # a master that could not start again is left running
+    # Strict, as a reconfig: a file broken since the start is not dropped from a master that still runs it.
+    _checked_config(settings)
     _stop(args.basedir, args.stop_timeout)
     _start(args.basedir, settings, args.wait_for_upstream)
     return 0
