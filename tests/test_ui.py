@@ -8,7 +8,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from conftest import MAIN_BACKENDS, SUCCESS
 from harness import wait_until
-from webui import UI_TIMEOUT, open_page, page_text, wait_for_texts
+from webui import UI_TIMEOUT, open_page, page_text, wait_for_element, wait_for_texts
 
 pytestmark = pytest.mark.e2e
 
@@ -17,6 +17,20 @@ def test_waterfall_shows_title_and_each_backends_builds(relay, pushed, browser, 
     open_page(browser, relay.web_url + "#/waterfall")
     wait_for_texts(browser, ["crcr PyTorch relay", *MAIN_BACKENDS], "the waterfall")
     assert browser.save_screenshot(str(tmp_path / "waterfall.png"))
+
+
+def test_home_page_shows_the_relay_and_each_backends_latest_build(relay, pushed, browser, tmp_path):
+    latest_number = max(b["number"] for b in relay.builds("ok-beta"))
+    open_page(browser, relay.web_url + "#/")
+    wait_for_texts(browser, ["Relays upstream", "pytorch/pytorch", *MAIN_BACKENDS], "the home page")
+    row = wait_for_element(browser, "//tr[td[1]//a[text()='ok-beta']]", "ok-beta's row")
+    assert row.find_element(By.XPATH, "td[2]").text == "L2" and row.find_element(By.XPATH, "td[3]").text == "beta"
+    latest = row.find_element(By.XPATH, "td[4]//a")
+    assert latest.get_attribute("href").endswith(f"/builds/{latest_number}"), latest.get_attribute("href")
+    assert latest.text.startswith("success"), latest.text
+    assert "Welcome to buildbot" not in page_text(browser)
+    assert "Left out of this relay" not in page_text(browser), "every file of this relay validates"
+    assert browser.save_screenshot(str(tmp_path / "home.png"))
 
 
 @pytest.mark.parametrize("view", ["console", "grid", "builders"])
