@@ -47,7 +47,9 @@
   function verdict(build) {
     if (!build) return "no build yet";
     if (!build.complete) return "building: " + (build.state_string || "");
-    return (RESULTS[build.results] || "unknown") + ": " + (build.state_string || "");
+    var result = RESULTS[build.results] || "unknown", text = build.state_string || "";
+    // Buildbot's own text often starts with the result already ("warnings ops: ...").
+    return text.indexOf(result) === 0 ? text : result + ": " + text;
   }
 
   function LeftOut(props) {
