@@ -34,6 +34,9 @@ from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.workers import HostUnitWorker, unit_can_start_build
 from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.secretfiles import GITHUB_TOKEN
+from crcr.names import (
+    BACKEND_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, force_scheduler_name, upstream_scheduler_name,
+)
 
 ALPHA_SUITES = [
     {"name": "unit", "command": "python -m pytest test/unit", "timeout": 600},
@@ -113,7 +116,7 @@ def test_builder_tags_description_properties_and_no_collapsing(dirs):
         builder = builders[name]
         assert device in builder.tags and level in builder.tags
         assert builder.collapseRequests is False
-        assert builder.properties["crcr_backend"] == name
+        assert builder.properties[BACKEND_PROPERTY] == name
         assert builder.description == f"Test accelerator. Level {level}, device {device}; maintainers: @octocat."
         assert builder.project == "pytorch/pytorch"
 
@@ -179,7 +182,7 @@ def test_each_device_unit_is_a_worker_running_one_build_with_its_hosts_password(
     assert repr(workers["host-a-alpha-1"].password) == "Secret(worker-host-a)"
     assert repr(workers["host-ab-beta-0"].password) == "Secret(worker-host-ab)"
     props = workers["host-a-alpha-1"].properties
-    assert (props["crcr_host"], props["crcr_device"], props["crcr_device_index"]) == ("host-a", "alpha", 1)
+    assert (props[HOST_PROPERTY], props[DEVICE_PROPERTY], props[DEVICE_INDEX_PROPERTY]) == ("host-a", "alpha", 1)
 
 
 def test_each_unit_knows_its_hosts_build_slots_and_builders_ask_the_unit_at_each_request(dirs):
@@ -211,10 +214,10 @@ def test_schedulers_per_active_backend(dirs):
 
     assert set(schedulers) == {f"{kind}-{b}" for kind in ("upstream", "force") for b in ("alpha", "beta", "delta")}
     for backend in ("alpha", "beta", "delta"):
-        assert isinstance(schedulers[f"upstream-{backend}"], AnyBranchScheduler)
-        assert schedulers[f"upstream-{backend}"].builderNames == [backend]
-        assert isinstance(schedulers[f"force-{backend}"], ForceScheduler)
-        assert schedulers[f"force-{backend}"].builderNames == [backend]
+        assert isinstance(schedulers[upstream_scheduler_name(backend)], AnyBranchScheduler)
+        assert schedulers[upstream_scheduler_name(backend)].builderNames == [backend]
+        assert isinstance(schedulers[force_scheduler_name(backend)], ForceScheduler)
+        assert schedulers[force_scheduler_name(backend)].builderNames == [backend]
 
 
 def change(branch, project="pytorch/pytorch"):
@@ -232,12 +235,12 @@ def test_upstream_scheduler_takes_commits_on_the_backends_branches_only(dirs):
     write_backend(dirs.backends, "alpha", device="alpha", branches=["main", "release/2.5"])
     schedulers = {s.name: s for s in config_for(dirs, CRCR_UPSTREAM_BRANCHES="main,release/2.5")["schedulers"]}
 
-    alpha = schedulers["upstream-alpha"]._config_kwargs["change_filter"]
+    alpha = schedulers[upstream_scheduler_name("alpha")]._config_kwargs["change_filter"]
     assert alpha.filter_change(change("main"))
     assert alpha.filter_change(change("release/2.5"))
     assert not alpha.filter_change(change("gh/someone/1/head"))
     assert not alpha.filter_change(change("main", project="someone/fork"))
-    beta = schedulers["upstream-beta"]._config_kwargs["change_filter"]
+    beta = schedulers[upstream_scheduler_name("beta")]._config_kwargs["change_filter"]
     assert beta.filter_change(change("main"))
     assert not beta.filter_change(change("release/2.5"))
 

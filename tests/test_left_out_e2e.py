@@ -7,6 +7,7 @@ import yaml
 
 from conftest import SUCCESS, backend, prepare_relay, running, suite
 from crcr.cli.mastercontrol import MASTER_CFG
+from crcr.names import status_context
 from harness import VENV_BIN, run, wait_until
 from webui import open_page, wait_for_texts
 
@@ -37,9 +38,9 @@ def test_a_broken_backend_file_is_left_out_at_start_and_the_others_run(half_brok
 
     sha = upstream.commit("A change the valid backend still relays")
     assert master.wait_for_finished_build("good-alpha", sha)["results"] == SUCCESS
-    wait_until(lambda: [s["state"] for s in github.statuses(sha, "crcr/good-alpha")][-1:] == ["success"], 30,
+    wait_until(lambda: [s["state"] for s in github.statuses(sha, status_context("good-alpha"))][-1:] == ["success"], 30,
                "good-alpha's verdict on GitHub")
-    assert github.statuses(sha, "crcr/broken-alpha") == []
+    assert github.statuses(sha, status_context("broken-alpha")) == []
 
     open_page(browser, master.web_url + "#/")
     wait_for_texts(browser, ["Left out of this relay", BROKEN_MESSAGE, "good-alpha"], "the home page")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import SUCCESS, backend, prepare_relay, running, suite
+from crcr.names import status_context
 from harness import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -18,7 +19,7 @@ def test_relay_on_postgresql_builds_and_reports_a_push(tmp_path, upstream, githu
         build = master.wait_for_finished_build("pg-alpha", sha)
         assert build["results"] == SUCCESS
         assert wait_until(
-            lambda: [s["state"] for s in github.statuses(sha, "crcr/pg-alpha")][-1:] == ["success"],
+            lambda: [s["state"] for s in github.statuses(sha, status_context("pg-alpha"))][-1:] == ["success"],
             30,
             "the success status of pg-alpha",
         )

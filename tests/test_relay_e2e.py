@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import BUDGET_BRANCH, FAILURE, GITHUB_TOKEN, MAIN_BACKENDS, RELEASE_BRANCH, SUCCESS, UNITS_BRANCH
+from crcr.names import REQUESTED_REVISION_PROPERTY, status_context
 from harness import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -13,7 +14,7 @@ def final_status(github, sha: str, backend: str) -> dict:
     """The last status GitHub accepted for this commit and backend, once it is no longer pending."""
 
     def accepted_final():
-        accepted = [s for s in github.statuses(sha, f"crcr/{backend}") if s["answered"] == 201]
+        accepted = [s for s in github.statuses(sha, status_context(backend)) if s["answered"] == 201]
         return accepted and accepted[-1]["state"] != "pending" and accepted[-1]
 
     return wait_until(accepted_final, 30, f"a final crcr/{backend} status on {sha[:10]}")
@@ -24,7 +25,7 @@ def test_push_posts_pending_then_success_for_each_matching_backend(relay, github
     for backend in ["ok-alpha", "ok-beta"]:
         assert builds[backend]["results"] == SUCCESS, relay.steps(builds[backend])
         final = final_status(github, sha, backend)
-        states = [s["state"] for s in github.statuses(sha, f"crcr/{backend}")]
+        states = [s["state"] for s in github.statuses(sha, status_context(backend))]
         assert states[0] == "pending" and states[-1] == "success", states
         assert final["repo"] == "pytorch/pytorch", "the repository comes from settings, not the file:// URL"
         assert final["authorization"] == f"token {GITHUB_TOKEN}"
@@ -56,13 +57,13 @@ def test_l1_backend_is_built_but_posts_no_status(relay, github, pushed):
     sha, builds = pushed
     assert builds["quiet-alpha"]["results"] == SUCCESS
     final_status(github, sha, "ok-alpha")  # statuses of that push have arrived by now
-    assert github.statuses(context="crcr/quiet-alpha") == []
+    assert github.statuses(context=status_context("quiet-alpha")) == []
 
 
 def test_backend_on_another_branch_is_not_triggered(relay, upstream, github, pushed):
     sha, _ = pushed
     assert relay.builds_of("release-alpha", sha) == []
-    assert github.statuses(sha, "crcr/release-alpha") == []
+    assert github.statuses(sha, status_context("release-alpha")) == []
     # ...while a commit on its own branch triggers it, and only it.
     release_sha = upstream.commit("Backport a fix", branch=RELEASE_BRANCH)
     build = relay.wait_for_finished_build("release-alpha", release_sha)
@@ -79,7 +80,7 @@ def test_github_failures_are_retried_in_order_until_the_verdict_lands(relay, ups
     assert relay.wait_for_finished_build("release-alpha", sha)["results"] == SUCCESS
     final = final_status(github, sha, "release-alpha")
     assert final["state"] == "success"
-    attempts = github.statuses(sha, "crcr/release-alpha")
+    attempts = github.statuses(sha, status_context("release-alpha"))
     assert [a["answered"] for a in attempts[:2]] == [500, 500], "the first two posts were refused"
     delivered = [a["state"] for a in attempts if a["answered"] == 201]
     assert delivered[0] == "pending" and delivered[-1] == "success", delivered
@@ -95,7 +96,7 @@ def test_forced_build_of_an_older_revision_builds_and_reports_that_revision(rela
     build = relay.wait_for_finished_build("ok-alpha", older, ignore=earlier)
     assert build["results"] == SUCCESS
     properties = relay.get(f"builds/{build['buildid']}?property=crcr_requested_revision")["builds"][0]["properties"]
-    assert properties["crcr_requested_revision"][0] == typed
+    assert properties[REQUESTED_REVISION_PROPERTY][0] == typed
     assert final_status(github, older, "ok-alpha")["state"] == "success"
 
 

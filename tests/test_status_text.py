@@ -7,6 +7,7 @@ from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCE
 
 from crcr.github.status_text import GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
 from crcr.suites.results import SuiteResults
+from crcr.names import TESTS_PROPERTY
 
 PREPARE = ["checkout upstream", "clear results", "create results", "setup 1", "setup 2"]
 
@@ -136,7 +137,7 @@ def test_describe_queued_and_cancelled_build_requests():
 
 def with_tests(done: dict, **suites: dict) -> dict:
     """The build's crcr_tests property, as the data API gives properties: (value, source)."""
-    return {**done, "properties": {"crcr_tests": ({name: SuiteResults(**r).as_property() for name, r in suites.items()},
+    return {**done, "properties": {TESTS_PROPERTY: ({name: SuiteResults(**r).as_property() for name, r in suites.items()},
                                                   "crcr")}}
 
 

@@ -15,8 +15,10 @@ from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.logging import LoggingMixin
 
 from crcr.github.statuspush import RETRY_DELAYS, RetryingGitHubStatusPush
+from crcr.names import status_context
 
 API = "https://api.github.test"
+ALPHA = status_context("alpha")
 TOKEN = "t0ken"
 SHA_A = "a" * 40
 SHA_B = "b" * 40
@@ -35,7 +37,7 @@ class FakeGitHubAPI(fakehttpclientservice.HTTPClientService):
         self.answers: list[int | str] = []
         self.posts: list[tuple[float, str, str, str]] = []  # (fake time, sha, context, state)
 
-    def expect_status(self, sha: str, state: str, context: str = "crcr/alpha", answer: int | str = 201) -> None:
+    def expect_status(self, sha: str, state: str, context: str = ALPHA, answer: int | str = 201) -> None:
         """The next post, and GitHub's answer: an HTTP code, REFUSED or NO_ANSWER."""
         code = answer if isinstance(answer, int) else 0
         self.expect("post", f"/repos/pytorch/pytorch/statuses/{sha}", headers={"Authorization": f"token {TOKEN}"},
@@ -70,7 +72,7 @@ class RetryingGitHubStatusPushTest(TestReactorMixin, LoggingMixin, unittest.Test
         yield self.master.startService()
         self.addCleanup(self.master.stopService)
 
-    def post(self, sha: str, state: str, context: str = "crcr/alpha") -> defer.Deferred:
+    def post(self, sha: str, state: str, context: str = ALPHA) -> defer.Deferred:
         """What GitHubStatusPush.sendMessage does for one status of a build."""
         return self.push.createStatus(repo_user="pytorch", repo_name="pytorch", sha=sha, state=state, context=context,
                                       description=DESCRIPTION, props=Properties())
@@ -127,18 +129,18 @@ class RetryingGitHubStatusPushTest(TestReactorMixin, LoggingMixin, unittest.Test
         self.advance_to(RETRY_DELAYS[0])
 
         self.assertEqual([self.successResultOf(d).code for d in (pending, success)], [201, 201])
-        self.assertEqual(self.github.posts, [(0, SHA_A, "crcr/alpha", "pending"), (1, SHA_A, "crcr/alpha", "pending"),
-                                             (1, SHA_A, "crcr/alpha", "success")])
+        self.assertEqual(self.github.posts, [(0, SHA_A, ALPHA, "pending"), (1, SHA_A, ALPHA, "pending"),
+                                             (1, SHA_A, ALPHA, "success")])
 
     def test_other_commits_and_contexts_do_not_wait_for_a_status_being_retried(self):
         self.github.expect_status(SHA_A, "pending", answer=500)
         self.github.expect_status(SHA_B, "pending")
-        self.github.expect_status(SHA_A, "pending", context="crcr/beta")
+        self.github.expect_status(SHA_A, "pending", context=status_context("beta"))
         self.github.expect_status(SHA_A, "pending")
 
         waiting = self.post(SHA_A, "pending")
         self.advance_to(0.5)
-        others = [self.post(SHA_B, "pending"), self.post(SHA_A, "pending", context="crcr/beta")]
+        others = [self.post(SHA_B, "pending"), self.post(SHA_A, "pending", context=status_context("beta"))]
 
         self.assertEqual([self.successResultOf(d).code for d in others], [201, 201])
         self.assertFalse(waiting.called)

@@ -15,6 +15,7 @@ import yaml
 from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
 
 from conftest import backend, prepare_relay
+from crcr.names import TESTS_PROPERTY, TOTALS_PROPERTY, status_context
 from harness import Upstream, WorkerProcess, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -143,12 +144,12 @@ def lab(tmp_path_factory, github):
 
 
 def recorded_results(relay, build: dict) -> dict:
-    return relay.get(f"builds/{build['buildid']}/properties")["properties"][0]["crcr_tests"][0]
+    return relay.get(f"builds/{build['buildid']}/properties")["properties"][0][TESTS_PROPERTY][0]
 
 
 def description(github, sha: str, backend_name: str) -> str:
     def final():
-        posted = [s for s in github.statuses(sha, f"crcr/{backend_name}") if s["state"] != "pending"]
+        posted = [s for s in github.statuses(sha, status_context(backend_name)) if s["state"] != "pending"]
         return posted[-1] if posted else None
 
     return wait_until(final, 60, f"the final status of {backend_name}")["description"]
@@ -173,7 +174,7 @@ def test_files_keyword_deselect_and_skip_list_choose_what_runs(lab):
     results = recorded_results(relay, build)["math-and-text"]
     # add, sub, upper ran; slow_mul is out by -k, deselected is gone, the two skip-listed are skipped.
     assert (results["passed"], results["skipped"], results["failing"]) == (3, 2, [])
-    totals = relay.get(f"builds/{build['buildid']}/properties")["properties"][0]["crcr_test_totals"][0]
+    totals = relay.get(f"builds/{build['buildid']}/properties")["properties"][0][TOTALS_PROPERTY][0]
     assert totals == {"passed": 3, "failed": 0, "errored": 0, "new": 0, "skipped": 2, "xfailed": 0, "flaky": 0,
                       "timed out": 0}
     assert suite_step(relay, build, "math-and-text")["state_string"] == "math-and-text: 3 passed, 2 skipped"
@@ -208,7 +209,7 @@ def test_a_new_failure_fails_a_gating_suite_and_is_known_in_the_next_build(lab):
     assert build["results"] == WARNINGS, "a known failure alone never turns the build red"
     assert recorded_results(relay, build)["gating"]["new"] == []
     assert description(github, second, "gate-alpha") == "2 passed, 2 failed (0 new)"
-    assert [s["state"] for s in github.statuses(second, "crcr/gate-alpha")][-1] == "success"
+    assert [s["state"] for s in github.statuses(second, status_context("gate-alpha"))][-1] == "success"
 
     third = upstream.commit("Fix the test", {"test/test_gate.py": "def test_stable(): pass\n"}, branch="gate")
     build = relay.wait_for_finished_build("gate-alpha", third)

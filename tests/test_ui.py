@@ -7,6 +7,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from conftest import MAIN_BACKENDS, SUCCESS
+from crcr.names import status_context
 from harness import wait_until
 from webui import UI_TIMEOUT, open_page, page_text, wait_for_element, wait_for_texts
 
@@ -63,7 +64,7 @@ def test_force_build_from_the_ui_builds_the_typed_revision(relay, upstream, gith
     build = relay.wait_for_finished_build("ok-beta", first, ignore=earlier)
     assert build["results"] == SUCCESS
     assert wait_until(
-        lambda: [s["state"] for s in github.statuses(first, "crcr/ok-beta")][-1:] == ["success"],
+        lambda: [s["state"] for s in github.statuses(first, status_context("ok-beta"))][-1:] == ["success"],
         30,
         "the success status on the forced revision",
     )

@@ -15,6 +15,7 @@ import yaml
 from buildbot.process.results import RETRY
 
 from conftest import BUDGET_BRANCH, RELEASE_BRANCH, SUCCESS, UNITS_BRANCH, backend, make_upstream, prepare_relay, suite
+from crcr.names import status_context
 from harness import VENV_BIN, Relay, WorkerProcess, run, wait_until
 from printedsetup import host_with_venv, run_paragraph
 from webui import open_page, wait_for_element, wait_for_texts
@@ -153,7 +154,7 @@ def test_reconfigured_master_takes_the_new_host_without_interrupting_running_bui
     build = lab.relay.wait_for_finished_build("ok-gamma", sha)
     assert build["results"] == SUCCESS
     assert lab.relay.worker_name(build) in {"gpu-lab-gamma-0", "gpu-lab-gamma-1"}
-    wait_until(lambda: lab.last_state(sha, "crcr/ok-gamma") == "success", 60, "ok-gamma's verdict on GitHub")
+    wait_until(lambda: lab.last_state(sha, status_context("ok-gamma")) == "success", 60, "ok-gamma's verdict on GitHub")
 
 
 def test_worker_list_shows_hosts_devices_and_connected_units(lab, gpu_lab):
@@ -238,7 +239,7 @@ def interrupted(lab, sha: str) -> dict:
 
 
 def statuses(lab, sha: str) -> list[tuple[str, str]]:
-    return [(s["state"], s["description"]) for s in lab.github.statuses(sha, "crcr/hold-delta")]
+    return [(s["state"], s["description"]) for s in lab.github.statuses(sha, status_context("hold-delta"))]
 
 
 def test_killed_worker_build_is_retried_when_the_unit_is_back_and_the_verdict_is_posted(lab, solo, browser):
@@ -263,7 +264,7 @@ def test_killed_worker_build_is_retried_when_the_unit_is_back_and_the_verdict_is
     lab.start(solo)
     retried = lab.relay.wait_for_finished_build("hold-delta", sha, ignore={first["buildid"]})
     assert retried["results"] == SUCCESS
-    wait_until(lambda: lab.last_state(sha, "crcr/hold-delta") == "success", 60, "the retried build's verdict on GitHub")
+    wait_until(lambda: lab.last_state(sha, status_context("hold-delta")) == "success", 60, "the retried build's verdict on GitHub")
 
 
 def test_frozen_host_is_dropped_after_missed_keepalives_and_its_build_retried(lab, solo):
@@ -281,7 +282,7 @@ def test_frozen_host_is_dropped_after_missed_keepalives_and_its_build_retried(la
     # The thawed worker finds its connection closed, reconnects, and runs the retry.
     retried = lab.relay.wait_for_finished_build("hold-delta", sha, ignore={first["buildid"]})
     assert retried["results"] == SUCCESS
-    wait_until(lambda: lab.last_state(sha, "crcr/hold-delta") == "success", 60, "the retried build's verdict on GitHub")
+    wait_until(lambda: lab.last_state(sha, status_context("hold-delta")) == "success", 60, "the retried build's verdict on GitHub")
 
 
 def test_rotated_password_locks_out_the_old_one_and_the_printed_commands_let_the_unit_back_in(lab, solo):
@@ -377,8 +378,8 @@ def test_capped_host_runs_one_build_at_a_time_across_its_devices_and_starts_none
 
     for sha, name in backend_of.items():
         lab.relay.wait_for_finished_build(name, sha)
-        wait_until(lambda: lab.last_state(sha, f"crcr/{name}") == "success", 60, f"{name}'s verdict on {sha[:10]}")
-        running_posts = [s for s in lab.github.statuses(sha, f"crcr/{name}") if s["description"].startswith("Running")]
+        wait_until(lambda: lab.last_state(sha, status_context(name)) == "success", 60, f"{name}'s verdict on {sha[:10]}")
+        running_posts = [s for s in lab.github.statuses(sha, status_context(name)) if s["description"].startswith("Running")]
         assert len(running_posts) == 1, f"GitHub was told of builds that never ran: {running_posts}"
     # One build per commit, none retried: RETRY builds never check out, so count every build of each builder.
     assert [b["results"] for b in lab.relay.builds("hold-zeta")] == [SUCCESS, SUCCESS]
