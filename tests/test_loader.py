@@ -20,7 +20,7 @@ from configfiles import (
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_model, load_relay_config, require_worker_passwords
 from crcr.suites.selection import read_skip_list
-from crcr.config.yamlfiles import display_path
+from crcr.config.paths import display_path
 from crcr.config.models import Backend, WorkerHost
 from crcr.config.settings import REPO_ROOT, load_settings
 

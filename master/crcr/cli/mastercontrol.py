@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from crcr.cli.twistdlog import LogFollower
-from crcr.config.settings import REPO_ROOT, Settings
+from crcr.config.paths import REPO_ROOT
+from crcr.config.settings import Settings
 
 MASTER_CFG = REPO_ROOT / "master" / "master.cfg"
 # Seconds. A master stops once its builds are interrupted and its reporters are done; a reconfiguration of a

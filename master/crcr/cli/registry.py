@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from crcr.config.errors import PATTERN_HELP, ConfigError, describe_validation_error
 from crcr.config.loader import load_model, load_relay_config, unit_name_clashes
-from crcr.config.yamlfiles import display_path
+from crcr.config.paths import display_path
 from crcr.config.models import WORKER_NAME, WorkerHost
 from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.config.settings import Settings

@@ -15,7 +15,7 @@ from crcr.config.loader import load_relay_config
 from crcr.config.models import WorkerHost
 from crcr.config.secretfiles import worker_password
 from crcr.config.settings import Settings, load_settings
-from crcr.config.yamlfiles import display_path
+from crcr.config.paths import display_path
 
 DEFAULT_HOST_DIR = "/var/lib/crcr-worker"
 DEFAULT_HOST_USER = "crcr"

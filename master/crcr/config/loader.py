@@ -10,13 +10,13 @@ from pydantic import BaseModel, ValidationError
 
 from crcr.config.errors import ConfigError, describe_validation_error
 from crcr.config.models import Backend, WorkerHost
+from crcr.config.paths import REPO_ROOT, display_path
 from crcr.config.readfiles import refuse_outside
 from crcr.config.secretfiles import problems as secret_dir_problems
 from crcr.config.secretfiles import secret_problem, worker_password
-from crcr.suites.selection import selection_spec
-from crcr.config.paths import REPO_ROOT
 from crcr.config.settings import Settings
-from crcr.config.yamlfiles import display_path, read_yaml_mapping
+from crcr.config.yamlfiles import read_yaml_mapping
+from crcr.suites.selection import selection_spec
 
 Model = TypeVar("Model", bound=BaseModel)
 

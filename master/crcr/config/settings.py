@@ -21,6 +21,7 @@ from crcr.config.limits import (
 from crcr.config.models import BranchNames, check_branch_names
 from crcr.config.paths import REPO_ROOT
 from crcr.config.yamlfiles import read_yaml_mapping
+
 DEFAULTS_FILE = REPO_ROOT / "master" / "settings.yaml"
 
 

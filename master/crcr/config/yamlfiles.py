@@ -10,9 +10,6 @@ from crcr.config.errors import ConfigError
 from crcr.config.paths import display_path
 from crcr.config.readfiles import YAML_LIMIT, read_text
 
-# display_path is imported from here by the modules that name YAML files in messages.
-__all__ = ["display_path", "read_yaml_mapping"]
-
 
 class _StrictKeysLoader(yaml.SafeLoader):
     """PyYAML keeps the last of two equal keys silently; a duplicated `level:` must be an error instead."""

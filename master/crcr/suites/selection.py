@@ -13,7 +13,7 @@ from pathlib import Path
 
 from crcr.config.errors import ConfigError, shown
 from crcr.config.readfiles import SKIP_LIST_LIMIT, read_text, refuse_outside
-from crcr.config.yamlfiles import display_path
+from crcr.config.paths import display_path
 from crcr.config.models import Backend, Suite
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
 

@@ -18,7 +18,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from crcr.config.errors import ConfigError, described_pattern, describe_validation_error, shown
-from crcr.config.yamlfiles import display_path, read_yaml_mapping
+from crcr.config.paths import display_path
+from crcr.config.yamlfiles import read_yaml_mapping
 from crcr.config.models import Strict
 
 Mode = Literal["mandatory_success", "xfail", "xfail_strict", "skip"]
