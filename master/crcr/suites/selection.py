@@ -82,7 +82,7 @@ def pytest_command(suite: Suite, spec: dict, junit_file: str) -> str:
     checkout and loads the plugin. Globs in `files` stay unquoted for the shell."""
     selection = suite.pytest
     files = [*selection.files, *(f for f in spec["files"] if f not in selection.files)]
-    args = ["-o", "junit_family=xunit1", f"--junitxml={junit_file}", "-rfE"]
+    args = _report_args(junit_file)
     if selection.keyword:
         args += ["-k", selection.keyword]
     for node_id in selection.deselect:
@@ -93,4 +93,9 @@ def pytest_command(suite: Suite, spec: dict, junit_file: str) -> str:
 
 def rerun_command(node_ids: list[str], junit_file: str) -> str:
     """The failed tests once more, the same way, into their own JUnit file."""
-    return f"{RUNNER} " + shlex.join(["-o", "junit_family=xunit1", f"--junitxml={junit_file}", "-rfE", *node_ids])
+    return f"{RUNNER} " + shlex.join([*_report_args(junit_file), *node_ids])
+
+
+def _report_args(junit_file: str) -> list[str]:
+    """JUnit XML with each test's file (xunit1, which node ids are rebuilt from), and failures listed in the log."""
+    return ["-o", "junit_family=xunit1", f"--junitxml={junit_file}", "-rfE"]
