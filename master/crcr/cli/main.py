@@ -6,18 +6,15 @@ import argparse
 import sys
 
 from crcr.cli.force import add_force_command
-from crcr.cli.mastercommands import add_master_commands
+from crcr.cli.mastercommands import add_master_commands, checked_config
 from crcr.cli.subcommands import add_command
 from crcr.cli.worker import add_worker_commands
 from crcr.config.errors import ConfigError
-from crcr.config.loader import load_checked_relay_config
 from crcr.config.settings import load_settings
 
 
 def cmd_check(args) -> int:
-    relay = load_checked_relay_config(load_settings())
-    for warning in relay.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+    relay = checked_config(load_settings())
     print(f"ok: {len(relay.backends)} backends, {len(relay.hosts)} worker hosts")
     return 0
 

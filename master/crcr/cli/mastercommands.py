@@ -17,7 +17,7 @@ from crcr.config.settings import Settings, load_settings
 NOT_RUNNING = 3
 
 
-def _checked_config(settings: Settings, starting: bool = False) -> RelayConfig:
+def checked_config(settings: Settings, starting: bool = False) -> RelayConfig:
     """The files as the master will see them, refused with `crcr check`'s message before any process is
     touched. `starting`: as the master does at start, files that do not validate are left out, and said so."""
     relay = load_checked_relay_config(settings, leave_out_invalid=starting)
@@ -51,7 +51,7 @@ def _stop(basedir: Path, timeout: float) -> None:
 
 def cmd_start(args) -> int:
     settings = load_settings()
-    _checked_config(settings, starting=True)
+    checked_config(settings, starting=True)
     _start(args.basedir, settings, args.wait_for_upstream, foreground=args.nodaemon)
     return 0
 
@@ -64,7 +64,7 @@ def cmd_stop(args) -> int:
 def cmd_restart(args) -> int:
     settings = load_settings()
     # Strict, as a reconfig: a file broken since the start is not dropped from a master that still runs it.
-    _checked_config(settings)
+    checked_config(settings)
     _stop(args.basedir, args.stop_timeout)
     _start(args.basedir, settings, args.wait_for_upstream)
     return 0
@@ -73,7 +73,7 @@ def cmd_restart(args) -> int:
 def cmd_reconfig(args) -> int:
     mastercontrol.require_running(args.basedir)
     # Buildbot would only log that the new configuration failed; this says which file and field.
-    relay = _checked_config(load_settings())
+    relay = checked_config(load_settings())
     mastercontrol.reconfig(args.basedir, args.timeout, on_progress=lambda text: print(text, file=sys.stderr))
     print(
         f"master in {args.basedir} reconfigured: {len(relay.active_backends)} backends, {len(relay.hosts)} worker hosts"
@@ -111,8 +111,9 @@ def add_master_commands(sub: argparse._SubParsersAction) -> None:
 
     start = add_command(
         commands, "start", cmd_start, "check the files, then start the master",
-        "Check the files as `crcr check` does, create or upgrade the master directory and its database, and start "
-        "the master; return once it runs.",
+        "Check the files as `crcr check` does, but leave out (with a warning) each backend or host file that does "
+        "not validate, as the master does at start; create or upgrade the master directory and its database, and "
+        "start the master; return once it runs.",
         [basedir, waiting],
     )
     start.add_argument("--nodaemon", action="store_true", help="run in the foreground (containers, systemd)")
