@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo stop test unit check clean
+.PHONY: venv demo stop test unit check bench clean
 
 venv: $(STAMP)
 
@@ -36,6 +36,12 @@ test: venv
 # The unit tests alone (no master or worker processes): well under a minute.
 unit: venv
 	$(call run_pytest,-m "not e2e")
+
+# Benchmarks, never asserted in tests: each runs crcr and vanilla Buildbot doing the same work in one run
+# and prints crcr/vanilla ratios beside the targets (this machine is shared and noisy). Tens of minutes.
+bench: venv
+	$(PY) bench/fanout.py
+	$(PY) bench/builds.py
 
 clean: stop
 	rm -rf .state
