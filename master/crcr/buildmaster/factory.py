@@ -10,6 +10,7 @@ from crcr.config.models import Backend
 from crcr.suites.selection import PLUGIN_FILE, pytest_command
 from crcr.config.settings import Settings
 from crcr.buildmaster.budget import BudgetedShellCommand
+from crcr.buildmaster.checkout import UpstreamCheckout
 from crcr.buildmaster.suite_step import SuiteStep
 from crcr.names import CHECKOUT_STEP, DEVICE_INDEX_PROPERTY, SETUP_STEP_PREFIX, suite_step_name
 
@@ -35,14 +36,13 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
     """`selections`: the plugin spec of each pytest suite, as the loader read it (RelayConfig.selections)."""
     env = build_environment(backend)
     factory = util.BuildFactory()
-    # Blobless and incremental ('fresh' keeps .git): pytorch's history is huge, its blobs more so.
+    # Blobless and incremental ('fresh' keeps .git): pytorch's history is huge, its blobs more so (checkout.py).
     factory.addStep(
-        steps.Git(
+        UpstreamCheckout(
             name=CHECKOUT_STEP,
             repourl=settings.upstream_url,
             mode="full",
             method="fresh",
-            filters=["blob:none"],
             workdir=UPSTREAM_DIR,
             retryFetch=True,
             clobberOnFailure=True,
