@@ -34,6 +34,7 @@ from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.workers import HostUnitWorker, unit_can_start_build
 from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.secretfiles import GITHUB_TOKEN
+from crcr.suites.selection import PLUGIN_FILE
 from crcr.names import (
     BACKEND_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, force_scheduler_name, upstream_scheduler_name,
 )
@@ -124,9 +125,10 @@ def test_builder_tags_description_properties_and_no_collapsing(dirs):
 def test_builder_steps_in_order(dirs):
     builders = builders_by_name(config_for(dirs))
 
-    common = ["checkout upstream", "clear results", "create results"]
+    common = ["checkout upstream", "prepare build folder"]
     assert step_names(builders["alpha"]) == common + ["setup 1", "setup 2", "suite unit", "suite integration"]
     assert step_names(builders["beta"]) == common + ["suite smoke"]
+    assert steps_by_name(builders["beta"])["prepare build folder"].kwargs["shipped"] == {}, "no pytest suite: no plugin"
 
 
 def test_checkout_is_of_the_upstream_repository(dirs):
@@ -437,8 +439,10 @@ def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_
     ])
     steps = steps_by_name(builders_by_name(config_for(dirs))["alpha"])
 
-    assert steps["ship selection plugin"].kwargs["mastersrc"].endswith("worker_plugin/crcr_selection.py")
-    spec = json.loads(steps["ship ops selection"].args[0])
+    prepare = steps["prepare build folder"].kwargs
+    assert (prepare["results_dir"], prepare["shipped_dir"]) == ("results", "crcr")
+    assert prepare["shipped"]["crcr_selection.py"] == PLUGIN_FILE.read_text()
+    spec = json.loads(prepare["shipped"]["ops.json"])
     assert spec == {"device": "alpha", "files": {},
                     "skip": [{"nodeid": "test/test_ops.py::TestOps::test_flaky_here", "reason": "skips.txt"}]}
     suite = steps["suite ops"].kwargs

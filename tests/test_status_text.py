@@ -9,7 +9,7 @@ from crcr.github.status_text import GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, 
 from crcr.suites.results import SuiteResults
 from crcr.names import TESTS_PROPERTY
 
-PREPARE = ["checkout upstream", "clear results", "create results", "setup 1", "setup 2"]
+PREPARE = ["checkout upstream", "prepare build folder", "setup 1", "setup 2"]
 
 
 def build(results, *steps, state_string="failed"):
@@ -62,8 +62,7 @@ def test_failure_before_the_suites_names_the_step(broken):
 
 
 def test_exception_in_setup_is_a_relay_error():
-    done = build(EXCEPTION, ("checkout upstream", SUCCESS), ("clear results", SUCCESS), ("create results", SUCCESS),
-                 ("setup 1", EXCEPTION))
+    done = build(EXCEPTION, ("checkout upstream", SUCCESS), ("prepare build folder", SUCCESS), ("setup 1", EXCEPTION))
 
     assert describe_finished_build(done) == "Relay error in setup 1"
 

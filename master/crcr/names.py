@@ -24,6 +24,7 @@ REQUESTED_REVISION_PROPERTY = "crcr_requested_revision"
 
 # Step names: the waterfall shows them, the status texts find the suites by the prefix.
 CHECKOUT_STEP = "checkout upstream"
+PREPARE_STEP = "prepare build folder"  # empties the results folder, ships the selection plugin and specs
 SUITE_STEP_PREFIX = "suite "
 SETUP_STEP_PREFIX = "setup "
 

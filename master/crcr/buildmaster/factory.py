@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 
-from buildbot.plugins import steps, util
+from buildbot.plugins import util
 
 from crcr.config.models import Backend
 from crcr.suites.selection import PLUGIN_FILE, pytest_command
 from crcr.config.settings import Settings
 from crcr.buildmaster.budget import BudgetedShellCommand
+from crcr.buildmaster.build_folder import PrepareBuildFolder
 from crcr.buildmaster.checkout import UpstreamCheckout
 from crcr.buildmaster.suite_step import SuiteStep
-from crcr.names import CHECKOUT_STEP, DEVICE_INDEX_PROPERTY, SETUP_STEP_PREFIX, suite_step_name
+from crcr.names import CHECKOUT_STEP, DEVICE_INDEX_PROPERTY, PREPARE_STEP, SETUP_STEP_PREFIX, suite_step_name
 
 UPSTREAM_DIR = "upstream"
 RESULTS_DIR = "results"
@@ -32,6 +33,16 @@ def build_environment(backend: Backend) -> dict:
     }
 
 
+def selection_files(backend: Backend, selections: dict[tuple[str, str], dict]) -> dict[str, str]:
+    """The files of SELECTION_DIR, by name: the selection plugin and each pytest suite's spec travel with the
+    build, so the worker needs no crcr. Empty without a pytest suite."""
+    pytest_suites = [suite for suite in backend.suites if suite.pytest]
+    if not pytest_suites:
+        return {}
+    specs = {f"{suite.name}.json": json.dumps(selections[backend.name, suite.name]) for suite in pytest_suites}
+    return {PLUGIN_FILE.name: PLUGIN_FILE.read_text(encoding="utf-8"), **specs}
+
+
 def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> util.BuildFactory:
     """`selections`: the plugin spec of each pytest suite, as the loader read it (RelayConfig.selections)."""
     env = build_environment(backend)
@@ -49,8 +60,8 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
             haltOnFailure=True,
         )
     )
-    factory.addStep(steps.RemoveDirectory(name="clear results", dir=RESULTS_DIR, haltOnFailure=True))
-    factory.addStep(steps.MakeDirectory(name="create results", dir=RESULTS_DIR, haltOnFailure=True))
+    factory.addStep(PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR, shipped_dir=SELECTION_DIR,
+                                       shipped=selection_files(backend, selections)))
     for number, command in enumerate(backend.setup, start=1):
         factory.addStep(
             BudgetedShellCommand(
@@ -62,25 +73,11 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
                 haltOnFailure=True,
             )
         )
-    if any(suite.pytest for suite in backend.suites):
-        # The selection plugin and each pytest suite's spec travel with the build: the worker needs no crcr.
-        factory.addStep(
-            steps.FileDownload(
-                name="ship selection plugin", mastersrc=str(PLUGIN_FILE), workerdest=PLUGIN_FILE.name,
-                workdir=SELECTION_DIR, haltOnFailure=True,
-            )
-        )
     # Each suite is its own step so the waterfall shows which one failed; a failure does not halt.
     for suite in backend.suites:
         suite_env = env
         if suite.pytest:
             spec = selections[backend.name, suite.name]
-            factory.addStep(
-                steps.StringDownload(
-                    json.dumps(spec), name=f"ship {suite.name} selection", workerdest=f"{suite.name}.json",
-                    workdir=SELECTION_DIR, haltOnFailure=True,
-                )
-            )
             selection_dir = f"%(prop:builddir)s/{SELECTION_DIR}"
             suite_env = {
                 **env,

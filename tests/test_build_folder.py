@@ -1,0 +1,75 @@
+"""The step that readies a build's folder, in Buildbot's own step harness: the worker's commands are expectations."""
+
+from __future__ import annotations
+
+from buildbot.process.remotetransfer import StringFileReader
+from buildbot.process.results import FAILURE, SUCCESS
+from buildbot.test.steps import ExpectDownloadFile, ExpectMkdir, ExpectRemoteRef, ExpectRmdir
+from twisted.internet import defer
+
+from crcr.buildmaster.build_folder import PrepareBuildFolder
+from test_suite_step import StepHarness
+
+PLUGIN = "def pytest_configure(config):\n    pass\n"
+SPEC = '{"device": "alpha", "skip": [], "files": {}}'
+
+
+def download(name: str, received: dict[str, bytes]) -> ExpectDownloadFile:
+    """The worker writing `name` into crcr/; what it received is kept in `received`."""
+    return ExpectDownloadFile(workerdest=name, workdir="crcr", blocksize=32 * 1024, maxsize=None, mode=None,
+                              reader=ExpectRemoteRef(StringFileReader)).download_string(
+        lambda data: received.__setitem__(name, data), size=100_000)
+
+
+class PrepareBuildFolderTest(StepHarness):
+    def make_step(self, shipped: dict[str, str]) -> PrepareBuildFolder:
+        return self.setup_step(PrepareBuildFolder(name="prepare", results_dir="results", shipped_dir="crcr",
+                                                  shipped=shipped))
+
+    @defer.inlineCallbacks
+    def test_empties_the_results_folder_then_ships_each_file(self):
+        received = {}
+        self.make_step({"crcr_selection.py": PLUGIN, "ops.json": SPEC})
+        self.expect_commands(
+            ExpectRmdir(dir="results", log_environ=False).exit(0),
+            ExpectMkdir(dir="results", log_environ=False).exit(0),
+            download("crcr_selection.py", received).exit(0),
+            download("ops.json", received).exit(0),
+        )
+        self.expect_outcome(SUCCESS, "results/ emptied, 2 files shipped to crcr/")
+        yield self.run_step()
+        self.assertEqual(received, {"crcr_selection.py": PLUGIN.encode(), "ops.json": SPEC.encode()})
+
+    @defer.inlineCallbacks
+    def test_without_files_to_ship_only_the_results_folder_is_emptied(self):
+        self.make_step({})
+        self.expect_commands(
+            ExpectRmdir(dir="results", log_environ=False).exit(0),
+            ExpectMkdir(dir="results", log_environ=False).exit(0),
+        )
+        self.expect_outcome(SUCCESS, "results/ emptied")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_results_folder_that_cannot_be_emptied_fails_the_step_at_once(self):
+        self.make_step({"ops.json": SPEC})
+        self.expect_commands(ExpectRmdir(dir="results", log_environ=False).exit(1))
+        self.expect_outcome(FAILURE, "could not empty results/ (failure)")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_file_that_cannot_be_written_fails_the_step_and_names_it(self):
+        received = {}
+        self.make_step({"crcr_selection.py": PLUGIN, "ops.json": SPEC, "view.json": SPEC})
+        self.expect_commands(
+            ExpectRmdir(dir="results", log_environ=False).exit(0),
+            ExpectMkdir(dir="results", log_environ=False).exit(0),
+            download("crcr_selection.py", received).exit(0),
+            download("ops.json", received).exit(1),
+        )
+        self.expect_outcome(FAILURE, "could not write crcr/ops.json (failure)")
+        yield self.run_step()
+
+    def test_a_failure_halts_the_build(self):
+        step = PrepareBuildFolder(name="prepare", results_dir="results", shipped_dir="crcr", shipped={})
+        self.assertTrue(step.haltOnFailure and step.flunkOnFailure)
