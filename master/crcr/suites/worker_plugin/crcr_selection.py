@@ -81,10 +81,12 @@ DTYPES_TAIL = re.compile("(?:_(?:%s))*" % "|".join(DTYPE_NAMES))
 
 def main(args: list[str]) -> None:
     """Run pytest in the checkout (the working directory) with `args`, pinned to the checkout."""
-    command = [sys.executable, "-m", "pytest", *pinned_to_checkout(Path.cwd()), "-p", PLUGIN_NAME, *args]
-    print(f"{PLUGIN_NAME}: running {shlex.join(command)}", flush=True)
-    # exec: what runs is exactly the command shown, with the same process for the step to stop.
-    os.execv(sys.executable, command)
+    pytest_args = [*pinned_to_checkout(Path.cwd()), "-p", PLUGIN_NAME, *args]
+    print(f"{PLUGIN_NAME}: running {shlex.join([sys.executable, '-m', 'pytest', *pytest_args])}", flush=True)
+    # In this process, as `python -m pytest` runs it (its console_main reads sys.argv): the command shown is what
+    # runs, the step stops this process, and pytest is imported once, not once here and again in a new process.
+    sys.argv[1:] = pytest_args
+    raise SystemExit(pytest.console_main())
 
 
 def pinned_to_checkout(checkout: Path) -> list[str]:
