@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -18,7 +17,7 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
 from harness import VENV_BIN, Relay, Upstream, WorkerProcess, free_port, run, venv_env, wait_until  # noqa: E402
-from served_upstream import ServedUpstream, bytes_on_disk, fill_history  # noqa: E402
+from served_upstream import ServedUpstream, bytes_on_disk, fill_history, packed_change  # noqa: E402
 
 SIDES = ("vanilla", "crcr")
 MIRRORS = {"filtering": True, "plain": False}  # mirror name -> does it honour --filter
@@ -102,13 +101,6 @@ class Bench:
         assert build["results"] == 0, self.rest.steps(build)
         return {"downloaded": served.downloaded - before,
                 "git": bytes_on_disk(self.worker.basedir / builder / "upstream" / ".git")}
-
-
-def packed_change(upstream: Upstream, sha: str) -> int:
-    """Bytes of a pack of what `sha` adds to its parent: what an ideal incremental fetch transfers."""
-    pack = subprocess.run(["git", "-C", upstream.bare, "pack-objects", "--revs", "--stdout", "-q"],
-                          input=f"{sha}\n^{sha}~1\n".encode(), capture_output=True, check=True)
-    return len(pack.stdout)
 
 
 def report(mirror: str, results: dict[str, list[dict]], history: int, change: float) -> None:

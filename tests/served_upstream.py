@@ -34,6 +34,13 @@ def fill_history(upstream: Upstream, commits: int, files: int, file_bytes: int, 
     upstream.push("main")
 
 
+def packed_change(upstream: Upstream, sha: str) -> int:
+    """Bytes of a pack of what commit `sha` adds to its parent: what an ideal incremental fetch transfers."""
+    pack = subprocess.run(["git", "-C", upstream.bare, "pack-objects", "--revs", "--stdout", "-q"],
+                          input=f"{sha}\n^{sha}~1\n".encode(), capture_output=True, check=True)
+    return len(pack.stdout)
+
+
 def bytes_on_disk(folder: Path) -> int:
     """The apparent size of every file under `folder`: what a .git holds, without block rounding."""
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
