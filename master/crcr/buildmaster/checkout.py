@@ -87,9 +87,9 @@ class UpstreamCheckout(Git):
     def _clone(self, shallowClone):
         rc = yield super()._clone(shallowClone)
         if rc == RC_SUCCESS and self.supportsFilters and (yield self._server_ignored_filter()):
-            for key in (f"remote.{self._remote}.promisor", f"remote.{self._remote}.partialclonefilter",
-                        "extensions.partialClone"):  # the last: where gits before 2.28 mark a partial clone
-                yield self._dovccmd(["config", "--unset", key], abandonOnFailure=False)
+            # How gits that clone with --filter (2.27 on, the only ones Buildbot asks to) mark a partial clone.
+            for key in ("promisor", "partialclonefilter"):
+                yield self._dovccmd(["config", "--unset", f"remote.{self._remote}.{key}"], abandonOnFailure=False)
         return rc
 
     @defer.inlineCallbacks
