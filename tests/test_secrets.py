@@ -1,0 +1,131 @@
+"""SecretsDirectory under Buildbot's harness: a fake master with Buildbot's SecretManager and real Buildbot workers.
+
+A reconfiguration looks up every unit's password, so what one lookup costs is multiplied by the number of units.
+Which files a lookup opens is seen through Python's audit hook on open().
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+
+from twisted.internet import defer
+from twisted.trial import unittest
+
+from buildbot.config.errors import ConfigErrors
+from buildbot.process.properties import Properties, Secret
+from buildbot.secrets.manager import SecretManager
+from buildbot.test.fake import fakemaster
+from buildbot.test.reactor import TestReactorMixin
+from buildbot.worker import Worker
+
+from configfiles import make_dirs, settings_for, write_worker, write_worker_password
+from crcr.buildmaster.secrets import SecretsDirectory
+from crcr.cli.registry import new_password
+from crcr.config.secretfiles import worker_password
+
+# Audit hooks cannot be removed: this one records only inside opened_files().
+_opened: list[str] | None = None
+
+
+def _record_open(event: str, args: tuple) -> None:
+    if event == "open" and _opened is not None and isinstance(args[0], (str, Path)):
+        _opened.append(str(args[0]))
+
+
+sys.addaudithook(_record_open)
+
+
+@contextmanager
+def opened_files(directory: Path):
+    """The files under `directory` opened in the block, in order."""
+    global _opened
+    _opened = opened = []
+    try:
+        yield opened
+    finally:
+        _opened = None
+        opened[:] = [p for p in opened if Path(p).parent == directory]
+
+
+class SecretsDirectoryTest(TestReactorMixin, unittest.TestCase):
+    @defer.inlineCallbacks
+    def setUp(self):
+        self.setup_test_reactor()
+        self.dirs = make_dirs(Path(self.mktemp()))
+        self.settings = settings_for(self.dirs)
+        self.hosts = [f"lab-{n:02}" for n in range(20)]
+        for host in self.hosts:
+            write_worker(self.dirs.workers, host)
+            write_worker_password(self.dirs.secrets, host, value=f"pw-{host}\n")
+        self.master = yield fakemaster.make_master(self, wantData=True)
+        self.secrets = SecretManager()
+        yield self.secrets.setServiceParent(self.master)
+        yield self.secrets.reconfigServiceWithBuildbotConfig(self.config())
+        yield self.master.startService()
+        self.addCleanup(self.master.stopService)
+
+    def config(self) -> SimpleNamespace:
+        """What a (re)configuration hands Buildbot's SecretManager: a new provider with the same arguments."""
+        return SimpleNamespace(secretsProviders=[SecretsDirectory(dirname=str(self.dirs.secrets))])
+
+    def lookup(self, name: str) -> defer.Deferred:
+        properties = Properties()
+        properties.master = self.master
+        return properties.render(Secret(name))
+
+    @property
+    def provider(self) -> SecretsDirectory:
+        return self.secrets.namedServices[SecretsDirectory.name]
+
+    def unit(self, host: str) -> Worker:
+        """A unit of `host` as crcr configures it: a worker logging in with its host's password secret."""
+        return Worker(f"{host}-demo-0", Secret(worker_password(host)))
+
+    @defer.inlineCallbacks
+    def reconfigure(self, worker: Worker, host: str):
+        """A master's reconfiguration, in Buildbot's order: the workers first (each renders its password), then
+        the secrets providers (both have priority 127, and the master added its workers service first)."""
+        yield worker.reconfigServiceWithSibling(self.unit(host))
+        yield self.secrets.reconfigServiceWithBuildbotConfig(self.config())
+
+    @defer.inlineCallbacks
+    def test_a_lookup_reads_only_the_asked_secrets_file_however_many_the_directory_holds(self):
+        with opened_files(self.dirs.secrets) as opened:
+            password = yield self.lookup(worker_password("lab-07"))
+
+        self.assertEqual(password, "pw-lab-07")
+        self.assertEqual(opened, [str(self.dirs.secrets / worker_password("lab-07"))])
+
+    @defer.inlineCallbacks
+    def test_a_rotated_password_and_a_new_hosts_password_are_seen_at_the_next_reconfiguration(self):
+        worker = self.unit("lab-03")
+        yield worker.setServiceParent(self.master.workers)
+        self.assertEqual(worker.password, "pw-lab-03")
+
+        rotated = new_password(self.settings, "lab-03")  # what `crcr worker register --rotate-password` writes
+        yield self.reconfigure(worker, "lab-03")
+        self.assertEqual(worker.password, rotated)
+
+        added = new_password(self.settings, "lab-new")  # what `crcr worker register` writes for a new host
+        self.assertEqual((yield self.lookup(worker_password("lab-new"))), added)
+
+    def test_values_are_read_as_secretinafile_reads_them(self):
+        write_worker_password(self.dirs.secrets, "crlf", value="pw-crlf\r\n\r\n")
+
+        self.assertEqual(self.provider.get(worker_password("crlf")), "pw-crlf")
+        self.assertIsNone(self.provider.get("no-such-secret"))
+        # Only the directory's own entries are secrets, as when SecretInAFile lists it.
+        for outside in (f"../{self.dirs.secrets.name}/{worker_password('lab-01')}", "/etc/hostname", "", ".", ".."):
+            self.assertIsNone(self.provider.get(outside), outside)
+
+    @defer.inlineCallbacks
+    def test_a_secret_made_readable_by_others_since_the_configuration_was_loaded_is_refused(self):
+        (self.dirs.secrets / worker_password("lab-05")).chmod(0o644)
+
+        with self.assertRaises(ConfigErrors) as raised:
+            yield self.lookup(worker_password("lab-05"))
+
+        self.assertIn(f"file {worker_password('lab-05')} are too open", raised.exception.errors[0])
