@@ -35,10 +35,10 @@ def fetch(ref: str, exit: int = 0) -> ExpectShell:
     return git("fetch", "-f", "--no-tags", "--progress", "origin", ref, exit=exit)
 
 
-def start(files: list[str]) -> list:
+def start(files: list[str], version: str = "2.39.5") -> list:
     """What the step does before deciding anything: ask git's version, look for a patch and at the workdir."""
     return [
-        git("--version", stdout="git version 2.39.5"),
+        git("--version", stdout=f"git version {version}"),
         ExpectStat(file="wkdir/.buildbot-patched", log_environ=True).exit(1),
         ExpectListdir(dir="wkdir").files(files).exit(0),
     ]
@@ -115,6 +115,19 @@ class CheckoutTest(SourceStepMixin, TestReactorMixin, unittest.TestCase):
             fetch("main"),
             git("checkout", "-f", "FETCH_HEAD"),
             *CHECKOUT_DONE[1:],
+        )
+
+    def test_with_a_git_too_old_for_partial_clones_the_commit_is_looked_for_as_buildbot_does(self):
+        # Git before 2.27: Buildbot clones without --filter, so nothing is ever fetched lazily.
+        return self.run_checkout(
+            SHA,
+            *start([".git"], version="2.20.1"),
+            git("clean", "-f", "-f", "-d", "-x"),
+            git("cat-file", "-e", SHA, exit=1),
+            git("config", "remote.origin.url", URL),
+            fetch("main"),
+            git("cat-file", "-e", SHA),
+            *CHECKOUT_DONE,
         )
 
     def test_a_failed_fetch_is_tried_again_then_fails_the_step(self):

@@ -9,7 +9,7 @@ Why not Buildbot's Git step as it is (buildbot/steps/source/git.py, 4.3), with f
   is complete but still marks origin as a promisor remote, so that lazy fetch is the whole repository, into a
   new pack each build: the unit's .git grows by the repository's size every build.
 - When it does fetch, it fetches by URL: origin's partial-clone filter does not apply (all blobs of every new
-  commit come down) and the ref advertisement lists every tag, on pytorch thousands of them.
+  commit come down) and the server lists every tag of the repository each time.
 So this step checks for the revision without fetching lazily, fetches from origin (its filter, negotiation
 from the unit's refs) only what it lacks, drops the partial-clone marking when the server sent everything, and
 keeps the number of packs bounded with `git gc --auto`. Everything else (clone, `fresh` clean, clobberOnFailure,
@@ -77,10 +77,13 @@ class UpstreamCheckout(Git):
     @defer.inlineCallbacks
     def _has_commit(self, revision: str):
         # With --missing, rev-list looks only at what the clone holds: a commit it lacks is an error, not a
-        # lazy fetch of the commit's whole history (as with `cat-file -e`).
-        rc = yield self._dovccmd(
-            ["rev-list", "--quiet", "--no-walk", "--missing=allow-any", revision], abandonOnFailure=False
-        )
+        # lazy fetch of the commit's whole history (as with `cat-file -e`). A git too old for --filter made a
+        # complete clone, where `cat-file -e` is safe (and rev-list may not know --missing).
+        if self.supportsFilters:
+            command = ["rev-list", "--quiet", "--no-walk", "--missing=allow-any", revision]
+        else:
+            command = ["cat-file", "-e", revision]
+        rc = yield self._dovccmd(command, abandonOnFailure=False)
         return rc == RC_SUCCESS
 
     @defer.inlineCallbacks
