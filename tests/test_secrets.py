@@ -6,7 +6,9 @@ Which files a lookup opens is seen through Python's audit hook on open().
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
@@ -54,7 +56,9 @@ class SecretsDirectoryTest(TestReactorMixin, unittest.TestCase):
     @defer.inlineCallbacks
     def setUp(self):
         self.setup_test_reactor()
-        self.dirs = make_dirs(Path(self.mktemp()))
+        root = Path(tempfile.mkdtemp(prefix="crcr-secrets-"))  # trial's mktemp() writes under the current directory
+        self.addCleanup(shutil.rmtree, root)
+        self.dirs = make_dirs(root)
         self.settings = settings_for(self.dirs)
         self.hosts = [f"lab-{n:02}" for n in range(20)]
         for host in self.hosts:
