@@ -40,6 +40,7 @@ unit: venv
 # Benchmarks, never asserted in tests: each runs crcr and vanilla Buildbot doing the same work in one run
 # and prints crcr/vanilla ratios beside the targets (this machine is shared and noisy). Tens of minutes.
 bench: venv
+	$(PY) bench/checkout.py
 	$(PY) bench/fanout.py
 	$(PY) bench/builds.py
 
