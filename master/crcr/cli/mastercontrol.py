@@ -18,9 +18,11 @@ from crcr.config.settings import Settings
 
 MASTER_CFG = REPO_ROOT / "master" / "master.cfg"
 # Seconds. A master stops once its builds are interrupted and its reporters are done; a reconfiguration of a
-# large relay takes tens of seconds. Both are bounded so that no command hangs for ever.
+# large relay takes tens of seconds, and so does a start, most of it silent in the log while the master registers
+# its units. All are bounded so that no command hangs for ever.
 STOP_TIMEOUT = 60
 RECONFIG_TIMEOUT = 300
+START_TIMEOUT = 600
 POLL_INTERVAL = 0.2
 KILL_TIMEOUT = 10
 
@@ -31,11 +33,18 @@ RECONFIG_ABORTED = "configuration update aborted"
 RECONFIG_PARTIAL = "configuration update partially applied"
 RECONFIG_ONGOING = "reconfig is ongoing for"
 LOG_PREFIX = re.compile(r"^\S+ \S+ \[[^\]]*\] ")  # "2024-01-01 12:00:00+0000 [-] "
+# What BuildMaster.startService logs once it is done, one or the other (buildbot/master.py).
+MASTER_RUNNING = "BuildMaster is running"
+MASTER_FAILED = "BuildMaster startup failed"
 
 
 def _buildbot_path() -> Path:
     # The buildbot script of the interpreter we run in, so the master uses the same venv.
     return Path(sys.executable).with_name("buildbot")
+
+
+def _twistd_path() -> Path:
+    return Path(sys.executable).with_name("twistd")
 
 
 def _buildbot(*args: str) -> subprocess.CompletedProcess:
@@ -97,8 +106,13 @@ def require_running(basedir: Path) -> int:
     return pid
 
 
-def start(basedir: Path, settings: Settings, foreground: bool = False) -> None:
-    """Start the master in the background; in the foreground (containers, systemd) this process becomes it."""
+def start(basedir: Path, settings: Settings, foreground: bool = False, timeout: float = START_TIMEOUT) -> None:
+    """Start the master in the background and return once it runs; in the foreground (containers, systemd) this
+    process becomes it.
+
+    Not `buildbot start`: it gives up, reporting a failure, after 10 to 20 seconds without a line it counts as
+    progress, while the master of a large relay is still registering its units. Here twistd is launched as
+    `buildbot start` launches it, and the master followed, its log and its process, until it runs or is gone."""
     pid = running_pid(basedir)
     if pid is not None:
         raise RuntimeError(f"a master is already running in {basedir} (pid {pid}); stop it first")
@@ -106,11 +120,44 @@ def start(basedir: Path, settings: Settings, foreground: bool = False) -> None:
     if foreground:
         buildbot = str(_buildbot_path())
         os.execv(buildbot, [buildbot, "start", "--nodaemon", str(basedir)])
-    # `buildbot start` waits until the master has loaded its configuration, and fails if it could not.
-    result = _buildbot("start", str(basedir))
+    log_path = basedir / "twistd.log"
+    log_path.touch()  # twistd appends to it
+    deadline = time.monotonic() + timeout
+    with LogFollower(log_path) as log:
+        _launch(basedir, log_path)
+        pid = running_pid(basedir)
+        logged: list[str] = []  # by this start
+        while True:
+            for line in log.new_lines():
+                logged.append(line)
+                if MASTER_RUNNING in line:
+                    return
+                if MASTER_FAILED in line:
+                    if pid is not None:
+                        _ended(pid, STOP_TIMEOUT)  # it stops by itself: then a new start finds nothing in the way
+                    raise RuntimeError(f"the master in {basedir} did not start; {_end_of(logged, log_path)}")
+            if pid is None or not alive(pid):
+                logged += log.new_lines()
+                raise RuntimeError(f"the master in {basedir} stopped while starting; {_end_of(logged, log_path)}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the master in {basedir} (pid {pid}) has not come up after {timeout:g}s; whether it will is not "
+                    f"known yet: it logs '{MASTER_RUNNING}' in {log_path} when it runs (crcr master stop stops it)"
+                )
+            time.sleep(POLL_INTERVAL)
+
+
+def _launch(basedir: Path, log_path: Path) -> None:
+    """Start twistd on the master directory's buildbot.tac, as `buildbot start` does.
+
+    twistd's first process exits once the daemon it forks has written its pid file and started the master, or
+    says why it could not (before the log is open: a broken buildbot.tac, another twistd in the way)."""
+    result = subprocess.run(
+        [str(_twistd_path()), "--no_save", f"--logfile={log_path.name}", "--python=buildbot.tac"],
+        cwd=basedir, text=True, capture_output=True,
+    )
     if result.returncode != 0:
-        log_tail = _tail(basedir / "twistd.log")
-        raise RuntimeError(f"the master did not start:\n{result.stdout}{result.stderr}\n{log_tail}")
+        raise RuntimeError(f"the master in {basedir} did not start:\n{result.stdout}{result.stderr}")
 
 
 def reconfig(basedir: Path, timeout: float = RECONFIG_TIMEOUT, on_progress: Callable[[str], None] = print) -> None:
@@ -190,8 +237,5 @@ def _ended(pid: int, timeout: float) -> bool:
     return True
 
 
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
-    except OSError:
-        return ""
+def _end_of(logged: list[str], log_path: Path, lines: int = 40) -> str:
+    return f"the end of what it logged in {log_path}:\n" + "\n".join(logged[-lines:])
