@@ -9,7 +9,7 @@ from crcr.config.loader import RelayConfig
 from crcr.config.models import Backend
 from crcr.names import BACKEND_PROPERTY, LEVEL_PROPERTY
 from crcr.config.settings import Settings
-from crcr.buildmaster.workers import unit_can_start_build, unit_workers_for
+from crcr.buildmaster.workers import unit_can_start_build, unit_workers_by_device
 
 
 def describe_backend(backend: Backend) -> str:
@@ -19,12 +19,13 @@ def describe_backend(backend: Backend) -> str:
 
 
 def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderConfig]:
+    units_of = unit_workers_by_device(relay)
     return [
         util.BuilderConfig(
             name=backend.name,
             description=describe_backend(backend),
             project=settings.github_repo,
-            workernames=unit_workers_for(relay, backend.device),
+            workernames=units_of[backend.device],
             # A unit may have become unable to start a build since Buildbot listed it as idle (workers.py).
             canStartBuild=unit_can_start_build,
             factory=make_factory(backend, settings, relay.selections),
