@@ -6,7 +6,9 @@ Each test plays GitHub's answers in order and checks, on the fake clock, when ea
 from __future__ import annotations
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 from twisted.trial import unittest
+from twisted.web.client import ResponseNeverReceived
 
 from buildbot.process.properties import Properties
 from buildbot.test.fake import fakemaster
@@ -14,7 +16,7 @@ from buildbot.test.fake import httpclientservice as fakehttpclientservice
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.logging import LoggingMixin
 
-from crcr.github.statuspush import RETRY_DELAYS, RetryingGitHubStatusPush
+from crcr.github.statuspush import ATTEMPT_TIMEOUT, MAX_POSTS_IN_FLIGHT, RETRY_DELAYS, RetryingGitHubStatusPush
 from crcr.names import status_context
 
 API = "https://api.github.test"
@@ -23,7 +25,9 @@ TOKEN = "t0ken"
 SHA_A = "a" * 40
 SHA_B = "b" * 40
 REFUSED = "connection refused"
+DROPPED = "connection closed before an answer"  # as GitHub does to a reused keep-alive connection it is closing
 NO_ANSWER = "no answer"
+RATE_LIMITED = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}
 DESCRIPTION = "Running on lab-01-npu-0"
 LOST = r"crcr: not delivered to GitHub \(the master is stopping\):"
 
@@ -37,11 +41,14 @@ class FakeGitHubAPI(fakehttpclientservice.HTTPClientService):
         self.answers: list[int | str] = []
         self.posts: list[tuple[float, str, str, str]] = []  # (fake time, sha, context, state)
 
-    def expect_status(self, sha: str, state: str, context: str = ALPHA, answer: int | str = 201) -> None:
-        """The next post, and GitHub's answer: an HTTP code, REFUSED or NO_ANSWER."""
+    def expect_status(self, sha: str, state: str, context: str = ALPHA, answer: int | str = 201,
+                      body: dict | None = None, slow: bool = False) -> None:
+        """The next post, and GitHub's answer: an HTTP code (with `body`, a second late if `slow`), REFUSED,
+        DROPPED or NO_ANSWER."""
         code = answer if isinstance(answer, int) else 0
         self.expect("post", f"/repos/pytorch/pytorch/statuses/{sha}", headers={"Authorization": f"token {TOKEN}"},
-                    json={"state": state, "context": context, "description": DESCRIPTION}, code=code, content_json={})
+                    json={"state": state, "context": context, "description": DESCRIPTION}, code=code,
+                    content_json=body or {}, processing_delay_s=1 if slow else None)
         self.answers.append(answer)
 
     def _do_request(self, session, method, ep, **kwargs):
@@ -52,9 +59,13 @@ class FakeGitHubAPI(fakehttpclientservice.HTTPClientService):
             if answer == REFUSED:
                 self._expected.pop(0)
                 return defer.fail(ConnectionRefusedError("Connection refused"))
+            if answer == DROPPED:
+                self._expected.pop(0)
+                return defer.fail(ResponseNeverReceived([ConnectionError("Connection was closed cleanly.")]))
             if answer == NO_ANSWER:
                 self._expected.pop(0)
-                return defer.Deferred()  # only a cancel ends it
+                # Only a cancel ends it, which Twisted's HTTP client reports as a response never received.
+                return defer.Deferred(lambda d: d.errback(ResponseNeverReceived([Failure(defer.CancelledError())])))
         return super()._do_request(session, method, ep, **kwargs)
 
 
@@ -83,7 +94,7 @@ class RetryingGitHubStatusPushTest(TestReactorMixin, LoggingMixin, unittest.Test
             self.reactor.advance(min(0.5, when - self.reactor.seconds()))
 
     def test_transient_failures_are_posted_again_after_growing_delays(self):
-        for answer in (502, 429, REFUSED, 201):
+        for answer in (502, DROPPED, REFUSED, 201):
             self.github.expect_status(SHA_A, "success", answer=answer)
 
         posted = self.post(SHA_A, "success")
@@ -94,28 +105,88 @@ class RetryingGitHubStatusPushTest(TestReactorMixin, LoggingMixin, unittest.Test
         self.assertEqual(self.successResultOf(posted).code, 201)
         self.assertEqual([when for when, *_ in self.github.posts], [0, 1, 6, 26])
         self.assertLogged(r"posting 'success' crcr/alpha on aaaaaaaaaa to GitHub failed \(HTTP 502\); retrying in 1s")
+        self.assertLogged(r"failed \(ResponseNeverReceived: .*closed cleanly.*\); retrying in 5s")
         self.assertLogged(r"failed \(ConnectionRefusedError: .*Connection refused.*\); retrying in 20s")
 
-    def test_a_status_still_failing_after_the_last_delay_is_given_up(self):
+    def test_a_pending_status_still_failing_after_the_last_delay_is_given_up(self):
         for _ in range(len(RETRY_DELAYS) + 1):
-            self.github.expect_status(SHA_A, "success", answer=503)
+            self.github.expect_status(SHA_A, "pending", answer=503)
 
-        posted = self.post(SHA_A, "success")
+        posted = self.post(SHA_A, "pending")
         self.advance_to(sum(RETRY_DELAYS) + 600)
 
-        # Buildbot's reporter logs the final failure it is handed.
+        # Buildbot's reporter logs the final failure it is handed; the build's next status says more anyway.
         self.assertEqual(self.successResultOf(posted).code, 503)
         self.assertEqual([when for when, *_ in self.github.posts], [0, 1, 6, 26, 86])
 
+    def test_a_verdict_is_posted_until_github_takes_it_however_long_github_fails(self):
+        # Five minutes of failures: an outage, or a burst during which GitHub keeps dropping connections.
+        for answer in (DROPPED, 502, DROPPED, DROPPED, 503, REFUSED, DROPPED, 502, 201):
+            self.github.expect_status(SHA_A, "failure", answer=answer)
+
+        posted = self.post(SHA_A, "failure")
+        self.advance_to(30 * 60)
+
+        self.assertEqual(self.successResultOf(posted).code, 201)
+        self.assertEqual([when for when, *_ in self.github.posts], [0, 1, 6, 26, 86, 146, 206, 266, 326])
+        self.assertLogged(r"posting 'failure' crcr/alpha on aaaaaaaaaa to GitHub failed \(HTTP 502\); retrying in 60s")
+
+    def test_a_post_github_never_answers_is_cut_short_and_posted_again(self):
+        self.github.expect_status(SHA_A, "pending", answer=NO_ANSWER)
+        self.github.expect_status(SHA_A, "pending")
+        self.github.expect_status(SHA_A, "success")
+
+        pending = self.post(SHA_A, "pending")
+        success = self.post(SHA_A, "success")  # waits its turn: nothing may land after the verdict
+        self.advance_to(ATTEMPT_TIMEOUT + RETRY_DELAYS[0])
+
+        self.assertEqual([self.successResultOf(d).code for d in (pending, success)], [201, 201])
+        retried = ATTEMPT_TIMEOUT + RETRY_DELAYS[0]
+        self.assertEqual([(when, state) for when, _, _, state in self.github.posts],
+                         [(0, "pending"), (retried, "pending"), (retried, "success")])
+        self.assertLogged(rf"posting 'pending' crcr/alpha on aaaaaaaaaa to GitHub failed \(no answer within "
+                          rf"{ATTEMPT_TIMEOUT}s\); retrying in 1s")
+
+    def test_after_a_rate_limit_answer_nothing_is_posted_for_a_minute(self):
+        self.github.expect_status(SHA_A, "success", answer=429, body=RATE_LIMITED)
+        self.github.expect_status(SHA_A, "success", answer=403, body=RATE_LIMITED)
+        self.github.expect_status(SHA_A, "success")
+        self.github.expect_status(SHA_B, "pending")
+
+        posted = self.post(SHA_A, "success")
+        self.advance_to(10)
+        other = self.post(SHA_B, "pending")  # another commit: it waits as well
+        self.advance_to(120)
+
+        self.assertEqual([self.successResultOf(d).code for d in (posted, other)], [201, 201])
+        # GitHub asks for at least a minute; the second answer restarts it for every commit.
+        self.assertEqual([(when, sha) for when, sha, *_ in self.github.posts],
+                         [(0, SHA_A), (60, SHA_A), (120, SHA_A), (120, SHA_B)])
+        self.assertLogged(r"failed \(HTTP 403, rate limited\); retrying in 60s")
+
     def test_non_transient_failures_are_not_retried(self):
-        for code in (404, 422):
-            self.github.expect_status(SHA_A, "success", answer=code)
+        answers = [(404, {"message": "Not Found"}), (422, {"message": "Validation Failed"}),
+                   (403, {"message": "Resource not accessible by integration"})]
+        for code, body in answers:
+            self.github.expect_status(SHA_A, "success", answer=code, body=body)
             posted = self.post(SHA_A, "success")
             self.assertEqual(self.successResultOf(posted).code, code)
         self.advance_to(sum(RETRY_DELAYS) + 600)
 
-        self.assertEqual(len(self.github.posts), 2)
+        self.assertEqual(len(self.github.posts), 3)
         self.assertNotLogged("retrying")
+
+    def test_statuses_falling_due_together_are_posted_a_few_at_a_time(self):
+        shas = [f"{i:x}" * 40 for i in range(1, 2 * MAX_POSTS_IN_FLIGHT + 1)]  # one status each: no ordering wait
+        for sha in shas:
+            self.github.expect_status(sha, "pending", slow=True)
+
+        posted = [self.post(sha, "pending") for sha in shas]
+        self.advance_to(2)
+
+        self.assertEqual([self.successResultOf(d).code for d in posted], [201] * len(shas))
+        each_answered_a_second_later = [0] * MAX_POSTS_IN_FLIGHT + [1] * MAX_POSTS_IN_FLIGHT
+        self.assertEqual([when for when, *_ in self.github.posts], each_answered_a_second_later)
 
     def test_statuses_of_one_commit_and_context_are_posted_in_order_while_an_early_one_is_retried(self):
         self.github.expect_status(SHA_A, "pending", answer=500)
