@@ -140,13 +140,13 @@ def unit_names(host: str, devices: dict[str, int]) -> list[str]:
 
 
 def prepare_relay(root: Path, upstream: Upstream, github: FakeGitHub, backends: dict, token: bool = True,
-                  **env_overrides: str) -> tuple[Relay, list[WorkerProcess]]:
-    """Write the data files and secrets a relay needs under `root`; return its master and worker hosts."""
+                  hosts: dict = E2E_WORKERS, **env_overrides: str) -> tuple[Relay, list[WorkerProcess]]:
+    """Write the data files and secrets a relay needs under `root`; return its master and the units of `hosts`."""
     env = {**relay_env(root, upstream, github), **env_overrides}
     dirs = make_dirs(root)
     for name, data in backends.items():
         write_file(dirs.backends / f"{name}.yaml", yaml.safe_dump(data, sort_keys=False))
-    for name, data in E2E_WORKERS.items():
+    for name, data in hosts.items():
         write_file(dirs.workers / f"{name}.yaml", yaml.safe_dump(data, sort_keys=False))
         write_secret(dirs.secrets, f"worker-{name}", f"pw-{name}\n")
     if token:
@@ -154,7 +154,7 @@ def prepare_relay(root: Path, upstream: Upstream, github: FakeGitHub, backends: 
     keepalive = min(10, int(env.get("CRCR_WORKER_KEEPALIVE", 10)))
     workers = [
         WorkerProcess(root / "worker-hosts" / unit, unit, f"pw-{host}", int(env["CRCR_WORKER_PORT"]), keepalive)
-        for host, data in E2E_WORKERS.items()
+        for host, data in hosts.items()
         for unit in unit_names(host, data["devices"])
     ]
     return Relay(root / "master", env), workers
