@@ -23,9 +23,11 @@ from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.worker import Worker
 
-from configfiles import make_dirs, settings_for, write_worker, write_worker_password
+from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.buildmaster.secrets import SecretsDirectory
+from crcr.buildmaster.workers import make_workers
 from crcr.cli.registry import new_password
+from crcr.config.loader import load_checked_relay_config
 from crcr.config.secretfiles import worker_password
 
 # Audit hooks cannot be removed: this one records only inside opened_files().
@@ -60,9 +62,9 @@ class SecretsDirectoryTest(TestReactorMixin, unittest.TestCase):
         self.addCleanup(shutil.rmtree, root)
         self.dirs = make_dirs(root)
         self.settings = settings_for(self.dirs)
-        self.hosts = [f"lab-{n:02}" for n in range(20)]
-        for host in self.hosts:
-            write_worker(self.dirs.workers, host)
+        write_backend(self.dirs.backends, "demo-backend", device="demo")
+        for host in [f"lab-{n:02}" for n in range(20)]:
+            write_worker(self.dirs.workers, host, devices={"demo": 2})
             write_worker_password(self.dirs.secrets, host, value=f"pw-{host}\n")
         self.master = yield fakemaster.make_master(self, wantData=True)
         self.secrets = SecretManager()
@@ -75,25 +77,38 @@ class SecretsDirectoryTest(TestReactorMixin, unittest.TestCase):
         """What a (re)configuration hands Buildbot's SecretManager: a new provider with the same arguments."""
         return SimpleNamespace(secretsProviders=[SecretsDirectory(dirname=str(self.dirs.secrets))])
 
-    def lookup(self, name: str) -> defer.Deferred:
-        properties = Properties()
-        properties.master = self.master
-        return properties.render(Secret(name))
-
     @property
     def provider(self) -> SecretsDirectory:
         return self.secrets.namedServices[SecretsDirectory.name]
 
-    def unit(self, host: str) -> Worker:
-        """A unit of `host` as crcr configures it: a worker logging in with its host's password secret."""
-        return Worker(f"{host}-demo-0", Secret(worker_password(host)))
+    def units(self) -> dict[str, Worker]:
+        """The unit workers of the files as they are now, as master.cfg makes them."""
+        return {w.name: w for w in make_workers(load_checked_relay_config(self.settings), self.settings.secrets_dir)}
 
     @defer.inlineCallbacks
-    def reconfigure(self, worker: Worker, host: str):
-        """A master's reconfiguration, in Buildbot's order: the workers first (each renders its password), then
-        the secrets providers (both have priority 127, and the master added its workers service first)."""
-        yield worker.reconfigServiceWithSibling(self.unit(host))
+    def start_units(self):
+        running = self.units()
+        for worker in running.values():
+            yield worker.setServiceParent(self.master.workers)
+        return running
+
+    @defer.inlineCallbacks
+    def reconfigure(self, running: dict[str, Worker], configured: dict[str, Worker]):
+        """A master's reconfiguration to the `configured` units, in Buildbot's order: the workers first (each
+        renders its password if its configuration changed), then the secrets providers (both have priority 127,
+        and the master added its workers service first)."""
+        for name, sibling in configured.items():
+            if name in running:
+                yield running[name].reconfigServiceWithSibling(sibling)
+            else:
+                yield sibling.setServiceParent(self.master.workers)
+                running[name] = sibling
         yield self.secrets.reconfigServiceWithBuildbotConfig(self.config())
+
+    def lookup(self, name: str) -> defer.Deferred:
+        properties = Properties()
+        properties.master = self.master
+        return properties.render(Secret(name))
 
     @defer.inlineCallbacks
     def test_a_lookup_reads_only_the_asked_secrets_file_however_many_the_directory_holds(self):
@@ -104,17 +119,30 @@ class SecretsDirectoryTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(opened, [str(self.dirs.secrets / worker_password("lab-07"))])
 
     @defer.inlineCallbacks
-    def test_a_rotated_password_and_a_new_hosts_password_are_seen_at_the_next_reconfiguration(self):
-        worker = self.unit("lab-03")
-        yield worker.setServiceParent(self.master.workers)
-        self.assertEqual(worker.password, "pw-lab-03")
-
+    def test_a_reconfiguration_reads_only_the_passwords_that_changed(self):
+        running = yield self.start_units()
         rotated = new_password(self.settings, "lab-03")  # what `crcr worker register --rotate-password` writes
-        yield self.reconfigure(worker, "lab-03")
-        self.assertEqual(worker.password, rotated)
 
+        configured = self.units()  # loading the files reads every password (crcr check's checks)
+        with opened_files(self.dirs.secrets) as opened:
+            yield self.reconfigure(running, configured)
+
+        self.assertEqual(opened, [str(self.dirs.secrets / worker_password("lab-03"))] * 2, "one per unit of lab-03")
+        self.assertEqual({w.password for name, w in running.items() if name.startswith("lab-03-")}, {rotated})
+        self.assertEqual(running["lab-04-demo-1"].password, "pw-lab-04")
+
+    @defer.inlineCallbacks
+    def test_a_rotated_password_and_a_new_hosts_password_are_seen_at_the_next_reconfiguration(self):
+        running = yield self.start_units()
+        self.assertEqual(running["lab-03-demo-0"].password, "pw-lab-03")
+
+        rotated = new_password(self.settings, "lab-03")
+        write_worker(self.dirs.workers, "lab-new", devices={"demo": 1})
         added = new_password(self.settings, "lab-new")  # what `crcr worker register` writes for a new host
-        self.assertEqual((yield self.lookup(worker_password("lab-new"))), added)
+        yield self.reconfigure(running, self.units())
+
+        self.assertEqual(running["lab-03-demo-0"].password, rotated)
+        self.assertEqual(running["lab-new-demo-0"].password, added)
 
     def test_values_are_read_as_secretinafile_reads_them(self):
         write_worker_password(self.dirs.secrets, "crlf", value="pw-crlf\r\n\r\n")

@@ -42,7 +42,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "protocols": {"pb": {"port": settings.worker_port}},
         "db": {"db_url": settings.db_url},
         "secretsProviders": [SecretsDirectory(dirname=str(settings.secrets_dir))],
-        "workers": make_workers(relay),
+        "workers": make_workers(relay, settings.secrets_dir),
         "change_source": [upstream_poller(settings)],
         "schedulers": [upstream_scheduler(b, settings) for b in active] + [force_scheduler(b, settings) for b in active],
         "builders": make_builders(relay, settings),

@@ -1,10 +1,14 @@
-"""The secrets provider of the master: each secret read from its file when it is looked up."""
+"""The secrets of the master: its provider, which reads a secret's file when it is looked up, and the secret that
+a worker's configuration names."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+from buildbot.process.properties import Secret
 from buildbot.secrets.providers.file import SecretInAFile
+from buildbot.util import ComparableMixin
 
 
 class SecretsDirectory(SecretInAFile):
@@ -31,3 +35,22 @@ class SecretsDirectory(SecretInAFile):
                 continue
             return value.rstrip("\r\n") if self._strip else value
         return None
+
+
+class FileSecret(ComparableMixin, Secret):
+    """util.Secret(name) of a file in the secrets directory, equal to the one of the previous configuration while
+    the file is unchanged. Buildbot reconfigures a worker only when its configuration differs from the running
+    one, and util.Secret never compares equal: each reconfig re-rendered every unit's password and re-registered
+    it. With this, only the units whose password file was replaced or changed (a rotation) are reconfigured."""
+
+    compare_attrs = ("secret_name", "file_version")
+
+    def __init__(self, secrets_dir: Path, secret_name: str):
+        super().__init__(secret_name)
+        try:
+            stat = (secrets_dir / secret_name).stat()
+        except OSError:
+            self.file_version = None
+        else:
+            # crcr worker register replaces the file (a new inode); an edit in place changes its time.
+            self.file_version = (stat.st_ino, stat.st_mtime_ns, stat.st_size)

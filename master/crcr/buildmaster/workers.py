@@ -10,9 +10,12 @@ time, and marks a unit busy before it looks at the next request), and a build en
 
 from __future__ import annotations
 
-from buildbot.plugins import util, worker
+from pathlib import Path
+
+from buildbot.plugins import worker
 from buildbot.process.workerforbuilder import States
 
+from crcr.buildmaster.secrets import FileSecret
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password
 from crcr.names import ADMIN_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
@@ -57,13 +60,13 @@ def unit_can_start_build(builder, workerforbuilder, buildrequest) -> bool:
     return workerforbuilder.worker.canStartBuild()
 
 
-def make_workers(relay: RelayConfig) -> list[HostUnitWorker]:
+def make_workers(relay: RelayConfig, secrets_dir: Path) -> list[HostUnitWorker]:
     """Buildbot runs at most one build per (builder, worker), and a host must run as many builds of one
     backend as it has units; so each unit is a worker of its own, logging in with its host's password."""
     return [
         HostUnitWorker(
             unit.worker_name,
-            util.Secret(worker_password(host.name)),
+            FileSecret(secrets_dir, worker_password(host.name)),
             host=host.name,
             host_slots=host.build_slots if host.build_slots < host.unit_count else None,
             max_builds=1,
