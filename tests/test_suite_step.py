@@ -95,6 +95,7 @@ class SuiteStepTest(StepHarness):
             timeout=STALL_TIMEOUT,
         ))
         self.build.setProperty("got_revision", revision, "Git")
+        self.build.getBuilderId = lambda: defer.succeed(BUILDERID)  # as Buildbot's Build has it; its FakeBuild lacks it
         return step
 
     def expect_history(self, *commits: str, exit: int = 0) -> None:
@@ -129,9 +130,11 @@ class SuiteStepTest(StepHarness):
     @defer.inlineCallbacks
     def test_all_passing_is_success_with_the_counts(self):
         self.make_step()
-        self.expect_commands(run_suite().exit(0), upload(JUNIT, junit(test_a="passed", test_b="skipped", test_c="xfailed")))
+        xml = junit(test_a="passed", test_b="skipped", test_c="xfailed")
+        self.expect_commands(run_suite().exit(0), upload(JUNIT, xml))
         self.expect_history()
         self.expect_outcome(SUCCESS, "ops: 1 passed, 1 skipped, 1 xfailed")
+        self.expect_log_file("junit.xml", xml)
         yield self.run_step()
         self.assertEqual(self.build.getProperty(TOTALS_PROPERTY), {
             "passed": 1, "failed": 0, "errored": 0, "new": 0, "skipped": 1, "xfailed": 1, "flaky": 0, "timed out": 0})
@@ -301,10 +304,12 @@ class SuiteStepTest(StepHarness):
         yield self.add_build(2, 2, parent, failing=ids("test_known", "test_fixed"))
         yield self.add_build(3, 3, parent, failing=ids("test_known", "test_fixed"), complete=False)
         self.make_step()
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed", test_ok="passed")),
+        xml = junit(test_known="failed", test_ok="passed")
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, xml),
                              rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
         self.expect_history(parent, grandparent)
         self.expect_outcome(WARNINGS, "ops: 1 passed, 1 failed (0 new)")
+        self.expect_log_file("junit.xml", xml)  # the suite's own run, written while the rerun ran
         self.expect_log_file("failing tests", (
             f"compared with: build 2 of commit {parent}\n"
             "still failing:\n  test/test_ops.py::test_known\n"

@@ -50,13 +50,18 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         if xml is None:
             result = SUCCESS if cmd.rc == 0 else FAILURE
             return (yield self._finish(None, result, "no JUnit XML" if cmd.rc == 0 else f"{self._exit(cmd.rc)}, no JUnit XML"))
-        yield self.addCompleteLog("junit.xml", xml)
-        results = parse_junit(xml)
-        # The command failed beyond its tests: a crash, a usage error, a collection error, no tests collected.
-        broken = (cmd.rc != 0 and not results.failing) or (self.is_pytest and cmd.rc not in PYTEST_RAN)
-        if not broken:
-            yield self._rerun_failed(results)
-        yield self._compare(results)
+        # The log's database writes go on while the tests are read, the failed ones run again and the baseline
+        # is looked up, rather than each waiting its turn after the other.
+        junit_logged = self.addCompleteLog("junit.xml", xml)
+        try:
+            results = parse_junit(xml)
+            # The command failed beyond its tests: a crash, a usage error, a collection error, no tests collected.
+            broken = (cmd.rc != 0 and not results.failing) or (self.is_pytest and cmd.rc not in PYTEST_RAN)
+            if not broken:
+                yield self._rerun_failed(results)
+            yield self._compare(results)
+        finally:
+            yield junit_logged
         if broken:
             return (yield self._finish(results, FAILURE, self._exit(cmd.rc)))
         if results.new and self.mode == "gating":
@@ -93,8 +98,8 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
 
     @defer.inlineCallbacks
     def _compare(self, results: SuiteResults):
-        build = yield self.master.data.get(("builds", self.build.buildid))
-        self.baseline = yield find_baseline(self.master, build["builderid"], self.getProperty("got_revision"), self.suite_name)
+        builderid = yield self.build.getBuilderId()  # known to the build: no database read
+        self.baseline = yield find_baseline(self.master, builderid, self.getProperty("got_revision"), self.suite_name)
         compare(results, self.baseline.results if self.baseline else None)
 
     @defer.inlineCallbacks
