@@ -21,6 +21,7 @@ from buildbot.reporters.github import GitHubStatusPush
 
 from crcr.github.statuspush import RetryingGitHubStatusPush
 from crcr.buildmaster.liveness import SilentWorkerWatch
+from crcr.buildmaster.baseline import RevisionIndex
 from buildbot.schedulers.basic import AnyBranchScheduler
 from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.steps.shell import ShellCommand
@@ -393,7 +394,7 @@ def test_buildbot_loads_the_generated_config(dirs):
         "host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0", "host-ab-beta-0"
     ]
     assert [c.name for c in master.change_sources] == ["upstream"]
-    assert {type(s) for s in master.services.values()} == {RetryingGitHubStatusPush, SilentWorkerWatch}
+    assert {type(s) for s in master.services.values()} == {RetryingGitHubStatusPush, SilentWorkerWatch, RevisionIndex}
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"
 

@@ -333,6 +333,17 @@ class SuiteStepTest(StepHarness):
         self.assertEqual(self.recorded()["fixed"], [])
 
     @defer.inlineCallbacks
+    def test_a_baseline_far_back_in_the_history_is_found(self):
+        history = [f"{n:040x}" for n in range(1, COMMITS_SEARCHED + 1)]  # asked about COMMITS_PER_QUERY at a time
+        yield self.add_build(1, 1, history[-1], failing=ids("test_known"))
+        self.make_step()
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")),
+                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_history(*history)
+        self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new)")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
     def test_builds_without_this_suite_or_timed_out_are_passed_over(self):
         older, timed_out, other_suite = "a" * 40, "b" * 40, "d" * 40
         yield self.add_build(1, 1, older, failing=ids("test_known"))

@@ -4,7 +4,12 @@ commit of upstream's history.
 Build numbers do not follow history: a forced build of an old commit is the newest build, and a
 rebuild of a commit is newer than that commit's first build. So the history comes from git (the
 upstream poller's bare repository on the master holds every commit of the followed branches) and
-the builds at those commits from one database query, without a round trip to a worker.
+the builds at those commits from the database, nearest commits first, without a round trip to a worker.
+
+Buildbot's schema cannot find builds by commit but by reading each build of a builder in turn: a cost
+that grows with every build (0.8 s per suite at 20,000 builds of a builder, holding up every other
+database write of a SQLite master meanwhile). So crcr adds one index to Buildbot's build_properties
+table, over the commit each build checked out, created once at start (RevisionIndex).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import os
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-from buildbot.util import runprocess
+from buildbot.util import runprocess, service
 from twisted.internet import defer
 from twisted.python import log
 
@@ -22,10 +27,13 @@ from crcr.buildmaster.revisions import SHA
 from crcr.names import POLLER_WORKDIR, TESTS_PROPERTY
 from crcr.suites.results import SuiteResults
 
-# How far back the history is searched: a bound on one query's size (within SQLite's oldest limit of
-# 999 parameters). Bisection builds many commits of a builder, so the search stays one query however
-# many builds the builder has.
+# How far back the history is searched. Through the revision index a search costs what the commits
+# searched have been built, however many builds the builder has (bisection builds many).
 COMMITS_SEARCHED = 500
+# Commits asked about per query, nearest first (within SQLite's oldest limit of 999 parameters): the nearest
+# usually has a build, and each commit finds the builds of every backend, so later ones are asked only when needed.
+COMMITS_PER_QUERY = 50
+REVISION_INDEX = "crcr_build_revisions"
 REVISION_PROPERTY = "got_revision"  # the commit a build checked out, set by its Git step
 
 
@@ -41,16 +49,16 @@ def find_baseline(master, builderid: int, sha: str | None, suite: str):
     """The Baseline of `suite` in a build at `sha`: the nearest earlier commit in `sha`'s first-parent
     history with a complete build of this builder holding `suite`'s results (not timed out); None without one."""
     history = (yield earlier_commits(master, sha)) if sha and SHA.match(sha) else []
-    if not history:
-        return None
-    builds = yield master.db.pool.do(_builds_at, master.db.model, builderid, history)
     position = {commit: index for index, commit in enumerate(history)}
-    # Nearest commit first; of several builds of one commit, the latest.
-    for buildid, number, commit in sorted(builds, key=lambda b: (position[b[2]], -b[1])):
-        properties = yield master.data.get(("builds", buildid, "properties"))
-        results = (properties.get(TESTS_PROPERTY, ({},))[0] or {}).get(suite)
-        if results and not results["timed_out"]:
-            return Baseline(commit, number, SuiteResults.from_property(results))
+    for start in range(0, len(history), COMMITS_PER_QUERY):
+        commits = history[start : start + COMMITS_PER_QUERY]
+        builds = yield master.db.pool.do(builds_at, master.db.model, builderid, commits)
+        # Nearest commit first; of several builds of one commit, the latest.
+        for buildid, number, commit in sorted(builds, key=lambda b: (position[b[2]], -b[1])):
+            properties = yield master.data.get(("builds", buildid, "properties"))
+            results = (properties.get(TESTS_PROPERTY, ({},))[0] or {}).get(suite)
+            if results and not results["timed_out"]:
+                return Baseline(commit, number, SuiteResults.from_property(results))
     return None
 
 
@@ -66,17 +74,44 @@ def earlier_commits(master, sha: str):
     return out.decode().split()
 
 
-def _builds_at(conn, model, builderid: int, commits: list[str]) -> list[tuple[int, int, str]]:
+def builds_at(conn, model, builderid: int, commits: list[str]) -> list[tuple[int, int, str]]:
     """(buildid, number, commit) of the builder's complete builds at any of `commits`."""
+    rows = conn.execute(builds_at_query(model, builderid, commits))
+    return [(row.id, row.number, json.loads(row.value)) for row in rows]
+
+
+def builds_at_query(model, builderid: int, commits: list[str]):
+    """The builds at `commits` through the revision index, then those of this builder. The property's name is
+    written out, not a parameter, so that the databases see it match the index's condition; and `+ 0` keeps
+    SQLite from going through the builder's builds instead (its index on builderid, number)."""
     builds, revision = model.builds, model.build_properties
-    query = (
+    return (
         sa.select(builds.c.id, builds.c.number, revision.c.value)
-        .select_from(builds.join(revision, revision.c.buildid == builds.c.id))
+        .select_from(revision.join(builds, revision.c.buildid == builds.c.id))
         .where(
-            builds.c.builderid == builderid,
+            revision.c.name == sa.literal_column(f"'{REVISION_PROPERTY}'"),
+            revision.c.value.in_([json.dumps(commit) for commit in commits]),  # property values are JSON
+            builds.c.builderid + 0 == builderid,
             builds.c.complete_at.isnot(None),
-            revision.c.name == REVISION_PROPERTY,
-            revision.c.value.in_([json.dumps(commit) for commit in commits]),  # property values are stored as JSON
         )
     )
-    return [(row.id, row.number, json.loads(row.value)) for row in conn.execute(query)]
+
+
+def create_revision_index(conn) -> None:
+    """The index of each build's checked-out commit (a partial index, of SQLite and PostgreSQL: the other
+    properties' values can be too long for one); nothing when it is there already."""
+    conn.execute(sa.text(
+        f"CREATE INDEX IF NOT EXISTS {REVISION_INDEX} ON build_properties (value) WHERE name = '{REVISION_PROPERTY}'"
+    ))
+    conn.commit()
+
+
+class RevisionIndex(service.BuildbotService):
+    """Creates the revision index as the master starts, before any build looks for a baseline."""
+
+    name = "crcr-revision-index"
+
+    @defer.inlineCallbacks
+    def startService(self):
+        yield self.master.db.pool.do(create_revision_index)
+        yield super().startService()

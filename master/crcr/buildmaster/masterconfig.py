@@ -5,6 +5,7 @@ from __future__ import annotations
 from buildbot.config.errors import ConfigErrors
 from twisted.python import log
 
+from crcr.buildmaster.baseline import RevisionIndex
 from crcr.buildmaster.builders import make_builders
 from crcr.buildmaster.changesource import upstream_poller
 from crcr.config.errors import ConfigError
@@ -46,7 +47,9 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "change_source": [upstream_poller(settings)],
         "schedulers": [upstream_scheduler(b, settings) for b in active] + [force_scheduler(b, settings) for b in active],
         "builders": make_builders(relay, settings),
-        "services": [*github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive)],
+        "services": [
+            *github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive), RevisionIndex(),
+        ],
         "www": www_config(settings, relay),
         "projects": [upstream_project(settings)],
         "revlink": commit_links(settings),
