@@ -113,7 +113,8 @@ def add_master_commands(sub: argparse._SubParsersAction) -> None:
         commands, "start", cmd_start, "check the files, then start the master",
         "Check the files as `crcr check` does, but leave out (with a warning) each backend or host file that does "
         "not validate, as the master does at start; create or upgrade the master directory and its database, and "
-        "start the master; return once it runs.",
+        f"start the master; return once it says it runs, or why it could not (waiting up to "
+        f"{mastercontrol.START_TIMEOUT}s: a relay of hundreds of units takes a minute).",
         [basedir, waiting],
     )
     start.add_argument("--nodaemon", action="store_true", help="run in the foreground (containers, systemd)")
