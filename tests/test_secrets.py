@@ -1,7 +1,8 @@
-"""SecretsDirectory under Buildbot's harness: a fake master with Buildbot's SecretManager and real Buildbot workers.
+"""The master's secrets under Buildbot's harness: a fake master with Buildbot's SecretManager, SecretsDirectory, and
+the unit workers master.cfg makes.
 
-A reconfiguration looks up every unit's password, so what one lookup costs is multiplied by the number of units.
-Which files a lookup opens is seen through Python's audit hook on open().
+A reconfiguration may look up every unit's password, so what one lookup costs is multiplied by the number of
+units. Which files are read is seen through Python's audit hook on open().
 """
 
 from __future__ import annotations
