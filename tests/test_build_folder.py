@@ -21,6 +21,12 @@ def download(name: str, received: dict[str, bytes]) -> ExpectDownloadFile:
         lambda data: received.__setitem__(name, data), size=100_000)
 
 
+def results_emptied() -> tuple[ExpectRmdir, ExpectMkdir]:
+    """The worker removing results/ and creating it again, both succeeding."""
+    return (ExpectRmdir(dir="results", log_environ=False).exit(0),
+            ExpectMkdir(dir="results", log_environ=False).exit(0))
+
+
 class PrepareBuildFolderTest(StepHarness):
     def make_step(self, shipped: dict[str, str]) -> PrepareBuildFolder:
         return self.setup_step(PrepareBuildFolder(name="prepare", results_dir="results", shipped_dir="crcr",
@@ -31,8 +37,7 @@ class PrepareBuildFolderTest(StepHarness):
         received = {}
         self.make_step({"crcr_selection.py": PLUGIN, "ops.json": SPEC})
         self.expect_commands(
-            ExpectRmdir(dir="results", log_environ=False).exit(0),
-            ExpectMkdir(dir="results", log_environ=False).exit(0),
+            *results_emptied(),
             download("crcr_selection.py", received).exit(0),
             download("ops.json", received).exit(0),
         )
@@ -44,8 +49,7 @@ class PrepareBuildFolderTest(StepHarness):
     def test_without_files_to_ship_only_the_results_folder_is_emptied(self):
         self.make_step({})
         self.expect_commands(
-            ExpectRmdir(dir="results", log_environ=False).exit(0),
-            ExpectMkdir(dir="results", log_environ=False).exit(0),
+            *results_emptied(),
         )
         self.expect_outcome(SUCCESS, "results/ emptied")
         yield self.run_step()
@@ -62,8 +66,7 @@ class PrepareBuildFolderTest(StepHarness):
         received = {}
         self.make_step({"crcr_selection.py": PLUGIN, "ops.json": SPEC, "view.json": SPEC})
         self.expect_commands(
-            ExpectRmdir(dir="results", log_environ=False).exit(0),
-            ExpectMkdir(dir="results", log_environ=False).exit(0),
+            *results_emptied(),
             download("crcr_selection.py", received).exit(0),
             download("ops.json", received).exit(1),
         )

@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from crcr.cli.twistdlog import LogFollower
 from crcr.config.paths import REPO_ROOT
@@ -127,24 +127,38 @@ def start(basedir: Path, settings: Settings, foreground: bool = False, timeout: 
         _launch(basedir, log_path)
         pid = running_pid(basedir)
         logged: list[str] = []  # by this start
-        while True:
-            for line in log.new_lines():
-                logged.append(line)
-                if MASTER_RUNNING in line:
-                    return
-                if MASTER_FAILED in line:
-                    if pid is not None:
-                        _ended(pid, STOP_TIMEOUT)  # it stops by itself: then a new start finds nothing in the way
-                    raise RuntimeError(f"the master in {basedir} did not start; {_end_of(logged, log_path)}")
-            if pid is None or not alive(pid):
-                logged += log.new_lines()
-                raise RuntimeError(f"the master in {basedir} stopped while starting; {_end_of(logged, log_path)}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"the master in {basedir} (pid {pid}) has not come up after {timeout:g}s; whether it will is not "
-                    f"known yet: it logs '{MASTER_RUNNING}' in {log_path} when it runs (crcr master stop stops it)"
-                )
-            time.sleep(POLL_INTERVAL)
+        lines = _follow(
+            log, pid, deadline,
+            gone=lambda: f"the master in {basedir} stopped while starting; {_end_of(logged, log_path)}",
+            late=f"the master in {basedir} (pid {pid}) has not come up after {timeout:g}s; whether it will is not "
+                 f"known yet: it logs '{MASTER_RUNNING}' in {log_path} when it runs (crcr master stop stops it)",
+            on_line=logged.append,
+        )
+        for line in lines:
+            if MASTER_RUNNING in line:
+                return
+            if MASTER_FAILED in line:
+                if pid is not None:
+                    _ended(pid, STOP_TIMEOUT)  # it stops by itself: then a new start finds nothing in the way
+                raise RuntimeError(f"the master in {basedir} did not start; {_end_of(logged, log_path)}")
+
+
+def _follow(log: LogFollower, pid: int | None, deadline: float, gone: Callable[[], str], late: str,
+            on_line: Callable[[str], None] = lambda line: None) -> Iterator[str]:
+    """The master's log lines as it writes them, for as long as its process lives and the deadline is ahead;
+    then RuntimeError(gone()) or RuntimeError(late). Each line is handed to on_line as well, before the caller
+    sees it, so that `gone` can tell what the master logged last."""
+    while True:
+        for line in log.new_lines():
+            on_line(line)
+            yield line
+        if pid is None or not alive(pid):
+            for line in log.new_lines():  # its last words, written just before it ended
+                on_line(line)
+            raise RuntimeError(gone())
+        if time.monotonic() > deadline:
+            raise RuntimeError(late)
+        time.sleep(POLL_INTERVAL)
 
 
 def _launch(basedir: Path, log_path: Path) -> None:
@@ -172,36 +186,33 @@ def reconfig(basedir: Path, timeout: float = RECONFIG_TIMEOUT, on_progress: Call
     with LogFollower(log_path) as log:
         os.kill(pid, signal.SIGHUP)
         ours: list[str] | None = None  # the lines of our reconfiguration, from its first
-        while True:
-            for line in (LOG_PREFIX.sub("", line) for line in log.new_lines()):
-                if ours is None:
-                    # A reconfiguration under way when ours was asked for ends first; ours begins after it.
-                    if RECONFIG_BEGINS in line:
-                        ours = []
-                    continue
-                if RECONFIG_DONE in line:
-                    return
-                if RECONFIG_ABORTED in line:
-                    raise RuntimeError(
-                        "the master refused the new configuration and keeps running the previous one:\n"
-                        + "\n".join(ours)
-                    )
-                if RECONFIG_PARTIAL in line:
-                    raise RuntimeError(
-                        "the master applied the new configuration only in part and may malfunction; restart it "
-                        f"(crcr master restart --basedir {basedir}):\n" + "\n".join(ours)
-                    )
-                if RECONFIG_ONGOING in line:
-                    on_progress(f"the master is still reconfiguring: {line}")
-                ours.append(line)
-            if not alive(pid):
-                raise RuntimeError(f"the master in {basedir} stopped while reconfiguring; see {log_path}")
-            if time.monotonic() > deadline:
+        lines = _follow(
+            log, pid, deadline,
+            gone=lambda: f"the master in {basedir} stopped while reconfiguring; see {log_path}",
+            late=f"the master in {basedir} has not finished reconfiguring after {timeout:g}s; whether it takes "
+                 f"the new configuration is not known yet (it logs the outcome in {log_path})",
+        )
+        for line in (LOG_PREFIX.sub("", line) for line in lines):
+            if ours is None:
+                # A reconfiguration under way when ours was asked for ends first; ours begins after it.
+                if RECONFIG_BEGINS in line:
+                    ours = []
+                continue
+            if RECONFIG_DONE in line:
+                return
+            if RECONFIG_ABORTED in line:
                 raise RuntimeError(
-                    f"the master in {basedir} has not finished reconfiguring after {timeout:g}s; whether it takes "
-                    f"the new configuration is not known yet (it logs the outcome in {log_path})"
+                    "the master refused the new configuration and keeps running the previous one:\n"
+                    + "\n".join(ours)
                 )
-            time.sleep(POLL_INTERVAL)
+            if RECONFIG_PARTIAL in line:
+                raise RuntimeError(
+                    "the master applied the new configuration only in part and may malfunction; restart it "
+                    f"(crcr master restart --basedir {basedir}):\n" + "\n".join(ours)
+                )
+            if RECONFIG_ONGOING in line:
+                on_progress(f"the master is still reconfiguring: {line}")
+            ours.append(line)
 
 
 @dataclass(frozen=True)
