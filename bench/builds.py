@@ -116,22 +116,19 @@ def main() -> None:
     parser.add_argument("--pushes", type=int, default=5, help="single pushes timed to their final statuses")
     args = parser.parse_args()
     fleet = Fleet(backends=args.backends, hosts=args.units, units_per_host=1, devices=1)
-    with tempfile.TemporaryDirectory(prefix="crcr-bench-builds-") as tmp:
-        sides = [VanillaSide(Path(tmp) / "vanilla", fleet, poll_interval=1),
-                 CrcrSide(Path(tmp) / "crcr", fleet, poll_interval=1)]
-        try:
+    with tempfile.TemporaryDirectory(prefix="crcr-bench-builds-") as tmp, \
+            VanillaSide(Path(tmp) / "vanilla", fleet, poll_interval=1) as vanilla, \
+            CrcrSide(Path(tmp) / "crcr", fleet, poll_interval=1) as crcr:
+        sides = [vanilla, crcr]
+        for side in sides:
+            side.start()
+            side.start_workers()
+        # Alternating single pushes, so that both sides see the same load on this shared machine.
+        waits: dict[str, list[float]] = {side.label: [] for side in sides}
+        for _ in range(args.pushes):
             for side in sides:
-                side.start()
-                side.start_workers()
-            # Alternating single pushes, so that both sides see the same load on this shared machine.
-            waits: dict[str, list[float]] = {side.label: [] for side in sides}
-            for _ in range(args.pushes):
-                for side in sides:
-                    waits[side.label] += push_to_final(side, 1)
-            bursts = {side.label: burst(side, args.commits) for side in sides}
-        finally:
-            for side in sides:
-                side.stop()
+                waits[side.label] += push_to_final(side, 1)
+        bursts = {side.label: burst(side, args.commits) for side in sides}
     v, c = waits["vanilla"], waits["crcr"]
     print_table(f"push -> final status ({args.pushes} pushes x {args.backends} backends, {args.units} units)", [
         ("median, s", median(v), median(c), None),

@@ -22,15 +22,12 @@ def fleet_of(units: int) -> Fleet:
 
 
 def measure(side_class, root: Path, fleet: Fleet) -> dict:
-    side = side_class(root, fleet, poll_interval=60)
-    try:
+    with side_class(root, fleet, poll_interval=60) as side:
         side.start()
         started = side.restart()
         rss_started = side.rss_mib()
         reconfigs = [side.reconfig() for _ in range(RECONFIGS)]
         return {"start": started, "reconfig": median(reconfigs), "rss": rss_started, "rss_after": side.rss_mib()}
-    finally:
-        side.stop()
 
 
 def main() -> None:

@@ -30,6 +30,7 @@ SUITE_FILE = "test/test_pass.py"
 SUITE = "pass"
 MASTER_RUNNING = "BuildMaster is running"  # what Buildbot logs once it has started (buildbot/master.py)
 START_TIMEOUT = 600
+LOG_TAIL = 80  # lines of a master's log shown when a measurement fails
 RECONFIG_TOOK = re.compile(r"configuration update complete \(took ([0-9.]+) seconds\)")  # buildbot/master.py
 
 
@@ -91,6 +92,18 @@ class Side:
             w.stop()
         mastercontrol.stop(self.basedir)
         self.github.stop()
+
+    def __enter__(self) -> Side:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        """Stops the side; when the measurement failed, first shows the end of its master's log, which the
+        temporary folder takes with it."""
+        if error is not None:
+            log = self.basedir / "twistd.log"
+            lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL:] if log.exists() else ["(no log)"]
+            print(f"\n{self.label} master, the end of {log}:", *lines, sep="\n", file=sys.stderr)
+        self.stop()
 
     def restart(self) -> float:
         """Stop the master and start it again on its existing directory and database: what is timed as start,
