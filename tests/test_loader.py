@@ -28,7 +28,7 @@ FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "pytorch-oot"
 
 NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter or digit"
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
-BACKEND_KEYS = "description, maintainers, level, device, branches, timeout, setup, env, suites"
+BACKEND_KEYS = "description, maintainers, level, device, branches, queue, timeout, setup, env, suites"
 SMOKE = {"name": "smoke", "command": "true"}
 
 # (file under the relay root, its text, the whole error message; {file} is the file's path).
@@ -96,6 +96,18 @@ BAD_FILES = [
         "{file}: suites.0.mode: should be 'gating' or 'validate' (got 'advisory')\n"
         "{file}: suites.0.reruns: must be at most 3 (got 5)",
         id="suite-bad-mode-and-reruns",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(queue="oldest"),
+        "{file}: queue: should be 'newest' or 'every' (got 'oldest')",
+        id="queue-unknown-policy",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(queue=True),
+        "{file}: queue: should be 'newest' or 'every' (got True)",
+        id="queue-yes",
     ),
     pytest.param(
         "backends/demo.yaml",
@@ -664,11 +676,22 @@ def test_file_stem_is_the_name_and_defaults_apply(tmp_path):
     assert npu.maintainers == ["octocat"]
     assert npu.timeout == 10800
     assert (npu.setup, npu.env) == ([], {})
+    assert npu.queue == "newest"
     assert [(s.name, s.timeout) for s in npu.suites] == [("smoke", 3600), ("ops", 60)]
     lab1, lab2 = relay.hosts
     assert (lab1.name, lab1.max_builds, lab1.build_slots) == ("lab-1", None, 5)
     assert (lab2.name, lab2.max_builds, lab2.build_slots) == ("lab-2", 1, 1)
     assert [u.worker_name for u in lab1.units] == ["lab-1-demo-0", "lab-1-demo-1", "lab-1-npu-0", "lab-1-npu-1", "lab-1-npu-2"]
+
+
+def test_a_backend_may_ask_for_one_build_per_commit(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "slow", queue="newest")
+    write_backend(dirs.backends, "fast", queue="every")
+
+    assert [(b.name, b.queue) for b in load_relay_config(settings_for(dirs)).backends] == [
+        ("fast", "every"), ("slow", "newest")
+    ]
 
 
 def test_unit_worker_names_repeated_across_hosts_are_refused(tmp_path):

@@ -62,6 +62,11 @@ BranchNames = Annotated[
 
 Level = Literal["L1", "L2", "L3", "L4"]
 
+# A backend's queue policy: what happens to upstream commits that arrive while all its units are busy.
+QueuePolicy = Literal["newest", "every"]
+QUEUE_NEWEST: QueuePolicy = "newest"  # the waiting ones are collapsed into the newest, whose build covers them
+QUEUE_EVERY: QueuePolicy = "every"  # each commit gets its own build
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -142,6 +147,7 @@ class Backend(Strict):
     level: Level
     device: str = Field(pattern=DEVICE_NAME, max_length=MAX_NAME)
     branches: BranchNames
+    queue: QueuePolicy = QUEUE_NEWEST
     timeout: Seconds = 10800
     setup: list[Command] = Field(default=[], max_length=MAX_SETUP_COMMANDS)
     env: dict[str, Command] = Field(default={}, max_length=MAX_ENV_VARIABLES)
