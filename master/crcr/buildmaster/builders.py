@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from buildbot.plugins import util
 
+from crcr.buildmaster.coalescing import collapse_requests
 from crcr.buildmaster.factory import make_factory
 from crcr.config.loader import RelayConfig
 from crcr.config.models import Backend
@@ -31,8 +32,8 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
             factory=make_factory(backend, settings, relay.selections),
             tags=[backend.device, backend.level],
             properties={BACKEND_PROPERTY: backend.name, LEVEL_PROPERTY: backend.level},
-            # Never merge requests: every upstream commit gets its own verdict.
-            collapseRequests=False,
+            # The backend's queue policy: which waiting requests a newer one replaces (coalescing.py).
+            collapseRequests=collapse_requests(backend),
         )
         for backend in relay.active_backends
     ]

@@ -1,0 +1,70 @@
+"""A backend's queue policy as Buildbot's collapseRequests: which queued build requests a newer one replaces.
+
+Buildbot's BuildRequestCollapser (buildbot/process/buildrequest.py) runs when a buildset is added: it asks the
+builder's collapseRequests function about each unclaimed older request of the builder, then claims those it
+approved and completes them SKIPPED. With `queue: newest`, only requests of the backend's upstream scheduler
+are collapsed, and only into a newer one of that scheduler; forced, bisection and pull-request requests never
+are, and nothing is collapsed into them: their builds answer a question about one exact commit.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Literal
+
+from buildbot.process.buildrequest import BuildRequest
+from buildbot.util.twisted import async_to_deferred
+
+from crcr.config.models import QUEUE_EVERY, Backend
+from crcr.names import upstream_scheduler_name
+
+# The message announcing that a request may be collapsed into a newer one (see announce_approval), and a
+# filter for master.mq.startConsuming that matches every such message.
+COLLAPSE_APPROVED_FILTER = ("crcr", "collapses", None, "approved")
+
+
+def collapse_approved_key(old_brid: int) -> tuple[str, ...]:
+    return ("crcr", "collapses", str(old_brid), "approved")
+
+
+def collapse_requests(backend: Backend) -> Callable | Literal[False]:
+    """The value of the backend's BuilderConfig.collapseRequests."""
+    if backend.queue == QUEUE_EVERY:
+        return False  # Buildbot then never collapses: one build per request
+    upstream = upstream_scheduler_name(backend.name)
+
+    @async_to_deferred
+    async def collapse_into_newer_upstream(master, builder, new_br: dict, old_br: dict) -> bool:
+        if await scheduler_of(master, new_br) != upstream or await scheduler_of(master, old_br) != upstream:
+            return False
+        # Buildbot's own test: the new request is the newer one, of the same branch, repository and project.
+        if not await BuildRequest.canBeCollapsed(master, new_br, old_br):
+            return False
+        announce_approval(master, backend.name, new_br, old_br)
+        return True
+
+    return collapse_into_newer_upstream
+
+
+async def scheduler_of(master, br: dict) -> str | None:
+    """The scheduler that asked for the request: Buildbot's schedulers record it in their buildsets' properties."""
+    properties = await master.data.get(("buildsets", str(br["buildsetid"]), "properties"))
+    value, _source = properties.get("scheduler", (None, None))
+    return value
+
+
+def announce_approval(master, backend: str, new_br: dict, old_br: dict) -> None:
+    """Tell the ledger that the old request's commit is to be covered by the new request's build.
+
+    An approval, not yet a collapse: the collapser claims the old request only after every answer, and a unit
+    may have claimed it meanwhile, in which case it builds after all (it is then not completed SKIPPED).
+    A listener must treat a request that starts its own build as built, whatever was announced for it.
+    """
+    master.mq.produce(
+        collapse_approved_key(old_br["buildrequestid"]),
+        {
+            "old_brid": old_br["buildrequestid"],
+            "new_brid": new_br["buildrequestid"],
+            "builderid": new_br["builderid"],
+            "backend": backend,
+        },
+    )
