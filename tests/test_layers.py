@@ -11,7 +11,7 @@ import pytest
 import crcr
 
 PACKAGE = Path(crcr.__file__).parent
-LAYERS = ["config", "suites", "buildmaster", "github", "cli"]
+LAYERS = ["config", "suites", "buildmaster", "github", "cli", "store"]
 
 
 @pytest.mark.parametrize("layer", ["config", "suites"])

@@ -16,6 +16,7 @@ from crcr.buildmaster.schedulers import force_scheduler, upstream_scheduler
 from crcr.buildmaster.secrets import SecretsDirectory
 from crcr.config.settings import Settings, load_settings
 from crcr.buildmaster.workers import make_workers
+from crcr.store.service import RelayStore
 from crcr.buildmaster.www import TITLE, commit_links, upstream_project, www_config
 
 
@@ -49,6 +50,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "builders": make_builders(relay, settings),
         "services": [
             *github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive), RevisionIndex(),
+            RelayStore(),
         ],
         "www": www_config(settings, relay),
         "projects": [upstream_project(settings)],

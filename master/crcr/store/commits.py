@@ -1,0 +1,113 @@
+"""The ledger: one row per (backend, upstream commit), from its arrival to its final verdict, for the verdicts of
+commits not built alone and for commit-to-verdict latency.
+
+Each function takes a SQLAlchemy connection (the master runs them through RelayStore) and commits what it writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from crcr.store.tables import HOW_DECIDED, VERDICTS, check_value, commits
+
+
+@dataclass(frozen=True)
+class CommitRow:
+    id: int
+    backend: str
+    sha: str
+    branch: str
+    seen_at: int  # when the relay first saw the commit
+    started_at: int | None  # when its own build, or the build covering it, first started
+    decided_at: int | None  # when its final verdict was posted; None while pending
+    state: str  # pending | success | failure | error
+    description: str | None  # the text of its GitHub status
+    how: str | None  # built | covered | bisected | forced, once decided
+    brid: int | None  # the build request that builds or covers it
+    buildid: int | None  # the build that decided it
+
+
+def record_arrival(conn, backend: str, sha: str, branch: str, seen_at: float, brid: int | None = None,
+                   description: str | None = None) -> bool:
+    """A pending row for a commit the relay sees; True when it is new. A commit seen again (rebuilt, forced) keeps
+    its row as it is, first seen_at included."""
+    try:
+        conn.execute(commits.insert().values(
+            backend=backend, sha=sha, branch=branch, seen_at=int(seen_at), state="pending", description=description,
+            brid=brid,
+        ))
+    except sa.exc.IntegrityError:  # (backend, sha) is unique: inserting is also how two masters agree on one row
+        conn.rollback()
+        return False
+    conn.commit()
+    return True
+
+
+def move_to_request(conn, old_brid: int, new_brid: int) -> int:
+    """The undecided commits of request `old_brid` are now covered by `new_brid` (the old one was collapsed into
+    it); returns how many moved."""
+    moved = conn.execute(
+        commits.update().where(commits.c.brid == old_brid, commits.c.decided_at.is_(None)).values(brid=new_brid)
+    ).rowcount
+    conn.commit()
+    return moved
+
+
+def mark_started(conn, brid: int, started_at: float) -> int:
+    """The build of request `brid` started: so did every commit it builds or covers, unless one started before
+    (an earlier build of the request, retried); returns how many rows changed."""
+    started = conn.execute(
+        commits.update().where(commits.c.brid == brid, commits.c.started_at.is_(None)).values(started_at=int(started_at))
+    ).rowcount
+    conn.commit()
+    return started
+
+
+def commits_of_request(conn, brid: int) -> list[CommitRow]:
+    """The commits request `brid` builds or covers, in the order they arrived."""
+    return _rows(conn, commits.select().where(commits.c.brid == brid).order_by(commits.c.id))
+
+
+def find_commit(conn, backend: str, sha: str) -> CommitRow | None:
+    found = _rows(conn, commits.select().where(commits.c.backend == backend, commits.c.sha == sha))
+    return found[0] if found else None
+
+
+def decide(conn, backend: str, sha: str, state: str, description: str, how: str, buildid: int | None,
+           decided_at: float) -> bool:
+    """The final verdict posted for a commit; False when the relay has no row for it."""
+    check_value("state", state, VERDICTS)
+    check_value("how", how, HOW_DECIDED)
+    decided = conn.execute(
+        commits.update()
+        .where(commits.c.backend == backend, commits.c.sha == sha)
+        .values(state=state, description=description, how=how, buildid=buildid, decided_at=int(decided_at))
+    ).rowcount
+    conn.commit()
+    return decided == 1
+
+
+def set_pending_description(conn, backend: str, sha: str, description: str) -> bool:
+    """A new text for a commit still pending ('Bisecting ...'); a decided commit keeps its verdict's: False then."""
+    changed = conn.execute(
+        commits.update()
+        .where(commits.c.backend == backend, commits.c.sha == sha, commits.c.decided_at.is_(None))
+        .values(description=description)
+    ).rowcount
+    conn.commit()
+    return changed == 1
+
+
+def decided_since(conn, since: float, backend: str | None = None) -> list[CommitRow]:
+    """The commits of `backend` (of every backend without one) decided at or after `since`, earliest first: their
+    seen_at, started_at and decided_at are the latency's figures."""
+    query = commits.select().where(commits.c.decided_at >= int(since))
+    if backend is not None:
+        query = query.where(commits.c.backend == backend)
+    return _rows(conn, query.order_by(commits.c.decided_at, commits.c.id))
+
+
+def _rows(conn, query) -> list[CommitRow]:
+    return [CommitRow(**row._mapping) for row in conn.execute(query)]

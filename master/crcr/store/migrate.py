@@ -1,0 +1,40 @@
+"""Creates and upgrades the relay's tables with alembic, as Buildbot's model.upgrade runs its own migrations (no
+env.py: a MigrationContext on the master's own connection). The version is kept in a table of its own, so that
+Buildbot's alembic_version, and Buildbot's upgrades, never see the relay's tables.
+
+A later change of the tables is a new file in migrations/ whose down_revision is the newest one's revision.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic.operations import Operations
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from twisted.python import log
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+VERSION_TABLE = "crcr_alembic_version"
+
+
+def migration_scripts() -> ScriptDirectory:
+    return ScriptDirectory(MIGRATIONS, version_locations=[MIGRATIONS])
+
+
+def upgrade_tables(conn) -> None:
+    """Runs the migrations the database has not had yet; nothing when it has them all."""
+    scripts = migration_scripts()
+    newest = scripts.get_current_head()
+    # _upgrade_revs is what alembic's own upgrade command and Buildbot's model.upgrade call: the steps from `current`.
+    context = MigrationContext.configure(
+        conn,
+        opts={"version_table": VERSION_TABLE, "fn": lambda current, _context: scripts._upgrade_revs(newest, current)},
+    )
+    current = context.get_current_revision()
+    if current == newest:
+        return
+    log.msg(f"crcr store: upgrading the relay's tables from {current or 'none'} to {newest}")
+    with Operations.context(context), context.begin_transaction():
+        context.run_migrations()
+    conn.commit()

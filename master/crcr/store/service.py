@@ -1,0 +1,67 @@
+"""RelayStore: the relay's tables for the master's other services, upgraded as the master starts.
+
+Buildbot starts the configured services in no set order, so a service may call the store before it has started:
+every call waits until the tables are up to date, then runs in Buildbot's database threads (master.db.pool).
+Other services find it as master.service_manager.namedServices["crcr-store"] (where Buildbot keeps them).
+"""
+
+from __future__ import annotations
+
+from buildbot.util import service
+from twisted.internet import defer
+
+from crcr.store import bisections, commits
+from crcr.store.migrate import upgrade_tables
+
+
+def _through_pool(function):
+    """A method running `function(conn, *args, **kwargs)` in the database threads; it returns a Deferred."""
+
+    @defer.inlineCallbacks
+    def method(self, *args, **kwargs):
+        yield self._tables_ready()
+        return (yield self.master.db.pool.do(function, *args, **kwargs))
+
+    method.__name__, method.__doc__ = function.__name__, function.__doc__
+    return method
+
+
+class RelayStore(service.BuildbotService):
+    name = "crcr-store"
+
+    def __init__(self):
+        super().__init__()
+        self._waiting: list[defer.Deferred] | None = []  # None once the tables are up to date
+
+    @defer.inlineCallbacks
+    def startService(self):
+        yield self.master.db.pool.do(upgrade_tables)  # a failure stops the master's start, and Buildbot logs it
+        waiting, self._waiting = self._waiting or [], None
+        for call in waiting:
+            call.callback(None)
+        yield super().startService()
+
+    def _tables_ready(self) -> defer.Deferred:
+        if self._waiting is None:
+            return defer.succeed(None)
+        ready = defer.Deferred()
+        self._waiting.append(ready)
+        return ready
+
+    record_arrival = _through_pool(commits.record_arrival)
+    move_to_request = _through_pool(commits.move_to_request)
+    mark_started = _through_pool(commits.mark_started)
+    commits_of_request = _through_pool(commits.commits_of_request)
+    find_commit = _through_pool(commits.find_commit)
+    decide = _through_pool(commits.decide)
+    set_pending_description = _through_pool(commits.set_pending_description)
+    decided_since = _through_pool(commits.decided_since)
+
+    create_bisection = _through_pool(bisections.create_bisection)
+    update_bisection = _through_pool(bisections.update_bisection)
+    running_bisections = _through_pool(bisections.running_bisections)
+    recent_bisections = _through_pool(bisections.recent_bisections)
+    bisection_with_steps = _through_pool(bisections.bisection_with_steps)
+    add_step = _through_pool(bisections.add_step)
+    update_step = _through_pool(bisections.update_step)
+    step_of_request = _through_pool(bisections.step_of_request)

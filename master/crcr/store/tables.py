@@ -1,0 +1,82 @@
+"""The relay's tables as the newest migration leaves them, for the queries (tests check that both agree).
+
+Times are epoch seconds, as in Buildbot's own tables. Build request and build ids are not foreign keys: the relay's
+rows must not hold up, or break on, what Buildbot does with its own tables.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from crcr.config.limits import MAX_BRANCH_NAME, MAX_NAME
+
+VERDICTS = ("success", "failure", "error")  # GitHub's commit status states but pending
+HOW_DECIDED = ("built", "covered", "bisected", "forced")
+BISECTION_STATES = ("running", "done", "abandoned")
+STEP_OUTCOMES = ("pending", "good", "bad", "mixed", "skipped")
+
+SHA_LENGTH = 40
+STATE_LENGTH = 16
+
+metadata = sa.MetaData()
+
+commits = sa.Table(
+    "crcr_commits",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("backend", sa.String(MAX_NAME), nullable=False),
+    sa.Column("sha", sa.String(SHA_LENGTH), nullable=False),
+    sa.Column("branch", sa.String(MAX_BRANCH_NAME), nullable=False),
+    sa.Column("seen_at", sa.BigInteger, nullable=False),
+    sa.Column("started_at", sa.BigInteger),
+    sa.Column("decided_at", sa.BigInteger),
+    sa.Column("state", sa.String(STATE_LENGTH), nullable=False),
+    sa.Column("description", sa.Text),
+    sa.Column("how", sa.String(STATE_LENGTH)),
+    sa.Column("brid", sa.Integer),
+    sa.Column("buildid", sa.Integer),
+    sa.Index("crcr_commits_backend_sha", "backend", "sha", unique=True),
+    sa.Index("crcr_commits_brid", "brid"),
+    sa.Index("crcr_commits_backend_decided_at", "backend", "decided_at"),
+)
+
+bisections = sa.Table(
+    "crcr_bisections",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("backend", sa.String(MAX_NAME), nullable=False),
+    sa.Column("branch", sa.String(MAX_BRANCH_NAME), nullable=False),
+    sa.Column("good_sha", sa.String(SHA_LENGTH), nullable=False),
+    sa.Column("bad_sha", sa.String(SHA_LENGTH), nullable=False),
+    sa.Column("trigger_buildid", sa.Integer),
+    sa.Column("requested_by", sa.Text),
+    sa.Column("started_at", sa.BigInteger, nullable=False),
+    sa.Column("ended_at", sa.BigInteger),
+    sa.Column("state", sa.String(STATE_LENGTH), nullable=False),
+    sa.Column("plan", sa.Text, nullable=False),
+    sa.Column("result", sa.Text),
+)
+
+bisection_steps = sa.Table(
+    "crcr_bisection_steps",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("bisectionid", sa.Integer, sa.ForeignKey("crcr_bisections.id"), nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("sha", sa.String(SHA_LENGTH), nullable=False),
+    sa.Column("brid", sa.Integer),
+    sa.Column("buildid", sa.Integer),
+    sa.Column("tests", sa.Text, nullable=False),
+    sa.Column("outcome", sa.String(STATE_LENGTH), nullable=False),
+    sa.Column("results", sa.Text),
+    sa.Column("started_at", sa.BigInteger, nullable=False),
+    sa.Column("ended_at", sa.BigInteger),
+    sa.Index("crcr_bisection_steps_bisectionid", "bisectionid"),
+    sa.Index("crcr_bisection_steps_brid", "brid"),
+)
+
+
+def check_value(field: str, value: str, allowed: tuple[str, ...]) -> None:
+    """A mistyped state would be stored silently and never match a query: refuse it."""
+    if value not in allowed:
+        raise ValueError(f"{field} must be one of {', '.join(allowed)}, not {value!r}")

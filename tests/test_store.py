@@ -1,0 +1,307 @@
+"""The relay's own tables: created and upgraded by their migration beside Buildbot's schema, on a real SQLite file
+(and PostgreSQL, end to end), and what each function of the ledger and the bisections does to them."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from buildbot.db import enginestrategy
+from buildbot.test.fake import fakemaster
+from buildbot.test.reactor import TestReactorMixin
+from twisted.internet import defer
+from twisted.trial import unittest
+
+from conftest import backend, prepare_relay, suite
+from crcr.store import migrate, tables
+from crcr.store.bisections import (
+    add_step, bisection_with_steps, create_bisection, recent_bisections, running_bisections, step_of_request,
+    update_bisection, update_step,
+)
+from crcr.store.commits import (
+    commits_of_request, decide, decided_since, find_commit, mark_started, move_to_request, record_arrival,
+    set_pending_description,
+)
+from crcr.store.migrate import VERSION_TABLE, upgrade_tables
+from crcr.store.service import RelayStore
+
+RELAY_TABLES = {"crcr_commits", "crcr_bisections", "crcr_bisection_steps", VERSION_TABLE}
+A, B, C, D = (f"{n:040x}" for n in range(0xA, 0xE))
+
+
+def open_database(url: str, basedir) -> sa.Connection:
+    """A connection as the master makes it (Buildbot's engine settings for SQLite and PostgreSQL)."""
+    return enginestrategy.create_engine(url, basedir=str(basedir)).connect()
+
+
+@pytest.fixture
+def db(tmp_path):
+    conn = open_database(f"sqlite:///{tmp_path / 'state.sqlite'}", tmp_path)
+    upgrade_tables(conn)
+    yield conn
+    conn.close()
+
+
+def versions(conn, table: str) -> list[str]:
+    return [v for (v,) in conn.execute(sa.text(f"SELECT version_num FROM {table}"))]
+
+
+# --- the migration ---
+
+
+def test_the_migration_creates_the_tables_and_records_its_version(db):
+    assert RELAY_TABLES <= set(sa.inspect(db).get_table_names())
+    assert versions(db, VERSION_TABLE) == [migrate.migration_scripts().get_current_head()]
+
+
+def test_the_tables_are_what_the_queries_expect(db):
+    context = MigrationContext.configure(db, opts={"version_table": VERSION_TABLE})
+
+    assert compare_metadata(context, tables.metadata) == [], "tables.py and the migrations disagree: add a migration"
+
+
+def test_a_second_run_changes_nothing(db):
+    record_arrival(db, "alpha", A, "main", seen_at=100)
+
+    upgrade_tables(db)
+
+    assert versions(db, VERSION_TABLE) == ["001"]
+    assert find_commit(db, "alpha", A).seen_at == 100
+
+
+def test_a_later_migration_upgrades_the_tables_from_their_recorded_version(db, tmp_path, monkeypatch):
+    record_arrival(db, "alpha", A, "main", seen_at=100)
+    later = tmp_path / "migrations"
+    shutil.copytree(migrate.MIGRATIONS, later, ignore=shutil.ignore_patterns("__pycache__"))
+    (later / "002_note.py").write_text(
+        "import sqlalchemy as sa\nfrom alembic import op\n"
+        "revision = '002'\ndown_revision = '001'\n"
+        "def upgrade():\n    op.add_column('crcr_commits', sa.Column('note', sa.Text))\n"
+    )
+    monkeypatch.setattr(migrate, "MIGRATIONS", later)
+
+    upgrade_tables(db)
+
+    assert versions(db, VERSION_TABLE) == ["002"]
+    assert "note" in {c["name"] for c in sa.inspect(db).get_columns("crcr_commits")}
+    assert db.execute(sa.text("SELECT seen_at FROM crcr_commits")).all() == [(100,)], "the rows stay"
+
+
+# --- the ledger ---
+
+
+def test_an_arrival_is_pending_and_keeps_the_first_time_it_was_seen(db):
+    assert record_arrival(db, "alpha", A, "main", seen_at=100.7, brid=1, description="Queued") is True
+    assert record_arrival(db, "alpha", A, "main", seen_at=200, brid=2) is False
+    assert record_arrival(db, "beta", A, "main", seen_at=300) is True, "a row per backend"
+
+    row = find_commit(db, "alpha", A)
+    assert (row.seen_at, row.brid, row.state, row.description, row.decided_at) == (100, 1, "pending", "Queued", None)
+    assert find_commit(db, "beta", A).seen_at == 300
+    assert find_commit(db, "alpha", B) is None
+
+
+def test_a_collapsed_request_hands_its_undecided_commits_to_the_newer_one(db):
+    for sha in (A, B):
+        record_arrival(db, "alpha", sha, "main", seen_at=100, brid=1)
+    record_arrival(db, "alpha", C, "main", seen_at=100, brid=2)
+    decide(db, "alpha", B, "success", "Passed", "built", buildid=7, decided_at=150)
+
+    assert move_to_request(db, old_brid=1, new_brid=3) == 1
+
+    assert [r.sha for r in commits_of_request(db, 3)] == [A]
+    assert [r.sha for r in commits_of_request(db, 1)] == [B], "a decided commit keeps the request that decided it"
+    assert [r.sha for r in commits_of_request(db, 2)] == [C]
+
+
+def test_a_request_starting_again_keeps_its_commits_first_start(db):
+    for sha in (A, B):
+        record_arrival(db, "alpha", sha, "main", seen_at=100, brid=1)
+    record_arrival(db, "alpha", C, "main", seen_at=100, brid=2)
+
+    assert mark_started(db, 1, started_at=110) == 2
+    assert mark_started(db, 1, started_at=500) == 0  # a retried build of the same request
+
+    assert [(r.sha, r.started_at) for r in commits_of_request(db, 1)] == [(A, 110), (B, 110)]
+    assert find_commit(db, "alpha", C).started_at is None
+
+
+def test_a_verdict_decides_a_commit_and_a_pending_text_does_not(db):
+    record_arrival(db, "alpha", A, "main", seen_at=100, brid=1, description="Queued")
+    record_arrival(db, "alpha", B, "main", seen_at=100, brid=1, description="Queued")
+
+    assert set_pending_description(db, "alpha", A, "Bisecting 3 commits") is True
+    assert decide(db, "alpha", B, "failure", "First bad commit: broke test_add", "bisected", buildid=9, decided_at=400)
+    assert set_pending_description(db, "alpha", B, "Bisecting again") is False
+
+    pending, decided = find_commit(db, "alpha", A), find_commit(db, "alpha", B)
+    assert (pending.state, pending.description, pending.decided_at) == ("pending", "Bisecting 3 commits", None)
+    assert (decided.state, decided.description, decided.how, decided.buildid, decided.decided_at) == (
+        "failure", "First bad commit: broke test_add", "bisected", 9, 400
+    )
+    assert decide(db, "alpha", C, "success", "Passed", "built", buildid=1, decided_at=1) is False, "no such row"
+
+
+@pytest.mark.parametrize("state, how", [("pending", "built"), ("passed", "built"), ("success", "guessed")])
+def test_a_verdict_with_an_unknown_state_or_way_is_refused(db, state, how):
+    record_arrival(db, "alpha", A, "main", seen_at=100)
+
+    with pytest.raises(ValueError, match="must be one of"):
+        decide(db, "alpha", A, state, "text", how, buildid=1, decided_at=200)
+    assert find_commit(db, "alpha", A).state == "pending"
+
+
+def test_latency_rows_are_the_commits_decided_since_a_time(db):
+    for backend_name, sha, decided_at in (("alpha", A, 300), ("alpha", B, 200), ("alpha", C, 50), ("beta", A, 250)):
+        record_arrival(db, backend_name, sha, "main", seen_at=10)
+        decide(db, backend_name, sha, "success", "Passed", "built", buildid=1, decided_at=decided_at)
+    record_arrival(db, "alpha", D, "main", seen_at=10)  # still pending
+
+    assert [r.sha for r in decided_since(db, 100, "alpha")] == [B, A]
+    assert [(r.backend, r.sha) for r in decided_since(db, 100)] == [("alpha", B), ("beta", A), ("alpha", A)]
+    row = decided_since(db, 300)[0]
+    assert (row.seen_at, row.decided_at, row.how) == (10, 300, "built")
+
+
+# --- bisections ---
+
+
+def test_a_bisection_runs_until_it_is_done_with_its_result(db):
+    plan = {"range": [A, B, C], "tests": [["unit", "test_x.py::test_add"]]}
+    bisectionid = create_bisection(db, "alpha", "main", A, C, plan, started_at=100, trigger_buildid=12)
+    by_hand = create_bisection(db, "alpha", "main", A, B, {}, started_at=110, requested_by="maintainer@example.com")
+
+    assert [b.id for b in running_bisections(db)] == [bisectionid, by_hand]
+    update_bisection(db, bisectionid, plan={**plan, "bad": [C]})
+    update_bisection(db, bisectionid, state="done", result={"culprits": {B: ["test_x.py::test_add"]}}, ended_at=900)
+
+    bisection, steps = bisection_with_steps(db, bisectionid)
+    assert (bisection.backend, bisection.branch, bisection.good_sha, bisection.bad_sha) == ("alpha", "main", A, C)
+    assert (bisection.trigger_buildid, bisection.requested_by, bisection.started_at) == (12, None, 100)
+    assert (bisection.state, bisection.ended_at) == ("done", 900)
+    assert bisection.plan == {**plan, "bad": [C]}
+    assert bisection.result == {"culprits": {B: ["test_x.py::test_add"]}}
+    assert steps == []
+    assert [b.id for b in running_bisections(db)] == [by_hand]
+    assert bisection_with_steps(db, 999) is None
+    with pytest.raises(ValueError, match="must be one of"):
+        update_bisection(db, by_hand, state="finished")
+
+
+def test_recent_bisections_are_a_backends_newest_first(db):
+    ids = [create_bisection(db, name, "main", A, B, {}, started_at=100) for name in ("alpha", "beta", "alpha", "alpha")]
+
+    assert [b.id for b in recent_bisections(db, "alpha", limit=2)] == [ids[3], ids[2]]
+    assert [b.id for b in recent_bisections(db, "beta", limit=10)] == [ids[1]]
+
+
+def test_a_bisections_steps_are_found_by_their_build_request(db):
+    bisectionid = create_bisection(db, "alpha", "main", A, D, {}, started_at=100)
+    tests = {"unit": ["test_x.py::test_add"]}
+    first = add_step(db, bisectionid, position=1, sha=B, tests=tests, started_at=110, brid=41)
+    second = add_step(db, bisectionid, position=0, sha=A, tests=tests, started_at=120)
+
+    update_step(db, first, buildid=77, outcome="bad", results={"test_x.py::test_add": "failure"}, ended_at=200)
+    update_step(db, second, brid=42)
+
+    found = step_of_request(db, 41)
+    assert (found.id, found.position, found.sha, found.buildid, found.outcome) == (first, 1, B, 77, "bad")
+    assert (found.tests, found.results, found.started_at, found.ended_at) == (
+        tests, {"test_x.py::test_add": "failure"}, 110, 200
+    )
+    assert step_of_request(db, 42).outcome == "pending"
+    assert step_of_request(db, 43) is None
+    _, steps = bisection_with_steps(db, bisectionid)
+    assert [s.id for s in steps] == [first, second]
+    with pytest.raises(ValueError, match="must be one of"):
+        update_step(db, second, outcome="flaky")
+
+
+# --- RelayStore in a master (Buildbot's harness, its real database layer on a SQLite file) ---
+
+
+class RelayStoreTest(TestReactorMixin, unittest.TestCase):
+    @defer.inlineCallbacks
+    def setUp(self):
+        self.setup_test_reactor()
+        # Buildbot's schema, upgraded by Buildbot, in a file of the master's folder, which the fake master removes.
+        basedir = tempfile.mkdtemp(prefix="crcr-store-")  # trial's mktemp() writes under the current directory
+        self.master = yield fakemaster.make_master(self, wantDb=True, db_url="sqlite:///state.sqlite", basedir=basedir)
+        self.store = RelayStore()
+        yield self.store.setServiceParent(self.master)
+
+    def start(self):
+        self.addCleanup(self.master.stopService)
+        return self.master.startService()
+
+    def table_versions(self):
+        def read(conn):
+            return {table: versions(conn, table) for table in ("alembic_version", VERSION_TABLE)}
+
+        return self.master.db.pool.do(read)
+
+    @defer.inlineCallbacks
+    def test_starting_creates_the_tables_beside_buildbots_own(self):
+        buildbots = yield self.master.db.pool.do(versions, "alembic_version")
+
+        yield self.start()
+
+        found = yield self.table_versions()
+        self.assertEqual(found, {"alembic_version": buildbots, VERSION_TABLE: ["001"]})
+        self.assertTrue((yield self.master.db.model.is_current()), "Buildbot still finds its schema current")
+
+    @defer.inlineCallbacks
+    def test_a_call_made_before_the_store_started_waits_for_the_tables(self):
+        arrival = self.store.record_arrival("alpha", A, "main", seen_at=100)
+        self.assertFalse(arrival.called)
+
+        yield self.start()
+
+        self.assertTrue((yield arrival))
+        row = yield self.store.find_commit("alpha", A)
+        self.assertEqual((row.seen_at, row.state), (100, "pending"))
+
+    @defer.inlineCallbacks
+    def test_a_restarted_store_keeps_the_tables_and_their_rows(self):
+        yield self.start()
+        yield self.store.record_arrival("alpha", A, "main", seen_at=100, brid=5)
+        yield self.store.stopService()
+
+        yield self.store.startService()
+
+        self.assertEqual([r.sha for r in (yield self.store.commits_of_request(5))], [A])
+        self.assertEqual((yield self.table_versions())[VERSION_TABLE], ["001"])
+
+
+# --- a real master on PostgreSQL ---
+
+
+@pytest.mark.e2e
+def test_a_master_on_postgresql_creates_the_tables_for_a_round_trip(tmp_path, upstream, github, postgres):
+    backends = {"pg-alpha": backend("L2", "alpha", [suite("pass", "test/test_pass.py")])}
+    master, _workers = prepare_relay(tmp_path, upstream, github, backends, CRCR_DB_URL=postgres.url)
+    master.start()  # `crcr master start`: the master is running once it returns
+    master.stop()
+
+    conn = open_database(postgres.url, tmp_path)
+    try:
+        assert RELAY_TABLES <= set(sa.inspect(conn).get_table_names())
+        assert versions(conn, VERSION_TABLE) == ["001"]
+        upgrade_tables(conn)  # a second start
+        assert versions(conn, VERSION_TABLE) == ["001"]
+
+        assert record_arrival(conn, "pg-alpha", A, "main", seen_at=100, brid=1) is True
+        assert record_arrival(conn, "pg-alpha", A, "main", seen_at=200) is False
+        mark_started(conn, 1, started_at=150)
+        decide(conn, "pg-alpha", A, "success", "Passed", "built", buildid=3, decided_at=300)
+        row = decided_since(conn, 0, "pg-alpha")[0]
+        assert (row.seen_at, row.started_at, row.decided_at, row.how) == (100, 150, 300, "built")
+        bisectionid = create_bisection(conn, "pg-alpha", "main", A, B, {"step": 1}, started_at=100)
+        add_step(conn, bisectionid, position=0, sha=A, tests=["t"], started_at=110, brid=8)
+        assert step_of_request(conn, 8).bisectionid == bisectionid
+    finally:
+        conn.close()
