@@ -22,6 +22,11 @@ TOTALS_PROPERTY = "crcr_test_totals"
 # What the user typed on a force build, before it was pinned to an exact commit.
 REQUESTED_REVISION_PROPERTY = "crcr_requested_revision"
 
+# A bisection build: one upstream commit, only the tests its bisection asks about, no baseline, no GitHub status.
+BISECTION_PROPERTY = "crcr_bisection"  # the bisection's id
+ONLY_TESTS_PROPERTY = "crcr_only_tests"  # {suite: [pytest node ids]}: only those suites and tests run; [] a whole suite
+TEST_OUTCOMES_PROPERTY = "crcr_test_outcomes"  # {suite: {node id: outcome}}, set by each asked suite
+
 # Step names: the waterfall shows them, the status texts find the suites by the prefix.
 CHECKOUT_STEP = "checkout upstream"
 PREPARE_STEP = "prepare build folder"  # empties the results folder, ships the selection plugin and specs
@@ -43,6 +48,10 @@ def upstream_scheduler_name(backend: str) -> str:
 
 def force_scheduler_name(backend: str) -> str:
     return f"force-{backend}"
+
+
+def bisect_scheduler_name(backend: str) -> str:
+    return f"bisect-{backend}"
 
 
 def backend_of_force_scheduler(name: str) -> str:
