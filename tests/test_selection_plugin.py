@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from crcr.config.models import Suite
-from crcr.suites.results import parse_junit
-from crcr.suites.selection import PLUGIN_FILE, pytest_command, rerun_command
+from crcr.suites.results import outcomes_by_test, parse_junit
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, PLUGIN_FILE, only_tests_command, pytest_command, rerun_command
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
 
 PLUGIN_DIR = PLUGIN_FILE.parent
@@ -322,11 +322,12 @@ def nested_checkout(tmp_path: Path, checkout_config: dict[str, str]) -> Path:
     return checkout
 
 
-def run_relay_command(checkout: Path, command: str) -> subprocess.CompletedProcess:
-    """A suite's command line as the worker runs it: a shell in the checkout, the plugin's folder on PYTHONPATH."""
+def run_relay_command(checkout: Path, command: str, **step_env: str) -> subprocess.CompletedProcess:
+    """A suite's command line as the worker runs it: a shell in the checkout, the plugin's folder on PYTHONPATH,
+    and the step's own variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "CRCR_"))}
     env.update(PYTHONPATH=str(PLUGIN_DIR), CRCR_SELECTION=str(checkout.parent / "selection.json"),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}")
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", **step_env)
     return subprocess.run(["bash", "-c", command], cwd=checkout, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -352,6 +353,36 @@ def test_suite_and_rerun_run_in_the_checkout_alone_whatever_folder_holds_it(tmp_
 
     assert rerun.returncode == 1, rerun.stdout + rerun.stderr
     assert parse_junit((checkout.parent / "results" / "ops.rerun1.xml").read_bytes()).failing == failing
+
+
+def run_only(checkout: Path, *node_ids: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
+    """A bisection's run of `node_ids`, as the suite step starts it; each reported test's outcome."""
+    result = run_relay_command(checkout, only_tests_command("../results/ops.xml"),
+                               **{ONLY_TESTS_VARIABLE: json.dumps(node_ids)})
+    return result, outcomes_by_test((checkout.parent / "results" / "ops.xml").read_bytes())
+
+
+def test_only_the_asked_tests_run_with_the_suites_selection_and_tests_this_commit_lacks_stop_no_other(checkout):
+    torch, view_ops = "test/test_torch.py::TestTorch", "test/test_view_ops.py::TestOldViewOps"
+
+    result, outcomes = run_only(checkout, f"{torch}::test_to", f"{torch}::test_type", f"{torch}::test_type_conversion",
+                                f"{view_ops}::test_flatten[2]", f"{torch}::test_added_later", "test/test_added_later.py::test_x")
+
+    assert outcomes == {
+        f"{torch}::test_to": "passed", f"{torch}::test_type": "failed",
+        f"{torch}::test_type_conversion": "skipped",  # the skip list still applies
+        f"{view_ops}::test_flatten[2]": "xfailed",  # and the test-suite config
+    }, result.stdout + result.stderr
+    assert result.returncode == 1
+    assert "crcr_selection: not in this checkout: test/test_added_later.py" in result.stdout
+
+
+def test_asked_tests_this_commit_lacks_altogether_run_nothing(checkout):
+    for asked in (["test/test_torch.py::TestTorch::test_added_later"], ["test/test_added_later.py::test_x"]):
+        result, outcomes = run_only(checkout, *asked)
+
+        assert outcomes == {}, result.stdout + result.stderr
+        assert result.returncode in (pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.mark.parametrize("files, chosen", [

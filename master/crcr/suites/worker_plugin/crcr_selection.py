@@ -15,6 +15,10 @@ plugin loads, so it must be said on its command line.
 
 The plugin reads the JSON spec named by the CRCR_SELECTION variable; without the variable it does nothing.
 
+A bisection names the only tests to run in CRCR_ONLY_TESTS, a JSON list of node ids: the runner collects
+their files that exist and the plugin deselects every other test. pytest given the node ids themselves
+would run none of them when one is missing (a test added by a later commit than the one under test).
+
     {"device": "spyre",
      "skip": [{"nodeid": "test/test_a.py::TestA::test_x", "reason": "pr_skip_list.jsonl"}],
      "files": {"test/test_torch.py": {"unlisted": "skip", "rules": [
@@ -45,6 +49,7 @@ except ImportError:  # Python < 3.11, where pytest itself reads pyproject.toml w
 
 PLUGIN_NAME = Path(__file__).stem  # this module's name as `-p` loads it (it runs as __main__)
 SPEC_VARIABLE = "CRCR_SELECTION"
+ONLY_VARIABLE = "CRCR_ONLY_TESTS"
 # pytest's configuration files in the order pytest tries them in a folder, each with the section that
 # makes it pytest's (None: the file counts as it is). A pyproject.toml counts with any [tool.pytest]
 # table: [tool.pytest.ini_options], or the native table of pytest 9. setup.cfg's obsolete [pytest]
@@ -80,13 +85,41 @@ DTYPES_TAIL = re.compile("(?:_(?:%s))*" % "|".join(DTYPE_NAMES))
 
 
 def main(args: list[str]) -> None:
-    """Run pytest in the checkout (the working directory) with `args`, pinned to the checkout."""
+    """Run pytest in the checkout (the working directory) with `args`, pinned to the checkout; with
+    ONLY_VARIABLE, on the files of its tests."""
+    only = _only_tests()
+    if only is not None:
+        args = [*args, *files_to_collect(only, Path.cwd())]
     pytest_args = [*pinned_to_checkout(Path.cwd()), "-p", PLUGIN_NAME, *args]
     print(f"{PLUGIN_NAME}: running {shlex.join([sys.executable, '-m', 'pytest', *pytest_args])}", flush=True)
     # In this process, as `python -m pytest` runs it (its console_main reads sys.argv): the command shown is what
     # runs, the step stops this process, and pytest is imported once, not once here and again in a new process.
     sys.argv[1:] = pytest_args
     raise SystemExit(pytest.console_main())
+
+
+def _only_tests() -> list[str] | None:
+    value = os.environ.get(ONLY_VARIABLE)
+    if value is None:
+        return None
+    try:
+        only = json.loads(value)
+    except ValueError:
+        only = None
+    if not (isinstance(only, list) and all(isinstance(test, str) for test in only)):
+        raise SystemExit(f"{PLUGIN_NAME}: {ONLY_VARIABLE}: expected a JSON list of node ids, got {value!r}")
+    return only
+
+
+def files_to_collect(node_ids: list[str], checkout: Path) -> list[str]:
+    """The files of `node_ids` that exist in the checkout. When none does, all of them: pytest then says
+    each is missing and runs nothing, where no file at all would run every test it finds."""
+    files = list(dict.fromkeys(node_id.split("::", 1)[0] for node_id in node_ids))
+    present = [file for file in files if (checkout / file).exists()]
+    missing = [file for file in files if file not in present]
+    if missing and present:
+        print(f"{PLUGIN_NAME}: not in this checkout: {' '.join(missing)}", flush=True)
+    return present or files
 
 
 def pinned_to_checkout(checkout: Path) -> list[str]:
@@ -123,6 +156,9 @@ def _toml_table(tables: dict, dotted: str):
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    only = _only_tests()
+    if only is not None:
+        config.pluginmanager.register(OnlyTests(only), "crcr-only-tests")
     path = os.environ.get(SPEC_VARIABLE)
     if not path:
         return
@@ -271,6 +307,20 @@ class Selection:
                 if template and template != method:
                     names.append((generic, template))
         return names
+
+
+class OnlyTests:
+    """Deselects every test but the named ones (node ids relative to the checkout, pytest's rootdir)."""
+
+    def __init__(self, node_ids: list[str]):
+        self.node_ids = set(node_ids)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items) -> None:
+        deselected = [item for item in items if item.nodeid not in self.node_ids]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if item.nodeid in self.node_ids]
 
 
 def _name_index(rules: list[dict]) -> dict[tuple[str, str], list[int]]:
