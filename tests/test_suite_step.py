@@ -3,11 +3,12 @@ and the master's git are expectations, the database is Buildbot's in-memory one,
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 
-from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
+from buildbot.process.results import FAILURE, SKIPPED, SUCCESS, WARNINGS
 from buildbot.process.remotetransfer import StringFileWriter
 from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
@@ -18,9 +19,11 @@ from twisted.trial import unittest
 from crcr.buildmaster.baseline import COMMITS_SEARCHED
 from crcr.buildmaster.budget import BudgetedShellCommand
 from crcr.buildmaster.suite_step import SuiteStep
-from crcr.names import POLLER_WORKDIR, TESTS_PROPERTY, TOTALS_PROPERTY
+from crcr.names import (
+    BISECTION_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
+)
 from crcr.suites.results import SuiteResults
-from crcr.suites.selection import rerun_command
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, rerun_command
 
 STARTED = 1304262222  # when the harness's build started (fakedb.Build's default)
 BUILDERID = 100  # the harness's builder
@@ -86,7 +89,7 @@ class StepHarness(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         return os.path.join(self.master.basedir, POLLER_WORKDIR)
 
 
-class SuiteStepTest(StepHarness):
+class SuiteStepHarness(StepHarness):
     def make_step(self, mode="gating", reruns=1, is_pytest=True, command=COMMAND, build_timeout=3600,
                   revision=SHA) -> SuiteStep:
         step = self.setup_step(SuiteStep(
@@ -109,14 +112,17 @@ class SuiteStepTest(StepHarness):
 
     @defer.inlineCallbacks
     def add_build(self, buildid: int, number: int, sha: str, failing: list[str] | None = None, complete=True,
-                  timed_out=False, suite="ops"):
-        """An earlier build of the builder at `sha`, with the suite's results when `failing` is given."""
+                  timed_out=False, suite="ops", bisection: int | None = None):
+        """An earlier build of the builder at `sha`, with the suite's results when `failing` is given; a build
+        of that bisection when `bisection` is given."""
         rows = [
             fakedb.BuildRequest(id=buildid, buildsetid=200, builderid=BUILDERID),
             fakedb.Build(id=buildid, number=number, buildrequestid=buildid, builderid=BUILDERID, workerid=400,
                          masterid=fakedb.FakeDBConnector.MASTER_ID, complete_at=STARTED - 100 if complete else None),
             fakedb.BuildProperty(buildid=buildid, name="got_revision", value=sha, source="Git"),
         ]
+        if bisection is not None:
+            rows.append(fakedb.BuildProperty(buildid=buildid, name=BISECTION_PROPERTY, value=bisection, source="crcr"))
         if failing is not None:
             results = SuiteResults(failing=failing, timed_out=timed_out).as_property()
             rows.append(fakedb.BuildProperty(buildid=buildid, name=TESTS_PROPERTY, value={suite: results}, source="crcr"))
@@ -125,6 +131,8 @@ class SuiteStepTest(StepHarness):
     def recorded(self) -> dict:
         return self.build.getProperty(TESTS_PROPERTY)["ops"]
 
+
+class SuiteStepTest(SuiteStepHarness):
     # --- the run and its exit ---
 
     @defer.inlineCallbacks
@@ -357,6 +365,24 @@ class SuiteStepTest(StepHarness):
         yield self.run_step()
 
     @defer.inlineCallbacks
+    def test_a_bisection_build_is_never_the_baseline(self):
+        # Its results hold only the few tests its bisection asked about: compared with it, every other known
+        # failure would be new.
+        older, bisected = "a" * 40, "b" * 40
+        yield self.add_build(1, 1, older, failing=ids("test_known"))
+        yield self.add_build(2, 2, bisected, failing=[], bisection=7)
+        self.make_step()
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")),
+                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_history(bisected, older)
+        self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new)")
+        self.expect_log_file("failing tests", (
+            f"compared with: build 1 of commit {older}\n"
+            "still failing:\n  test/test_ops.py::test_known\n"
+        ))
+        yield self.run_step()
+
+    @defer.inlineCallbacks
     def test_without_a_baseline_every_failure_is_new(self):
         self.make_step()
         self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")),
@@ -396,6 +422,159 @@ class SuiteStepTest(StepHarness):
         yield self.run_step()
         self.assertEqual(set(self.build.getProperty(TESTS_PROPERTY)), {"smoke", "ops"})
         self.assertEqual(self.build.getProperty(TOTALS_PROPERTY)["passed"], 5)
+
+
+BISECTION = 7
+
+
+def run_asked(*names: str) -> ExpectShell:
+    """A pytest suite running only the asked tests: the plugin takes them from the environment."""
+    return ExpectShell(workdir=WORKDIR, command=only_tests_command(JUNIT), env={ONLY_TESTS_VARIABLE: json.dumps(ids(*names))},
+                       timeout=STALL_TIMEOUT, max_time=SUITE_TIMEOUT)
+
+
+class BisectionStepTest(SuiteStepHarness):
+    """A suite step in a build of a bisection: only the asked tests run, each one's outcome is recorded, and
+    nothing is compared with a baseline (the master's `git rev-list` for one is never expected here: the
+    harness fails on an unexpected command)."""
+
+    def make_asked_step(self, only_tests: dict, **kwargs) -> SuiteStep:
+        step = self.make_step(**kwargs)
+        self.build.setProperty(BISECTION_PROPERTY, BISECTION, "crcr")
+        self.build.setProperty(ONLY_TESTS_PROPERTY, only_tests, "crcr")
+        return step
+
+    @defer.inlineCallbacks
+    def test_a_suite_the_bisection_does_not_ask_for_is_skipped(self):
+        self.make_asked_step({"smoke": []})
+        self.expect_outcome(SKIPPED, f"ops: skipped: bisection {BISECTION} does not need it")
+        self.expect_no_property(TEST_OUTCOMES_PROPERTY)
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_pytest_suite_runs_exactly_the_asked_tests_and_records_each_outcome(self):
+        self.make_asked_step({"ops": ids("test_a", "test_b")})
+        xml = junit(test_a="passed", test_b="failed")
+        self.expect_commands(run_asked("test_a", "test_b").exit(1), upload(JUNIT, xml),
+                             rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
+        self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 failed, 1 passed")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "passed", ids("test_b")[0]: "failed"}})
+        self.expect_log_file("junit.xml", xml)
+        self.expect_log_file("asked tests", (
+            f"bisection {BISECTION} asked for these tests (no comparison with an earlier build):\n"
+            "  test/test_ops.py::test_a: passed\n"
+            "  test/test_ops.py::test_b: failed\n"
+        ))
+        yield self.run_step()
+        self.assertIsNone(self.build.getProperty(TESTS_PROPERTY), "a bisection build's partial results are not the suite's")
+
+    @defer.inlineCallbacks
+    def test_every_asked_test_passing_is_success(self):
+        self.make_asked_step({"ops": ids("test_a", "test_b")})
+        self.expect_commands(run_asked("test_a", "test_b").exit(0), upload(JUNIT, junit(test_a="passed", test_b="passed")))
+        self.expect_outcome(SUCCESS, "ops: 2 asked tests: 2 passed")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_failed_test_that_passes_when_run_again_is_flaky(self):
+        self.make_asked_step({"ops": ids("test_a", "test_b")})
+        self.expect_commands(run_asked("test_a", "test_b").exit(1), upload(JUNIT, junit(test_a="passed", test_b="failed")),
+                             rerun("test_b").exit(0), upload("../results/ops.rerun1.xml", junit(test_b="passed")))
+        self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 flaky, 1 passed")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "passed", ids("test_b")[0]: "flaky"}})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_each_outcome_is_as_the_junit_xml_says(self):
+        self.make_asked_step({"ops": ids("test_a", "test_b", "test_c", "test_d")}, reruns=0)
+        xml = junit(test_a="errored", test_b="skipped", test_c="xfailed", test_d="passed")
+        self.expect_commands(run_asked("test_a", "test_b", "test_c", "test_d").exit(1), upload(JUNIT, xml))
+        self.expect_outcome(FAILURE, "ops: 4 asked tests: 1 errored, 1 passed, 1 xfailed, 1 skipped")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": dict(zip(ids("test_a", "test_b", "test_c", "test_d"),
+                                                                      ["errored", "skipped", "xfailed", "passed"]))})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_an_asked_test_missing_from_the_junit_xml_is_not_run(self):
+        # E.g. a test that this older commit does not have yet.
+        self.make_asked_step({"ops": ids("test_a", "test_new")})
+        self.expect_commands(run_asked("test_a", "test_new").exit(0), upload(JUNIT, junit(test_a="passed")))
+        self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 not run, 1 passed")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "passed", ids("test_new")[0]: "not run"}})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_run_that_ran_nothing_leaves_every_asked_test_not_run_and_says_why(self):
+        self.make_asked_step({"ops": ids("test_a", "test_b")})
+        self.expect_commands(run_asked("test_a", "test_b").exit(4), upload(JUNIT, junit()))
+        self.expect_outcome(FAILURE, "ops: 2 asked tests: 2 not run; exit code 4 (pytest usage error)")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {test: "not run" for test in ids("test_a", "test_b")}})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_timed_out_suite_leaves_the_asked_tests_not_run(self):
+        self.make_asked_step({"ops": ids("test_a")})
+        self.expect_commands(run_asked("test_a").update("failure_reason", "timeout").exit(-1))
+        self.expect_outcome(FAILURE, f"ops: timed out after {SUITE_TIMEOUT}s; 1 asked test: 1 not run")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "not run"}})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_timed_out_suite_asked_whole_is_not_run(self):
+        self.make_asked_step({"ops": []}, is_pytest=False, reruns=0, command="./run_my_tests.sh")
+        self.expect_commands(run_suite("./run_my_tests.sh").update("failure_reason", "timeout").exit(-1))
+        self.expect_outcome(FAILURE, f"ops: timed out after {SUITE_TIMEOUT}s")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {"": "not run"}})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_pytest_suite_asked_whole_runs_its_own_command(self):
+        self.make_asked_step({"ops": []})
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_a="passed", test_b="failed")),
+                             rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
+        self.expect_outcome(FAILURE, "ops: whole suite: 1 failed, 1 passed")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "passed", ids("test_b")[0]: "failed"}})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_command_suite_without_junit_runs_whole_and_its_exit_code_is_the_outcome(self):
+        self.make_asked_step({"ops": []}, is_pytest=False, reruns=0, command="./run_my_tests.sh")
+        self.expect_commands(run_suite("./run_my_tests.sh").exit(1), upload(JUNIT, None))
+        self.expect_outcome(FAILURE, "ops: whole suite failed: exit code 1, no JUnit XML")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {"": "failed"}})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_command_suite_without_junit_passing_is_success(self):
+        self.make_asked_step({"ops": []}, is_pytest=False, reruns=0, command="./run_my_tests.sh")
+        self.expect_commands(run_suite("./run_my_tests.sh").exit(0), upload(JUNIT, None))
+        self.expect_outcome(SUCCESS, "ops: whole suite passed, no JUnit XML")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {"": "passed"}})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_command_suite_with_junit_runs_whole_and_records_the_asked_tests(self):
+        self.make_asked_step({"ops": ids("test_b")}, is_pytest=False, reruns=0, command="./run_my_tests.sh")
+        self.expect_commands(run_suite("./run_my_tests.sh").exit(1), upload(JUNIT, junit(test_a="failed", test_b="passed")))
+        self.expect_outcome(SUCCESS, "ops: 1 asked test: 1 passed")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_b")[0]: "passed"}})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_outcomes_of_every_asked_suite_add_up_in_the_build(self):
+        self.make_asked_step({"smoke": [], "ops": ids("test_a")})
+        self.build.setProperty(TEST_OUTCOMES_PROPERTY, {"smoke": {"": "passed"}}, "crcr")
+        self.expect_commands(run_asked("test_a").exit(0), upload(JUNIT, junit(test_a="passed")))
+        self.expect_outcome(SUCCESS, "ops: 1 asked test: 1 passed")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(TEST_OUTCOMES_PROPERTY),
+                         {"smoke": {"": "passed"}, "ops": {ids("test_a")[0]: "passed"}})
+
+    @defer.inlineCallbacks
+    def test_asked_tests_not_in_the_expected_form_fail_the_suite_saying_so(self):
+        self.make_asked_step(ids("test_a"))  # a list, not {suite: [node ids]}
+        self.expect_outcome(FAILURE, f"ops: build property {ONLY_TESTS_PROPERTY} is not {{suite: [node ids]}}")
+        yield self.run_step()
 
 
 class BudgetedShellCommandTest(StepHarness):

@@ -24,7 +24,7 @@ from twisted.internet import defer
 from twisted.python import log
 
 from crcr.buildmaster.revisions import SHA
-from crcr.names import POLLER_WORKDIR, TESTS_PROPERTY
+from crcr.names import BISECTION_PROPERTY, POLLER_WORKDIR, TESTS_PROPERTY
 from crcr.suites.results import SuiteResults
 
 # How far back the history is searched. Through the revision index a search costs what the commits
@@ -47,7 +47,8 @@ class Baseline:
 @defer.inlineCallbacks
 def find_baseline(master, builderid: int, sha: str | None, suite: str):
     """The Baseline of `suite` in a build at `sha`: the nearest earlier commit in `sha`'s first-parent
-    history with a complete build of this builder holding `suite`'s results (not timed out); None without one."""
+    history with a complete build of this builder holding `suite`'s results (not timed out, not a bisection
+    build); None without one."""
     history = (yield earlier_commits(master, sha)) if sha and SHA.match(sha) else []
     position = {commit: index for index, commit in enumerate(history)}
     for start in range(0, len(history), COMMITS_PER_QUERY):
@@ -56,6 +57,8 @@ def find_baseline(master, builderid: int, sha: str | None, suite: str):
         # Nearest commit first; of several builds of one commit, the latest.
         for buildid, number, commit in sorted(builds, key=lambda b: (position[b[2]], -b[1])):
             properties = yield master.data.get(("builds", buildid, "properties"))
+            if BISECTION_PROPERTY in properties:
+                continue  # its results hold only the few tests its bisection asked about
             results = (properties.get(TESTS_PROPERTY, ({},))[0] or {}).get(suite)
             if results and not results["timed_out"]:
                 return Baseline(commit, number, SuiteResults.from_property(results))

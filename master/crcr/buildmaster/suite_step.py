@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import math
 
-from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
+from buildbot.process.results import FAILURE, SKIPPED, SUCCESS, WARNINGS
 from buildbot.steps.worker import CompositeStepMixin
 from twisted.internet import defer
 
 from crcr.buildmaster.baseline import Baseline, find_baseline
 from crcr.buildmaster.budget import BudgetedShellCommand
-from crcr.names import TESTS_PROPERTY, TOTALS_PROPERTY
+from crcr.names import BISECTION_PROPERTY, ONLY_TESTS_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY
+from crcr.suites.asked_tests import (
+    ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
+)
 from crcr.suites.results import SuiteResults, compare, describe_counts, outcomes_by_test, parse_junit, totals, with_rerun
-from crcr.suites.selection import PYTEST_RAN, rerun_command
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, PYTEST_RAN, only_tests_command, rerun_command
 
 # pytest's exit codes beyond 0 (passed) and 1 (tests failed).
 PYTEST_EXIT_CODES = {2: "interrupted", 3: "pytest internal error", 4: "pytest usage error", 5: "no tests collected"}
@@ -21,9 +25,17 @@ MAX_RERUN_TESTS = 200
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
 
 
+def _needed_in_this_build(step: SuiteStep) -> bool:
+    """The step's doStepIf: a bisection build runs only the suites it asks about (a malformed ask runs each,
+    which then fails saying so)."""
+    only = step.getProperty(ONLY_TESTS_PROPERTY)
+    return step.getProperty(BISECTION_PROPERTY) is None or only_tests_problem(only) is not None or step.suite_name in only
+
+
 class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
     """One suite: its command (retried once if it stalls), then its tests from its JUnit XML, failed
     tests run again to tell flakes, and the failures compared with those of the nearest earlier commit.
+    In a bisection build, only the tests it asks about, each one's outcome recorded (_run_asked).
 
     maxTime bounds the whole step, retry and reruns included: each command gets what is left of it."""
 
@@ -31,20 +43,18 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         self.suite_name, self.mode, self.junit_file = suite_name, mode, junit_file
         self.is_pytest, self.reruns = is_pytest, reruns
         self.baseline: Baseline | None = None  # what the failures were compared with
-        super().__init__(**kwargs)
+        super().__init__(doStepIf=_needed_in_this_build, **kwargs)
 
     @defer.inlineCallbacks
     def run(self):
         if not (yield self.fit_to_budget()):
             return FAILURE
         self.deadline = self.master.reactor.seconds() + self.maxTime
-        cmd = yield self._attempt("stdio", self.command)
-        if cmd is not None and cmd.remote_failure_reason == STALLED:
-            cmd = yield self._attempt("stdio (retry after a stall)", self.command)
-        if cmd is not None and cmd.remote_failure_reason == STALLED:
-            return (yield self._finish(SuiteResults(timed_out=True), FAILURE, f"timed out: no output for {self.timeout}s, twice"))
-        if cmd is None or cmd.remote_failure_reason == "timeout":
-            return (yield self._finish(SuiteResults(timed_out=True), FAILURE, f"timed out after {self.maxTime}s"))
+        if self.getProperty(BISECTION_PROPERTY) is not None:
+            return (yield self._run_asked())
+        cmd, timed_out = yield self._run(self.command)
+        if timed_out:
+            return (yield self._finish(SuiteResults(timed_out=True), FAILURE, timed_out))
 
         xml = yield self.getFileContentFromWorker(self.junit_file)
         if xml is None:
@@ -72,11 +82,66 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             result = SUCCESS
         return (yield self._finish(results, result, describe_counts([results])))
 
+    @defer.inlineCallbacks
+    def _run_asked(self):
+        """A bisection build's suite: the asked tests only (a command suite, or a suite asked with [], runs
+        whole), failed ones run again to tell flakes, each one's outcome recorded. No baseline: nothing to
+        compare with, and time saved. SUCCESS when each asked test passed; the bisection reads the outcomes."""
+        only = self.getProperty(ONLY_TESTS_PROPERTY)
+        problem = only_tests_problem(only)
+        if problem:
+            self.descriptionDone = [f"{self.suite_name}: build property {ONLY_TESTS_PROPERTY} {problem}"]
+            return FAILURE
+        asked = only[self.suite_name]
+        if self.is_pytest and asked:
+            cmd, timed_out = yield self._run(only_tests_command(self.junit_file),
+                                             {**self.env, ONLY_TESTS_VARIABLE: json.dumps(asked)})
+        else:
+            cmd, timed_out = yield self._run(self.command)
+        if timed_out:
+            found = asked_outcomes(asked, {}, []) or {WHOLE_SUITE: NOT_RUN}
+            return (yield self._finish_asked(found, f"{timed_out}; {_asked_counts(asked, found)}" if asked else timed_out))
+
+        xml = yield self.getFileContentFromWorker(self.junit_file)
+        outcomes, failing = {}, SuiteResults()
+        if xml is not None:
+            junit_logged = self.addCompleteLog("junit.xml", xml)
+            try:
+                outcomes = outcomes_by_test(xml)
+                failing.failing = [test for test in asked or outcomes if outcomes.get(test) in (FAILED, ERRORED)]
+                if not self.is_pytest or cmd.rc in PYTEST_RAN:
+                    yield self._rerun_failed(failing)
+            finally:
+                yield junit_logged
+        found = asked_outcomes(asked, outcomes, failing.flaky)
+        if not found:  # run whole and no test reported: the exit code decides
+            found = {WHOLE_SUITE: PASSED if cmd.rc == 0 else FAILED}
+            why = "" if cmd.rc == 0 else f": {self._exit(cmd.rc)}"
+            return (yield self._finish_asked(found, f"whole suite {found[WHOLE_SUITE]}{why}" + (", no JUnit XML" if xml is None else "")))
+        summary = _asked_counts(asked, found)
+        if self.is_pytest and cmd.rc not in PYTEST_RAN:
+            summary += f"; {self._exit(cmd.rc)}"
+        return (yield self._finish_asked(found, summary))
+
+    @defer.inlineCallbacks
+    def _finish_asked(self, found: dict[str, str], summary: str):
+        recorded = dict(self.getProperty(TEST_OUTCOMES_PROPERTY) or {})
+        recorded[self.suite_name] = found
+        self.setProperty(TEST_OUTCOMES_PROPERTY, recorded, "crcr")
+        yield self.addCompleteLog("asked tests", (
+            f"bisection {self.getProperty(BISECTION_PROPERTY)} asked for these tests (no comparison with an earlier build):\n"
+            + "".join(f"  {test or '(the whole suite)'}: {outcome}\n" for test, outcome in found.items())
+        ))
+        self.descriptionDone = [f"{self.suite_name}: {summary}"]
+        return SUCCESS if all_passed(found) else FAILURE
+
     def _exit(self, rc: int) -> str:
         why = PYTEST_EXIT_CODES.get(rc) if self.is_pytest else None
         return f"exit code {rc}" + (f" ({why})" if why else "")
 
     def getResultSummary(self):
+        if self.results == SKIPPED:  # by _needed_in_this_build
+            return {"step": f"{self.suite_name}: skipped: bisection {self.getProperty(BISECTION_PROPERTY)} does not need it"}
         # The summary already says what happened; Buildbot would append '(failure) (timed out)'.
         return {"step": " ".join(self.descriptionDone)}
 
@@ -103,12 +168,27 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         compare(results, self.baseline.results if self.baseline else None)
 
     @defer.inlineCallbacks
-    def _attempt(self, log_name: str, command: str):
-        """Run `command` within what is left of the step's time; None when nothing is left."""
+    def _run(self, command: str, env: dict | None = None):
+        """`command`, once more if it stalls: the command run (None when no time was left for it), and why
+        it timed out (None when it did not)."""
+        cmd = yield self._attempt("stdio", command, env)
+        if cmd is not None and cmd.remote_failure_reason == STALLED:
+            cmd = yield self._attempt("stdio (retry after a stall)", command, env)
+        if cmd is not None and cmd.remote_failure_reason == STALLED:
+            return cmd, f"timed out: no output for {self.timeout}s, twice"
+        if cmd is None or cmd.remote_failure_reason == "timeout":
+            return cmd, f"timed out after {self.maxTime}s"
+        return cmd, None
+
+    @defer.inlineCallbacks
+    def _attempt(self, log_name: str, command: str, env: dict | None = None):
+        """Run `command` (with `env` instead of the step's) within what is left of the step's time; None when
+        nothing is left."""
         left = self.deadline - self.master.reactor.seconds()
         if left <= 0:
             return None
-        cmd = yield self.makeRemoteShellCommand(stdioLogName=log_name, command=command, maxTime=math.ceil(left))
+        overrides = {} if env is None else {"env": env}
+        cmd = yield self.makeRemoteShellCommand(stdioLogName=log_name, command=command, maxTime=math.ceil(left), **overrides)
         yield self.runCommand(cmd)
         return cmd
 
@@ -129,6 +209,12 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         if self.baseline is None:
             return "compared with: nothing (no earlier commit has a complete build with this suite's results)\n"
         return f"compared with: build {self.baseline.build_number} of commit {self.baseline.sha}\n"
+
+
+def _asked_counts(asked: list[str], found: dict[str, str]) -> str:
+    """E.g. '2 asked tests: 1 failed, 1 passed', or 'whole suite: ...' for a suite asked with []."""
+    what = f"{len(asked)} asked test{'s' if len(asked) != 1 else ''}" if asked else "whole suite"
+    return f"{what}: {describe_outcomes(found)}"
 
 
 def _failure_report(results: SuiteResults) -> str:
