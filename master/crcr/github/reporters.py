@@ -13,7 +13,7 @@ from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import GITHUB_TOKEN, usable_secret
 from crcr.config.settings import Settings
 from crcr.github.status_text import describe
-from crcr.names import BACKEND_PROPERTY, status_context
+from crcr.names import BACKEND_PROPERTY, force_scheduler_name, status_context, upstream_scheduler_name
 
 
 def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
@@ -26,6 +26,9 @@ def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
             f"(backends that would report: {', '.join(reporting)})"
         )
         return []
+    # Only upstream and forced builds report: a bisection build's verdict (scheduler bisect-<backend>)
+    # covers the few tests it ran, not its commit. Buildbot's schedulers set the 'scheduler' property this checks.
+    schedulers = [name for b in reporting for name in (upstream_scheduler_name(b), force_scheduler_name(b))]
     # The repository comes from the change's `project` (settings.github_repo), set by the poller
     # and the force schedulers, so a local mirror still reports to the right repository.
     return [
@@ -35,9 +38,11 @@ def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
             context=util.Interpolate(status_context(f"%(prop:{BACKEND_PROPERTY})s")),
             baseURL=settings.github_api_url,
             generators=[
-                BuildRequestGenerator(builders=reporting, formatter=MessageFormatterFunction(describe, "plain")),
+                BuildRequestGenerator(builders=reporting, schedulers=schedulers,
+                                      formatter=MessageFormatterFunction(describe, "plain")),
                 BuildStartEndStatusGenerator(
                     builders=reporting,
+                    schedulers=schedulers,
                     start_formatter=MessageFormatterRenderable(util.Interpolate("Running on %(prop:workername)s")),
                     end_formatter=MessageFormatterFunction(describe, "plain", want_steps=True),
                 ),
