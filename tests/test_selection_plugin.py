@@ -377,6 +377,17 @@ def test_only_the_asked_tests_run_with_the_suites_selection_and_tests_this_commi
     assert "crcr_selection: not in this checkout: test/test_added_later.py" in result.stdout
 
 
+def test_a_module_that_fails_to_import_stops_none_of_the_other_asked_tests(checkout):
+    (checkout / "test" / "test_broken.py").write_text("import module_this_commit_lacks\n\ndef test_x():\n    pass\n")
+
+    result, outcomes = run_only(checkout, "test/test_broken.py::test_x", "test/test_torch.py::TestTorch::test_to")
+
+    assert outcomes == {
+        "test/test_broken.py::test.test_broken": "errored",  # pytest's report of the module's collection error
+        "test/test_torch.py::TestTorch::test_to": "passed",
+    }, result.stdout + result.stderr
+
+
 def test_asked_tests_this_commit_lacks_altogether_run_nothing(checkout):
     for asked in (["test/test_torch.py::TestTorch::test_added_later"], ["test/test_added_later.py::test_x"]):
         result, outcomes = run_only(checkout, *asked)

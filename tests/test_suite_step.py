@@ -428,8 +428,13 @@ BISECTION = 7
 
 
 def run_asked(*names: str) -> ExpectShell:
+    """A pytest suite running only the asked tests of test/test_ops.py."""
+    return run_asked_ids(*ids(*names))
+
+
+def run_asked_ids(*node_ids: str) -> ExpectShell:
     """A pytest suite running only the asked tests: the plugin takes them from the environment."""
-    return ExpectShell(workdir=WORKDIR, command=only_tests_command(JUNIT), env={ONLY_TESTS_VARIABLE: json.dumps(ids(*names))},
+    return ExpectShell(workdir=WORKDIR, command=only_tests_command(JUNIT), env={ONLY_TESTS_VARIABLE: json.dumps(node_ids)},
                        timeout=STALL_TIMEOUT, max_time=SUITE_TIMEOUT)
 
 
@@ -501,6 +506,18 @@ class BisectionStepTest(SuiteStepHarness):
         self.expect_commands(run_asked("test_a", "test_new").exit(0), upload(JUNIT, junit(test_a="passed")))
         self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 not run, 1 passed")
         self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "passed", ids("test_new")[0]: "not run"}})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_an_asked_test_of_a_module_that_fails_to_import_is_errored(self):
+        self.make_asked_step({"ops": [*ids("test_a"), "test/test_other.py::test_b"]}, reruns=0)
+        # pytest's JUnit XML for a module whose collection failed: no class, the module's dotted name.
+        collection_error = ('<testcase classname="" name="test.test_ops" file="test/test_ops.py" time="0">'
+                            '<error message="collection failure">ModuleNotFoundError</error></testcase>')
+        xml = junit().replace("</testsuite>", collection_error + "</testsuite>")
+        self.expect_commands(run_asked_ids(ids("test_a")[0], "test/test_other.py::test_b").exit(1), upload(JUNIT, xml))
+        self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 errored, 1 not run")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "errored", "test/test_other.py::test_b": "not run"}})
         yield self.run_step()
 
     @defer.inlineCallbacks

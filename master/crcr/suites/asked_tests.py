@@ -23,8 +23,20 @@ def only_tests_problem(value) -> str | None:
 
 def asked_outcomes(asked: list[str], outcomes: dict[str, str], flaky: list[str]) -> dict[str, str]:
     """Each asked test's outcome ([] asks every test the run reported): as its JUnit XML says (`outcomes`),
-    flaky when it failed and then passed when run again, 'not run' when the run did not report it."""
-    return {test: FLAKY if test in flaky else outcomes.get(test, NOT_RUN) for test in asked or outcomes}
+    flaky when it failed and then passed when run again, errored when its module failed to import, 'not run'
+    when the run did not report it."""
+    def outcome(test: str) -> str:
+        if test in flaky:
+            return FLAKY
+        return outcomes.get(test) or outcomes.get(collection_error_id(test.split("::", 1)[0]), NOT_RUN)
+
+    return {test: outcome(test) for test in asked or outcomes}
+
+
+def collection_error_id(file: str) -> str:
+    """The node id that pytest's JUnit XML (xunit1) gives the collection error of `file`: no class, the
+    module's dotted name (results.node_id reads it so)."""
+    return f"{file}::{file.removesuffix('.py').replace('/', '.')}"
 
 
 def describe_outcomes(outcomes: dict[str, str]) -> str:

@@ -101,8 +101,9 @@ def rerun_command(node_ids: list[str], junit_file: str) -> str:
 def only_tests_command(junit_file: str) -> str:
     """The tests named by ONLY_TESTS_VARIABLE, the same way, into the suite's JUnit file. Not as node ids on
     the command line, where one that this commit lacks (a test added later) stops pytest from running any:
-    the runner collects their files that exist and the plugin keeps only the named tests."""
-    return f"{RUNNER} " + shlex.join(_report_args(junit_file))
+    the runner collects their files that exist and the plugin keeps only the named tests. Nor does a module
+    that fails to import stop the others: each asked test gets its own outcome."""
+    return f"{RUNNER} " + shlex.join([*_report_args(junit_file), "--continue-on-collection-errors"])
 
 
 def _report_args(junit_file: str) -> list[str]:
