@@ -72,7 +72,7 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
         )
         self.next_change += 1
         scheduler = self.master.config.schedulers[upstream_scheduler_name(backend)]
-        _, brids = await scheduler.addBuildsetForChanges(reason="The AnyBranchScheduler was triggered", changeids=[changeid])
+        _, brids = await scheduler.addBuildsetForChanges(reason="upstream commit", changeids=[changeid])
         return brids[self.builderids[backend]]
 
     async def forced(self, backend: str, revision: str) -> int:
