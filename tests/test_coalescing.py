@@ -25,7 +25,7 @@ from twisted.trial import unittest
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.buildmaster.coalescing import collapse_approved_key
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.names import force_scheduler_name, upstream_scheduler_name
+from crcr.names import bisect_scheduler_name, force_scheduler_name, upstream_scheduler_name
 
 UPSTREAM_URL = "file:///srv/upstream/pytorch.git"
 PROJECT = "pytorch/pytorch"
@@ -91,7 +91,7 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
         """A bisection step at the commit of an upstream request, on its very sourcestamp (with its change)."""
         request = await self.master.data.get(("buildrequests", of_request))
         buildset = await self.master.data.get(("buildsets", request["buildsetid"]))
-        scheduler = Triggerable(name=f"bisect-{backend}", builderNames=[backend])
+        scheduler = Triggerable(name=bisect_scheduler_name(backend), builderNames=[backend])
         await scheduler.setServiceParent(self.master)
         await scheduler.configureService()
         _, brids = await scheduler.addBuildsetForSourceStamps(
