@@ -16,14 +16,16 @@ from pathlib import Path
 from buildbot.config.master import MasterConfig
 from buildbot.process.builder import Builder
 from buildbot.process.properties import Properties
-from buildbot.process.results import SKIPPED
+from buildbot.process.results import SKIPPED, SUCCESS
 from buildbot.schedulers.triggerable import Triggerable
+from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
+from buildbot.util.tuplematch import matchTuple
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
-from crcr.buildmaster.coalescing import collapse_approved_key
+from crcr.buildmaster.coalescing import COLLAPSE_APPROVED_FILTER, collapse_approved_key
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.names import bisect_scheduler_name, force_scheduler_name, upstream_scheduler_name
 
@@ -113,7 +115,7 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
         """(old request, new request) of each collapse announced for the ledger."""
         found = []
         for key, message in self.master.mq.productions:
-            if key[:2] == ("crcr", "collapses"):
+            if matchTuple(key, COLLAPSE_APPROVED_FILTER):
                 self.assertEqual(key, collapse_approved_key(message["old_brid"]))
                 self.assertEqual((message["backend"], message["builderid"]), ("newest", self.builderids["newest"]))
                 found.append((message["old_brid"], message["new_brid"]))
@@ -159,6 +161,26 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(await self.skipped("newest"), [upstream_before])
         self.assertEqual(await self.waiting("newest"), [step, upstream_after])
         self.assertEqual(self.announced(), [(upstream_before, upstream_after)])
+
+    async def test_a_rebuild_is_never_collapsed_nor_collapses_an_upstream_one(self):
+        """The build page's Rebuild button copies the upstream buildset, its scheduler property included."""
+        built = await self.upstream("newest")
+        await self.master.data.updates.claimBuildRequests([built])
+        await self.master.db.insert_test_data([fakedb.Worker(id=1, name="host-alpha-0")])
+        await self.master.data.updates.addBuild(self.builderids["newest"], built, 1)
+        await self.master.data.updates.completeBuildRequests([built], SUCCESS)
+        waiting = await self.upstream("newest")
+
+        _, brids = await self.master.data.updates.rebuildBuildrequest(
+            await self.master.data.get(("buildrequests", built))
+        )
+        rebuild = brids[self.builderids["newest"]]
+        self.assertEqual(await self.skipped("newest"), [], "a rebuild of an older commit covers no newer one")
+        newer = await self.upstream("newest")
+
+        self.assertEqual(await self.skipped("newest"), [waiting])
+        self.assertEqual(await self.waiting("newest"), [rebuild, newer])
+        self.assertEqual(self.announced(), [(waiting, newer)])
 
     async def test_a_request_already_claimed_by_a_unit_is_not_collapsed(self):
         building = await self.upstream("newest")

@@ -3,8 +3,8 @@
 Buildbot's BuildRequestCollapser (buildbot/process/buildrequest.py) runs when a buildset is added: it asks the
 builder's collapseRequests function about each unclaimed older request of the builder, then claims those it
 approved and completes them SKIPPED. With `queue: newest`, only requests of the backend's upstream scheduler
-are collapsed, and only into a newer one of that scheduler; forced, bisection and pull-request requests never
-are, and nothing is collapsed into them: their builds answer a question about one exact commit.
+are collapsed, and only into a newer one of that scheduler; forced, bisection, rebuilt and pull-request requests
+never are, and nothing is collapsed into them: their builds answer a question about one exact commit.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def collapse_requests(backend: Backend) -> Callable | Literal[False]:
 
     @async_to_deferred
     async def collapse_into_newer_upstream(master, builder, new_br: dict, old_br: dict) -> bool:
-        if await scheduler_of(master, new_br) != upstream or await scheduler_of(master, old_br) != upstream:
+        if not (await asked_by(master, new_br, upstream) and await asked_by(master, old_br, upstream)):
             return False
         # Buildbot's own test: the new request is the newer one, of the same branch, repository and project.
         if not await BuildRequest.canBeCollapsed(master, new_br, old_br):
@@ -45,11 +45,16 @@ def collapse_requests(backend: Backend) -> Callable | Literal[False]:
     return collapse_into_newer_upstream
 
 
-async def scheduler_of(master, br: dict) -> str | None:
-    """The scheduler that asked for the request: Buildbot's schedulers record it in their buildsets' properties."""
-    properties = await master.data.get(("buildsets", str(br["buildsetid"]), "properties"))
-    value, _source = properties.get("scheduler", (None, None))
-    return value
+async def asked_by(master, br: dict, scheduler: str) -> bool:
+    """Whether `scheduler` asked for the request: Buildbot's schedulers record their name in their buildsets'
+    properties. A rebuild (the build page's Rebuild button) copies the properties of the buildset it repeats,
+    that name included, so it is told apart by the build it rebuilds."""
+    bsid = str(br["buildsetid"])
+    properties = await master.data.get(("buildsets", bsid, "properties"))
+    if properties.get("scheduler", (None, None))[0] != scheduler:
+        return False
+    buildset = await master.data.get(("buildsets", bsid))
+    return buildset["rebuilt_buildid"] is None
 
 
 def announce_approval(master, backend: str, new_br: dict, old_br: dict) -> None:
