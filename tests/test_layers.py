@@ -1,4 +1,5 @@
-"""The package's folders are its layers: the file models and the test selection run without Buildbot."""
+"""The package's folders are its layers: the file models, the test selection and the bisection planner run without
+Buildbot."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import pytest
 import crcr
 
 PACKAGE = Path(crcr.__file__).parent
-LAYERS = ["config", "suites", "buildmaster", "github", "cli", "store"]
+LAYERS = ["config", "suites", "bisection", "buildmaster", "github", "cli", "store"]
+PURE_LAYERS = ["config", "suites", "bisection"]  # testable and usable without a master
 
 
-@pytest.mark.parametrize("layer", ["config", "suites"])
-def test_config_and_suites_import_neither_buildbot_nor_twisted(layer):
+@pytest.mark.parametrize("layer", PURE_LAYERS)
+def test_pure_layers_import_neither_buildbot_nor_twisted(layer):
     modules = sorted(f"crcr.{layer}.{p.stem}" for p in (PACKAGE / layer).glob("*.py") if p.stem != "__init__")
     assert modules, f"crcr.{layer} has no modules"
     # A fresh interpreter: this one has Buildbot loaded by other tests already.

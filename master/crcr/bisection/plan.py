@@ -1,0 +1,325 @@
+"""The bisection planner: which commit to build next, what each build tells, and the verdict of every commit.
+
+Pure (no I/O, no clock, no Buildbot): the bisector service drives it one build at a time and keeps its state as
+JSON, so a master restart resumes a bisection where it stood and the planner is tested without a master.
+
+Each newly failing test keeps its own interval: the latest commit known good for it and the earliest known bad.
+A build runs every unresolved test whose interval holds its commit, so one range can name several culprits,
+each test attributed to its own first bad commit, in at most ceil(log2 N) builds per culprit plus one build per
+commit that could not be tested (as `git bisect skip`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+# GitHub's limit on a commit status description; github/status_text.py holds the same number, but a pure layer
+# does not import github/.
+DESCRIPTION_LIMIT = 140
+SHORT_SHA = 10
+
+GOOD_OUTCOMES = frozenset({"passed", "xfailed", "flaky"})  # flaky: failed, then passed; a real break fails each time
+BAD_OUTCOMES = frozenset({"failed", "errored"})
+SKIP_OUTCOMES = frozenset({"skipped", "not run"})  # the test could not be judged at that commit
+OUTCOMES = GOOD_OUTCOMES | BAD_OUTCOMES | SKIP_OUTCOMES
+
+# The JSON's own version: a state written by another layout is refused with a clear message, never misread.
+STATE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Step:
+    """A build to run: the commit at `index` of the range, and the tests to run there."""
+
+    index: int
+    sha: str
+    tests: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """A build that ran, for the UI. `outcomes` is None when the build could not judge anything (setup failed)."""
+
+    step: Step
+    outcomes: dict[str, str] | None
+
+    @property
+    def verdict(self) -> str:
+        """good, bad, mixed (some tests broke, some not: more than one culprit) or skipped."""
+        outcomes = self.outcomes or {}
+        judged = {_judge(outcomes.get(t, "not run")) for t in self.step.tests}
+        judged.discard("skipped")
+        return judged.pop() if len(judged) == 1 else "mixed" if judged else "skipped"
+
+
+@dataclass
+class Interval:
+    """What the bisection knows of one test: -1 as `good` is the range's good end, the baseline."""
+
+    good: int
+    bad: int
+    skipped: set[int] = field(default_factory=set)
+
+    def holds(self, index: int) -> bool:
+        """A build at `index` would tell something of this test: strictly inside its interval, not skipped."""
+        return self.good < index < self.bad and index not in self.skipped
+
+    @property
+    def resolved(self) -> bool:
+        return not any(self.holds(i) for i in range(self.good + 1, self.bad))
+
+
+@dataclass(frozen=True)
+class Culprit:
+    """A first bad commit and the tests it broke. When commits right before it could not be tested, `untested`
+    names them (oldest first): the first bad commit is this one or one of them."""
+
+    index: int
+    sha: str
+    untested: tuple[str, ...]
+    tests: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Result:
+    commits: tuple[str, ...]
+    culprits: tuple[Culprit, ...]  # in commit order
+    unresolved: tuple[str, ...]  # tests the bisection has not finished with
+
+
+class Bisection:
+    """The state of one bisection over `commits`, the first-parent commits of (good, bad], oldest first.
+
+    The last commit is the bad one, known bad for every test; `tests` are the keys of the tests newly failing
+    there, opaque to the planner.
+    """
+
+    def __init__(self, commits: Iterable[str], tests: Iterable[str]):
+        self.commits = tuple(commits)
+        self.tests = tuple(tests)
+        if not self.commits:
+            raise ValueError("bisection: the range holds no commit")
+        if not self.tests:
+            raise ValueError("bisection: no test to bisect")
+        for what, items in (("commit", self.commits), ("test", self.tests)):
+            repeated = sorted(item for item, count in Counter(items).items() if count > 1)
+            if repeated:
+                raise ValueError(f"bisection: {what}s listed more than once: {', '.join(repeated)}")
+        self.intervals = {test: Interval(good=-1, bad=len(self.commits) - 1) for test in self.tests}
+        self.steps: list[RecordedStep] = []
+
+    def next_step(self) -> Step | None:
+        """The next build, or None when every test is resolved. The same answer until the build is recorded.
+
+        It halves the interval most unresolved tests share (the earliest on a tie), to narrow the most tests per
+        build. A midpoint those tests could not be tested at gives way to its nearest neighbour, as
+        `git bisect skip` does.
+        """
+        unresolved = [t for t in self.tests if not self.intervals[t].resolved]
+        if not unresolved:
+            return None
+        shared: dict[tuple[int, int], list[str]] = {}
+        for test in unresolved:
+            shared.setdefault((self.intervals[test].good, self.intervals[test].bad), []).append(test)
+        (good, bad), group = max(shared.items(), key=lambda item: (len(item[1]), -item[0][0], -item[0][1]))
+        index = next(i for i in _from_middle(good, bad) if any(self.intervals[t].holds(i) for t in group))
+        # Every other test whose interval holds that commit runs too: its answer is free.
+        return Step(index, self.commits[index], tuple(t for t in unresolved if self.intervals[t].holds(index)))
+
+    def record(self, index: int, outcomes: dict[str, str]) -> None:
+        """The outcome of each test of the build at `index`: a test missing from `outcomes` was not run there."""
+        step = self._asked(index)
+        not_asked = [test for test in outcomes if test not in step.tests]
+        if not_asked:
+            raise ValueError(
+                f"bisection: {', '.join(not_asked)} not asked at commit {_short(step.sha)}"
+                f" (asked: {', '.join(step.tests)})"
+            )
+        for test, outcome in outcomes.items():
+            if outcome not in OUTCOMES:
+                raise ValueError(
+                    f"bisection: unknown outcome {outcome!r} of {test} at commit {_short(step.sha)}"
+                    f" (expected one of: {', '.join(sorted(OUTCOMES))})"
+                )
+        for test in step.tests:
+            interval, verdict = self.intervals[test], _judge(outcomes.get(test, "not run"))
+            if verdict == "good":
+                interval.good = index
+            elif verdict == "bad":
+                interval.bad = index
+            else:
+                interval.skipped.add(index)
+        self.steps.append(RecordedStep(step, dict(outcomes)))
+
+    def record_skip(self, index: int) -> None:
+        """The build at `index` could not judge any test (its setup failed, it errored): every test it was to
+        judge skips that commit."""
+        step = self._asked(index)
+        for test in step.tests:
+            self.intervals[test].skipped.add(index)
+        self.steps.append(RecordedStep(step, None))
+
+    def _asked(self, index: int) -> Step:
+        step = self.next_step()
+        if step is None:
+            raise ValueError(f"bisection: finished; no build was asked at commit index {index}")
+        if index != step.index:
+            raise ValueError(
+                f"bisection: commit index {index} was not asked; the build asked is at index {step.index}"
+                f" ({_short(step.sha)})"
+            )
+        return step
+
+    def result(self) -> Result:
+        """Each resolved test's first bad commit, tests sharing one grouped into a culprit."""
+        tests_by_culprit: dict[tuple[int, tuple[int, ...]], list[str]] = {}
+        unresolved = []
+        for test in self.tests:
+            interval = self.intervals[test]
+            if not interval.resolved:
+                unresolved.append(test)
+            else:
+                # Resolved: every commit between its good and bad was skipped, so each may be the first bad one.
+                untested = tuple(range(interval.good + 1, interval.bad))
+                tests_by_culprit.setdefault((interval.bad, untested), []).append(test)
+        culprits = tuple(
+            Culprit(bad, self.commits[bad], tuple(self.commits[i] for i in untested), tuple(tests))
+            for (bad, untested), tests in sorted(tests_by_culprit.items())
+        )
+        return Result(self.commits, culprits, tuple(unresolved))
+
+    def describe(self) -> dict:
+        """Plain data for the UI and the CLI: the range, each build taken, the next one, and the culprits."""
+        result = self.result()
+        return {
+            "commits": list(self.commits),
+            "steps": [
+                {
+                    "index": taken.step.index,
+                    "sha": taken.step.sha,
+                    "tests": list(taken.step.tests),
+                    "outcomes": taken.outcomes,
+                    "verdict": taken.verdict,
+                }
+                for taken in self.steps
+            ],
+            "next": _step_data(self.next_step()),
+            "culprits": [
+                {"index": c.index, "sha": c.sha, "untested": list(c.untested), "tests": list(c.tests)}
+                for c in result.culprits
+            ],
+            "unresolved": list(result.unresolved),
+        }
+
+    def to_json(self) -> dict:
+        """The state as plain JSON values (lists, dicts, strings, ints), ready for the store to encode."""
+        return {
+            "format": STATE_FORMAT,
+            "commits": list(self.commits),
+            "tests": list(self.tests),
+            "intervals": {
+                test: {"good": i.good, "bad": i.bad, "skipped": sorted(i.skipped)} for test, i in self.intervals.items()
+            },
+            "steps": [{"index": s.step.index, "tests": list(s.step.tests), "outcomes": s.outcomes} for s in self.steps],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Bisection:
+        """The bisection `to_json` gave, as it stood."""
+        try:
+            if data.get("format") != STATE_FORMAT:
+                raise ValueError(f"format {data.get('format')!r}, this relay reads format {STATE_FORMAT}")
+            bisection = cls(data["commits"], data["tests"])
+            if set(data["intervals"]) != set(bisection.tests):
+                raise ValueError("intervals do not match the tests")
+            for test, interval in data["intervals"].items():
+                bisection.intervals[test] = Interval(interval["good"], interval["bad"], set(interval["skipped"]))
+            for taken in data["steps"]:
+                step = Step(taken["index"], bisection.commits[taken["index"]], tuple(taken["tests"]))
+                bisection.steps.append(RecordedStep(step, taken["outcomes"]))
+        except KeyError as error:
+            raise ValueError(f"bisection: unreadable saved state: {error} missing") from error
+        except (ValueError, TypeError, IndexError, AttributeError) as error:
+            raise ValueError(f"bisection: unreadable saved state: {str(error).removeprefix('bisection: ')}") from error
+        return bisection
+
+
+def final_verdicts(result: Result, shas: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """The GitHub commit status (state, description) of each of `shas`, commits of the range the bisection
+    decides: those not built on their own. A commit built on its own keeps its build's verdict.
+
+    The range is first-parent history, so a test once broken stays broken: a commit before every culprit passed
+    what the bisection ran, one after a culprit carries that culprit's breakage.
+    """
+    if result.unresolved:
+        raise ValueError(f"bisection: not finished; unresolved: {', '.join(result.unresolved)}")
+    position = {sha: index for index, sha in enumerate(result.commits)}
+    outside = [sha for sha in shas if sha not in position]
+    if outside:
+        raise ValueError(f"bisection: commits outside the bisected range: {', '.join(outside)}")
+    return {sha: _verdict(result, position, position[sha]) for sha in shas}
+
+
+def _verdict(result: Result, position: dict[str, int], index: int) -> tuple[str, str]:
+    """The most certain thing known of the commit at `index`, in that order: it broke tests for sure; it broke
+    tests or an untested commit just before it did; it comes after a culprit; it could not be tested and may be
+    a culprit; it comes before every culprit."""
+    sha = result.commits[index]
+    exact = [c for c in result.culprits if c.sha == sha and not c.untested]
+    if exact:
+        return "failure", _broke("First bad commit: broke ", exact)
+    ambiguous = [c for c in result.culprits if c.sha == sha]
+    if ambiguous:
+        untested = len({u for c in ambiguous for u in c.untested})
+        before = "the untested commit" if untested == 1 else f"one of {untested} untested commits"
+        return "failure", _broke(f"First bad commit: this or {before} before it; broke ", ambiguous)
+    earlier = [c for c in result.culprits if c.index < index]
+    if earlier:
+        return "failure", f"Bisected: after {_short(earlier[-1].sha)}"
+    untested_here = next((c for c in result.culprits if sha in c.untested), None)
+    if untested_here:
+        bad, untested = _short(untested_here.sha), len(untested_here.untested)
+        could_be = f"this or {bad}" if untested == 1 else f"{bad} or one of the {untested} untested before it"
+        return "error", f"Bisection could not test this; first bad commit: {could_be}"
+    later = min(position[c.untested[0] if c.untested else c.sha] for c in result.culprits)
+    return "success", f"Bisected: before {_short(result.commits[later])}"
+
+
+def _broke(head: str, culprits: list[Culprit]) -> str:
+    """`head` and the first test the culprits broke, and how many more: '... test_add_spyre (+2 more)'. Within
+    GitHub's limit: a long test name is cut, never the count after it."""
+    tests = [t for c in culprits for t in c.tests]
+    name, more = short_test_name(tests[0]), f" (+{len(tests) - 1} more)" if len(tests) > 1 else ""
+    room = DESCRIPTION_LIMIT - len(head) - len(more)
+    if len(name) > room:
+        name = name[: room - 1] + "…"
+    return head + name + more
+
+
+def short_test_name(key: str) -> str:
+    """A test key's readable name: the test function of '<suite>::<node id>', or 'suite <name>' for a whole
+    suite."""
+    return key.rpartition("::")[2] if "::" in key else f"suite {key}"
+
+
+def _from_middle(good: int, bad: int) -> Iterable[int]:
+    """The commits strictly between good and bad from the midpoint outwards: m, m+1, m-1, m+2, ..."""
+    middle = (good + bad) // 2
+    for distance in range(bad - good):
+        for index in (middle + distance, middle - distance) if distance else (middle,):
+            if good < index < bad:
+                yield index
+
+
+def _judge(outcome: str) -> str:
+    return "good" if outcome in GOOD_OUTCOMES else "bad" if outcome in BAD_OUTCOMES else "skipped"
+
+
+def _short(sha: str) -> str:
+    return sha[:SHORT_SHA]
+
+
+def _step_data(step: Step | None) -> dict | None:
+    return None if step is None else {"index": step.index, "sha": step.sha, "tests": list(step.tests)}
