@@ -22,6 +22,7 @@ from buildbot.reporters.github import GitHubStatusPush
 from crcr.github.statuspush import RetryingGitHubStatusPush
 from crcr.buildmaster.liveness import SilentWorkerWatch
 from crcr.buildmaster.baseline import RevisionIndex
+from crcr.store.service import RelayStore
 from buildbot.schedulers.basic import AnyBranchScheduler
 from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.steps.shell import ShellCommand
@@ -111,13 +112,12 @@ def test_builder_runs_only_on_the_units_of_its_device(dirs):
     assert builders["delta"].workernames == alpha_units
 
 
-def test_builder_tags_description_properties_and_no_collapsing(dirs):
+def test_builder_tags_description_and_properties(dirs):
     builders = builders_by_name(config_for(dirs))
 
     for name, device, level in [("alpha", "alpha", "L2"), ("beta", "beta", "L1"), ("delta", "alpha", "L3")]:
         builder = builders[name]
         assert device in builder.tags and level in builder.tags
-        assert builder.collapseRequests is False
         assert builder.properties[BACKEND_PROPERTY] == name
         assert builder.description == f"Test accelerator. Level {level}, device {device}; maintainers: @octocat."
         assert builder.project == "pytorch/pytorch"
@@ -394,7 +394,9 @@ def test_buildbot_loads_the_generated_config(dirs):
         "host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0", "host-ab-beta-0"
     ]
     assert [c.name for c in master.change_sources] == ["upstream"]
-    assert {type(s) for s in master.services.values()} == {RetryingGitHubStatusPush, SilentWorkerWatch, RevisionIndex}
+    assert {type(s) for s in master.services.values()} == {
+        RetryingGitHubStatusPush, SilentWorkerWatch, RevisionIndex, RelayStore
+    }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"
 
