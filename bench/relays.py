@@ -177,7 +177,8 @@ class CrcrSide(Side):
         for b in fleet.backend_list():
             backend = {
                 "description": f"benchmark backend on {b['device']}", "maintainers": ["octocat"], "level": "L2",
-                "device": b["device"], "branches": ["main"], "timeout": 600,
+                # One build per commit, as the vanilla master runs them: the same work on both sides.
+                "device": b["device"], "branches": ["main"], "queue": "every", "timeout": 600,
                 "suites": [{"name": SUITE, "pytest": {"files": [b["suite_file"]]}, "timeout": 120}],
             }
             write_file(dirs.backends / f"{b['name']}.yaml", yaml.safe_dump(backend, sort_keys=False))

@@ -45,7 +45,7 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
         root = Path(tempfile.mkdtemp(prefix="crcr-queue-"))  # trial's mktemp() writes under the current directory
         self.addCleanup(shutil.rmtree, root)
         dirs = make_dirs(root)
-        write_backend(dirs.backends, "newest", device="alpha", branches=["main", RELEASE])
+        write_backend(dirs.backends, "newest", device="alpha", branches=["main", RELEASE], queue="newest")
         write_backend(dirs.backends, "every", device="alpha", queue="every")
         write_worker(dirs.workers, "host", devices={"alpha": 1})
         write_worker_password(dirs.secrets, "host")

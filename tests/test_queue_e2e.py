@@ -49,7 +49,7 @@ def test_queued_commits_collapse_into_the_newest_with_queue_newest_and_each_buil
     gate = tmp_path / "gate"
     quick = [{"name": "quick", "command": "true", "timeout": 60}]
     backends = {
-        NEWEST: backend("L1", "qnew", quick, setup=[HOLD], env={"GATE": str(gate)}),
+        NEWEST: backend("L1", "qnew", quick, setup=[HOLD], env={"GATE": str(gate)}, queue="newest"),
         EVERY: backend("L1", "qevery", quick, setup=[HOLD], env={"GATE": str(gate)}, queue="every"),
     }
     master, workers = prepare_relay(tmp_path / "relay", upstream, github, backends, hosts=HOSTS)
