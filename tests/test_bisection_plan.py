@@ -10,7 +10,8 @@ import math
 
 import pytest
 
-from crcr.bisection.plan import DESCRIPTION_LIMIT, Bisection, Step, final_verdicts
+from crcr.bisection.plan import Bisection, Step, final_verdicts
+from crcr.names import GITHUB_DESCRIPTION_LIMIT
 
 SHAS = [f"{i:x}" * 40 for i in range(16)]  # '000…', '111…', … : index i's sha starts with the digit i
 
@@ -378,7 +379,7 @@ def test_a_long_test_name_is_cut_to_github_limit_keeping_the_count():
     bisection, _ = bisect(4, {f"ops::{long_name}": 2, "ops::test_mul": 2})
 
     state, description = final_verdicts(bisection.result(), [bisection.commits[2]])[bisection.commits[2]]
-    assert len(description) == DESCRIPTION_LIMIT
+    assert len(description) == GITHUB_DESCRIPTION_LIMIT
     assert description.startswith("First bad commit: broke test_xxx")
     assert description.endswith("x… (+1 more)")
 

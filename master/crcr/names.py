@@ -27,6 +27,9 @@ BISECTION_PROPERTY = "crcr_bisection"  # the bisection's id
 ONLY_TESTS_PROPERTY = "crcr_only_tests"  # {suite: [pytest node ids]}: only those suites and tests run; [] a whole suite
 TEST_OUTCOMES_PROPERTY = "crcr_test_outcomes"  # {suite: {node id: outcome}}, set by each asked suite
 
+# GitHub's limit on a commit status description: the relay's status texts and the bisection's verdicts keep to it.
+GITHUB_DESCRIPTION_LIMIT = 140
+
 # Step names: the waterfall shows them, the status texts find the suites by the prefix.
 CHECKOUT_STEP = "checkout upstream"
 PREPARE_STEP = "prepare build folder"  # empties the results folder, ships the selection plugin and specs

@@ -15,14 +15,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-# GitHub's limit on a commit status description; github/status_text.py holds the same number, but a pure layer
-# does not import github/.
-DESCRIPTION_LIMIT = 140
+from crcr.names import GITHUB_DESCRIPTION_LIMIT
+from crcr.suites.asked_tests import ERRORED, FAILED, FLAKY, NOT_RUN, PASSED, SKIPPED, XFAILED
+
 SHORT_SHA = 10
 
-GOOD_OUTCOMES = frozenset({"passed", "xfailed", "flaky"})  # flaky: failed, then passed; a real break fails each time
-BAD_OUTCOMES = frozenset({"failed", "errored"})
-SKIP_OUTCOMES = frozenset({"skipped", "not run"})  # the test could not be judged at that commit
+# The outcomes a bisection build's suite step records for each asked test (suites/asked_tests.py).
+GOOD_OUTCOMES = frozenset({PASSED, XFAILED, FLAKY})  # flaky: failed, then passed; a real break fails each time
+BAD_OUTCOMES = frozenset({FAILED, ERRORED})
+SKIP_OUTCOMES = frozenset({SKIPPED, NOT_RUN})  # the test could not be judged at that commit
 OUTCOMES = GOOD_OUTCOMES | BAD_OUTCOMES | SKIP_OUTCOMES
 
 # The JSON's own version: a state written by another layout is refused with a clear message, never misread.
@@ -49,7 +50,7 @@ class RecordedStep:
     def verdict(self) -> str:
         """good, bad, mixed (some tests broke, some not: more than one culprit) or skipped."""
         outcomes = self.outcomes or {}
-        judged = {_judge(outcomes.get(t, "not run")) for t in self.step.tests}
+        judged = {_judge(outcomes.get(t, NOT_RUN)) for t in self.step.tests}
         judged.discard("skipped")
         return judged.pop() if len(judged) == 1 else "mixed" if judged else "skipped"
 
@@ -144,7 +145,7 @@ class Bisection:
                     f" (expected one of: {', '.join(sorted(OUTCOMES))})"
                 )
         for test in step.tests:
-            interval, verdict = self.intervals[test], _judge(outcomes.get(test, "not run"))
+            interval, verdict = self.intervals[test], _judge(outcomes.get(test, NOT_RUN))
             if verdict == "good":
                 interval.good = index
             elif verdict == "bad":
@@ -292,7 +293,7 @@ def _broke(head: str, culprits: list[Culprit]) -> str:
     GitHub's limit: a long test name is cut, never the count after it."""
     tests = [t for c in culprits for t in c.tests]
     name, more = short_test_name(tests[0]), f" (+{len(tests) - 1} more)" if len(tests) > 1 else ""
-    room = DESCRIPTION_LIMIT - len(head) - len(more)
+    room = GITHUB_DESCRIPTION_LIMIT - len(head) - len(more)
     if len(name) > room:
         name = name[: room - 1] + "…"
     return head + name + more

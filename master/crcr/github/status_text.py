@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
-from crcr.names import SUITE_STEP_PREFIX, TESTS_PROPERTY
+from crcr.names import GITHUB_DESCRIPTION_LIMIT, SUITE_STEP_PREFIX, TESTS_PROPERTY
 from crcr.suites.results import SuiteResults, describe_counts
 
-GITHUB_DESCRIPTION_LIMIT = 140
 QUEUED = "Queued, waiting for a worker with the backend's device"
 
 
