@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from crcr.suites.results import dotted_module
+
 PASSED, FAILED, ERRORED, FLAKY, XFAILED, SKIPPED, NOT_RUN = "passed", "failed", "errored", "flaky", "xfailed", "skipped", "not run"
 # The order of the counts in a summary: what the bisection looks for first.
 OUTCOMES = (FAILED, ERRORED, NOT_RUN, FLAKY, PASSED, XFAILED, SKIPPED)
@@ -36,7 +38,7 @@ def asked_outcomes(asked: list[str], outcomes: dict[str, str], flaky: list[str])
 def collection_error_id(file: str) -> str:
     """The node id that pytest's JUnit XML (xunit1) gives the collection error of `file`: no class, the
     module's dotted name (results.node_id reads it so)."""
-    return f"{file}::{file.removesuffix('.py').replace('/', '.')}"
+    return f"{file}::{dotted_module(file)}"
 
 
 def describe_outcomes(outcomes: dict[str, str]) -> str:

@@ -36,9 +36,14 @@ def node_id(case) -> str:
     file, classname, name = case.file, case.classname or "", case.name
     if not file:
         return f"{classname}::{name}"
-    module = file.removesuffix(".py").replace("/", ".")
+    module = dotted_module(file)
     cls = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
     return "::".join(part for part in (file, cls, name) if part)
+
+
+def dotted_module(file: str) -> str:
+    """The module name xunit1 puts in a test's classname: 'test/test_ops.py' -> 'test.test_ops'."""
+    return file.removesuffix(".py").replace("/", ".")
 
 
 def outcomes_by_test(text: str | bytes) -> dict[str, str]:
