@@ -19,12 +19,12 @@ from twisted.trial import unittest
 from conftest import backend, prepare_relay, suite
 from crcr.store import migrate, tables
 from crcr.store.bisections import (
-    add_step, bisection_with_steps, create_bisection, recent_bisections, running_bisections, step_of_request,
+    add_step, bisection_with_steps, bisections_triggered_by, create_bisection, recent_bisections, running_bisections, step_of_request,
     update_bisection, update_step,
 )
 from crcr.store.commits import (
     commits_of_request, decide, decided_since, find_commit, mark_started, move_to_request, record_arrival,
-    set_pending_description,
+    set_pending_description, take_into_request, undecided,
 )
 from crcr.store.migrate import VERSION_TABLE, upgrade_tables
 from crcr.store.service import RelayStore
@@ -146,6 +146,31 @@ def test_a_verdict_decides_a_commit_and_a_pending_text_does_not(db):
     assert decide(db, "alpha", C, "success", "Passed", "built", buildid=1, decided_at=1) is False, "no such row"
 
 
+def test_a_later_verdict_replaces_the_state_and_keeps_when_the_first_was_posted(db):
+    record_arrival(db, "alpha", A, "main", seen_at=100, brid=1, description="Queued")
+    decide(db, "alpha", A, "success", "Not built alone; 1a2b3c4d5e on top of it passed", "covered", buildid=5,
+           decided_at=200)
+    decide(db, "alpha", A, "failure", "Bisected: after 1a2b3c4d5e", "bisected", buildid=None, decided_at=900)
+
+    row = find_commit(db, "alpha", A)
+    assert (row.state, row.description, row.how, row.decided_at) == (
+        "failure", "Bisected: after 1a2b3c4d5e", "bisected", 200
+    ), "the latency ends at the first verdict; the row shows the latest"
+
+
+def test_a_request_that_builds_its_commit_after_all_takes_it_back(db):
+    record_arrival(db, "alpha", A, "main", seen_at=100, brid=1)
+    record_arrival(db, "alpha", B, "main", seen_at=100, brid=2)
+    move_to_request(db, old_brid=1, new_brid=2)
+
+    assert take_into_request(db, "alpha", A, brid=1) is True
+    assert [r.sha for r in commits_of_request(db, 2)] == [B]
+    assert [r.sha for r in undecided(db)] == [A, B]
+    decide(db, "alpha", A, "success", "Passed", "built", buildid=1, decided_at=150)
+    assert take_into_request(db, "alpha", A, brid=2) is False, "a decided commit stays with the request that decided it"
+    assert [r.sha for r in undecided(db)] == [B]
+
+
 @pytest.mark.parametrize("state, how", [("pending", "built"), ("passed", "built"), ("success", "guessed")])
 def test_a_verdict_with_an_unknown_state_or_way_is_refused(db, state, how):
     record_arrival(db, "alpha", A, "main", seen_at=100)
@@ -176,6 +201,8 @@ def test_a_bisection_runs_until_it_is_done_with_its_result(db):
     by_hand = create_bisection(db, "alpha", "main", A, B, {}, started_at=110, requested_by="maintainer@example.com")
 
     assert [b.id for b in running_bisections(db)] == [bisectionid, by_hand]
+    assert [b.id for b in bisections_triggered_by(db, 12)] == [bisectionid]
+    assert bisections_triggered_by(db, 13) == []
     update_bisection(db, bisectionid, plan={**plan, "bad": [C]})
     update_bisection(db, bisectionid, state="done", result={"culprits": {B: ["test_x.py::test_add"]}}, ended_at=900)
 

@@ -80,6 +80,12 @@ def recent_bisections(conn, backend: str, limit: int) -> list[Bisection]:
     return _bisections(conn, query)
 
 
+def bisections_triggered_by(conn, buildid: int) -> list[Bisection]:
+    """The bisections build `buildid`'s new failures started (one at most; a build is looked at again after a
+    restart)."""
+    return _bisections(conn, bisections.select().where(bisections.c.trigger_buildid == buildid))
+
+
 def bisection_with_steps(conn, bisectionid: int) -> tuple[Bisection, list[BisectionStep]] | None:
     """The bisection and its steps in the order they were added; None when there is no such bisection."""
     found = _bisections(conn, bisections.select().where(bisections.c.id == bisectionid))

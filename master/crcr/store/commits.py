@@ -65,6 +65,24 @@ def mark_started(conn, brid: int, started_at: float) -> int:
     return started
 
 
+def take_into_request(conn, backend: str, sha: str, brid: int) -> bool:
+    """Request `brid` builds the commit itself after all (a unit claimed its request before the collapse, or a
+    forced build of a commit still queued): it is no longer covered by another request; False when the commit is
+    decided or has no row."""
+    taken = conn.execute(
+        commits.update()
+        .where(commits.c.backend == backend, commits.c.sha == sha, commits.c.decided_at.is_(None))
+        .values(brid=brid)
+    ).rowcount
+    conn.commit()
+    return taken == 1
+
+
+def undecided(conn) -> list[CommitRow]:
+    """Every backend's commits without a final verdict yet, in the order they arrived (checked at start)."""
+    return _rows(conn, commits.select().where(commits.c.decided_at.is_(None)).order_by(commits.c.id))
+
+
 def commits_of_request(conn, brid: int) -> list[CommitRow]:
     """The commits request `brid` builds or covers, in the order they arrived."""
     return _rows(conn, commits.select().where(commits.c.brid == brid).order_by(commits.c.id))
@@ -77,13 +95,15 @@ def find_commit(conn, backend: str, sha: str) -> CommitRow | None:
 
 def decide(conn, backend: str, sha: str, state: str, description: str, how: str, buildid: int | None,
            decided_at: float) -> bool:
-    """The final verdict posted for a commit; False when the relay has no row for it."""
+    """A final verdict posted for a commit; False when the relay has no row for it. The row holds the latest
+    verdict posted (a rebuild, a bisection may post another) and when the first was: the latency's end."""
     check_value("state", state, VERDICTS)
     check_value("how", how, HOW_DECIDED)
     decided = conn.execute(
         commits.update()
         .where(commits.c.backend == backend, commits.c.sha == sha)
-        .values(state=state, description=description, how=how, buildid=buildid, decided_at=int(decided_at))
+        .values(state=state, description=description, how=how, buildid=buildid,
+                decided_at=sa.func.coalesce(commits.c.decided_at, int(decided_at)))
     ).rowcount
     conn.commit()
     return decided == 1
