@@ -20,7 +20,7 @@ from crcr.buildmaster.baseline import COMMITS_SEARCHED
 from crcr.buildmaster.budget import BudgetedShellCommand
 from crcr.buildmaster.suite_step import SuiteStep
 from crcr.names import (
-    BISECTION_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
+    BASELINES_PROPERTY, BISECTION_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
 from crcr.suites.results import SuiteResults
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, rerun_command
@@ -325,6 +325,7 @@ class SuiteStepTest(SuiteStepHarness):
         ))
         yield self.run_step()
         self.assertEqual((self.recorded()["new"], self.recorded()["fixed"]), ([], ids("test_fixed")))
+        self.assertEqual(self.build.getProperty(BASELINES_PROPERTY), {"ops": parent}, "where a bisection would start")
 
     @defer.inlineCallbacks
     def test_newer_builds_of_other_commits_and_of_this_one_are_not_the_baseline(self):
@@ -394,6 +395,7 @@ class SuiteStepTest(SuiteStepHarness):
             "new failures:\n  test/test_ops.py::test_b\n"
         ))
         yield self.run_step()
+        self.assertEqual(self.build.getProperty(BASELINES_PROPERTY), {"ops": None}, "nothing known good to bisect from")
 
     @defer.inlineCallbacks
     def test_a_revision_that_is_not_a_sha_is_never_handed_to_git(self):

@@ -19,6 +19,8 @@ ADMIN_PROPERTY = "crcr_admin"
 # Build properties of results: each suite's SuiteResults as a dict, and the build's totals.
 TESTS_PROPERTY = "crcr_tests"
 TOTALS_PROPERTY = "crcr_test_totals"
+# The commit each suite's failures were compared with ({suite: sha}): a bisection of new failures starts there.
+BASELINES_PROPERTY = "crcr_baselines"
 # What the user typed on a force build, before it was pinned to an exact commit.
 REQUESTED_REVISION_PROPERTY = "crcr_requested_revision"
 
@@ -26,11 +28,18 @@ REQUESTED_REVISION_PROPERTY = "crcr_requested_revision"
 BISECTION_PROPERTY = "crcr_bisection"  # the bisection's id
 ONLY_TESTS_PROPERTY = "crcr_only_tests"  # {suite: [pytest node ids]}: only those suites and tests run; [] a whole suite
 TEST_OUTCOMES_PROPERTY = "crcr_test_outcomes"  # {suite: {node id: outcome}}, set by each asked suite
+# Bisection builds go before the backend's queued upstream builds (Buildbot claims the highest priority first).
+BISECTION_PRIORITY = 100
+
+# The master's services of the relay's own, by name (in master.service_manager.namedServices).
+STORE_SERVICE = "crcr-store"
+LEDGER_SERVICE = "crcr-ledger"
 
 # GitHub's limit on a commit status description: the relay's status texts and the bisection's verdicts keep to it.
 GITHUB_DESCRIPTION_LIMIT = 140
 
 # Step names: the waterfall shows them, the status texts find the suites by the prefix.
+COVERED_STEP = "commits covered"  # lists the queued commits a build covers, with links
 CHECKOUT_STEP = "checkout upstream"
 PREPARE_STEP = "prepare build folder"  # empties the results folder, ships the selection plugin and specs
 SUITE_STEP_PREFIX = "suite "

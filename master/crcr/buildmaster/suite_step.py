@@ -11,7 +11,7 @@ from twisted.internet import defer
 
 from crcr.buildmaster.baseline import Baseline, find_baseline
 from crcr.buildmaster.budget import BudgetedShellCommand
-from crcr.names import BISECTION_PROPERTY, ONLY_TESTS_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY
+from crcr.names import BASELINES_PROPERTY, BISECTION_PROPERTY, ONLY_TESTS_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY
 from crcr.suites.asked_tests import (
     ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
 )
@@ -166,6 +166,9 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         builderid = yield self.build.getBuilderId()  # known to the build: no database read
         self.baseline = yield find_baseline(self.master, builderid, self.getProperty("got_revision"), self.suite_name)
         compare(results, self.baseline.results if self.baseline else None)
+        baselines = dict(self.getProperty(BASELINES_PROPERTY) or {})
+        baselines[self.suite_name] = self.baseline.sha if self.baseline else None
+        self.setProperty(BASELINES_PROPERTY, baselines, "crcr")
 
     @defer.inlineCallbacks
     def _run(self, command: str, env: dict | None = None):
