@@ -4,20 +4,47 @@ from __future__ import annotations
 
 from buildbot.plugins import util
 from buildbot.www.plugin import Application
+from twisted.web.resource import Resource
 
+from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 
 TITLE = "crcr PyTorch relay"
-# The `crcr` www plugin (entry point buildbot.www in pyproject.toml): static/scripts.js replaces the home page.
 PLUGIN_NAME = "crcr"
-ep = Application(__name__, "crcr relay: home page")
+
+
+class RelayApplication(Application):
+    """The `crcr` www plugin (entry point buildbot.www in pyproject.toml): static/scripts.js replaces the home page
+    and adds the bisection pages; api/bisections under the plugin's URL serves their JSON."""
+
+    def __init__(self):
+        super().__init__(__name__, "crcr relay: home page and bisections")
+        # Buildbot gives a plugin its master only at (re)configuration: the resources get it then.
+        self.bisections = BisectionsResource(None, self._backend_names)
+        api = Resource()
+        api.putChild(b"bisections", self.bisections)
+        self.resource.putChild(b"api", api)
+
+    def setMaster(self, master) -> None:
+        super().setMaster(master)
+        self.bisections.master = master
+
+    def _backend_names(self) -> list[str]:
+        return [b["name"] for b in self.config["backends"]]  # the configuration is home_page_data's
+
+
+ep = RelayApplication()
 
 
 def home_page_data(relay: RelayConfig, settings: Settings) -> dict:
     """What the home page shows; the frontend config is public, so nothing secret goes in."""
     return {
-        "upstream": {"repo": settings.github_repo, "branches": list(settings.upstream_branches)},
+        "upstream": {
+            "repo": settings.github_repo,
+            "branches": list(settings.upstream_branches),
+            "commit_url": commit_url(settings, ""),  # + a sha: the commit's page on GitHub
+        },
         "backends": [
             {"name": b.name, "level": b.level, "device": b.device, "description": b.description}
             for b in relay.backends
@@ -47,10 +74,13 @@ def github_web_url(settings: Settings) -> str:
     return api.removesuffix("/api/v3")
 
 
+def commit_url(settings: Settings, sha: str) -> str:
+    return f"{github_web_url(settings)}/{settings.github_repo}/commit/{sha}"
+
+
 def commit_links(settings: Settings):
     """Buildbot's `revlink`: upstream commits link to GitHub, whatever URL (a mirror) they were polled from."""
-    base = f"{github_web_url(settings)}/{settings.github_repo}/commit/"
-    return lambda revision, repository: base + revision
+    return lambda revision, repository: commit_url(settings, revision)
 
 
 def upstream_project(settings: Settings) -> util.Project:

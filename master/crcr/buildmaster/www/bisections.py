@@ -1,0 +1,191 @@
+"""The bisections as JSON for the UI's pages, read-only, under the crcr plugin's URL:
+
+    GET /plugins/crcr/api/bisections?backend=NAME&limit=N   the latest bisections, newest first
+    GET /plugins/crcr/api/bisections/<id>                   one, with its steps, its range and its culprits
+
+Buildbot's REST API serves only Buildbot's own tables; the relay's bisections live in tables of its own (the
+crcr-store service), so the plugin serves them beside its page. A bad query answers 400 and an unknown
+bisection 404, each with {"error": message}.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any
+
+from buildbot.www import resource
+from twisted.internet import defer
+from twisted.web.error import Error
+
+from crcr.bisection.plan import Bisection as Plan
+from crcr.store.bisections import Bisection, BisectionStep
+from crcr.store.service import RelayStore
+
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 200
+LIST_PARAMETERS = ("backend", "limit")
+
+
+def bisection_route(bisectionid: int) -> str:
+    """The UI's page of a bisection, relative to the web UI's root URL."""
+    return f"#/bisections/{bisectionid}"
+
+
+def build_route(build: dict) -> str:
+    """Buildbot's UI page of a build (a row of its data API)."""
+    return f"#/builders/{build['builderid']}/builds/{build['number']}"
+
+
+class JsonResource(resource.Resource):
+    """Answers GET with the JSON of `answer(request)`; a twisted.web.error.Error it raises gives its code and
+    {"error": message}."""
+
+    def render_GET(self, request):
+        return self.asyncRenderHelper(request, self._render, writeError=partial(_write_error, request))
+
+    @defer.inlineCallbacks
+    def _render(self, request):
+        body = yield self.answer(request)
+        request.setHeader(b"content-type", b"application/json; charset=utf-8")
+        return json.dumps(body).encode()
+
+    def answer(self, request) -> defer.Deferred:
+        raise NotImplementedError
+
+    def store(self) -> RelayStore:
+        return self.master.service_manager.namedServices[RelayStore.name]
+
+
+def _write_error(request, message: bytes, errcode: int = 400) -> None:
+    request.setResponseCode(errcode)
+    request.setHeader(b"content-type", b"application/json; charset=utf-8")
+    request.write(json.dumps({"error": message.decode()}).encode())
+    request.finish()
+
+
+def _refuse(code: int, message: str) -> Error:
+    return Error(code, message.encode())
+
+
+class BisectionsResource(JsonResource):
+    """The list; its children are the bisections by id. `backends` gives the configured backends' names."""
+
+    def __init__(self, master, backends):
+        super().__init__(master)
+        self.backends = backends
+
+    def getChild(self, path: bytes, request):
+        if path == b"":  # .../bisections/ is the list too
+            return self
+        return BisectionResource(self.master, path.decode(errors="replace"))
+
+    @defer.inlineCallbacks
+    def answer(self, request):
+        backend, limit = _list_query(request.args)
+        store = self.store()
+        # The store lists one backend's bisections; "all" is every configured backend's, merged.
+        found: list[Bisection] = []
+        for name in [backend] if backend else self.backends():
+            found += yield store.recent_bisections(name, limit)
+        listed = []
+        for bisection in sorted(found, key=lambda b: b.id, reverse=True)[:limit]:
+            _, steps = yield store.bisection_with_steps(bisection.id)
+            listed.append({**_summary(bisection, _planned(bisection)), "step_count": len(steps)})
+        return {"bisections": listed}
+
+
+class BisectionResource(JsonResource):
+    def __init__(self, master, name: str):
+        super().__init__(master)
+        self.name = name
+
+    @defer.inlineCallbacks
+    def answer(self, request):
+        bisectionid = int(self.name) if self.name.isdigit() else None
+        found = None if bisectionid is None else (yield self.store().bisection_with_steps(bisectionid))
+        if found is None:
+            raise _refuse(404, f"no bisection {self.name!r}")
+        bisection, steps = found
+        planned = _planned(bisection)
+        trigger = yield self._build(bisection.trigger_buildid)
+        step_builds = []
+        for step in steps:
+            step_builds.append((yield self._build(step.buildid)))
+        return {
+            **_summary(bisection, planned),
+            "trigger_build": trigger,
+            "commits": planned["commits"],
+            "tests": planned["tests"],
+            "steps": [_step(step, build) for step, build in zip(steps, step_builds)],
+            "next": planned["next"],
+            "unresolved": planned["unresolved"],
+        }
+
+    @defer.inlineCallbacks
+    def _build(self, buildid: int | None):
+        build = None if buildid is None else (yield self.master.data.get(("builds", buildid)))
+        if build is None:
+            return None
+        return {"buildid": buildid, "builderid": build["builderid"], "number": build["number"],
+                "url": build_route(build)}
+
+
+def _list_query(args: dict[bytes, list[bytes]]) -> tuple[str | None, int]:
+    query = {name.decode(errors="replace"): [v.decode(errors="replace") for v in values] for name, values in args.items()}
+    unknown = sorted(set(query) - set(LIST_PARAMETERS))
+    if unknown:
+        raise _refuse(400, f"unknown parameter {', '.join(unknown)} (known: {', '.join(LIST_PARAMETERS)})")
+    for name, values in query.items():
+        if len(values) > 1:
+            raise _refuse(400, f"{name}: give it once, not {len(values)} times")
+    backend = query.get("backend", [None])[0]
+    if backend is not None and not backend.strip():
+        raise _refuse(400, "backend: must not be empty (leave it out for every backend)")
+    limit = query.get("limit", [str(DEFAULT_LIMIT)])[0]
+    if not (limit.isdigit() and 1 <= int(limit) <= MAX_LIMIT):
+        raise _refuse(400, f"limit: must be a whole number from 1 to {MAX_LIMIT} (got {limit!r})")
+    return backend, int(limit)
+
+
+def _planned(bisection: Bisection) -> dict[str, Any]:
+    """What the planner's saved state tells (its describe()): the range, the culprits, the next build. A state
+    this relay cannot read is shown as such rather than failing the whole answer."""
+    try:
+        plan = Plan.from_json(bisection.plan)
+    except ValueError as error:
+        return {"commits": [], "tests": [], "next": None, "culprits": [], "unresolved": [], "plan_error": str(error)}
+    return {**plan.describe(), "tests": list(plan.tests), "plan_error": None}
+
+
+def _summary(bisection: Bisection, planned: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": bisection.id,
+        "url": bisection_route(bisection.id),
+        "backend": bisection.backend,
+        "branch": bisection.branch,
+        "good_sha": bisection.good_sha,
+        "bad_sha": bisection.bad_sha,
+        "state": bisection.state,
+        "started_at": bisection.started_at,
+        "ended_at": bisection.ended_at,
+        "trigger_buildid": bisection.trigger_buildid,
+        "requested_by": bisection.requested_by,
+        "commit_count": len(planned["commits"]),
+        "culprits": planned["culprits"],
+        "plan_error": planned["plan_error"],
+    }
+
+
+def _step(step: BisectionStep, build: dict | None) -> dict[str, Any]:
+    return {
+        "position": step.position,
+        "sha": step.sha,
+        "tests": step.tests,
+        "outcome": step.outcome,
+        "results": step.results,
+        "brid": step.brid,
+        "build": build,
+        "started_at": step.started_at,
+        "ended_at": step.ended_at,
+    }
