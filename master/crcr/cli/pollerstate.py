@@ -12,15 +12,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from crcr.cli import masterdb
 from crcr.names import POLLER_NAME
-
-
-def _engine(db_url: str, basedir: Path) -> sa.Engine:
-    prefix = "sqlite:///"
-    if db_url.startswith(prefix) and not db_url[len(prefix) :].startswith("/"):
-        # Buildbot opens relative sqlite paths from the master directory.
-        db_url = prefix + str(basedir / db_url[len(prefix) :])
-    return sa.create_engine(db_url)
 
 
 def first_poll_done(db_url: str, basedir: Path) -> bool:
@@ -28,7 +21,7 @@ def first_poll_done(db_url: str, basedir: Path) -> bool:
         "SELECT 1 FROM object_state s JOIN objects o ON o.id = s.objectid "
         "WHERE o.name = :name AND o.class_name = 'GitPoller' AND s.name = 'lastRev'"
     )
-    engine = _engine(db_url, basedir)
+    engine = masterdb.engine(db_url, basedir)
     try:
         with engine.connect() as conn:
             return conn.execute(query, {"name": POLLER_NAME}).first() is not None
