@@ -129,5 +129,13 @@ def decided_since(conn, since: float, backend: str | None = None) -> list[Commit
     return _rows(conn, query.order_by(commits.c.decided_at, commits.c.id))
 
 
+def pending_commits(conn, backend: str | None = None) -> list[CommitRow]:
+    """The commits of `backend` (of every backend without one) still without a final verdict, earliest seen first."""
+    query = commits.select().where(commits.c.decided_at.is_(None))
+    if backend is not None:
+        query = query.where(commits.c.backend == backend)
+    return _rows(conn, query.order_by(commits.c.seen_at, commits.c.id))
+
+
 def _rows(conn, query) -> list[CommitRow]:
     return [CommitRow(**row._mapping) for row in conn.execute(query)]
