@@ -1,4 +1,5 @@
-"""The `crcr` command: check the data files, run a master, register worker hosts, force-build an upstream revision."""
+"""The `crcr` command: check the data files, run a master, register worker hosts, force-build an upstream revision,
+show commit-to-verdict latency."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import sys
 
 from crcr.cli.force import add_force_command
+from crcr.cli.latency import add_latency_command
 from crcr.cli.mastercommands import add_master_commands, checked_config
 from crcr.cli.subcommands import add_command
 from crcr.cli.worker import add_worker_commands
@@ -31,6 +33,7 @@ def parser() -> argparse.ArgumentParser:
     add_master_commands(sub)
     add_worker_commands(sub)
     add_force_command(sub)
+    add_latency_command(sub)
     return p
 
 
