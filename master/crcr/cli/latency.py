@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from crcr.cli.masterdb import existing_database
 from crcr.cli.subcommands import add_command
+from crcr.cli.wording import counted
 from crcr.config.paths import display_path
 from crcr.config.settings import load_settings
 from crcr.store.commits import decided_since, pending_commits
@@ -33,16 +34,12 @@ def duration_text(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def _counted(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
-
-
 def _window_line(w: Window, width: int) -> str:
     if not w.decided:
         return f"no verdicts in the last {w.label}"
     how = ", ".join(f"{w.how[way]} {way}" for way in HOW_DECIDED if w.how[way])
     return (
-        f"{f'last {w.label}:':<{width}} {_counted(w.decided, 'commit')} decided ({how}); "
+        f"{f'last {w.label}:':<{width}} {counted(w.decided, 'commit')} decided ({how}); "
         f"latency p50 {duration_text(w.p50)}, p95 {duration_text(w.p95)}, max {duration_text(w.max)}"
     )
 
@@ -51,7 +48,7 @@ def _pending_line(b: BackendLatency) -> str:
     if not b.pending:
         return "pending: none"
     oldest = "seen" if b.pending == 1 else "the oldest seen"
-    return f"pending: {_counted(b.pending, 'commit')}, {oldest} {duration_text(b.oldest_pending_age)} ago"
+    return f"pending: {counted(b.pending, 'commit')}, {oldest} {duration_text(b.oldest_pending_age)} ago"
 
 
 def print_latencies(latencies: list[BackendLatency]) -> None:
