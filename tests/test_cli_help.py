@@ -42,6 +42,7 @@ COMMAND_OPTIONS = {
     ("worker", "units"): set(),
     ("worker", "ensure-password"): set(),
     ("force",): {"--reason", "--url"},
+    ("bisect",): {"--test", "--reason", "--url"},
     ("latency",): {"--json", "--basedir"},
 }
 

@@ -66,10 +66,6 @@ def bisect_scheduler_name(backend: str) -> str:
     return f"bisect-{backend}"
 
 
-def backend_of_force_scheduler(name: str) -> str:
-    return name.removeprefix("force-")
-
-
 def status_context(backend: str) -> str:
     """The GitHub commit status context of a backend's verdict."""
     return f"crcr/{backend}"

@@ -1,11 +1,12 @@
 """The `crcr` command: check the data files, run a master, register worker hosts, force-build an upstream revision,
-show commit-to-verdict latency."""
+bisect a range of upstream commits, show commit-to-verdict latency."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from crcr.cli.bisect import add_bisect_command
 from crcr.cli.force import add_force_command
 from crcr.cli.latency import add_latency_command
 from crcr.cli.mastercommands import add_master_commands, checked_config
@@ -33,6 +34,7 @@ def parser() -> argparse.ArgumentParser:
     add_master_commands(sub)
     add_worker_commands(sub)
     add_force_command(sub)
+    add_bisect_command(sub)
     add_latency_command(sub)
     return p
 
