@@ -16,11 +16,8 @@ from crcr.cli.wording import counted
 from crcr.config.paths import display_path
 from crcr.config.settings import load_settings
 from crcr.store.commits import decided_since, pending_commits
-from crcr.store.latency import LONGEST_WINDOW, BackendLatency, Window, as_json, backend_latency
+from crcr.store.latency import DAY, HOUR, LONGEST_WINDOW, BackendLatency, Window, as_json, backend_latency
 from crcr.store.tables import HOW_DECIDED, commits
-
-HOUR = 3600
-DAY = 24 * HOUR
 
 
 def duration_text(seconds: int) -> str:
