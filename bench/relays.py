@@ -61,9 +61,9 @@ class Fleet:
                 for h in self.host_list() for device, count in h["devices"].items() for i in range(count)]
 
 
-def make_upstream(root: Path) -> Upstream:
+def make_upstream(root: Path, tree: Path = UPSTREAM_TREE) -> Upstream:
     upstream = Upstream(root)
-    files = {str(p.relative_to(UPSTREAM_TREE)): p.read_text() for p in UPSTREAM_TREE.rglob("*.py")}
+    files = {str(p.relative_to(tree)): p.read_text() for p in tree.rglob("*.py")}
     upstream.commit("Initial upstream with its test suite", files)
     return upstream
 
@@ -72,10 +72,11 @@ class Side:
     """One master under measurement: its directory, REST API, fake GitHub, upstream and workers."""
 
     label: str
+    tree = UPSTREAM_TREE  # the upstream's first commit: its files, its test suite among them
 
     def __init__(self, root: Path, fleet: Fleet, poll_interval: int):
         self.root, self.fleet, self.poll_interval = root, fleet, poll_interval
-        self.upstream = make_upstream(root / "upstream")
+        self.upstream = make_upstream(root / "upstream", self.tree)
         self.github = FakeGitHub().start()
         self.web_port, self.worker_port = free_port(), free_port()
         self.web_url = f"http://localhost:{self.web_port}/"
@@ -175,13 +176,7 @@ class CrcrSide(Side):
         super().__init__(root, fleet, poll_interval)
         dirs = make_dirs(root)
         for b in fleet.backend_list():
-            backend = {
-                "description": f"benchmark backend on {b['device']}", "maintainers": ["octocat"], "level": "L2",
-                # One build per commit, as the vanilla master runs them: the same work on both sides.
-                "device": b["device"], "branches": ["main"], "queue": "every", "timeout": 600,
-                "suites": [{"name": SUITE, "pytest": {"files": [b["suite_file"]]}, "timeout": 120}],
-            }
-            write_file(dirs.backends / f"{b['name']}.yaml", yaml.safe_dump(backend, sort_keys=False))
+            write_file(dirs.backends / f"{b['name']}.yaml", yaml.safe_dump(self.backend_file(b), sort_keys=False))
         for h in fleet.host_list():
             host = {"devices": h["devices"], "admin": "Bench Lab <lab@example.com>"}
             write_file(dirs.workers / f"{h['name']}.yaml", yaml.safe_dump(host, sort_keys=False))
@@ -195,6 +190,15 @@ class CrcrSide(Side):
             "CRCR_WEB_PORT": str(self.web_port), "CRCR_WORKER_PORT": str(self.worker_port),
             "CRCR_BUILDBOT_URL": self.web_url,
         })
+
+    def backend_file(self, b: dict) -> dict:
+        """The backend file of fleet backend `b` (one of Fleet.backend_list)."""
+        return {
+            "description": f"benchmark backend on {b['device']}", "maintainers": ["octocat"], "level": "L2",
+            # One build per commit, as the vanilla master runs them: the same work on both sides.
+            "device": b["device"], "branches": ["main"], "queue": "every", "timeout": 600,
+            "suites": [{"name": SUITE, "pytest": {"files": [b["suite_file"]]}, "timeout": 120}],
+        }
 
     def start(self) -> float:
         """`crcr master start` as an operator runs it; it must not return before the master runs."""
