@@ -11,10 +11,12 @@ import json
 import shutil
 from dataclasses import asdict
 import tempfile
+import time
 import urllib.error
 import urllib.request
 
 import pytest
+from buildbot.db import enginestrategy
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
@@ -25,11 +27,12 @@ from twisted.internet import defer
 from twisted.trial import unittest
 from twisted.web.resource import getChildForRequest
 
-from conftest import backend, prepare_relay, running, suite
+from conftest import E2E_WORKERS, backend, make_upstream, prepare_relay, running, suite
 from crcr.bisection.plan import Bisection as Plan
 from crcr.buildmaster.www import RelayApplication
 from crcr.store.bisections import add_step, create_bisection, update_bisection, update_step
 from crcr.store.service import RelayStore
+from webui import open_page, page_text, wait_for_element, wait_for_texts
 
 TEST_ADD = "unit::test/test_ops.py::test_add"
 TEST_MUL = "unit::test/test_ops.py::test_mul"
@@ -49,19 +52,19 @@ def bisect(commits: list[str], first_bad: dict[str, int]) -> tuple[Plan, list[tu
 
 def store_bisection(conn, backend_name: str, good: str, plan: Plan, taken: list[tuple[int, dict[str, str]]],
                     buildids: dict[str, int], trigger_buildid: int | None = None, requested_by: str | None = None,
-                    done: bool = True) -> int:
-    """The rows the bisector writes: the bisection, a step per build taken (its build when `buildids` has the
-    commit), and the end."""
-    bisectionid = create_bisection(conn, backend_name, "main", good, plan.commits[-1], plan.to_json(), started_at=1000,
+                    done: bool = True, at: float = 1000) -> int:
+    """The rows the bisector writes from time `at` on: the bisection, a step per build taken (its build when
+    `buildids` has the commit), and the end."""
+    bisectionid = create_bisection(conn, backend_name, "main", good, plan.commits[-1], plan.to_json(), started_at=at,
                                    trigger_buildid=trigger_buildid, requested_by=requested_by)
     for number, ((index, outcomes), recorded) in enumerate(zip(taken, plan.steps)):
         sha = plan.commits[index]
-        stepid = add_step(conn, bisectionid, index, sha, list(recorded.step.tests), started_at=1100 + number,
+        stepid = add_step(conn, bisectionid, index, sha, list(recorded.step.tests), started_at=at + 100 + 600 * number,
                           brid=500 + number)
         update_step(conn, stepid, buildid=buildids.get(sha), outcome=recorded.verdict, results=outcomes,
-                    ended_at=1200 + number)
+                    ended_at=at + 500 + 600 * number)
     if done:
-        update_bisection(conn, bisectionid, state="done", result=asdict(plan.result()), ended_at=2000)
+        update_bisection(conn, bisectionid, state="done", result=asdict(plan.result()), ended_at=at + 2000)
     return bisectionid
 
 
@@ -197,3 +200,143 @@ class BisectionsResourceTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(code, 200)
         self.assertEqual(found["plan_error"], "bisection: unreadable saved state: format 99, this relay reads format 1")
         self.assertEqual((found["commits"], found["culprits"], found["steps"]), ([], [], []))
+
+
+# --- end to end: a real master, its JSON over HTTP, the pages in Chromium ---
+
+PAGE_BACKEND = "bisect-alpha"
+
+
+def http_json(url: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.fixture(scope="module")
+def bisected(tmp_path_factory, github):
+    """A relay whose backend built four upstream commits, then (the master stopped, as the bisector's rows would
+    be there after a restart) two bisections of them in its database: one done, started by the fourth commit's
+    build, and one requested by hand and abandoned after a skipped step (not running: the master's bisector would
+    take a running one up). The master runs again, without workers."""
+    root = tmp_path_factory.mktemp("bisection-page")
+    upstream = make_upstream(root / "upstream")
+    backends = {PAGE_BACKEND: backend("L2", "alpha", [suite("pass", "test/test_pass.py")])}
+    master, workers = prepare_relay(root, upstream, github, backends, hosts={"host-alpha": E2E_WORKERS["host-alpha"]})
+    good = upstream.git("rev-parse", "main")
+    with running(master, workers):
+        commits = [upstream.commit(f"Range commit {n}", push=False) for n in range(1, 5)]
+        upstream.push("main")
+        builds = {sha: master.wait_for_finished_build(PAGE_BACKEND, sha) for sha in commits}
+    conn = open_database(master.basedir)
+    try:
+        plan, taken = bisect(commits, {TEST_ADD: 1, TEST_MUL: 3})
+        done = store_bisection(conn, PAGE_BACKEND, good, plan, taken, {s: b["buildid"] for s, b in builds.items()},
+                               trigger_buildid=builds[commits[-1]]["buildid"], at=time.time() - 7200)
+        stopped = Plan(commits, [TEST_ADD])
+        skipped = stopped.next_step()
+        stopped.record_skip(skipped.index)
+        abandoned = create_bisection(conn, PAGE_BACKEND, "main", good, commits[-1], stopped.to_json(),
+                                     started_at=time.time() - 1800, requested_by="octocat")
+        stepid = add_step(conn, abandoned, skipped.index, skipped.sha, [TEST_ADD], started_at=time.time() - 1700)
+        update_step(conn, stepid, outcome="skipped", ended_at=time.time() - 1200)
+        update_bisection(conn, abandoned, state="abandoned", ended_at=time.time() - 1100)
+    finally:
+        conn.close()
+    master.start()
+    try:
+        yield {"relay": master, "good": good, "commits": commits, "builds": builds, "done": done,
+               "abandoned": abandoned}
+    finally:
+        master.stop()
+
+
+def open_database(basedir):
+    """The master's SQLite database (settings.yaml's sqlite:///state.sqlite), opened as Buildbot opens it."""
+    return enginestrategy.create_engine("sqlite:///state.sqlite", basedir=str(basedir)).connect()
+
+
+def build_url(relay, build: dict) -> str:
+    return f"#/builders/{relay.builder_id(PAGE_BACKEND)}/builds/{build['number']}"
+
+
+@pytest.mark.e2e
+def test_the_json_lists_the_bisections_and_gives_each_with_its_builds(bisected):
+    relay, commits, builds = bisected["relay"], bisected["commits"], bisected["builds"]
+    api = relay.web_url + "plugins/crcr/api/bisections"
+
+    code, listed = http_json(api)
+    assert code == 200
+    assert [(b["id"], b["state"], b["requested_by"]) for b in listed["bisections"]] == [
+        (bisected["abandoned"], "abandoned", "octocat"), (bisected["done"], "done", None)
+    ]
+
+    code, done = http_json(f"{api}/{bisected['done']}")
+    assert code == 200
+    assert (done["good_sha"], done["bad_sha"], done["commits"]) == (bisected["good"], commits[-1], commits)
+    assert done["trigger_build"]["url"] == build_url(relay, builds[commits[-1]])
+    assert [(s["sha"], s["outcome"], s["build"]["url"]) for s in done["steps"]] == [
+        (commits[index], outcome, build_url(relay, builds[commits[index]]))
+        for index, outcome in [(1, "mixed"), (0, "good"), (2, "good")]
+    ]
+    assert [(c["sha"], c["tests"]) for c in done["culprits"]] == [(commits[1], [TEST_ADD]), (commits[3], [TEST_MUL])]
+
+    assert http_json(f"{api}/12345") == (404, {"error": "no bisection '12345'"})
+    assert http_json(f"{api}?limit=many") == (400, {"error": "limit: must be a whole number from 1 to 200 (got 'many')"})
+
+
+@pytest.mark.e2e
+def test_the_pages_show_the_range_steps_with_build_links_and_culprits(bisected, browser, github, tmp_path):
+    relay, commits, builds = bisected["relay"], bisected["commits"], bisected["builds"]
+    short = [sha[:10] for sha in commits]
+
+    open_page(browser, relay.web_url + "#/bisections")
+    wait_for_texts(browser, ["Bisections", PAGE_BACKEND, f"{bisected['good'][:10]}..{short[3]}", "abandoned", "done"],
+                   "the list of bisections")
+    row = wait_for_element(browser, f"//tr[td[1]/a[text()='#{bisected['done']}']]", "the done bisection's row")
+    assert [a.text for a in row.find_elements(By.XPATH, "td[6]//a")] == [short[1], short[3]]
+    assert row.find_element(By.XPATH, "td[5]").text == "3"
+    assert browser.save_screenshot(str(tmp_path / "bisections.png"))
+
+    row.find_element(By.XPATH, "td[1]/a").click()
+    wait_for_texts(browser, [f"Bisection #{bisected['done']} of {PAGE_BACKEND} on main", "Newly failing tests",
+                             TEST_ADD, TEST_MUL, "first bad commit", "Started by the new failures of build"],
+                   "the bisection's page")
+    steps = wait_for_element(browser, "//table[@data-crcr='steps']", "the steps").find_elements(By.XPATH, "tbody/tr")
+    assert [step.find_element(By.XPATH, "td[2]//a").text for step in steps] == [short[1], short[0], short[2]]
+    assert [step.find_element(By.XPATH, "td[4]").text for step in steps] == ["mixed", "good", "good"]
+    assert [step.find_element(By.XPATH, "td[5]/a").get_attribute("href") for step in steps] == [
+        relay.web_url + build_url(relay, builds[commits[index]]) for index in (1, 0, 2)
+    ]
+    assert f"{TEST_ADD} failed" in steps[0].text and f"{TEST_MUL} passed" in steps[0].text
+    culprits = browser.find_elements(By.XPATH, "//table[@data-crcr='culprits']/tbody/tr")
+    assert [(c.find_element(By.XPATH, "td[1]//a").get_attribute("href"), c.find_element(By.XPATH, "td[2]").text)
+            for c in culprits] == [
+        (f"{github.url}/pytorch/pytorch/commit/{commits[1]}", TEST_ADD),
+        (f"{github.url}/pytorch/pytorch/commit/{commits[3]}", TEST_MUL),
+    ]
+    assert browser.save_screenshot(str(tmp_path / "bisection.png"))
+
+    open_page(browser, relay.web_url + f"#/bisections/{bisected['abandoned']}")
+    wait_for_texts(browser, ["Requested by octocat", "abandoned", "No culprit.", "Unresolved tests", "skipped"],
+                   "the abandoned bisection's page")
+    assert "Next build" not in page_text(browser)
+
+
+@pytest.mark.e2e
+def test_the_menu_and_the_home_page_lead_to_the_bisections(bisected, browser):
+    relay = bisected["relay"]
+    open_page(browser, relay.web_url + "#/")
+    link = wait_for_element(browser, f"//tr[td[1][contains(., '{PAGE_BACKEND}')]]//a[text()='bisections']",
+                            "the backend's bisections link")
+    link.click()
+    wait_for_texts(browser, [f"Bisections of {PAGE_BACKEND}", f"#{bisected['done']}"], "the backend's bisections")
+
+    open_page(browser, relay.web_url + "#/waterfall")
+    wait_for_element(browser, "//button[contains(@class, 'bb-sidebar-item')][normalize-space(.)='Builds']",
+                     "the Builds menu").click()
+    wait_for_element(browser, "//a[contains(@class, 'bb-sidebar-item')][normalize-space(.)='Bisections']",
+                     "a Bisections entry in the Builds menu").click()
+    wait_for_texts(browser, ["Bisections", f"#{bisected['abandoned']}", f"#{bisected['done']}"], "the bisections")
