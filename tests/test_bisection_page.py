@@ -155,6 +155,31 @@ class BisectionsResourceTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual((found["unresolved"], found["next"], found["plan_error"]), ([], None, None))
 
     @defer.inlineCallbacks
+    def test_a_running_bisection_has_its_waiting_step_and_the_next_build(self):
+        commits = [sha(n) for n in range(1, 5)]
+        plan = Plan(commits, [TEST_ADD])
+        first = plan.next_step()
+        plan.record(first.index, {TEST_ADD: "passed"})
+        waiting = plan.next_step()
+
+        def write(conn):
+            bisectionid = create_bisection(conn, "alpha", "main", sha(0), sha(4), plan.to_json(), started_at=1000,
+                                           requested_by="octocat")
+            done = add_step(conn, bisectionid, first.index, first.sha, [TEST_ADD], started_at=1001, brid=1)
+            update_step(conn, done, buildid=31, outcome="good", results={TEST_ADD: "passed"}, ended_at=1100)
+            add_step(conn, bisectionid, waiting.index, waiting.sha, [TEST_ADD], started_at=1101, brid=77)
+            return bisectionid
+
+        bisectionid = yield self.master.db.pool.do(write)
+        _, found = yield self.get(f"api/bisections/{bisectionid}")
+
+        self.assertEqual((found["state"], found["requested_by"], found["trigger_build"]), ("running", "octocat", None))
+        self.assertEqual([(s["sha"], s["outcome"], s["brid"], s["build"] and s["build"]["number"])
+                          for s in found["steps"]], [(first.sha, "good", 1, 1), (waiting.sha, "pending", 77, None)])
+        self.assertEqual(found["next"], {"index": waiting.index, "sha": waiting.sha, "tests": [TEST_ADD]})
+        self.assertEqual(found["culprits"], [])
+
+    @defer.inlineCallbacks
     def test_the_list_is_every_backends_newest_first_or_one_backends(self):
         first = yield self.add("alpha", trigger_buildid=33)
         second = yield self.add("beta", requested_by="octocat")
@@ -284,7 +309,9 @@ def test_the_json_lists_the_bisections_and_gives_each_with_its_builds(bisected):
     assert [(c["sha"], c["tests"]) for c in done["culprits"]] == [(commits[1], [TEST_ADD]), (commits[3], [TEST_MUL])]
 
     assert http_json(f"{api}/12345") == (404, {"error": "no bisection '12345'"})
-    assert http_json(f"{api}?limit=many") == (400, {"error": "limit: must be a whole number from 1 to 200 (got 'many')"})
+    assert http_json(f"{api}?limit=many") == (
+        400, {"error": "limit: must be a whole number from 1 to 200 (got 'many')"}
+    )
 
 
 @pytest.mark.e2e

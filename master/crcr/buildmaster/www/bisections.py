@@ -132,7 +132,10 @@ class BisectionResource(JsonResource):
 
 
 def _list_query(args: dict[bytes, list[bytes]]) -> tuple[str | None, int]:
-    query = {name.decode(errors="replace"): [v.decode(errors="replace") for v in values] for name, values in args.items()}
+    query = {
+        name.decode(errors="replace"): [value.decode(errors="replace") for value in values]
+        for name, values in args.items()
+    }
     unknown = sorted(set(query) - set(LIST_PARAMETERS))
     if unknown:
         raise _refuse(400, f"unknown parameter {', '.join(unknown)} (known: {', '.join(LIST_PARAMETERS)})")

@@ -231,7 +231,9 @@
 
   function Culprits(props) {
     var b = props.bisection;
-    if (!b.culprits.length) return h("p", null, b.state === "running" ? "No first bad commit found yet." : "No culprit.");
+    if (!b.culprits.length) {
+      return h("p", null, b.state === "running" ? "No first bad commit found yet." : "No culprit.");
+    }
     return h("table", { className: "table table-striped", "data-crcr": "culprits" },
       h("thead", null, h("tr", null, h("th", null, "first bad commit"), h("th", null, "tests it broke"),
         h("th", null, "untested commits just before it (the first bad one may be one of them)"))),
