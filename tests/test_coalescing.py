@@ -17,7 +17,6 @@ from buildbot.config.master import MasterConfig
 from buildbot.process.builder import Builder
 from buildbot.process.properties import Properties
 from buildbot.process.results import SKIPPED, SUCCESS
-from buildbot.schedulers.triggerable import Triggerable
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
@@ -90,12 +89,11 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
         return brids[self.builderids[backend]]
 
     async def bisection(self, backend: str, of_request: int) -> int:
-        """A bisection step at the commit of an upstream request, on its very sourcestamp (with its change)."""
+        """A bisection step at the commit of an upstream request, on its very sourcestamp (with its change), asked
+        of the backend's bisect scheduler as the bisector asks it."""
         request = await self.master.data.get(("buildrequests", of_request))
         buildset = await self.master.data.get(("buildsets", request["buildsetid"]))
-        scheduler = Triggerable(name=bisect_scheduler_name(backend), builderNames=[backend])
-        await scheduler.setServiceParent(self.master)
-        await scheduler.configureService()
+        scheduler = self.master.config.schedulers[bisect_scheduler_name(backend)]
         _, brids = await scheduler.addBuildsetForSourceStamps(
             sourcestamps=[ss["ssid"] for ss in buildset["sourcestamps"]], reason="bisection", priority=100,
         )

@@ -23,6 +23,8 @@ from crcr.github.statuspush import RetryingGitHubStatusPush
 from crcr.buildmaster.liveness import SilentWorkerWatch
 from crcr.buildmaster.baseline import RevisionIndex
 from crcr.store.service import RelayStore
+from crcr.buildmaster.ledger import CommitLedger
+from crcr.buildmaster.schedulers import BisectScheduler
 from buildbot.schedulers.basic import AnyBranchScheduler
 from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.steps.shell import ShellCommand
@@ -38,7 +40,8 @@ from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.suites.selection import PLUGIN_FILE
 from crcr.names import (
-    BACKEND_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, force_scheduler_name, upstream_scheduler_name,
+    BACKEND_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, bisect_scheduler_name, force_scheduler_name,
+    upstream_scheduler_name,
 )
 
 ALPHA_SUITES = [
@@ -126,7 +129,7 @@ def test_builder_tags_description_and_properties(dirs):
 def test_builder_steps_in_order(dirs):
     builders = builders_by_name(config_for(dirs))
 
-    common = ["checkout upstream", "prepare build folder"]
+    common = ["commits covered", "checkout upstream", "prepare build folder"]
     assert step_names(builders["alpha"]) == common + ["setup 1", "setup 2", "suite unit", "suite integration"]
     assert step_names(builders["beta"]) == common + ["suite smoke"]
     assert steps_by_name(builders["beta"])["prepare build folder"].kwargs["shipped"] == {}, "no pytest suite: no plugin"
@@ -215,12 +218,16 @@ def test_schedulers_per_active_backend(dirs):
     cfg = config_for(dirs)
     schedulers = {s.name: s for s in cfg["schedulers"]}
 
-    assert set(schedulers) == {f"{kind}-{b}" for kind in ("upstream", "force") for b in ("alpha", "beta", "delta")}
+    assert set(schedulers) == {
+        f"{kind}-{b}" for kind in ("upstream", "force", "bisect") for b in ("alpha", "beta", "delta")
+    }
     for backend in ("alpha", "beta", "delta"):
         assert isinstance(schedulers[upstream_scheduler_name(backend)], AnyBranchScheduler)
         assert schedulers[upstream_scheduler_name(backend)].builderNames == [backend]
         assert isinstance(schedulers[force_scheduler_name(backend)], ForceScheduler)
         assert schedulers[force_scheduler_name(backend)].builderNames == [backend]
+        assert isinstance(schedulers[bisect_scheduler_name(backend)], BisectScheduler)
+        assert schedulers[bisect_scheduler_name(backend)].builderNames == [backend]
 
 
 def change(branch, project="pytorch/pytorch"):
@@ -388,14 +395,14 @@ def test_buildbot_loads_the_generated_config(dirs):
 
     assert [b.name for b in master.builders] == ["alpha", "beta", "delta"]
     assert sorted(master.schedulers) == sorted(
-        f"{kind}-{b}" for kind in ("upstream", "force") for b in ("alpha", "beta", "delta")
+        f"{kind}-{b}" for kind in ("upstream", "force", "bisect") for b in ("alpha", "beta", "delta")
     )
     assert [w.workername for w in master.workers] == [
         "host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0", "host-ab-beta-0"
     ]
     assert [c.name for c in master.change_sources] == ["upstream"]
     assert {type(s) for s in master.services.values()} == {
-        RetryingGitHubStatusPush, SilentWorkerWatch, RevisionIndex, RelayStore
+        RetryingGitHubStatusPush, SilentWorkerWatch, RevisionIndex, RelayStore, CommitLedger
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"

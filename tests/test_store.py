@@ -24,7 +24,7 @@ from crcr.store.bisections import (
 )
 from crcr.store.commits import (
     commits_of_request, decide, decided_since, find_commit, mark_started, move_to_request, record_arrival,
-    set_pending_description, take_into_request, undecided,
+    pending_commits, set_pending_description, take_into_request,
 )
 from crcr.store.migrate import VERSION_TABLE, upgrade_tables
 from crcr.store.service import RelayStore
@@ -165,10 +165,10 @@ def test_a_request_that_builds_its_commit_after_all_takes_it_back(db):
 
     assert take_into_request(db, "alpha", A, brid=1) is True
     assert [r.sha for r in commits_of_request(db, 2)] == [B]
-    assert [r.sha for r in undecided(db)] == [A, B]
+    assert [r.sha for r in pending_commits(db)] == [A, B]
     decide(db, "alpha", A, "success", "Passed", "built", buildid=1, decided_at=150)
     assert take_into_request(db, "alpha", A, brid=2) is False, "a decided commit stays with the request that decided it"
-    assert [r.sha for r in undecided(db)] == [B]
+    assert [r.sha for r in pending_commits(db)] == [B]
 
 
 @pytest.mark.parametrize("state, how", [("pending", "built"), ("passed", "built"), ("success", "guessed")])

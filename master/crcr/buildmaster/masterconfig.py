@@ -9,10 +9,11 @@ from crcr.buildmaster.baseline import RevisionIndex
 from crcr.buildmaster.builders import make_builders
 from crcr.buildmaster.changesource import upstream_poller
 from crcr.config.errors import ConfigError
+from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.liveness import SilentWorkerWatch
 from crcr.config.loader import load_checked_relay_config
 from crcr.github.reporters import github_status_reporters
-from crcr.buildmaster.schedulers import force_scheduler, upstream_scheduler
+from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler, upstream_scheduler
 from crcr.buildmaster.secrets import SecretsDirectory
 from crcr.config.settings import Settings, load_settings
 from crcr.buildmaster.workers import make_workers
@@ -46,11 +47,13 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "secretsProviders": [SecretsDirectory(dirname=str(settings.secrets_dir))],
         "workers": make_workers(relay, settings.secrets_dir),
         "change_source": [upstream_poller(settings)],
-        "schedulers": [upstream_scheduler(b, settings) for b in active] + [force_scheduler(b, settings) for b in active],
+        "schedulers": [make(b, settings) for make in (upstream_scheduler, force_scheduler, bisect_scheduler) for b in active],
         "builders": make_builders(relay, settings),
         "services": [
             *github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive), RevisionIndex(),
             RelayStore(),
+            CommitLedger(reporting=[b.name for b in active if b.reports_to_github], github_repo=settings.github_repo,
+                         upstream_url=settings.upstream_url, web_url=settings.web_url),
         ],
         "www": www_config(settings, relay),
         "projects": [upstream_project(settings)],

@@ -75,3 +75,24 @@ def _resolve_sha(revision: str, upstream_url: str, poller_dir: str, branches: li
         if code == 0:
             return Resolved(sha=sha, branch=branch)
     raise RevisionError(f"commit '{revision}' is not on any followed upstream branch ({', '.join(branches)})")
+
+
+# A bisection of more commits than this is refused: the relay's baselines look no further back either.
+MAX_BISECTED_COMMITS = 500
+
+
+@defer.inlineCallbacks
+def first_parent_range(good: str, bad: str, poller_dir: str):
+    """The commits of (good, bad] along bad's first parents, oldest first: what a bisection bisects."""
+    code, out, err = yield _git(["rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--"], poller_dir)
+    if code != 0:
+        raise RevisionError(f"no history from {good[:10]} to {bad[:10]}: {err}")
+    commits = out.split()
+    if not commits:
+        raise RevisionError(f"{bad[:10]} does not come after {good[:10]}")
+    code, _, _ = yield _git(["merge-base", "--is-ancestor", good, bad], poller_dir)
+    if code != 0:
+        raise RevisionError(f"{good[:10]} is not an ancestor of {bad[:10]}")
+    if len(commits) > MAX_BISECTED_COMMITS:
+        raise RevisionError(f"{len(commits)} commits from {good[:10]} to {bad[:10]}; at most {MAX_BISECTED_COMMITS}")
+    return commits

@@ -5,10 +5,17 @@ from __future__ import annotations
 import os
 
 from buildbot.plugins import schedulers, util
+from buildbot.process.results import FAILURE
+from buildbot.schedulers.forcesched import ValidationErrorCollector
 from twisted.internet import defer
 
 from crcr.buildmaster import revisions
-from crcr.names import POLLER_WORKDIR, REQUESTED_REVISION_PROPERTY, force_scheduler_name, upstream_scheduler_name
+from crcr.buildmaster.baseline import builds_at
+from crcr.buildmaster.bisector import SUITE_SEPARATOR, test_key
+from crcr.names import (
+    BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, REQUESTED_REVISION_PROPERTY, SUITE_STEP_PREFIX,
+    TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, upstream_scheduler_name,
+)
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
 
@@ -80,6 +87,114 @@ def force_scheduler(backend: Backend, settings: Settings) -> schedulers.ForceSch
         name=force_scheduler_name(backend.name),
         builder=backend.name,
         settings=settings,
-        branches=[b for b in settings.upstream_branches if b in backend.branches] or backend.branches,
+        branches=_force_branches(backend, settings),
     )
 
+
+def _force_branches(backend: Backend, settings: Settings) -> list[str]:
+    return [b for b in settings.upstream_branches if b in backend.branches] or backend.branches
+
+
+
+def _hidden_upstream_codebase(settings: Settings) -> util.CodebaseParameter:
+    """A force form's codebase with nothing to type: the revisions are the form's own fields."""
+    return util.CodebaseParameter(
+        "",
+        branch=util.FixedParameter(name="branch", default=""),
+        revision=util.FixedParameter(name="revision", default=""),
+        repository=util.FixedParameter(name="repository", default=settings.upstream_url),
+        project=util.FixedParameter(name="project", default=settings.github_repo),
+    )
+
+
+class BisectScheduler(schedulers.ForceScheduler):
+    """`bisect-<backend>`: the builder page's 'Bisect' form and `crcr bisect` start a bisection through its
+    force(); the bisector asks it for each step's build, so that Buildbot records it as the steps' scheduler."""
+
+    def __init__(self, backend: Backend, settings: Settings, branches: list[str]):
+        self.settings, self.followed_branches = settings, branches
+        self.suites = [suite.name for suite in backend.suites]
+        super().__init__(
+            name=bisect_scheduler_name(backend.name),
+            builderNames=[backend.name],
+            buttonName="Bisect",
+            label=f"Bisect upstream commits on {backend.name}",
+            reason=util.StringParameter(name="reason", label="Reason", default="bisected by a user", size=40),
+            codebases=[_hidden_upstream_codebase(settings)],
+            properties=[
+                util.StringParameter(name="good", label="Good revision (the tests pass there)", required=True, size=45),
+                util.StringParameter(name="bad", label="Bad revision (they fail there)", required=True, size=45),
+                util.TextParameter(
+                    name="tests", cols=70, rows=3,
+                    label="Tests, one per line: SUITE::NODE_ID, or SUITE for a whole suite (empty: those failing "
+                          "at the bad revision and not at the good one)",
+                ),
+            ],
+        )
+
+    @defer.inlineCallbacks
+    def force(self, owner, builderNames=None, builderid=None, **kwargs):
+        """Starts a bisection; returns {bisection, commits, tests, url}. Refused input raises Buildbot's
+        CollectedValidationError, which the UI shows beside each field and the REST API returns."""
+        given = {name: (value[0] if isinstance(value, list) and value else value) for name, value in kwargs.items()}
+        collector = ValidationErrorCollector()
+        poller = os.path.join(self.master.basedir, POLLER_WORKDIR)
+        good = yield collector.collectValidationErrors(
+            "good", revisions.resolve, str(given.get("good") or ""), self.settings.upstream_url, poller,
+            self.followed_branches)
+        bad = yield collector.collectValidationErrors(
+            "bad", revisions.resolve, str(given.get("bad") or ""), self.settings.upstream_url, poller,
+            self.followed_branches)
+        collector.maybeRaiseCollectedErrors()
+        commits = yield collector.collectValidationErrors("bad", revisions.first_parent_range, good.sha, bad.sha, poller)
+        collector.maybeRaiseCollectedErrors()
+        tests = yield collector.collectValidationErrors("tests", self._tests, str(given.get("tests") or ""), good.sha, bad.sha)
+        collector.maybeRaiseCollectedErrors()
+        ledger = self.master.service_manager.namedServices[LEDGER_SERVICE]
+        bisectionid = yield ledger.bisector.start_by_hand(self.builderNames[0], bad.branch, good.sha, bad.sha,
+                                                          commits, tests, owner)
+        return {"bisection": bisectionid, "commits": len(commits), "tests": tests,
+                "url": ledger.bisector.page_url(bisectionid)}
+
+    @defer.inlineCallbacks
+    def _tests(self, text: str, good: str, bad: str):
+        named = list(dict.fromkeys(text.split()))
+        if named:
+            return [self._key(name) for name in named]
+        failing_bad = yield self._failing_at(bad)
+        if failing_bad is None:
+            raise ValueError(f"no finished build of {bad[:10]} to read its failing tests from; name the tests")
+        tests = sorted(failing_bad - ((yield self._failing_at(good)) or set()))
+        if not tests:
+            raise ValueError(f"no test fails at {bad[:10]} that passes at {good[:10]}; name the tests to bisect")
+        return tests
+
+    def _key(self, name: str) -> str:
+        if name.partition(SUITE_SEPARATOR)[0] in self.suites:
+            return name
+        if len(self.suites) == 1:
+            return test_key(self.suites[0], name)
+        raise ValueError(f"'{name}': name its suite, as SUITE::NODE_ID (suites: {', '.join(self.suites)})")
+
+    @defer.inlineCallbacks
+    def _failing_at(self, sha: str):
+        """The tests failing in the latest finished build of `sha` (a failed suite without test results as a
+        whole); None without such a build."""
+        builderid = yield self.master.data.updates.findBuilderId(self.builderNames[0])
+        builds = yield self.master.db.pool.do(builds_at, self.master.db.model, builderid, [sha])
+        for buildid, _, _ in sorted(builds, key=lambda b: -b[1]):
+            properties = yield self.master.data.get(("builds", buildid, "properties"))
+            if BISECTION_PROPERTY in properties:
+                continue
+            tested = properties.get(TESTS_PROPERTY, ({},))[0] or {}
+            failing = {test_key(suite, node_id) for suite, value in tested.items() for node_id in value["failing"]}
+            steps = yield self.master.data.get(("builds", buildid, "steps"))
+            failing |= {step["name"].removeprefix(SUITE_STEP_PREFIX) for step in steps
+                        if step["name"].startswith(SUITE_STEP_PREFIX) and step["results"] == FAILURE
+                        and step["name"].removeprefix(SUITE_STEP_PREFIX) not in tested}
+            return failing
+        return None
+
+
+def bisect_scheduler(backend: Backend, settings: Settings) -> BisectScheduler:
+    return BisectScheduler(backend, settings, _force_branches(backend, settings))

@@ -8,6 +8,7 @@ from crcr.names import GITHUB_DESCRIPTION_LIMIT, SUITE_STEP_PREFIX, TESTS_PROPER
 from crcr.suites.results import SuiteResults, describe_counts
 
 QUEUED = "Queued, waiting for a worker with the backend's device"
+SHORT_SHA = 10
 
 
 def _shorten(text: str) -> str:
@@ -60,3 +61,15 @@ def describe(context: dict) -> str:
     """Formatter function for both build requests (queued or cancelled) and finished builds."""
     build = context["build"]
     return describe_finished_build(build) if build.get("complete") else QUEUED
+
+
+def covered(covering_sha: str, state: str, description: str) -> str:
+    """A commit not built alone, decided by the build of a newer commit on top of it: 'Not built alone;
+    1a2b3c4d5e on top of it passed', or '...: <that build's description>' when it did not pass."""
+    head = f"Not built alone; {covering_sha[:SHORT_SHA]} on top of it"
+    return f"{head} passed" if state == "success" else _shorten(f"{head}: {description}")
+
+
+def bisecting(commits: int, bad_sha: str) -> str:
+    """A covered commit while the bisection of its range decides it."""
+    return f"Bisecting {commits} commits for the new failures of {bad_sha[:SHORT_SHA]}"

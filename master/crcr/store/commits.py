@@ -78,11 +78,6 @@ def take_into_request(conn, backend: str, sha: str, brid: int) -> bool:
     return taken == 1
 
 
-def undecided(conn) -> list[CommitRow]:
-    """Every backend's commits without a final verdict yet, in the order they arrived (checked at start)."""
-    return _rows(conn, commits.select().where(commits.c.decided_at.is_(None)).order_by(commits.c.id))
-
-
 def commits_of_request(conn, brid: int) -> list[CommitRow]:
     """The commits request `brid` builds or covers, in the order they arrived."""
     return _rows(conn, commits.select().where(commits.c.brid == brid).order_by(commits.c.id))

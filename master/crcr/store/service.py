@@ -52,7 +52,7 @@ class RelayStore(service.BuildbotService):
     move_to_request = _through_pool(commits.move_to_request)
     mark_started = _through_pool(commits.mark_started)
     take_into_request = _through_pool(commits.take_into_request)
-    undecided = _through_pool(commits.undecided)
+    pending_commits = _through_pool(commits.pending_commits)
     commits_of_request = _through_pool(commits.commits_of_request)
     find_commit = _through_pool(commits.find_commit)
     decide = _through_pool(commits.decide)

@@ -1,0 +1,280 @@
+"""The bisector: drives bisections (bisection/plan.py decides) one build at a time, and posts their verdicts.
+
+A bisection starts when a build has new failures (failing now, passing at the commit its suites were compared
+with) and more than one first-parent commit lies between that commit and the build's; or by hand (the
+backend's bisect scheduler, `crcr bisect`). Each step is a build of one commit of the range on the backend's
+builder, asked through the backend's bisect scheduler with a high priority (it goes before queued upstream
+builds) and build properties naming the bisection and the tests to run. When it ends, the outcome of each test
+is recorded, and the next step asked, until each test has its first bad commit. Then every commit of the range
+that was not built alone gets its verdict. The state lives in the relay's tables (store/bisections.py), so a
+restarted master goes on where it stood.
+
+It runs inside the ledger (ledger.py), one message at a time.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+
+from buildbot.process.properties import Properties
+from buildbot.process.results import CANCELLED, RETRY
+from twisted.internet import defer
+from twisted.python import log
+
+from crcr.bisection.plan import Bisection, final_verdicts
+from crcr.buildmaster import revisions
+from crcr.github import status_text
+from crcr.names import (
+    BASELINES_PROPERTY, BISECTION_PRIORITY, BISECTION_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR,
+    TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, bisect_scheduler_name,
+)
+from crcr.suites.asked_tests import ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE
+from crcr.suites.results import SuiteResults
+
+SUITE_SEPARATOR = "::"  # a test's key: '<suite>::<pytest node id>', or '<suite>' for a suite run whole
+
+
+def test_key(suite: str, node_id: str) -> str:
+    return f"{suite}{SUITE_SEPARATOR}{node_id}" if node_id else suite
+
+
+def only_tests(keys) -> dict[str, list[str]]:
+    """The ONLY_TESTS_PROPERTY of a build running the tests `keys`: {suite: [node ids]}, [] for a whole suite."""
+    asked: dict[str, list[str]] = {}
+    for key in keys:
+        suite, _, node_id = key.partition(SUITE_SEPARATOR)
+        asked.setdefault(suite, [])
+        if node_id:
+            asked[suite].append(node_id)
+    return asked
+
+
+def outcomes_of(keys, recorded: dict[str, dict[str, str]]) -> dict[str, str]:
+    """Each key's outcome in a bisection build's TEST_OUTCOMES_PROPERTY; a test of a suite that never ran (its
+    setup failed) is left out: the planner takes it as not run there."""
+    found = {}
+    for key in keys:
+        suite, _, node_id = key.partition(SUITE_SEPARATOR)
+        of_suite = recorded.get(suite)
+        if of_suite is None:
+            continue
+        if node_id:
+            found[key] = of_suite.get(node_id, NOT_RUN)
+        elif WHOLE_SUITE in of_suite:
+            found[key] = of_suite[WHOLE_SUITE]
+        else:  # a pytest suite asked whole: bad when any of its tests is
+            outcomes = set(of_suite.values())
+            found[key] = FAILED if outcomes & {FAILED, ERRORED} else PASSED if PASSED in outcomes else NOT_RUN
+    return found
+
+
+def new_failures(properties: dict) -> dict[str, list[str]]:
+    """{suite: node ids failing now that passed at its baseline}; tests that passed on rerun (flaky) are not."""
+    tested = properties.get(TESTS_PROPERTY, ({},))[0] or {}
+    return {suite: results.new for suite, value in tested.items() if (results := SuiteResults.from_property(value)).new}
+
+
+class Bisector:
+    def __init__(self, ledger):
+        self.ledger = ledger
+
+    @property
+    def master(self):
+        return self.ledger.master
+
+    @property
+    def store(self):
+        return self.ledger.store
+
+    def page_url(self, bisectionid: int) -> str:
+        return f"{self.ledger.web_url}#/bisections/{bisectionid}"
+
+    def _range(self, good: str, bad: str):
+        return revisions.first_parent_range(good, bad, os.path.join(self.master.basedir, POLLER_WORKDIR))
+
+    # --- starting ---
+
+    @defer.inlineCallbacks
+    def start_for_new_failures(self, build: dict, backend: str, bad: str, covered: list[str]):
+        """Starts bisecting the build's new failures when more than one commit lies between its baseline and
+        it; returns the covered commits the bisection decides (pending 'Bisecting ...' meanwhile)."""
+        properties = build["properties"]
+        failing = new_failures(properties)
+        baselines = properties.get(BASELINES_PROPERTY, ({},))[0] or {}
+        # A suite compared with nothing has no commit known good to start from.
+        known_good = {suite: baselines[suite] for suite in failing if baselines.get(suite)}
+        if not known_good:
+            return set()
+        commits = []
+        for good in set(known_good.values()):  # the suites' baselines may differ: the widest range holds the others
+            try:
+                found = yield self._range(good, bad)
+            except revisions.RevisionError as e:
+                log.msg(f"crcr bisector: not bisecting build {build['buildid']}: {e}")
+                return set()
+            if len(found) > len(commits):
+                commits, start = found, good
+        if len(commits) < 2:
+            return set()  # the build's own commit is the first bad one
+        tests = [test_key(suite, node_id) for suite in known_good for node_id in failing[suite]]
+        branch = build["buildset"]["sourcestamps"][0]["branch"] or ""
+        bisectionid = yield self._start(backend, branch, start, bad, commits, tests, trigger_buildid=build["buildid"])
+        deciding = [sha for sha in covered if sha in commits]
+        text = status_text.bisecting(len(commits), bad)
+        for sha in deciding:
+            yield self.store.set_pending_description(backend, sha, text)
+            self.ledger.post(backend, sha, "pending", text, self.page_url(bisectionid))
+        return set(deciding)
+
+    def start_by_hand(self, backend: str, branch: str, good: str, bad: str, commits: list[str], tests: list[str],
+                      requested_by: str) -> defer.Deferred:
+        """A bisection a user asked for, of `commits` (first_parent_range(good, bad)); gives its id."""
+        # In the ledger's order, as a bisection started by a build is: its steps' ends are handled after it.
+        return self.ledger.in_order(self._start, backend, branch, good, bad, commits, tests, requested_by=requested_by)
+
+    @defer.inlineCallbacks
+    def _start(self, backend, branch, good, bad, commits, tests, trigger_buildid=None, requested_by=None):
+        plan = Bisection(commits, tests)
+        bisectionid = yield self.store.create_bisection(
+            backend, branch, good, bad, plan.to_json(), self.ledger.now(), trigger_buildid=trigger_buildid,
+            requested_by=requested_by,
+        )
+        log.msg(f"crcr bisector: bisection {bisectionid} of {backend}: {len(commits)} commits after {good[:10]} "
+                f"up to {bad[:10]}, {len(tests)} tests")
+        bisection, _ = yield self.store.bisection_with_steps(bisectionid)
+        yield self._advance(bisection, plan)
+        return bisectionid
+
+    # --- each step ---
+
+    @defer.inlineCallbacks
+    def _advance(self, bisection, plan: Bisection):
+        step = plan.next_step()
+        if step is None:
+            yield self._finish(bisection, plan)
+            return
+        scheduler = self.master.scheduler_manager.namedServices.get(bisect_scheduler_name(bisection.backend))
+        if scheduler is None:  # the backend is gone (its file removed at a reconfig)
+            yield self._abandon(bisection, f"backend {bisection.backend} is no longer configured")
+            return
+        stepid = yield self.store.add_step(bisection.id, step.index, step.sha, list(step.tests), self.ledger.now())
+        properties = Properties()
+        properties.setProperty(BISECTION_PROPERTY, bisection.id, "crcr")
+        properties.setProperty(ONLY_TESTS_PROPERTY, only_tests(step.tests), "crcr")
+        _, brids = yield scheduler.addBuildsetForSourceStamps(
+            waited_for=False,
+            sourcestamps=[{"codebase": "", "repository": self.ledger.upstream_url, "branch": bisection.branch,
+                           "revision": step.sha, "project": self.ledger.github_repo}],
+            reason=f"bisection {bisection.id}: commit {step.index + 1} of {len(plan.commits)}",
+            properties=properties,
+            builderNames=[bisection.backend],
+            priority=BISECTION_PRIORITY,
+        )
+        yield self.store.update_step(stepid, brid=next(iter(brids.values())))
+
+    @defer.inlineCallbacks
+    def step_finished(self, build: dict):
+        found = yield self._running_step(build["buildrequestid"])
+        if found is None or build["results"] == RETRY:  # a retried build is built again
+            return
+        bisection, step = found
+        if build["results"] == CANCELLED:
+            yield self._abandon(bisection, f"its build of {step.sha[:10]} was cancelled")
+            return
+        plan = Bisection.from_json(bisection.plan)
+        recorded = build["properties"].get(TEST_OUTCOMES_PROPERTY, ({},))[0] or {}
+        outcomes = outcomes_of(step.tests, recorded)
+        if outcomes:
+            plan.record(step.position, outcomes)
+        else:
+            plan.record_skip(step.position)
+        yield self.store.update_step(step.id, buildid=build["buildid"], outcome=plan.steps[-1].verdict,
+                                     results=outcomes, ended_at=self.ledger.now())
+        yield self.store.update_bisection(bisection.id, plan=plan.to_json())
+        yield self._advance(bisection, plan)
+
+    @defer.inlineCallbacks
+    def step_cancelled(self, step):
+        """A step's request cancelled before it was built: the user stopped the bisection."""
+        found = yield self._running_step(step.brid)
+        if found is not None:
+            yield self._abandon(found[0], f"its build of {step.sha[:10]} was cancelled")
+
+    @defer.inlineCallbacks
+    def _running_step(self, brid: int):
+        step = yield self.store.step_of_request(brid)
+        if step is None or step.outcome != "pending":
+            return None
+        bisection, _ = yield self.store.bisection_with_steps(step.bisectionid)
+        return (bisection, step) if bisection.state == "running" else None
+
+    # --- the end ---
+
+    @defer.inlineCallbacks
+    def _finish(self, bisection, plan: Bisection):
+        result = plan.result()
+        yield self.store.update_bisection(bisection.id, plan=plan.to_json(), state="done", result=asdict(result),
+                                          ended_at=self.ledger.now())
+        named = ", ".join(f"{c.sha[:10]} ({len(c.tests)} tests)" for c in result.culprits)
+        log.msg(f"crcr bisector: bisection {bisection.id} of {bisection.backend} done: first bad commits {named}")
+        # Commits built alone keep their own build's verdict; the others get the bisection's.
+        undecided = yield self._not_built_alone(bisection.backend, result.commits)
+        for sha, (state, text) in final_verdicts(result, undecided).items():
+            yield self.store.decide(bisection.backend, sha, state, text, "bisected", None, self.ledger.now())
+            self.ledger.post(bisection.backend, sha, state, text, self.page_url(bisection.id))
+
+    @defer.inlineCallbacks
+    def _abandon(self, bisection, why: str):
+        yield self.store.update_bisection(bisection.id, state="abandoned", ended_at=self.ledger.now())
+        log.msg(f"crcr bisector: bisection {bisection.id} of {bisection.backend} abandoned: {why}")
+        text = status_text.covered(bisection.bad_sha, "failure", f"new failures; bisection abandoned: {why}")
+        for sha in (yield self._pending(bisection.backend, Bisection.from_json(bisection.plan).commits)):
+            yield self.store.decide(bisection.backend, sha, "failure", text, "covered", None, self.ledger.now())
+            self.ledger.post(bisection.backend, sha, "failure", text, self.page_url(bisection.id))
+
+    @defer.inlineCallbacks
+    def _not_built_alone(self, backend: str, commits):
+        rows = yield self._rows(backend, commits)
+        return [row.sha for row in rows if row.how not in ("built", "forced")]
+
+    @defer.inlineCallbacks
+    def _pending(self, backend: str, commits):
+        rows = yield self._rows(backend, commits)
+        return [row.sha for row in rows if row.decided_at is None]
+
+    @defer.inlineCallbacks
+    def _rows(self, backend: str, commits):
+        """The ledger's rows of `commits`; a commit the relay never saw has none, and gets no status."""
+        rows = []
+        for sha in commits:
+            row = yield self.store.find_commit(backend, sha)
+            if row is not None:
+                rows.append(row)
+        return rows
+
+    # --- after a restart ---
+
+    @defer.inlineCallbacks
+    def resume(self):
+        """Each running bisection goes on: a step that ended while the master was down is recorded, a bisection
+        between steps asks for its next."""
+        for bisection in (yield self.store.running_bisections()):
+            _, steps = yield self.store.bisection_with_steps(bisection.id)
+            pending = [step for step in steps if step.outcome == "pending"]
+            if not pending:
+                yield self._advance(bisection, Bisection.from_json(bisection.plan))
+                continue
+            step = pending[-1]
+            if step.brid is None:  # the master stopped between recording the step and asking its build
+                yield self.store.update_step(step.id, outcome="skipped", ended_at=self.ledger.now())
+                yield self._advance(bisection, Bisection.from_json(bisection.plan))
+                continue
+            request = yield self.master.data.get(("buildrequests", step.brid))
+            if request is None or not request["complete"]:
+                continue  # its build is still to come: the ledger hears of its end
+            builds = [b for b in (yield self.master.data.get(("buildrequests", step.brid, "builds"))) if b["complete"]]
+            if builds:
+                yield self.step_finished((yield self.ledger.with_details(builds[-1])))
+            else:
+                yield self.step_cancelled(step)

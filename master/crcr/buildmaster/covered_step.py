@@ -1,0 +1,56 @@
+"""The build's first step, on the master: the queued commits its build covers (`queue: newest`), each linked to
+GitHub, so the build page says which commits its verdict stands for. It also tells the ledger that the build
+started (the latency's middle figure)."""
+
+from __future__ import annotations
+
+import os
+
+from buildbot.process.buildstep import BuildStep
+from buildbot.process.results import SUCCESS
+from twisted.internet import defer, utils
+
+from crcr.names import BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR
+
+
+def _not_a_bisection(step) -> bool:
+    return step.getProperty(BISECTION_PROPERTY) is None  # a bisection build covers nothing and is no commit's verdict
+
+
+class CoveredCommits(BuildStep):
+    def __init__(self, commit_url, **kwargs):
+        """`commit_url`: Buildbot's revlink, the GitHub page of a commit."""
+        self.commit_url = commit_url
+        self.covered = 0
+        # Shown only when the build covers commits: most builds build their own commit alone.
+        super().__init__(doStepIf=_not_a_bisection, hideStepIf=lambda results, step: not step.covered, **kwargs)
+
+    @defer.inlineCallbacks
+    def run(self):
+        ledger = self.master.service_manager.namedServices[LEDGER_SERVICE]
+        sha = self.build.getSourceStamp("").revision
+        covered = yield ledger.build_started(self.build.requests[0].id, self.getProperty(BACKEND_PROPERTY), sha)
+        if not covered:
+            self.descriptionDone = ["builds its own commit only"]
+            return SUCCESS
+        self.covered = len(covered)
+        titles = yield self._titles([row.sha for row in covered])
+        for row in covered:
+            yield self.addURL(f"{row.sha[:10]} {titles.get(row.sha, '')}".strip(), self.commit_url(row.sha, ""))
+        yield self.addCompleteLog("covered commits", (
+            f"This build of {sha} also stands for these earlier commits, queued while every unit was busy:\n"
+            + "".join(f"  {row.sha}  {titles.get(row.sha, '')}\n" for row in covered)
+        ))
+        self.descriptionDone = [f"covers {len(covered)} earlier commit{'s' if len(covered) > 1 else ''}"]
+        return SUCCESS
+
+    @defer.inlineCallbacks
+    def _titles(self, shas: list[str]):
+        """Each commit's subject line, from the poller's repository; none when it cannot tell."""
+        out, _, code = yield utils.getProcessOutputAndValue(
+            "git", ["log", "--no-walk=unsorted", "--format=%H %s", *shas, "--"],
+            path=os.path.join(self.master.basedir, POLLER_WORKDIR),
+        )
+        if code != 0:
+            return {}
+        return dict(line.split(" ", 1) for line in out.decode(errors="replace").splitlines() if " " in line)

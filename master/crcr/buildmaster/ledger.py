@@ -1,0 +1,229 @@
+"""The ledger service: every upstream commit of every backend, from its arrival to its final verdict.
+
+A commit arrives with its build request (of the backend's upstream or force scheduler). With `queue: newest`
+its request may be collapsed into a newer one (coalescing.py announces it): the newer request's build then
+covers it, and when that build ends the ledger gives the covered commit its verdict, posted to GitHub as the
+build's own is (GitHub's reporter posts only for the commit a build checked out):
+- the build passed: success, 'Not built alone; <sha> on top of it passed';
+- it has new failures and a known good commit lies more than one commit back: the bisector takes the range,
+  and the covered commits stay pending ('Bisecting ...') until it decides them;
+- otherwise: the build's state, 'Not built alone; <sha> on top of it: <its description>'.
+Each row records when the commit was seen, when a build of it (or covering it) started and when its first
+verdict was posted: the commit-to-verdict latency (`crcr latency`).
+
+Buildbot's mq delivers each message to each consumer without waiting for the previous one's work, so the
+ledger handles them one at a time, in order (an arrival before the collapse of its request, say).
+"""
+
+from __future__ import annotations
+
+from buildbot.process.results import CANCELLED, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
+from buildbot.reporters.utils import getDetailsForBuild
+from buildbot.util import service
+from twisted.internet import defer
+from twisted.python import log
+
+from crcr.bisection.plan import Bisection
+from crcr.buildmaster.bisector import Bisector
+from crcr.buildmaster.coalescing import COLLAPSE_APPROVED_FILTER
+from crcr.github import status_text
+from crcr.github.commit_status import post_status
+from crcr.names import (
+    BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, STORE_SERVICE, force_scheduler_name, upstream_scheduler_name,
+)
+
+# GitHub's state for a finished build, as Buildbot's GitHubStatusPush posts it (RETRY: built again, no verdict).
+GITHUB_STATES = {SUCCESS: "success", WARNINGS: "success", SKIPPED: "success", FAILURE: "failure"}
+
+
+def github_state(results: int) -> str:
+    return GITHUB_STATES.get(results, "error")
+
+
+class CommitLedger(service.BuildbotService):
+    name = LEDGER_SERVICE
+
+    def checkConfig(self, reporting, github_repo, upstream_url, web_url):
+        pass
+
+    def reconfigService(self, reporting, github_repo, upstream_url, web_url):
+        """`reporting`: the backends whose verdicts go to GitHub (L2 and up); the rest are only recorded."""
+        self.reporting, self.github_repo, self.upstream_url = frozenset(reporting), github_repo, upstream_url
+        self.web_url = web_url.rstrip("/") + "/"
+
+    def __init__(self, *args, **kwargs):
+        self._lock = defer.DeferredLock()
+        self._consumers = []
+        self.bisector = Bisector(self)
+        super().__init__(*args, **kwargs)
+
+    @property
+    def store(self):
+        return self.master.service_manager.namedServices[STORE_SERVICE]
+
+    @defer.inlineCallbacks
+    def startService(self):
+        yield super().startService()
+        for key, handler in (
+            (("buildrequests", None, "new"), self._request_added),
+            (COLLAPSE_APPROVED_FILTER, self._collapse_approved),
+            (("builds", None, "finished"), self._build_finished),
+            (("buildrequests", None, "complete"), self._request_completed),
+        ):
+            self._consumers.append((yield self.master.mq.startConsuming(self._in_order(handler), key)))
+        self._in_order(self._catch_up)(None, None)
+
+    @defer.inlineCallbacks
+    def stopService(self):
+        for consumer in self._consumers:
+            consumer.stopConsuming()
+        self._consumers = []
+        yield super().stopService()
+
+    def in_order(self, function, *args, **kwargs) -> defer.Deferred:
+        """Runs `function` after every message already received, and before the next."""
+        return self._lock.run(function, *args, **kwargs)
+
+    def _in_order(self, handler):
+        def handle(key, message):
+            done = self.in_order(handler, key, message)
+            done.addErrback(log.err, f"crcr ledger: handling {key}")
+            return done
+
+        return handle
+
+    def now(self) -> float:
+        return self.master.reactor.seconds()
+
+    def build_url(self, build: dict) -> str:
+        return f"{self.web_url}#/builders/{build['builderid']}/builds/{build['number']}"
+
+    def post(self, backend: str, sha: str, state: str, description: str, target_url: str) -> None:
+        """A status the relay posts itself, for a commit no build of its own reports on (L2 and up only)."""
+        if backend in self.reporting:
+            post_status(self.master, self.github_repo, backend, sha, state, description, target_url)
+
+    # --- what Buildbot tells ---
+
+    @defer.inlineCallbacks
+    def _request_added(self, key, request):
+        asked = yield self._asked(request)
+        if asked is None:
+            return
+        backend, scheduler, stamp = asked
+        if scheduler in (upstream_scheduler_name(backend), force_scheduler_name(backend)):
+            yield self.store.record_arrival(backend, stamp["revision"], stamp["branch"] or "", self.now(),
+                                            brid=request["buildrequestid"], description=status_text.QUEUED)
+
+    @defer.inlineCallbacks
+    def _collapse_approved(self, key, approval):
+        yield self.store.move_to_request(approval["old_brid"], approval["new_brid"])
+
+    @defer.inlineCallbacks
+    def build_started(self, brid: int, backend: str, sha: str):
+        """The commits the build of request `brid` covers (its own commit left out), once it has started:
+        the collapses of its request are all recorded by then. Called by the build's first step."""
+        return (yield self.in_order(self._started, brid, backend, sha))
+
+    @defer.inlineCallbacks
+    def _started(self, brid, backend, sha):
+        yield self.store.take_into_request(backend, sha, brid)
+        yield self.store.mark_started(brid, self.now())
+        rows = yield self.store.commits_of_request(brid)
+        return [row for row in rows if row.sha != sha and row.decided_at is None]
+
+    @defer.inlineCallbacks
+    def _build_finished(self, key, build):
+        build = yield self.with_details(build)
+        properties = build["properties"]
+        if BISECTION_PROPERTY in properties:
+            yield self.bisector.step_finished(build)
+            return
+        backend = properties.get(BACKEND_PROPERTY, (None,))[0]
+        scheduler = properties.get("scheduler", (None,))[0]
+        if backend is None or scheduler not in (upstream_scheduler_name(backend), force_scheduler_name(backend)):
+            return
+        if build["results"] == RETRY:
+            return  # Buildbot builds the request again: that build decides
+        yield self._decide_build(build, backend, how="forced" if scheduler == force_scheduler_name(backend) else "built")
+
+    @defer.inlineCallbacks
+    def _decide_build(self, build, backend, how):
+        sha = build["buildset"]["sourcestamps"][0]["revision"]
+        state, description = github_state(build["results"]), status_text.describe_finished_build(build)
+        yield self.store.decide(backend, sha, state, description, how, build["buildid"], self.now())
+        covered = [row for row in (yield self.store.commits_of_request(build["buildrequestid"]))
+                   if row.decided_at is None and row.sha != sha]
+        started = yield self.store.bisections_triggered_by(build["buildid"])  # seen before a restart
+        if started:
+            bisecting = set(Bisection.from_json(started[0].plan).commits)
+        elif state == "failure":
+            bisecting = yield self.bisector.start_for_new_failures(build, backend, sha, [row.sha for row in covered])
+        else:
+            bisecting = set()
+        for row in covered:
+            if row.sha not in bisecting:
+                text = status_text.covered(sha, state, description)
+                yield self.store.decide(backend, row.sha, state, text, "covered", build["buildid"], self.now())
+                self.post(backend, row.sha, state, text, self.build_url(build))
+
+    @defer.inlineCallbacks
+    def _request_completed(self, key, request):
+        """A request cancelled before any build of it: its commits get the 'Cancelled' its own commit got."""
+        if request["results"] != CANCELLED:
+            return  # built (its build decided) or collapsed (its commits moved on)
+        rows = [row for row in (yield self.store.commits_of_request(request["buildrequestid"])) if row.decided_at is None]
+        step = yield self.store.step_of_request(request["buildrequestid"])
+        if step is not None:
+            yield self.bisector.step_cancelled(step)
+        asked = yield self._asked(request)
+        if not rows or asked is None:
+            return
+        backend, _, stamp = asked
+        cancelled = status_text.describe_finished_build({"results": CANCELLED})
+        for row in rows:
+            own = row.sha == stamp["revision"]
+            text = cancelled if own else status_text.covered(stamp["revision"], "error", cancelled)
+            yield self.store.decide(backend, row.sha, "error", text, "built" if own else "covered", None, self.now())
+            if not own:  # Buildbot's reporter posted the own commit's
+                self.post(backend, row.sha, "error", text, f"{self.web_url}#/buildrequests/{request['buildrequestid']}")
+
+    # --- after a restart ---
+
+    @defer.inlineCallbacks
+    def _catch_up(self, key, message):
+        """What ended while the master was down: the undecided commits of finished requests get their verdicts
+        as if the master had seen the end, and the running bisections go on. After the master's start: the
+        store and the bisect schedulers are other services, started in no set order."""
+        yield self.master.initLock.run(lambda: None)
+        brids = sorted({row.brid for row in (yield self.store.pending_commits()) if row.brid is not None})
+        for brid in brids:
+            request = yield self.master.data.get(("buildrequests", brid))
+            if request is None or not request["complete"]:
+                continue
+            builds = yield self.master.data.get(("buildrequests", brid, "builds"))
+            finished = [b for b in builds if b["complete"]]
+            if finished:
+                yield self._build_finished(None, finished[-1])
+            else:
+                yield self._request_completed(None, request)
+        yield self.bisector.resume()
+
+    # --- reading Buildbot's data ---
+
+    @defer.inlineCallbacks
+    def with_details(self, build):
+        build = dict(build)
+        yield getDetailsForBuild(self.master, build, want_properties=True, want_steps=True)
+        return build
+
+    @defer.inlineCallbacks
+    def _asked(self, request):
+        """(backend, scheduler, sourcestamp) of a build request; None for a builder that is no backend's."""
+        builder = yield self.master.data.get(("builders", request["builderid"]))
+        buildset = yield self.master.data.get(("buildsets", request["buildsetid"]))
+        properties = yield self.master.data.get(("buildsets", request["buildsetid"], "properties"))
+        if builder is None or buildset is None or not buildset["sourcestamps"]:
+            return None
+        return builder["name"], properties.get("scheduler", (None,))[0], buildset["sourcestamps"][0]
+
