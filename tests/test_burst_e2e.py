@@ -53,7 +53,8 @@ def not_ended_by_verdict(github, shas: list[str]) -> dict[str, list[str]]:
 
 def test_every_commit_of_a_burst_ends_with_its_verdict_on_github(tmp_path, github):
     upstream = make_upstream(tmp_path / "upstream")
-    backends = {name: backend("L2", DEVICE, [{"name": "trivial", "command": "true", "timeout": 60}])
+    # queue: every: a build, and a verdict of its own, per commit: the burst of posts this test is about
+    backends = {name: backend("L2", DEVICE, [{"name": "trivial", "command": "true", "timeout": 60}], queue="every")
                 for name in BACKENDS}
     master, workers = prepare_relay(tmp_path / "relay", upstream, github, backends, hosts=HOSTS)
     with running(master, workers):

@@ -676,7 +676,7 @@ def test_file_stem_is_the_name_and_defaults_apply(tmp_path):
     assert npu.maintainers == ["octocat"]
     assert npu.timeout == 10800
     assert (npu.setup, npu.env) == ([], {})
-    assert npu.queue == "every"
+    assert npu.queue == "newest"
     assert [(s.name, s.timeout) for s in npu.suites] == [("smoke", 3600), ("ops", 60)]
     lab1, lab2 = relay.hosts
     assert (lab1.name, lab1.max_builds, lab1.build_slots) == ("lab-1", None, 5)

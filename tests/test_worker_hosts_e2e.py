@@ -33,8 +33,9 @@ HOLD = (
 
 
 def hold_backend(level: str, device: str, branch: str, gates: Path) -> dict:
+    # queue: every, since these tests follow each commit's own build onto the units
     return backend(level, device, [{"name": "hold", "command": HOLD, "timeout": 300}], branches=[branch],
-                   env={"GATES": str(gates)})
+                   env={"GATES": str(gates)}, queue="every")
 
 
 class Lab:
