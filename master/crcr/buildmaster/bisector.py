@@ -35,7 +35,7 @@ from crcr.suites.results import SuiteResults
 SUITE_SEPARATOR = "::"  # a test's key: '<suite>::<pytest node id>', or '<suite>' for a suite run whole
 
 
-def test_key(suite: str, node_id: str) -> str:
+def key_of(suite: str, node_id: str) -> str:
     return f"{suite}{SUITE_SEPARATOR}{node_id}" if node_id else suite
 
 
@@ -117,7 +117,7 @@ class Bisector:
                 commits, start = found, good
         if len(commits) < 2:
             return set()  # the build's own commit is the first bad one
-        tests = [test_key(suite, node_id) for suite in known_good for node_id in failing[suite]]
+        tests = [key_of(suite, node_id) for suite in known_good for node_id in failing[suite]]
         branch = build["buildset"]["sourcestamps"][0]["branch"] or ""
         bisectionid = yield self._start(backend, branch, start, bad, commits, tests, trigger_buildid=build["buildid"])
         deciding = [sha for sha in covered if sha in commits]

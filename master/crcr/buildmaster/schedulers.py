@@ -11,7 +11,7 @@ from twisted.internet import defer
 
 from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import builds_at
-from crcr.buildmaster.bisector import SUITE_SEPARATOR, test_key
+from crcr.buildmaster.bisector import SUITE_SEPARATOR, key_of
 from crcr.names import (
     BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, REQUESTED_REVISION_PROPERTY, SUITE_STEP_PREFIX,
     TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, upstream_scheduler_name,
@@ -173,7 +173,7 @@ class BisectScheduler(schedulers.ForceScheduler):
         if name.partition(SUITE_SEPARATOR)[0] in self.suites:
             return name
         if len(self.suites) == 1:
-            return test_key(self.suites[0], name)
+            return key_of(self.suites[0], name)
         raise ValueError(f"'{name}': name its suite, as SUITE::NODE_ID (suites: {', '.join(self.suites)})")
 
     @defer.inlineCallbacks
@@ -187,7 +187,7 @@ class BisectScheduler(schedulers.ForceScheduler):
             if BISECTION_PROPERTY in properties:
                 continue
             tested = properties.get(TESTS_PROPERTY, ({},))[0] or {}
-            failing = {test_key(suite, node_id) for suite, value in tested.items() for node_id in value["failing"]}
+            failing = {key_of(suite, node_id) for suite, value in tested.items() for node_id in value["failing"]}
             steps = yield self.master.data.get(("builds", buildid, "steps"))
             failing |= {step["name"].removeprefix(SUITE_STEP_PREFIX) for step in steps
                         if step["name"].startswith(SUITE_STEP_PREFIX) and step["results"] == FAILURE
