@@ -19,7 +19,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
 from buildbot.config.master import MasterConfig
 from buildbot.process.builder import Builder
 from buildbot.process.buildrequest import BuildRequest
@@ -459,8 +458,6 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         await self.assert_decided(SILENT, 1, "error", "Not built alone; 2222222222 on top of it: Cancelled",
                                   "covered", None)
 
-    @pytest.mark.xfail(strict=True, reason="ledger.py _request_completed records a cancelled forced request's own "
-                                           "commit as how='built'; its build would have recorded 'forced'")
     async def test_a_forced_request_cancelled_before_its_build_is_decided_as_forced(self):
         forced = await self.asked_of(force_scheduler_name(SILENT), SILENT, 1)
         await self.deliver()

@@ -118,6 +118,14 @@ def test_a_collapsed_request_hands_its_undecided_commits_to_the_newer_one(db):
     assert [r.sha for r in commits_of_request(db, 2)] == [C]
 
 
+def test_a_commit_whose_own_build_started_is_not_handed_over(db):
+    record_arrival(db, "alpha", A, "main", seen_at=100, brid=1)
+    mark_started(db, 1, started_at=110)  # a unit claimed the request before the collapse was carried out
+
+    assert move_to_request(db, old_brid=1, new_brid=2) == 0
+    assert [r.sha for r in commits_of_request(db, 1)] == [A]
+
+
 def test_a_request_starting_again_keeps_its_commits_first_start(db):
     for sha in (A, B):
         record_arrival(db, "alpha", sha, "main", seen_at=100, brid=1)

@@ -179,12 +179,13 @@ class CommitLedger(service.BuildbotService):
         asked = yield self._asked(request)
         if not rows or asked is None:
             return
-        backend, _, stamp = asked
+        backend, scheduler, stamp = asked
         cancelled = status_text.describe_finished_build({"results": CANCELLED})
+        how_own = "forced" if scheduler == force_scheduler_name(backend) else "built"
         for row in rows:
             own = row.sha == stamp["revision"]
             text = cancelled if own else status_text.covered(stamp["revision"], "error", cancelled)
-            yield self.store.decide(backend, row.sha, "error", text, "built" if own else "covered", None, self.now())
+            yield self.store.decide(backend, row.sha, "error", text, how_own if own else "covered", None, self.now())
             if not own:  # Buildbot's reporter posted the own commit's
                 self.post(backend, row.sha, "error", text, f"{self.web_url}#/buildrequests/{request['buildrequestid']}")
 

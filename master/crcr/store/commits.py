@@ -49,7 +49,10 @@ def move_to_request(conn, old_brid: int, new_brid: int) -> int:
     """The undecided commits of request `old_brid` are now covered by `new_brid` (the old one was collapsed into
     it); returns how many moved."""
     moved = conn.execute(
-        commits.update().where(commits.c.brid == old_brid, commits.c.decided_at.is_(None)).values(brid=new_brid)
+        # A commit whose own build started meanwhile stays with it.
+        commits.update()
+        .where(commits.c.brid == old_brid, commits.c.decided_at.is_(None), commits.c.started_at.is_(None))
+        .values(brid=new_brid)
     ).rowcount
     conn.commit()
     return moved
