@@ -248,7 +248,8 @@ def bisected(tmp_path_factory, github):
     take a running one up). The master runs again, without workers."""
     root = tmp_path_factory.mktemp("bisection-page")
     upstream = make_upstream(root / "upstream")
-    backends = {PAGE_BACKEND: backend("L2", "alpha", [suite("pass", "test/test_pass.py")])}
+    # queue: every: each of the four commits pushed at once gets a build of its own, for the steps to link to
+    backends = {PAGE_BACKEND: backend("L2", "alpha", [suite("pass", "test/test_pass.py")], queue="every")}
     master, workers = prepare_relay(root, upstream, github, backends, hosts={"host-alpha": E2E_WORKERS["host-alpha"]})
     good = upstream.git("rev-parse", "main")
     with running(master, workers):

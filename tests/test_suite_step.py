@@ -8,12 +8,12 @@ import os
 import shutil
 import tempfile
 
-from buildbot.process.results import FAILURE, SKIPPED, SUCCESS, WARNINGS
+from buildbot.process.results import FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 from buildbot.process.remotetransfer import StringFileWriter
 from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.steps import ExpectMasterShell, ExpectRemoteRef, ExpectShell, ExpectUploadFile, TestBuildStepMixin
-from twisted.internet import defer
+from twisted.internet import defer, error
 from twisted.trial import unittest
 
 from crcr.buildmaster.baseline import COMMITS_SEARCHED
@@ -146,6 +146,15 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.run_step()
         self.assertEqual(self.build.getProperty(TOTALS_PROPERTY), {
             "passed": 1, "failed": 0, "errored": 0, "new": 0, "skipped": 1, "xfailed": 1, "flaky": 0, "timed out": 0})
+
+    @defer.inlineCallbacks
+    def test_a_unit_lost_mid_run_leaves_the_step_with_a_summary(self):
+        # The worker went away: the build is retried; the step ends before it had anything to say of the tests.
+        self.make_step()
+        self.expect_commands(run_suite().error(error.ConnectionLost()))
+        self.expect_outcome(RETRY, "'python -m ...' (retry)")
+        yield self.run_step()
+        self.flushLoggedErrors(error.ConnectionLost)
 
     @defer.inlineCallbacks
     def test_pytest_exit_codes_beyond_test_failures_fail_the_suite(self):

@@ -142,6 +142,8 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
     def getResultSummary(self):
         if self.results == SKIPPED:  # by _needed_in_this_build
             return {"step": f"{self.suite_name}: skipped: bisection {self.getProperty(BISECTION_PROPERTY)} does not need it"}
+        if not self.descriptionDone:  # cut short before it had a word to say (its unit went away)
+            return super().getResultSummary()
         # The summary already says what happened; Buildbot would append '(failure) (timed out)'.
         return {"step": " ".join(self.descriptionDone)}
 
