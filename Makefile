@@ -43,6 +43,7 @@ bench: venv
 	$(PY) bench/checkout.py
 	$(PY) bench/fanout.py
 	$(PY) bench/builds.py
+	$(PY) bench/day.py
 
 clean: stop
 	rm -rf .state
