@@ -158,10 +158,15 @@ class BisectScheduler(schedulers.ForceScheduler):
 
     @defer.inlineCallbacks
     def _tests(self, text: str, good: str, bad: str):
-        named = list(dict.fromkeys(text.split()))
-        if named:
-            return [self._key(name) for name in named]
+        named = [self._key(name) for name in dict.fromkeys(text.split())]
         failing_bad = yield self._failing_at(bad)
+        if named:
+            # A test passing at BAD has no first bad commit in the range: the bisection would blame BAD itself.
+            passing = [key for key in named if failing_bad is not None and not _fails(key, failing_bad)]
+            if passing:
+                raise ValueError(f"{', '.join(passing)} did not fail in the latest build of {bad[:10]}; "
+                                 "bisect tests that fail there")
+            return named
         if failing_bad is None:
             raise ValueError(f"no finished build of {bad[:10]} to read its failing tests from; name the tests")
         tests = sorted(failing_bad - ((yield self._failing_at(good)) or set()))
@@ -194,6 +199,11 @@ class BisectScheduler(schedulers.ForceScheduler):
                         and step["name"].removeprefix(SUITE_STEP_PREFIX) not in tested}
             return failing
         return None
+
+
+def _fails(key: str, failing: set[str]) -> bool:
+    """Whether a test key (or a whole suite) is among the failing ones."""
+    return key in failing or any(test.startswith(key + SUITE_SEPARATOR) for test in failing)
 
 
 def bisect_scheduler(backend: Backend, settings: Settings) -> BisectScheduler:
