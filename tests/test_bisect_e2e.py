@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 
-import sqlalchemy as sa
 import pytest
+import sqlalchemy as sa
+from buildbot.process.results import CANCELLED, RETRY
 
 from conftest import FAILURE, backend, prepare_relay, running
 from crcr.names import bisect_scheduler_name, status_context
@@ -148,7 +149,7 @@ def short(shas, n):
 def upstream_builds(master, name):
     """(commit, result, bisection id) of each of the backend's builds, oldest first."""
     builds = master.get(f"builders/{master.builder_id(name)}/builds?property=got_revision&property=crcr_bisection")
-    return [(b["properties"]["got_revision"][0], b["results"], b["properties"].get("crcr_bisection", [None])[0])
+    return [(b["properties"].get("got_revision", [None])[0], b["results"], b["properties"].get("crcr_bisection", [None])[0])
             for b in builds["builds"]]
 
 
@@ -262,6 +263,44 @@ def test_a_bisection_started_by_hand(day):
     refused = master.crcr("bisect", "exact", shas[7], shas[2], check=False)
     assert refused.returncode == 1
     assert f"bad: {shas[2][:10]} does not come after {shas[7][:10]}" in refused.stderr
+    passing = master.crcr("bisect", "exact", shas[2], shas[8], "--test", "test/test_exact.py::test_ok", check=False)
+    assert passing.returncode == 1
+    assert (f"tests: exact::test/test_exact.py::test_ok did not fail in the latest build of {shas[8][:10]}"
+            in passing.stderr)
+
+
+def test_a_bisection_goes_on_where_it_stood_after_the_master_restarts(day):
+    master, _, shas, database = day
+    gate = master.basedir.parent.parent / "gate"
+    gate.unlink()  # the next builds wait in their setup again
+    try:
+        started = master.crcr("bisect", "exact", shas[0], shas[8], "--test", "test/test_exact.py::test_add")
+        bisectionid = int(started.stdout.split()[1])
+        wait_until(lambda: any(bisection == bisectionid and results is None
+                               for _, results, bisection in upstream_builds(master, "exact")), 90,
+                   "the bisection's first build to start")
+        master.stop()
+        master.start()
+    finally:
+        gate.touch()
+
+    def done():
+        found, steps = bisection_of(database, "exact")
+        ours = [b for b in found if b.id == bisectionid and b.state == "done"]
+        return ours and (ours[0], [s for s in steps if s.bisectionid == bisectionid])
+
+    bisection, steps = wait_until(done, 240, "the bisection to end after the restart")
+    assert [c["sha"] for c in json.loads(bisection.result)["culprits"]] == [shas[5]]
+    # Buildbot ends a build stopped with the master RETRY (its request is built again) or, when the stop cut a
+    # step short, CANCELLED: the bisection then shows that step interrupted and asks for the commit again.
+    stopped = [results for _, results, bisection in upstream_builds(master, "exact")
+               if bisection == bisectionid and results in (RETRY, CANCELLED)]
+    assert len(stopped) == 1, "the master's stop interrupted the first build"
+    interrupted = [s.sha for s in steps if s.outcome == "interrupted"]
+    assert interrupted == ([shas[4]] if stopped == [CANCELLED] else [])
+    assert [(s.sha, s.outcome) for s in steps if s.outcome != "interrupted"] == [
+        (shas[4], "good"), (shas[6], "bad"), (shas[5], "bad")
+    ], "the interrupted build was built again and counted once"
 
 
 def test_latency_is_recorded_for_built_covered_and_bisected_commits(day):

@@ -299,22 +299,24 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
             row = await self.row(SILENT, n)
             self.assertEqual((row.started_at, row.state), (self.reactor.seconds(), "pending"))
 
-    async def test_a_request_a_unit_claimed_anyway_builds_its_own_commit(self):
-        """The collapser approved the collapse, then found the old request claimed by a unit meanwhile."""
-        first = await self.upstream(SILENT, 1)
+    async def test_a_request_a_unit_claimed_anyway_builds_its_own_commit_and_those_it_covers(self):
+        """The collapser approved the collapse, then found the old request claimed by a unit meanwhile: the old
+        request's build stands for its commits, not the newer one's (the day replay saw them decided by a later,
+        failing build before)."""
+        await self.upstream(SILENT, 0)
+        first = await self.upstream(SILENT, 1)  # commit 0's request is collapsed into it
         await self.master.data.updates.claimBuildRequests([first])
         second = await self.upstream(SILENT, 2)
         announce_approval(self.master, SILENT, await self.master.data.get(("buildrequests", second)),
                           await self.master.data.get(("buildrequests", first)))
         await self.deliver()
-        self.assertEqual(await self.request_of(SILENT, (1, 2)), {1: second, 2: second})
+        self.assertEqual(await self.request_of(SILENT, (0, 1, 2)), {0: first, 1: first, 2: second})
 
         _, covered = await self.start_build(first)
 
-        self.assertEqual(covered, [])
-        self.assertEqual(await self.request_of(SILENT, (1, 2)), {1: first, 2: second})
+        self.assertEqual([row.sha for row in covered], [sha(0)])
         _, covered = await self.start_build(second)
-        self.assertEqual(covered, [], "the newer build does not cover a commit built alone")
+        self.assertEqual(covered, [], "the newer build does not cover commits built by the older one")
 
     # 3. Build ends.
 
@@ -528,6 +530,19 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         await self.assert_decided(SILENT, 2, "error", "Cancelled", "built", None)
         await self.assert_decided(SILENT, 1, "error", "Not built alone; 2222222222 on top of it: Cancelled",
                                   "covered", None)
+
+    async def test_commits_collapsed_while_the_master_was_down_go_to_the_request_that_covers_them(self):
+        first = await self.upstream(SILENT, 1)
+        await self.deliver()
+        await self.stop_ledger()
+        second = await self.upstream(SILENT, 2)  # Buildbot collapses the first into it
+        self.master.mq.clearProductions()
+        self.reactor.advance(600)
+
+        await self.restart_ledger()
+
+        self.assertEqual(await self.request_of(SILENT, (1,)), {1: second})
+        self.assertNotEqual(first, second)
 
     async def test_a_build_still_running_at_restart_is_left_to_finish(self):
         await self.covering_build()

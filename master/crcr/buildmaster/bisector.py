@@ -179,6 +179,11 @@ class Bisector:
         if found is None or build["results"] == RETRY:  # a retried build is built again
             return
         bisection, step = found
+        if build["results"] == CANCELLED and self.master.botmaster.shuttingDown:
+            # Buildbot stops running builds with the master: not a user's cancel. resume() asks for it again.
+            yield self.store.update_step(step.id, buildid=build["buildid"], outcome="interrupted",
+                                         ended_at=self.ledger.now())
+            return
         if build["results"] == CANCELLED:
             yield self._abandon(bisection, f"its build of {step.sha[:10]} was cancelled")
             return

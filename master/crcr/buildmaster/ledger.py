@@ -1,9 +1,10 @@
 """The ledger service: every upstream commit of every backend, from its arrival to its final verdict.
 
 A commit arrives with its build request (of the backend's upstream or force scheduler). With `queue: newest`
-its request may be collapsed into a newer one (coalescing.py announces it): the newer request's build then
-covers it, and when that build ends the ledger gives the covered commit its verdict, posted to GitHub as the
-build's own is (GitHub's reporter posts only for the commit a build checked out):
+its request may be collapsed into a newer one (coalescing.py announces the approval, Buildbot then completes
+the old request SKIPPED, unless a unit claimed it first): the newer request's build then covers it, and when
+that build ends the ledger gives the covered commit its verdict, posted to GitHub as the build's own is
+(GitHub's reporter posts only for the commit a build checked out):
 - the build passed: success, 'Not built alone; <sha> on top of it passed';
 - it has new failures and a known good commit lies more than one commit back: the bisector takes the range,
   and the covered commits stay pending ('Bisecting ...') until it decides them;
@@ -54,6 +55,7 @@ class CommitLedger(service.BuildbotService):
     def __init__(self, *args, **kwargs):
         self._lock = defer.DeferredLock()
         self._consumers = []
+        self._approved: dict[int, int] = {}  # old request -> the newer one it may be collapsed into
         self.bisector = Bisector(self)
         super().__init__(*args, **kwargs)
 
@@ -115,9 +117,10 @@ class CommitLedger(service.BuildbotService):
             yield self.store.record_arrival(backend, stamp["revision"], stamp["branch"] or "", self.now(),
                                             brid=request["buildrequestid"], description=status_text.QUEUED)
 
-    @defer.inlineCallbacks
     def _collapse_approved(self, key, approval):
-        yield self.store.move_to_request(approval["old_brid"], approval["new_brid"])
+        # Only an approval: a unit may claim the old request before the collapser does, and build it after all.
+        # Its commits move when the collapser completes it SKIPPED (_request_completed).
+        self._approved[approval["old_brid"]] = approval["new_brid"]
 
     @defer.inlineCallbacks
     def build_started(self, brid: int, backend: str, sha: str):
@@ -169,9 +172,14 @@ class CommitLedger(service.BuildbotService):
 
     @defer.inlineCallbacks
     def _request_completed(self, key, request):
-        """A request cancelled before any build of it: its commits get the 'Cancelled' its own commit got."""
+        """A request collapsed into a newer one hands its commits over; a request cancelled before any build of
+        it gives its commits the 'Cancelled' its own commit got."""
+        newer = self._approved.pop(request["buildrequestid"], None)
+        if request["results"] == SKIPPED and newer is not None:
+            yield self.store.move_to_request(request["buildrequestid"], newer)
+            return
         if request["results"] != CANCELLED:
-            return  # built (its build decided) or collapsed (its commits moved on)
+            return  # built: its build decided
         rows = [row for row in (yield self.store.commits_of_request(request["buildrequestid"])) if row.decided_at is None]
         step = yield self.store.step_of_request(request["buildrequestid"])
         if step is not None:
@@ -199,16 +207,42 @@ class CommitLedger(service.BuildbotService):
         yield self.master.initLock.run(lambda: None)
         brids = sorted({row.brid for row in (yield self.store.pending_commits()) if row.brid is not None})
         for brid in brids:
-            request = yield self.master.data.get(("buildrequests", brid))
-            if request is None or not request["complete"]:
-                continue
-            builds = yield self.master.data.get(("buildrequests", brid, "builds"))
-            finished = [b for b in builds if b["complete"]]
-            if finished:
-                yield self._build_finished(None, finished[-1])
-            else:
-                yield self._request_completed(None, request)
+            yield self._settle(brid)
         yield self.bisector.resume()
+
+    @defer.inlineCallbacks
+    def _settle(self, brid: int):
+        """The commits of a request that ended while the master was down: decided by its build, handed to the
+        request it was collapsed into, or cancelled."""
+        request = yield self.master.data.get(("buildrequests", brid))
+        if request is None or not request["complete"]:
+            return
+        finished = [b for b in (yield self.master.data.get(("buildrequests", brid, "builds"))) if b["complete"]]
+        if finished:
+            yield self._build_finished(None, finished[-1])
+        elif request["results"] == SKIPPED:
+            newer = yield self._collapsed_into(request)
+            if newer is not None:
+                yield self.store.move_to_request(brid, newer)
+                yield self._settle(newer)
+        else:
+            yield self._request_completed(None, request)
+
+    @defer.inlineCallbacks
+    def _collapsed_into(self, request):
+        """The request a collapsed upstream request went into: Buildbot's collapser runs as each request is
+        added, so it is the next request of the same scheduler and branch on the builder."""
+        asked = yield self._asked(request)
+        if asked is None:
+            return None
+        _, scheduler, stamp = asked
+        later = yield self.master.data.get(("builders", request["builderid"], "buildrequests"))
+        for candidate in sorted(later, key=lambda r: r["buildrequestid"]):
+            if candidate["buildrequestid"] > request["buildrequestid"]:
+                candidate_asked = yield self._asked(candidate)
+                if candidate_asked and candidate_asked[1] == scheduler and candidate_asked[2]["branch"] == stamp["branch"]:
+                    return candidate["buildrequestid"]
+        return None
 
     # --- reading Buildbot's data ---
 

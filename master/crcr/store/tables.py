@@ -13,7 +13,8 @@ from crcr.config.limits import MAX_BRANCH_NAME, MAX_NAME
 VERDICTS = ("success", "failure", "error")  # GitHub's commit status states but pending
 HOW_DECIDED = ("built", "covered", "bisected", "forced")
 BISECTION_STATES = ("running", "done", "abandoned")
-STEP_OUTCOMES = ("pending", "good", "bad", "mixed", "skipped")
+# interrupted: its build was stopped with the master; the bisection asks for that commit again when it starts.
+STEP_OUTCOMES = ("pending", "good", "bad", "mixed", "skipped", "interrupted")
 
 SHA_LENGTH = 40
 STATE_LENGTH = 16

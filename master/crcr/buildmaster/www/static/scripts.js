@@ -126,7 +126,7 @@
   var SHORT_SHA = 10;  // as the bisection's GitHub statuses name commits
   // Buildbot's result colours for a step's outcome and a bisection's state.
   var OUTCOME_CLASSES = {
-    good: "SUCCESS", bad: "FAILURE", mixed: "WARNINGS", skipped: "SKIPPED", pending: "PENDING",
+    good: "SUCCESS", bad: "FAILURE", mixed: "WARNINGS", skipped: "SKIPPED", interrupted: "RETRY", pending: "PENDING",
     running: "PENDING", done: "SUCCESS", abandoned: "CANCELLED",
   };
 
