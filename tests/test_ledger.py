@@ -95,6 +95,7 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         basedir = tempfile.mkdtemp(prefix="crcr-ledger-")  # trial's mktemp() writes under the current directory
         self.addCleanup(shutil.rmtree, basedir, True)
         self.master = await fakemaster.make_master(self, wantData=True, basedir=basedir)  # SQLite in memory
+        self.master.botmaster.shuttingDown = False  # as Buildbot's BotMaster has it; its fake lacks it
         # The fake mq's message validator knows no message of the relay's (the collapses), and its schema of
         # buildrequests messages predates what Buildbot 4 produces (it asks for brid, bsid, buildername).
         self.master.mq.verifyMessages = False
@@ -379,18 +380,7 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(await self.store.running_bisections(), [])
 
     async def test_new_failures_since_a_known_good_commit_are_bisected_and_decide_the_covered_commits(self):
-        poller = os.path.join(self.master.basedir, POLLER_WORKDIR)
-        os.makedirs(poller)
-        good, *commits = git_commits(poller, ["good", "one", "two", "three"])
-        requests = [await self.upstream(SILENT, revision=commit) for commit in commits]
-        await self.deliver()
-        buildid, _ = await self.start_build(requests[-1])
-        broken = "test/test_smoke.py::test_new"  # broken by commit two
-
-        await self.finish_build(buildid, FAILURE, {"smoke": FAILURE},
-                                {"smoke": SuiteResults(passed=5, failing=[broken], new=[broken])},
-                                **{BASELINES_PROPERTY: {"smoke": good}})
-        await self.deliver()
+        commits, broken, buildid = await self.bisecting_three_commits()  # broken by commit two
 
         bisecting = f"Bisecting 3 commits for the new failures of {commits[2][:10]}"
         for commit in commits[:2]:
@@ -414,6 +404,65 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         await self.assert_decided(SILENT, commits[1], "failure", "First bad commit: broke test_new", "bisected", None)
         row = await self.store.find_commit(SILENT, commits[2])
         self.assertEqual((row.state, row.how, row.buildid), ("failure", "built", buildid), "built: keeps its own")
+
+    async def bisecting_three_commits(self) -> tuple[list[str], str, int]:
+        """Commits one..three queued behind a good one; three's build fails test_new, new since good: a
+        bisection of the three starts. Returns the commits, the failing test and three's build."""
+        poller = os.path.join(self.master.basedir, POLLER_WORKDIR)
+        os.makedirs(poller)
+        good, *commits = git_commits(poller, ["good", "one", "two", "three"])
+        requests = [await self.upstream(SILENT, revision=commit) for commit in commits]
+        await self.deliver()
+        buildid, _ = await self.start_build(requests[-1])
+        broken = "test/test_smoke.py::test_new"
+        await self.finish_build(buildid, FAILURE, {"smoke": FAILURE},
+                                {"smoke": SuiteResults(passed=5, failing=[broken], new=[broken])},
+                                **{BASELINES_PROPERTY: {"smoke": good}})
+        await self.deliver()
+        return commits, broken, buildid
+
+    async def step_revisions(self) -> list[str]:
+        revisions = []
+        for request in await self.waiting_requests(SILENT):
+            buildset = await self.master.data.get(("buildsets", request["buildsetid"]))
+            revisions.append(buildset["sourcestamps"][0]["revision"])
+        return revisions
+
+    async def test_a_step_stopped_with_the_master_is_asked_again_at_the_next_start(self):
+        commits, *_ = await self.bisecting_three_commits()
+        (request,) = await self.waiting_requests(SILENT)
+        asked = await self.step_revisions()
+        step_build, _ = await self.start_build(request["buildrequestid"])
+        self.master.botmaster.shuttingDown = True  # Buildbot cancels a build whose step the stop cut short
+        await self.finish_build(step_build, CANCELLED, {"smoke": CANCELLED})
+        await self.deliver()
+        await self.stop_ledger()
+        self.master.botmaster.shuttingDown = False
+
+        await self.restart_ledger()
+        await self.deliver()
+
+        (running,) = await self.store.running_bisections()
+        _, steps = await self.store.bisection_with_steps(running.id)
+        self.assertEqual([(s.sha, s.outcome) for s in steps], [(asked[0], "interrupted"), (asked[0], "pending")])
+        self.assertEqual(await self.step_revisions(), asked, "the same commit is built again")
+        row = await self.store.find_commit(SILENT, commits[0])
+        self.assertEqual(row.state, "pending", "its commits still wait for the bisection")
+
+    async def test_a_step_cancelled_by_a_user_abandons_the_bisection_and_decides_its_commits(self):
+        commits, *_ = await self.bisecting_three_commits()
+        (request,) = await self.waiting_requests(SILENT)
+        step_build, _ = await self.start_build(request["buildrequestid"])
+        await self.finish_build(step_build, CANCELLED, {"smoke": CANCELLED})
+        await self.deliver()
+
+        self.assertEqual(await self.store.running_bisections(), [])
+        for commit in commits[:2]:
+            row = await self.store.find_commit(SILENT, commit)
+            self.assertEqual(row.state, "failure")
+            self.assertTrue(row.description.startswith(
+                f"Not built alone; {commits[2][:10]} on top of it: new failures; bisection abandoned: its build of"
+            ), row.description)
 
     async def test_an_interrupted_build_decides_nothing_and_its_retry_does(self):
         buildid = await self.covering_build()
