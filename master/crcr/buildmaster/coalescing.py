@@ -20,6 +20,7 @@ from crcr.names import upstream_scheduler_name
 # The message announcing that a request may be collapsed into a newer one (see announce_approval), and a
 # filter for master.mq.startConsuming that matches every such message.
 COLLAPSE_APPROVED_FILTER = ("crcr", "collapses", None, "approved")
+KNOWN_BUILDSETS = 10_000  # remembered per backend; far more than a queue holds
 
 
 def collapse_approved_key(old_brid: int) -> tuple[str, ...]:
@@ -31,10 +32,21 @@ def collapse_requests(backend: Backend) -> Callable | Literal[False]:
     if backend.queue == QUEUE_EVERY:
         return False  # Buildbot then never collapses: one build per request
     upstream = upstream_scheduler_name(backend.name)
+    # Buildset id -> whether the upstream scheduler asked for it: the collapser asks about every queued request
+    # at each arrival, and a buildset's properties never change, so each is read from the database once.
+    asked_by_upstream: dict[int, bool] = {}
+
+    async def from_upstream(master, br: dict) -> bool:
+        bsid = br["buildsetid"]
+        if bsid not in asked_by_upstream:
+            if len(asked_by_upstream) >= KNOWN_BUILDSETS:
+                asked_by_upstream.clear()
+            asked_by_upstream[bsid] = await asked_by(master, br, upstream)
+        return asked_by_upstream[bsid]
 
     @async_to_deferred
     async def collapse_into_newer_upstream(master, builder, new_br: dict, old_br: dict) -> bool:
-        if not (await asked_by(master, new_br, upstream) and await asked_by(master, old_br, upstream)):
+        if not (await from_upstream(master, new_br) and await from_upstream(master, old_br)):
             return False
         # Buildbot's own test: the new request is the newer one, of the same branch, repository and project.
         if not await BuildRequest.canBeCollapsed(master, new_br, old_br):
