@@ -173,11 +173,11 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         _, brids = await scheduler.addBuildsetForChanges(reason="upstream commit", changeids=[changeid])
         return brids[self.builderids[backend]]
 
-    async def asked_of(self, scheduler_name: str, backend: str, n: int) -> int:
-        """A request for commit sha(n) asked of a force-like scheduler (force-, bisect-<backend>)."""
+    async def asked_of(self, scheduler_name: str, backend: str, n: int, revision: str | None = None) -> int:
+        """A request for commit sha(n) (or `revision`) asked of a force-like scheduler (force-, bisect-<backend>)."""
         scheduler = self.master.config.schedulers[scheduler_name]
         _, brids = await scheduler.addBuildsetForSourceStamps(
-            sourcestamps=[{"codebase": "", "branch": "main", "revision": sha(n), "repository": UPSTREAM_URL,
+            sourcestamps=[{"codebase": "", "branch": "main", "revision": revision or sha(n), "repository": UPSTREAM_URL,
                            "project": PROJECT}],
             reason="asked", builderNames=[backend],
         )
@@ -427,6 +427,20 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
             buildset = await self.master.data.get(("buildsets", request["buildsetid"]))
             revisions.append(buildset["sourcestamps"][0]["revision"])
         return revisions
+
+    async def test_a_second_build_with_the_same_new_failures_starts_no_second_bisection(self):
+        # Two units build commits a moment apart with the same baseline: both report the break as new.
+        commits, broken, _ = await self.bisecting_three_commits()
+        good = (await self.store.running_bisections())[0].good_sha
+        forced = await self.asked_of(force_scheduler_name(SILENT), SILENT, 0, revision=commits[2])
+        await self.deliver()
+        buildid, _ = await self.start_build(forced)
+        await self.finish_build(buildid, FAILURE, {"smoke": FAILURE},
+                                {"smoke": SuiteResults(passed=5, failing=[broken], new=[broken])},
+                                **{BASELINES_PROPERTY: {"smoke": good}})
+        await self.deliver()
+
+        self.assertEqual(len(await self.store.running_bisections()), 1)
 
     async def test_a_step_stopped_with_the_master_is_asked_again_at_the_next_start(self):
         commits, *_ = await self.bisecting_three_commits()

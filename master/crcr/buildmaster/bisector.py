@@ -32,6 +32,7 @@ from crcr.names import (
 from crcr.suites.asked_tests import ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE
 from crcr.suites.results import SuiteResults
 
+RECENT_BISECTIONS = 20  # looked at for a break another build's bisection already took on
 SUITE_SEPARATOR = "::"  # a test's key: '<suite>::<pytest node id>', or '<suite>' for a suite run whole
 
 
@@ -118,6 +119,12 @@ class Bisector:
         if len(commits) < 2:
             return set()  # the build's own commit is the first bad one
         tests = [key_of(suite, node_id) for suite in known_good for node_id in failing[suite]]
+        # Builds running side by side compare with the same baseline, so each reports a break as new: a test that
+        # a bisection ending inside this range bisects (or did) has its first bad commit there already.
+        bisected = yield self._bisected_up_to(backend, commits)
+        tests = [test for test in tests if test not in bisected]
+        if not tests:
+            return set()
         branch = build["buildset"]["sourcestamps"][0]["branch"] or ""
         bisectionid = yield self._start(backend, branch, start, bad, commits, tests, trigger_buildid=build["buildid"])
         deciding = [sha for sha in covered if sha in commits]
@@ -126,6 +133,15 @@ class Bisector:
             yield self.store.set_pending_description(backend, sha, text)
             self.ledger.post(backend, sha, "pending", text, self.page_url(bisectionid))
         return set(deciding)
+
+    @defer.inlineCallbacks
+    def _bisected_up_to(self, backend: str, commits: list[str]):
+        """The tests of the backend's recent bisections (not abandoned) whose bad end is one of `commits`."""
+        tests = set()
+        for other in (yield self.store.recent_bisections(backend, RECENT_BISECTIONS)):
+            if other.state != "abandoned" and other.bad_sha in commits:
+                tests.update(Bisection.from_json(other.plan).tests)
+        return tests
 
     def start_by_hand(self, backend: str, branch: str, good: str, bad: str, commits: list[str], tests: list[str],
                       requested_by: str) -> defer.Deferred:
