@@ -37,8 +37,9 @@ test: venv
 unit: venv
 	$(call run_pytest,-m "not e2e")
 
-# Benchmarks, never asserted in tests: each runs crcr and vanilla Buildbot doing the same work in one run
-# and prints crcr/vanilla ratios beside the targets (this machine is shared and noisy). Tens of minutes.
+# Benchmarks, never asserted in tests: each compares, in one run, crcr with vanilla Buildbot doing the same
+# work (day.py: queue: newest with queue: every) and prints the ratios beside the targets (this machine is
+# shared and noisy). About 90 minutes.
 bench: venv
 	$(PY) bench/checkout.py
 	$(PY) bench/fanout.py
