@@ -148,7 +148,8 @@ class CommitLedger(service.BuildbotService):
             return
         if build["results"] == RETRY:
             return  # Buildbot builds the request again: that build decides
-        yield self._decide_build(build, backend, how="forced" if scheduler == force_scheduler_name(backend) else "built")
+        how = "forced" if scheduler == force_scheduler_name(backend) else "built"
+        yield self._decide_build(build, backend, how)
 
     @defer.inlineCallbacks
     def _decide_build(self, build, backend, how):
@@ -180,7 +181,8 @@ class CommitLedger(service.BuildbotService):
             return
         if request["results"] != CANCELLED:
             return  # built: its build decided
-        rows = [row for row in (yield self.store.commits_of_request(request["buildrequestid"])) if row.decided_at is None]
+        of_request = yield self.store.commits_of_request(request["buildrequestid"])
+        rows = [row for row in of_request if row.decided_at is None]
         step = yield self.store.step_of_request(request["buildrequestid"])
         if step is not None:
             yield self.bisector.step_cancelled(step)
@@ -239,8 +241,8 @@ class CommitLedger(service.BuildbotService):
         later = yield self.master.data.get(("builders", request["builderid"], "buildrequests"))
         for candidate in sorted(later, key=lambda r: r["buildrequestid"]):
             if candidate["buildrequestid"] > request["buildrequestid"]:
-                candidate_asked = yield self._asked(candidate)
-                if candidate_asked and candidate_asked[1] == scheduler and candidate_asked[2]["branch"] == stamp["branch"]:
+                other = yield self._asked(candidate)
+                if other and other[1] == scheduler and other[2]["branch"] == stamp["branch"]:
                     return candidate["buildrequestid"]
         return None
 

@@ -47,7 +47,9 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "secretsProviders": [SecretsDirectory(dirname=str(settings.secrets_dir))],
         "workers": make_workers(relay, settings.secrets_dir),
         "change_source": [upstream_poller(settings)],
-        "schedulers": [make(b, settings) for make in (upstream_scheduler, force_scheduler, bisect_scheduler) for b in active],
+        "schedulers": [
+            make(b, settings) for make in (upstream_scheduler, force_scheduler, bisect_scheduler) for b in active
+        ],
         "builders": make_builders(relay, settings),
         "services": [
             *github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive), RevisionIndex(),

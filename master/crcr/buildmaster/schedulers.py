@@ -146,9 +146,11 @@ class BisectScheduler(schedulers.ForceScheduler):
             "bad", revisions.resolve, str(given.get("bad") or ""), self.settings.upstream_url, poller,
             self.followed_branches)
         collector.maybeRaiseCollectedErrors()
-        commits = yield collector.collectValidationErrors("bad", revisions.first_parent_range, good.sha, bad.sha, poller)
+        commits = yield collector.collectValidationErrors(
+            "bad", revisions.first_parent_range, good.sha, bad.sha, poller)
         collector.maybeRaiseCollectedErrors()
-        tests = yield collector.collectValidationErrors("tests", self._tests, str(given.get("tests") or ""), good.sha, bad.sha)
+        tests = yield collector.collectValidationErrors(
+            "tests", self._tests, str(given.get("tests") or ""), good.sha, bad.sha)
         collector.maybeRaiseCollectedErrors()
         ledger = self.master.service_manager.namedServices[LEDGER_SERVICE]
         bisectionid = yield ledger.bisector.start_by_hand(self.builderNames[0], bad.branch, good.sha, bad.sha,
