@@ -32,7 +32,7 @@ from crcr.bisection.plan import Bisection as Plan
 from crcr.buildmaster.www import RelayApplication
 from crcr.store.bisections import add_step, create_bisection, update_bisection, update_step
 from crcr.store.service import RelayStore
-from webui import open_page, page_text, wait_for_element, wait_for_texts
+from webui import click_when_ready, open_page, page_text, wait_for_element, wait_for_texts
 
 TEST_ADD = "unit::test/test_ops.py::test_add"
 TEST_MUL = "unit::test/test_ops.py::test_mul"
@@ -363,8 +363,8 @@ def test_the_menu_and_the_home_page_lead_to_the_bisections(bisected, browser):
     wait_for_texts(browser, [f"Bisections of {PAGE_BACKEND}", f"#{bisected['done']}"], "the backend's bisections")
 
     open_page(browser, relay.web_url + "#/waterfall")
-    wait_for_element(browser, "//button[contains(@class, 'bb-sidebar-item')][normalize-space(.)='Builds']",
-                     "the Builds menu").click()
-    wait_for_element(browser, "//a[contains(@class, 'bb-sidebar-item')][normalize-space(.)='Bisections']",
-                     "a Bisections entry in the Builds menu").click()
+    click_when_ready(browser, "//button[contains(@class, 'bb-sidebar-item')][normalize-space(.)='Builds']",
+                     "the Builds menu")
+    click_when_ready(browser, "//a[contains(@class, 'bb-sidebar-item')][normalize-space(.)='Bisections']",
+                     "a Bisections entry in the Builds menu")
     wait_for_texts(browser, ["Bisections", f"#{bisected['abandoned']}", f"#{bisected['done']}"], "the bisections")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from selenium.common.exceptions import ElementClickInterceptedException, NoSuchElementException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -32,3 +33,18 @@ def wait_for_element(browser, xpath: str, what: str):
         return WebDriverWait(browser, UI_TIMEOUT).until(lambda b: b.find_elements(By.XPATH, xpath))[0]
     except Exception:
         raise AssertionError(f"the page does not show {what}") from None
+
+
+def click_when_ready(browser, xpath: str, what: str) -> None:
+    """Click the element once it is there and nothing covers it: a menu that unfolds with an animation has its
+    entries under their neighbours for a moment."""
+    def clicked(b) -> bool:
+        b.find_element(By.XPATH, xpath).click()
+        return True
+
+    not_yet = (NoSuchElementException, ElementClickInterceptedException)
+    waiting = WebDriverWait(browser, UI_TIMEOUT, ignored_exceptions=not_yet)
+    try:
+        waiting.until(clicked)
+    except Exception:
+        raise AssertionError(f"could not click {what}") from None
