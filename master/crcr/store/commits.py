@@ -72,13 +72,7 @@ def take_into_request(conn, backend: str, sha: str, brid: int) -> bool:
     """Request `brid` builds the commit itself after all (a unit claimed its request before the collapse, or a
     forced build of a commit still queued): it is no longer covered by another request; False when the commit is
     decided or has no row."""
-    taken = conn.execute(
-        commits.update()
-        .where(commits.c.backend == backend, commits.c.sha == sha, commits.c.decided_at.is_(None))
-        .values(brid=brid)
-    ).rowcount
-    conn.commit()
-    return taken == 1
+    return _update_pending(conn, backend, sha, brid=brid)
 
 
 def commits_of_request(conn, brid: int) -> list[CommitRow]:
@@ -109,10 +103,15 @@ def decide(conn, backend: str, sha: str, state: str, description: str, how: str,
 
 def set_pending_description(conn, backend: str, sha: str, description: str) -> bool:
     """A new text for a commit still pending ('Bisecting ...'); a decided commit keeps its verdict's: False then."""
+    return _update_pending(conn, backend, sha, description=description)
+
+
+def _update_pending(conn, backend: str, sha: str, **values) -> bool:
+    """Changes the commit's row while it has no verdict; False when it has one, or no row."""
     changed = conn.execute(
         commits.update()
         .where(commits.c.backend == backend, commits.c.sha == sha, commits.c.decided_at.is_(None))
-        .values(description=description)
+        .values(**values)
     ).rowcount
     conn.commit()
     return changed == 1
