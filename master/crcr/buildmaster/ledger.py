@@ -132,6 +132,11 @@ class CommitLedger(service.BuildbotService):
     def _started(self, brid, backend, sha):
         yield self.store.take_into_request(backend, sha, brid)
         yield self.store.mark_started(brid, self.now())
+        return (yield self._covered(brid, sha))
+
+    @defer.inlineCallbacks
+    def _covered(self, brid: int, sha: str):
+        """The undecided commits request `brid` covers: those it builds, but for its own commit `sha`."""
         rows = yield self.store.commits_of_request(brid)
         return [row for row in rows if row.sha != sha and row.decided_at is None]
 
@@ -156,8 +161,7 @@ class CommitLedger(service.BuildbotService):
         sha = build["buildset"]["sourcestamps"][0]["revision"]
         state, description = github_state(build["results"]), status_text.describe_finished_build(build)
         yield self.store.decide(backend, sha, state, description, how, build["buildid"], self.now())
-        covered = [row for row in (yield self.store.commits_of_request(build["buildrequestid"]))
-                   if row.decided_at is None and row.sha != sha]
+        covered = yield self._covered(build["buildrequestid"], sha)
         started = yield self.store.bisections_triggered_by(build["buildid"])  # seen before a restart
         if started:
             bisecting = set(Bisection.from_json(started[0].plan).commits)
