@@ -8,7 +8,9 @@ import os
 
 from buildbot.process.buildstep import BuildStep
 from buildbot.process.results import SUCCESS
-from twisted.internet import defer, utils
+from twisted.internet import defer
+
+from crcr.buildmaster import revisions
 
 from crcr.names import BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR
 
@@ -47,10 +49,10 @@ class CoveredCommits(BuildStep):
     @defer.inlineCallbacks
     def _titles(self, shas: list[str]):
         """Each commit's subject line, from the poller's repository; none when it cannot tell."""
-        out, _, code = yield utils.getProcessOutputAndValue(
-            "git", ["log", "--no-walk=unsorted", "--format=%H %s", *shas, "--"],
-            path=os.path.join(self.master.basedir, POLLER_WORKDIR),
+        code, out, _ = yield revisions.run_git(
+            ["log", "--no-walk=unsorted", "--format=%H %s", *shas, "--"],
+            os.path.join(self.master.basedir, POLLER_WORKDIR),
         )
         if code != 0:
             return {}
-        return dict(line.split(" ", 1) for line in out.decode(errors="replace").splitlines() if " " in line)
+        return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)

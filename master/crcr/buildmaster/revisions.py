@@ -31,10 +31,11 @@ class Resolved:
 
 
 @defer.inlineCallbacks
-def _git(args: list[str], cwd: str):
+def run_git(args: list[str], cwd: str):
+    """(exit code, output, errors) of git in `cwd`; bytes that are not UTF-8 (a commit subject) are replaced."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}  # never wait for credentials typed at a terminal
     out, err, code = yield utils.getProcessOutputAndValue("git", args, path=cwd, env=env)
-    return code, out.decode().strip(), err.decode().strip()
+    return code, out.decode(errors="replace").strip(), err.decode(errors="replace").strip()
 
 
 @defer.inlineCallbacks
@@ -47,7 +48,7 @@ def resolve(revision: str, upstream_url: str, poller_dir: str, branches: list[st
         resolved = yield _resolve_sha(revision.lower(), upstream_url, poller_dir, branches)
         return resolved
     if re.match(BRANCH_NAME, revision):
-        code, out, err = yield _git(["ls-remote", "--heads", upstream_url, f"refs/heads/{revision}"], poller_dir)
+        code, out, err = yield run_git(["ls-remote", "--heads", upstream_url, f"refs/heads/{revision}"], poller_dir)
         if code != 0:
             raise RevisionError(f"could not ask upstream {upstream_url} for branch '{revision}': {err}")
         if not out:
@@ -60,7 +61,7 @@ def resolve(revision: str, upstream_url: str, poller_dir: str, branches: list[st
 
 @defer.inlineCallbacks
 def _resolve_sha(revision: str, upstream_url: str, poller_dir: str, branches: list[str]):
-    code, sha, err = yield _git(["rev-parse", "--verify", f"{revision}^{{commit}}"], poller_dir)
+    code, sha, err = yield run_git(["rev-parse", "--verify", f"{revision}^{{commit}}"], poller_dir)
     if code != 0 and "ambiguous" in err:
         raise RevisionError(f"abbreviated sha '{revision}' matches several upstream commits; give more digits")
     if code != 0:
@@ -71,7 +72,7 @@ def _resolve_sha(revision: str, upstream_url: str, poller_dir: str, branches: li
     for branch in branches:
         # The poller keeps each followed branch under its own tracker ref.
         ref = GitPoller._tracker_ref(upstream_url, f"refs/heads/{branch}")
-        code, _, _ = yield _git(["merge-base", "--is-ancestor", sha, ref], poller_dir)
+        code, _, _ = yield run_git(["merge-base", "--is-ancestor", sha, ref], poller_dir)
         if code == 0:
             return Resolved(sha=sha, branch=branch)
     raise RevisionError(f"commit '{revision}' is not on any followed upstream branch ({', '.join(branches)})")
@@ -84,13 +85,13 @@ MAX_BISECTED_COMMITS = 500
 @defer.inlineCallbacks
 def first_parent_range(good: str, bad: str, poller_dir: str):
     """The commits of (good, bad] along bad's first parents, oldest first: what a bisection bisects."""
-    code, out, err = yield _git(["rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--"], poller_dir)
+    code, out, err = yield run_git(["rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--"], poller_dir)
     if code != 0:
         raise RevisionError(f"no history from {good[:10]} to {bad[:10]}: {err}")
     commits = out.split()
     if not commits:
         raise RevisionError(f"{bad[:10]} does not come after {good[:10]}")
-    code, _, _ = yield _git(["merge-base", "--is-ancestor", good, bad], poller_dir)
+    code, _, _ = yield run_git(["merge-base", "--is-ancestor", good, bad], poller_dir)
     if code != 0:
         raise RevisionError(f"{good[:10]} is not an ancestor of {bad[:10]}")
     if len(commits) > MAX_BISECTED_COMMITS:
