@@ -31,9 +31,14 @@ TEST_OUTCOMES_PROPERTY = "crcr_test_outcomes"  # {suite: {node id: outcome}}, se
 # Bisection builds go before the backend's queued upstream builds (Buildbot claims the highest priority first).
 BISECTION_PRIORITY = 100
 
+# A pull request build: {"number", "url", "title", "author", "author_association", "head_sha", "base_branch",
+# "base_sha"} of the PR as GitHub last described it. Its failures are compared with its merge base's build.
+PULL_REQUEST_PROPERTY = "crcr_pull_request"
+
 # The master's services of the relay's own, by name (in master.service_manager.namedServices).
 STORE_SERVICE = "crcr-store"
 LEDGER_SERVICE = "crcr-ledger"
+PULL_REQUESTS_SERVICE = "crcr-pull-requests"
 
 # GitHub's limit on a commit status description: the relay's status texts and the bisection's verdicts keep to it.
 GITHUB_DESCRIPTION_LIMIT = 140
@@ -64,6 +69,15 @@ def force_scheduler_name(backend: str) -> str:
 
 def bisect_scheduler_name(backend: str) -> str:
     return f"bisect-{backend}"
+
+
+def pull_request_scheduler_name(backend: str) -> str:
+    return f"pr-{backend}"
+
+
+def pull_request_ref(number: int) -> str:
+    """Where GitHub keeps a PR's head in the upstream repository itself, whoever's fork it comes from."""
+    return f"refs/pull/{number}/head"
 
 
 def status_context(backend: str) -> str:

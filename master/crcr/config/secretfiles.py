@@ -6,6 +6,9 @@ import stat
 from pathlib import Path
 
 GITHUB_TOKEN = "github-token"
+GITHUB_WEBHOOK_SECRET = "github-webhook-secret"  # GitHub signs each webhook delivery with it
+GITHUB_APP_ID = "github-app-id"  # with the App's key: PR results as check runs
+GITHUB_APP_PRIVATE_KEY = "github-app-private-key"
 
 
 def worker_password(worker_name: str) -> str:
