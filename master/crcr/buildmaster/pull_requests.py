@@ -1,11 +1,133 @@
-"""Pull requests: which backends build a PR's head, and cancelling what a newer push, an unlabel or a close ends."""
+"""Pull requests: which backends build a PR's head, and cancelling what a newer push, an unlabel or a close ends.
+
+The webhook receiver hands each pull_request event to this service. For each L3/L4 backend pr_policy decides;
+a build goes through the backend's `pr-<backend>` scheduler (so Buildbot records it as the build's scheduler and
+the reporters find PR builds by it) with the PR's head fetched from the upstream repository as
+refs/pull/<n>/head: the worker needs no access to the fork.
+
+A PR keeps one head in the queue per backend: building a new head cancels the PR's requests and builds of older
+heads. Why each was cancelled ('Superseded by 1a2b3c4d5e') is kept for the reporters, which post it as the
+cancelled build's final status; in memory, as the reporters read it within moments of the cancel.
+"""
 
 from __future__ import annotations
 
-from crcr.names import PULL_REQUESTS_SERVICE
+import sqlalchemy as sa
+from buildbot.process.properties import Properties
+from buildbot.process.results import CANCELLED
+from buildbot.schedulers.base import BaseScheduler
+from buildbot.util import service
+from twisted.internet import defer
+
+from crcr.buildmaster.pr_policy import BackendRules, Decision, PullRequest, decide
+from crcr.github.commit_status import post_status
+from crcr.names import PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, pull_request_scheduler_name
+
+PROPERTY_SOURCE = "pull request"
 
 
 def cancel_reason(master, buildrequestid: int) -> str | None:
     """Why the relay cancelled a PR build request ('Superseded by 1a2b3c4d5e'); None when it did not."""
     service = master.service_manager.namedServices.get(PULL_REQUESTS_SERVICE)
     return service.cancel_reasons.get(buildrequestid) if service is not None else None
+
+
+class PullRequestScheduler(BaseScheduler):
+    """`pr-<backend>`: takes no changes; PullRequestRelay asks it for each PR head's build."""
+
+    def __init__(self, backend: str):
+        super().__init__(name=pull_request_scheduler_name(backend), builderNames=[backend])
+
+
+class PullRequestRelay(service.BuildbotService):
+    name = PULL_REQUESTS_SERVICE
+
+    def checkConfig(self, backends, github_repo, upstream_url, web_url):
+        pass
+
+    def reconfigService(self, backends, github_repo, upstream_url, web_url):
+        """`backends`: (name, level, label, trusted associations) of each active backend."""
+        self.rules = [BackendRules(name, level, label, tuple(trusted)) for name, level, label, trusted in backends]
+        self.github_repo, self.upstream_url, self.web_url = github_repo, upstream_url, web_url
+
+    def __init__(self, *args, **kwargs):
+        self.cancel_reasons: dict[int, str] = {}
+        # Events about one PR can arrive together (labeled right after opened): one at a time, in order.
+        self._lock = defer.DeferredLock()
+        super().__init__(*args, **kwargs)
+
+    def handle(self, action: str, payload: dict) -> defer.Deferred:
+        """Acts on a pull_request event; returns what it did, for the receiver's log."""
+        return self._lock.run(self._handle, action, payload)
+
+    @defer.inlineCallbacks
+    def _handle(self, action: str, payload: dict):
+        pr = PullRequest.from_payload(payload)
+        label = (payload.get("label") or {}).get("name")
+        done = []
+        for rules in self.rules:
+            decision = decide(rules, action, pr, label)
+            if decision.cancel:
+                cancelled = yield self._cancel(rules.name, pr, decision)
+                if cancelled:
+                    done.append(f"{rules.name}: cancelled {cancelled} ({decision.cancel})")
+            if decision.build and (yield self._build(rules.name, pr, action)):
+                done.append(f"{rules.name}: building {pr.head_sha[:10]}")
+            if decision.waiting:
+                post_status(self.master, self.github_repo, rules.name, pr.head_sha, "pending", decision.waiting,
+                            pr.url)
+                done.append(f"{rules.name}: {decision.waiting}")
+        return f"PR #{pr.number} {action}: " + ("; ".join(done) or "nothing to do")
+
+    @defer.inlineCallbacks
+    def _build(self, backend: str, pr: PullRequest, action: str):
+        """Asks for a build of the PR's head, unless one is queued, running or done (not cancelled)."""
+        requests = yield self._requests(backend, pr.ref)
+        if any(sha == pr.head_sha and (not complete or results != CANCELLED) for _, sha, complete, results in requests):
+            return False
+        scheduler = self.master.scheduler_manager.namedServices[pull_request_scheduler_name(backend)]
+        properties = Properties()
+        properties.setProperty(PULL_REQUEST_PROPERTY, pr.as_property(), PROPERTY_SOURCE)
+        yield scheduler.addBuildsetForSourceStamps(
+            waited_for=False,
+            sourcestamps=[{"codebase": "", "repository": self.upstream_url, "branch": pr.ref,
+                           "revision": pr.head_sha, "project": self.github_repo}],
+            reason=f"PR #{pr.number} {action} by {pr.author}: {pr.title}"[:200],
+            properties=properties,
+            builderNames=[backend],
+        )
+        return True
+
+    @defer.inlineCallbacks
+    def _cancel(self, backend: str, pr: PullRequest, decision: Decision):
+        """Cancels the PR's queued and running builds on `backend` (of older heads only, when superseding)."""
+        requests = yield self._requests(backend, pr.ref)
+        cancelled = 0
+        for brid, sha, complete, _ in requests:
+            if complete or (decision.cancel_other_heads_only and sha == pr.head_sha):
+                continue
+            self.cancel_reasons[brid] = decision.cancel
+            # Buildbot's cancel stops the request's build when a unit has claimed it already.
+            yield self.master.data.control("cancel", {"reason": decision.cancel}, ("buildrequests", brid))
+            cancelled += 1
+        return cancelled
+
+    @defer.inlineCallbacks
+    def _requests(self, backend: str, ref: str):
+        """(brid, revision, complete, results) of every build request of `backend` for the PR's ref."""
+        builderid = yield self.master.data.updates.findBuilderId(backend)
+        rows = yield self.master.db.pool.do(_requests_of, self.master.db.model, builderid, ref)
+        return rows
+
+
+def _requests_of(conn, model, builderid: int, ref: str) -> list[tuple[int, str, bool, int]]:
+    # The data API cannot filter build requests by sourcestamp: one query over Buildbot's tables instead.
+    requests, sets, stamps = model.buildrequests, model.buildset_sourcestamps, model.sourcestamps
+    query = (
+        sa.select(requests.c.id, stamps.c.revision, requests.c.complete, requests.c.results)
+        .select_from(requests.join(sets, sets.c.buildsetid == requests.c.buildsetid)
+                     .join(stamps, stamps.c.id == sets.c.sourcestampid))
+        .where(requests.c.builderid == builderid, stamps.c.branch == ref)
+        .order_by(requests.c.id)
+    )
+    return [(row.id, row.revision, bool(row.complete), row.results) for row in conn.execute(query)]

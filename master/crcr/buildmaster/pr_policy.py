@@ -1,0 +1,118 @@
+"""What a pull_request event means for one backend, by its level (PyTorch's allowlist levels), its label and who
+wrote the PR. Pure: the PullRequestRelay service acts on the Decision.
+
+- L1/L2 never build PRs.
+- L3 builds a PR that carries the backend's label, from the moment the label is added.
+- L4 builds every PR that is not a draft.
+- A PR from an author GitHub does not count as trusted (author_association, e.g. a first-time contributor from a
+  fork) runs code from anyone on a lab's machine: it builds only when someone adds the backend's label, and a
+  later push to it waits for the label to be added again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crcr.names import pull_request_ref
+
+# The actions that put a (possibly new) head in front of the backends.
+HEAD_ACTIONS = ("opened", "reopened", "synchronize", "ready_for_review")
+SHORT_SHA = 10
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    head_sha: str
+    draft: bool
+    labels: frozenset[str]
+    author: str
+    author_association: str
+    merged: bool
+    open: bool
+    url: str
+    title: str
+    base_branch: str
+    base_sha: str
+
+    @classmethod
+    def from_payload(cls, payload: dict) -> PullRequest:
+        pr = payload["pull_request"]
+        return cls(
+            number=int(pr["number"]), head_sha=pr["head"]["sha"], draft=bool(pr.get("draft")),
+            labels=frozenset(label["name"] for label in pr.get("labels") or []),
+            author=(pr.get("user") or {}).get("login", ""), author_association=pr.get("author_association", "NONE"),
+            merged=bool(pr.get("merged")), open=pr.get("state", "open") == "open", url=pr.get("html_url", ""), title=pr.get("title", ""),
+            base_branch=pr["base"]["ref"], base_sha=pr["base"]["sha"],
+        )
+
+    @property
+    def ref(self) -> str:
+        return pull_request_ref(self.number)
+
+    def as_property(self) -> dict:
+        """The build property names.PULL_REQUEST_PROPERTY."""
+        return {"number": self.number, "url": self.url, "title": self.title, "author": self.author,
+                "author_association": self.author_association, "head_sha": self.head_sha,
+                "base_branch": self.base_branch, "base_sha": self.base_sha}
+
+
+@dataclass(frozen=True)
+class BackendRules:
+    name: str
+    level: str
+    label: str
+    trusted_associations: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Decision:
+    build: bool = False
+    # Cancel this PR's queued and running builds (of heads other than the PR's current one when `build`),
+    # for this reason, which their final status shows.
+    cancel: str | None = None
+    cancel_other_heads_only: bool = False
+    # A pending status on the head: why nothing builds yet.
+    waiting: str | None = None
+
+
+NOTHING = Decision()
+
+
+def decide(backend: BackendRules, action: str, pr: PullRequest, label: str | None = None) -> Decision:
+    """`label`: the label added or removed by a labeled/unlabeled event."""
+    if backend.level not in ("L3", "L4"):
+        return NOTHING
+    if action == "closed":
+        return Decision(cancel="Merged" if pr.merged else "Closed")
+    if not pr.open:
+        return NOTHING  # e.g. a label added to a closed PR
+    trusted = pr.author_association in backend.trusted_associations
+    labeled = backend.label in pr.labels
+    wanted = labeled if backend.level == "L3" else (labeled or not pr.draft)
+    if action == "labeled":
+        # Adding the label is someone with access to the repository asking for this head to be built.
+        return Decision(build=True, cancel=superseded(pr), cancel_other_heads_only=True) if label == backend.label \
+            else NOTHING
+    if action == "unlabeled":
+        if label != backend.label or (backend.level == "L4" and trusted and not pr.draft):
+            return NOTHING
+        return Decision(cancel=f"Label {backend.label} removed")
+    if action == "converted_to_draft":
+        return NOTHING if backend.level == "L3" or labeled else Decision(cancel="Converted to draft")
+    if action not in HEAD_ACTIONS:
+        return NOTHING
+    supersede = superseded(pr) if action == "synchronize" else None
+    if not wanted:
+        return Decision(cancel=supersede, cancel_other_heads_only=True) if supersede else NOTHING
+    if trusted:
+        return Decision(build=True, cancel=supersede, cancel_other_heads_only=True)
+    if labeled and action != "synchronize":
+        return Decision(build=True)  # labeled by someone with access before it was (re)opened
+    again = "again " if labeled else ""
+    return Decision(cancel=supersede, cancel_other_heads_only=True,
+                    waiting=f"Waiting for a maintainer to add {backend.label} {again}(PR author not trusted)")
+
+
+def superseded(pr: PullRequest) -> str:
+    return f"Superseded by {pr.head_sha[:SHORT_SHA]}"
