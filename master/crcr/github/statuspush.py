@@ -1,4 +1,5 @@
-"""GitHubStatusPush that gets every verdict to GitHub despite its failures, and never holds up a stopping master.
+"""GitHubStatusPush that gets every verdict to GitHub despite its failures, and never holds up a stopping master
+(its posting policy, RetryingGitHubPosts, is the check runs' too).
 
 Buildbot's reporter posts each status once and only logs a failure, so one 502 or one dropped connection
 would leave a commit 'pending' for ever: a verdict lost. This one
@@ -45,10 +46,13 @@ def _unanswered(result, timeout):
     raise Unanswered()
 
 
-class RetryingGitHubStatusPush(reporters.GitHubStatusPush):
+class RetryingGitHubPosts:
+    """The posting policy above, for a Buildbot reporter service (mixed in before it): the commit statuses'
+    reporter and the check runs' one (github/check_runs.py) both post through it."""
+
     def __init__(self, *args, **kwargs):
         self._ordering_locks: dict[tuple, defer.DeferredLock] = {}
-        self._postings: set[defer.Deferred] = set()  # statuses not yet delivered, queued or being posted
+        self._postings: set[defer.Deferred] = set()  # posts not yet delivered, queued or being posted
         self._in_flight = defer.DeferredSemaphore(MAX_POSTS_IN_FLIGHT)
         self._rate_limited_until = 0.0  # reactor time
         self._stopping = False
@@ -62,21 +66,19 @@ class RetryingGitHubStatusPush(reporters.GitHubStatusPush):
         yield super().stopService()
 
     @defer.inlineCallbacks
-    def createStatus(self, repo_user, repo_name, sha, state, context=None, **kwargs):
-        key = (repo_user, repo_name, sha, context)
+    def post_in_order(self, key: tuple, send, what: str, verdict: bool, lost: str):
+        """GitHub's answer to `send()` (one attempt: a Deferred of the HTTP response), posted after every earlier
+        post of the same `key`, retried as the module says; None when the master stopped before it was delivered.
+        `what` names the post in the retry messages, `lost` in the message of a post the stop gave up."""
         lock = self._ordering_locks.setdefault(key, defer.DeferredLock())
-        posting = lock.run(
-            self._create_with_retries,
-            repo_user=repo_user, repo_name=repo_name, sha=sha, state=state, context=context, **kwargs,
-        )
+        posting = lock.run(self._post_with_retries, send, what, verdict)
         self._postings.add(posting)
         try:
             response = yield posting
         except Exception:
             if not self._stopping:
                 raise
-            log.msg(f"crcr: not delivered to GitHub (the master is stopping): "
-                    f"'{state}' {context} on {repo_user}/{repo_name}@{sha}: {kwargs.get('description')}")
+            log.msg(f"crcr: not delivered to GitHub (the master is stopping): {lost}")
             return None
         finally:
             self._postings.discard(posting)
@@ -85,16 +87,14 @@ class RetryingGitHubStatusPush(reporters.GitHubStatusPush):
         return response
 
     @defer.inlineCallbacks
-    def _create_with_retries(self, **kwargs):
-        what = f"'{kwargs['state']}' {kwargs['context']} on {kwargs['sha'][:10]}"
-        verdict = kwargs["state"] != "pending"
+    def _post_with_retries(self, send, what: str, verdict: bool):
         delays = chain(RETRY_DELAYS, repeat(RETRY_DELAYS[-1])) if verdict else iter(RETRY_DELAYS)
         while True:
             if self._stopping:  # reported after the stop began: not sent
                 raise defer.CancelledError()
             delay = next(delays, None)
             try:
-                response = yield self._in_flight.run(self._post_once, **kwargs)
+                response = yield self._in_flight.run(self._post_once, send)
             except Exception as e:  # connection refused, dropped, unanswered...: GitHub unreachable for now
                 if delay is None or self._stopping:  # a post cut short by the stop ends here, not in a wait
                     raise
@@ -110,11 +110,23 @@ class RetryingGitHubStatusPush(reporters.GitHubStatusPush):
             yield task.deferLater(self.master.reactor, delay, lambda: None)
 
     @defer.inlineCallbacks
-    def _post_once(self, **kwargs):
+    def _post_once(self, send):
         while (pause := self._rate_limited_until - self.master.reactor.seconds()) > 0:  # again if told meanwhile
             yield task.deferLater(self.master.reactor, pause, lambda: None)
-        response = yield super().createStatus(**kwargs).addTimeout(ATTEMPT_TIMEOUT, self.master.reactor, _unanswered)
+        response = yield send().addTimeout(ATTEMPT_TIMEOUT, self.master.reactor, _unanswered)
         return response
+
+
+class RetryingGitHubStatusPush(RetryingGitHubPosts, reporters.GitHubStatusPush):
+    def createStatus(self, repo_user, repo_name, sha, state, context=None, **kwargs):
+        return self.post_in_order(
+            (repo_user, repo_name, sha, context),
+            lambda: super(RetryingGitHubStatusPush, self).createStatus(
+                repo_user=repo_user, repo_name=repo_name, sha=sha, state=state, context=context, **kwargs),
+            what=f"'{state}' {context} on {sha[:10]}",
+            verdict=state != "pending",
+            lost=f"'{state}' {context} on {repo_user}/{repo_name}@{sha}: {kwargs.get('description')}",
+        )
 
 
 @defer.inlineCallbacks
