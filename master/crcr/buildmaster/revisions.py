@@ -16,6 +16,7 @@ from buildbot.changes.gitpoller import GitPoller
 from twisted.internet import defer, utils
 
 from crcr.config.models import BRANCH_NAME
+from crcr.names import pull_request_ref
 
 SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 
@@ -97,3 +98,59 @@ def first_parent_range(good: str, bad: str, poller_dir: str):
     if len(commits) > MAX_BISECTED_COMMITS:
         raise RevisionError(f"{len(commits)} commits from {good[:10]} to {bad[:10]}; at most {MAX_BISECTED_COMMITS}")
     return commits
+
+
+# Where the relay keeps each pull request's head (and base, when the poller had not seen it) in the poller's
+# repository: a namespace of its own, so the GitPoller's concurrent fetches (refs/buildbot/...) neither race
+# for these refs nor prune them.
+PULL_REQUEST_REFS = "refs/crcr/pull"
+PULL_REQUEST_BASE_REFS = "refs/crcr/pull-base"
+
+
+@defer.inlineCallbacks
+def fetch_pull_request(number: int, head_sha: str, base_sha: str, upstream_url: str, poller_dir: str):
+    """Fetch pull request `number`'s head from upstream's refs/pull/<number>/head (no access to the fork needed),
+    and its base commit, into the poller's repository; only what it lacks, so nothing when it has both."""
+    for what, sha in (("head", head_sha), ("base", base_sha)):
+        if not SHA.match(sha):
+            raise RevisionError(f"pull request #{number}: its {what} '{sha}' is not a commit sha")
+    if not os.path.isdir(poller_dir):
+        raise RevisionError("the relay has not fetched upstream yet; try again after its first poll")
+    # (what it is, its commit, the refspec fetching it)
+    wanted = [(f"its head {head_sha[:10]} ({pull_request_ref(number)})", head_sha,
+               f"+{pull_request_ref(number)}:{PULL_REQUEST_REFS}/{number}"),
+              (f"its base {base_sha[:10]}", base_sha, f"+{base_sha}:{PULL_REQUEST_BASE_REFS}/{number}")]
+    missing = yield _lacking(wanted, poller_dir)
+    if not missing:
+        return
+    # Neither FETCH_HEAD nor an automatic gc: the GitPoller may be fetching into the same repository meanwhile.
+    code, _, err = yield run_git(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+                                  upstream_url, *(refspec for _, _, refspec in missing), "--"], poller_dir)
+    still = yield _lacking(missing, poller_dir)
+    if still:
+        why = f": {err}" if code != 0 else ""
+        raise RevisionError(f"pull request #{number}: could not fetch {' and '.join(what for what, _, _ in still)} "
+                            f"from {upstream_url}{why}")
+
+
+@defer.inlineCallbacks
+def _lacking(wanted: list[tuple[str, str, str]], poller_dir: str):
+    """Those of `wanted` whose commit the poller's repository does not have."""
+    lacking = []
+    for entry in wanted:
+        code, _, _ = yield run_git(["cat-file", "-e", f"{entry[1]}^{{commit}}"], poller_dir)
+        if code != 0:
+            lacking.append(entry)
+    return lacking
+
+
+@defer.inlineCallbacks
+def pull_request_merge_base(number: int, head_sha: str, base_sha: str, upstream_url: str, poller_dir: str):
+    """The commit where pull request `number`'s head left its base branch (git merge-base), its commits fetched
+    first when the poller lacks them."""
+    yield fetch_pull_request(number, head_sha, base_sha, upstream_url, poller_dir)
+    code, out, err = yield run_git(["merge-base", head_sha, base_sha], poller_dir)
+    if code != 0:
+        raise RevisionError(f"pull request #{number}: its head {head_sha[:10]} and base {base_sha[:10]} "
+                            f"have no merge base{': ' + err if err else ''}")
+    return out
