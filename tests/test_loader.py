@@ -28,7 +28,10 @@ FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "pytorch-oot"
 
 NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter or digit"
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
-BACKEND_KEYS = "description, maintainers, level, device, branches, queue, timeout, setup, env, suites"
+BACKEND_KEYS = (
+    "description, maintainers, level, repo, pr_label, trusted_associations, device, branches, queue, timeout, "
+    "setup, env, suites"
+)
 SMOKE = {"name": "smoke", "command": "true"}
 
 # (file under the relay root, its text, the whole error message; {file} is the file's path).
@@ -57,6 +60,44 @@ BAD_FILES = [
         backend_yaml(device=DROP),
         "{file}: device: required field is missing",
         id="missing-device",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(repo="torch-spyre"),
+        "{file}: repo: must be a GitHub repository, <owner>/<name>, e.g. torch-spyre/torch-spyre (got 'torch-spyre')",
+        id="repo-without-owner",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(repo="https://github.com/torch-spyre/torch-spyre"),
+        "{file}: repo: must be a GitHub repository, <owner>/<name>, e.g. torch-spyre/torch-spyre "
+        "(got 'https://github.com/torch-spyre/torch-spyre')",
+        id="repo-as-url",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(trusted_associations=["OWNER", "member"]),
+        "{file}: trusted_associations.1: should be one of GitHub's author associations: COLLABORATOR, CONTRIBUTOR, "
+        "FIRST_TIMER, FIRST_TIME_CONTRIBUTOR, MANNEQUIN, MEMBER, NONE, OWNER (got 'member')",
+        id="unknown-author-association",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(pr_label=""),
+        "{file}: pr_label: must not be empty",
+        id="empty-pr-label",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(pr_label="x" * 51),
+        "{file}: pr_label: must be at most 50 characters (got 51 characters)",
+        id="pr-label-above-githubs-limit",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(pr_label=" ciflow/oot/demo"),
+        "{file}: pr_label: must be a GitHub label: no spaces at its ends, no line breaks (got ' ciflow/oot/demo')",
+        id="pr-label-with-a-leading-space",
     ),
     pytest.param(
         "backends/demo.yaml",

@@ -43,6 +43,9 @@ MAX_TEST_FILES = 500
 # Longer lists of tests not to run belong in a skip list file, which also records them as skipped.
 MAX_DESELECT = 200
 
+# GitHub's own limit on a label's name (a backend's pr_label).
+MAX_LABEL = 50
+
 # Settings.
 MAX_URL = 2048
 MAX_FILESYSTEM_PATH = 4096

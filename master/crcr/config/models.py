@@ -6,9 +6,18 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from crcr.config.errors import PATTERN_HELP, described_pattern, shown_all
+from crcr.config.errors import PATTERN_HELP, described_pattern, shown, shown_all
 from crcr.config.limits import (
     MAX_BRANCH_NAME,
     MAX_BRANCHES,
@@ -19,6 +28,7 @@ from crcr.config.limits import (
     MAX_ENV_NAME,
     MAX_ENV_VARIABLES,
     MAX_KEYWORD,
+    MAX_LABEL,
     MAX_MAINTAINERS,
     MAX_NAME,
     MAX_NODE_ID,
@@ -50,6 +60,20 @@ GITHUB_LOGIN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$"
 # A conservative subset of git's ref-name rules: no spaces, no '..', no leading '-' or '/'.
 BRANCH_NAME = r"^(?!-)(?!/)(?!.*\.\.)[A-Za-z0-9._/+-]+(?<!/)(?<!\.lock)$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# An owner (user or organisation: letters, digits and '-', at most 39) and a repository name, as GitHub allows them.
+GITHUB_REPOSITORY = described_pattern(
+    r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9_.-]{1,100}$",
+    "must be a GitHub repository, <owner>/<name>, e.g. torch-spyre/torch-spyre",
+)
+LABEL = described_pattern(r"^\S(?:[^\r\n]*\S)?$", "must be a GitHub label: no spaces at its ends, no line breaks")
+# An L3 backend builds the PRs that carry its label; without one in its file or upstream's allowlist, this one.
+DEFAULT_PR_LABEL_PREFIX = "ciflow/oot/"
+# GitHub's author_association of a pull request's author, its relation to the upstream repository.
+AUTHOR_ASSOCIATIONS = (
+    "COLLABORATOR", "CONTRIBUTOR", "FIRST_TIMER", "FIRST_TIME_CONTRIBUTOR", "MANNEQUIN", "MEMBER", "NONE", "OWNER"
+)
+# Those with write access to the repository (or its organisation): their PRs may run on a lab's hardware unasked.
+WRITE_ACCESS_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
 
 # Seconds and counts: whole numbers above zero. Strict, so that `timeout: yes` (YAML's true)
 # or `timeout: 1.5` is an error rather than one second.
@@ -61,6 +85,16 @@ BranchNames = Annotated[
 ]
 
 Level = Literal["L1", "L2", "L3", "L4"]
+
+
+def _author_association(value: str) -> str:
+    if value not in AUTHOR_ASSOCIATIONS:
+        known = ", ".join(AUTHOR_ASSOCIATIONS)
+        raise ValueError(f"should be one of GitHub's author associations: {known} (got {shown(value)})")
+    return value
+
+
+AuthorAssociation = Annotated[str, AfterValidator(_author_association)]
 
 # A backend's queue policy: what happens to upstream commits that arrive while all its units are busy.
 QueuePolicy = Literal["newest", "every"]
@@ -145,6 +179,20 @@ class Backend(Strict):
     description: str = Field(min_length=1, max_length=MAX_TEXT)
     maintainers: list[str] = Field(min_length=1, max_length=MAX_MAINTAINERS)
     level: Level
+    # The backend's own repository, whose level upstream's allowlist grants (CRCR_ALLOWLIST).
+    repo: str | None = Field(default=None, pattern=GITHUB_REPOSITORY)
+    # After loading, the label whose PRs an L3 backend builds: the file's, else the allowlist's L3 label of
+    # `repo` (the loader sets it), else this default.
+    pr_label: str = Field(
+        default_factory=lambda data: default_pr_label(data.get("name", "")),
+        min_length=1,
+        max_length=MAX_LABEL,
+        pattern=LABEL,
+    )
+    # Authors whose PRs an L4 backend builds by itself; others wait until someone adds the label.
+    trusted_associations: list[AuthorAssociation] = Field(
+        default=list(WRITE_ACCESS_ASSOCIATIONS), max_length=len(AUTHOR_ASSOCIATIONS)
+    )
     device: str = Field(pattern=DEVICE_NAME, max_length=MAX_NAME)
     branches: BranchNames
     # Real hardware cannot build each of upstream's ~100 commits a day: the covering build, and a bisection
@@ -213,6 +261,10 @@ class Backend(Strict):
     def reports_to_github(self) -> bool:
         """L1 backends are shown in the UI only; L2 and up get a commit status upstream."""
         return self.level != "L1"
+
+
+def default_pr_label(backend_name: str) -> str:
+    return DEFAULT_PR_LABEL_PREFIX + backend_name
 
 
 @dataclass(frozen=True)
