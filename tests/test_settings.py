@@ -25,6 +25,7 @@ def test_defaults_come_from_master_settings_yaml():
     assert (settings.web_port, settings.worker_port) == (8010, 9989)
     assert settings.db_url == "sqlite:///state.sqlite"
     assert settings.buildbot_url is None
+    assert settings.allowlist is None
     assert settings.web_url == "http://localhost:8010/"
 
 
@@ -53,6 +54,7 @@ OVERRIDES = [
     ("CRCR_MASTER_ADDRESS", "relay.example.org:9989", "master_address", "relay.example.org:9989"),
     ("CRCR_DB_URL", "postgresql://relay@db/relay", "db_url", "postgresql://relay@db/relay"),
     ("CRCR_BUILDBOT_URL", "https://ci.example.org/relay/", "buildbot_url", "https://ci.example.org/relay/"),
+    ("CRCR_ALLOWLIST", "../pytorch/.github/allowlist.yml", "allowlist", REPO_ROOT / ".." / "pytorch/.github/allowlist.yml"),
 ]
 
 

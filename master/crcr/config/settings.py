@@ -51,13 +51,15 @@ class Settings(BaseModel):
     )
     db_url: str = Field(min_length=1, max_length=MAX_URL)
     buildbot_url: str | None = Field(default=None, max_length=MAX_URL)
+    # A copy of PyTorch's .github/allowlist.yml: a backend's level must be within what it grants the backend's repo.
+    allowlist: Path | None = None
 
     @field_validator("upstream_branches")
     @classmethod
     def _branch_names(cls, branches: list[str]) -> list[str]:
         return check_branch_names(branches)
 
-    @field_validator("backends_dir", "workers_dir", "secrets_dir", mode="before")
+    @field_validator("backends_dir", "workers_dir", "secrets_dir", "allowlist", mode="before")
     @classmethod
     def _usable_path(cls, path):
         # Path("") is ".", which would silently mean the repository root.
@@ -67,10 +69,10 @@ class Settings(BaseModel):
             raise ValueError(f"must be at most {MAX_FILESYSTEM_PATH} characters (got {len(path)} characters)")
         return path
 
-    @field_validator("backends_dir", "workers_dir", "secrets_dir")
+    @field_validator("backends_dir", "workers_dir", "secrets_dir", "allowlist")
     @classmethod
-    def _from_repo_root(cls, path: Path) -> Path:
-        return path if path.is_absolute() else REPO_ROOT / path
+    def _from_repo_root(cls, path: Path | None) -> Path | None:
+        return path if path is None or path.is_absolute() else REPO_ROOT / path
 
     @property
     def web_url(self) -> str:
