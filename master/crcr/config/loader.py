@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from crcr.config.allowlist import LEVELS, Grant, read_allowlist
 from crcr.config.errors import ConfigError, describe_validation_error
 from crcr.config.models import Backend, WorkerHost
 from crcr.config.paths import REPO_ROOT, display_path
@@ -117,23 +118,70 @@ def _selections(backends: list[Backend], backends_dir: Path) -> tuple[dict[tuple
     return specs, errors
 
 
+def _within_grants(backends: list[Backend], settings: Settings) -> tuple[list[Backend], dict[str, str]]:
+    """Each backend with its effective PR label, and {backend: why it is refused}. With an allowlist set
+    (CRCR_ALLOWLIST), a backend above L1 must name its repo, and its level must be within what upstream grants
+    that repo. L1 needs no grant: it posts nothing upstream."""
+    if settings.allowlist is None:
+        return backends, {}
+    allowlist = read_allowlist(settings.allowlist)
+    source = f"CRCR_ALLOWLIST: {display_path(allowlist.path)}"
+    labelled, refused = [], {}
+    for backend in backends:
+        grant = allowlist.grant_for(backend.repo) if backend.repo else None
+        if grant is not None and grant.label is not None and "pr_label" not in backend.model_fields_set:
+            backend = backend.model_copy(update={"pr_label": grant.label})
+        labelled.append(backend)
+        problem = _grant_problem(backend, grant, source)
+        if problem is not None:
+            refused[backend.name] = f"{display_path(settings.backends_dir / (backend.name + '.yaml'))}: {problem}"
+    return labelled, refused
+
+
+def _grant_problem(backend: Backend, grant: Grant | None, source: str) -> str | None:
+    if backend.level == "L1":
+        return None
+    if backend.repo is None:
+        return (
+            f"repo: required for level {backend.level} when an allowlist is set ({source}): upstream grants levels "
+            "to repositories; name this backend's, e.g. repo: torch-spyre/torch-spyre"
+        )
+    if grant is None:
+        return (
+            f"level: {backend.level} needs upstream's grant, and {backend.repo} is not in upstream's allowlist "
+            f"({source}); use L1, which posts nothing upstream, until PyTorch lists the repository"
+        )
+    if LEVELS.index(backend.level) > LEVELS.index(grant.level):
+        return (
+            f"level: {backend.level} is above the level upstream's allowlist grants {backend.repo}: {grant.level} "
+            f"({source}, line {grant.line}); use {grant.level} or below, or ask PyTorch to raise the repository's level"
+        )
+    return None
+
+
 def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) -> RelayConfig:
     """Every file is checked. By default all problems are reported together, in one ConfigError.
-    With leave_out_invalid, each backend or host file that is invalid on its own (and the later host
-    of a unit-name clash) is left out instead, its problems kept in `left_out` in the same words.
-    A missing folder, or no backend file at all, refuses either way."""
+    With leave_out_invalid, each backend or host file that is invalid on its own (a backend above its
+    allowlist grant included), and the later host of a unit-name clash, is left out instead, its problems
+    kept in `left_out` in the same words. A missing folder, no backend file at all, or an unreadable or
+    malformed allowlist refuses either way."""
     backends, backend_errors = _load_dir(settings.backends_dir, Backend)
+    backends, grant_errors = _within_grants(backends, settings)
     workers, worker_errors = _load_dir(settings.workers_dir, WorkerHost)
     clashes = _unit_name_errors(workers, settings.workers_dir)
     selections, selection_errors = _selections(backends, settings.backends_dir)
     # One entry per file, in the order `crcr check` has always listed them.
-    problems = backend_errors + worker_errors + list(clashes.values()) + list(selection_errors.values())
+    problems = (
+        backend_errors + list(grant_errors.values()) + worker_errors + list(clashes.values())
+        + list(selection_errors.values())
+    )
     refusals = [] if backends or backend_errors else [f"{display_path(settings.backends_dir)}: no backend files (*.yaml)"]
     if refusals or (problems and not leave_out_invalid):
         raise ConfigError("\n".join((problems if not leave_out_invalid else []) + refusals))
-    backends = [b for b in backends if b.name not in selection_errors]
+    refused = selection_errors.keys() | grant_errors.keys()
+    backends = [b for b in backends if b.name not in refused]
     workers = [w for w in workers if w.name not in clashes]
-    selections = {key: spec for key, spec in selections.items() if key[0] not in selection_errors}
+    selections = {key: spec for key, spec in selections.items() if key[0] not in refused}
 
     warnings = []
     offered = {device for w in workers for device in w.devices}

@@ -64,6 +64,15 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" + (f" ({context})" if context else "")
 
 
+def compose_yaml(text: str, where: str) -> yaml.Node | None:
+    """The node tree of a YAML text (None when empty), for readers whose messages name the line of a value
+    (node.start_mark.line + 1); bad YAML raises ConfigError naming `where`."""
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{where}: not valid YAML: {_yaml_problem(e)}") from None
+
+
 def read_yaml_mapping(path: Path) -> dict:
     """One YAML file's mapping (an empty file is {}); an unreadable or too large file, bad YAML, a
     duplicate key or a top level that is not a mapping raise ConfigError naming the file."""
