@@ -32,7 +32,7 @@ L3:
   other-label:
     org3/stable: []
 L4:
-  - org4/mature: [oncall1]
+  - org4/mature: [@oncall1, @oncall2]  # as the file's own example writes oncalls
 """
 
 # The older syntax: every level a list, oncalls as a plain string after the repository.
