@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 from buildbot.process.results import FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 from buildbot.process.remotetransfer import StringFileWriter
@@ -20,10 +21,12 @@ from crcr.buildmaster.baseline import COMMITS_SEARCHED
 from crcr.buildmaster.budget import BudgetedShellCommand
 from crcr.buildmaster.suite_step import SuiteStep
 from crcr.names import (
-    BASELINES_PROPERTY, BISECTION_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
+    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR, PULL_REQUEST_PROPERTY,
+    TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
 from crcr.suites.results import SuiteResults
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, rerun_command
+from test_baseline_pull_request import NUMBER, forked_history, poller_repository
 
 STARTED = 1304262222  # when the harness's build started (fakedb.Build's default)
 BUILDERID = 100  # the harness's builder
@@ -101,10 +104,10 @@ class SuiteStepHarness(StepHarness):
         self.build.getBuilderId = lambda: defer.succeed(BUILDERID)  # as Buildbot's Build has it; its FakeBuild lacks it
         return step
 
-    def expect_history(self, *commits: str, exit: int = 0) -> None:
-        """The master asks the poller's repository for the commits before SHA."""
+    def expect_history(self, *commits: str, exit: int = 0, of: str = SHA, skip: int = 1) -> None:
+        """The master asks the poller's repository for the commits before SHA (`skip` 0: from `of` on)."""
         self.expect_commands(
-            ExpectMasterShell(["git", "rev-list", "--first-parent", "--skip=1", f"--max-count={COMMITS_SEARCHED}", SHA, "--"])
+            ExpectMasterShell(["git", "rev-list", "--first-parent", f"--skip={skip}", f"--max-count={COMMITS_SEARCHED}", of, "--"])
             .workdir(self.poller_dir())
             .stdout("".join(f"{c}\n" for c in commits).encode())
             .exit(exit)
@@ -112,9 +115,9 @@ class SuiteStepHarness(StepHarness):
 
     @defer.inlineCallbacks
     def add_build(self, buildid: int, number: int, sha: str, failing: list[str] | None = None, complete=True,
-                  timed_out=False, suite="ops", bisection: int | None = None):
+                  timed_out=False, suite="ops", bisection: int | None = None, pull_request: dict | None = None):
         """An earlier build of the builder at `sha`, with the suite's results when `failing` is given; a build
-        of that bisection when `bisection` is given."""
+        of that bisection, or of that pull request, when `bisection` or `pull_request` is given."""
         rows = [
             fakedb.BuildRequest(id=buildid, buildsetid=200, builderid=BUILDERID),
             fakedb.Build(id=buildid, number=number, buildrequestid=buildid, builderid=BUILDERID, workerid=400,
@@ -123,6 +126,8 @@ class SuiteStepHarness(StepHarness):
         ]
         if bisection is not None:
             rows.append(fakedb.BuildProperty(buildid=buildid, name=BISECTION_PROPERTY, value=bisection, source="crcr"))
+        if pull_request is not None:
+            rows.append(fakedb.BuildProperty(buildid=buildid, name=PULL_REQUEST_PROPERTY, value=pull_request, source="crcr"))
         if failing is not None:
             results = SuiteResults(failing=failing, timed_out=timed_out).as_property()
             rows.append(fakedb.BuildProperty(buildid=buildid, name=TESTS_PROPERTY, value={suite: results}, source="crcr"))
@@ -393,6 +398,20 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.run_step()
 
     @defer.inlineCallbacks
+    def test_a_pull_request_build_is_never_the_baseline(self):
+        # It tested a PR's head, not the branch's commit; even at the same commit, its base is the branch's build.
+        older, built_as_a_pr = "a" * 40, "b" * 40
+        yield self.add_build(1, 1, older, failing=ids("test_known"))
+        yield self.add_build(2, 2, built_as_a_pr, failing=[], pull_request={"number": 3, "base_branch": "main"})
+        self.make_step()
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")),
+                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_history(built_as_a_pr, older)
+        self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new)")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(BASELINES_PROPERTY), {"ops": older})
+
+    @defer.inlineCallbacks
     def test_without_a_baseline_every_failure_is_new(self):
         self.make_step()
         self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")),
@@ -433,6 +452,97 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.run_step()
         self.assertEqual(set(self.build.getProperty(TESTS_PROPERTY)), {"smoke", "ops"})
         self.assertEqual(self.build.getProperty(TOTALS_PROPERTY)["passed"], 5)
+
+
+class PullRequestStepTest(SuiteStepHarness):
+    """A suite step in a build of pull request #7's head: its failures are compared with the base branch's build at
+    or before the PR's merge base. Real git repositories: upstream keeping the PR's head at refs/pull/7/head, and
+    the poller's repository on the master, which lacks the PR's head until the step fetches it."""
+
+    @defer.inlineCallbacks
+    def setUp(self):
+        yield super().setUp()  # into its scratch folder, where the repositories go
+        self.history = forked_history(Path(os.getcwd()) / "upstream")
+        poller_repository(self.poller_dir(), self.history.upstream)
+
+    def make_pull_request_step(self, head: str | None = None):
+        history = self.history
+        self.make_step(revision=head or history.head)
+        self.build.setProperty("repository", history.upstream.url, "Build")  # the sourcestamp's, settings' upstream
+        self.build.setProperty(PULL_REQUEST_PROPERTY, {
+            "number": NUMBER, "url": f"https://github.com/pytorch/pytorch/pull/{NUMBER}", "title": "A change",
+            "author": "someone", "author_association": "CONTRIBUTOR", "head_sha": head or history.head,
+            "base_branch": "main", "base_sha": history.main_tip,
+        }, "crcr")
+
+    def expect_failing(self, *names: str):
+        failing = {name: "failed" for name in names}
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(**failing)),
+                             rerun(*names).exit(1), upload("../results/ops.rerun1.xml", junit(**failing)))
+
+    @defer.inlineCallbacks
+    def test_failures_are_compared_with_the_build_of_the_merge_base(self):
+        history = self.history
+        yield self.add_build(1, 1, history.first, failing=ids("test_older"))
+        yield self.add_build(2, 2, history.fork_point, failing=ids("test_known", "test_fixed"))
+        yield self.add_build(3, 3, history.main_tip, failing=ids("test_known", "test_broken_on_main_since"))
+        self.make_pull_request_step()
+        self.expect_failing("test_known", "test_mine")
+        self.expect_history(history.fork_point, history.first, of=history.fork_point, skip=0)
+        self.expect_outcome(FAILURE, f"ops: 0 passed, 2 failed (1 new vs main@{history.fork_point[:10]})")
+        self.expect_log_file("failing tests", (
+            f"compared with: build 2 of main@{history.fork_point} (merge base of pull request #{NUMBER}: "
+            f"{history.fork_point})\n"
+            "new failures:\n  test/test_ops.py::test_mine\n"
+            "still failing:\n  test/test_ops.py::test_known\n"
+            "fixed since that build:\n  test/test_ops.py::test_fixed\n"
+        ))
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(BASELINES_PROPERTY), {"ops": history.fork_point})
+        self.assertEqual(self.build.getProperty(MERGE_BASE_PROPERTY), history.fork_point)
+
+    @defer.inlineCallbacks
+    def test_without_a_build_of_the_merge_base_the_nearest_earlier_one_of_the_branch(self):
+        history = self.history
+        yield self.add_build(1, 1, history.first, failing=ids("test_known"))
+        yield self.add_build(2, 2, history.fork_point, failing=[], bisection=3)  # not a whole build of the suite
+        self.make_pull_request_step()
+        self.expect_failing("test_known")
+        self.expect_history(history.fork_point, history.first, of=history.fork_point, skip=0)
+        self.expect_outcome(WARNINGS, f"ops: 0 passed, 1 failed (0 new vs main@{history.first[:10]})")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(BASELINES_PROPERTY), {"ops": history.first})
+
+    @defer.inlineCallbacks
+    def test_without_any_build_at_or_before_the_merge_base_it_says_so(self):
+        history = self.history
+        yield self.add_build(1, 1, history.main_tip, failing=[])  # after the merge base: not the PR's base
+        self.make_pull_request_step()
+        self.expect_failing("test_b")
+        self.expect_history(history.fork_point, history.first, of=history.fork_point, skip=0)
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed "
+                                     f"(no main build at or before the merge base {history.fork_point[:10]} to compare with)")
+        self.expect_log_file("failing tests", (
+            f"compared with: nothing (no main build at or before the merge base {history.fork_point} of pull request "
+            f"#{NUMBER} has this suite's results)\n"
+            "new failures:\n  test/test_ops.py::test_b\n"
+        ))
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(BASELINES_PROPERTY), {"ops": None}, "nothing known good to bisect from")
+
+    @defer.inlineCallbacks
+    def test_a_head_upstream_does_not_have_leaves_nothing_to_compare_with_and_says_why(self):
+        gone = "e" * 40
+        self.make_pull_request_step(head=gone)
+        self.expect_failing("test_b")
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (no merge base with main found to compare with)")
+        self.expect_log_file("failing tests", (
+            f"compared with: nothing (pull request #{NUMBER}: could not fetch its head {gone[:10]} "
+            f"(refs/pull/{NUMBER}/head) from {self.history.upstream.url})\n"
+            "new failures:\n  test/test_ops.py::test_b\n"
+        ))
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(MERGE_BASE_PROPERTY), None)
 
 
 BISECTION = 7

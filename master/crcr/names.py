@@ -34,6 +34,8 @@ BISECTION_PRIORITY = 100
 # A pull request build: {"number", "url", "title", "author", "author_association", "head_sha", "base_branch",
 # "base_sha"} of the PR as GitHub last described it. Its failures are compared with its merge base's build.
 PULL_REQUEST_PROPERTY = "crcr_pull_request"
+# A pull request build's merge base with its base branch (None when it could not be found): the status text says it.
+MERGE_BASE_PROPERTY = "crcr_merge_base"
 
 # The master's services of the relay's own, by name (in master.service_manager.namedServices).
 STORE_SERVICE = "crcr-store"

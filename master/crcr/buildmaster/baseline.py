@@ -1,5 +1,6 @@
 """The baseline a suite's failures are compared with: the same suite in a build of the nearest earlier
-commit of upstream's history.
+commit of upstream's history; for a pull request's build, of its merge base with its base branch or the
+nearest earlier commit of that branch.
 
 Build numbers do not follow history: a forced build of an old commit is the newest build, and a
 rebuild of a commit is newer than that commit's first build. So the history comes from git (the
@@ -24,7 +25,7 @@ from twisted.internet import defer
 from twisted.python import log
 
 from crcr.buildmaster.revisions import SHA
-from crcr.names import BISECTION_PROPERTY, POLLER_WORKDIR, TESTS_PROPERTY
+from crcr.names import BISECTION_PROPERTY, POLLER_WORKDIR, PULL_REQUEST_PROPERTY, TESTS_PROPERTY
 from crcr.suites.results import SuiteResults
 
 # How far back the history is searched. Through the revision index a search costs what the commits
@@ -45,11 +46,11 @@ class Baseline:
 
 
 @defer.inlineCallbacks
-def find_baseline(master, builderid: int, sha: str | None, suite: str):
+def find_baseline(master, builderid: int, sha: str | None, suite: str, including: bool = False):
     """The Baseline of `suite` in a build at `sha`: the nearest earlier commit in `sha`'s first-parent
     history with a complete build of this builder holding `suite`'s results (not timed out, not a bisection
-    build); None without one."""
-    history = (yield earlier_commits(master, sha)) if sha and SHA.match(sha) else []
+    build, not a pull request's); None without one. `including`: `sha` itself counts (a PR's merge base)."""
+    history = (yield earlier_commits(master, sha, including)) if sha and SHA.match(sha) else []
     position = {commit: index for index, commit in enumerate(history)}
     for start in range(0, len(history), COMMITS_PER_QUERY):
         commits = history[start : start + COMMITS_PER_QUERY]
@@ -59,6 +60,8 @@ def find_baseline(master, builderid: int, sha: str | None, suite: str):
             properties = yield master.data.get(("builds", buildid, "properties"))
             if BISECTION_PROPERTY in properties:
                 continue  # its results hold only the few tests its bisection asked about
+            if PULL_REQUEST_PROPERTY in properties:
+                continue  # it tested a PR's head, whatever commit that is
             results = (properties.get(TESTS_PROPERTY, ({},))[0] or {}).get(suite)
             if results and not results["timed_out"]:
                 return Baseline(commit, number, SuiteResults.from_property(results))
@@ -66,9 +69,11 @@ def find_baseline(master, builderid: int, sha: str | None, suite: str):
 
 
 @defer.inlineCallbacks
-def earlier_commits(master, sha: str):
-    """The commits before `sha` along first parents (the branch's own line, not merged side branches), nearest first."""
-    command = ["git", "rev-list", "--first-parent", "--skip=1", f"--max-count={COMMITS_SEARCHED}", sha, "--"]
+def earlier_commits(master, sha: str, including: bool = False):
+    """The commits before `sha` (from `sha` on, `including` it) along first parents (the branch's own line, not
+    merged side branches), nearest first."""
+    command = ["git", "rev-list", "--first-parent", f"--skip={0 if including else 1}", f"--max-count={COMMITS_SEARCHED}",
+               sha, "--"]
     code, out, err = yield runprocess.run_process(master.reactor, command, workdir=os.path.join(master.basedir, POLLER_WORKDIR))
     if code != 0:
         # A commit the poller has not fetched (yet): no history, so no baseline; say why in the master's log.

@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 from buildbot.process.results import FAILURE, SKIPPED, SUCCESS, WARNINGS
 from buildbot.steps.worker import CompositeStepMixin
 from twisted.internet import defer
 
+from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import Baseline, find_baseline
 from crcr.buildmaster.budget import BudgetedShellCommand
-from crcr.names import BASELINES_PROPERTY, BISECTION_PROPERTY, ONLY_TESTS_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY
+from crcr.names import (
+    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR, PULL_REQUEST_PROPERTY,
+    TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
+)
 from crcr.suites.asked_tests import (
     ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
 )
-from crcr.suites.results import SuiteResults, compare, describe_counts, outcomes_by_test, parse_junit, totals, with_rerun
+from crcr.suites.results import (
+    PullRequestBase, SuiteResults, compare, describe_counts, outcomes_by_test, parse_junit, totals, with_rerun,
+)
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, PYTEST_RAN, only_tests_command, rerun_command
 
 # pytest's exit codes beyond 0 (passed) and 1 (tests failed).
@@ -34,7 +41,8 @@ def _needed_in_this_build(step: SuiteStep) -> bool:
 
 class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
     """One suite: its command (retried once if it stalls), then its tests from its JUnit XML, failed
-    tests run again to tell flakes, and the failures compared with those of the nearest earlier commit.
+    tests run again to tell flakes, and the failures compared with those of the nearest earlier commit (in a pull
+    request's build: its merge base with its base branch, or the nearest earlier commit of that branch).
     In a bisection build, only the tests it asks about, each one's outcome recorded (_run_asked).
 
     maxTime bounds the whole step, retry and reruns included: each command gets what is left of it."""
@@ -43,6 +51,8 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         self.suite_name, self.mode, self.junit_file = suite_name, mode, junit_file
         self.is_pytest, self.reruns = is_pytest, reruns
         self.baseline: Baseline | None = None  # what the failures were compared with
+        self.merge_base: str | None = None  # a pull request build's, once found
+        self.no_merge_base = ""  # why a pull request build's merge base was not found
         super().__init__(doStepIf=_needed_in_this_build, **kwargs)
 
     @defer.inlineCallbacks
@@ -80,7 +90,7 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             result = WARNINGS  # recorded and shown, but known failures (or validate mode) keep the build green
         else:
             result = SUCCESS
-        return (yield self._finish(results, result, describe_counts([results])))
+        return (yield self._finish(results, result, describe_counts([results], self._pull_request_base())))
 
     @defer.inlineCallbacks
     def _run_asked(self):
@@ -166,11 +176,36 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
     @defer.inlineCallbacks
     def _compare(self, results: SuiteResults):
         builderid = yield self.build.getBuilderId()  # known to the build: no database read
-        self.baseline = yield find_baseline(self.master, builderid, self.getProperty("got_revision"), self.suite_name)
+        pull_request, built = self.getProperty(PULL_REQUEST_PROPERTY), self.getProperty("got_revision")
+        if pull_request is None:
+            self.baseline = yield find_baseline(self.master, builderid, built, self.suite_name)
+        else:
+            self.merge_base = yield self._find_merge_base(pull_request, built)
+            self.baseline = (yield find_baseline(self.master, builderid, self.merge_base, self.suite_name, including=True)
+                             if self.merge_base else None)
         compare(results, self.baseline.results if self.baseline else None)
         baselines = dict(self.getProperty(BASELINES_PROPERTY) or {})
         baselines[self.suite_name] = self.baseline.sha if self.baseline else None
         self.setProperty(BASELINES_PROPERTY, baselines, "crcr")
+
+    @defer.inlineCallbacks
+    def _find_merge_base(self, pull_request: dict, built: str):
+        """The merge base of the PR's head that this build checked out with its base branch, recorded for the status
+        text; None when it cannot be found, and why in the step's log."""
+        try:
+            merge_base = yield revisions.pull_request_merge_base(
+                pull_request["number"], built or "", pull_request["base_sha"], self.getProperty("repository"),
+                os.path.join(self.master.basedir, POLLER_WORKDIR))
+        except revisions.RevisionError as e:
+            merge_base, self.no_merge_base = None, str(e)
+        self.setProperty(MERGE_BASE_PROPERTY, merge_base, "crcr")
+        return merge_base
+
+    def _pull_request_base(self) -> PullRequestBase | None:
+        pull_request = self.getProperty(PULL_REQUEST_PROPERTY)
+        if pull_request is None:
+            return None
+        return PullRequestBase(pull_request["base_branch"], self.merge_base, (self.baseline.sha,) if self.baseline else ())
 
     @defer.inlineCallbacks
     def _run(self, command: str, env: dict | None = None):
@@ -211,9 +246,19 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         return result
 
     def _compared_with(self) -> str:
+        pull_request = self.getProperty(PULL_REQUEST_PROPERTY)
+        if pull_request is None:
+            if self.baseline is None:
+                return "compared with: nothing (no earlier commit has a complete build with this suite's results)\n"
+            return f"compared with: build {self.baseline.build_number} of commit {self.baseline.sha}\n"
+        number, branch = pull_request["number"], pull_request["base_branch"]
+        if self.merge_base is None:
+            return f"compared with: nothing ({self.no_merge_base})\n"
         if self.baseline is None:
-            return "compared with: nothing (no earlier commit has a complete build with this suite's results)\n"
-        return f"compared with: build {self.baseline.build_number} of commit {self.baseline.sha}\n"
+            return (f"compared with: nothing (no {branch} build at or before the merge base {self.merge_base} "
+                    f"of pull request #{number} has this suite's results)\n")
+        return (f"compared with: build {self.baseline.build_number} of {branch}@{self.baseline.sha} "
+                f"(merge base of pull request #{number}: {self.merge_base})\n")
 
 
 def _asked_counts(asked: list[str], found: dict[str, str]) -> str:

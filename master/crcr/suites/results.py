@@ -111,12 +111,34 @@ def totals(suites: list[SuiteResults]) -> dict[str, int]:
     }
 
 
-def describe_counts(suites: list[SuiteResults]) -> str:
-    """E.g. '1843 passed, 3 failed (2 new), 120 skipped, 1 flaky'; errored tests count as failed here."""
+SHORT_SHA = 10  # digits of a commit in a status text
+
+
+@dataclass(frozen=True)
+class PullRequestBase:
+    """What a pull request build's failures were compared with: its base branch's builds at or before its merge base."""
+
+    branch: str
+    merge_base: str | None  # None: not found (its head could not be fetched, say)
+    baselines: tuple[str, ...]  # the commits of the builds compared with, each once
+
+    def compared(self, new: int) -> str:
+        """'1 new vs main@1a2b3c4d5e', or why nothing was compared with."""
+        if self.baselines:
+            return f"{new} new vs " + ", ".join(f"{self.branch}@{sha[:SHORT_SHA]}" for sha in self.baselines)
+        if self.merge_base:
+            return f"no {self.branch} build at or before the merge base {self.merge_base[:SHORT_SHA]} to compare with"
+        return f"no merge base with {self.branch} found to compare with"
+
+
+def describe_counts(suites: list[SuiteResults], pull_request: PullRequestBase | None = None) -> str:
+    """E.g. '1843 passed, 3 failed (2 new), 120 skipped, 1 flaky'; errored tests count as failed here. A pull
+    request's build says what its failures were compared with: '3 failed (2 new vs main@1a2b3c4d5e)'."""
     counts = totals(suites)
     parts = [f"{counts['passed']} passed"]
     failed = counts["failed"] + counts["errored"]
     if failed:
-        parts.append(f"{failed} failed ({counts['new']} new)")
+        new = pull_request.compared(counts["new"]) if pull_request else f"{counts['new']} new"
+        parts.append(f"{failed} failed ({new})")
     parts += [f"{counts[label]} {label}" for label in ("skipped", "xfailed", "flaky", "timed out") if counts[label]]
     return ", ".join(parts)
