@@ -25,6 +25,7 @@ from crcr.buildmaster.baseline import RevisionIndex
 from crcr.store.service import RelayStore
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.schedulers import BisectScheduler
+from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
 from buildbot.schedulers.basic import AnyBranchScheduler
 from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.steps.shell import ShellCommand
@@ -218,9 +219,12 @@ def test_schedulers_per_active_backend(dirs):
     cfg = config_for(dirs)
     schedulers = {s.name: s for s in cfg["schedulers"]}
 
+    # Only delta, of level L3, builds pull requests.
     assert set(schedulers) == {
         f"{kind}-{b}" for kind in ("upstream", "force", "bisect") for b in ("alpha", "beta", "delta")
-    }
+    } | {"pr-delta"}
+    assert isinstance(schedulers["pr-delta"], PullRequestScheduler)
+    assert schedulers["pr-delta"].builderNames == ["delta"]
     for backend in ("alpha", "beta", "delta"):
         assert isinstance(schedulers[upstream_scheduler_name(backend)], AnyBranchScheduler)
         assert schedulers[upstream_scheduler_name(backend)].builderNames == [backend]
@@ -395,14 +399,15 @@ def test_buildbot_loads_the_generated_config(dirs):
 
     assert [b.name for b in master.builders] == ["alpha", "beta", "delta"]
     assert sorted(master.schedulers) == sorted(
-        f"{kind}-{b}" for kind in ("upstream", "force", "bisect") for b in ("alpha", "beta", "delta")
+        [f"{kind}-{b}" for kind in ("upstream", "force", "bisect") for b in ("alpha", "beta", "delta")] + ["pr-delta"]
     )
     assert [w.workername for w in master.workers] == [
         "host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0", "host-ab-beta-0"
     ]
     assert [c.name for c in master.change_sources] == ["upstream"]
     assert {type(s) for s in master.services.values()} == {
-        RetryingGitHubStatusPush, SilentWorkerWatch, RevisionIndex, RelayStore, CommitLedger
+        RetryingGitHubStatusPush, SilentWorkerWatch, RevisionIndex, RelayStore, CommitLedger,
+        PullRequestRelay,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"

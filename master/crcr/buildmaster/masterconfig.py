@@ -11,6 +11,7 @@ from crcr.buildmaster.changesource import upstream_poller
 from crcr.config.errors import ConfigError
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.liveness import SilentWorkerWatch
+from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
 from crcr.config.loader import load_checked_relay_config
 from crcr.github.reporters import github_status_reporters
 from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler, upstream_scheduler
@@ -48,7 +49,8 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "workers": make_workers(relay, settings.secrets_dir),
         "change_source": [upstream_poller(settings)],
         "schedulers": [
-            make(b, settings) for make in (upstream_scheduler, force_scheduler, bisect_scheduler) for b in active
+            *(make(b, settings) for make in (upstream_scheduler, force_scheduler, bisect_scheduler) for b in active),
+            *(PullRequestScheduler(b.name) for b in active if b.builds_pull_requests),
         ],
         "builders": make_builders(relay, settings),
         "services": [
@@ -56,6 +58,10 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
             RelayStore(),
             CommitLedger(reporting=[b.name for b in active if b.reports_to_github], github_repo=settings.github_repo,
                          upstream_url=settings.upstream_url, web_url=settings.web_url),
+            PullRequestRelay(backends=[(b.name, b.level, b.pr_label, tuple(b.trusted_associations))
+                                       for b in active],
+                             github_repo=settings.github_repo, upstream_url=settings.upstream_url,
+                             web_url=settings.web_url),
         ],
         "www": www_config(settings, relay),
         "projects": [upstream_project(settings)],

@@ -262,6 +262,11 @@ class Backend(Strict):
         """L1 backends are shown in the UI only; L2 and up get a commit status upstream."""
         return self.level != "L1"
 
+    @property
+    def builds_pull_requests(self) -> bool:
+        """L3 builds the PRs that carry its label, L4 every PR (upstream's allowlist levels)."""
+        return self.level in ("L3", "L4")
+
 
 def default_pr_label(backend_name: str) -> str:
     return DEFAULT_PR_LABEL_PREFIX + backend_name
