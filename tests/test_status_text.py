@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS, WARNINGS
 
 from crcr.github.status_text import GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
 from crcr.suites.results import SuiteResults
-from crcr.names import TESTS_PROPERTY
+from crcr.names import (
+    BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUESTS_SERVICE, PULL_REQUEST_PROPERTY, TESTS_PROPERTY,
+)
 
 PREPARE = ["checkout upstream", "prepare build folder", "setup 1", "setup 2"]
 
@@ -127,11 +131,30 @@ def test_text_at_the_limit_is_not_cut():
     assert describe_finished_build(build(FAILURE, (name, FAILURE))) == f"Failed in {name}"
 
 
+def master_with(cancel_reasons: dict[int, str] | None) -> SimpleNamespace:
+    """What the formatter's context holds as 'master', as far as the status text reads it: the relay's pull-request
+    service, with why it cancelled which build requests (None: no such service, as with no pull requests set up)."""
+    services = {} if cancel_reasons is None else {PULL_REQUESTS_SERVICE: SimpleNamespace(cancel_reasons=cancel_reasons)}
+    return SimpleNamespace(service_manager=SimpleNamespace(namedServices=services))
+
+
 def test_describe_queued_and_cancelled_build_requests():
     """The build request generator passes a partial build: no 'complete' while queued, cancelled on cancel."""
-    assert describe({"build": {"properties": {}}}) == QUEUED
-    assert describe({"build": {"complete": True, "results": CANCELLED}}) == "Cancelled"
-    assert describe({"build": build(SUCCESS, ("suite smoke", SUCCESS))}) == "The only suite passed"
+    master = master_with(None)
+    assert describe({"build": {"properties": {}}, "master": master}) == QUEUED
+    assert describe({"build": {"complete": True, "results": CANCELLED, "buildrequest": {"buildrequestid": 5}},
+                     "master": master}) == "Cancelled"
+    assert describe({"build": build(SUCCESS, ("suite smoke", SUCCESS)), "master": master}) == "The only suite passed"
+
+
+def test_a_superseded_pull_request_build_says_by_what_queued_or_running():
+    master = master_with({5: "Superseded by 1a2b3c4d5e", 6: "Closed"})
+    queued = {"complete": True, "results": CANCELLED, "buildrequest": {"buildrequestid": 5}}  # the request generator's
+    running = {**build(CANCELLED, ("suite smoke", CANCELLED)), "buildrequestid": 5}  # a build's, from the data API
+
+    assert describe({"build": queued, "master": master}) == "Superseded by 1a2b3c4d5e"
+    assert describe({"build": running, "master": master}) == "Superseded by 1a2b3c4d5e"
+    assert describe({"build": {**running, "buildrequestid": 4}, "master": master}) == "Cancelled", "cancelled by a user"
 
 
 def with_tests(done: dict, **suites: dict) -> dict:
@@ -162,3 +185,51 @@ def test_a_timed_out_suite_is_counted():
     done = with_tests(build(FAILURE, *prepared(), ("suite hang", FAILURE)), hang={"timed_out": True})
 
     assert describe_finished_build(done) == "0 passed, 1 timed out"
+
+
+MERGE_BASE, BASE_BUILT = "1a2b3c4d5e" + "0" * 30, "0f0e0d0c0b" + "1" * 30
+
+
+def of_pull_request(done: dict, merge_base: str | None, **baselines: str | None) -> dict:
+    """A pull request build's properties as its suite steps leave them: the merge base and each suite's baseline."""
+    pull_request = {"number": 7, "head_sha": "9" * 40, "base_branch": "main", "base_sha": "8" * 40}
+    return {**done, "properties": {**done["properties"], PULL_REQUEST_PROPERTY: (pull_request, "crcr"),
+                                   MERGE_BASE_PROPERTY: (merge_base, "crcr"), BASELINES_PROPERTY: (baselines, "crcr")}}
+
+
+def failed_pull_request_build(merge_base: str | None, **baselines: str | None) -> dict:
+    return of_pull_request(with_tests(
+        build(FAILURE, *prepared(), ("suite ops", FAILURE), ("suite nn", WARNINGS)),
+        ops={"passed": 1800, "skipped": 100, "failing": ["a", "b"], "new": ["a"]},
+        nn={"passed": 43, "failing": ["c"]},
+    ), merge_base, **baselines)
+
+
+def test_a_pull_request_build_says_which_build_of_its_base_branch_it_was_compared_with():
+    done = failed_pull_request_build(MERGE_BASE, ops=BASE_BUILT, nn=BASE_BUILT)
+
+    assert describe_finished_build(done) == "1843 passed, 3 failed (1 new vs main@0f0e0d0c0b), 100 skipped"
+
+
+def test_a_pull_request_build_without_any_base_build_says_so():
+    done = failed_pull_request_build(MERGE_BASE, ops=None, nn=None)
+
+    text = describe_finished_build(done)
+
+    assert text == ("1843 passed, 3 failed (no main build at or before the merge base 1a2b3c4d5e to compare with), "
+                    "100 skipped")
+    assert len(text) <= GITHUB_DESCRIPTION_LIMIT
+
+
+def test_a_pull_request_build_whose_merge_base_was_not_found_says_so():
+    done = failed_pull_request_build(None, ops=None, nn=None)
+
+    assert describe_finished_build(done) == ("1843 passed, 3 failed (no merge base with main found to compare with), "
+                                             "100 skipped")
+
+
+def test_a_passing_pull_request_build_needs_no_comparison():
+    done = of_pull_request(with_tests(build(SUCCESS, *prepared(), ("suite ops", SUCCESS)), ops={"passed": 10}),
+                           MERGE_BASE, ops=None)
+
+    assert describe_finished_build(done) == "10 passed"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
-from crcr.names import GITHUB_DESCRIPTION_LIMIT, SUITE_STEP_PREFIX, TESTS_PROPERTY
-from crcr.suites.results import SuiteResults, describe_counts
+from crcr.buildmaster.pull_requests import cancel_reason
+from crcr.names import (
+    BASELINES_PROPERTY, GITHUB_DESCRIPTION_LIMIT, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX,
+    TESTS_PROPERTY,
+)
+from crcr.suites.results import SHORT_SHA, PullRequestBase, SuiteResults, describe_counts
 
 QUEUED = "Queued, waiting for a worker with the backend's device"
-SHORT_SHA = 10
 
 
 def _shorten(text: str) -> str:
@@ -37,10 +40,12 @@ def describe_finished_build(build: dict) -> str:
     # Only a suite that ran and failed is the backend's failure; an exception in one is the relay's.
     failed_suites = [s["name"][len(SUITE_STEP_PREFIX) :] for s in suites if s["results"] == FAILURE]
     suites_failed = _suites_failed(failed_suites, len(suites)) if failed_suites else ""
-    tested = (build.get("properties") or {}).get(TESTS_PROPERTY, [None])[0]
+    properties = build.get("properties") or {}
+    tested = properties.get(TESTS_PROPERTY, [None])[0]
     if tested and results in (SUCCESS, WARNINGS, FAILURE):
         # Test by test: '1843 passed, 3 failed (2 new), 120 skipped'; suites failed without test results named.
-        counts = describe_counts([SuiteResults.from_property(r) for r in tested.values()])
+        suite_results = [SuiteResults.from_property(r) for r in tested.values()]
+        counts = describe_counts(suite_results, _pull_request_base(properties))
         unexplained = [name for name in failed_suites if name not in tested]
         return _shorten(counts + (f"; {_suites_failed(unexplained, len(suites)).lower()}" if unexplained else ""))
     if results in (SUCCESS, WARNINGS):
@@ -57,10 +62,29 @@ def describe_finished_build(build: dict) -> str:
     return _shorten(build.get("state_string") or "Failed")
 
 
+def _pull_request_base(properties: dict) -> PullRequestBase | None:
+    """What a pull request build's suites were compared with (None for other builds): its suite steps' records."""
+    pull_request = properties.get(PULL_REQUEST_PROPERTY, [None])[0]
+    if pull_request is None:
+        return None
+    baselines = (properties.get(BASELINES_PROPERTY, [None])[0] or {}).values()
+    return PullRequestBase(pull_request["base_branch"], properties.get(MERGE_BASE_PROPERTY, [None])[0],
+                           tuple(dict.fromkeys(sha for sha in baselines if sha)))
+
+
 def describe(context: dict) -> str:
-    """Formatter function for both build requests (queued or cancelled) and finished builds."""
+    """Formatter function for both build requests (queued or cancelled) and finished builds. A build the relay
+    cancelled itself says why ('Superseded by 1a2b3c4d5e')."""
     build = context["build"]
-    return describe_finished_build(build) if build.get("complete") else QUEUED
+    if not build.get("complete"):
+        return QUEUED
+    if build["results"] == CANCELLED:
+        # A build's dict has its request's id; the build request generator's partial one, the request itself.
+        buildrequestid = build.get("buildrequestid") or build["buildrequest"]["buildrequestid"]
+        reason = cancel_reason(context["master"], buildrequestid)
+        if reason:
+            return _shorten(reason)
+    return describe_finished_build(build)
 
 
 def covered(covering_sha: str, state: str, description: str) -> str:
