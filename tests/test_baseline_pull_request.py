@@ -48,9 +48,10 @@ def forked_history(root: Path) -> ForkedHistory:
 
 
 def poller_repository(path, upstream: Upstream) -> str:
-    """A bare repository holding upstream's main under the GitPoller's own tracker ref, as the relay's poller keeps it."""
+    """A bare repository holding upstream's main under the GitPoller's tracker ref, as the relay's poller keeps it."""
+    tracker = GitPoller._tracker_ref(upstream.url, "refs/heads/main")
     run(["git", "init", "-q", "--bare", path])
-    run(["git", "-C", path, "fetch", "-q", upstream.url, f"+refs/heads/main:{GitPoller._tracker_ref(upstream.url, 'refs/heads/main')}"])
+    run(["git", "-C", path, "fetch", "-q", upstream.url, f"+refs/heads/main:{tracker}"])
     return str(path)
 
 

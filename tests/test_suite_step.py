@@ -21,8 +21,8 @@ from crcr.buildmaster.baseline import COMMITS_SEARCHED
 from crcr.buildmaster.budget import BudgetedShellCommand
 from crcr.buildmaster.suite_step import SuiteStep
 from crcr.names import (
-    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR, PULL_REQUEST_PROPERTY,
-    TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
+    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR,
+    PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
 from crcr.suites.results import SuiteResults
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, rerun_command
@@ -107,7 +107,8 @@ class SuiteStepHarness(StepHarness):
     def expect_history(self, *commits: str, exit: int = 0, of: str = SHA, skip: int = 1) -> None:
         """The master asks the poller's repository for the commits before SHA (`skip` 0: from `of` on)."""
         self.expect_commands(
-            ExpectMasterShell(["git", "rev-list", "--first-parent", f"--skip={skip}", f"--max-count={COMMITS_SEARCHED}", of, "--"])
+            ExpectMasterShell(["git", "rev-list", "--first-parent", f"--skip={skip}", f"--max-count={COMMITS_SEARCHED}",
+                               of, "--"])
             .workdir(self.poller_dir())
             .stdout("".join(f"{c}\n" for c in commits).encode())
             .exit(exit)
@@ -127,7 +128,8 @@ class SuiteStepHarness(StepHarness):
         if bisection is not None:
             rows.append(fakedb.BuildProperty(buildid=buildid, name=BISECTION_PROPERTY, value=bisection, source="crcr"))
         if pull_request is not None:
-            rows.append(fakedb.BuildProperty(buildid=buildid, name=PULL_REQUEST_PROPERTY, value=pull_request, source="crcr"))
+            rows.append(fakedb.BuildProperty(buildid=buildid, name=PULL_REQUEST_PROPERTY, value=pull_request,
+                                             source="crcr"))
         if failing is not None:
             results = SuiteResults(failing=failing, timed_out=timed_out).as_property()
             rows.append(fakedb.BuildProperty(buildid=buildid, name=TESTS_PROPERTY, value={suite: results}, source="crcr"))

@@ -72,8 +72,8 @@ def find_baseline(master, builderid: int, sha: str | None, suite: str, including
 def earlier_commits(master, sha: str, including: bool = False):
     """The commits before `sha` (from `sha` on, `including` it) along first parents (the branch's own line, not
     merged side branches), nearest first."""
-    command = ["git", "rev-list", "--first-parent", f"--skip={0 if including else 1}", f"--max-count={COMMITS_SEARCHED}",
-               sha, "--"]
+    skip = 0 if including else 1
+    command = ["git", "rev-list", "--first-parent", f"--skip={skip}", f"--max-count={COMMITS_SEARCHED}", sha, "--"]
     code, out, err = yield runprocess.run_process(master.reactor, command, workdir=os.path.join(master.basedir, POLLER_WORKDIR))
     if code != 0:
         # A commit the poller has not fetched (yet): no history, so no baseline; say why in the master's log.

@@ -14,8 +14,8 @@ from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import Baseline, find_baseline
 from crcr.buildmaster.budget import BudgetedShellCommand
 from crcr.names import (
-    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR, PULL_REQUEST_PROPERTY,
-    TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
+    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR,
+    PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
 from crcr.suites.asked_tests import (
     ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
@@ -181,8 +181,8 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             self.baseline = yield find_baseline(self.master, builderid, built, self.suite_name)
         else:
             self.merge_base = yield self._find_merge_base(pull_request, built)
-            self.baseline = (yield find_baseline(self.master, builderid, self.merge_base, self.suite_name, including=True)
-                             if self.merge_base else None)
+            self.baseline = None if self.merge_base is None else (
+                yield find_baseline(self.master, builderid, self.merge_base, self.suite_name, including=True))
         compare(results, self.baseline.results if self.baseline else None)
         baselines = dict(self.getProperty(BASELINES_PROPERTY) or {})
         baselines[self.suite_name] = self.baseline.sha if self.baseline else None
