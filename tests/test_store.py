@@ -29,7 +29,8 @@ from crcr.store.commits import (
 from crcr.store.migrate import VERSION_TABLE, upgrade_tables
 from crcr.store.service import RelayStore
 
-RELAY_TABLES = {"crcr_commits", "crcr_bisections", "crcr_bisection_steps", VERSION_TABLE}
+RELAY_TABLES = {"crcr_commits", "crcr_bisections", "crcr_bisection_steps", "crcr_webhook_deliveries", VERSION_TABLE}
+NEWEST = migrate.migration_scripts().get_current_head()
 A, B, C, D = (f"{n:040x}" for n in range(0xA, 0xE))
 
 
@@ -69,7 +70,7 @@ def test_a_second_run_changes_nothing(db):
 
     upgrade_tables(db)
 
-    assert versions(db, VERSION_TABLE) == ["001"]
+    assert versions(db, VERSION_TABLE) == [NEWEST]
     assert find_commit(db, "alpha", A).seen_at == 100
 
 
@@ -77,16 +78,16 @@ def test_a_later_migration_upgrades_the_tables_from_their_recorded_version(db, t
     record_arrival(db, "alpha", A, "main", seen_at=100)
     later = tmp_path / "migrations"
     shutil.copytree(migrate.MIGRATIONS, later, ignore=shutil.ignore_patterns("__pycache__"))
-    (later / "002_note.py").write_text(
+    (later / "999_note.py").write_text(
         "import sqlalchemy as sa\nfrom alembic import op\n"
-        "revision = '002'\ndown_revision = '001'\n"
+        f"revision = 'later'\ndown_revision = '{NEWEST}'\n"
         "def upgrade():\n    op.add_column('crcr_commits', sa.Column('note', sa.Text))\n"
     )
     monkeypatch.setattr(migrate, "MIGRATIONS", later)
 
     upgrade_tables(db)
 
-    assert versions(db, VERSION_TABLE) == ["002"]
+    assert versions(db, VERSION_TABLE) == ["later"]
     assert "note" in {c["name"] for c in sa.inspect(db).get_columns("crcr_commits")}
     assert db.execute(sa.text("SELECT seen_at FROM crcr_commits")).all() == [(100,)], "the rows stay"
 
@@ -286,7 +287,7 @@ class RelayStoreTest(TestReactorMixin, unittest.TestCase):
         yield self.start()
 
         found = yield self.table_versions()
-        self.assertEqual(found, {"alembic_version": buildbots, VERSION_TABLE: ["001"]})
+        self.assertEqual(found, {"alembic_version": buildbots, VERSION_TABLE: [NEWEST]})
         self.assertTrue((yield self.master.db.model.is_current()), "Buildbot still finds its schema current")
 
     @defer.inlineCallbacks
@@ -309,7 +310,7 @@ class RelayStoreTest(TestReactorMixin, unittest.TestCase):
         yield self.store.startService()
 
         self.assertEqual([r.sha for r in (yield self.store.commits_of_request(5))], [A])
-        self.assertEqual((yield self.table_versions())[VERSION_TABLE], ["001"])
+        self.assertEqual((yield self.table_versions())[VERSION_TABLE], [NEWEST])
 
 
 # --- a real master on PostgreSQL ---
@@ -325,9 +326,9 @@ def test_a_master_on_postgresql_creates_the_tables_for_a_round_trip(tmp_path, up
     conn = open_database(postgres.url, tmp_path)
     try:
         assert RELAY_TABLES <= set(sa.inspect(conn).get_table_names())
-        assert versions(conn, VERSION_TABLE) == ["001"]
+        assert versions(conn, VERSION_TABLE) == [NEWEST]
         upgrade_tables(conn)  # a second start
-        assert versions(conn, VERSION_TABLE) == ["001"]
+        assert versions(conn, VERSION_TABLE) == [NEWEST]
 
         assert record_arrival(conn, "pg-alpha", A, "main", seen_at=100, brid=1) is True
         assert record_arrival(conn, "pg-alpha", A, "main", seen_at=200) is False

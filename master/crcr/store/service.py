@@ -10,7 +10,7 @@ from __future__ import annotations
 from buildbot.util import service
 from twisted.internet import defer
 
-from crcr.store import bisections, commits
+from crcr.store import bisections, commits, deliveries
 from crcr.store.migrate import upgrade_tables
 
 
@@ -68,3 +68,6 @@ class RelayStore(service.BuildbotService):
     add_step = _through_pool(bisections.add_step)
     update_step = _through_pool(bisections.update_step)
     step_of_request = _through_pool(bisections.step_of_request)
+
+    claim_delivery = _through_pool(deliveries.claim_delivery)
+    release_delivery = _through_pool(deliveries.release_delivery)

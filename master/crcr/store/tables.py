@@ -18,6 +18,8 @@ STEP_OUTCOMES = ("pending", "good", "bad", "mixed", "skipped", "interrupted")
 
 SHA_LENGTH = 40
 STATE_LENGTH = 16
+DELIVERY_LENGTH = 64  # GitHub's X-GitHub-Delivery ids are GUIDs (36 characters)
+EVENT_LENGTH = 40
 
 metadata = sa.MetaData()
 
@@ -74,6 +76,17 @@ bisection_steps = sa.Table(
     sa.Column("ended_at", sa.BigInteger),
     sa.Index("crcr_bisection_steps_bisectionid", "bisectionid"),
     sa.Index("crcr_bisection_steps_brid", "brid"),
+)
+
+webhook_deliveries = sa.Table(
+    "crcr_webhook_deliveries",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("delivery", sa.String(DELIVERY_LENGTH), nullable=False),
+    sa.Column("event", sa.String(EVENT_LENGTH), nullable=False),
+    sa.Column("received_at", sa.BigInteger, nullable=False),
+    sa.Index("crcr_webhook_deliveries_delivery", "delivery", unique=True),
+    sa.Index("crcr_webhook_deliveries_received_at", "received_at"),
 )
 
 

@@ -6,6 +6,7 @@ from buildbot.plugins import util
 from buildbot.www.plugin import Application
 from twisted.web.resource import Resource
 
+from crcr.buildmaster.webhook import DIALECT, github_dialect
 from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
@@ -61,8 +62,8 @@ def www_config(settings: Settings, relay: RelayConfig) -> dict:
             "waterfall_view": {}, "console_view": {}, "grid_view": {},
             PLUGIN_NAME: home_page_data(relay, settings),
         },
-        # Changes are listed by their upstream commit; the default hooks stay off until webhooks land.
-        "change_hook_dialects": {},
+        # GitHub's webhooks at /change_hook/github; Buildbot's other hooks stay off.
+        "change_hook_dialects": {DIALECT: github_dialect(settings)},
     }
 
 

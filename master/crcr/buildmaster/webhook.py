@@ -1,0 +1,201 @@
+"""GitHub's webhooks at /change_hook/github on the web port: a push to a followed branch makes the upstream poller
+poll now; a pull_request event goes to the relay's pull-request service.
+
+Built on Buildbot's change hook (www's change_hook_dialects, its GitHubHandler and GitHubEventHandler), whose
+GitHubEventHandler.process is replaced here: it checks only the old sha1 X-Hub-Signature, turns pushes into changes
+itself, and its ChangeHookResource can only answer 202, 400 or 500, where GitHub's receiver must answer 200, 403,
+404 or 413. So this handler writes its own answer and leaves ChangeHookResource nothing to do (see process).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+
+from buildbot.plugins import util
+from buildbot.process.properties import Properties
+from buildbot.www.hooks.github import GitHubEventHandler
+from twisted.internet import defer
+from twisted.python import log
+
+from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET, secret_problem
+from crcr.config.settings import Settings
+from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE, STORE_SERVICE
+from crcr.store.tables import DELIVERY_LENGTH
+
+DIALECT = "github"
+MAX_BODY = 25 * 1024 * 1024  # GitHub does not deliver payloads over 25 MB: anything bigger is not GitHub's
+BRANCH_REF = "refs/heads/"
+
+
+class Refused(Exception):
+    """A delivery the receiver does not act on, with the HTTP status and text of its answer."""
+
+    def __init__(self, status: int, text: str):
+        super().__init__(text)
+        self.status, self.text = status, text
+
+
+def github_dialect(settings: Settings) -> dict:
+    """The options of www's change_hook_dialects["github"]. Without a usable secret the receiver is off (it answers
+    404): said once, at the configuration's load, as the GitHub status reporter says it."""
+    problem = secret_problem(settings.secrets_dir, GITHUB_WEBHOOK_SECRET)
+    if problem is not None:
+        log.msg(f"crcr: GitHub webhooks are off: no usable secret '{GITHUB_WEBHOOK_SECRET}' in "
+                f"{settings.secrets_dir} ({problem})")
+    return {
+        "class": RelayGitHubEventHandler,  # Buildbot's GitHubHandler makes it, with the secret
+        "secret": None if problem else util.Secret(GITHUB_WEBHOOK_SECRET),  # read through the secrets provider
+        "github_repo": settings.github_repo,
+        "branches": list(settings.upstream_branches),
+    }
+
+
+class RelayGitHubEventHandler(GitHubEventHandler):
+    def process(self, request):
+        """Answers the delivery itself, and returns a Deferred that never fires: ChangeHookResource would answer 202
+        once it fired, over the answer already given (Buildbot offers a handler no other way to choose it)."""
+        self._answer(request)
+        return defer.Deferred()
+
+    @defer.inlineCallbacks
+    def _answer(self, request):
+        gone = []  # GitHub gives up after 10 s: no answer is written on a connection it closed
+        request.notifyFinish().addErrback(gone.append)
+        try:
+            status, text = 200, (yield self._act(request))
+        except Refused as refused:
+            status, text = refused.status, refused.text
+        except Exception:
+            log.err(None, "crcr: GitHub webhook: acting on a delivery")
+            status, text = 500, "the relay failed to act on this delivery (see its log)"
+        if not gone:
+            request.setResponseCode(status)
+            request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
+            request.write(text.encode() + b"\n")
+            request.finish()
+
+    def _options(self) -> dict:
+        """The dialect's options of the running configuration: Buildbot makes a dialect's handler once and keeps it
+        over reconfigs, so the options it was made with may be old (a secret written since, other branches)."""
+        return self.master.config.www["change_hook_dialects"][DIALECT]
+
+    @defer.inlineCallbacks
+    def _act(self, request):
+        """What was done, for the answer; raises Refused for a delivery not acted on with a status other than 200."""
+        if _body_size(request) > MAX_BODY:
+            raise Refused(413, f"over GitHub's {MAX_BODY // 2**20} MB limit")
+        options = self._options()
+        if options["secret"] is None:
+            raise Refused(404, "GitHub webhooks are off on this relay")
+        event = _header(request, b"X-GitHub-Event")
+        delivery = _header(request, b"X-GitHub-Delivery")
+        about = f"event {event[:40]!r}, delivery {delivery[:DELIVERY_LENGTH]!r}, from {_remote(request)}"
+        secret = yield self._read_secret(options["secret"])
+        body = request.content.read()
+        problem = _signature_problem(body, _header(request, b"X-Hub-Signature-256"), secret)
+        if problem:
+            log.msg(f"crcr: GitHub webhook refused (403, {problem}): {about}")
+            raise Refused(403, problem)
+        payload = _payload(request, body, delivery)
+
+        if event == "ping":
+            return "pong"
+        act = {"push": self.handle_push, "pull_request": self.handle_pull_request}.get(event)
+        if act is None:
+            return f"the relay does not use {event!r} events"
+        repository = (payload.get("repository") or {}).get("full_name") or ""
+        if repository.casefold() != options["github_repo"].casefold():
+            log.msg(f"crcr: GitHub webhook about {repository!r}, not {options['github_repo']}: nothing done ({about})")
+            return f"not about {options['github_repo']}: nothing done"
+
+        store = self.master.service_manager.namedServices[STORE_SERVICE]
+        if not (yield store.claim_delivery(delivery, event, received_at=time.time())):
+            log.msg(f"crcr: GitHub webhook redelivered, already acted on: {about}")
+            return f"delivery {delivery} already acted on"
+        try:
+            done = yield act(payload, options)
+        except Exception:
+            yield store.release_delivery(delivery)  # so that a redelivery acts
+            raise
+        log.msg(f"crcr: GitHub webhook: {done} ({about})")
+        return done
+
+    @defer.inlineCallbacks
+    def _read_secret(self, secret):
+        properties = Properties()
+        properties.master = self.master
+        try:
+            return (yield properties.render(secret))
+        except (KeyError, ValueError) as e:  # removed or made readable by others since the configuration's load
+            log.msg(f"crcr: GitHub webhook refused (404): secret '{GITHUB_WEBHOOK_SECRET}' unusable: {e}")
+            raise Refused(404, "GitHub webhooks are off on this relay") from None
+
+    def handle_push(self, payload: dict, options: dict) -> str:
+        """A push to a followed branch makes the upstream GitPoller poll now. The receiver adds no changes itself:
+        the poller's bookkeeping (the last revision it saw of each branch) is what makes a commit that both the
+        webhook and a poll see one change, so one build. Tags, deletions, other branches: nothing."""
+        ref = payload.get("ref") or ""
+        if not ref.startswith(BRANCH_REF):
+            return f"{ref}: not a branch, nothing done"
+        branch = ref.removeprefix(BRANCH_REF)
+        if payload.get("deleted"):
+            return f"branch {branch} deleted: nothing done"
+        if branch not in options["branches"]:
+            return f"branch {branch} is not followed: nothing done"
+        # On a master whose poller is not the active one (several masters), force() does nothing: that one polls.
+        self.master.change_svc.namedServices[POLLER_NAME].force()
+        return f"push to {branch}: polling upstream now"
+
+    @defer.inlineCallbacks
+    def handle_pull_request(self, payload: dict, options: dict):
+        service = self.master.service_manager.namedServices.get(PULL_REQUESTS_SERVICE)
+        if service is None:
+            return "pull requests are not built by this relay: nothing done"
+        return (yield service.handle(payload.get("action") or "", payload))
+
+
+def _header(request, name: bytes) -> str:
+    value = request.getHeader(name)
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else (value or "")
+
+
+def _remote(request) -> str:
+    address = request.getClientAddress()
+    return getattr(address, "host", str(address))
+
+
+def _body_size(request) -> int:
+    """The body's length, without reading it (twisted keeps a big one in a temporary file)."""
+    content = request.content
+    size = content.seek(0, 2)
+    content.seek(0)
+    return size
+
+
+def _signature_problem(body: bytes, signature: str, secret: str) -> str | None:
+    """Why X-Hub-Signature-256 is not GitHub's for this body and secret; None when it is."""
+    if not signature:
+        return "no X-Hub-Signature-256 signature"
+    expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(signature.encode(), expected.encode()):
+        return "wrong X-Hub-Signature-256 signature"
+    return None
+
+
+def _payload(request, body: bytes, delivery: str) -> dict:
+    """The JSON payload of a signed delivery; Refused (400) when it is not what GitHub sends."""
+    if not delivery or len(delivery) > DELIVERY_LENGTH:
+        raise Refused(400, f"an X-GitHub-Delivery id of 1 to {DELIVERY_LENGTH} characters is required")
+    content_type = _header(request, b"Content-Type").split(";")[0].strip()
+    if content_type != "application/json":
+        raise Refused(400, f"content type {content_type!r}: set the webhook's content type to application/json")
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        raise Refused(400, "the body is not JSON") from None
+    if not isinstance(payload, dict):
+        raise Refused(400, "the body is not a JSON object")
+    return payload

@@ -1,0 +1,329 @@
+"""The GitHub webhook receiver at /change_hook/github, in Buildbot's own hook harness (ChangeHookResource rendering a
+FakeRequest on a fake master with the relay's real tables in SQLite), and the table of the deliveries it acted on."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import shutil
+import tempfile
+import uuid
+from unittest import mock
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from buildbot.changes.base import ReconfigurablePollingChangeSource
+from buildbot.changes.manager import ChangeManager
+from buildbot.db import enginestrategy
+from buildbot.test.fake import fakemaster
+from buildbot.test.fake.web import FakeRequest
+from buildbot.test.reactor import TestReactorMixin
+from buildbot.util import service
+from buildbot.www.change_hook import ChangeHookResource
+from twisted.internet import defer
+from twisted.python import log
+from twisted.trial import unittest
+
+from configfiles import make_dirs, settings_for, write_secret
+from crcr.buildmaster.pull_requests import PullRequestRelay
+from crcr.buildmaster.webhook import MAX_BODY, github_dialect
+from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
+from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE
+from crcr.store.deliveries import KEEP_SECONDS, claim_delivery, release_delivery
+from crcr.store.migrate import upgrade_tables
+from crcr.store.service import RelayStore
+from webhooks import sign
+
+SECRET = "the-webhook-secret"
+REPO = "pytorch/pytorch"
+A = "a" * 40
+
+
+class CountingPoller(ReconfigurablePollingChangeSource):
+    """Buildbot's polling change source under the upstream poller's name, counting its polls instead of running git."""
+
+    def __init__(self):
+        super().__init__(name=POLLER_NAME, pollInterval=3600)
+        self.polls = 0
+
+    def poll(self):
+        self.polls += 1
+
+
+def push(ref: str = "refs/heads/main", repo: str = REPO, **fields) -> dict:
+    return {"ref": ref, "before": "0" * 40, "after": A, "deleted": False, "repository": {"full_name": repo}, **fields}
+
+
+def pull_request(action: str = "opened", repo: str = REPO) -> dict:
+    return {
+        "action": action, "number": 7,
+        "pull_request": {"number": 7, "head": {"sha": A}, "base": {"ref": "main", "sha": "b" * 40}},
+        "repository": {"full_name": repo},
+    }
+
+
+class WebhookTest(TestReactorMixin, unittest.TestCase):
+    @defer.inlineCallbacks
+    def setUp(self):
+        self.setup_test_reactor()
+        self.root = Path(tempfile.mkdtemp(prefix="crcr-webhook-"))  # trial's mktemp() writes in the current directory
+        self.addCleanup(shutil.rmtree, self.root)
+        self.dirs = make_dirs(self.root / "relay")
+        write_secret(self.dirs.secrets, GITHUB_WEBHOOK_SECRET, SECRET + "\n")
+        self.master = yield fakemaster.make_master(
+            self, wantDb=True, db_url="sqlite:///state.sqlite", basedir=str(self.root / "master"),
+            with_secrets={GITHUB_WEBHOOK_SECRET: SECRET},
+        )
+        self.master.www = mock.Mock()  # as Buildbot's fakeMasterForHooks: the resource's base class asks for it
+        self.master.service_manager = service.BuildbotServiceManager()
+        yield self.master.service_manager.setServiceParent(self.master)
+        yield RelayStore().setServiceParent(self.master.service_manager)
+        self.pull_requests = PullRequestRelay(backends=[], github_repo=REPO, upstream_url="file:///upstream",
+                                              web_url="http://localhost:8010/")
+        yield self.pull_requests.setServiceParent(self.master.service_manager)
+        yield self.master.service_manager.startService()
+        self.addCleanup(self.master.service_manager.stopService)
+
+        self.master.change_svc = ChangeManager()  # not started: the test starts the poller's polling itself
+        yield self.master.change_svc.setServiceParent(self.master)
+        self.poller = CountingPoller()
+        yield self.poller.setServiceParent(self.master.change_svc)
+        self.poller.doPoll.start(interval=3600, now=False)  # as the master activates it, without its first poll
+        self.addCleanup(self.poller.doPoll.stop)
+
+        self.logged: list[str] = []
+        observer = lambda event: self.logged.append(" ".join(str(m) for m in event.get("message", ())))  # noqa: E731
+        log.addObserver(observer)
+        self.addCleanup(log.removeObserver, observer)
+        self.configure()
+
+    def configure(self, **env: str) -> None:
+        """The relay's www config (following main and release/2.9 of REPO) as the master loads it."""
+        settings = settings_for(self.dirs, CRCR_GITHUB_REPO=REPO, CRCR_UPSTREAM_BRANCHES="main,release/2.9", **env)
+        self.master.config.www["change_hook_dialects"] = {"github": github_dialect(settings)}
+        self.resource = ChangeHookResource(dialects=self.master.config.www["change_hook_dialects"], master=self.master)
+
+    @defer.inlineCallbacks
+    def deliver(self, event: str, payload: dict | None = None, *, body: bytes | None = None,
+                secret: str | None = SECRET, delivery: str | None = None, headers: dict | None = None):
+        """Renders a POST of the delivery as GitHub sends it; returns (HTTP status, answer's text) once the fake
+        reactor has run what it started (a poll)."""
+        body = json.dumps(payload).encode() if body is None else body
+        request = FakeRequest(content=body)
+        request.uri, request.method = b"/change_hook/github", b"POST"
+        request.received_headers = {
+            b"Content-Type": b"application/json", b"X-GitHub-Event": event.encode(),
+            b"X-GitHub-Delivery": (delivery or str(uuid.uuid4())).encode(),
+        }
+        if secret is not None:
+            request.received_headers[b"X-Hub-Signature-256"] = sign(body, secret).encode()
+        request.received_headers.update(headers or {})
+        yield request.test_render(self.resource)
+        self.reactor.advance(0)
+        (status, *_), _ = request.setResponseCode.call_args
+        return status, request.written.decode()
+
+    # --- pushes and signatures ---
+
+    @defer.inlineCallbacks
+    def test_a_push_to_a_followed_branch_makes_the_upstream_poller_poll_now(self):
+        status, text = yield self.deliver("push", push("refs/heads/release/2.9"))
+
+        self.assertEqual(status, 200, text)
+        self.assertEqual(self.poller.polls, 1)
+        self.assertIn("polling upstream now", text)
+
+    @defer.inlineCallbacks
+    def test_a_wrong_signature_is_refused_logged_and_polls_nothing(self):
+        status, _ = yield self.deliver("push", push(), secret="not-the-secret", delivery="d-wrong")
+
+        self.assertEqual(status, 403)
+        self.assertEqual(self.poller.polls, 0)
+        refusal = [line for line in self.logged if "d-wrong" in line]
+        self.assertEqual(len(refusal), 1, self.logged)
+        self.assertIn("403", refusal[0])
+        self.assertIn("'push'", refusal[0])
+        for line in self.logged:
+            self.assertNotIn(SECRET, line)
+            self.assertNotIn(A, line, "the payload is not logged")
+
+    @defer.inlineCallbacks
+    def test_a_missing_signature_is_refused(self):
+        status, _ = yield self.deliver("push", push(), secret=None, delivery="d-unsigned")
+
+        self.assertEqual(status, 403)
+        self.assertEqual(self.poller.polls, 0)
+        self.assertTrue(any("d-unsigned" in line and "403" in line for line in self.logged), self.logged)
+
+    @defer.inlineCallbacks
+    def test_the_old_sha1_signature_alone_is_refused(self):
+        body = json.dumps(push()).encode()
+        sha1 = "sha1=" + hmac.new(SECRET.encode(), body, hashlib.sha1).hexdigest()
+
+        status, _ = yield self.deliver("push", body=body, secret=None, headers={b"X-Hub-Signature": sha1.encode()})
+
+        self.assertEqual(status, 403)
+        self.assertEqual(self.poller.polls, 0)
+
+    @defer.inlineCallbacks
+    def test_a_signature_of_another_body_is_refused(self):
+        signed_for = json.dumps(push("refs/heads/unfollowed")).encode()
+
+        status, _ = yield self.deliver("push", push(), secret=None,
+                                       headers={b"X-Hub-Signature-256": sign(signed_for, SECRET).encode()})
+
+        self.assertEqual(status, 403)
+        self.assertEqual(self.poller.polls, 0)
+
+    # --- what is answered without acting ---
+
+    @defer.inlineCallbacks
+    def test_a_ping_answers_200(self):
+        status, _ = yield self.deliver("ping", {"zen": "Keep it logically awesome.", "hook_id": 1})
+
+        self.assertEqual(status, 200)
+
+    @defer.inlineCallbacks
+    def test_an_event_the_relay_does_not_use_answers_200_and_does_nothing(self):
+        status, _ = yield self.deliver("issues", {"action": "opened", "repository": {"full_name": REPO}})
+
+        self.assertEqual(status, 200)
+        self.assertEqual(self.poller.polls, 0)
+
+    @defer.inlineCallbacks
+    def test_a_body_over_githubs_25_mb_is_refused_before_it_is_read(self):
+        status, _ = yield self.deliver("push", body=b" " * (MAX_BODY + 1))
+
+        self.assertEqual(status, 413)
+        self.assertEqual(self.poller.polls, 0)
+
+    @defer.inlineCallbacks
+    def test_an_event_about_another_repository_does_nothing_and_is_logged(self):
+        status, _ = yield self.deliver("push", push(repo="someone/else"), delivery="d-other")
+
+        self.assertEqual(status, 200)
+        self.assertEqual(self.poller.polls, 0)
+        self.assertTrue(any("d-other" in line and "someone/else" in line for line in self.logged), self.logged)
+
+    @defer.inlineCallbacks
+    def test_the_followed_repository_is_compared_as_github_does_ignoring_case(self):
+        status, _ = yield self.deliver("push", push(repo="PyTorch/PyTorch"))
+
+        self.assertEqual(status, 200)
+        self.assertEqual(self.poller.polls, 1)
+
+    @defer.inlineCallbacks
+    def test_tag_pushes_deletions_and_unfollowed_branches_do_nothing(self):
+        for payload in (push("refs/tags/v2.9.0"), push(deleted=True, after="0" * 40), push("refs/heads/ghstack/1")):
+            status, _ = yield self.deliver("push", payload)
+            self.assertEqual(status, 200, payload)
+        self.assertEqual(self.poller.polls, 0)
+
+    # --- redeliveries ---
+
+    @defer.inlineCallbacks
+    def test_a_redelivery_is_not_acted_on_twice_also_after_a_restart(self):
+        yield self.deliver("push", push(), delivery="d-1")
+        status, text = yield self.deliver("push", push(), delivery="d-1")
+        self.assertEqual((status, self.poller.polls), (200, 1))
+        self.assertIn("already", text)
+
+        self.configure()  # a restarted master: a new receiver on the same database
+        status, _ = yield self.deliver("push", push(), delivery="d-1")
+
+        self.assertEqual((status, self.poller.polls), (200, 1))
+        yield self.deliver("push", push(), delivery="d-2")
+        self.assertEqual(self.poller.polls, 2, "a new delivery acts")
+
+    @defer.inlineCallbacks
+    def test_a_delivery_without_an_id_is_refused(self):
+        status, _ = yield self.deliver("push", push(), headers={b"X-GitHub-Delivery": b""})
+
+        self.assertEqual((status, self.poller.polls), (400, 0))
+
+    # --- pull requests ---
+
+    @defer.inlineCallbacks
+    def test_a_pull_request_event_goes_to_the_pull_request_service(self):
+        status, text = yield self.deliver("pull_request", pull_request("opened"))
+
+        self.assertEqual(status, 200)
+        self.assertIn("PR #7 opened", text, "the service's account of what it did")
+        self.assertEqual(self.poller.polls, 0)
+
+    @defer.inlineCallbacks
+    def test_without_the_pull_request_service_a_pull_request_event_does_nothing(self):
+        yield self.pull_requests.disownServiceParent()
+        self.assertNotIn(PULL_REQUESTS_SERVICE, self.master.service_manager.namedServices)
+
+        status, _ = yield self.deliver("pull_request", pull_request("opened"))
+
+        self.assertEqual(status, 200)
+
+    # --- no secret ---
+
+    @defer.inlineCallbacks
+    def test_without_a_usable_secret_the_receiver_is_off_and_the_config_load_says_why_once(self):
+        (self.dirs.secrets / GITHUB_WEBHOOK_SECRET).unlink()
+        self.logged.clear()
+        self.configure()
+
+        status, _ = yield self.deliver("push", push())
+        yield self.deliver("ping", {"zen": "z"})
+
+        self.assertEqual((status, self.poller.polls), (404, 0))
+        off = [line for line in self.logged if "webhooks are off" in line]
+        self.assertEqual(off, [f"crcr: GitHub webhooks are off: no usable secret '{GITHUB_WEBHOOK_SECRET}' in "
+                               f"{self.dirs.secrets} (does not exist)"])
+
+    @defer.inlineCallbacks
+    def test_a_reconfig_with_the_secret_turns_the_receiver_on(self):
+        (self.dirs.secrets / GITHUB_WEBHOOK_SECRET).unlink()
+        self.configure()
+        self.assertEqual((yield self.deliver("push", push()))[0], 404)
+        resource = self.resource
+
+        write_secret(self.dirs.secrets, GITHUB_WEBHOOK_SECRET, SECRET + "\n")
+        self.configure()
+        resource.reconfigResource(self.master.config)  # Buildbot keeps the resource, and its handler, on reconfig
+        self.resource = resource
+
+        self.assertEqual((yield self.deliver("push", push()))[0], 200)
+        self.assertEqual(self.poller.polls, 1)
+
+
+# --- the deliveries table ---
+
+
+@pytest.fixture
+def db(tmp_path):
+    conn = enginestrategy.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}", basedir=str(tmp_path)).connect()
+    upgrade_tables(conn)
+    yield conn
+    conn.close()
+
+
+def test_a_delivery_is_claimed_once(db):
+    assert claim_delivery(db, "d-1", "push", received_at=100) is True
+    assert claim_delivery(db, "d-1", "push", received_at=200) is False
+    assert claim_delivery(db, "d-2", "pull_request", received_at=200) is True
+
+
+def test_a_released_delivery_can_be_claimed_again(db):
+    claim_delivery(db, "d-1", "push", received_at=100)
+
+    release_delivery(db, "d-1")
+
+    assert claim_delivery(db, "d-1", "push", received_at=200) is True
+
+
+def test_ids_older_than_github_redelivers_are_dropped_as_new_ones_come(db):
+    claim_delivery(db, "old", "push", received_at=100)
+    claim_delivery(db, "recent", "push", received_at=100 + KEEP_SECONDS)
+
+    claim_delivery(db, "new", "push", received_at=101 + KEEP_SECONDS)
+
+    kept = {d for (d,) in db.execute(sa.text("SELECT delivery FROM crcr_webhook_deliveries"))}
+    assert kept == {"recent", "new"}

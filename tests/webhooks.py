@@ -1,0 +1,83 @@
+"""GitHub's webhook deliveries for tests: real payloads from ../shared/fixtures/github-webhooks/, rewritten only where
+they must point at the test's upstream, signed as GitHub signs them (X-Hub-Signature-256), POSTed to a relay.
+
+    status = deliver(relay, "push", "push", {"ref": "refs/heads/main", "deleted": False, "after": sha,
+                                             **about_repository("pytorch/pytorch", upstream.url)})
+
+The fixtures are read in place (never copied into this repository); a test needing one is skipped, saying so,
+when the folder is absent.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import json
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "github-webhooks"
+WEBHOOK_SECRET = "webhook-secret-of-the-tests"  # what conftest's write_secret puts in github-webhook-secret
+HOOK_PATH = "change_hook/github"
+
+
+def load_fixture(name: str) -> dict:
+    """The payload of fixture `name` ('push', 'pull_request.opened', ...); skips the test when it is absent."""
+    path = FIXTURES / f"{name}.json"
+    if not path.is_file():
+        pytest.skip(f"GitHub webhook fixture {path} is absent (the shared fixtures are not on this machine)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def rewrite(payload: dict, overrides: dict[str, Any]) -> dict:
+    """A copy of `payload` with each dotted path of `overrides` set: {"pull_request.head.sha": sha, "number": 7}."""
+    changed = copy.deepcopy(payload)
+    for path, value in overrides.items():
+        *parents, last = path.split(".")
+        node = changed
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return changed
+
+
+def about_repository(full_name: str, clone_url: str) -> dict[str, str]:
+    """The overrides that make a payload about the test's upstream (the relay's CRCR_GITHUB_REPO)."""
+    return {"repository.full_name": full_name, "repository.clone_url": clone_url}
+
+
+def sign(body: bytes, secret: str) -> str:
+    """X-Hub-Signature-256 as GitHub computes it: the HMAC-SHA256 of the raw body, in hex."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def post(web_url: str, event: str, body: bytes, headers: dict[str, str]) -> int:
+    """POSTs a delivery to the relay at `web_url`, as GitHub does; returns the HTTP status."""
+    request = urllib.request.Request(
+        web_url + HOOK_PATH, data=body, method="POST",
+        headers={"Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/test", "X-GitHub-Event": event,
+                 **headers},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def deliver(relay, event: str, fixture: str, overrides: dict[str, Any] | None = None, *,
+            secret: str | None = WEBHOOK_SECRET, delivery: str | None = None) -> int:
+    """POSTs fixture `fixture`, rewritten by `overrides`, as GitHub's `event` delivery to `relay` (its web_url);
+    signed with `secret` (None: no signature header), with X-GitHub-Delivery `delivery` (a new GUID when None).
+    Returns the HTTP status."""
+    body = json.dumps(rewrite(load_fixture(fixture), overrides or {})).encode()
+    headers = {"X-GitHub-Delivery": delivery or str(uuid.uuid4())}
+    if secret is not None:
+        headers["X-Hub-Signature-256"] = sign(body, secret)
+    return post(relay.web_url, event, body, headers)
