@@ -27,11 +27,16 @@ mkdir -p "$worker_dir"
 # The environment is the truth: buildbot.tac is made anew on each start (create-worker would only write a
 # buildbot.tac.new beside an existing one that differs).
 rm -f "$worker_dir/buildbot.tac" "$worker_dir/buildbot.tac.new"
-# The password is never a command's argument, where `ps` shows it: create-worker gets a placeholder, and
-# buildbot.tac reads the password file when the worker starts, so a rotated file takes effect on restart.
+# The password is never a command's argument, where `ps` shows it, nor in buildbot.tac or the environment, where
+# builds (any upstream commit's or pull request's code) would read it: create-worker gets a placeholder,
+# buildbot.tac reads the password from standard input when the worker starts (the line is crcr's
+# hostsetup.TAC_PASSWORD), and the worker runs without CRCR_WORKER_PASSWORD_FILE. A rotated file takes effect on
+# restart. What remains: builds run as this container's user, who can read the file itself (on a host set up by
+# `crcr worker register`, only root reads it and systemd hands it over).
 # --maxdelay: reconnect within a minute of a master restart (buildbot-worker's default is five).
 buildbot-worker create-worker --quiet --keepalive "$keepalive" --maxdelay 60 \
   "$worker_dir" "$CRCR_MASTER" "$CRCR_WORKER_NAME" see-password-file
-sed -i 's|^passwd = .*|passwd = open(os.environ["CRCR_WORKER_PASSWORD_FILE"]).read().strip()|' "$worker_dir/buildbot.tac"
-export CRCR_WORKER_PASSWORD_FILE=$password_file
-exec buildbot-worker start --nodaemon "$worker_dir"
+sed -i 's|^passwd = .*|import sys; passwd = sys.stdin.readline().strip()  # given on standard input at start|' \
+  "$worker_dir/buildbot.tac"
+unset CRCR_WORKER_PASSWORD_FILE
+exec buildbot-worker start --nodaemon "$worker_dir" <"$password_file"

@@ -13,6 +13,8 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from crcr.cli.hostsetup import PASSWORD_PLACEHOLDER, read_password_from_stdin
+
 VENV_BIN = Path(sys.executable).parent
 T = TypeVar("T")
 
@@ -40,8 +42,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run(args: list, cwd=None, env=None, check=True) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(a) for a in args], cwd=cwd, env=env, text=True, capture_output=True)
+def run(args: list, cwd=None, env=None, check=True, input: str | None = None) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(a) for a in args], cwd=cwd, env=env, text=True, capture_output=True, input=input)
     if check and result.returncode != 0:
         raise AssertionError(f"{' '.join(map(str, args))} failed ({result.returncode}):\n{result.stdout}{result.stderr}")
     return result
@@ -158,22 +160,31 @@ class Relay:
 
 
 class WorkerProcess:
-    """A real buildbot-worker, created (unless its directory exists) and started the way a host admin would.
+    """A real buildbot-worker, created (unless its directory exists) and started the way a host admin would: its
+    buildbot.tac reads the password from standard input at start (hostsetup.py), where systemd puts the host's
+    password file; here `password_file` if given (a printed setup wrote it), else `password` through a pipe.
 
     Its keepalive must be below the master's (CRCR_WORKER_KEEPALIVE), or the master drops it as silent."""
 
-    def __init__(self, basedir: Path, name: str, password: str, master_port: int, keepalive: int = 10):
+    def __init__(self, basedir: Path, name: str, password: str, master_port: int, keepalive: int = 10,
+                 password_file: Path | None = None):
         self.basedir = basedir
         self.name = name
-        self.create_args = ["--keepalive", str(keepalive), basedir, f"localhost:{master_port}", name, password]
+        self.password = password
+        self.password_file = password_file
+        self.create_args = ["--keepalive", str(keepalive), basedir, f"localhost:{master_port}", name,
+                            PASSWORD_PLACEHOLDER]
         self.env = venv_env()
 
     def start(self) -> None:
-        if not (self.basedir / "buildbot.tac").exists():
+        tac = self.basedir / "buildbot.tac"
+        if not tac.exists():
             self.basedir.parent.mkdir(parents=True, exist_ok=True)
             run([VENV_BIN / "buildbot-worker", "create-worker", "--quiet", *self.create_args], env=self.env)
+            tac.write_text(read_password_from_stdin(tac.read_text()))
+        password = self.password_file.read_text() if self.password_file else self.password + "\n"
         # --quiet: do not wait for the master to accept it; tests wait on the master for that.
-        run([VENV_BIN / "buildbot-worker", "start", "--quiet", self.basedir], env=self.env)
+        run([VENV_BIN / "buildbot-worker", "start", "--quiet", self.basedir], env=self.env, input=password)
 
     def stop(self) -> None:
         run([VENV_BIN / "buildbot-worker", "stop", self.basedir], env=self.env, check=False)

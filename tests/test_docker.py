@@ -15,10 +15,10 @@ import shlex
 import shutil
 import stat
 import subprocess
+import sys
 import tomllib
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
@@ -29,7 +29,7 @@ from packaging.utils import canonicalize_name
 
 from conftest import backend, prepare_relay, suite
 from crcr.cli.main import parser as crcr_parser
-from crcr.cli.hostsetup import MAX_RECONNECT_DELAY
+from crcr.cli.hostsetup import MAX_RECONNECT_DELAY, TAC_PASSWORD
 from crcr.config.loader import load_relay_config
 from crcr.config.secretfiles import worker_password
 from crcr.config.settings import ENV_VARS, load_settings
@@ -487,11 +487,14 @@ def started(argv_log: Path) -> int:
 
 
 def tac_password(worker_dir: Path, env: dict[str, str]) -> str:
-    """The password buildbot.tac gives the worker when it starts in `env`."""
-    [line] = [line for line in (worker_dir / "buildbot.tac").read_text().splitlines() if line.startswith("passwd =")]
-    namespace: dict = {}
-    exec(line, {"os": SimpleNamespace(environ=env)}, namespace)
-    return namespace["passwd"]
+    """The password buildbot.tac gives the worker when it starts in `env`: the entrypoint hands it the password
+    file on standard input, as the systemd unit `crcr worker register` prints does (the same tac line)."""
+    [line] = [line for line in (worker_dir / "buildbot.tac").read_text().splitlines() if "passwd =" in line]
+    assert line == TAC_PASSWORD
+    with open(env["CRCR_WORKER_PASSWORD_FILE"]) as stdin:
+        read = subprocess.run([sys.executable, "-c", f"{line}\nprint(passwd)"], stdin=stdin, capture_output=True,
+                              text=True, check=True)
+    return read.stdout.removesuffix("\n")
 
 
 def test_entrypoint_passes_no_password_to_any_command_and_the_worker_reads_the_rotated_file_on_restart(

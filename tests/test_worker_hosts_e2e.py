@@ -46,13 +46,23 @@ class Lab:
         self.workers: dict[str, WorkerProcess] = {}
 
     def register(self, name: str, *options: str) -> str:
-        """`crcr worker register`, then the printed create-worker commands run as printed; returns the output."""
+        """`crcr worker register`, then the printed create-worker and password commands run as printed; returns
+        the output."""
         host_dir = host_with_venv(self.root / "hosts" / name, VENV_BIN)
-        out = self.relay.crcr("worker", "register", name, *options, "--host-dir", host_dir).stdout
+        out = self.relay.crcr("worker", "register", name, *options, *self.host_options(name)).stdout
         run_paragraph(out, " create-worker ")
+        run_paragraph(out, "/dev/stdin")
         for unit in self.relay.crcr("worker", "units", name).stdout.split():
-            self.workers[unit] = WorkerProcess(host_dir / unit, unit, password="", master_port=0)  # created above
+            # Created above; started as systemd would, the password file on standard input.
+            self.workers[unit] = WorkerProcess(host_dir / unit, unit, password="", master_port=0,
+                                               password_file=self.password_file(name))
         return out
+
+    def password_file(self, name: str) -> Path:
+        return self.root / "etc" / f"{name}.password"
+
+    def host_options(self, name: str) -> list:
+        return ["--host-dir", self.root / "hosts" / name, "--password-file", self.password_file(name)]
 
     def start(self, unit: str) -> None:
         self.workers[unit].start()
@@ -134,7 +144,7 @@ def test_register_writes_the_host_file_and_a_private_password_outside_git(lab, g
     assert len(password.read_text().strip()) >= 40
     # The printed commands carry the master's worker address; the password only as the password file's contents.
     assert f"localhost:{lab.relay.env['CRCR_WORKER_PORT']} gpu-lab-gamma-1 see-password-file" in gpu_lab["register"]
-    assert (lab.root / "hosts" / "gpu-lab" / "password").read_text() == password.read_text()
+    assert lab.password_file("gpu-lab").read_text() == password.read_text()
     unit_file = (lab.root / "crcr-worker@.service").read_text()
     assert f"ExecStart={lab.root}/hosts/gpu-lab/venv/bin/buildbot-worker start --nodaemon" in unit_file
     assert "systemctl enable --now crcr-worker@gpu-lab-gamma-0 crcr-worker@gpu-lab-gamma-1" in gpu_lab["register"]
@@ -287,7 +297,7 @@ def test_frozen_host_is_dropped_after_missed_keepalives_and_its_build_retried(la
 
 
 def test_rotated_password_locks_out_the_old_one_and_the_printed_commands_let_the_unit_back_in(lab, solo):
-    out = lab.relay.crcr("worker", "register", "solo", "--rotate-password", "--host-dir", lab.root / "hosts" / "solo").stdout
+    out = lab.relay.crcr("worker", "register", "solo", "--rotate-password", *lab.host_options("solo")).stdout
     lab.relay.crcr("master", "reconfig", "--basedir", lab.relay.basedir)
     unit = lab.workers[solo]
     unit.stop()
@@ -298,7 +308,7 @@ def test_rotated_password_locks_out_the_old_one_and_the_printed_commands_let_the
     assert solo not in lab.connected()
 
     unit.stop()
-    run_paragraph(out, "/dev/stdin")  # the new password file; the unit's buildbot.tac reads it
+    run_paragraph(out, "/dev/stdin")  # the new password file; the unit reads it when it starts
     unit.start()
     wait_until(lambda: solo in lab.connected(), 90, "the unit to log in with the new password")
 

@@ -2,8 +2,12 @@
 
 The text is paragraphs of commands, each headed by a `#` line saying who runs it, so each pastes whole into a
 shell. The host's password reaches the host only as standard input (a here-document), never as a command's
-argument, where `ps` would show it: it goes into one file, and every unit's buildbot.tac reads that file when
-the unit starts. A new password is then a new file and a restart.
+argument, where `ps` would show it: it goes into one file that only root reads, outside the workers' folders.
+systemd opens that file for each unit (as root) and hands it over as the unit's standard input, which
+buildbot.tac reads when the unit starts. So builds, which run the code of any upstream commit or pull request
+as the workers' account, find the password in no file they may read and in no environment: not in their own,
+nor in the worker's (a variable the worker unset would still show in its /proc/PID/environ).
+A new password is then a new file and a restart.
 """
 
 from __future__ import annotations
@@ -21,8 +25,12 @@ from crcr.config.models import WorkerHost
 SYSTEMD_UNIT_NAME = "crcr-worker@.service"
 # Reconnect within a minute after a master restart (buildbot-worker's default is five).
 MAX_RECONNECT_DELAY = 60
-# What create-worker is given as the password; the printed sed replaces it with a read of the password file.
+DEFAULT_PASSWORD_FILE = "/etc/crcr-worker/password"
+# What create-worker is given as the password; the printed sed replaces it with TAC_PASSWORD.
 PASSWORD_PLACEHOLDER = "see-password-file"
+# buildbot.tac's password: Buildbot's worker takes it only as a create-worker argument, which it writes into
+# buildbot.tac, where builds would read it; this line reads it from standard input instead, once, at start.
+TAC_PASSWORD = "import sys; passwd = sys.stdin.readline().strip()  # given on standard input at start"
 HEREDOC_END = "END"
 
 # The account and the directory are written into a systemd unit and into shell commands. Rather than quote
@@ -39,11 +47,16 @@ def check_host_user(user: str) -> None:
         )
 
 
-def check_host_dir(directory: str) -> None:
+def check_host_dir(directory: str, option: str = "--host-dir") -> None:
     if not HOST_DIR.fullmatch(directory):
         raise ConfigError(
-            f"--host-dir: must be an absolute path of letters, digits, '.', '_', '-' and '/' (got {directory!r})"
+            f"{option}: must be an absolute path of letters, digits, '.', '_', '-' and '/' (got {directory!r})"
         )
+
+
+def read_password_from_stdin(tac: str) -> str:
+    """buildbot.tac's text with its password line replaced by TAC_PASSWORD (what the printed sed does)."""
+    return re.sub(r"^passwd = .*$", lambda _: TAC_PASSWORD, tac, count=1, flags=re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -52,8 +65,9 @@ class HostSetup:
     password: str
     master_address: str  # host:port of the master's worker port
     keepalive: int  # seconds; the master drops a host that misses three
-    host_dir: PurePosixPath  # on the host: the venv, the password file and one directory per unit
+    host_dir: PurePosixPath  # on the host: the venv and one directory per unit
     host_user: str
+    password_file: PurePosixPath  # on the host, root's alone
 
     @property
     def worker_version(self) -> str:
@@ -64,10 +78,6 @@ class HostSetup:
     def venv(self) -> PurePosixPath:
         return self.host_dir / "venv"
 
-    @property
-    def password_file(self) -> PurePosixPath:
-        return self.host_dir / "password"
-
     def unit_dir(self, worker_name: str) -> PurePosixPath:
         return self.host_dir / worker_name
 
@@ -75,12 +85,12 @@ class HostSetup:
         return [str(self.unit_dir(unit.worker_name) / "buildbot.tac") for unit in self.host.units]
 
     def _write_password_file(self) -> list[str]:
-        """The password as a here-document: standard input of `install`, mode 0600 from the start."""
-        return [f"install -m 600 /dev/stdin {self.password_file} <<'{HEREDOC_END}'", self.password, HEREDOC_END]
+        """The password as a here-document: standard input of `install` (run by root), mode 0600 from the start."""
+        return [f"install -D -m 600 /dev/stdin {self.password_file} <<'{HEREDOC_END}'", self.password, HEREDOC_END]
 
     def create_commands(self) -> list[str]:
-        """The password file, then per unit: the worker (its buildbot.tac remade, so the commands can run again),
-        its login from the password file, and what the UI's Workers page shows as its admin and host."""
+        """Per unit: the worker (its buildbot.tac remade, so the commands can run again), its password read from
+        standard input, and what the UI's Workers page shows as its admin and host."""
         tacs = self._tacs()
         creates = [
             shlex.join(
@@ -96,7 +106,6 @@ class HostSetup:
             )
             for unit in self.host.units
         ]
-        read_password = f'passwd = open("{self.password_file}").read().strip()  # the host password file'
         infos = [
             f"echo {shlex.quote(text)} > {self.unit_dir(unit.worker_name) / 'info' / name}"
             for unit in self.host.units
@@ -106,10 +115,9 @@ class HostSetup:
             )
         ]
         return [
-            *self._write_password_file(),
             shlex.join(["rm", "-f", *tacs]),
             *creates,
-            shlex.join(["sed", "-i", f"s|^passwd = .*|{read_password}|", *tacs]),
+            shlex.join(["sed", "-i", f"s|^passwd = .*|{TAC_PASSWORD}|", *tacs]),
             *infos,
         ]
 
@@ -126,6 +134,8 @@ After=network-online.target
 User={self.host_user}
 WorkingDirectory={self.host_dir}/%i
 ExecStart={self.venv}/bin/buildbot-worker start --nodaemon {self.host_dir}/%i
+# The host's password, which only root reads: systemd opens it as root, the worker reads it at start.
+StandardInput=file:{self.password_file}
 Restart=always
 RestartSec=10
 # Stopping the worker stops its build's processes too, so none is left holding the device.
@@ -159,11 +169,11 @@ WantedBy=multi-user.target
                 f"{self.venv}/bin/pip install buildbot-worker=={self.worker_version}",
             ],
             [
-                f"# Still as that account: the host's password in {self.password_file}, which its units read "
-                "when they start,",
-                f"# and one Buildbot worker per device unit ({len(names)} in all; each runs one build at a time)",
+                f"# Still as that account: one Buildbot worker per device unit ({len(names)} in all; each runs one "
+                "build at a time)",
                 *self.create_commands(),
             ],
+            self._password_paragraph(),
             [
                 *unit_step,
                 "systemctl daemon-reload",
@@ -176,15 +186,22 @@ WantedBy=multi-user.target
         ]
         return "\n\n".join("\n".join(lines) for lines in paragraphs)
 
+    def _password_paragraph(self) -> list[str]:
+        return [
+            f"# As root: the host's password in {self.password_file}, readable by root only; systemd hands it to "
+            "each unit",
+            "# on standard input when the unit starts, so no build finds it in the account's files",
+            *self._write_password_file(),
+        ]
+
     def rotation_instructions(self) -> str:
-        """After a new password: replace the host's password file, restart the units (their buildbot.tac reads it)."""
+        """After a new password: replace the host's password file, restart the units (each reads it at start)."""
         names = [u.worker_name for u in self.host.units]
         return "\n\n".join(
             [
                 "\n".join(
                     [
-                        f"# On {self.host.name}, as the account that runs builds (sudo -iu {self.host_user}): "
-                        "the new password in place of the old",
+                        f"# On {self.host.name}, as root: the new password in place of the old",
                         *self._write_password_file(),
                     ]
                 ),

@@ -117,6 +117,7 @@ def _refuse_changes_on_rotation(args, host: WorkerHost, settings: Settings) -> N
 def _check_setup_options(args) -> None:
     """Refuse options the printed setup cannot carry safely, before anything is written."""
     hostsetup.check_host_dir(args.host_dir)
+    hostsetup.check_host_dir(args.password_file, "--password-file")
     hostsetup.check_host_user(args.host_user)
 
 
@@ -128,6 +129,7 @@ def _setup(args, settings: Settings, host: WorkerHost, password: str) -> HostSet
         keepalive=settings.worker_keepalive,
         host_dir=PurePosixPath(args.host_dir),  # checked by _check_setup_options
         host_user=args.host_user,
+        password_file=PurePosixPath(args.password_file),  # checked by _check_setup_options
     )
 
 
@@ -154,6 +156,11 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
                                help=f"directory of the workers on the host, absolute (default {DEFAULT_HOST_DIR})")
     setup_options.add_argument("--host-user", default=DEFAULT_HOST_USER, metavar="USER",
                                help=f"account that runs builds on the host (default {DEFAULT_HOST_USER})")
+    setup_options.add_argument(
+        "--password-file", default=hostsetup.DEFAULT_PASSWORD_FILE, metavar="FILE",
+        help="the host's password on the host, absolute, readable by root only; systemd gives it to the workers on "
+        f"their standard input, out of the builds' reach (default {hostsetup.DEFAULT_PASSWORD_FILE})",
+    )
     setup_options.add_argument("--systemd-unit", metavar="FILE", help="also write the systemd unit to FILE")
 
     def host_command(name: str, func, summary: str, description: str | None = None, parents=()):
