@@ -1,51 +1,91 @@
-"""GitHub commit statuses, context 'crcr/<backend>', for backends of level L2 and up."""
+"""GitHub commit statuses, context 'crcr/<backend>', for backends of level L2 and up; with a GitHub App, check runs
+of the same name for the pull request builds of L3/L4 backends instead of their statuses."""
 
 from __future__ import annotations
 
 from buildbot.plugins import util
 from buildbot.reporters.generators.build import BuildStartEndStatusGenerator
 from buildbot.reporters.generators.buildrequest import BuildRequestGenerator
-from buildbot.reporters.message import MessageFormatterFunction, MessageFormatterRenderable
+from buildbot.reporters.message import MessageFormatterRenderable
 from twisted.python import log
 
-from crcr.github.statuspush import RetryingGitHubStatusPush
 from crcr.config.loader import RelayConfig
-from crcr.config.secretfiles import GITHUB_TOKEN, usable_secret
+from crcr.config.secretfiles import GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_TOKEN, usable_secret
 from crcr.config.settings import Settings
+from crcr.github.check_run_text import check_run_fields
+from crcr.github.check_runs import GitHubCheckRuns
+from crcr.github.formatting import FormatterWithMaster
 from crcr.github.status_text import describe
-from crcr.names import BACKEND_PROPERTY, force_scheduler_name, status_context, upstream_scheduler_name
+from crcr.github.statuspush import RetryingGitHubStatusPush
+from crcr.names import (
+    BACKEND_PROPERTY, force_scheduler_name, pull_request_scheduler_name, status_context, upstream_scheduler_name,
+)
 
 
 def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
-    reporting = [b.name for b in relay.active_backends if b.reports_to_github]
+    reporting = [b for b in relay.active_backends if b.reports_to_github]
     if not reporting:
         return []
-    if not usable_secret(settings.secrets_dir, GITHUB_TOKEN):
+    # Only upstream, forced and pull request builds report: a bisection build's verdict (scheduler
+    # bisect-<backend>) covers the few tests it ran, not its commit. Buildbot's schedulers set the 'scheduler'
+    # property the generators check.
+    commits = [name for b in reporting for name in (upstream_scheduler_name(b.name), force_scheduler_name(b.name))]
+    pull_requests = [pull_request_scheduler_name(b.name) for b in reporting if b.builds_pull_requests]
+    with_app = usable_secret(settings.secrets_dir, GITHUB_APP_ID) and usable_secret(
+        settings.secrets_dir, GITHUB_APP_PRIVATE_KEY)
+    reporters = []
+    if usable_secret(settings.secrets_dir, GITHUB_TOKEN):
+        reporters.append(_status_push(reporting, commits + ([] if with_app else pull_requests), settings))
+    else:
         log.msg(
             f"crcr: GitHub status reporting is off: no usable secret '{GITHUB_TOKEN}' in {settings.secrets_dir} "
-            f"(backends that would report: {', '.join(reporting)})"
+            f"(backends that would report: {', '.join(b.name for b in reporting)})"
         )
-        return []
-    # Only upstream and forced builds report: a bisection build's verdict (scheduler bisect-<backend>)
-    # covers the few tests it ran, not its commit. Buildbot's schedulers set the 'scheduler' property this checks.
-    schedulers = [name for b in reporting for name in (upstream_scheduler_name(b), force_scheduler_name(b))]
-    # The repository comes from the change's `project` (settings.github_repo), set by the poller
-    # and the force schedulers, so a local mirror still reports to the right repository.
+    if with_app and pull_requests:
+        reporters.append(_check_runs(reporting, pull_requests, settings))
+    return reporters
+
+
+def _status_push(reporting: list, schedulers: list[str], settings: Settings) -> RetryingGitHubStatusPush:
+    builders = [b.name for b in reporting]
+    # describe gets the master: a cancelled PR build's status says why the relay cancelled it.
+    describe_build = FormatterWithMaster(describe, "plain", want_steps=True)
+    # The repository comes from the change's `project` (settings.github_repo), set by the poller, the force
+    # schedulers and the pull request service, so a local mirror still reports to the right repository.
+    return RetryingGitHubStatusPush(
+        token=util.Secret(GITHUB_TOKEN),
+        # The context follows the backend file's stem (a builder property), never a display name.
+        context=util.Interpolate(status_context(f"%(prop:{BACKEND_PROPERTY})s")),
+        baseURL=settings.github_api_url,
+        generators=[
+            BuildRequestGenerator(builders=builders, schedulers=schedulers, formatter=describe_build),
+            BuildStartEndStatusGenerator(
+                builders=builders,
+                schedulers=schedulers,
+                start_formatter=MessageFormatterRenderable(util.Interpolate("Running on %(prop:workername)s")),
+                end_formatter=describe_build,
+            ),
+        ],
+    )
+
+
+def _check_runs(reporting: list, schedulers: list[str], settings: Settings) -> GitHubCheckRuns:
+    return GitHubCheckRuns(
+        app_id=util.Secret(GITHUB_APP_ID),
+        private_key=util.Secret(GITHUB_APP_PRIVATE_KEY),
+        baseURL=settings.github_api_url,
+        generators=check_run_generators([b.name for b in reporting if b.builds_pull_requests], schedulers),
+    )
+
+
+def check_run_generators(builders: list[str] | None, schedulers: list[str] | None) -> list:
+    """Each event of a build request of `builders` asked for by `schedulers`: the check run's fields as the
+    formatter's body. The finished build's summary links each newly failing test to its suite's log (want_logs
+    gives the logs' URLs, not their contents)."""
+    fields = FormatterWithMaster(check_run_fields, "json")
+    fields_with_logs = FormatterWithMaster(check_run_fields, "json", want_steps=True, want_logs=True)
     return [
-        RetryingGitHubStatusPush(
-            token=util.Secret(GITHUB_TOKEN),
-            # The context follows the backend file's stem (a builder property), never a display name.
-            context=util.Interpolate(status_context(f"%(prop:{BACKEND_PROPERTY})s")),
-            baseURL=settings.github_api_url,
-            generators=[
-                BuildRequestGenerator(builders=reporting, schedulers=schedulers,
-                                      formatter=MessageFormatterFunction(describe, "plain")),
-                BuildStartEndStatusGenerator(
-                    builders=reporting,
-                    schedulers=schedulers,
-                    start_formatter=MessageFormatterRenderable(util.Interpolate("Running on %(prop:workername)s")),
-                    end_formatter=MessageFormatterFunction(describe, "plain", want_steps=True),
-                ),
-            ],
-        )
+        BuildRequestGenerator(builders=builders, schedulers=schedulers, formatter=fields),
+        BuildStartEndStatusGenerator(builders=builders, schedulers=schedulers, start_formatter=fields,
+                                     end_formatter=fields_with_logs),
     ]
