@@ -41,8 +41,8 @@ from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.www import commit_links
 from crcr.github.statuspush import RetryingGitHubStatusPush
 from crcr.names import (
-    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, STORE_SERVICE,
-    TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name,
+    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, PULL_REQUEST_PROPERTY,
+    STORE_SERVICE, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name,
     status_context, suite_step_name, upstream_scheduler_name,
 )
 from crcr.store.service import RelayStore
@@ -705,6 +705,17 @@ class CoveredCommitsStepTest(TestBuildStepMixin, TestReactorMixin, unittest.Test
     async def test_a_bisection_build_covers_nothing_and_starts_no_commit(self):
         await self.queued(self.shas)
         await self.make_step(**{BISECTION_PROPERTY: 7})
+        self.expect_outcome(SKIPPED)
+
+        await self.run_step()
+
+        self.assertEqual([row.started_at for row in await self.store.pending_commits(SILENT)], [None] * 3)
+
+    async def test_a_pull_request_build_covers_nothing_and_starts_no_commit(self):
+        # Its head may be an upstream commit too (a PR merged by fast-forward): its verdict is the PR's, not the
+        # commit's, so the commit's own build still decides it.
+        await self.queued(self.shas)
+        await self.make_step(**{PULL_REQUEST_PROPERTY: {"number": 7, "head_sha": self.shas[-1]}})
         self.expect_outcome(SKIPPED)
 
         await self.run_step()

@@ -12,11 +12,13 @@ from twisted.internet import defer
 
 from crcr.buildmaster import revisions
 
-from crcr.names import BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR
+from crcr.names import BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, PULL_REQUEST_PROPERTY
 
 
-def _not_a_bisection(step) -> bool:
-    return step.getProperty(BISECTION_PROPERTY) is None  # a bisection build covers nothing and is no commit's verdict
+def _an_upstream_commits_build(step) -> bool:
+    """A bisection build covers nothing and is no commit's verdict; a PR build's verdict is the PR's, even when its
+    head is an upstream commit too (a PR merged by fast-forward)."""
+    return step.getProperty(BISECTION_PROPERTY) is None and step.getProperty(PULL_REQUEST_PROPERTY) is None
 
 
 class CoveredCommits(BuildStep):
@@ -25,7 +27,7 @@ class CoveredCommits(BuildStep):
         self.commit_url = commit_url
         self.covered = 0
         # Shown only when the build covers commits: most builds build their own commit alone.
-        super().__init__(doStepIf=_not_a_bisection, hideStepIf=lambda results, step: not step.covered, **kwargs)
+        super().__init__(doStepIf=_an_upstream_commits_build, hideStepIf=lambda results, step: not step.covered, **kwargs)
 
     @defer.inlineCallbacks
     def run(self):
