@@ -3,6 +3,10 @@
 It answers POST /repos/{owner}/{repo}/statuses/{sha} like GitHub does (201 with the status) and
 can be told to fail or leave unanswered the next N requests, so tests can check what the relay does then.
 
+Told of a GitHub App (install_app), it also plays the App's side: GET /repos/{o}/{r}/installation and
+POST /app/installations/{id}/access_tokens answer only a JWT signed with the App's key and issued by its id (401
+otherwise), and POST /repos/{o}/{r}/check-runs and PATCH /repos/{o}/{r}/check-runs/{id} only a token it issued.
+
 It speaks HTTP/1.0 and closes each connection after its answer without saying so, as a server closing a
 keep-alive connection does: the relay's HTTP client then sometimes sends its next post on a connection
 already closed, never answered, and must post it again (Twisted never re-sends a POST by itself).
@@ -13,10 +17,19 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import jwt
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 STATUS_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/statuses/(?P<sha>[0-9a-f]{40})$")
+INSTALLATION_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/installation$")
+TOKEN_PATH = re.compile(r"^/app/installations/(?P<installation>\d+)/access_tokens$")
+CHECK_RUNS_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/check-runs$")
+CHECK_RUN_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/check-runs/(?P<id>\d+)$")
+TOKEN_LIFETIME = 3600  # seconds, as GitHub's installation tokens
 NO_ANSWER = 0  # Recorded.answered of a request left unanswered
 
 
@@ -40,6 +53,9 @@ class FakeGitHub:
         self._faults_left = 0
         self._faulty_sha: str | None = None
         self._fault = 500
+        self._app: tuple[str, object, int] | None = None  # (App id, its public key, installation id)
+        self._tokens: set[str] = set()  # installation tokens issued
+        self._check_runs: list[dict] = []  # each as created, then as updated; its "updates" lists each payload
         self._lock = threading.Lock()
         self._stopped = threading.Event()  # ends the wait of requests left unanswered
         self._server = _Server(("127.0.0.1", 0), self._handler())
@@ -71,6 +87,19 @@ class FakeGitHub:
         with self._lock:
             self._fault, self._faults_left, self._faulty_sha = fault, count, sha
 
+    def install_app(self, app_id: str, public_key, installation_id: int = 1) -> None:
+        """Play a GitHub App with this id and public key, installed on every repository."""
+        with self._lock:
+            self._app = (str(app_id), public_key, installation_id)
+
+    def check_runs(self, sha: str | None = None, name: str | None = None) -> list[dict]:
+        """Each check run (of commit `sha`, named `name`, if given) as it stands now, in the order they were
+        created, with its repository, its "updates" (every payload posted for it, in order) and the
+        Authorization header of its last update."""
+        with self._lock:
+            runs = [{**run, "updates": list(run["updates"])} for run in self._check_runs]
+        return [r for r in runs if (sha is None or r["head_sha"] == sha) and (name is None or r["name"] == name)]
+
     def statuses(self, sha: str | None = None, context: str | None = None) -> list[dict]:
         """The status payloads posted, in order, with the repository and sha they were posted to."""
         with self._lock:
@@ -91,11 +120,65 @@ class FakeGitHub:
                 found.append(status)
         return found
 
+    def _serve(self, method: str, path: str, headers, body: dict | None) -> tuple[int, dict]:
+        """GitHub's answer to a request, under the lock: its HTTP status and JSON."""
+        if method == "POST" and STATUS_PATH.match(path):
+            return 201, {"id": len(self.requests) + 1, **(body or {})}
+        if method == "GET" and INSTALLATION_PATH.match(path) and self._app:
+            return (200, {"id": self._app[2]}) if self._signed_by_app(headers) else _UNAUTHORIZED
+        if method == "POST" and (m := TOKEN_PATH.match(path)) and self._app and int(m["installation"]) == self._app[2]:
+            if not self._signed_by_app(headers):
+                return _UNAUTHORIZED
+            token = f"ghs_fake{len(self._tokens) + 1}"
+            self._tokens.add(token)
+            expires = datetime.fromtimestamp(time.time() + TOKEN_LIFETIME, timezone.utc)
+            return 201, {"token": token, "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        if method == "POST" and (m := CHECK_RUNS_PATH.match(path)) and body:
+            if not self._issued_token(headers):
+                return _UNAUTHORIZED
+            run = {"id": len(self._check_runs) + 1, "repo": m["repo"], **body, "updates": [body],
+                   "authorization": headers.get("Authorization")}
+            self._check_runs.append(run)
+            return 201, {k: v for k, v in run.items() if k not in ("updates", "authorization")}
+        if method == "PATCH" and (m := CHECK_RUN_PATH.match(path)) and body:
+            if not self._issued_token(headers):
+                return _UNAUTHORIZED
+            run = next((r for r in self._check_runs if r["id"] == int(m["id"]) and r["repo"] == m["repo"]), None)
+            if run is None:
+                return 404, {"message": "Not Found"}
+            run.update(body, authorization=headers.get("Authorization"))
+            run["updates"].append(body)
+            return 200, {k: v for k, v in run.items() if k not in ("updates", "authorization")}
+        return 404, {"message": "Not Found"}
+
+    def _signed_by_app(self, headers) -> bool:
+        """A JWT signed with the App's key, issued by its id, not expired, as GitHub checks it."""
+        app_id, public_key, _ = self._app
+        scheme, _, token = (headers.get("Authorization") or "").partition(" ")
+        try:
+            jwt.decode(token, public_key, algorithms=["RS256"], issuer=app_id, options={"require": ["iat", "exp"]})
+        except jwt.PyJWTError:
+            return False
+        return scheme == "Bearer"
+
+    def _issued_token(self, headers) -> bool:
+        scheme, _, token = (headers.get("Authorization") or "").partition(" ")
+        return scheme in ("Bearer", "token") and token in self._tokens
+
     def _handler(self):
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self._answer("GET")
+
             def do_POST(self):
+                self._answer("POST")
+
+            def do_PATCH(self):
+                self._answer("PATCH")
+
+            def _answer(self, method: str):
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 try:
@@ -105,16 +188,14 @@ class FakeGitHub:
                 with fake._lock:
                     faulty = fake._faults_left > 0 and (fake._faulty_sha or "") in self.path
                     fake._faults_left -= faulty
-                    code = fake._fault if faulty else 201 if STATUS_PATH.match(self.path) else 404
-                    fake.requests.append(Recorded("POST", self.path, dict(self.headers), body, code))
+                    code, answer = (fake._fault, None) if faulty else fake._serve(method, self.path, self.headers, body)
+                    fake.requests.append(Recorded(method, self.path, dict(self.headers), body, code))
                 if code == NO_ANSWER:
                     fake._stopped.wait()
                     return
                 if code == 500:
                     return self._reply(500, {"message": "Server Error (told to fail by the test)"})
-                if code == 404:
-                    return self._reply(404, {"message": "Not Found"})
-                return self._reply(201, {"id": len(fake.requests), **(body or {})})
+                return self._reply(code, answer)
 
             def _reply(self, code: int, payload: dict) -> None:
                 data = json.dumps(payload).encode()
@@ -128,3 +209,6 @@ class FakeGitHub:
                 pass
 
         return Handler
+
+
+_UNAUTHORIZED = (401, {"message": "Bad credentials"})
