@@ -339,7 +339,7 @@ def test_compose_master_keeps_its_database_in_the_postgres_service():
     assert depends == {"postgres": "service_healthy", "init": "service_completed_successfully"}
 
 
-def test_compose_worker_is_a_unit_of_a_declared_host_with_that_hosts_password_from_the_secrets_volume():
+def test_compose_worker_is_a_unit_of_a_declared_host_with_only_that_hosts_password():
     worker = environment("worker")
     host_of_unit = {unit.worker_name: host.name for host in load_relay_config(DEFAULTS).hosts for unit in host.units}
     host = host_of_unit.get(worker["CRCR_WORKER_NAME"])
@@ -348,10 +348,17 @@ def test_compose_worker_is_a_unit_of_a_declared_host_with_that_hosts_password_fr
     assert password.name == worker_password(host)
     volume, read_only = mounts("worker")[str(password.parent)]
     assert read_only
-    for name in ("init", "master"):
-        assert mounts(name).get(environment(name)["CRCR_SECRETS_DIR"]) == (volume, False), name
+    # Builds run any upstream commit's or pull request's code: the master's secrets volume is not the worker's.
+    secrets_volume, _ = mounts("master")[environment("master")["CRCR_SECRETS_DIR"]]
+    assert secrets_volume not in {v for v, _ in mounts("worker").values()}
+    assert volume not in {v for v, _ in mounts("master").values()}
+    secrets_dir = environment("init")["CRCR_SECRETS_DIR"]
+    assert mounts("init")[secrets_dir] == (secrets_volume, False)
+    copy_to = next(target for target, (v, _) in mounts("init").items() if v == volume)
     init = SERVICES["init"]["command"][-1]
     assert f"crcr worker ensure-password {host}" in init, "init makes the host's password file"
+    assert f"install -D -m 600 {secrets_dir}/{password.name} {copy_to}/{password.name}" in init, (
+        "init hands the worker its host's password, and only that")
 
 
 def test_compose_demo_upstream_is_at_the_same_path_for_init_master_and_worker():
