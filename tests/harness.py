@@ -83,6 +83,19 @@ class Upstream:
     def push(self, branch: str) -> None:
         self.git("push", "-q", "origin", branch)
 
+    def pull_request(self, number: int, message: str, files: dict[str, str], base: str = "main") -> str:
+        """A commit on top of the PR's previous head (else on `base`), pushed where GitHub keeps a PR's head in the
+        upstream repository itself (refs/pull/<number>/head); returns its sha."""
+        ref = f"refs/pull/{number}/head"
+        known = run(["git", "-C", self.bare, "rev-parse", "--verify", "-q", ref], check=False).stdout.strip()
+        if known:
+            self.git("fetch", "-q", "origin", ref)
+        self.git("checkout", "-q", "--detach", known or base)
+        sha = self.commit(message, files, branch="HEAD", push=False)
+        self.git("push", "-q", "-f", "origin", f"HEAD:{ref}")
+        self.git("checkout", "-q", "main")
+        return sha
+
     def branch_from(self, new_branch: str, start: str = "main") -> None:
         self.git("checkout", "-q", "-b", new_branch, start)
         self.git("push", "-q", "origin", new_branch)

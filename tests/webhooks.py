@@ -81,3 +81,31 @@ def deliver(relay, event: str, fixture: str, overrides: dict[str, Any] | None = 
     if secret is not None:
         headers["X-Hub-Signature-256"] = sign(body, secret)
     return post(relay.web_url, event, body, headers)
+
+
+def pull_request_event(action: str, number: int, head: str, upstream, labels=(), draft=False,
+                       association="MEMBER", label: str | None = None, state: str = "open",
+                       merged: bool = False, base: str = "main") -> dict:
+    """The real `pull_request` payload of `action`: its fixture and the rewrites that point it at the test's upstream
+    (an Upstream of tests/harness.py, as pytorch/pytorch), PR `number` with head `head` based on `base`, for
+    deliver_pull_request."""
+    label_shape = load_fixture("pull_request.labeled")["label"]
+    overrides = {
+        "action": action, "number": number, "pull_request.number": number, "pull_request.draft": draft,
+        "pull_request.author_association": association, "pull_request.state": state,
+        "pull_request.merged": merged, "pull_request.html_url": f"https://github.com/pytorch/pytorch/pull/{number}",
+        "pull_request.labels": [{**label_shape, "name": name} for name in labels],
+        "pull_request.head.sha": head, "pull_request.head.ref": f"feature-{number}",
+        "pull_request.base.sha": upstream.git("rev-parse", base), "pull_request.base.ref": "main",
+        "pull_request.base.repo.full_name": "pytorch/pytorch", "pull_request.base.repo.clone_url": upstream.url,
+        **about_repository("pytorch/pytorch", upstream.url),
+    }
+    if label is not None:
+        overrides["label"] = {**label_shape, "name": label}
+    fixture = "pull_request.labeled" if action in ("labeled", "unlabeled") else "pull_request.opened"
+    return {"fixture": fixture, "overrides": overrides}
+
+
+def deliver_pull_request(relay, event: dict, delivery: str | None = None, secret: str = WEBHOOK_SECRET) -> int:
+    """POSTs a pull_request_event, signed with `secret`; returns the HTTP status."""
+    return deliver(relay, "pull_request", event["fixture"], event["overrides"], secret=secret, delivery=delivery)

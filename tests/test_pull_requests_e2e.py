@@ -1,0 +1,217 @@
+"""Pull requests end to end: real GitHub pull_request payloads, signed, delivered to a real master's webhook; real
+workers build the PR's head fetched from the upstream repository as refs/pull/<n>/head.
+
+Three backends follow the same upstream, each on its own unit: `three` (L3), `four` (L4) and `two` (L2, which
+never builds PRs). A PR's test can hold its build until the test opens a gate, so that a push, an unlabel or a
+close finds it running.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import make_upstream, prepare_relay, running, write_secret
+from harness import wait_until
+from webhooks import WEBHOOK_SECRET, deliver_pull_request, pull_request_event
+
+pytestmark = pytest.mark.e2e
+
+SUITE = {"name": "pr", "command": "python -m pytest test/test_pr.py -q --junitxml=$CRCR_RESULTS_DIR/pr.xml",
+         "timeout": 240}
+LEVELS = {"three": "L3", "four": "L4", "two": "L2"}
+HOSTS = {"pr-lab": {"devices": {name: 1 for name in LEVELS}, "admin": "PR Lab <lab@example.com>"}}
+CANCELLED = 6  # Buildbot's result code
+
+PASSING = "def test_ok():\n    assert True\n"
+KNOWN_FAILURE = "def test_known():\n    assert False, 'fails on main'\n"
+NEW_FAILURE = "def test_new():\n    assert False, 'the PR broke it'\n"
+
+
+def holding(gate: str) -> str:
+    """A test that waits (at most 4 minutes) until the test opens the gate `gate` of the backend running it."""
+    return ("import os, time\nfrom pathlib import Path\n\n\n"
+            "def test_held():\n"
+            f"    gate = Path(os.environ['GATES']) / (os.environ['BACKEND'] + '-{gate}')\n"
+            "    for _ in range(1200):\n"
+            "        if gate.exists():\n"
+            "            return\n"
+            "        time.sleep(0.2)\n"
+            "    raise AssertionError('the gate never opened')\n")
+
+
+@pytest.fixture(scope="module")
+def gates(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("gates")
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory):
+    return make_upstream(tmp_path_factory.mktemp("pr-upstream"))
+
+
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory, upstream, github, gates):
+    root = tmp_path_factory.mktemp("pr-relay")
+    backends = {
+        name: {"description": f"{level} test backend", "maintainers": ["octocat"], "level": level, "device": name,
+               "branches": ["main"], "timeout": 300, "queue": "every",
+               "env": {"GATES": str(gates), "BACKEND": name}, "suites": [SUITE]}
+        for name, level in LEVELS.items()
+    }
+    master, workers = prepare_relay(root, upstream, github, backends, hosts=HOSTS)
+    write_secret(root / "secrets", "github-webhook-secret", WEBHOOK_SECRET + "\n")
+    with running(master, workers):
+        yield master
+
+
+def open_gate(gates: Path, backend: str, gate: str) -> None:
+    (gates / f"{backend}-{gate}").touch()
+
+
+def send(relay, event: dict, delivery: str | None = None) -> None:
+    status = deliver_pull_request(relay, event, delivery=delivery)
+    assert status == 200, f"the relay answered {status}\n--- master log ---\n{relay.log_tail()}"
+
+
+def requests_of(relay, number: int) -> list[dict]:
+    """The build requests of PR `number` on any backend: {backend, sha, complete, results, buildrequestid}."""
+    builders = {b["builderid"]: b["name"] for b in relay.get("builders")["builders"]}
+    found = []
+    for buildset in relay.get("buildsets")["buildsets"]:
+        stamp = buildset["sourcestamps"][0]
+        if stamp["branch"] != f"refs/pull/{number}/head":
+            continue
+        for request in relay.get(f"buildrequests?buildsetid={buildset['bsid']}")["buildrequests"]:
+            found.append({"backend": builders[request["builderid"]], "sha": stamp["revision"],
+                          "complete": request["complete"], "results": request["results"],
+                          "buildrequestid": request["buildrequestid"]})
+    return found
+
+
+def backends_asked(relay, number: int) -> set[str]:
+    return {r["backend"] for r in requests_of(relay, number)}
+
+
+def running_build(relay, backend: str, sha: str) -> dict:
+    def started():
+        return next((b for b in relay.builds_of(backend, sha) if not b["complete"]), None)
+    return wait_until(started, 120, f"a running build of {backend} at {sha[:10]}")
+
+
+def final_status(github, backend: str, sha: str, timeout: float = 90) -> dict:
+    def final():
+        statuses = github.statuses(sha=sha, context=f"crcr/{backend}")
+        return statuses[-1] if statuses and statuses[-1]["state"] != "pending" else None
+    return wait_until(final, timeout, f"a final crcr/{backend} status on {sha[:10]}")
+
+
+def test_l4_builds_a_pr_of_a_trusted_author_and_reports_on_its_head(relay, upstream, github):
+    head = upstream.pull_request(21, "A PR that passes", {"test/test_pr.py": PASSING})
+    send(relay, pull_request_event("opened", 21, head, upstream))
+    # The receiver answers once it has scheduled: what it asked for is there already.
+    assert backends_asked(relay, 21) == {"four"}
+    build = relay.wait_for_finished_build("four", head)
+    assert build["results"] == 0
+    status = final_status(github, "four", head)
+    assert status["state"] == "success"
+    assert status["target_url"].endswith(f"#/builders/{build['builderid']}/builds/{build['number']}")
+    assert not github.statuses(sha=head, context="crcr/three") and not github.statuses(sha=head, context="crcr/two")
+
+
+def test_l4_leaves_a_draft_alone_until_it_is_ready_for_review(relay, upstream):
+    head = upstream.pull_request(22, "A draft", {"test/test_pr.py": PASSING})
+    send(relay, pull_request_event("opened", 22, head, upstream, draft=True))
+    assert backends_asked(relay, 22) == set()
+    send(relay, pull_request_event("ready_for_review", 22, head, upstream))
+    assert backends_asked(relay, 22) == {"four"}
+    assert relay.wait_for_finished_build("four", head)["results"] == 0
+
+
+def test_l3_builds_once_labeled_and_stops_when_the_label_is_removed(relay, upstream, github, gates):
+    head = upstream.pull_request(23, "A PR held until unlabeled", {"test/test_pr.py": holding("23")})
+    send(relay, pull_request_event("opened", 23, head, upstream, association="CONTRIBUTOR"))
+    assert backends_asked(relay, 23) == set()  # four waits for the label too: the author is not trusted
+    send(relay, pull_request_event("labeled", 23, head, upstream, labels=["ciflow/oot/three"],
+                                   association="CONTRIBUTOR", label="ciflow/oot/three"))
+    running_build(relay, "three", head)
+    send(relay, pull_request_event("unlabeled", 23, head, upstream, association="CONTRIBUTOR",
+                                   label="ciflow/oot/three"))
+    status = final_status(github, "three", head)
+    assert status["description"] == "Label ciflow/oot/three removed"
+    assert [r["results"] for r in requests_of(relay, 23) if r["backend"] == "three"] == [CANCELLED]
+
+
+def test_a_new_push_supersedes_the_old_heads_build(relay, upstream, github, gates):
+    old = upstream.pull_request(24, "First version", {"test/test_pr.py": holding("24")})
+    send(relay, pull_request_event("opened", 24, old, upstream))
+    running_build(relay, "four", old)
+    new = upstream.pull_request(24, "Second version", {"test/test_pr.py": PASSING})
+    send(relay, pull_request_event("synchronize", 24, new, upstream))
+    assert final_status(github, "four", old)["description"] == f"Superseded by {new[:10]}"
+    assert relay.wait_for_finished_build("four", new)["results"] == 0
+    assert final_status(github, "four", new)["state"] == "success"
+    assert [(r["sha"], r["results"]) for r in requests_of(relay, 24)] == [(old, CANCELLED), (new, 0)]
+
+
+def test_closing_a_pr_cancels_its_builds(relay, upstream, github, gates):
+    head = upstream.pull_request(25, "Closed while building", {"test/test_pr.py": holding("25")})
+    send(relay, pull_request_event("opened", 25, head, upstream, labels=["ciflow/oot/three"]))
+    running_build(relay, "three", head)
+    running_build(relay, "four", head)
+    send(relay, pull_request_event("closed", 25, head, upstream, labels=["ciflow/oot/three"], state="closed"))
+    for backend in ("three", "four"):
+        assert final_status(github, backend, head)["description"] == "Closed"
+    assert {r["results"] for r in requests_of(relay, 25)} == {CANCELLED}
+
+
+def test_a_first_time_contributors_pr_waits_for_a_maintainers_label(relay, upstream, github):
+    head = upstream.pull_request(26, "From a fork", {"test/test_pr.py": PASSING})
+    send(relay, pull_request_event("opened", 26, head, upstream, association="FIRST_TIME_CONTRIBUTOR"))
+    assert backends_asked(relay, 26) == set()
+    waiting = github.statuses(sha=head, context="crcr/four")
+    assert [(s["state"], s["description"]) for s in waiting] == [
+        ("pending", "Waiting for a maintainer to add ciflow/oot/four (PR author not trusted)")]
+    send(relay, pull_request_event("labeled", 26, head, upstream, labels=["ciflow/oot/four"],
+                         association="FIRST_TIME_CONTRIBUTOR", label="ciflow/oot/four"))
+    assert relay.wait_for_finished_build("four", head)["results"] == 0
+    # Their next push runs only once a maintainer labels it again.
+    newer = upstream.pull_request(26, "From a fork, again", {"test/test_pr.py": PASSING + "\n"})
+    send(relay, pull_request_event("synchronize", 26, newer, upstream, labels=["ciflow/oot/four"],
+                         association="FIRST_TIME_CONTRIBUTOR"))
+    assert [r["sha"] for r in requests_of(relay, 26)] == [head]
+    assert github.statuses(sha=newer, context="crcr/four")[-1]["description"] == (
+        "Waiting for a maintainer to add ciflow/oot/four again (PR author not trusted)")
+
+
+def test_a_redelivered_event_is_not_acted_on_twice(relay, upstream):
+    head = upstream.pull_request(27, "Delivered twice", {"test/test_pr.py": PASSING})
+    event = pull_request_event("opened", 27, head, upstream)
+    send(relay, event, delivery="delivery-27")
+    relay.wait_for_finished_build("four", head)
+    send(relay, event, delivery="delivery-27")
+    assert len(requests_of(relay, 27)) == 1
+
+
+def test_a_prs_new_failures_are_those_its_merge_base_did_not_have(relay, upstream, github):
+    main_tree = {"test/test_pr.py": PASSING + "\n\n" + KNOWN_FAILURE}
+    merge_base = upstream.commit("Main with a known failure", main_tree)
+    relay.wait_for_finished_build("four", merge_base, timeout=120)
+    head = upstream.pull_request(28, "Breaks test_new", {"test/test_pr.py": main_tree["test/test_pr.py"] + "\n\n"
+                                                                          + NEW_FAILURE}, base=merge_base)
+    # Main moves on and fixes test_known: compared with main's tip the PR would have two new failures.
+    tip = upstream.commit("Main fixes test_known", {"test/test_pr.py": PASSING})
+    relay.wait_for_finished_build("four", tip, timeout=120)
+    send(relay, pull_request_event("opened", 28, head, upstream, base=merge_base))
+    relay.wait_for_finished_build("four", head)
+    assert final_status(github, "four", head)["description"].startswith(
+        f"1 passed, 2 failed (1 new vs main@{merge_base[:10]})")
+
+
+def test_without_a_build_of_main_before_it_the_pr_says_so(relay, upstream, github):
+    never_built = upstream.git("rev-list", "--max-parents=0", "main")
+    head = upstream.pull_request(29, "On main's first commit", {"test/test_pr.py": NEW_FAILURE}, base=never_built)
+    send(relay, pull_request_event("opened", 29, head, upstream, base=never_built))
+    relay.wait_for_finished_build("four", head)
+    assert "no main build" in final_status(github, "four", head)["description"]
