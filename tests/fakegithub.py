@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 STATUS_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/statuses/(?P<sha>[0-9a-f]{40})$")
@@ -40,6 +42,15 @@ class Recorded:
     headers: dict
     body: dict | None
     answered: int  # the HTTP status the fake replied with, or NO_ANSWER
+
+
+def rsa_key_pair() -> tuple[str, object]:
+    """A fresh GitHub App key (PEM, as GitHub hands it out) and its public half, for install_app: no key file in
+    the repository."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                            serialization.NoEncryption()).decode()
+    return pem, key.public_key()
 
 
 class _Server(ThreadingHTTPServer):

@@ -22,7 +22,8 @@ from crcr.names import (
     BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, TESTS_PROPERTY, suite_step_name,
 )
 from crcr.suites.results import SuiteResults
-from test_github_app import NOW, iso, rsa_key_pair
+from fakegithub import rsa_key_pair
+from test_github_app import NOW, iso
 
 API = "https://api.github.test"
 URL = "http://relay.test/"

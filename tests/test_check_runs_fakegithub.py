@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from fakegithub import FakeGitHub
-from test_github_app import rsa_key_pair
+from fakegithub import rsa_key_pair
 
 APP_ID = "12345"
 SHA = "c" * 40

@@ -4,8 +4,6 @@ fake clock moves time to the token's refresh."""
 from __future__ import annotations
 
 import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from twisted.internet import defer
 from twisted.trial import unittest
 
@@ -15,6 +13,7 @@ from buildbot.test.reactor import TestReactorMixin
 from buildbot.util import httpclientservice
 
 from crcr.github.app import ACCEPT, REFRESH_BEFORE, GitHubApp, GitHubAppError
+from fakegithub import rsa_key_pair
 
 API = "https://api.github.test"
 APP_ID = "12345"
@@ -22,14 +21,6 @@ REPO = "pytorch/pytorch"
 INSTALLATION = 77
 NOW = 1_796_300_000  # 2026-12-03T10:13:20Z: the fake clock runs in Unix time, as the reactor's does
 HOUR = 3600
-
-
-def rsa_key_pair() -> tuple[str, object]:
-    """A fresh App key (PEM, as GitHub hands it out) and its public half: no key file in the repository."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                            serialization.NoEncryption()).decode()
-    return pem, key.public_key()
 
 
 def iso(unix_time: float) -> str:

@@ -1,0 +1,107 @@
+"""Check runs end to end: with a GitHub App's id and key as secrets, an L4 backend's PR builds are reported as check
+runs named crcr/<backend>, through the App's installation token, by a real master; upstream commits keep their
+commit statuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import make_upstream, prepare_relay, running, write_secret
+from crcr.config.secretfiles import GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET
+from fakegithub import FakeGitHub, rsa_key_pair
+from harness import wait_until
+from webhooks import WEBHOOK_SECRET, deliver_pull_request, pull_request_event
+
+pytestmark = pytest.mark.e2e
+
+APP_ID = "4242"
+BACKEND = "checked"
+HOSTS = {"check-lab": {"devices": {"check": 1}, "admin": "Check Lab <lab@example.com>"}}
+GATE_TEST = ("import os, time\nfrom pathlib import Path\n\n\n"
+             "def test_held():\n"
+             "    for _ in range(1200):\n"
+             "        if (Path(os.environ['GATES']) / 'open').exists():\n"
+             "            return\n"
+             "        time.sleep(0.2)\n")
+NEW_FAILURE = "def test_ok():\n    assert True\n\n\ndef test_new():\n    assert False, 'the PR broke it'\n"
+
+
+@pytest.fixture(scope="module")
+def github():
+    """A GitHub of this module's own, playing the App."""
+    server = FakeGitHub().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, github):
+    root = tmp_path_factory.mktemp("check-runs")
+    upstream = make_upstream(root / "upstream")
+    gates = root / "gates"
+    gates.mkdir()
+    backends = {BACKEND: {
+        "description": "L4 backend reporting PRs as check runs", "maintainers": ["octocat"], "level": "L4",
+        "device": "check", "branches": ["main"], "timeout": 300, "env": {"GATES": str(gates)},
+        "suites": [{"name": "pr", "command": "python -m pytest test/test_pr.py -q --junitxml=$CRCR_RESULTS_DIR/pr.xml",
+                    "timeout": 240}],
+    }}
+    master, workers = prepare_relay(root, upstream, github, backends, hosts=HOSTS)
+    pem, public_key = rsa_key_pair()
+    github.install_app(APP_ID, public_key)
+    write_secret(root / "secrets", GITHUB_APP_ID, APP_ID + "\n")
+    write_secret(root / "secrets", GITHUB_APP_PRIVATE_KEY, pem)
+    write_secret(root / "secrets", GITHUB_WEBHOOK_SECRET, WEBHOOK_SECRET + "\n")
+    with running(master, workers):
+        yield master, upstream, gates
+
+
+def check_run(github, sha: str, completed: bool = True) -> dict:
+    def found():
+        runs = github.check_runs(sha=sha, name=f"crcr/{BACKEND}")
+        return runs[-1] if runs and (runs[-1]["status"] == "completed" or not completed) else None
+    return wait_until(found, 120, f"the check run of {sha[:10]}{' to complete' if completed else ''}")
+
+
+def send(relay, event: dict) -> None:
+    status = deliver_pull_request(relay, event)
+    assert status == 200, f"the relay answered {status}\n--- master log ---\n{relay.log_tail()}"
+
+
+def test_a_pr_build_is_a_check_run_from_queued_to_its_conclusion(setup, github):
+    relay, upstream, _ = setup
+    head = upstream.pull_request(41, "Breaks test_new", {"test/test_pr.py": NEW_FAILURE})
+    send(relay, pull_request_event("opened", 41, head, upstream))
+    build = relay.wait_for_finished_build(BACKEND, head)
+    run = check_run(github, head)
+    assert [u.get("status") for u in run["updates"]] == ["queued", "in_progress", "completed"]
+    assert run["conclusion"] == "failure"
+    assert run["details_url"].endswith(f"#/builders/{build['builderid']}/builds/{build['number']}")
+    summary = run["output"]["summary"]
+    assert "test_new" in summary and "/logs/" in summary, summary
+    assert run["authorization"].startswith("token ") or run["authorization"].startswith("Bearer ")
+    # Reported as a check run only: no commit status of the same name on the head.
+    assert github.statuses(sha=head, context=f"crcr/{BACKEND}") == []
+
+
+def test_a_superseded_pr_build_concludes_neutral(setup, github):
+    relay, upstream, gates = setup
+    old = upstream.pull_request(42, "First version", {"test/test_pr.py": GATE_TEST})
+    send(relay, pull_request_event("opened", 42, old, upstream))
+    wait_until(lambda: any(not b["complete"] for b in relay.builds_of(BACKEND, old)), 120, "the old head's build")
+    new = upstream.pull_request(42, "Second version", {"test/test_pr.py": "def test_ok():\n    assert True\n"})
+    send(relay, pull_request_event("synchronize", 42, new, upstream))
+    superseded = check_run(github, old)
+    assert (superseded["conclusion"], superseded["output"]["title"]) == ("neutral", f"Superseded by {new[:10]}")
+    assert check_run(github, new)["conclusion"] == "success"
+    (gates / "open").touch()
+
+
+def test_upstream_commits_keep_their_commit_statuses(setup, github):
+    relay, upstream, _ = setup
+    sha = upstream.commit("An upstream commit")
+    build = relay.wait_for_finished_build(BACKEND, sha)
+    final = {0: "success", 2: "failure"}[build["results"]]
+    wait_until(lambda: [s["state"] for s in github.statuses(sha=sha, context=f"crcr/{BACKEND}")][-1:] == [final],
+               60, "the upstream commit's final status")
+    assert github.check_runs(sha=sha) == []
