@@ -1,5 +1,6 @@
-"""End to end: an upstream test that prints the build's whole environment and reads every file of its worker's
-folders (and what /proc shows of the processes above it) finds none of the relay's secrets.
+"""End to end: a pull request from a first-time contributor, labeled by a maintainer, whose test prints the build's
+whole environment and reads every file of its worker's folders (and what /proc shows of the processes above it),
+finds none of the relay's secrets.
 
 Secrets stay on the master: the GitHub token and the webhook secret never leave it, and the worker's password
 reaches the worker process on its standard input when it starts (hostsetup.py), so it is in no file of the
@@ -22,13 +23,16 @@ from configfiles import write_secret
 from crcr.config.secretfiles import GITHUB_TOKEN, GITHUB_WEBHOOK_SECRET, worker_password
 from harness import WorkerProcess
 from snooping import hostile_test_file
+from webhooks import deliver_pull_request, pull_request_event
 
 pytestmark = pytest.mark.e2e
 
 HOST = "snoop-host"
 UNIT = f"{HOST}-snoop-0"
 HOSTS = {HOST: {"devices": {"snoop": 1}, "admin": "Snoop Lab <snoop@example.com>"}}
-BACKENDS = {"snoop-l1": backend("L1", "snoop", [suite("snoop", "test/test_snoop.py")])}
+BACKEND = "snoop-l4"
+LABEL = f"ciflow/oot/{BACKEND}"
+BACKENDS = {BACKEND: backend("L4", "snoop", [suite("snoop", "test/test_snoop.py")])}
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +47,7 @@ def secret_values() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def snooped(tmp_path_factory, github, secret_values):
-    """The build of an upstream commit adding the hostile test, and the report that test wrote."""
+    """The build of a pull request adding the hostile test, and the report that test wrote."""
     root = tmp_path_factory.mktemp("worker-secrets")
     upstream = make_upstream(root / "upstream")
     master, _ = prepare_relay(root, upstream, github, BACKENDS, token=False, hosts=HOSTS)
@@ -55,8 +59,12 @@ def snooped(tmp_path_factory, github, secret_values):
     worker = WorkerProcess(root / "worker-hosts" / UNIT, UNIT, password, int(master.env["CRCR_WORKER_PORT"]))
     report = root / "snooped.json"
     with running(master, [worker]):
-        sha = upstream.commit("A test that looks around", {"test/test_snoop.py": hostile_test_file(report)})
-        build = master.wait_for_finished_build("snoop-l1", sha)
+        head = upstream.pull_request(66, "A test that looks around", {"test/test_snoop.py": hostile_test_file(report)})
+        labeled = pull_request_event("labeled", 66, head, upstream, labels=[LABEL], label=LABEL,
+                                     association="FIRST_TIME_CONTRIBUTOR")
+        # The webhook secret of this relay is the test's distinctive one.
+        assert deliver_pull_request(master, labeled, secret=secret_values["the webhook secret"]) == 200
+        build = master.wait_for_finished_build(BACKEND, head)
     assert report.exists(), f"the hostile test ran: {master.steps(build)}"
     return build, worker, report.read_text()
 
@@ -72,7 +80,7 @@ def test_the_hostile_test_saw_the_build_environment_the_worker_folder_and_the_wo
     build, worker, text = snooped
     found = json.loads(text)
     assert build["results"] == SUCCESS
-    assert found["environ"]["CRCR_BACKEND"] == "snoop-l1", "it printed the build's environment"
+    assert found["environ"]["CRCR_BACKEND"] == BACKEND, "it printed the build's environment"
     assert found["worker_dir"] == str(worker.basedir)
     assert "buildbot.tac" in found["worker_files"] and "twistd.log" in found["worker_files"], sorted(
         found["worker_files"]
