@@ -27,7 +27,8 @@ class CoveredCommits(BuildStep):
         self.commit_url = commit_url
         self.covered = 0
         # Shown only when the build covers commits: most builds build their own commit alone.
-        super().__init__(doStepIf=_an_upstream_commits_build, hideStepIf=lambda results, step: not step.covered, **kwargs)
+        super().__init__(doStepIf=_an_upstream_commits_build, hideStepIf=lambda results, step: not step.covered,
+                         **kwargs)
 
     @defer.inlineCallbacks
     def run(self):

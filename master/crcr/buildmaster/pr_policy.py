@@ -42,7 +42,8 @@ class PullRequest:
             number=int(pr["number"]), head_sha=pr["head"]["sha"], draft=bool(pr.get("draft")),
             labels=frozenset(label["name"] for label in pr.get("labels") or []),
             author=(pr.get("user") or {}).get("login", ""), author_association=pr.get("author_association", "NONE"),
-            merged=bool(pr.get("merged")), open=pr.get("state", "open") == "open", url=pr.get("html_url", ""), title=pr.get("title", ""),
+            merged=bool(pr.get("merged")), open=pr.get("state", "open") == "open", url=pr.get("html_url", ""),
+            title=pr.get("title", ""),
             base_branch=pr["base"]["ref"], base_sha=pr["base"]["sha"],
         )
 
