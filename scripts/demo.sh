@@ -20,14 +20,17 @@ else
 fi
 
 # The host's workers, made with the very commands `crcr worker register` prints for a lab admin (their
-# paragraph: the password file, then create-worker per unit); the demo host's venv is this repository's.
+# create-worker paragraph); the demo host's venv is this repository's. Each unit gets the host's password on its
+# standard input, as systemd hands it over on a real host (the demo reads the master's copy: one machine).
 workers=$state/workers
 mkdir -p "$workers"
 ln -sfn "$root/.venv" "$workers/venv"
 crcr worker show "$host" --host-dir "$workers" --master "localhost:${CRCR_WORKER_PORT:-9989}" |
   awk -v RS= '/ create-worker /' | bash -e >/dev/null
+secrets=${CRCR_SECRETS_DIR:-secrets}
+[[ $secrets = /* ]] || secrets=$root/$secrets  # relative to the repository, as the relay reads it
 for unit in $(crcr worker units "$host"); do
-  running "$workers/$unit" || buildbot-worker start --quiet "$workers/$unit"
+  running "$workers/$unit" || buildbot-worker start --quiet "$workers/$unit" <"$secrets/worker-$host"
 done
 
 "$root/scripts/init-demo-upstream.sh" "$state" "Demo change at $(date -u +%H:%M:%S)"
