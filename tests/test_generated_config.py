@@ -130,7 +130,7 @@ def test_builder_tags_description_and_properties(dirs):
 def test_builder_steps_in_order(dirs):
     builders = builders_by_name(config_for(dirs))
 
-    common = ["commits covered", "checkout upstream", "prepare build folder"]
+    common = ["pull request", "commits covered", "checkout upstream", "prepare build folder"]
     assert step_names(builders["alpha"]) == common + ["setup 1", "setup 2", "suite unit", "suite integration"]
     assert step_names(builders["beta"]) == common + ["suite smoke"]
     assert steps_by_name(builders["beta"])["prepare build folder"].kwargs["shipped"] == {}, "no pytest suite: no plugin"

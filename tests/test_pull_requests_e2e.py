@@ -114,6 +114,10 @@ def test_l4_builds_a_pr_of_a_trusted_author_and_reports_on_its_head(relay, upstr
     assert backends_asked(relay, 21) == {"four"}
     build = relay.wait_for_finished_build("four", head)
     assert build["results"] == 0
+    (link,) = [step for step in relay.steps(build) if step["name"] == "pull request"]
+    assert link["state_string"] == "PR #21 by Codertocat"  # the fixture's author
+    assert [(u["name"], u["url"]) for u in link["urls"]] == [
+        ("PR #21: Update the README with new information.", "https://github.com/pytorch/pytorch/pull/21")]
     status = final_status(github, "four", head)
     assert status["state"] == "success"
     assert status["target_url"].endswith(f"#/builders/{build['builderid']}/builds/{build['number']}")

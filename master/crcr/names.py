@@ -47,6 +47,7 @@ GITHUB_DESCRIPTION_LIMIT = 140
 
 # Step names: the waterfall shows them, the status texts find the suites by the prefix.
 COVERED_STEP = "commits covered"  # lists the queued commits a build covers, with links
+PULL_REQUEST_STEP = "pull request"  # a PR build's: which PR, linked
 CHECKOUT_STEP = "checkout upstream"
 PREPARE_STEP = "prepare build folder"  # empties the results folder, ships the selection plugin and specs
 SUITE_STEP_PREFIX = "suite "

@@ -13,9 +13,13 @@ from crcr.buildmaster.budget import BudgetedShellCommand
 from crcr.buildmaster.build_folder import PrepareBuildFolder
 from crcr.buildmaster.checkout import UpstreamCheckout
 from crcr.buildmaster.covered_step import CoveredCommits
+from crcr.buildmaster.pull_request_step import PullRequestLink
 from crcr.buildmaster.suite_step import SuiteStep
 from crcr.buildmaster.www import commit_links
-from crcr.names import CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, PREPARE_STEP, SETUP_STEP_PREFIX, suite_step_name
+from crcr.names import (
+    CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, PREPARE_STEP, PULL_REQUEST_STEP, SETUP_STEP_PREFIX,
+    suite_step_name,
+)
 
 UPSTREAM_DIR = "upstream"
 RESULTS_DIR = "results"
@@ -49,6 +53,7 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
     """`selections`: the plugin spec of each pytest suite, as the loader read it (RelayConfig.selections)."""
     env = build_environment(backend)
     factory = util.BuildFactory()
+    factory.addStep(PullRequestLink(name=PULL_REQUEST_STEP))
     factory.addStep(CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)))
     # Blobless and incremental ('fresh' keeps .git): pytorch's history is huge, its blobs more so (checkout.py).
     factory.addStep(
