@@ -31,6 +31,7 @@ INSTALLATION_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/installation$")
 TOKEN_PATH = re.compile(r"^/app/installations/(?P<installation>\d+)/access_tokens$")
 CHECK_RUNS_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/check-runs$")
 CHECK_RUN_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/check-runs/(?P<id>\d+)$")
+PERMISSION_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/collaborators/(?P<login>[^/]+)/permission$")
 TOKEN_LIFETIME = 3600  # seconds, as GitHub's installation tokens
 NO_ANSWER = 0  # Recorded.answered of a request left unanswered
 
@@ -67,6 +68,7 @@ class FakeGitHub:
         self._app: tuple[str, object, int] | None = None  # (App id, its public key, installation id)
         self._tokens: set[str] = set()  # installation tokens issued
         self._check_runs: list[dict] = []  # each as created, then as updated; its "updates" lists each payload
+        self._permissions: dict[str, str] = {}  # login -> GitHub's coarse permission on every repository
         self._lock = threading.Lock()
         self._stopped = threading.Event()  # ends the wait of requests left unanswered
         self._server = _Server(("127.0.0.1", 0), self._handler())
@@ -97,6 +99,11 @@ class FakeGitHub:
     def _next_faults(self, fault: int, count: int, sha: str | None) -> None:
         with self._lock:
             self._fault, self._faults_left, self._faulty_sha = fault, count, sha
+
+    def grant(self, login: str, permission: str) -> None:
+        """Give `login` a permission ('admin', 'write', 'read') on every repository; others are no collaborators."""
+        with self._lock:
+            self._permissions[login] = permission
 
     def install_app(self, app_id: str, public_key, installation_id: int = 1) -> None:
         """Play a GitHub App with this id and public key, installed on every repository."""
@@ -135,6 +142,12 @@ class FakeGitHub:
         """GitHub's answer to a request, under the lock: its HTTP status and JSON."""
         if method == "POST" and STATUS_PATH.match(path):
             return 201, {"id": len(self.requests) + 1, **(body or {})}
+        if method == "GET" and (m := PERMISSION_PATH.match(path)):
+            if not headers.get("Authorization"):
+                return _UNAUTHORIZED
+            if m["login"] not in self._permissions:
+                return 404, {"message": f"{m['login']} is not a user"}
+            return 200, {"permission": self._permissions[m["login"]], "user": {"login": m["login"]}}
         if method == "GET" and INSTALLATION_PATH.match(path) and self._app:
             return (200, {"id": self._app[2]}) if self._signed_by_app(headers) else _UNAUTHORIZED
         if method == "POST" and (m := TOKEN_PATH.match(path)) and self._app and int(m["installation"]) == self._app[2]:

@@ -67,7 +67,18 @@ def test_l4_waits_for_the_label_on_a_pr_from_an_untrusted_author(association):
     decision = decide(rules("L4"), "opened", pr(association=association))
     assert not decision.build
     assert decision.waiting == f"Waiting for a maintainer to add {LABEL} (PR author not trusted)"
-    assert decide(rules("L4"), "labeled", pr(labels=[LABEL], association=association), LABEL).build
+    labeled = decide(rules("L4"), "labeled", pr(labels=[LABEL], association=association), LABEL)
+    assert labeled.build and labeled.labeler_must_write
+
+
+def test_a_trusted_authors_pr_builds_whoever_labels_it():
+    assert not decide(rules("L3"), "labeled", pr(labels=[LABEL]), LABEL).labeler_must_write
+
+
+def test_reopening_an_untrusted_authors_labeled_pr_waits_for_the_label_again():
+    decision = decide(rules("L3"), "reopened", pr(labels=[LABEL], association="CONTRIBUTOR"))
+    assert not decision.build
+    assert decision.waiting == f"Waiting for a maintainer to add {LABEL} again (PR author not trusted)"
 
 
 def test_a_new_push_from_an_untrusted_author_waits_for_the_label_again():

@@ -23,6 +23,8 @@ SUITE = {"name": "pr", "command": "python -m pytest test/test_pr.py -q --junitxm
 LEVELS = {"three": "L3", "four": "L4", "two": "L2"}
 HOSTS = {"pr-lab": {"devices": {name: 1 for name in LEVELS}, "admin": "PR Lab <lab@example.com>"}}
 CANCELLED = 6  # Buildbot's result code
+MAINTAINER = "Codertocat"  # the fixtures' sender, who adds the labels
+TRIAGER = "triage-only"
 
 PASSING = "def test_ok():\n    assert True\n"
 KNOWN_FAILURE = "def test_known():\n    assert False, 'fails on main'\n"
@@ -62,6 +64,8 @@ def relay(tmp_path_factory, upstream, github, gates):
     }
     master, workers = prepare_relay(root, upstream, github, backends, hosts=HOSTS)
     write_secret(root / "secrets", "github-webhook-secret", WEBHOOK_SECRET + "\n")
+    github.grant(MAINTAINER, "write")
+    github.grant(TRIAGER, "read")  # GitHub's coarse permission of the triage role, which may add labels
     with running(master, workers):
         yield master
 
@@ -105,6 +109,12 @@ def final_status(github, backend: str, sha: str, timeout: float = 90) -> dict:
         statuses = github.statuses(sha=sha, context=f"crcr/{backend}")
         return statuses[-1] if statuses and statuses[-1]["state"] != "pending" else None
     return wait_until(final, timeout, f"a final crcr/{backend} status on {sha[:10]}")
+
+
+def told(github, backend: str, sha: str, description: str) -> None:
+    """Waits until the latest crcr/<backend> status on `sha` says `description` (the relay posts it after answering)."""
+    wait_until(lambda: [s["description"] for s in github.statuses(sha=sha, context=f"crcr/{backend}")][-1:]
+               == [description], 30, f"crcr/{backend} on {sha[:10]} to say {description!r}")
 
 
 def test_l4_builds_a_pr_of_a_trusted_author_and_reports_on_its_head(relay, upstream, github):
@@ -174,19 +184,26 @@ def test_a_first_time_contributors_pr_waits_for_a_maintainers_label(relay, upstr
     head = upstream.pull_request(26, "From a fork", {"test/test_pr.py": PASSING})
     send(relay, pull_request_event("opened", 26, head, upstream, association="FIRST_TIME_CONTRIBUTOR"))
     assert backends_asked(relay, 26) == set()
-    waiting = github.statuses(sha=head, context="crcr/four")
-    assert [(s["state"], s["description"]) for s in waiting] == [
-        ("pending", "Waiting for a maintainer to add ciflow/oot/four (PR author not trusted)")]
+    told(github, "four", head, "Waiting for a maintainer to add ciflow/oot/four (PR author not trusted)")
+    assert [s["state"] for s in github.statuses(sha=head, context="crcr/four")] == ["pending"]
     send(relay, pull_request_event("labeled", 26, head, upstream, labels=["ciflow/oot/four"],
-                         association="FIRST_TIME_CONTRIBUTOR", label="ciflow/oot/four"))
+                                   association="FIRST_TIME_CONTRIBUTOR", label="ciflow/oot/four"))
     assert relay.wait_for_finished_build("four", head)["results"] == 0
     # Their next push runs only once a maintainer labels it again.
     newer = upstream.pull_request(26, "From a fork, again", {"test/test_pr.py": PASSING + "\n"})
     send(relay, pull_request_event("synchronize", 26, newer, upstream, labels=["ciflow/oot/four"],
-                         association="FIRST_TIME_CONTRIBUTOR"))
+                                   association="FIRST_TIME_CONTRIBUTOR"))
     assert [r["sha"] for r in requests_of(relay, 26)] == [head]
-    assert github.statuses(sha=newer, context="crcr/four")[-1]["description"] == (
-        "Waiting for a maintainer to add ciflow/oot/four again (PR author not trusted)")
+    told(github, "four", newer, "Waiting for a maintainer to add ciflow/oot/four again (PR author not trusted)")
+
+
+def test_a_label_from_someone_without_write_access_builds_nothing(relay, upstream, github):
+    head = upstream.pull_request(30, "Labeled by a triager", {"test/test_pr.py": PASSING})
+    send(relay, pull_request_event("opened", 30, head, upstream, association="FIRST_TIME_CONTRIBUTOR"))
+    send(relay, pull_request_event("labeled", 30, head, upstream, labels=["ciflow/oot/four"],
+                                   association="FIRST_TIME_CONTRIBUTOR", label="ciflow/oot/four", sender=TRIAGER))
+    assert backends_asked(relay, 30) == set()
+    told(github, "four", head, f"Waiting for ciflow/oot/four from someone with write access ({TRIAGER} has none)")
 
 
 def test_a_redelivered_event_is_not_acted_on_twice(relay, upstream):

@@ -80,8 +80,8 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
         self.master.service_manager = service.BuildbotServiceManager()
         yield self.master.service_manager.setServiceParent(self.master)
         yield RelayStore().setServiceParent(self.master.service_manager)
-        self.pull_requests = PullRequestRelay(backends=[], github_repo=REPO, upstream_url="file:///upstream",
-                                              web_url="http://localhost:8010/")
+        self.pull_requests = PullRequestRelay(backends=[], github_repo=REPO, github_api_url="https://api.github.com",
+                                              upstream_url="file:///upstream")
         yield self.pull_requests.setServiceParent(self.master.service_manager)
         yield self.master.service_manager.startService()
         self.addCleanup(self.master.service_manager.stopService)

@@ -58,6 +58,7 @@ def snooped(tmp_path_factory, github, secret_values):
     write_secret(secrets_dir, worker_password(HOST), password + "\n")
     worker = WorkerProcess(root / "worker-hosts" / UNIT, UNIT, password, int(master.env["CRCR_WORKER_PORT"]))
     report = root / "snooped.json"
+    github.grant("Codertocat", "write")  # the fixture's sender, who labels the PR
     with running(master, [worker]):
         head = upstream.pull_request(66, "A test that looks around", {"test/test_snoop.py": hostile_test_file(report)})
         labeled = pull_request_event("labeled", 66, head, upstream, labels=[LABEL], label=LABEL,

@@ -85,10 +85,10 @@ def deliver(relay, event: str, fixture: str, overrides: dict[str, Any] | None = 
 
 def pull_request_event(action: str, number: int, head: str, upstream, labels=(), draft=False,
                        association="MEMBER", label: str | None = None, state: str = "open",
-                       merged: bool = False, base: str = "main") -> dict:
+                       merged: bool = False, base: str = "main", sender: str | None = None) -> dict:
     """The real `pull_request` payload of `action`: its fixture and the rewrites that point it at the test's upstream
     (an Upstream of tests/harness.py, as pytorch/pytorch), PR `number` with head `head` based on `base`, for
-    deliver_pull_request."""
+    deliver_pull_request. `sender`: who acted (the fixture's Codertocat unless given)."""
     label_shape = load_fixture("pull_request.labeled")["label"]
     overrides = {
         "action": action, "number": number, "pull_request.number": number, "pull_request.draft": draft,
@@ -102,6 +102,8 @@ def pull_request_event(action: str, number: int, head: str, upstream, labels=(),
     }
     if label is not None:
         overrides["label"] = {**label_shape, "name": label}
+    if sender is not None:
+        overrides["sender.login"] = sender
     fixture = "pull_request.labeled" if action in ("labeled", "unlabeled") else "pull_request.opened"
     return {"fixture": fixture, "overrides": overrides}
 

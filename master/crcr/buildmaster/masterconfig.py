@@ -60,8 +60,8 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                          upstream_url=settings.upstream_url, web_url=settings.web_url),
             PullRequestRelay(backends=[(b.name, b.level, b.pr_label, tuple(b.trusted_associations))
                                        for b in active],
-                             github_repo=settings.github_repo, upstream_url=settings.upstream_url,
-                             web_url=settings.web_url),
+                             github_repo=settings.github_repo, github_api_url=settings.github_api_url,
+                             upstream_url=settings.upstream_url),
         ],
         "www": www_config(settings, relay),
         "projects": [upstream_project(settings)],

@@ -5,8 +5,9 @@ wrote the PR. Pure: the PullRequestRelay service acts on the Decision.
 - L3 builds a PR that carries the backend's label, from the moment the label is added.
 - L4 builds every PR that is not a draft.
 - A PR from an author GitHub does not count as trusted (author_association, e.g. a first-time contributor from a
-  fork) runs code from anyone on a lab's machine: it builds only when someone adds the backend's label, and a
-  later push to it waits for the label to be added again.
+  fork) runs code from anyone on a lab's machine: it builds only when someone with write access to the upstream
+  repository adds the backend's label (GitHub lets the triage role label too: the service asks GitHub who the
+  labeler is), and a later push to it waits for the label to be added again.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ class Decision:
     cancel_other_heads_only: bool = False
     # A pending status on the head: why nothing builds yet.
     waiting: str | None = None
+    # Build only if the event's sender (who added the label) has write access: the author is not trusted.
+    labeler_must_write: bool = False
 
 
 NOTHING = Decision()
@@ -93,8 +96,9 @@ def decide(backend: BackendRules, action: str, pr: PullRequest, label: str | Non
     wanted = labeled if backend.level == "L3" else (labeled or not pr.draft)
     if action == "labeled":
         # Adding the label is someone with access to the repository asking for this head to be built.
-        return Decision(build=True, cancel=superseded(pr), cancel_other_heads_only=True) if label == backend.label \
-            else NOTHING
+        if label != backend.label:
+            return NOTHING
+        return Decision(build=True, cancel=superseded(pr), cancel_other_heads_only=True, labeler_must_write=not trusted)
     if action == "unlabeled":
         if label != backend.label or (backend.level == "L4" and trusted and not pr.draft):
             return NOTHING
@@ -108,11 +112,12 @@ def decide(backend: BackendRules, action: str, pr: PullRequest, label: str | Non
         return Decision(cancel=supersede, cancel_other_heads_only=True) if supersede else NOTHING
     if trusted:
         return Decision(build=True, cancel=supersede, cancel_other_heads_only=True)
-    if labeled and action != "synchronize":
-        return Decision(build=True)  # labeled by someone with access before it was (re)opened
-    again = "again " if labeled else ""
-    return Decision(cancel=supersede, cancel_other_heads_only=True,
-                    waiting=f"Waiting for a maintainer to add {backend.label} {again}(PR author not trusted)")
+    # The label approved an earlier head (or was there when the PR was reopened): it must be added again.
+    return Decision(cancel=supersede, cancel_other_heads_only=True, waiting=waiting_for_label(backend, labeled))
+
+
+def waiting_for_label(backend: BackendRules, again: bool = False) -> str:
+    return f"Waiting for a maintainer to add {backend.label} {'again ' if again else ''}(PR author not trusted)"
 
 
 def superseded(pr: PullRequest) -> str:

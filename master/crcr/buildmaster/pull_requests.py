@@ -18,9 +18,11 @@ from buildbot.process.results import CANCELLED
 from buildbot.schedulers.base import BaseScheduler
 from buildbot.util import service
 from twisted.internet import defer
+from twisted.python import log
 
 from crcr.buildmaster.pr_policy import BackendRules, Decision, PullRequest, decide
 from crcr.github.commit_status import post_status
+from crcr.github.permissions import PermissionUnknown, can_write
 from crcr.names import PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, pull_request_scheduler_name
 
 PROPERTY_SOURCE = "pull request"
@@ -42,13 +44,13 @@ class PullRequestScheduler(BaseScheduler):
 class PullRequestRelay(service.BuildbotService):
     name = PULL_REQUESTS_SERVICE
 
-    def checkConfig(self, backends, github_repo, upstream_url, web_url):
+    def checkConfig(self, backends, github_repo, github_api_url, upstream_url):
         pass
 
-    def reconfigService(self, backends, github_repo, upstream_url, web_url):
+    def reconfigService(self, backends, github_repo, github_api_url, upstream_url):
         """`backends`: (name, level, label, trusted associations) of each active backend."""
         self.rules = [BackendRules(name, level, label, tuple(trusted)) for name, level, label, trusted in backends]
-        self.github_repo, self.upstream_url, self.web_url = github_repo, upstream_url, web_url
+        self.github_repo, self.github_api_url, self.upstream_url = github_repo, github_api_url, upstream_url
 
     def __init__(self, *args, **kwargs):
         self.cancel_reasons: dict[int, str] = {}
@@ -64,9 +66,12 @@ class PullRequestRelay(service.BuildbotService):
     def _handle(self, action: str, payload: dict):
         pr = PullRequest.from_payload(payload)
         label = (payload.get("label") or {}).get("name")
+        sender = (payload.get("sender") or {}).get("login", "")
         done = []
         for rules in self.rules:
             decision = decide(rules, action, pr, label)
+            if decision.labeler_must_write:
+                decision = yield self._approved_by(sender, decision, rules)
             if decision.cancel:
                 cancelled = yield self._cancel(rules.name, pr, decision)
                 if cancelled:
@@ -78,6 +83,20 @@ class PullRequestRelay(service.BuildbotService):
                             pr.url)
                 done.append(f"{rules.name}: {decision.waiting}")
         return f"PR #{pr.number} {action}: " + ("; ".join(done) or "nothing to do")
+
+    @defer.inlineCallbacks
+    def _approved_by(self, sender: str, decision: Decision, rules: BackendRules):
+        """The decision to build an untrusted author's PR when `sender`, who labeled it, may write upstream;
+        else a wait for a label from someone who may."""
+        try:
+            allowed = yield can_write(self.master, self.github_api_url, self.github_repo, sender)
+        except PermissionUnknown as e:
+            log.msg(f"crcr: not building on {sender}'s label {rules.label}: could not check their access: {e}")
+            return Decision(waiting=f"Could not check {sender}'s access on GitHub; add {rules.label} again"[:140])
+        if allowed:
+            return decision
+        log.msg(f"crcr: not building on {sender}'s label {rules.label}: no write access to {self.github_repo}")
+        return Decision(waiting=f"Waiting for {rules.label} from someone with write access ({sender} has none)"[:140])
 
     @defer.inlineCallbacks
     def _build(self, backend: str, pr: PullRequest, action: str):
