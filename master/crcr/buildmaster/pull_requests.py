@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from buildbot.process.properties import Properties
 from buildbot.process.results import CANCELLED
-from buildbot.schedulers.base import BaseScheduler
+from buildbot.schedulers.base import ReconfigurableBaseScheduler
 from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
@@ -34,7 +34,7 @@ def cancel_reason(master, buildrequestid: int) -> str | None:
     return service.cancel_reasons.get(buildrequestid) if service is not None else None
 
 
-class PullRequestScheduler(BaseScheduler):
+class PullRequestScheduler(ReconfigurableBaseScheduler):
     """`pr-<backend>`: takes no changes; PullRequestRelay asks it for each PR head's build."""
 
     def __init__(self, backend: str):
