@@ -48,7 +48,7 @@ class CheckRunsTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
         self.master = yield fakemaster.make_master(self, wantData=True, wantDb=True, wantMq=True)
         self.master.config.buildbotURL = URL
         self.master.service_manager = self.master  # where cancel_reason finds the relay's PR service
-        self.pull_requests = PullRequestRelay(backends=[], github_repo=REPO, upstream_url="", web_url=URL)
+        self.pull_requests = PullRequestRelay(backends=[], github_repo=REPO, github_api_url=API, upstream_url="")
         yield self.pull_requests.setServiceParent(self.master)
         self.github = yield fakehttpclientservice.HTTPClientService.getService(
             self.master, self, API, headers={"User-Agent": "crcr"})
