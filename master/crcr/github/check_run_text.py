@@ -7,7 +7,7 @@ from __future__ import annotations
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
 from crcr.buildmaster.pull_requests import cancel_reason
-from crcr.github.status_text import describe
+from crcr.github.status_text import buildrequest_id, describe
 from crcr.names import (
     BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX, TESTS_PROPERTY,
     suite_step_name,
@@ -23,11 +23,6 @@ SUITE_LOG = "stdio"  # the suite's own output, where a failing test's traceback 
 CONCLUSIONS = {SUCCESS: "success", WARNINGS: "success", FAILURE: "failure", SKIPPED: "skipped",
                EXCEPTION: "action_required", CANCELLED: "cancelled"}
 SUPERSEDED = "Superseded"  # how the relay's cancel reason of a PR build a newer push replaced begins
-
-
-def buildrequest_id(build: dict) -> int:
-    """A build's dict has its request's id; the build request generator's partial one has the request itself."""
-    return build.get("buildrequestid") or build["buildrequest"]["buildrequestid"]
 
 
 def check_run_fields(context: dict) -> dict:

@@ -17,7 +17,7 @@ from twisted.internet import defer
 from twisted.python import log
 
 from crcr.github.app import ACCEPT, GitHubApp
-from crcr.github.check_run_text import buildrequest_id
+from crcr.github.status_text import buildrequest_id
 from crcr.github.statuspush import RetryingGitHubPosts
 from crcr.names import status_context
 

@@ -72,6 +72,11 @@ def _pull_request_base(properties: dict) -> PullRequestBase | None:
                            tuple(dict.fromkeys(sha for sha in baselines if sha)))
 
 
+def buildrequest_id(build: dict) -> int:
+    """A build's dict has its request's id; the build request generator's partial one has the request itself."""
+    return build.get("buildrequestid") or build["buildrequest"]["buildrequestid"]
+
+
 def describe(context: dict) -> str:
     """Formatter function for both build requests (queued or cancelled) and finished builds. A build the relay
     cancelled itself says why ('Superseded by 1a2b3c4d5e')."""
@@ -79,9 +84,7 @@ def describe(context: dict) -> str:
     if not build.get("complete"):
         return QUEUED
     if build["results"] == CANCELLED:
-        # A build's dict has its request's id; the build request generator's partial one, the request itself.
-        buildrequestid = build.get("buildrequestid") or build["buildrequest"]["buildrequestid"]
-        reason = cancel_reason(context["master"], buildrequestid)
+        reason = cancel_reason(context["master"], buildrequest_id(build))
         if reason:
             return _shorten(reason)
     return describe_finished_build(build)
