@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crcr.config.models import PULL_REQUEST_LEVELS
 from crcr.names import pull_request_ref
+from crcr.suites.results import SHORT_SHA
 
 # The actions that put a (possibly new) head in front of the backends.
 HEAD_ACTIONS = ("opened", "reopened", "synchronize", "ready_for_review")
-SHORT_SHA = 10
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ NOTHING = Decision()
 
 def decide(backend: BackendRules, action: str, pr: PullRequest, label: str | None = None) -> Decision:
     """`label`: the label added or removed by a labeled/unlabeled event."""
-    if backend.level not in ("L3", "L4"):
+    if backend.level not in PULL_REQUEST_LEVELS:
         return NOTHING
     if action == "closed":
         return Decision(cancel="Merged" if pr.merged else "Closed")

@@ -85,6 +85,7 @@ BranchNames = Annotated[
 ]
 
 Level = Literal["L1", "L2", "L3", "L4"]
+PULL_REQUEST_LEVELS = ("L3", "L4")  # L3 builds the PRs that carry its label, L4 every PR (upstream's allowlist)
 
 
 def _author_association(value: str) -> str:
@@ -264,8 +265,7 @@ class Backend(Strict):
 
     @property
     def builds_pull_requests(self) -> bool:
-        """L3 builds the PRs that carry its label, L4 every PR (upstream's allowlist levels)."""
-        return self.level in ("L3", "L4")
+        return self.level in PULL_REQUEST_LEVELS
 
 
 def default_pr_label(backend_name: str) -> str:
