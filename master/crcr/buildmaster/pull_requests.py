@@ -23,7 +23,9 @@ from twisted.python import log
 from crcr.buildmaster.pr_policy import BackendRules, Decision, PullRequest, decide
 from crcr.github.commit_status import post_status
 from crcr.github.permissions import PermissionUnknown, can_write
-from crcr.names import PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, pull_request_scheduler_name
+from crcr.names import (
+    GITHUB_DESCRIPTION_LIMIT, PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, pull_request_scheduler_name,
+)
 
 PROPERTY_SOURCE = "pull request"
 
@@ -72,11 +74,14 @@ class PullRequestRelay(service.BuildbotService):
             decision = decide(rules, action, pr, label)
             if decision.labeler_must_write:
                 decision = yield self._approved_by(sender, decision, rules)
+            if decision.cancel or decision.build:
+                # Read before cancelling: a supersede cancels other heads only, and building looks at this head's.
+                requests = yield self._requests(rules.name, pr.ref)
             if decision.cancel:
-                cancelled = yield self._cancel(rules.name, pr, decision)
+                cancelled = yield self._cancel(pr, decision, requests)
                 if cancelled:
                     done.append(f"{rules.name}: cancelled {cancelled} ({decision.cancel})")
-            if decision.build and (yield self._build(rules.name, pr, action)):
+            if decision.build and (yield self._build(rules.name, pr, action, requests)):
                 done.append(f"{rules.name}: building {pr.head_sha[:10]}")
             if decision.waiting:
                 post_status(self.master, self.github_repo, rules.name, pr.head_sha, "pending", decision.waiting,
@@ -92,16 +97,18 @@ class PullRequestRelay(service.BuildbotService):
             allowed = yield can_write(self.master, self.github_api_url, self.github_repo, sender)
         except PermissionUnknown as e:
             log.msg(f"crcr: not building on {sender}'s label {rules.label}: could not check their access: {e}")
-            return Decision(waiting=f"Could not check {sender}'s access on GitHub; add {rules.label} again"[:140])
+            why = f"Could not check {sender}'s access on GitHub; add {rules.label} again"
+            return Decision(waiting=why[:GITHUB_DESCRIPTION_LIMIT])
         if allowed:
             return decision
         log.msg(f"crcr: not building on {sender}'s label {rules.label}: no write access to {self.github_repo}")
-        return Decision(waiting=f"Waiting for {rules.label} from someone with write access ({sender} has none)"[:140])
+        why = f"Waiting for {rules.label} from someone with write access ({sender} has none)"
+        return Decision(waiting=why[:GITHUB_DESCRIPTION_LIMIT])
 
     @defer.inlineCallbacks
-    def _build(self, backend: str, pr: PullRequest, action: str):
-        """Asks for a build of the PR's head, unless one is queued, running or done (not cancelled)."""
-        requests = yield self._requests(backend, pr.ref)
+    def _build(self, backend: str, pr: PullRequest, action: str, requests: list):
+        """Asks for a build of the PR's head, unless one of `requests` is it, queued, running or done (not
+        cancelled)."""
         if any(sha == pr.head_sha and (not complete or results != CANCELLED) for _, sha, complete, results in requests):
             return False
         scheduler = self.master.scheduler_manager.namedServices[pull_request_scheduler_name(backend)]
@@ -118,9 +125,8 @@ class PullRequestRelay(service.BuildbotService):
         return True
 
     @defer.inlineCallbacks
-    def _cancel(self, backend: str, pr: PullRequest, decision: Decision):
-        """Cancels the PR's queued and running builds on `backend` (of older heads only, when superseding)."""
-        requests = yield self._requests(backend, pr.ref)
+    def _cancel(self, pr: PullRequest, decision: Decision, requests: list):
+        """Cancels those of the PR's `requests` queued or running (of older heads only, when superseding)."""
         cancelled = 0
         for brid, sha, complete, _ in requests:
             if complete or (decision.cancel_other_heads_only and sha == pr.head_sha):
