@@ -533,6 +533,18 @@ class PullRequestStepTest(SuiteStepHarness):
         self.assertEqual(self.build.getProperty(BASELINES_PROPERTY), {"ops": None}, "nothing known good to bisect from")
 
     @defer.inlineCallbacks
+    def test_a_later_suite_compares_with_the_merge_base_an_earlier_suite_of_the_build_found(self):
+        # The head is one upstream no longer has: the merge base comes from the earlier suite, not from git again.
+        history = self.history
+        yield self.add_build(2, 2, history.fork_point, failing=ids("test_known"))
+        self.make_pull_request_step(head="e" * 40)
+        self.build.setProperty(MERGE_BASE_PROPERTY, history.fork_point, "crcr")
+        self.expect_failing("test_known", "test_mine")
+        self.expect_history(history.fork_point, history.first, of=history.fork_point, skip=0)
+        self.expect_outcome(FAILURE, f"ops: 0 passed, 2 failed (1 new vs main@{history.fork_point[:10]})")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
     def test_a_head_upstream_does_not_have_leaves_nothing_to_compare_with_and_says_why(self):
         gone = "e" * 40
         self.make_pull_request_step(head=gone)

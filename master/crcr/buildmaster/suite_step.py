@@ -192,6 +192,8 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
     def _find_merge_base(self, pull_request: dict, built: str):
         """The merge base of the PR's head that this build checked out with its base branch, recorded for the status
         text; None when it cannot be found, and why in the step's log."""
+        if self.getProperty(MERGE_BASE_PROPERTY):  # an earlier suite of this build found it: same head, same base
+            return self.getProperty(MERGE_BASE_PROPERTY)
         try:
             merge_base = yield revisions.pull_request_merge_base(
                 pull_request["number"], built or "", pull_request["base_sha"], self.getProperty("repository"),
