@@ -105,6 +105,24 @@ class Upstream:
         return run(["git", "-C", self.work, "rev-parse", "--verify", "-q", "HEAD"], check=False).returncode == 0
 
 
+def holding(gate: str) -> str:
+    """An upstream test (a file's text) that waits, at most 4 minutes, until open_gate opens the gate `gate` of the
+    backend running it: a build held while a test acts on it. The backend's env gives GATES (a folder) and BACKEND."""
+    return ("import os, time\nfrom pathlib import Path\n\n\n"
+            "def test_held():\n"
+            f"    gate = Path(os.environ['GATES']) / (os.environ['BACKEND'] + '-{gate}')\n"
+            "    for _ in range(1200):\n"
+            "        if gate.exists():\n"
+            "            return\n"
+            "        time.sleep(0.2)\n"
+            "    raise AssertionError('the gate never opened')\n")
+
+
+def open_gate(gates: Path, backend: str, gate: str) -> None:
+    """Lets the builds of `backend` held by holding(gate) go on."""
+    (gates / f"{backend}-{gate}").touch()
+
+
 class Relay:
     """A relay master started with `crcr master start`, and a client of its REST API."""
 

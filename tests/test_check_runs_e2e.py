@@ -9,7 +9,7 @@ import pytest
 from conftest import make_upstream, prepare_relay, running, write_secret
 from crcr.config.secretfiles import GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET
 from fakegithub import FakeGitHub, rsa_key_pair
-from harness import wait_until
+from harness import holding, open_gate, wait_until
 from webhooks import WEBHOOK_SECRET, deliver_pull_request, pull_request_event
 
 pytestmark = pytest.mark.e2e
@@ -17,12 +17,6 @@ pytestmark = pytest.mark.e2e
 APP_ID = "4242"
 BACKEND = "checked"
 HOSTS = {"check-lab": {"devices": {"check": 1}, "admin": "Check Lab <lab@example.com>"}}
-GATE_TEST = ("import os, time\nfrom pathlib import Path\n\n\n"
-             "def test_held():\n"
-             "    for _ in range(1200):\n"
-             "        if (Path(os.environ['GATES']) / 'open').exists():\n"
-             "            return\n"
-             "        time.sleep(0.2)\n")
 NEW_FAILURE = "def test_ok():\n    assert True\n\n\ndef test_new():\n    assert False, 'the PR broke it'\n"
 
 
@@ -42,7 +36,7 @@ def setup(tmp_path_factory, github):
     gates.mkdir()
     backends = {BACKEND: {
         "description": "L4 backend reporting PRs as check runs", "maintainers": ["octocat"], "level": "L4",
-        "device": "check", "branches": ["main"], "timeout": 300, "env": {"GATES": str(gates)},
+        "device": "check", "branches": ["main"], "timeout": 300, "env": {"GATES": str(gates), "BACKEND": BACKEND},
         "suites": [{"name": "pr", "command": "python -m pytest test/test_pr.py -q --junitxml=$CRCR_RESULTS_DIR/pr.xml",
                     "timeout": 240}],
     }}
@@ -86,7 +80,7 @@ def test_a_pr_build_is_a_check_run_from_queued_to_its_conclusion(setup, github):
 
 def test_a_superseded_pr_build_concludes_neutral(setup, github):
     relay, upstream, gates = setup
-    old = upstream.pull_request(42, "First version", {"test/test_pr.py": GATE_TEST})
+    old = upstream.pull_request(42, "First version", {"test/test_pr.py": holding("42")})
     send(relay, pull_request_event("opened", 42, old, upstream))
     wait_until(lambda: any(not b["complete"] for b in relay.builds_of(BACKEND, old)), 120, "the old head's build")
     new = upstream.pull_request(42, "Second version", {"test/test_pr.py": "def test_ok():\n    assert True\n"})
@@ -94,7 +88,7 @@ def test_a_superseded_pr_build_concludes_neutral(setup, github):
     superseded = check_run(github, old)
     assert (superseded["conclusion"], superseded["output"]["title"]) == ("neutral", f"Superseded by {new[:10]}")
     assert check_run(github, new)["conclusion"] == "success"
-    (gates / "open").touch()
+    open_gate(gates, BACKEND, "42")
 
 
 def test_upstream_commits_keep_their_commit_statuses(setup, github):

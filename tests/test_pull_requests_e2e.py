@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import make_upstream, prepare_relay, running, write_secret
-from harness import wait_until
+from harness import holding, wait_until
 from webhooks import WEBHOOK_SECRET, deliver_pull_request, pull_request_event
 
 pytestmark = pytest.mark.e2e
@@ -29,18 +29,6 @@ TRIAGER = "triage-only"
 PASSING = "def test_ok():\n    assert True\n"
 KNOWN_FAILURE = "def test_known():\n    assert False, 'fails on main'\n"
 NEW_FAILURE = "def test_new():\n    assert False, 'the PR broke it'\n"
-
-
-def holding(gate: str) -> str:
-    """A test that waits (at most 4 minutes) until the test opens the gate `gate` of the backend running it."""
-    return ("import os, time\nfrom pathlib import Path\n\n\n"
-            "def test_held():\n"
-            f"    gate = Path(os.environ['GATES']) / (os.environ['BACKEND'] + '-{gate}')\n"
-            "    for _ in range(1200):\n"
-            "        if gate.exists():\n"
-            "            return\n"
-            "        time.sleep(0.2)\n"
-            "    raise AssertionError('the gate never opened')\n")
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +56,6 @@ def relay(tmp_path_factory, upstream, github, gates):
     github.grant(TRIAGER, "read")  # GitHub's coarse permission of the triage role, which may add labels
     with running(master, workers):
         yield master
-
-
-def open_gate(gates: Path, backend: str, gate: str) -> None:
-    (gates / f"{backend}-{gate}").touch()
 
 
 def send(relay, event: dict, delivery: str | None = None) -> None:
