@@ -11,7 +11,6 @@ from buildbot.process.results import SUCCESS
 from twisted.internet import defer
 
 from crcr.buildmaster import revisions
-
 from crcr.names import BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, PULL_REQUEST_PROPERTY
 
 
