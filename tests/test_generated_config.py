@@ -316,8 +316,8 @@ def test_silent_workers_are_dropped_after_missing_keepalives(dirs):
 def test_ports_and_urls(dirs):
     cfg = config_for(dirs, CRCR_WEB_PORT="18010", CRCR_WORKER_PORT="19989")
 
-    assert cfg["protocols"] == {"pb": {"port": 19989}}
-    assert cfg["www"]["port"] == 18010
+    assert cfg["protocols"] == {"pb": {"port": "tcp:19989:interface=0.0.0.0"}}
+    assert cfg["www"]["port"] == "tcp:18010:interface=127.0.0.1"
     assert cfg["buildbotURL"] == "http://localhost:18010/"
     assert cfg["collapseRequests"] is False
 

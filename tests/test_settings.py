@@ -55,6 +55,14 @@ OVERRIDES = [
     ("CRCR_DB_URL", "postgresql://relay@db/relay", "db_url", "postgresql://relay@db/relay"),
     ("CRCR_BUILDBOT_URL", "https://ci.example.org/relay/", "buildbot_url", "https://ci.example.org/relay/"),
     ("CRCR_ALLOWLIST", "../pytorch/.github/allowlist.yml", "allowlist", REPO_ROOT / ".." / "pytorch/.github/allowlist.yml"),
+    ("CRCR_AUTH", "github", "auth", "github"),
+    ("CRCR_ADMINS", "octocat, @hubot", "admins", ["octocat", "hubot"]),
+    ("CRCR_REQUIRE_SIGN_IN", "true", "require_sign_in", True),
+    ("CRCR_WEB_INTERFACE", "0.0.0.0", "web_interface", "0.0.0.0"),
+    ("CRCR_WORKER_INTERFACE", "10.0.0.2", "worker_interface", "10.0.0.2"),
+    ("CRCR_OUTBOX_RETRY_DELAY", "1", "outbox_retry_delay", 1),
+    ("CRCR_OUTBOX_MAX_DELAY", "3600", "outbox_max_delay", 3600),
+    ("CRCR_TIMEOUT_GRACE", "30", "timeout_grace", 30),
 ]
 
 
@@ -204,3 +212,19 @@ def test_the_defaults_file_is_read_with_the_size_limit(tmp_path):
         load_settings(environ={}, defaults_file=custom)
 
     assert str(raised.value) == f"{custom}: the file must be at most 1 MiB (got {2**20 + 1} bytes)"
+
+
+def test_ui_listens_on_loopback_and_workers_everywhere_by_default():
+    settings = load_settings(environ={})
+
+    assert settings.web_listen == "tcp:8010:interface=127.0.0.1"
+    assert settings.worker_listen == "tcp:9989:interface=0.0.0.0"
+    # Twisted's endpoint syntax separates fields with colons: an IPv6 address's own are escaped.
+    assert load_settings(environ={"CRCR_WEB_INTERFACE": "::1"}).web_listen == "tcp:8010:interface=\\:\\:1"
+
+
+def test_outbox_delays_must_grow():
+    with pytest.raises(ConfigError) as e:
+        load_settings(environ={"CRCR_OUTBOX_RETRY_DELAY": "60", "CRCR_OUTBOX_MAX_DELAY": "10"})
+
+    assert str(e.value) == "CRCR_OUTBOX_MAX_DELAY: must be at least outbox_retry_delay (60), got 10"

@@ -43,7 +43,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "title": TITLE,
         "titleURL": settings.web_url,
         "buildbotURL": settings.web_url,
-        "protocols": {"pb": {"port": settings.worker_port}},
+        "protocols": {"pb": {"port": settings.worker_listen}},
         "db": {"db_url": settings.db_url},
         "secretsProviders": [SecretsDirectory(dirname=str(settings.secrets_dir))],
         "workers": make_workers(relay, settings.secrets_dir),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import Annotated, Literal, Mapping
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from crcr.config.errors import ConfigError, described_pattern, describe_validation_error
 from crcr.config.limits import (
@@ -15,14 +15,16 @@ from crcr.config.limits import (
     MAX_FILESYSTEM_PATH,
     MAX_GITHUB_REPO,
     MAX_KEEPALIVE,
+    MAX_MAINTAINERS,
     MAX_POLL_INTERVAL,
     MAX_URL,
 )
-from crcr.config.models import BranchNames, check_branch_names
+from crcr.config.models import GITHUB_LOGIN, BranchNames, check_branch_names
 from crcr.config.paths import REPO_ROOT
 from crcr.config.yamlfiles import read_yaml_mapping
 
 DEFAULTS_FILE = REPO_ROOT / "master" / "settings.yaml"
+INTERFACE = r"^[A-Za-z0-9.:-]+$"
 
 
 class Settings(BaseModel):
@@ -53,6 +55,36 @@ class Settings(BaseModel):
     buildbot_url: str | None = Field(default=None, max_length=MAX_URL)
     # A copy of PyTorch's .github/allowlist.yml: a backend's level must be within what it grants the backend's repo.
     allowlist: Path | None = None
+    # Who signs in: 'users' (the users file in the secrets folder, managed by `crcr user`) or 'github' (GitHub's
+    # OAuth, so that people are the GitHub logins the backend files' maintainers name).
+    auth: Literal["users", "github"]
+    # The relay's admins: GitHub logins, or names in the users file. They may do everything.
+    admins: list[Annotated[str, Field(pattern=described_pattern(GITHUB_LOGIN, "must be a GitHub login or user name"))]] = Field(
+        default=[], max_length=MAX_MAINTAINERS)
+    # Reading the UI and the REST API needs no sign-in unless this is true.
+    require_sign_in: bool
+    # The addresses the UI/REST port and the worker port listen on (0.0.0.0 or :: for every interface).
+    web_interface: str = Field(pattern=described_pattern(INTERFACE, "must be an IP address or host name"), max_length=MAX_ADDRESS)
+    worker_interface: str = Field(pattern=described_pattern(INTERFACE, "must be an IP address or host name"), max_length=MAX_ADDRESS)
+    # The GitHub outbox retries a post after outbox_retry_delay seconds, doubling up to outbox_max_delay.
+    outbox_retry_delay: int = Field(ge=1, le=MAX_KEEPALIVE)
+    outbox_max_delay: int = Field(ge=1, le=MAX_POLL_INTERVAL)
+    # A build still running this long after its backend's timeout is stopped by the relay, and reported.
+    timeout_grace: int = Field(ge=1, le=MAX_POLL_INTERVAL)
+
+    @field_validator("admins", mode="before")
+    @classmethod
+    def _without_at(cls, logins):
+        # As in the backend files' maintainers, @octocat and octocat are the same login.
+        return [login.lstrip("@") for login in logins] if isinstance(logins, list) else logins
+
+    @field_validator("outbox_max_delay")
+    @classmethod
+    def _cap_above_first_delay(cls, cap: int, info: ValidationInfo) -> int:
+        first = info.data.get("outbox_retry_delay")
+        if first is not None and cap < first:
+            raise ValueError(f"must be at least outbox_retry_delay ({first}), got {cap}")
+        return cap
 
     @field_validator("upstream_branches")
     @classmethod
@@ -80,14 +112,27 @@ class Settings(BaseModel):
         return url if url.endswith("/") else url + "/"
 
     @property
+    def web_listen(self) -> str:
+        return _listening(self.web_port, self.web_interface)
+
+    @property
+    def worker_listen(self) -> str:
+        return _listening(self.worker_port, self.worker_interface)
+
+    @property
     def worker_address(self) -> str:
         """Where worker hosts connect: the web address's host on the worker port, unless set."""
         return self.master_address or f"{urlsplit(self.web_url).hostname}:{self.worker_port}"
 
 
+def _listening(port: int, interface: str) -> str:
+    """A Twisted endpoint description; an IPv6 address's colons are escaped there."""
+    return f"tcp:{port}:interface={interface.replace(':', chr(92) + ':')}"
+
+
 # Each setting's environment variable; lists are comma-separated.
 ENV_VARS = {f"CRCR_{name.upper()}": name for name in Settings.model_fields}
-LIST_SETTINGS = {"upstream_branches"}
+LIST_SETTINGS = {"upstream_branches", "admins"}
 
 
 def load_settings(environ: Mapping[str, str] | None = None, defaults_file: Path = DEFAULTS_FILE) -> Settings:

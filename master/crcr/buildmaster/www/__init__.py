@@ -57,7 +57,7 @@ def home_page_data(relay: RelayConfig, settings: Settings) -> dict:
 
 def www_config(settings: Settings, relay: RelayConfig) -> dict:
     return {
-        "port": settings.web_port,
+        "port": settings.web_listen,
         "plugins": {
             "waterfall_view": {}, "console_view": {}, "grid_view": {},
             PLUGIN_NAME: home_page_data(relay, settings),
