@@ -309,8 +309,14 @@ BAD_FILES = [
     pytest.param(
         "workers/gpu-host.yaml",
         worker_yaml(cpus=8),
-        "{file}: cpus: unknown key; the known keys are devices, max_builds, admin",
+        "{file}: cpus: unknown key; the known keys are devices, max_builds, admin, maintainers",
         id="worker-unknown-key",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(maintainers=["alice", "Lab admin <lab@example.com>"]),
+        "{file}: maintainers: not GitHub logins: 'Lab admin <lab@example.com>'",
+        id="worker-maintainer-not-a-login",
     ),
     pytest.param(
         "workers/gpu-host.yaml",
@@ -634,7 +640,8 @@ def test_every_bad_file_is_reported_in_one_error(tmp_path):
         f"{stray}: use the .yaml extension, .yml files are not read",
         f"{devices}: devices: required field is missing",
         f"{typo}: admin: required field is missing",
-        f"{typo}: admn: unknown key (did you mean 'admin'?); the known keys are devices, max_builds, admin",
+        f"{typo}: admn: unknown key (did you mean 'admin'?); the known keys are devices, max_builds, admin, "
+        "maintainers",
     ]
 
 
@@ -708,7 +715,7 @@ def test_file_stem_is_the_name_and_defaults_apply(tmp_path):
         suites=[{"name": "smoke", "command": "true"}, {"name": "ops", "command": "true", "timeout": 60}],
     )
     write_worker(dirs.workers, "lab-1", devices={"demo": 2, "npu": 3})
-    write_worker(dirs.workers, "lab-2", devices={"demo": 4}, max_builds=1)
+    write_worker(dirs.workers, "lab-2", devices={"demo": 4}, max_builds=1, maintainers=["@alice", "bob"])
 
     relay = load_relay_config(settings_for(dirs))
 
@@ -722,6 +729,7 @@ def test_file_stem_is_the_name_and_defaults_apply(tmp_path):
     lab1, lab2 = relay.hosts
     assert (lab1.name, lab1.max_builds, lab1.build_slots) == ("lab-1", None, 5)
     assert (lab2.name, lab2.max_builds, lab2.build_slots) == ("lab-2", 1, 1)
+    assert (lab1.maintainers, lab2.maintainers) == ([], ["alice", "bob"])
     assert [u.worker_name for u in lab1.units] == ["lab-1-demo-0", "lab-1-demo-1", "lab-1-npu-0", "lab-1-npu-1", "lab-1-npu-2"]
 
 

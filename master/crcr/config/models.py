@@ -207,10 +207,7 @@ class Backend(Strict):
     @field_validator("maintainers")
     @classmethod
     def _logins(cls, logins: list[str]) -> list[str]:
-        bad = [login for login in logins if not _matches(GITHUB_LOGIN, login.lstrip("@"))]
-        if bad:
-            raise ValueError(f"not GitHub logins: {shown_all(bad)}")
-        return [login.lstrip("@") for login in logins]
+        return check_logins(logins)
 
     @field_validator("branches")
     @classmethod
@@ -294,6 +291,14 @@ class WorkerHost(Strict):
     devices: dict[str, Units] = Field(min_length=1, max_length=MAX_DEVICE_KINDS)
     max_builds: Annotated[StrictInt, Field(gt=0, le=MAX_BUILD_SLOTS)] | None = None
     admin: str = Field(min_length=1, max_length=MAX_TEXT)
+    # Who may pause, stop and kill the host's unit workers from the UI or REST API (besides the relay's admins):
+    # GitHub logins or user names, as in a backend's maintainers.
+    maintainers: list[str] = Field(default=[], max_length=MAX_MAINTAINERS)
+
+    @field_validator("maintainers")
+    @classmethod
+    def _logins(cls, logins: list[str]) -> list[str]:
+        return check_logins(logins)
 
     @field_validator("devices")
     @classmethod
@@ -337,6 +342,14 @@ class WorkerHost(Strict):
     def build_slots(self) -> int:
         """Concurrent builds on this host: max_builds, or one per attached device unit."""
         return self.max_builds or self.unit_count
+
+
+def check_logins(logins: list[str]) -> list[str]:
+    """Pydantic validator body shared by backend and worker host maintainers: @octocat and octocat are one login."""
+    bad = [login for login in logins if not _matches(GITHUB_LOGIN, login.lstrip("@"))]
+    if bad:
+        raise ValueError(f"not GitHub logins: {shown_all(bad)}")
+    return [login.lstrip("@") for login in logins]
 
 
 def check_branch_names(branches: list[str]) -> list[str]:
