@@ -17,7 +17,7 @@ from twisted.internet import defer
 from twisted.trial import unittest
 
 from conftest import backend, prepare_relay, suite
-from crcr.store import migrate, tables
+from crcr.store import migrate, outbox, tables
 from crcr.store.bisections import (
     add_step, bisection_with_steps, bisections_triggered_by, create_bisection, recent_bisections, running_bisections, step_of_request,
     update_bisection, update_step,
@@ -29,7 +29,8 @@ from crcr.store.commits import (
 from crcr.store.migrate import VERSION_TABLE, upgrade_tables
 from crcr.store.service import RelayStore
 
-RELAY_TABLES = {"crcr_commits", "crcr_bisections", "crcr_bisection_steps", "crcr_webhook_deliveries", VERSION_TABLE}
+RELAY_TABLES = {"crcr_commits", "crcr_bisections", "crcr_bisection_steps", "crcr_webhook_deliveries",
+                "crcr_github_outbox", "crcr_github_check_runs", VERSION_TABLE}
 NEWEST = migrate.migration_scripts().get_current_head()
 A, B, C, D = (f"{n:040x}" for n in range(0xA, 0xE))
 
@@ -339,5 +340,17 @@ def test_a_master_on_postgresql_creates_the_tables_for_a_round_trip(tmp_path, up
         bisectionid = create_bisection(conn, "pg-alpha", "main", A, B, {"step": 1}, started_at=100)
         add_step(conn, bisectionid, position=0, sha=A, tests=["t"], started_at=110, brid=8)
         assert step_of_request(conn, 8).bisectionid == bisectionid
+        # The outbox's queries (the NULL-safe comparison of a status's missing build request, the CASE of when
+        # the next row falls due) as PostgreSQL runs them.
+        first = outbox.enqueue(conn, "status", "o/r", A, "crcr/pg-alpha", {"state": "pending"}, now=100)
+        assert outbox.enqueue(conn, "status", "o/r", A, "crcr/pg-alpha", {"state": "success"}, now=110) == first
+        outbox.enqueue(conn, "check_run", "o/r", A, "crcr/pg-alpha", {"status": "queued"}, now=120, brid=8)
+        assert [(r.kind, r.payload) for r in outbox.due(conn, now=200, limit=10)] == [
+            ("status", {"state": "success"}), ("check_run", {"status": "queued"})]
+        assert outbox.claim(conn, first, now=200)
+        outbox.failed(conn, first, now=201, next_attempt_at=300, problem="HTTP 502")
+        assert outbox.next_due_at(conn) == 120
+        outbox.remember_check_run(conn, "o/r", A, 8, 4242, now=130)
+        assert outbox.check_run_id(conn, "o/r", A, 8) == 4242
     finally:
         conn.close()

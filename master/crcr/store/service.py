@@ -10,7 +10,7 @@ from __future__ import annotations
 from buildbot.util import service
 from twisted.internet import defer
 
-from crcr.store import bisections, commits, deliveries
+from crcr.store import bisections, commits, deliveries, outbox
 from crcr.store.migrate import upgrade_tables
 
 
@@ -71,3 +71,16 @@ class RelayStore(service.BuildbotService):
 
     claim_delivery = _through_pool(deliveries.claim_delivery)
     release_delivery = _through_pool(deliveries.release_delivery)
+
+    enqueue_for_github = _through_pool(outbox.enqueue)
+    outbox_due = _through_pool(outbox.due)
+    outbox_next_due_at = _through_pool(outbox.next_due_at)
+    claim_for_github = _through_pool(outbox.claim)
+    delivered_to_github = _through_pool(outbox.delivered)
+    github_failed = _through_pool(outbox.failed)
+    release_for_github = _through_pool(outbox.released)
+    give_up_on_github = _through_pool(outbox.give_up)
+    postpone_github = _through_pool(outbox.postpone_all)
+    outbox_waiting = _through_pool(outbox.waiting)
+    check_run_id = _through_pool(outbox.check_run_id)
+    remember_check_run = _through_pool(outbox.remember_check_run)

@@ -20,6 +20,9 @@ SHA_LENGTH = 40
 STATE_LENGTH = 16
 DELIVERY_LENGTH = 64  # GitHub's X-GitHub-Delivery ids are GUIDs (36 characters)
 EVENT_LENGTH = 40
+REPO_LENGTH = 255  # "owner/name"
+CONTEXT_LENGTH = 255  # a status's context, a check run's name
+OUTBOX_KINDS = ("status", "check_run")
 
 metadata = sa.MetaData()
 
@@ -87,6 +90,41 @@ webhook_deliveries = sa.Table(
     sa.Column("received_at", sa.BigInteger, nullable=False),
     sa.Index("crcr_webhook_deliveries_delivery", "delivery", unique=True),
     sa.Index("crcr_webhook_deliveries_received_at", "received_at"),
+)
+
+# What GitHub must get, until it took it (store/outbox.py); never a token.
+github_outbox = sa.Table(
+    "crcr_github_outbox",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("kind", sa.String(STATE_LENGTH), nullable=False),
+    sa.Column("repo", sa.String(REPO_LENGTH), nullable=False),
+    sa.Column("sha", sa.String(SHA_LENGTH), nullable=False),
+    sa.Column("context", sa.String(CONTEXT_LENGTH), nullable=False),
+    sa.Column("brid", sa.Integer),  # a check run's build request; None for a status
+    sa.Column("payload", sa.Text, nullable=False),  # JSON
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", sa.BigInteger, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", sa.BigInteger, nullable=False),
+    sa.Column("sending_since", sa.BigInteger),  # claimed by a sender
+    sa.Column("last_problem", sa.Text),
+    sa.Column("given_up_at", sa.BigInteger),
+    sa.Index("crcr_github_outbox_target", "kind", "repo", "sha", "context", "brid"),
+    sa.Index("crcr_github_outbox_next_attempt_at", "next_attempt_at"),
+)
+
+github_check_runs = sa.Table(
+    "crcr_github_check_runs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("repo", sa.String(REPO_LENGTH), nullable=False),
+    sa.Column("sha", sa.String(SHA_LENGTH), nullable=False),
+    sa.Column("brid", sa.Integer, nullable=False),
+    sa.Column("check_run_id", sa.BigInteger, nullable=False),
+    sa.Column("created_at", sa.BigInteger, nullable=False),
+    sa.Index("crcr_github_check_runs_target", "repo", "sha", "brid", unique=True),
+    sa.Index("crcr_github_check_runs_created_at", "created_at"),
 )
 
 

@@ -1,0 +1,212 @@
+"""The GitHub outbox: each commit status and check run the relay wants GitHub to have, written before anything is
+sent and deleted only once GitHub took it, so that neither an outage nor a master's crash loses one
+(github/outbox_sender.py delivers them).
+
+A target is what GitHub keeps one state of: a commit status (repo, sha, context), a check run (repo, sha, name,
+build request). Its rows go out in the order they were written, one at a time; a newer state replaces the one
+waiting, so that only the newest is sent (a final replaces a pending never sent), except the row a sender is
+sending right now: the newer state then waits behind it. A sender claims a row while sending it; the claim of a
+sender that died mid-attempt (kill -9) lapses after CLAIM_EXPIRY.
+
+A row GitHub refused for good (a 4xx that retrying cannot mend) stays, marked given up, for KEEP_GIVEN_UP, so
+that `crcr status --outbox` can show it; it no longer holds back its target's newer rows.
+
+Rows hold what GitHub must get, never a token. Times are epoch seconds (the master's clock). Each function takes a
+SQLAlchemy connection and commits what it writes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from crcr.store.tables import OUTBOX_KINDS, check_value, github_check_runs, github_outbox
+
+CLAIM_EXPIRY = 60  # seconds; above the sender's attempt timeout (30 s)
+KEEP_GIVEN_UP = 7 * 24 * 3600
+KEEP_CHECK_RUN_IDS = 30 * 24 * 3600  # a build request's check run is updated for as long as it builds: days at most
+
+_o = github_outbox.c
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    id: int
+    kind: str  # status | check_run
+    repo: str  # owner/name
+    sha: str
+    context: str  # the status's context, the check run's name
+    brid: int | None  # a check run's build request
+    payload: Any  # what GitHub gets: a status's fields, or a check run's (without its name, sha and external id)
+    created_at: int
+    updated_at: int  # when its payload was last replaced by a newer state
+    attempts: int  # posts GitHub did not take
+    next_attempt_at: int
+    sending_since: int | None
+    last_problem: str | None
+    given_up_at: int | None
+
+
+def _row(r) -> OutboxRow:
+    return OutboxRow(**{**r._mapping, "payload": json.loads(r.payload)})
+
+
+def _same_target(kind: str, repo: str, sha: str, context: str, brid: int | None):
+    return sa.and_(_o.kind == kind, _o.repo == repo, _o.sha == sha, _o.context == context,
+                   _o.brid.is_not_distinct_from(brid))
+
+
+def _being_sent(now: float):
+    return sa.and_(_o.sending_since.is_not(None), _o.sending_since > int(now) - CLAIM_EXPIRY)
+
+
+def enqueue(conn, kind: str, repo: str, sha: str, context: str, payload: dict, now: float,
+            brid: int | None = None) -> int:
+    """The newest state of a target to deliver; the id of its row. It replaces the target's state still waiting
+    (keeping that row's place, attempts and next attempt: GitHub's trouble is no newer for it)."""
+    check_value("kind", kind, OUTBOX_KINDS)
+    waiting = conn.execute(
+        sa.select(_o.id)
+        .where(_same_target(kind, repo, sha, context, brid), _o.given_up_at.is_(None), sa.not_(_being_sent(now)))
+        .order_by(_o.id)
+    ).scalars().all()
+    values = {"payload": json.dumps(payload), "updated_at": int(now)}
+    if waiting:
+        row_id, *older_states = waiting  # more than one only after a sender died mid-attempt
+        conn.execute(github_outbox.update().where(_o.id == row_id).values(**values, sending_since=None))
+        conn.execute(github_outbox.delete().where(_o.id.in_(older_states)))
+    else:
+        row_id = conn.execute(github_outbox.insert().values(
+            kind=kind, repo=repo, sha=sha, context=context, brid=brid, created_at=int(now), attempts=0,
+            next_attempt_at=int(now), **values,
+        )).inserted_primary_key[0]
+    conn.commit()
+    return row_id
+
+
+def _first_of_its_target():
+    """Rows that no earlier waiting row of the same target holds back."""
+    earlier = github_outbox.alias("earlier")
+    return ~sa.exists().where(
+        earlier.c.given_up_at.is_(None), earlier.c.kind == _o.kind, earlier.c.repo == _o.repo,
+        earlier.c.sha == _o.sha, earlier.c.context == _o.context, earlier.c.brid.is_not_distinct_from(_o.brid),
+        earlier.c.id < _o.id,
+    )
+
+
+def due(conn, now: float, limit: int, kinds: tuple[str, ...] = OUTBOX_KINDS) -> list[OutboxRow]:
+    """Up to `limit` rows to send now, oldest first: each the first of its target, its time come, not being sent."""
+    rows = conn.execute(
+        sa.select(github_outbox)
+        .where(_o.kind.in_(kinds), _o.given_up_at.is_(None), _o.next_attempt_at <= int(now),
+               sa.not_(_being_sent(now)), _first_of_its_target())
+        .order_by(_o.id)
+        .limit(limit)
+    ).all()
+    return [_row(r) for r in rows]
+
+
+def next_due_at(conn, kinds: tuple[str, ...] = OUTBOX_KINDS) -> int | None:
+    """When the next row falls due (a claimed one when its claim lapses); None when nothing waits."""
+    lapses = _o.sending_since + CLAIM_EXPIRY
+    when = sa.case((_o.sending_since.is_(None), _o.next_attempt_at), (lapses > _o.next_attempt_at, lapses),
+                   else_=_o.next_attempt_at)
+    return conn.execute(
+        sa.select(sa.func.min(when)).where(_o.kind.in_(kinds), _o.given_up_at.is_(None), _first_of_its_target())
+    ).scalar()
+
+
+def claim(conn, row_id: int, now: float) -> bool:
+    """Marks the row as being sent by the caller; False when it is gone, given up, or another sender has it."""
+    claimed = conn.execute(
+        github_outbox.update()
+        .where(_o.id == row_id, _o.given_up_at.is_(None), sa.not_(_being_sent(now)))
+        .values(sending_since=int(now))
+    ).rowcount
+    conn.commit()
+    return claimed == 1
+
+
+def delivered(conn, row_id: int) -> None:
+    """GitHub took it."""
+    conn.execute(github_outbox.delete().where(_o.id == row_id))
+    conn.commit()
+
+
+def failed(conn, row_id: int, now: float, next_attempt_at: float, problem: str) -> None:
+    """GitHub did not take it (yet): another attempt at `next_attempt_at`. When a newer state of its target came
+    meanwhile, that one is what the next attempt sends."""
+    _settle(conn, row_id, lambda row: {"attempts": row.attempts + 1, "next_attempt_at": int(next_attempt_at),
+                                       "last_problem": problem, "sending_since": None})
+
+
+def released(conn, row_id: int) -> None:
+    """The attempt was cut short by the sender's stop: not an attempt GitHub answered."""
+    _settle(conn, row_id, lambda row: {"sending_since": None})
+
+
+def _settle(conn, row_id: int, values) -> None:
+    row = conn.execute(sa.select(github_outbox).where(_o.id == row_id)).first()
+    if row is None:
+        return
+    newer = conn.execute(
+        sa.select(_o.id).where(_same_target(row.kind, row.repo, row.sha, row.context, row.brid),
+                               _o.given_up_at.is_(None), _o.id > row_id).order_by(_o.id.desc())
+    ).scalars().first()
+    keep = row_id if newer is None else newer
+    conn.execute(github_outbox.update().where(_o.id == keep).values(**values(row)))
+    if newer is not None:  # its place, attempts and next attempt go to the newer state
+        conn.execute(github_outbox.update().where(_o.id == newer).values(created_at=row.created_at))
+        conn.execute(github_outbox.delete().where(_o.id == row_id))
+    conn.commit()
+
+
+def give_up(conn, row_id: int, now: float, problem: str) -> None:
+    """GitHub refused it for good; kept, as given up, for KEEP_GIVEN_UP."""
+    conn.execute(github_outbox.delete().where(_o.given_up_at < int(now) - KEEP_GIVEN_UP))
+    conn.execute(github_outbox.update().where(_o.id == row_id).values(
+        attempts=_o.attempts + 1, given_up_at=int(now), last_problem=problem, sending_since=None))
+    conn.commit()
+
+
+def postpone_all(conn, until: float, problem: str) -> int:
+    """GitHub asked for a pause from every post (a rate limit): no row is tried before `until`; how many moved."""
+    moved = conn.execute(
+        github_outbox.update()
+        .where(_o.given_up_at.is_(None), _o.next_attempt_at < int(until))
+        .values(next_attempt_at=int(until), last_problem=problem)
+    ).rowcount
+    conn.commit()
+    return moved
+
+
+def waiting(conn) -> list[OutboxRow]:
+    """Every row not delivered yet, oldest first."""
+    return [_row(r) for r in conn.execute(
+        sa.select(github_outbox).where(_o.given_up_at.is_(None)).order_by(_o.id)).all()]
+
+
+def given_up(conn) -> list[OutboxRow]:
+    """The rows GitHub refused for good, kept for KEEP_GIVEN_UP, latest first."""
+    return [_row(r) for r in conn.execute(
+        sa.select(github_outbox).where(_o.given_up_at.is_not(None)).order_by(_o.given_up_at.desc(), _o.id)).all()]
+
+
+def check_run_id(conn, repo: str, sha: str, brid: int) -> int | None:
+    """The id GitHub gave the check run of this build request, once created."""
+    c = github_check_runs.c
+    return conn.execute(
+        sa.select(c.check_run_id).where(c.repo == repo, c.sha == sha, c.brid == brid)
+    ).scalar()
+
+
+def remember_check_run(conn, repo: str, sha: str, brid: int, check_run_id: int, now: float) -> None:
+    c = github_check_runs.c
+    conn.execute(github_check_runs.delete().where(c.created_at < int(now) - KEEP_CHECK_RUN_IDS))
+    conn.execute(github_check_runs.delete().where(c.repo == repo, c.sha == sha, c.brid == brid))
+    conn.execute(github_check_runs.insert().values(repo=repo, sha=sha, brid=brid, check_run_id=check_run_id,
+                                                   created_at=int(now)))
+    conn.commit()

@@ -1,0 +1,172 @@
+"""The GitHub outbox's rows on a real SQLite file upgraded by the relay's migrations: what is due, in which order,
+what a newer state replaces, and what an attempt's outcome leaves (PostgreSQL: test_store.py's round trip)."""
+
+from __future__ import annotations
+
+import pytest
+
+from crcr.store.migrate import upgrade_tables
+from crcr.store.outbox import (
+    CLAIM_EXPIRY, KEEP_GIVEN_UP, check_run_id, claim, delivered, due, enqueue, failed, give_up, given_up, next_due_at,
+    postpone_all, released, remember_check_run, waiting,
+)
+from test_store import open_database
+
+REPO = "pytorch/pytorch"
+A, B = "a" * 40, "b" * 40
+ALPHA, BETA = "crcr/alpha", "crcr/beta"
+
+
+@pytest.fixture
+def db(tmp_path):
+    conn = open_database(f"sqlite:///{tmp_path / 'state.sqlite'}", tmp_path)
+    upgrade_tables(conn)
+    yield conn
+    conn.close()
+
+
+def status(db, sha: str, state: str, now: float, context: str = ALPHA) -> int:
+    return enqueue(db, "status", REPO, sha, context, {"state": state, "description": state}, now=now)
+
+
+def states(rows) -> list[tuple[str, str, str]]:
+    return [(r.sha[:1], r.context, r.payload.get("state") or r.payload.get("status")) for r in rows]
+
+
+def test_rows_are_due_oldest_first_one_per_commit_and_context(db):
+    status(db, A, "pending", now=100)
+    status(db, B, "pending", now=101)
+    being_sent = status(db, A, "pending", now=102, context=BETA)
+    claim(db, being_sent, now=103)
+    status(db, A, "success", now=104, context=BETA)  # waits behind the one being sent
+
+    assert states(due(db, now=105, limit=10)) == [("a", ALPHA, "pending"), ("b", ALPHA, "pending")]
+    assert states(due(db, now=105, limit=1)) == [("a", ALPHA, "pending")]
+    assert due(db, now=99, limit=10) == [], "none falls due before it was written"
+
+
+def test_a_newer_state_replaces_the_one_waiting_and_keeps_its_place_and_attempts(db):
+    first = status(db, A, "pending", now=100)
+    status(db, B, "pending", now=101)
+    claim(db, first, now=102)
+    failed(db, first, now=103, next_attempt_at=200, problem="HTTP 502")
+
+    assert status(db, A, "failure", now=150) == first
+
+    (row,) = [r for r in waiting(db) if r.sha == A]
+    assert (row.payload["state"], row.created_at, row.updated_at) == ("failure", 100, 150)
+    assert (row.attempts, row.next_attempt_at, row.last_problem) == (1, 200, "HTTP 502")
+    assert states(due(db, now=200, limit=10)) == [("a", ALPHA, "failure"), ("b", ALPHA, "pending")]
+
+
+def test_the_state_being_sent_is_not_replaced_the_newer_one_goes_after_it(db):
+    pending = status(db, A, "pending", now=100)
+    claim(db, pending, now=101)
+
+    success = status(db, A, "success", now=102)
+
+    assert success != pending
+    assert states(waiting(db)) == [("a", ALPHA, "pending"), ("a", ALPHA, "success")]
+    delivered(db, pending)
+    assert states(due(db, now=103, limit=10)) == [("a", ALPHA, "success")]
+
+
+def test_a_failed_attempt_whose_state_was_overtaken_hands_its_backoff_to_the_newer_state(db):
+    pending = status(db, A, "pending", now=100)
+    claim(db, pending, now=101)
+    status(db, A, "success", now=102)
+
+    failed(db, pending, now=103, next_attempt_at=120, problem="ConnectionRefusedError")
+
+    (row,) = waiting(db)
+    assert (row.payload["state"], row.attempts, row.next_attempt_at, row.created_at) == ("success", 1, 120, 100)
+    assert due(db, now=119, limit=10) == []
+
+
+def test_a_stop_releases_the_row_without_counting_an_attempt(db):
+    row_id = status(db, A, "success", now=100)
+    claim(db, row_id, now=101)
+
+    released(db, row_id)
+
+    (row,) = waiting(db)
+    assert (row.attempts, row.sending_since) == (0, None)
+    assert [r.id for r in due(db, now=101, limit=10)] == [row_id]
+
+
+def test_the_claim_of_a_sender_that_died_lapses(db):
+    row_id = status(db, A, "success", now=100)
+    assert claim(db, row_id, now=100)
+    assert not claim(db, row_id, now=101), "another sender may not take it"
+
+    assert next_due_at(db) == 100 + CLAIM_EXPIRY
+    assert due(db, now=99 + CLAIM_EXPIRY, limit=10) == []
+    assert [r.id for r in due(db, now=100 + CLAIM_EXPIRY, limit=10)] == [row_id]
+    assert status(db, A, "failure", now=100 + CLAIM_EXPIRY) == row_id, "no longer being sent: replaced"
+
+
+def test_the_next_row_falls_due_at_the_earliest_attempt_of_the_rows_first_in_line(db):
+    assert next_due_at(db) is None
+    first = status(db, A, "pending", now=100)
+    claim(db, first, now=100)
+    failed(db, first, now=101, next_attempt_at=300, problem="HTTP 502")
+    claimed = status(db, B, "pending", now=110)
+    claim(db, claimed, now=110)
+    status(db, B, "success", now=111)  # behind the claimed one: not what falls due
+
+    assert next_due_at(db) == min(300, 110 + CLAIM_EXPIRY)
+
+
+def test_a_rate_limit_postpones_every_row(db):
+    soon, later = status(db, A, "pending", now=100), status(db, B, "pending", now=100)
+    claim(db, later, now=100)
+    failed(db, later, now=100, next_attempt_at=900, problem="HTTP 502")
+
+    assert postpone_all(db, until=500, problem="rate limited until 500") == 1
+
+    assert [(r.id, r.next_attempt_at) for r in waiting(db)] == [(soon, 500), (later, 900)]
+    assert waiting(db)[0].last_problem == "rate limited until 500"
+
+
+def test_a_row_given_up_is_kept_for_a_while_and_no_longer_holds_its_target_back(db):
+    refused = status(db, A, "pending", now=100)
+    claim(db, refused, now=100)
+    status(db, A, "success", now=101)
+
+    give_up(db, refused, now=102, problem="HTTP 422: Validation Failed")
+
+    assert states(due(db, now=102, limit=10)) == [("a", ALPHA, "success")]
+    (row,) = given_up(db)
+    assert (row.id, row.given_up_at, row.attempts, row.last_problem) == (refused, 102, 1, "HTTP 422: Validation Failed")
+    assert states(waiting(db)) == [("a", ALPHA, "success")]
+    assert status(db, A, "failure", now=103) != refused, "a newer state never revives a given-up row"
+
+    other = status(db, B, "pending", now=200 + KEEP_GIVEN_UP)
+    give_up(db, other, now=200 + KEEP_GIVEN_UP, problem="HTTP 404")
+    assert [r.id for r in given_up(db)] == [other], "the week-old one is gone"
+
+
+def test_check_runs_are_targets_of_their_own_per_build_request(db):
+    enqueue(db, "check_run", REPO, A, ALPHA, {"status": "queued"}, now=100, brid=1)
+    enqueue(db, "check_run", REPO, A, ALPHA, {"status": "queued"}, now=100, brid=2)
+    enqueue(db, "check_run", REPO, A, ALPHA, {"status": "completed"}, now=101, brid=1)
+    status(db, A, "pending", now=102)
+
+    assert [(r.kind, r.brid, r.payload) for r in due(db, now=102, limit=10)] == [
+        ("check_run", 1, {"status": "completed"}), ("check_run", 2, {"status": "queued"}),
+        ("status", None, {"state": "pending", "description": "pending"})]
+    assert [r.kind for r in due(db, now=102, limit=10, kinds=("status",))] == ["status"]
+
+
+def test_a_check_runs_id_is_remembered_per_build_request(db):
+    assert check_run_id(db, REPO, A, 1) is None
+
+    remember_check_run(db, REPO, A, 1, 4242, now=100)
+
+    assert (check_run_id(db, REPO, A, 1), check_run_id(db, REPO, A, 2), check_run_id(db, REPO, B, 1)) == (
+        4242, None, None)
+
+
+def test_an_unknown_kind_is_refused(db):
+    with pytest.raises(ValueError, match="kind must be one of status, check_run"):
+        enqueue(db, "comment", REPO, A, ALPHA, {}, now=100)
