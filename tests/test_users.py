@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
+import os
+import pty
 import stat
 
 import pytest
 
+from clirun import InProcessCrcr
+from harness import VENV_BIN
 from crcr.config.errors import ConfigError
 from crcr.config.users import add_user, read_users, remove_user, users_file, verify
 
@@ -117,3 +122,136 @@ def test_a_hand_written_line_with_other_parameters_still_verifies(path):
     path.write_text(f"octocat:scrypt$16$1$1${base64.b64encode(salt).decode()}${base64.b64encode(digest).decode()}\n")
     assert verify(path, "octocat", "pw")
     assert not verify(path, "octocat", "pW")
+
+
+# `crcr user ...` as an operator runs it: in process for its messages, under a terminal for the prompts.
+
+
+@pytest.fixture
+def crcr(tmp_path, monkeypatch, capsys):
+    env = {"CRCR_SECRETS_DIR": str(tmp_path / "secrets"), "CRCR_AUTH": "users"}
+    run = InProcessCrcr(monkeypatch, capsys, env)
+
+    def crcr_with_stdin(*args, stdin: str = "", **env):
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        return run(*args, **env)
+
+    return crcr_with_stdin
+
+
+def test_add_reads_the_password_from_standard_input_and_the_user_signs_in(crcr, path):
+    result = crcr("user", "add", "octocat", stdin="correct horse\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ("added user 'octocat' in " + str(path) + "; it signs in with it from now on, "
+                             "no reconfig needed\n")
+    assert result.stderr == ""
+    assert verify(path, "octocat", "correct horse")  # the line ends the password; it is not part of it
+
+    again = crcr("user", "add", "octocat", stdin="battery staple\r\n")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("changed the password of 'octocat' in ")
+    assert verify(path, "octocat", "battery staple")
+
+
+def test_list_prints_the_names_only(crcr, path):
+    assert crcr("user", "list").stdout == ""  # no users file yet
+    add_user(path, "octocat", "pw1")
+    add_user(path, "hubot", "pw2")
+    result = crcr("user", "list")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "hubot\noctocat\n", "")
+
+
+def test_remove_a_user(crcr, path):
+    add_user(path, "octocat", "pw1")
+    add_user(path, "hubot", "pw2")
+    result = crcr("user", "remove", "octocat")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"removed user 'octocat' from {path}; it can no longer sign in")
+    assert list(read_users(path)) == ["hubot"]
+
+
+def test_removing_an_unknown_user_fails_and_changes_nothing(crcr, path):
+    add_user(path, "hubot", "pw2")
+    before = path.read_text()
+    result = crcr("user", "remove", "octocat")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == f"error: {path}: no user 'octocat'\n"
+    assert path.read_text() == before
+
+
+@pytest.mark.parametrize(
+    ("name", "stdin", "message"),
+    [
+        ("octo_cat", "pw\n", "error: user name 'octo_cat': must be a GitHub login"),
+        ("octocat", "", "error: the password is empty"),
+        ("octocat", "\n", "error: the password is empty"),
+    ],
+)
+def test_bad_input_is_refused_with_a_message_and_nothing_written(crcr, path, name, stdin, message):
+    result = crcr("user", "add", name, stdin=stdin)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.startswith(message), result.stderr
+    assert not path.exists()
+
+
+def test_a_malformed_users_file_is_named_and_left_as_it_is(crcr, path):
+    path.parent.mkdir()
+    path.write_text("octocat:plaintext-password\n")
+    for args in (("add", "hubot"), ("remove", "octocat"), ("list",)):
+        result = crcr("user", *args, stdin="pw\n")
+        assert result.returncode == 1
+        assert result.stderr.startswith(f"error: {path}, line 1: the password hash is not in the expected form")
+    assert path.read_text() == "octocat:plaintext-password\n"
+
+
+def test_a_relay_signing_in_with_github_is_told_the_file_is_unused(crcr, path):
+    result = crcr("user", "add", "octocat", stdin="pw\n", CRCR_AUTH="github")
+    assert result.returncode == 0
+    assert result.stderr == "note: this relay signs in with github (the auth setting), not with the users file\n"
+
+
+def test_the_password_is_never_an_argument(crcr):
+    help_text = " ".join(crcr("user", "add", "--help").stdout.split())
+    assert "--password" not in help_text
+    assert "read from standard input when it is not a terminal" in help_text
+
+
+def _in_a_terminal(args: list[str], env: dict[str, str], answers: list[str]) -> tuple[int, str]:
+    """Run the installed crcr under a pseudo-terminal, typing each answer after a prompt; its exit code and
+    everything the terminal showed."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: crcr with the pty as its terminal
+        os.execve(str(VENV_BIN / "crcr"), ["crcr", *args], {**os.environ, **env})
+    shown = b""
+    answers = list(answers)
+    while True:
+        try:
+            chunk = os.read(fd, 1024)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+        if answers and shown.rstrip().endswith(b":"):
+            os.write(fd, answers.pop(0).encode() + b"\n")
+            shown += b"\n"
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), shown.decode()
+
+
+def test_in_a_terminal_the_password_is_asked_twice_and_not_shown(tmp_path, path):
+    env = {"CRCR_SECRETS_DIR": str(path.parent)}
+    code, shown = _in_a_terminal(["user", "add", "octocat"], env, ["correct horse", "correct horse"])
+    assert code == 0, shown
+    assert "password for octocat:" in shown and "password for octocat again:" in shown
+    assert "correct horse" not in shown
+    assert verify(path, "octocat", "correct horse")
+
+
+def test_in_a_terminal_two_different_passwords_change_nothing(tmp_path, path):
+    add_user(path, "octocat", "old")
+    env = {"CRCR_SECRETS_DIR": str(path.parent)}
+    code, shown = _in_a_terminal(["user", "add", "octocat"], env, ["correct horse", "battery staple"])
+    assert code == 1
+    assert "error: the two passwords differ; nothing changed" in shown
+    assert verify(path, "octocat", "old")

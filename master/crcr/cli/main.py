@@ -1,5 +1,5 @@
-"""The `crcr` command: check the data files, run a master, register worker hosts, force-build an upstream revision,
-bisect a range of upstream commits, show commit-to-verdict latency."""
+"""The `crcr` command: check the data files, run a master, register worker hosts, manage who signs in,
+force-build an upstream revision, bisect a range of upstream commits, show commit-to-verdict latency."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from crcr.cli.force import add_force_command
 from crcr.cli.latency import add_latency_command
 from crcr.cli.mastercommands import add_master_commands, checked_config
 from crcr.cli.subcommands import add_command
+from crcr.cli.user import add_user_commands
 from crcr.cli.worker import add_worker_commands
 from crcr.config.errors import ConfigError
 from crcr.config.settings import load_settings
@@ -33,6 +34,7 @@ def parser() -> argparse.ArgumentParser:
     )
     add_master_commands(sub)
     add_worker_commands(sub)
+    add_user_commands(sub)
     add_force_command(sub)
     add_bisect_command(sub)
     add_latency_command(sub)
