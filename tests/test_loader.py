@@ -30,7 +30,7 @@ NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter o
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
 BACKEND_KEYS = (
     "description, maintainers, level, repo, pr_label, trusted_associations, device, branches, queue, timeout, "
-    "setup, env, suites"
+    "stale_after, setup, env, suites"
 )
 SMOKE = {"name": "smoke", "command": "true"}
 
@@ -218,6 +218,18 @@ BAD_FILES = [
     ),
     pytest.param(
         "backends/demo.yaml",
+        backend_yaml(stale_after=0),
+        "{file}: stale_after: should be greater than 0 (got 0)",
+        id="zero-stale-after",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(stale_after="6h"),
+        "{file}: stale_after: should be a whole number (got '6h')",
+        id="stale-after-with-unit",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
         backend_yaml(maintainers=["octocat", "not a login"]),
         "{file}: maintainers: not GitHub logins: 'not a login'",
         id="bad-maintainer-login",
@@ -378,6 +390,12 @@ OUT_OF_BOUNDS = [
         backend_yaml(timeout=604801),
         "{file}: timeout: must be at most 604800 seconds (7 days) (got 604801)",
         id="timeout-over-7-days",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(stale_after=604801),
+        "{file}: stale_after: must be at most 604800 seconds (7 days) (got 604801)",
+        id="stale-after-over-7-days",
     ),
     pytest.param(
         "backends/demo.yaml",
@@ -723,6 +741,7 @@ def test_file_stem_is_the_name_and_defaults_apply(tmp_path):
     assert npu.name == "npu"
     assert npu.maintainers == ["octocat"]
     assert npu.timeout == 10800
+    assert npu.stale_after == 21600  # 6 hours, as PyTorch's sweep of zombie requests
     assert (npu.setup, npu.env) == ([], {})
     assert npu.queue == "newest"
     assert [(s.name, s.timeout) for s in npu.suites] == [("smoke", 3600), ("ops", 60)]

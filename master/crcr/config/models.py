@@ -200,6 +200,10 @@ class Backend(Strict):
     # when it has new failures, give every commit its verdict.
     queue: QueuePolicy = QUEUE_NEWEST
     timeout: Seconds = 10800
+    # A build request waiting this long while no unit of the device is connected gets a final error status on
+    # GitHub, so that no commit shows pending for ever; it stays queued and builds when a unit returns.
+    # 6 hours, as PyTorch's sweep of zombie requests.
+    stale_after: Seconds = 21600
     setup: list[Command] = Field(default=[], max_length=MAX_SETUP_COMMANDS)
     env: dict[str, Command] = Field(default={}, max_length=MAX_ENV_VARIABLES)
     suites: list[Suite] = Field(min_length=1, max_length=MAX_SUITES)
