@@ -1,0 +1,161 @@
+"""Who may do what in the UI and the REST API: Buildbot's Authz, generated from the backend and worker host files
+and the settings.
+
+- reading: everyone, or every signed-in user with settings.require_sign_in;
+- force (its `force-<backend>` and `bisect-<backend>` forms), rebuild, stop a build, cancel a build request on a
+  backend's builder: the backend's maintainers;
+- pause, unpause, stop (gracefully) and kill a unit worker: its host's maintainers (the worker file's
+  `maintainers`);
+- the relay's admins (settings.admins) may do all of it, and they alone anything else (scheduler enable, ...).
+
+Buildbot reads the rules in order and the first rule that matches an endpoint decides, unless the user lacks its
+role and the rule says defaultDeny=False: then the next matching rule decides. Matching no rule allows.
+"""
+
+from __future__ import annotations
+
+from buildbot.data.buildrequests import BuildRequestEndpoint
+from buildbot.data.builds import BuildEndpoint
+from buildbot.data.exceptions import InvalidPathError
+from buildbot.util import bytes2unicode, unicode2bytes
+from buildbot.www.authz import Authz, Forbidden
+from buildbot.www.authz.endpointmatchers import (
+    AnyControlEndpointMatcher, AnyEndpointMatcher, EndpointMatcherBase, ForceBuildEndpointMatcher, Match,
+    RebuildBuildEndpointMatcher, StopBuildEndpointMatcher,
+)
+from buildbot.www.authz.roles import RolesFromBase
+from twisted.internet import defer
+
+from crcr.config.loader import RelayConfig
+from crcr.config.settings import Settings
+
+ADMIN_ROLE = "admin"
+SIGNED_IN_ROLE = "signed-in"
+STOP_ACTIONS = ("stop", "cancel")  # a build's and a build request's
+
+
+def maintainer_role(backend: str) -> str:
+    return f"maintainer:{backend}"
+
+
+def host_role(host: str) -> str:
+    return f"host:{host}"
+
+
+def relay_authz(relay: RelayConfig, settings: Settings) -> RelayAuthz:
+    """www["authz"]."""
+    rules = [AnyControlEndpointMatcher(role=ADMIN_ROLE, defaultDeny=False)]
+    for backend in relay.backends:
+        role = maintainer_role(backend.name)
+        rules += [
+            # A force scheduler matches by its builders: the bisect-<backend> form is covered too.
+            ForceBuildEndpointMatcher(builder=backend.name, role=role),
+            RebuildBuildEndpointMatcher(builder=backend.name, role=role),
+            StopOrCancelEndpointMatcher(builder=backend.name, role=role),
+        ]
+    rules += [WorkerActionEndpointMatcher([unit.worker_name for unit in host.units], role=host_role(host.name))
+              for host in relay.hosts]
+    rules.append(AnyControlEndpointMatcher(role=ADMIN_ROLE))
+    if settings.require_sign_in:
+        rules.append(AnyEndpointMatcher(role=SIGNED_IN_ROLE))
+    return RelayAuthz(allowRules=rules, roleMatchers=[RolesFromRelayFiles(relay, settings)])
+
+
+class RolesFromRelayFiles(RolesFromBase):
+    """A signed-in user's roles: signed-in, admin if settings.admins names them, maintainer:<backend> and
+    host:<host> for each backend and worker file whose `maintainers` name them.
+
+    Buildbot's RolesFromUsername compares names exactly: right for the users file, whose names are as typed, but
+    GitHub logins are not case-sensitive (GitHub gives the login as its owner spells it, Octocat, where a file may
+    say octocat), so with auth: github names are compared case-insensitively."""
+
+    def __init__(self, relay: RelayConfig, settings: Settings):
+        super().__init__()
+        self.same_login = str.lower if settings.auth == "github" else str  # str: the name as it is
+        self.roles: dict[str, set[str]] = {}
+        named = [(settings.admins, ADMIN_ROLE)]
+        named += [(b.maintainers, maintainer_role(b.name)) for b in relay.backends]
+        named += [(h.maintainers, host_role(h.name)) for h in relay.hosts]
+        for logins, role in named:
+            for login in logins:
+                self.roles.setdefault(self.same_login(login), set()).add(role)
+
+    def getRolesFromUser(self, userDetails: dict) -> list[str]:
+        username = userDetails.get("username")
+        if not username:  # anonymous
+            return []
+        return [SIGNED_IN_ROLE, *sorted(self.roles.get(self.same_login(username), ()))]
+
+
+class StopOrCancelEndpointMatcher(StopBuildEndpointMatcher):
+    """Stopping a build, and cancelling a build request, of the builder. Buildbot 4.3's UI and REST API cancel a
+    request with the action 'cancel', but its StopBuildEndpointMatcher matches only 'stop' there (an older name
+    that BuildRequestEndpoint no longer accepts): alone, it would leave a maintainer's cancel to the admins' rule."""
+
+    match_BuildRequestEndpoint_cancel = StopBuildEndpointMatcher.match_BuildRequestEndpoint_stop
+
+
+class WorkerActionEndpointMatcher(EndpointMatcherBase):
+    """Pausing, unpausing, stopping and killing one of the named workers. Buildbot has no endpoint matcher for
+    workers at all (only AnyControlEndpointMatcher, which cannot tell one worker from another)."""
+
+    def __init__(self, workers: list[str], **kwargs):
+        self.workers = frozenset(workers)
+        super().__init__(**kwargs)
+
+    @defer.inlineCallbacks
+    def _match_worker(self, epobject, epdict, options):
+        worker = yield epobject.get({}, epdict)
+        return Match(self.master) if worker is not None and worker["name"] in self.workers else None
+
+    # One name per action of WorkerEndpoint.control: EndpointMatcherBase looks for match_<endpoint class>_<action>,
+    # and a match_WorkerEndpoint for every action would also match reading a worker.
+    match_WorkerEndpoint_pause = match_WorkerEndpoint_unpause = _match_worker
+    match_WorkerEndpoint_stop = match_WorkerEndpoint_kill = _match_worker
+
+
+class RelayAuthz(Authz):
+    """Buildbot's Authz, whose refusals say who asked, and which notes who stopped a build or cancelled a build
+    request so that its final GitHub status names them ('Cancelled by octocat').
+
+    Why here: this is the one place Buildbot hands over both the endpoint and the signed-in user. What Buildbot
+    passes on to the stop itself is a free-text reason (the UI sends none: 'no reason'), and a request cancelled
+    before a worker claimed it keeps no reason at all. The notes are in memory, as the pull-request service's cancel
+    reasons are: the reporters read them within moments of the stop. A reconfig builds a new Authz, so a stop in the
+    seconds before one is reported as 'Cancelled' alone."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cancelled_by: dict[int, str] = {}  # buildrequest id -> user name
+
+    @defer.inlineCallbacks
+    def assertUserAllowed(self, ep, action, options, userDetails):
+        username = userDetails.get("username")
+        try:
+            yield super().assertUserAllowed(ep, action, options, userDetails)
+        except Forbidden as refused:
+            who = f"signed in as {username}" if username else "not signed in"
+            raise Forbidden(unicode2bytes(f"{who}: {bytes2unicode(refused.message)}")) from None
+        if action in STOP_ACTIONS and username:
+            buildrequestid = yield self._buildrequest_of(ep)
+            if buildrequestid is not None:
+                # The first stop is the one that took effect.
+                self.cancelled_by.setdefault(buildrequestid, username)
+
+    @defer.inlineCallbacks
+    def _buildrequest_of(self, ep):
+        """The build request of a build or build request endpoint; None for any other (a worker's stop)."""
+        try:
+            endpoint, kwargs = self.master.data.getEndpoint(ep)
+        except InvalidPathError:
+            return None
+        if not isinstance(endpoint, (BuildEndpoint, BuildRequestEndpoint)):
+            return None
+        found = yield endpoint.get({}, kwargs)
+        return found["buildrequestid"] if found else None
+
+
+def cancelled_by(master, buildrequestid: int) -> str | None:
+    """Who stopped or cancelled the build request through the UI or REST API; None when no person did."""
+    authz = getattr(getattr(master, "www", None), "authz", None)
+    return authz.cancelled_by.get(buildrequestid) if isinstance(authz, RelayAuthz) else None
