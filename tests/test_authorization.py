@@ -4,6 +4,8 @@ of user, and whose stop the relay notes for the final status."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 from twisted.internet import defer
@@ -98,9 +100,9 @@ class RelayAuthzTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
         ])
 
     def mktemp_path(self) -> Path:
-        path = Path(self.mktemp())
-        path.mkdir(parents=True)
-        return path
+        path = tempfile.mkdtemp(prefix="crcr-authz-")
+        self.addCleanup(shutil.rmtree, path)
+        return Path(path)
 
     @defer.inlineCallbacks
     def answer(self, user: dict, endpoint: str, action: str, options: dict | None = None):

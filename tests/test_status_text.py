@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS, WARNINGS
 
+from crcr.buildmaster.authorization import RelayAuthz
 from crcr.github.status_text import GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
 from crcr.suites.results import SuiteResults
 from crcr.names import (
@@ -131,11 +132,14 @@ def test_text_at_the_limit_is_not_cut():
     assert describe_finished_build(build(FAILURE, (name, FAILURE))) == f"Failed in {name}"
 
 
-def master_with(cancel_reasons: dict[int, str] | None) -> SimpleNamespace:
+def master_with(cancel_reasons: dict[int, str] | None, cancelled_by: dict[int, str] | None = None) -> SimpleNamespace:
     """What the formatter's context holds as 'master', as far as the status text reads it: the relay's pull-request
-    service, with why it cancelled which build requests (None: no such service, as with no pull requests set up)."""
+    service, with why it cancelled which build requests (None: no such service, as with no pull requests set up),
+    and the web service's Authz, with who stopped or cancelled which build requests through the UI or REST API."""
     services = {} if cancel_reasons is None else {PULL_REQUESTS_SERVICE: SimpleNamespace(cancel_reasons=cancel_reasons)}
-    return SimpleNamespace(service_manager=SimpleNamespace(namedServices=services))
+    authz = RelayAuthz()
+    authz.cancelled_by.update(cancelled_by or {})
+    return SimpleNamespace(service_manager=SimpleNamespace(namedServices=services), www=SimpleNamespace(authz=authz))
 
 
 def test_describe_queued_and_cancelled_build_requests():
@@ -155,6 +159,16 @@ def test_a_superseded_pull_request_build_says_by_what_queued_or_running():
     assert describe({"build": queued, "master": master}) == "Superseded by 1a2b3c4d5e"
     assert describe({"build": running, "master": master}) == "Superseded by 1a2b3c4d5e"
     assert describe({"build": {**running, "buildrequestid": 4}, "master": master}) == "Cancelled", "cancelled by a user"
+
+
+def test_a_build_a_person_stopped_or_cancelled_names_them():
+    master = master_with({}, cancelled_by={4: "octocat", 5: "alice"})
+    queued = {"complete": True, "results": CANCELLED, "buildrequest": {"buildrequestid": 4}}  # cancelled unclaimed
+    running = {**build(CANCELLED, ("suite smoke", CANCELLED)), "buildrequestid": 5}  # stopped
+
+    assert describe({"build": queued, "master": master}) == "Cancelled by octocat"
+    assert describe({"build": running, "master": master}) == "Cancelled by alice"
+    assert describe({"build": {**running, "buildrequestid": 6}, "master": master}) == "Cancelled"
 
 
 def with_tests(done: dict, **suites: dict) -> dict:

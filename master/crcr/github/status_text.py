@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
+from crcr.buildmaster.authorization import cancelled_by
 from crcr.buildmaster.pull_requests import cancel_reason
 from crcr.names import (
     BASELINES_PROPERTY, GITHUB_DESCRIPTION_LIMIT, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX,
@@ -79,14 +80,18 @@ def buildrequest_id(build: dict) -> int:
 
 def describe(context: dict) -> str:
     """Formatter function for both build requests (queued or cancelled) and finished builds. A build the relay
-    cancelled itself says why ('Superseded by 1a2b3c4d5e')."""
+    cancelled itself says why ('Superseded by 1a2b3c4d5e'); one a person stopped or cancelled, who."""
     build = context["build"]
     if not build.get("complete"):
         return QUEUED
     if build["results"] == CANCELLED:
-        reason = cancel_reason(context["master"], buildrequest_id(build))
+        master, buildrequestid = context["master"], buildrequest_id(build)
+        reason = cancel_reason(master, buildrequestid)
         if reason:
             return _shorten(reason)
+        person = cancelled_by(master, buildrequestid)
+        if person:
+            return f"Cancelled by {person}"
     return describe_finished_build(build)
 
 
