@@ -11,6 +11,7 @@ from pathlib import Path
 from twisted.internet import defer
 from twisted.trial import unittest
 
+from buildbot.data.forceschedulers import forceScheduler2Data
 from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.www import WwwTestMixin
@@ -198,3 +199,21 @@ class WhoStopped(RelayAuthzTest):
         yield self.answer(USERS["carol"], f"workers/{LAB_UNIT}", "stop")
         self.assertEqual(self.master.authz.cancelled_by, {})
         self.assertIsNone(cancelled_by(self.master, 21))
+
+
+def visible_fields(spec: dict) -> list[str]:
+    """The names of the fields a force form shows, nested ones included."""
+    shown = [] if spec.get("hide") or spec["type"] == "nested" else [spec["name"]]
+    return shown + [name for field in spec.get("fields", []) for name in visible_fields(field)]
+
+
+def test_no_force_form_asks_who_you_are(tmp_path):
+    """The owner of a forced build or bisection is the signed-in user (Buildbot's REST API passes it to force);
+    a name typed in the form would be believed whenever the API had none."""
+    relay, settings = relay_files(tmp_path)
+    alpha = relay.backends[0]
+    for scheduler in (force_scheduler(alpha, settings), bisect_scheduler(alpha, settings)):
+        scheduler.reconfigService(*scheduler._config_args, **scheduler._config_kwargs)
+        fields = [name for spec in forceScheduler2Data(scheduler)["all_fields"] for name in visible_fields(spec)]
+        assert fields and not {"username", "owner"} & set(fields), f"{scheduler.name} shows {fields}"
+        assert scheduler.username.getFromKwargs({"username": ["Mallory <root@pytorch.org>"]}) == ""

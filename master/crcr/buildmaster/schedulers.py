@@ -41,6 +41,7 @@ class UpstreamRevisionForceScheduler(schedulers.ForceScheduler):
             builderNames=[builder],
             buttonName="Build an upstream revision",
             label=f"Build an upstream revision on {builder}",
+            username=_signed_in_owner(),
             reason=util.StringParameter(name="reason", label="Reason", default="forced by a user", size=40),
             priority=util.IntParameter(name="priority", label="Priority (higher builds first)", default=0),
             codebases=[
@@ -82,6 +83,12 @@ class UpstreamRevisionForceScheduler(schedulers.ForceScheduler):
         return properties, changeids, sourcestamps
 
 
+def _signed_in_owner() -> util.FixedParameter:
+    """No 'Your name' field: Buildbot's REST API passes the signed-in user to force() as the owner, and falls back
+    to the form's name only for an anonymous request, which the relay's Authz refuses."""
+    return util.FixedParameter(name="username", default="")
+
+
 def force_scheduler(backend: Backend, settings: Settings) -> schedulers.ForceScheduler:
     return UpstreamRevisionForceScheduler(
         name=force_scheduler_name(backend.name),
@@ -119,6 +126,7 @@ class BisectScheduler(schedulers.ForceScheduler):
             builderNames=[backend.name],
             buttonName="Bisect",
             label=f"Bisect upstream commits on {backend.name}",
+            username=_signed_in_owner(),
             reason=util.StringParameter(name="reason", label="Reason", default="bisected by a user", size=40),
             codebases=[_hidden_upstream_codebase(settings)],
             properties=[
