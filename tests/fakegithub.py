@@ -7,6 +7,11 @@ Told of a GitHub App (install_app), it also plays the App's side: GET /repos/{o}
 POST /app/installations/{id}/access_tokens answer only a JWT signed with the App's key and issued by its id (401
 otherwise), and POST /repos/{o}/{r}/check-runs and PATCH /repos/{o}/{r}/check-runs/{id} only a token it issued.
 
+Told of an OAuth app (register_oauth_app), it plays GitHub's sign-in as Buildbot's GitHubAuth uses it with an
+Enterprise server: /login/oauth/authorize sends the browser back to the app's callback with a code, as the person
+signed in at GitHub (sign_in_at_github); POST /login/oauth/access_token trades the code and the app's credentials for
+a token; GET /api/v3/user (and /user) answers who a token it issued (or user_token's) is.
+
 It speaks HTTP/1.0 and closes each connection after its answer without saying so, as a server closing a
 keep-alive connection does: the relay's HTTP client then sometimes sends its next post on a connection
 already closed, never answered, and must post it again (Twisted never re-sends a POST by itself).
@@ -25,15 +30,26 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 STATUS_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/statuses/(?P<sha>[0-9a-f]{40})$")
 INSTALLATION_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/installation$")
 TOKEN_PATH = re.compile(r"^/app/installations/(?P<installation>\d+)/access_tokens$")
 CHECK_RUNS_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/check-runs$")
 CHECK_RUN_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/check-runs/(?P<id>\d+)$")
+USER_PATH = re.compile(r"^(/api/v3)?/user$")
 PERMISSION_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/collaborators/(?P<login>[^/]+)/permission$")
 TOKEN_LIFETIME = 3600  # seconds, as GitHub's installation tokens
 NO_ANSWER = 0  # Recorded.answered of a request left unanswered
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """An answer that is not JSON: an OAuth redirect, or the form-encoded token GitHub gives an OAuth app."""
+
+    content_type: str = "text/plain"
+    data: bytes = b""
+    location: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +85,10 @@ class FakeGitHub:
         self._tokens: set[str] = set()  # installation tokens issued
         self._check_runs: list[dict] = []  # each as created, then as updated; its "updates" lists each payload
         self._permissions: dict[str, str] = {}  # login -> GitHub's coarse permission on every repository
+        self._oauth_app: tuple[str, str, str] | None = None  # (client id, client secret, callback URL)
+        self._browser_login: str | None = None  # who is signed in at GitHub in the browser
+        self._oauth_codes: dict[str, tuple[str, str]] = {}  # code -> (login, redirect_uri), each used once
+        self._user_tokens: dict[str, str] = {}  # token -> login
         self._lock = threading.Lock()
         self._stopped = threading.Event()  # ends the wait of requests left unanswered
         self._server = _Server(("127.0.0.1", 0), self._handler())
@@ -110,6 +130,26 @@ class FakeGitHub:
         with self._lock:
             self._app = (str(app_id), public_key, installation_id)
 
+    def register_oauth_app(self, client_id: str, client_secret: str, callback_url: str) -> None:
+        """Play an OAuth app with these credentials, whose callback URL is `callback_url`."""
+        with self._lock:
+            self._oauth_app = (client_id, client_secret, callback_url)
+
+    def sign_in_at_github(self, login: str) -> None:
+        """The browser's GitHub session: /login/oauth/authorize grants the app's request as `login`."""
+        with self._lock:
+            self._browser_login = login
+
+    def user_token(self, login: str) -> str:
+        """A new personal access token of `login`, as a person makes one in GitHub's settings."""
+        with self._lock:
+            return self._issue_user_token("ghp", login)
+
+    def _issue_user_token(self, prefix: str, login: str) -> str:
+        token = f"{prefix}_fake{len(self._user_tokens) + 1}{login}"
+        self._user_tokens[token] = login
+        return token
+
     def check_runs(self, sha: str | None = None, name: str | None = None) -> list[dict]:
         """Each check run (of commit `sha`, named `name`, if given) as it stands now, in the order they were
         created, with its repository, its "updates" (every payload posted for it, in order) and the
@@ -138,8 +178,10 @@ class FakeGitHub:
                 found.append(status)
         return found
 
-    def _serve(self, method: str, path: str, headers, body: dict | None) -> tuple[int, dict]:
+    def _serve(self, method: str, path: str, headers, body: dict | None) -> tuple[int, dict | RawAnswer]:
         """GitHub's answer to a request, under the lock: its HTTP status and JSON."""
+        if path.startswith("/login/oauth/") or USER_PATH.match(path):
+            return self._serve_oauth(method, path, headers, body)
         if method == "POST" and STATUS_PATH.match(path):
             return 201, {"id": len(self.requests) + 1, **(body or {})}
         if method == "GET" and (m := PERMISSION_PATH.match(path)):
@@ -175,6 +217,45 @@ class FakeGitHub:
             return 200, {k: v for k, v in run.items() if k not in ("updates", "authorization")}
         return 404, {"message": "Not Found"}
 
+    def _serve_oauth(self, method: str, path: str, headers, body: dict | None) -> tuple[int, dict | RawAnswer]:
+        """GitHub's web sign-in flow for OAuth apps, and GET /user."""
+        url = urlsplit(path)
+        if method == "GET" and url.path == "/login/oauth/authorize" and self._oauth_app:
+            asked = dict(parse_qsl(url.query))
+            client_id, _, callback = self._oauth_app
+            redirect_uri = asked.get("redirect_uri", callback)
+            if asked.get("client_id") != client_id or not redirect_uri.startswith(callback):
+                return 400, {"message": "The redirect_uri is not associated with this application."}
+            if self._browser_login is None:
+                return 400, {"message": "nobody is signed in at GitHub: call sign_in_at_github first"}
+            code = f"code{len(self._oauth_codes) + 1}"
+            self._oauth_codes[code] = (self._browser_login, redirect_uri)
+            back = {"code": code, **({"state": asked["state"]} if "state" in asked else {})}
+            return 302, RawAnswer(location=f"{redirect_uri}?{urlencode(back)}")
+        if method == "POST" and url.path == "/login/oauth/access_token" and self._oauth_app:
+            asked = body or {}
+            client_id, client_secret, _ = self._oauth_app
+            if (asked.get("client_id"), asked.get("client_secret")) != (client_id, client_secret):
+                answer = {"error": "incorrect_client_credentials",
+                          "error_description": "The client_id and/or client_secret passed are incorrect."}
+            elif (granted := self._oauth_codes.pop(asked.get("code"), None)) is None:
+                answer = {"error": "bad_verification_code",
+                          "error_description": "The code passed is incorrect or expired."}
+            elif asked.get("redirect_uri", granted[1]) != granted[1]:
+                answer = {"error": "redirect_uri_mismatch", "error_description": "The redirect_uri MUST match."}
+            else:
+                token = self._issue_user_token("gho", granted[0])
+                answer = {"access_token": token, "scope": "", "token_type": "bearer"}
+            # Without `Accept: application/json`, GitHub answers form-encoded, errors included, with 200.
+            return 200, RawAnswer("application/x-www-form-urlencoded", urlencode(answer).encode())
+        if method == "GET" and USER_PATH.match(url.path):
+            scheme, _, token = (headers.get("Authorization") or "").partition(" ")
+            login = self._user_tokens.get(token) if scheme.lower() in ("token", "bearer") else None
+            if login is None:
+                return _UNAUTHORIZED
+            return 200, {"login": login, "name": f"{login.title()} Person"}
+        return 404, {"message": "Not Found"}
+
     def _signed_by_app(self, headers) -> bool:
         """A JWT signed with the App's key, issued by its id, not expired, as GitHub checks it."""
         app_id, public_key, _ = self._app
@@ -207,8 +288,8 @@ class FakeGitHub:
                 raw = self.rfile.read(length) if length else b""
                 try:
                     body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = None
+                except ValueError:  # a form, as OAuth apps post to /login/oauth/access_token
+                    body = dict(parse_qsl(raw.decode(errors="replace")))
                 with fake._lock:
                     faulty = fake._faults_left > 0 and (fake._faulty_sha or "") in self.path
                     fake._faults_left -= faulty
@@ -221,10 +302,14 @@ class FakeGitHub:
                     return self._reply(500, {"message": "Server Error (told to fail by the test)"})
                 return self._reply(code, answer)
 
-            def _reply(self, code: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
+            def _reply(self, code: int, payload: dict | RawAnswer) -> None:
+                raw = payload if isinstance(payload, RawAnswer) else RawAnswer(
+                    "application/json", json.dumps(payload).encode())
+                data = raw.data
                 self.send_response(code)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", raw.content_type)
+                if raw.location:
+                    self.send_header("Location", raw.location)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

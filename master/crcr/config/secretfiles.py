@@ -9,6 +9,9 @@ GITHUB_TOKEN = "github-token"
 GITHUB_WEBHOOK_SECRET = "github-webhook-secret"  # GitHub signs each webhook delivery with it
 GITHUB_APP_ID = "github-app-id"  # with the App's key: PR results as check runs
 GITHUB_APP_PRIVATE_KEY = "github-app-private-key"
+# The OAuth app people sign in with when the auth setting is 'github'.
+GITHUB_OAUTH_CLIENT_ID = "github-oauth-client-id"
+GITHUB_OAUTH_CLIENT_SECRET = "github-oauth-client-secret"
 
 
 def worker_password(worker_name: str) -> str:

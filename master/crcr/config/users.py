@@ -34,7 +34,9 @@ MAX_MEMORY = 256 * MIB
 USERS_LIMIT = 4 * MIB
 MAX_PASSWORD = 1024
 
-_LINE = re.compile(r"^(?P<name>[^:]*):(?P<scheme>[^$]*)\$(?P<n>\d+)\$(?P<r>\d+)\$(?P<p>\d+)\$(?P<salt>[^$]*)\$(?P<hash>[^$]*)$")
+_LINE = re.compile(
+    r"^(?P<name>[^:]*):(?P<scheme>[^$]*)\$(?P<n>\d+)\$(?P<r>\d+)\$(?P<p>\d+)\$(?P<salt>[^$]*)\$(?P<hash>[^$]*)$"
+)
 
 
 def users_file(secrets_dir: Path) -> Path:

@@ -6,6 +6,7 @@ from buildbot.plugins import util
 from buildbot.www.plugin import Application
 from twisted.web.resource import Resource
 
+from crcr.buildmaster.authentication import web_auth
 from crcr.buildmaster.webhook import DIALECT, github_dialect
 from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.config.loader import RelayConfig
@@ -58,6 +59,7 @@ def home_page_data(relay: RelayConfig, settings: Settings) -> dict:
 def www_config(settings: Settings, relay: RelayConfig) -> dict:
     return {
         "port": settings.web_listen,
+        "auth": web_auth(settings, github_web_url(settings)),  # who signs in: the users file or GitHub
         "plugins": {
             "waterfall_view": {}, "console_view": {}, "grid_view": {},
             PLUGIN_NAME: home_page_data(relay, settings),
