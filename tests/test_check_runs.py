@@ -1,37 +1,37 @@
 """The check runs reporter under Buildbot's reporter harness: a build request and its build, in Buildbot's fake
-database, go through the relay's generators and formatters; Buildbot's fake HTTP service plays GitHub and checks
-each payload."""
+database, go through the relay's generators and formatters into the GitHub outbox; the outbox's sender posts them
+to GitHub, played by test_outbox_sender's resource through treq's in-memory agent, which records each payload."""
 
 from __future__ import annotations
 
+from treq.testing import StubTreq
 from twisted.internet import defer
 from twisted.trial import unittest
 
 from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
-from buildbot.test.fake import httpclientservice as fakehttpclientservice
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.reporter import ReporterTestMixin
 
 from crcr.buildmaster.pull_requests import PullRequestRelay
-from crcr.github.app import ACCEPT
 from crcr.github.check_runs import GitHubCheckRuns
+from crcr.github.outbox_sender import OutboxSender
 from crcr.github.reporters import check_run_generators
 from crcr.names import (
     BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, TESTS_PROPERTY, suite_step_name,
 )
 from crcr.suites.results import SuiteResults
+from crcr.store.service import RelayStore
 from fakegithub import rsa_key_pair
-from test_github_app import NOW, iso
+from test_github_app import NOW
+from test_outbox_sender import CHECK_RUN_ID, INSTALLATION, INSTALLATION_TOKEN, GitHubResource
 
 API = "https://api.github.test"
 URL = "http://relay.test/"
 REPO = "pytorch/pytorch"
 HEAD = "c" * 40
 BASE = "b" * 40
-TOKEN = "ghs_installation"
-CHECK_RUN_ID = 4242
 BUILDER = "Builder0"  # the harness's builder: named after its backend, as the relay's are
 NAME = f"crcr/{BUILDER}"
 BUILD_PAGE = f"{URL}#/builders/79/builds/0"
@@ -50,30 +50,33 @@ class CheckRunsTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
         self.master.service_manager = self.master  # where cancel_reason finds the relay's PR service
         self.pull_requests = PullRequestRelay(backends=[], github_repo=REPO, github_api_url=API, upstream_url="")
         yield self.pull_requests.setServiceParent(self.master)
-        self.github = yield fakehttpclientservice.HTTPClientService.getService(
-            self.master, self, API, headers={"User-Agent": "crcr"})
-        private_key, _ = rsa_key_pair()
-        self.reporter = GitHubCheckRuns(app_id="12345", private_key=private_key, baseURL=API,
-                                        generators=check_run_generators(None, None))
+        yield RelayStore().setServiceParent(self.master)
+        self.github = GitHubResource(self.reactor)
+        self.private_key, _ = rsa_key_pair()
+        yield self.start_sender()
+        self.reporter = GitHubCheckRuns(generators=check_run_generators(None, None))
         yield self.reporter.setServiceParent(self.master)
         yield self.master.startService()
         self.addCleanup(self.master.stopService)
 
-    def expect_token(self):
-        jwt_headers = {"Authorization": f"Bearer {self.reporter._app.jwt()}", "Accept": ACCEPT}
-        self.github.expect("get", f"/repos/{REPO}/installation", headers=jwt_headers, content_json={"id": 7})
-        self.github.expect("post", "/app/installations/7/access_tokens", headers=jwt_headers, code=201,
-                           content_json={"token": TOKEN, "expires_at": iso(NOW + 3600)})
+    def start_sender(self) -> defer.Deferred:
+        self.sender = OutboxSender(api_url=API, retry_delay=10, max_delay=600, statuses=False, app_id="12345",
+                                   private_key=self.private_key, http=StubTreq(self.github))
+        return self.sender.setServiceParent(self.master)
 
-    def expect_check_run(self, fields: dict, created: bool = True):
-        headers = {"Authorization": f"Bearer {TOKEN}", "Accept": ACCEPT}
-        if created:
-            self.github.expect("post", f"/repos/{REPO}/check-runs", headers=headers, code=201,
-                               json={"name": NAME, "head_sha": HEAD, "external_id": "11", **fields},
-                               content_json={"id": CHECK_RUN_ID})
-        else:
-            self.github.expect("patch", f"/repos/{REPO}/check-runs/{CHECK_RUN_ID}", headers=headers, json=fields,
-                               content_json={"id": CHECK_RUN_ID})
+    def check_runs_posted(self) -> list[tuple[str, str, dict, str]]:
+        """(method, path, payload, Authorization) of each check run post, after the App's token requests."""
+        return [(method, path, payload, auth) for _, method, path, payload, auth in self.github.requests
+                if "/check-runs" in path]
+
+    def assert_posted(self, *updates: dict):
+        """The check run created with the first fields, then updated with each next, by its id, with the
+        installation token the App got."""
+        token = f"Bearer {INSTALLATION_TOKEN}"
+        created = ("POST", f"/repos/{REPO}/check-runs",
+                   {"name": NAME, "head_sha": HEAD, "external_id": "11", **updates[0]}, token)
+        patched = [("PATCH", f"/repos/{REPO}/check-runs/{CHECK_RUN_ID}", fields, token) for fields in updates[1:]]
+        self.assertEqual(self.check_runs_posted(), [created, *patched])
 
     @defer.inlineCallbacks
     def insert_pull_request_build(self):
@@ -102,10 +105,8 @@ class CheckRunsTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
     @defer.inlineCallbacks
     def test_the_check_run_goes_in_progress_then_completed_with_the_new_failures_and_their_baseline(self):
         build = yield self.insert_pull_request_build()
-        self.expect_token()
-        self.expect_check_run({"details_url": BUILD_PAGE, "status": "in_progress",
-                               "output": {"title": "Running on wrk", "summary": "Running on wrk"}})
         yield self.reporter._got_event(("builds", 20, "new"), build)
+        yield self.finish(build, FAILURE)
 
         summary = (
             "| Suite | Passed | Failed | New | Fixed | Skipped | Flaky |\n"
@@ -118,39 +119,55 @@ class CheckRunsTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
             "The build of main at or before the PR's merge base `bbbbbbbbbb`:\n"
             "- unit: `bbbbbbbbbb`"
         )
-        self.expect_check_run({"details_url": BUILD_PAGE, "status": "completed", "conclusion": "failure",
-                               "output": {"title": "40 passed, 2 failed (1 new vs main@bbbbbbbbbb), 2 skipped",
-                                          "summary": summary}}, created=False)
+        self.assert_posted(
+            {"details_url": BUILD_PAGE, "status": "in_progress",
+             "output": {"title": "Running on wrk", "summary": "Running on wrk"}},
+            {"details_url": BUILD_PAGE, "status": "completed", "conclusion": "failure",
+             "output": {"title": "40 passed, 2 failed (1 new vs main@bbbbbbbbbb), 2 skipped", "summary": summary}},
+        )
+        jwt_requests = [(method, path) for _, method, path, _, auth in self.github.requests
+                        if auth.startswith("Bearer ") and auth != f"Bearer {INSTALLATION_TOKEN}"]
+        self.assertEqual(jwt_requests, [("GET", f"/repos/{REPO}/installation"),
+                                        ("POST", f"/app/installations/{INSTALLATION}/access_tokens")],
+                         "one installation token for both posts")
+
+    @defer.inlineCallbacks
+    def test_a_restarted_master_updates_the_check_run_it_created_before(self):
+        build = yield self.insert_pull_request_build()
+        yield self.reporter._got_event(("builds", 20, "new"), build)
+        yield self.sender.disownServiceParent()
+        yield self.start_sender()  # a new sender: nothing in memory, the check run's id in the database
+
         yield self.finish(build, FAILURE)
+
+        self.assertEqual([(method, path) for method, path, *_ in self.check_runs_posted()],
+                         [("POST", f"/repos/{REPO}/check-runs"), ("PATCH", f"/repos/{REPO}/check-runs/{CHECK_RUN_ID}")])
 
     @defer.inlineCallbacks
     def test_a_build_without_new_failures_succeeds(self):
         self.reporter_test_props[TESTS_PROPERTY] = {"unit": SuiteResults(passed=3).as_property()}
         build = yield self.insert_build_new()
-        self.expect_token()
-        self.expect_check_run({
+        yield self.finish(build, SUCCESS)
+        self.assert_posted({
             "details_url": BUILD_PAGE, "status": "completed", "conclusion": "success",
             "output": {"title": "3 passed", "summary": "| Suite | Passed | Failed | New | Fixed | Skipped | Flaky |\n"
                        "|---|--:|--:|--:|--:|--:|--:|\n| unit | 3 | 0 | 0 | 0 | 0 | 0 |\n"
                        "| **all** | 3 | 0 | 0 | 0 | 0 | 0 |\n\nNo new failures."}})
-        yield self.finish(build, SUCCESS)
 
     @defer.inlineCallbacks
     def test_a_superseded_build_is_neutral_and_says_by_what(self):
         build = yield self.insert_build_new()
         self.pull_requests.cancel_reasons[11] = "Superseded by 1a2b3c4d5e"
-        self.expect_token()
-        self.expect_check_run({"details_url": BUILD_PAGE, "status": "completed", "conclusion": "neutral",
-                               "output": {"title": "Superseded by 1a2b3c4d5e",
-                                          "summary": "No test results: see the build page for what its steps did."}})
         yield self.finish(build, CANCELLED)
+        self.assert_posted({"details_url": BUILD_PAGE, "status": "completed", "conclusion": "neutral",
+                            "output": {"title": "Superseded by 1a2b3c4d5e",
+                                       "summary": "No test results: see the build page for what its steps did."}})
 
     @defer.inlineCallbacks
     def test_a_build_cancelled_otherwise_is_cancelled(self):
         build = yield self.insert_build_new()
         self.pull_requests.cancel_reasons[11] = "Closed"
-        self.expect_token()
-        self.expect_check_run({"details_url": BUILD_PAGE, "status": "completed", "conclusion": "cancelled",
-                               "output": {"title": "Closed",
-                                          "summary": "No test results: see the build page for what its steps did."}})
         yield self.finish(build, CANCELLED)
+        self.assert_posted({"details_url": BUILD_PAGE, "status": "completed", "conclusion": "cancelled",
+                            "output": {"title": "Closed",
+                                       "summary": "No test results: see the build page for what its steps did."}})

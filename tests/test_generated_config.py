@@ -19,7 +19,8 @@ from buildbot.config.master import MasterConfig
 from buildbot.process.properties import Properties
 from buildbot.reporters.github import GitHubStatusPush
 
-from crcr.github.statuspush import RetryingGitHubStatusPush
+from crcr.github.commit_status import OutboxStatusPush
+from crcr.github.outbox_sender import OutboxSender
 from crcr.buildmaster.liveness import SilentWorkerWatch
 from crcr.buildmaster.baseline import RevisionIndex
 from crcr.store.service import RelayStore
@@ -289,14 +290,18 @@ def test_no_github_reporter_when_the_token_is_empty(dirs):
 def test_github_reporter_for_l2_and_up_backends_only(dirs):
     with_github_token(dirs)
 
-    (reporter,) = reporters(config_for(dirs, CRCR_GITHUB_API_URL="http://127.0.0.1:8999"))
+    cfg = config_for(dirs, CRCR_GITHUB_API_URL="http://127.0.0.1:8999", CRCR_OUTBOX_RETRY_DELAY="5",
+                     CRCR_OUTBOX_MAX_DELAY="300")
+    (reporter,) = reporters(cfg)
 
     assert isinstance(reporter, GitHubStatusPush)
     kwargs = reporter._config_kwargs
-    assert repr(kwargs["token"]) == f"Secret({GITHUB_TOKEN})"
-    assert kwargs["baseURL"] == "http://127.0.0.1:8999"
+    assert kwargs["token"] is None, "the outbox's sender reads the token when it posts"
     # beta is L1 (UI only), gamma has no builder.
     assert [g.builders for g in kwargs["generators"]] == [["alpha", "delta"], ["alpha", "delta"]]
+    (sender,) = [s for s in cfg["services"] if isinstance(s, OutboxSender)]
+    assert {k: sender._config_kwargs[k] for k in ("api_url", "retry_delay", "max_delay", "statuses", "app_id")} == {
+        "api_url": "http://127.0.0.1:8999", "retry_delay": 5, "max_delay": 300, "statuses": True, "app_id": None}
 
 
 def test_no_github_reporter_when_every_backend_is_l1(dirs):
@@ -406,7 +411,7 @@ def test_buildbot_loads_the_generated_config(dirs):
     ]
     assert [c.name for c in master.change_sources] == ["upstream"]
     assert {type(s) for s in master.services.values()} == {
-        RetryingGitHubStatusPush, SilentWorkerWatch, RevisionIndex, RelayStore, CommitLedger,
+        OutboxStatusPush, OutboxSender, SilentWorkerWatch, RevisionIndex, RelayStore, CommitLedger,
         PullRequestRelay,
     }
     assert master.collapseRequests is False

@@ -5,7 +5,7 @@ For the ledger: a fake master with Buildbot's database (SQLite) and data API, th
 builders and schedulers of the relay's generated config (as in test_coalescing.py), so that requests, collapses,
 builds and their ends are what Buildbot itself records and announces. Buildbot's fake mq delivers nothing by
 itself: each test hands the ledger, in order, the messages Buildbot produced (deliver()). The fake clock gives the
-times, and the statuses the ledger posts go through the relay's GitHub reporter to Buildbot's fake HTTP service.
+times, and the statuses the ledger posts go through the GitHub outbox and its sender to test_outbox_sender's GitHub.
 
 For the step: Buildbot's step harness, the real ledger and store on its master, and a real git repository as the
 poller's, for the commits' subjects.
@@ -25,12 +25,10 @@ from buildbot.process.buildrequest import BuildRequest
 from buildbot.process.results import CANCELLED, FAILURE, RETRY, SKIPPED, SUCCESS
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
-from buildbot.test.fake import httpclientservice as fakehttpclientservice
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.steps import TestBuildStepMixin
 from buildbot.util import service
 from buildbot.util.tuplematch import matchTuple
-from twisted.internet import defer
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
@@ -39,7 +37,8 @@ from crcr.buildmaster.covered_step import CoveredCommits
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.www import commit_links
-from crcr.github.statuspush import RetryingGitHubStatusPush
+from crcr.config.secretfiles import GITHUB_TOKEN
+from crcr.github.outbox_sender import OutboxSender
 from crcr.names import (
     BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, PULL_REQUEST_PROPERTY,
     STORE_SERVICE, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name,
@@ -47,6 +46,8 @@ from crcr.names import (
 )
 from crcr.store.service import RelayStore
 from crcr.suites.results import SuiteResults
+from test_outbox_sender import GitHubResource
+from treq.testing import StubTreq
 
 UPSTREAM_URL = "file:///srv/upstream/pytorch.git"
 PROJECT = "pytorch/pytorch"
@@ -76,16 +77,12 @@ def git_commits(repository: str, subjects: list[str]) -> list[str]:
     return git("rev-list", "--reverse", "main").split()
 
 
-class GitHubAPI(fakehttpclientservice.HTTPClientService):
-    """Buildbot's fake HTTP service as a GitHub that takes every status (201): the tests look at what was posted."""
+class GitHubAPI(GitHubResource):
+    """A GitHub that takes every status (201): the tests look at what was posted."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.posted: list[tuple[str, str, dict]] = []  # (method, endpoint, JSON body)
-
-    def _do_request(self, session, method, ep, **kwargs):
-        self.posted.append((method, ep, kwargs["json"]))
-        return defer.succeed(fakehttpclientservice.ResponseWrapper(201, "{}"))
+    @property
+    def posted(self) -> list[tuple[str, str, dict]]:  # (method, endpoint, JSON body)
+        return [(method.lower(), path, payload) for _, method, path, payload, _ in self.requests]
 
 
 class LedgerTest(TestReactorMixin, unittest.TestCase):
@@ -94,7 +91,8 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.reactor.advance(1_000_000)  # a clock well past zero, so that a time of 0 cannot pass for one
         basedir = tempfile.mkdtemp(prefix="crcr-ledger-")  # trial's mktemp() writes under the current directory
         self.addCleanup(shutil.rmtree, basedir, True)
-        self.master = await fakemaster.make_master(self, wantData=True, basedir=basedir)  # SQLite in memory
+        self.master = await fakemaster.make_master(self, wantData=True, basedir=basedir,  # SQLite in memory
+                                                   with_secrets={GITHUB_TOKEN: TOKEN})
         self.master.botmaster.shuttingDown = False  # as Buildbot's BotMaster has it; its fake lacks it
         # The fake mq's message validator knows no message of the relay's (the collapses), and its schema of
         # buildrequests messages predates what Buildbot 4 produces (it asks for brid, bsid, buildername).
@@ -115,14 +113,12 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         for scheduler in self.master.config.schedulers.values():
             await scheduler.setServiceParent(self.master.scheduler_manager)
             await scheduler.configureService()  # as the master's scheduler manager does
-        self.github = await GitHubAPI.getService(
-            self.master, self, API, headers={"User-Agent": "Buildbot"}, debug=None, verify=None
-        )
+        self.github = GitHubAPI(self.reactor)
         # Where a real master keeps the configured services: the config's store and ledger, and the relay's
-        # GitHub reporter (its generators left out: only what the ledger posts itself goes to GitHub here).
+        # GitHub outbox's sender (no reporter: only what the ledger posts itself goes to GitHub here).
         self.master.service_manager = service.BuildbotServiceManager()
         await self.master.service_manager.setServiceParent(self.master)
-        await RetryingGitHubStatusPush(token=TOKEN, baseURL=API, generators=[]).setServiceParent(
+        await OutboxSender(api_url=API, retry_delay=10, max_delay=600, http=StubTreq(self.github)).setServiceParent(
             self.master.service_manager)
         self.store = self.master.config.services[STORE_SERVICE]
         await self.store.setServiceParent(self.master.service_manager)

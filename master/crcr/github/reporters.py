@@ -1,5 +1,6 @@
 """GitHub commit statuses, context 'crcr/<backend>', for backends of level L2 and up; with a GitHub App, check runs
-of the same name for the pull request builds of L3/L4 backends instead of their statuses."""
+of the same name for the pull request builds of L3/L4 backends instead of their statuses. The reporters write them
+to the GitHub outbox; its sender delivers them."""
 
 from __future__ import annotations
 
@@ -14,15 +15,18 @@ from crcr.config.secretfiles import GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHU
 from crcr.config.settings import Settings
 from crcr.github.check_run_text import check_run_fields
 from crcr.github.check_runs import GitHubCheckRuns
+from crcr.github.commit_status import OutboxStatusPush
 from crcr.github.formatting import FormatterWithMaster
+from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import describe
-from crcr.github.statuspush import RetryingGitHubStatusPush
 from crcr.names import (
     BACKEND_PROPERTY, force_scheduler_name, pull_request_scheduler_name, status_context, upstream_scheduler_name,
 )
 
 
 def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
+    """The reporters of the backends that report to GitHub, and the outbox's sender, which delivers what they
+    report."""
     reporting = [b for b in relay.active_backends if b.reports_to_github]
     if not reporting:
         return []
@@ -34,29 +38,37 @@ def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
     with_app = usable_secret(settings.secrets_dir, GITHUB_APP_ID) and usable_secret(
         settings.secrets_dir, GITHUB_APP_PRIVATE_KEY)
     reporters = []
-    if usable_secret(settings.secrets_dir, GITHUB_TOKEN):
-        reporters.append(_status_push(reporting, commits + ([] if with_app else pull_requests), settings))
+    statuses = usable_secret(settings.secrets_dir, GITHUB_TOKEN)
+    if statuses:
+        reporters.append(_status_push(reporting, commits + ([] if with_app else pull_requests)))
     else:
         log.msg(
             f"crcr: GitHub status reporting is off: no usable secret '{GITHUB_TOKEN}' in {settings.secrets_dir} "
             f"(backends that would report: {', '.join(b.name for b in reporting)})"
         )
-    if with_app and pull_requests:
-        reporters.append(_check_runs(reporting, pull_requests, settings))
-    return reporters
+    check_runs = bool(with_app and pull_requests)
+    if check_runs:
+        reporters.append(GitHubCheckRuns(
+            generators=check_run_generators([b.name for b in reporting if b.builds_pull_requests], pull_requests)))
+    if not reporters:
+        return []
+    return [*reporters, OutboxSender(
+        api_url=settings.github_api_url, retry_delay=settings.outbox_retry_delay, max_delay=settings.outbox_max_delay,
+        statuses=statuses, app_id=util.Secret(GITHUB_APP_ID) if check_runs else None,
+        private_key=util.Secret(GITHUB_APP_PRIVATE_KEY) if check_runs else None,
+    )]
 
 
-def _status_push(reporting: list, schedulers: list[str], settings: Settings) -> RetryingGitHubStatusPush:
+def _status_push(reporting: list, schedulers: list[str]) -> OutboxStatusPush:
     builders = [b.name for b in reporting]
     # describe gets the master: a cancelled PR build's status says why the relay cancelled it.
     describe_build = FormatterWithMaster(describe, "plain", want_steps=True)
     # The repository comes from the change's `project` (settings.github_repo), set by the poller, the force
     # schedulers and the pull request service, so a local mirror still reports to the right repository.
-    return RetryingGitHubStatusPush(
-        token=util.Secret(GITHUB_TOKEN),
+    return OutboxStatusPush(
+        token=None,  # the outbox's sender reads it when it posts
         # The context follows the backend file's stem (a builder property), never a display name.
         context=util.Interpolate(status_context(f"%(prop:{BACKEND_PROPERTY})s")),
-        baseURL=settings.github_api_url,
         generators=[
             BuildRequestGenerator(builders=builders, schedulers=schedulers, formatter=describe_build),
             BuildStartEndStatusGenerator(
@@ -66,15 +78,6 @@ def _status_push(reporting: list, schedulers: list[str], settings: Settings) -> 
                 end_formatter=describe_build,
             ),
         ],
-    )
-
-
-def _check_runs(reporting: list, schedulers: list[str], settings: Settings) -> GitHubCheckRuns:
-    return GitHubCheckRuns(
-        app_id=util.Secret(GITHUB_APP_ID),
-        private_key=util.Secret(GITHUB_APP_PRIVATE_KEY),
-        baseURL=settings.github_api_url,
-        generators=check_run_generators([b.name for b in reporting if b.builds_pull_requests], schedulers),
     )
 
 

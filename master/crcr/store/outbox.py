@@ -18,6 +18,7 @@ SQLAlchemy connection and commits what it writes.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,9 +65,10 @@ def _being_sent(now: float):
 
 
 def enqueue(conn, kind: str, repo: str, sha: str, context: str, payload: dict, now: float,
-            brid: int | None = None) -> int:
-    """The newest state of a target to deliver; the id of its row. It replaces the target's state still waiting
-    (keeping that row's place, attempts and next attempt: GitHub's trouble is no newer for it)."""
+            brid: int | None = None, not_before: float = 0) -> int:
+    """The newest state of a target to deliver, not before `not_before` (a pause GitHub asked for); the id of its
+    row. It replaces the target's state still waiting (keeping that row's place, attempts and next attempt: GitHub's
+    trouble is no newer for it)."""
     check_value("kind", kind, OUTBOX_KINDS)
     waiting = conn.execute(
         sa.select(_o.id)
@@ -81,7 +83,7 @@ def enqueue(conn, kind: str, repo: str, sha: str, context: str, payload: dict, n
     else:
         row_id = conn.execute(github_outbox.insert().values(
             kind=kind, repo=repo, sha=sha, context=context, brid=brid, created_at=int(now), attempts=0,
-            next_attempt_at=int(now), **values,
+            next_attempt_at=math.ceil(max(now, not_before)), **values,
         )).inserted_primary_key[0]
     conn.commit()
     return row_id

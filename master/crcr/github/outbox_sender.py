@@ -1,0 +1,318 @@
+"""The service that delivers the GitHub outbox (store/outbox.py): every commit status and check run the relay wrote
+there reaches GitHub, whatever GitHub's outages and the master's restarts or crashes.
+
+- Oldest first, one state at a time per commit and context (check run: per build request), and only a few posts in
+  flight (MAX_POSTS_IN_FLIGHT): GitHub asks clients for serial requests and counts concurrent ones against its
+  secondary rate limit.
+- A post GitHub did not take is tried again after outbox_retry_delay, doubling up to outbox_max_delay, for as long
+  as it takes: 5xx answers, refused or dropped connections, a post unanswered for ATTEMPT_TIMEOUT (Buildbot's HTTP
+  client has no timeout of its own), 401 (a token put right in the secrets folder is read at the next attempt).
+- GitHub's Retry-After, and X-RateLimit-Remaining 0 with its X-RateLimit-Reset, pause every post, not just the one
+  answered (GitHub may ban a token that posts on); a rate-limit answer without them pauses for RATE_LIMIT_WAIT.
+  The pause is written to the rows themselves (their next attempt), so that a restart keeps it.
+- Any other 4xx (404, 422, a 403 saying a permission is missing) is refused for good: logged with GitHub's message
+  and kept as given up, which `crcr status --outbox` shows.
+- Stopping cuts the posts in flight short and leaves their rows for the next start: `crcr master stop` returns
+  promptly with GitHub down.
+
+Buildbot's HTTP client (util/httpclientservice.py) hides an answer's headers (its TreqResponseWrapper keeps treq's
+response private), and the pause needs them: posts go through treq, which Buildbot uses underneath, directly.
+The tokens are read at send time: the status token through the secrets provider, the check runs' installation
+token from the GitHub App (github/app.py). None is ever written to the outbox or a log.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import treq
+from buildbot.plugins import util
+from buildbot.util import service
+from twisted.internet import defer
+from twisted.python import log
+from twisted.web.client import Agent, HTTPConnectionPool
+
+from crcr.config.secretfiles import GITHUB_TOKEN
+from crcr.github.app import ACCEPT, GitHubApp
+from crcr.names import STORE_SERVICE
+from crcr.store.outbox import KEEP_GIVEN_UP, OutboxRow
+
+OUTBOX_SENDER = "crcr-github-outbox"
+ATTEMPT_TIMEOUT = 30  # seconds; GitHub ends a REST request itself after 10
+MAX_POSTS_IN_FLIGHT = 4
+RATE_LIMIT_WAIT = 60  # seconds; GitHub's advice when its rate-limit answer names no time
+LONGEST_PAUSE = 3600  # seconds; GitHub's rate-limit window: a later reset is a clock gone wrong
+STATUS, CHECK_RUN = "status", "check_run"
+
+
+class Unanswered(Exception):
+    def __init__(self):
+        super().__init__(f"no answer within {ATTEMPT_TIMEOUT}s")
+
+
+def _unanswered(result, timeout):
+    raise Unanswered()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """GitHub's answer, read whole within the attempt's timeout; content() and json() as Buildbot's responses have
+    them, for GitHubApp."""
+    code: int
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+
+    def content(self) -> defer.Deferred:
+        return defer.succeed(self.body)
+
+    def json(self) -> defer.Deferred:
+        return defer.succeed(json.loads(self.body))
+
+    def message(self) -> str:
+        """GitHub's own words on what went wrong."""
+        try:
+            said = json.loads(self.body).get("message")
+        except (ValueError, AttributeError):
+            said = None
+        return f"HTTP {self.code}: {said or self.body[:200].decode(errors='replace')}"
+
+
+class GitHubAPI:
+    """GitHub's REST API through a treq client: requests with the relay's User-Agent, answers with their headers."""
+
+    def __init__(self, http, base_url: str):
+        self._http, self._base_url = http, base_url.rstrip("/")
+
+    @defer.inlineCallbacks
+    def request(self, method: str, ep: str, headers: dict, payload: dict | None = None):
+        body = {} if payload is None else {"json": payload}
+        response = yield self._http.request(method, self._base_url + ep, headers={"User-Agent": "crcr", **headers},
+                                            **body)
+        body = yield treq.content(response)
+        found = {name.decode().lower(): values[-1].decode()
+                 for name, values in response.headers.getAllRawHeaders()}
+        return Answer(response.code, found, body)
+
+    # What GitHubApp asks with.
+    def get(self, ep: str, headers: dict):
+        return self.request("GET", ep, headers)
+
+    def post(self, ep: str, headers: dict):
+        return self.request("POST", ep, headers)
+
+
+def http_client(reactor):
+    """A new connection per post: GitHub closes idle keep-alive connections without a word, and a post sent on one
+    of those is lost (Twisted re-sends no POST); the connections a few posts at a time open cost nothing."""
+    return treq.client.HTTPClient(Agent(reactor, pool=HTTPConnectionPool(reactor, persistent=False)))
+
+
+class OutboxSender(service.BuildbotService):
+    name = OUTBOX_SENDER
+
+    def checkConfig(self, api_url: str, retry_delay: int, max_delay: int, statuses: bool = True, app_id=None,
+                    private_key=None, http=None):
+        """`statuses`: a status token is configured; `app_id`, `private_key`: the GitHub App's secrets, for check
+        runs; `http`: a treq client (tests hand one playing GitHub)."""
+
+    @defer.inlineCallbacks
+    def reconfigService(self, api_url: str, retry_delay: int, max_delay: int, statuses: bool = True, app_id=None,
+                        private_key=None, http=None):
+        self.retry_delay, self.max_delay = retry_delay, max_delay
+        self._api = GitHubAPI(http or http_client(self.master.reactor), api_url)
+        self.kinds = ((STATUS,) if statuses else ()) + ((CHECK_RUN,) if app_id else ())
+        self._app = None
+        if app_id:
+            app_id, private_key = yield self.renderSecrets(app_id, private_key)
+            self._app = GitHubApp(self._api, app_id, private_key, self.master.reactor)
+
+    def __init__(self, *args, **kwargs):
+        self._attempts: set[defer.Deferred] = set()  # requests to GitHub in flight
+        self._deliveries: set[defer.Deferred] = set()  # rows being sent, until their outcome is written
+        self._pumping: defer.Deferred | None = None
+        self._again = False
+        self._timer = None
+        self._stopping = False
+        self._paused_until = 0.0  # GitHub asked for no post before then (the rows waiting then have it too)
+        super().__init__(*args, **kwargs)
+
+    @property
+    def _store(self):
+        return self.master.service_manager.namedServices[STORE_SERVICE]
+
+    def _now(self) -> float:
+        return self.master.reactor.seconds()
+
+    # --- what the reporters call ---
+
+    @defer.inlineCallbacks
+    def enqueue(self, kind: str, repo: str, sha: str, context: str, payload: dict, brid: int | None = None):
+        """Writes the newest state GitHub must get of a status or a check run, and sends it as soon as it may."""
+        yield self._store.enqueue_for_github(kind, repo, sha, context, payload, self._now(), brid=brid,
+                                             not_before=self._paused_until)
+        self._wake()
+
+    # --- the service ---
+
+    @defer.inlineCallbacks
+    def startService(self):
+        self._stopping = False
+        yield super().startService()
+        self._wake()
+
+    @defer.inlineCallbacks
+    def stopService(self):
+        self._stopping = True
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        for attempt in list(self._attempts):
+            attempt.cancel()
+        # Each delivery cut short writes its row back for the next start: a quick write, not a wait for GitHub.
+        yield defer.DeferredList([*self._deliveries, *([self._pumping] if self._pumping else [])])
+        yield super().stopService()
+
+    def _wake(self) -> None:
+        """Sends what is due now, and sets the timer for what falls due next."""
+        if self._stopping or not self.running:
+            return
+        if self._pumping is not None:
+            self._again = True
+            return
+        self._pumping = self._pump()
+        self._pumping.addErrback(log.err, "crcr: delivering the GitHub outbox")
+        self._pumping.addBoth(lambda _: setattr(self, "_pumping", None))
+
+    @defer.inlineCallbacks
+    def _pump(self):
+        if not self.kinds:
+            return
+        while True:
+            self._again = False  # set again by a wake-up while this one runs: it runs once more
+            room = MAX_POSTS_IN_FLIGHT - len(self._deliveries)
+            rows = (yield self._store.outbox_due(self._now(), room, self.kinds)) if room > 0 else []
+            for row in rows:
+                if not self._stopping and (yield self._store.claim_for_github(row.id, self._now())):
+                    delivery = self._deliver(row)
+                    self._deliveries.add(delivery)
+                    delivery.addErrback(log.err, f"crcr: delivering {describe(row)} to GitHub")
+                    delivery.addBoth(self._delivered, delivery)
+            if self._stopping or len(self._deliveries) >= MAX_POSTS_IN_FLIGHT:
+                return  # the end of a post in flight wakes the sender again
+            when = yield self._store.outbox_next_due_at(self.kinds)
+            if self._timer is not None and self._timer.active():
+                self._timer.cancel()
+            if when is not None and not self._stopping:
+                self._timer = self.master.reactor.callLater(max(0, when - self._now()), self._wake)
+            if not self._again:
+                return
+
+    def _delivered(self, _, delivery: defer.Deferred) -> None:
+        self._deliveries.discard(delivery)
+        self._wake()
+
+    # --- one row ---
+
+    @defer.inlineCallbacks
+    def _deliver(self, row: OutboxRow):
+        attempt = self._attempt(row).addTimeout(ATTEMPT_TIMEOUT, self.master.reactor, onTimeoutCancel=_unanswered)
+        self._attempts.add(attempt)
+        try:
+            answer = yield attempt
+        except Exception as e:
+            if self._stopping:  # cut short by the stop: the next start sends it
+                yield self._store.release_for_github(row.id)
+                return
+            problem = str(e) if isinstance(e, Unanswered) else f"{type(e).__name__}: {e}"
+            yield self._retry(row, problem)
+            return
+        finally:
+            self._attempts.discard(attempt)
+        yield self._pause_if_asked(answer)
+        if answer.code // 100 == 2:
+            yield self._store.delivered_to_github(row.id)
+        elif _worth_retrying(answer):
+            yield self._retry(row, answer.message(), not_before=self._pause_end(answer))
+        else:
+            problem = answer.message()
+            log.msg(f"crcr: GitHub refused {describe(row)} of {row.repo}@{row.sha} for good ({problem}); given up "
+                    f"(crcr status --outbox shows it for {KEEP_GIVEN_UP // 86400} days)")
+            yield self._store.give_up_on_github(row.id, self._now(), problem)
+
+    def _attempt(self, row: OutboxRow) -> defer.Deferred:
+        return self._post_status(row) if row.kind == STATUS else self._post_check_run(row)
+
+    @defer.inlineCallbacks
+    def _post_status(self, row: OutboxRow):
+        token = yield self.renderSecrets(util.Secret(GITHUB_TOKEN))
+        answer = yield self._api.request("POST", f"/repos/{row.repo}/statuses/{row.sha}",
+                                         {"Authorization": f"token {token}"}, row.payload)
+        return answer
+
+    @defer.inlineCallbacks
+    def _post_check_run(self, row: OutboxRow):
+        """Created at its first post, updated (PATCH) by its id at the next ones, also after a restart."""
+        token = yield self._app.token(row.repo)
+        headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
+        known = yield self._store.check_run_id(row.repo, row.sha, row.brid)
+        if known is None:
+            payload = {"name": row.context, "head_sha": row.sha, "external_id": str(row.brid), **row.payload}
+            answer = yield self._api.request("POST", f"/repos/{row.repo}/check-runs", headers, payload)
+            if answer.code == 201:
+                created = yield answer.json()
+                yield self._store.remember_check_run(row.repo, row.sha, row.brid, created["id"], self._now())
+        else:
+            answer = yield self._api.request("PATCH", f"/repos/{row.repo}/check-runs/{known}", headers, row.payload)
+        if answer.code == 401:  # revoked, or our clock is off: the next attempt fetches another
+            self._app.forget_token(row.repo)
+        return answer
+
+    @defer.inlineCallbacks
+    def _retry(self, row: OutboxRow, problem: str, not_before: float = 0):
+        delay = min(self.retry_delay * 2 ** row.attempts, self.max_delay)
+        when = math.ceil(max(self._now() + delay, not_before))
+        log.msg(f"crcr: GitHub did not take {describe(row)} ({problem}); attempt {row.attempts + 1}, "
+                f"next in {when - math.ceil(self._now())}s")
+        yield self._store.github_failed(row.id, self._now(), when, problem)
+
+    def _pause_end(self, answer: Answer) -> float:
+        """Until when GitHub asks for no post at all; 0 when it does not."""
+        now = self._now()
+        until = 0.0
+        if (retry_after := answer.headers.get("retry-after", "")).isdigit():
+            until = now + int(retry_after)
+        elif answer.headers.get("x-ratelimit-remaining") == "0" and \
+                (reset := answer.headers.get("x-ratelimit-reset", "")).isdigit():
+            until = float(reset)
+        elif _rate_limited(answer):
+            until = now + RATE_LIMIT_WAIT
+        return min(until, now + LONGEST_PAUSE)
+
+    @defer.inlineCallbacks
+    def _pause_if_asked(self, answer: Answer):
+        until = self._pause_end(answer)
+        if until > self._now():
+            why = answer.message() if answer.code >= 400 else "X-RateLimit-Remaining: 0"
+            log.msg(f"crcr: GitHub asks for a pause ({why}); no post for {math.ceil(until - self._now())}s")
+            self._paused_until = max(self._paused_until, until)
+            yield self._store.postpone_github(math.ceil(until), f"GitHub asked for a pause ({why})")
+
+
+def describe(row: OutboxRow) -> str:
+    if row.kind == STATUS:
+        return f"'{row.payload.get('state')}' {row.context} on {row.sha[:10]}"
+    state = row.payload.get("conclusion") or row.payload.get("status")
+    return f"check run {row.context} '{state}' on {row.sha[:10]}"
+
+
+def _rate_limited(answer: Answer) -> bool:
+    # A rate limit says so in the message; a token without the right permission is 403 too.
+    return answer.code == 429 or (answer.code == 403 and b"rate limit" in answer.body.lower())
+
+
+def _worth_retrying(answer: Answer) -> bool:
+    """GitHub's trouble, or one the operator mends without the relay (a token in the secrets folder): not a post
+    GitHub will refuse however often it comes."""
+    return answer.code >= 500 or answer.code < 400 or answer.code in (401, 408) or _rate_limited(answer) \
+        or "retry-after" in answer.headers
