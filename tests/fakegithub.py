@@ -41,6 +41,7 @@ USER_PATH = re.compile(r"^(/api/v3)?/user$")
 PERMISSION_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/collaborators/(?P<login>[^/]+)/permission$")
 TOKEN_LIFETIME = 3600  # seconds, as GitHub's installation tokens
 NO_ANSWER = 0  # Recorded.answered of a request left unanswered
+OUTAGE = 10**9  # faults: for as long as the outage lasts
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class FakeGitHub:
         self._faults_left = 0
         self._faulty_sha: str | None = None
         self._fault = 500
+        self._fault_headers: dict[str, str] = {}  # sent with each fault's answer (go_down)
         self._app: tuple[str, object, int] | None = None  # (App id, its public key, installation id)
         self._tokens: set[str] = set()  # installation tokens issued
         self._check_runs: list[dict] = []  # each as created, then as updated; its "updates" lists each payload
@@ -119,6 +121,30 @@ class FakeGitHub:
     def _next_faults(self, fault: int, count: int, sha: str | None) -> None:
         with self._lock:
             self._fault, self._faults_left, self._faulty_sha = fault, count, sha
+
+    def go_down(self, answer: int | None = 502, retry_after: int | None = None,
+                rate_limit_reset: float | None = None) -> None:
+        """GitHub down until come_back(): every request answered `answer` (403 and 429 saying a rate limit is
+        exceeded), with Retry-After `retry_after` seconds or X-RateLimit-Remaining 0 and X-RateLimit-Reset
+        `rate_limit_reset` (Unix time) if given; with `answer` None, every connection refused (nothing listens)."""
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+        if rate_limit_reset is not None:
+            headers.update({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(rate_limit_reset))})
+        with self._lock:
+            self._fault, self._faults_left, self._faulty_sha = answer, OUTAGE, None
+            self._fault_headers = headers
+        if answer is None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def come_back(self) -> None:
+        """The end of go_down's outage: requests are served again, on the same port."""
+        with self._lock:
+            self._faults_left, self._fault_headers = 0, {}
+        if self._fault is None:
+            self._server = _Server(("127.0.0.1", self._server.server_port), self._handler())
+            self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+            self._thread.start()
 
     def grant(self, login: str, permission: str) -> None:
         """Give `login` a permission ('admin', 'write', 'read') on every repository; others are no collaborators."""
@@ -293,20 +319,24 @@ class FakeGitHub:
                 with fake._lock:
                     faulty = fake._faults_left > 0 and (fake._faulty_sha or "") in self.path
                     fake._faults_left -= faulty
-                    code, answer = (fake._fault, None) if faulty else fake._serve(method, self.path, self.headers, body)
+                    code, answer = (fake._fault, _fault_message(fake._fault)) if faulty else fake._serve(
+                        method, self.path, self.headers, body)
+                    headers = dict(fake._fault_headers) if faulty else {}
                     fake.requests.append(Recorded(method, self.path, dict(self.headers), body, code))
                 if code == NO_ANSWER:
                     fake._stopped.wait()
                     return
                 if code == 500:
                     return self._reply(500, {"message": "Server Error (told to fail by the test)"})
-                return self._reply(code, answer)
+                return self._reply(code, answer, headers)
 
-            def _reply(self, code: int, payload: dict | RawAnswer) -> None:
+            def _reply(self, code: int, payload: dict | RawAnswer, headers: dict | None = None) -> None:
                 raw = payload if isinstance(payload, RawAnswer) else RawAnswer(
                     "application/json", json.dumps(payload).encode())
                 data = raw.data
                 self.send_response(code)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", raw.content_type)
                 if raw.location:
                     self.send_header("Location", raw.location)
@@ -321,3 +351,9 @@ class FakeGitHub:
 
 
 _UNAUTHORIZED = (401, {"message": "Bad credentials"})
+
+
+def _fault_message(code: int) -> dict:
+    if code in (403, 429):
+        return {"message": "API rate limit exceeded (told by the test)"}
+    return {"message": "Server Error (told to fail by the test)"}
