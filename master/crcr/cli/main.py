@@ -1,5 +1,6 @@
 """The `crcr` command: check the data files, run a master, register worker hosts, manage who signs in,
-force-build an upstream revision, bisect a range of upstream commits, show commit-to-verdict latency."""
+force-build an upstream revision, bisect a range of upstream commits, show commit-to-verdict latency and what
+waits for GitHub."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from crcr.cli.bisect import add_bisect_command
 from crcr.cli.force import add_force_command
 from crcr.cli.latency import add_latency_command
 from crcr.cli.mastercommands import add_master_commands, checked_config
+from crcr.cli.status import add_status_command
 from crcr.cli.subcommands import add_command
 from crcr.cli.user import add_user_commands
 from crcr.cli.worker import add_worker_commands
@@ -38,6 +40,7 @@ def parser() -> argparse.ArgumentParser:
     add_force_command(sub)
     add_bisect_command(sub)
     add_latency_command(sub)
+    add_status_command(sub)
     return p
 
 
