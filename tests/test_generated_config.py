@@ -22,6 +22,8 @@ from buildbot.reporters.github import GitHubStatusPush
 from crcr.github.commit_status import OutboxStatusPush
 from crcr.github.outbox_sender import OutboxSender
 from crcr.buildmaster.liveness import SilentWorkerWatch
+from crcr.buildmaster.presence import DevicePresence
+from crcr.buildmaster.stale import StaleWatch, WatchedBackend
 from crcr.buildmaster.baseline import RevisionIndex
 from crcr.store.service import RelayStore
 from crcr.buildmaster.ledger import CommitLedger
@@ -318,6 +320,23 @@ def test_silent_workers_are_dropped_after_missing_keepalives(dirs):
     assert watch._config_args == (7,)
 
 
+def test_the_stale_watch_knows_each_active_backends_waits_and_the_units_of_each_device(dirs):
+    write_backend(dirs.backends, "beta", level="L1", device="beta", stale_after=600)
+    services = config_for(dirs, CRCR_TIMEOUT_GRACE="120")["services"]
+
+    (presence,) = [s for s in services if isinstance(s, DevicePresence)]
+    (watch,) = [s for s in services if isinstance(s, StaleWatch)]
+
+    assert presence._config_args == ({"alpha": ["host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0"],
+                                      "beta": ["host-ab-beta-0"]},)
+    backends, grace, *_ = watch._config_args
+    assert (sorted(backends, key=lambda b: b.name), grace) == ([  # gamma: no host offers its device
+        WatchedBackend("alpha", "alpha", stale_after=21600, timeout=7200, reports=True),
+        WatchedBackend("beta", "beta", stale_after=600, timeout=10800, reports=False),
+        WatchedBackend("delta", "alpha", stale_after=21600, timeout=10800, reports=True),
+    ], 120)
+
+
 def test_ports_and_urls(dirs):
     cfg = config_for(dirs, CRCR_WEB_PORT="18010", CRCR_WORKER_PORT="19989")
 
@@ -412,7 +431,7 @@ def test_buildbot_loads_the_generated_config(dirs):
     assert [c.name for c in master.change_sources] == ["upstream"]
     assert {type(s) for s in master.services.values()} == {
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RevisionIndex, RelayStore, CommitLedger,
-        PullRequestRelay,
+        PullRequestRelay, DevicePresence, StaleWatch,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"

@@ -16,6 +16,7 @@ from crcr.config.loader import load_checked_relay_config
 from crcr.github.reporters import github_status_reporters
 from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler, upstream_scheduler
 from crcr.buildmaster.secrets import SecretsDirectory
+from crcr.buildmaster.stale import nothing_pending_services
 from crcr.config.settings import Settings, load_settings
 from crcr.buildmaster.workers import make_workers
 from crcr.store.service import RelayStore
@@ -62,6 +63,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                                        for b in active],
                              github_repo=settings.github_repo, github_api_url=settings.github_api_url,
                              upstream_url=settings.upstream_url),
+            *nothing_pending_services(relay, settings),
         ],
         "www": www_config(settings, relay),
         "projects": [upstream_project(settings)],

@@ -9,6 +9,7 @@ from twisted.web.resource import Resource
 from crcr.buildmaster.authentication import web_auth
 from crcr.buildmaster.webhook import DIALECT, github_dialect
 from crcr.buildmaster.www.bisections import BisectionsResource
+from crcr.buildmaster.www.disconnected import DisconnectedResource
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 
@@ -18,22 +19,29 @@ PLUGIN_NAME = "crcr"
 
 class RelayApplication(Application):
     """The `crcr` www plugin (entry point buildbot.www in pyproject.toml): static/scripts.js replaces the home page
-    and adds the bisection pages; api/bisections under the plugin's URL serves their JSON."""
+    and adds the bisection pages; api/bisections under the plugin's URL serves their JSON, api/disconnected the
+    home page's backends with no unit connected."""
 
     def __init__(self):
         super().__init__(__name__, "crcr relay: home page and bisections")
         # Buildbot gives a plugin its master only at (re)configuration: the resources get it then.
         self.bisections = BisectionsResource(None, self._backend_names)
+        self.disconnected = DisconnectedResource(None, self._backends)
         api = Resource()
         api.putChild(b"bisections", self.bisections)
+        api.putChild(b"disconnected", self.disconnected)
         self.resource.putChild(b"api", api)
 
     def setMaster(self, master) -> None:
         super().setMaster(master)
         self.bisections.master = master
+        self.disconnected.master = master
+
+    def _backends(self) -> list[dict]:
+        return self.config["backends"]  # the configuration is home_page_data's
 
     def _backend_names(self) -> list[str]:
-        return [b["name"] for b in self.config["backends"]]  # the configuration is home_page_data's
+        return [b["name"] for b in self._backends()]
 
 
 ep = RelayApplication()

@@ -82,6 +82,25 @@
       h("pre", null, props.problems.join("\n")));
   }
 
+  // The backends whose device has no unit connected (the JSON of plugins/crcr/api/disconnected, see
+  // www/disconnected.py): their requests wait, and after the backend's stale_after their commits get an error.
+  function Disconnected() {
+    var answer = useJson("plugins/crcr/api/disconnected");
+    var rows = (answer.data && answer.data.backends) || [];
+    if (answer.error) return h("div", { className: "alert alert-warning" }, answer.error);
+    if (!rows.length) return null;
+    return h("div", { className: "alert alert-warning", "data-crcr": "disconnected" },
+      h("strong", null, "No unit connected"),
+      h("p", null, "These backends' builds wait until a unit of their device connects; a commit waiting longer " +
+        "than the backend's stale_after gets an error status on GitHub meanwhile, and its real verdict later."),
+      h("ul", { className: "mb-0" }, rows.map(function (row) {
+        return h("li", { key: row.backend, "data-backend": row.backend },
+          h("strong", null, row.backend), ": no " + row.device + " unit connected " +
+          (row.never_connected ? "since the master started, " + when(row.since)
+            : "since " + when(row.since)));
+      })));
+  }
+
   function BackendRow(props) {
     var b = props.backend, builder = props.builder, build = props.build;
     var name = builder ? h("a", { href: "#/builders/" + builder.builderid }, b.name) : b.name;
@@ -109,6 +128,7 @@
         ", the ", h("a", { href: "#/builders" }, "builders"), ", the ", h("a", { href: "#/workers" }, "workers"),
         " and the ", h("a", { href: "#/bisections" }, "bisections"), "."),
       h(LeftOut, { problems: relay.left_out || [] }),
+      h(Disconnected),
       data.error ? h("div", { className: "alert alert-warning" }, data.error) : null,
       h("table", { className: "table table-hover table-striped" },
         h("thead", null, h("tr", null,

@@ -1,0 +1,293 @@
+"""Nothing pending for ever: requests that cannot build because their device has no unit connected, and builds
+that run past their timeout.
+
+Stale requests. A build request of a backend's upstream, force or pull request scheduler that has waited longer than
+the backend's `stale_after` while no unit of its device was connected gets a final `error` status on each commit
+it builds or covers ('No spyre unit connected for 6 h; will build when one returns'), and stays queued: when a unit
+returns it builds, and its real verdict follows. The ledger's rows stay pending (only their text changes), so the
+verdict of a covered commit still lands. A request waits from its oldest commit's arrival: with `queue: newest` a
+stream of upstream commits keeps replacing the request itself. Each commit is told once per outage of its device:
+the commits told are kept in Buildbot's state table (across restarts) until a unit of the device connects again.
+
+Overdue builds. A build still running `timeout_grace` seconds past its backend's timeout is stopped with Buildbot's
+stop, its reason ('Stopped by the relay: still running 10 min past the backend's 3 h timeout') kept for its final
+status. The timeout is the worker's to enforce (each step's maxTime), so a build outlives it only when its unit
+stops answering while its connection stays up (a frozen host, slower to notice than the keepalive watch's limit) or
+when a step waits on the master: a unit that does not answer the stop either has its command ended as if its
+connection were lost (Buildbot's own way out of an interrupt nobody answers), keeping the build's result
+CANCELLED, and is disconnected once the build has ended; it reconnects when it can.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from buildbot.data import resultspec
+from buildbot.util import service
+from buildbot.util.state import StateMixin
+from twisted.internet import defer, error, task
+from twisted.python import log
+from twisted.python.failure import Failure
+
+from crcr.buildmaster.presence import PRESENCE_SERVICE, DevicePresence
+from crcr.buildmaster.workers import unit_workers_by_device
+from crcr.config.loader import RelayConfig
+from crcr.config.settings import Settings
+from crcr.github.commit_status import post_status
+from crcr.names import STORE_SERVICE, force_scheduler_name, pull_request_scheduler_name, upstream_scheduler_name
+
+STALE_SERVICE = "crcr-stale-watch"
+TOLD_STATE = "told"  # {backend: [shas told in the current outage of its device]}
+MAX_SWEEP_INTERVAL = 60
+# How long a unit may take to end a stopped build before it counts as not answering (at most the grace).
+MAX_ANSWER_WAIT = 30
+# How long, at most, the relay waits for a build it ended as lost to finish before disconnecting its unit.
+FINISH_WAIT = 30
+
+
+@dataclass(frozen=True)
+class WatchedBackend:
+    name: str
+    device: str
+    stale_after: int
+    timeout: int
+    reports: bool  # its verdicts go to GitHub (L2 and up)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a waiting build request asks for: its scheduler, its commit, when it was submitted."""
+
+    scheduler: str
+    sha: str
+    submitted_at: float
+
+
+def duration(seconds: float) -> str:
+    """'45 s', '10 min', '6 h', '6 h 5 min', '2 d 3 h': the two largest units, rounded down."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h" + (f" {minutes} min" if minutes else "")
+    days, hours = divmod(hours, 24)
+    return f"{days} d" + (f" {hours} h" if hours else "")
+
+
+def stale_text(device: str, disconnected_for: float) -> str:
+    return f"No {device} unit connected for {duration(disconnected_for)}; will build when one returns"
+
+
+def overdue_text(over: float, timeout: int) -> str:
+    return f"Stopped by the relay: still running {duration(over)} past the backend's {duration(timeout)} timeout"
+
+
+def sweep_interval(backends: tuple[WatchedBackend, ...], timeout_grace: int) -> float:
+    """A tenth of the shortest wait the watch acts on, from a second to a minute: at most 10% late."""
+    shortest = min([b.stale_after for b in backends] + [timeout_grace])
+    return min(MAX_SWEEP_INTERVAL, max(1, shortest / 10))
+
+
+def nothing_pending_services(relay: RelayConfig, settings: Settings) -> list:
+    """The services of the master's config: which devices are out since when, and the watch acting on it."""
+    watched = [WatchedBackend(b.name, b.device, b.stale_after, b.timeout, b.reports_to_github)
+               for b in relay.active_backends]
+    return [DevicePresence(unit_workers_by_device(relay)),
+            StaleWatch(watched, settings.timeout_grace, settings.github_repo, settings.web_url)]
+
+
+def stop_reason(master, buildrequestid: int) -> str | None:
+    """Why the relay stopped the build of a request ('Stopped by the relay: ...'); None when it did not."""
+    watch = master.service_manager.namedServices.get(STALE_SERVICE)
+    return watch.stop_reasons.get(buildrequestid) if watch is not None else None
+
+
+class StaleWatch(service.BuildbotService, StateMixin):
+    name = STALE_SERVICE
+
+    def __init__(self, *args, **kwargs):
+        self.stop_reasons: dict[int, str] = {}  # build request -> why the relay stopped its build; for the reporters
+        self._told: dict[str, list[str]] = {}
+        self._asked: dict[int, Asked] = {}  # waiting requests seen, by id (what a request asks never changes)
+        self._started: dict[int, float] = {}  # running builds' start, by build id
+        self._stopped: dict[int, float] = {}  # builds stopped by the relay, by id: when
+        self._unanswered: set[int] = set()  # builds whose unit did not answer the stop
+        self._loop: task.LoopingCall | None = None
+        super().__init__(*args, **kwargs)
+
+    def checkConfig(self, backends, timeout_grace, github_repo, web_url):
+        pass
+
+    def reconfigService(self, backends, timeout_grace, github_repo, web_url):
+        """`backends`: a WatchedBackend of each active backend."""
+        self.backends, self.timeout_grace, self.github_repo = tuple(backends), timeout_grace, github_repo
+        self.web_url = web_url.rstrip("/") + "/"
+        self.answer_wait = min(MAX_ANSWER_WAIT, timeout_grace)
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+            self._loop.start(sweep_interval(self.backends, timeout_grace), now=False)
+
+    @defer.inlineCallbacks
+    def startService(self):
+        yield super().startService()  # configures the service
+        self._told = yield self.getState(TOLD_STATE, {})
+        self._loop = task.LoopingCall(self.sweep)
+        self._loop.clock = self.master.reactor
+        self._loop.start(sweep_interval(self.backends, self.timeout_grace), now=False)
+
+    def stopService(self):
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        return super().stopService()
+
+    @property
+    def store(self):
+        return self.master.service_manager.namedServices[STORE_SERVICE]
+
+    @defer.inlineCallbacks
+    def sweep(self):
+        """One look at the waiting requests and the running builds. A failure is logged, and the next sweep runs
+        (a LoopingCall whose call fails stops)."""
+        now = self.master.reactor.seconds()
+        try:
+            yield self._tell_stale_requests(now)
+        except Exception:
+            log.err(None, "crcr: while looking for stale build requests")
+        try:
+            yield self._stop_overdue_builds(now)
+        except Exception:
+            log.err(None, "crcr: while looking for overdue builds")
+
+    # --- stale requests ---
+
+    @defer.inlineCallbacks
+    def _tell_stale_requests(self, now: float):
+        presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
+        outages = {b.name: presence.outage(b.device) for b in self.backends}
+        # A unit connected again ends its device's outage: in the next one the commits still waiting are told again.
+        told = {name: list(shas) for name, shas in self._told.items() if outages.get(name) is not None}
+        due = {b.name: (b, outages[b.name]) for b in self.backends
+               if b.reports and outages[b.name] is not None and now - outages[b.name].since >= b.stale_after}
+        if due:
+            for name, request in (yield self._waiting_requests()):
+                if name in due:
+                    backend, outage = due[name]
+                    yield self._tell_if_stale(request, backend, now - outage.since, now, told.setdefault(name, []))
+        told = {name: shas for name, shas in told.items() if shas}
+        if told != self._told:
+            self._told = told
+            yield self.setState(TOLD_STATE, told)
+
+    @defer.inlineCallbacks
+    def _waiting_requests(self):
+        """(backend, request) of every build request no unit has claimed. Forgets the requests no longer waiting."""
+        requests = yield self.master.data.get(("buildrequests",), filters=[
+            resultspec.Filter("claimed", "eq", [False]), resultspec.Filter("complete", "eq", [False])])
+        builders = {b["builderid"]: b["name"] for b in (yield self.master.data.get(("builders",)))}
+        waiting = {r["buildrequestid"] for r in requests}
+        self._asked = {brid: asked for brid, asked in self._asked.items() if brid in waiting}
+        return [(builders.get(r["builderid"]), r) for r in sorted(requests, key=lambda r: r["buildrequestid"])]
+
+    @defer.inlineCallbacks
+    def _tell_if_stale(self, request: dict, backend: WatchedBackend, disconnected_for: float, now: float,
+                       told: list[str]):
+        brid = request["buildrequestid"]
+        asked = yield self._what_is_asked(request)
+        if not self._tells(asked.scheduler, backend.name):
+            return
+        rows = [row for row in (yield self.store.commits_of_request(brid)) if row.decided_at is None]
+        waiting_since = min([asked.submitted_at] + [row.seen_at for row in rows])
+        if now - waiting_since < backend.stale_after:  # and its device has been out that long (due)
+            return
+        text = stale_text(backend.device, disconnected_for)
+        in_ledger = {row.sha for row in rows}
+        untold = [sha for sha in dict.fromkeys([row.sha for row in rows] + [asked.sha]) if sha not in told]
+        for sha in untold:
+            post_status(self.master, self.github_repo, backend.name, sha, "error", text,
+                        f"{self.web_url}#/buildrequests/{brid}")
+            if sha in in_ledger:  # still pending: its build or the one covering it decides it
+                yield self.store.set_pending_description(backend.name, sha, text)
+            told.append(sha)
+        if untold:
+            log.msg(f"crcr: build request {brid} of {backend.name}: {text} (told GitHub for {len(untold)} commits)")
+
+    def _tells(self, scheduler: str, backend: str) -> bool:
+        """A bisection's request has no status of its own; a pull request's, when they are check runs, neither."""
+        from crcr.github.check_runs import GitHubCheckRuns  # here: it imports status_text, which imports this module
+
+        if scheduler in (upstream_scheduler_name(backend), force_scheduler_name(backend)):
+            return True
+        return scheduler == pull_request_scheduler_name(backend) and not any(
+            isinstance(s, GitHubCheckRuns) for s in self.master.service_manager.namedServices.values())
+
+    @defer.inlineCallbacks
+    def _what_is_asked(self, request: dict):
+        brid = request["buildrequestid"]
+        if brid not in self._asked:
+            buildset = yield self.master.data.get(("buildsets", request["buildsetid"]))
+            properties = yield self.master.data.get(("buildsets", request["buildsetid"], "properties"))
+            self._asked[brid] = Asked(properties.get("scheduler", (None,))[0], buildset["sourcestamps"][0]["revision"],
+                                      request["submitted_at"].timestamp())
+        return self._asked[brid]
+
+    # --- overdue builds ---
+
+    @defer.inlineCallbacks
+    def _stop_overdue_builds(self, now: float):
+        running = set()
+        for backend in self.backends:
+            builder = self.master.botmaster.builders.get(backend.name)
+            for build in list(builder.building) if builder is not None else []:
+                if build.buildid is None:  # not recorded yet: just starting
+                    continue
+                running.add(build.buildid)
+                if build.buildid not in self._stopped:
+                    over = now - (yield self._started_at(build.buildid)) - backend.timeout
+                    if over >= self.timeout_grace:
+                        yield self._stop(build, overdue_text(over, backend.timeout), now)
+                elif now - self._stopped[build.buildid] >= self.answer_wait and build.buildid not in self._unanswered:
+                    self._end_unanswered(builder, build)
+        self._started = {buildid: at for buildid, at in self._started.items() if buildid in running}
+        self._stopped = {buildid: at for buildid, at in self._stopped.items() if buildid in running}
+        self._unanswered &= running
+
+    @defer.inlineCallbacks
+    def _started_at(self, buildid: int):
+        if buildid not in self._started:
+            self._started[buildid] = (yield self.master.data.get(("builds", buildid)))["started_at"].timestamp()
+        return self._started[buildid]
+
+    @defer.inlineCallbacks
+    def _stop(self, build, reason: str, now: float):
+        log.msg(f"crcr: stopping build {build.buildid} on {build.workername}: {reason}")
+        for request in build.requests:
+            self.stop_reasons[request.id] = reason
+        self._stopped[build.buildid] = now
+        yield self.master.data.control("stop", {"reason": reason}, ("builds", build.buildid))
+
+    def _end_unanswered(self, builder, build) -> None:
+        """The unit did not end the stopped build: its connection is up but nothing answers. Its command is ended as
+        lost, the build ends CANCELLED, then the unit is disconnected (quarantined meanwhile, so that no other build
+        starts on it)."""
+        self._unanswered.add(build.buildid)
+        worker = build.workerforbuilder.worker
+        log.msg(f"crcr: {worker.name} has not ended stopped build {build.buildid} in {self.answer_wait:.0f} s; "
+                "ending its command as lost and disconnecting it")
+        worker.putInQuarantine()
+        if build.currentStep is not None:
+            build.currentStep.interrupt(Failure(error.ConnectionLost("the unit did not answer the relay's stop")))
+        self._disconnect_once_ended(builder, build, worker).addErrback(
+            log.err, f"crcr: while disconnecting {worker.name}")
+
+    @defer.inlineCallbacks
+    def _disconnect_once_ended(self, builder, build, worker):
+        # Disconnected while the build is still the builder's, it would end RETRY and be built again.
+        for _ in range(FINISH_WAIT):
+            if build not in builder.building:
+                break
+            yield task.deferLater(self.master.reactor, 1, lambda: None)
+        yield worker.disconnect()

@@ -1,0 +1,35 @@
+"""The backends whose device has no unit connected, and since when, as JSON for the home page:
+
+    GET /plugins/crcr/api/disconnected
+    {"backends": [{"backend", "device", "since", "never_connected"}]}, longest out first
+
+`since` is in seconds since the epoch: when the device's last unit went, or, when none of its units has connected
+since the master started, when the master started (or the reconfig that added them); never_connected says which.
+A backend no host offers has no units at all: it is inactive, not disconnected, and not listed.
+"""
+
+from __future__ import annotations
+
+from twisted.internet import defer
+
+from crcr.buildmaster.presence import PRESENCE_SERVICE
+from crcr.buildmaster.www.bisections import JsonResource
+
+
+class DisconnectedResource(JsonResource):
+    """`backends` gives the configured backends' names and devices ({"name", "device", ...})."""
+
+    def __init__(self, master, backends):
+        super().__init__(master)
+        self.backends = backends
+
+    def answer(self, request):
+        presence = self.master.service_manager.namedServices.get(PRESENCE_SERVICE)
+        outages = presence.outages() if presence is not None else []
+        return defer.succeed({"backends": [
+            {"backend": backend["name"], "device": outage.device, "since": outage.since,
+             "never_connected": outage.never_connected}
+            for outage in outages
+            for backend in self.backends()
+            if backend["device"] == outage.device
+        ]})
