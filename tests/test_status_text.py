@@ -8,6 +8,7 @@ import pytest
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS, WARNINGS
 
 from crcr.buildmaster.authorization import RelayAuthz
+from crcr.buildmaster.stale import STALE_SERVICE
 from crcr.github.status_text import GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
 from crcr.suites.results import SuiteResults
 from crcr.names import (
@@ -169,6 +170,16 @@ def test_a_build_a_person_stopped_or_cancelled_names_them():
     assert describe({"build": queued, "master": master}) == "Cancelled by octocat"
     assert describe({"build": running, "master": master}) == "Cancelled by alice"
     assert describe({"build": {**running, "buildrequestid": 6}, "master": master}) == "Cancelled"
+
+
+def test_a_build_the_relay_stopped_past_its_timeout_says_why():
+    reason = "Stopped by the relay: still running 10 min past the backend's 3 h timeout"
+    master = master_with({})
+    master.service_manager.namedServices[STALE_SERVICE] = SimpleNamespace(stop_reasons={5: reason})
+    stopped = {**build(CANCELLED, ("suite smoke", CANCELLED)), "buildrequestid": 5}
+
+    assert describe({"build": stopped, "master": master}) == reason
+    assert describe({"build": {**stopped, "buildrequestid": 6}, "master": master}) == "Cancelled"
 
 
 def with_tests(done: dict, **suites: dict) -> dict:

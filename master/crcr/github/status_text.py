@@ -6,6 +6,7 @@ from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPP
 
 from crcr.buildmaster.authorization import cancelled_by
 from crcr.buildmaster.pull_requests import cancel_reason
+from crcr.buildmaster.stale import stop_reason
 from crcr.names import (
     BASELINES_PROPERTY, GITHUB_DESCRIPTION_LIMIT, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX,
     TESTS_PROPERTY,
@@ -80,13 +81,14 @@ def buildrequest_id(build: dict) -> int:
 
 def describe(context: dict) -> str:
     """Formatter function for both build requests (queued or cancelled) and finished builds. A build the relay
-    cancelled itself says why ('Superseded by 1a2b3c4d5e'); one a person stopped or cancelled, who."""
+    cancelled itself says why ('Superseded by 1a2b3c4d5e', 'Stopped by the relay: ...'); one a person stopped or
+    cancelled, who."""
     build = context["build"]
     if not build.get("complete"):
         return QUEUED
     if build["results"] == CANCELLED:
         master, buildrequestid = context["master"], buildrequest_id(build)
-        reason = cancel_reason(master, buildrequestid)
+        reason = cancel_reason(master, buildrequestid) or stop_reason(master, buildrequestid)
         if reason:
             return _shorten(reason)
         person = cancelled_by(master, buildrequestid)
