@@ -9,16 +9,46 @@ produced (deliver()).
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
+from buildbot.config.master import MasterConfig
+from buildbot.process.build import Build
+from buildbot.process.builder import Builder
+from buildbot.process.buildrequest import BuildRequest
+from buildbot.process.results import CANCELLED
+from buildbot.process.workerforbuilder import WorkerForBuilder
+from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.fake.fakeprotocol import FakeConnection
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.util import service
 from buildbot.util.tuplematch import matchTuple
 from buildbot.worker import Worker
+from treq.testing import StubTreq
 from twisted.trial import unittest
 
-from crcr.buildmaster.presence import DevicePresence, Outage
-from crcr.buildmaster.stale import WatchedBackend, duration, overdue_text, stale_text, sweep_interval
+from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
+from crcr.buildmaster.masterconfig import build_master_config
+from crcr.buildmaster.presence import PRESENCE_SERVICE, DevicePresence, Outage
+from crcr.buildmaster.stale import (
+    STALE_SERVICE, WatchedBackend, duration, overdue_text, stale_text, stop_reason, sweep_interval,
+)
+from crcr.config.secretfiles import GITHUB_TOKEN
+from crcr.github.outbox_sender import OutboxSender
+from crcr.github.status_text import describe
+from crcr.names import (
+    LEDGER_SERVICE, STORE_SERVICE, bisect_scheduler_name, force_scheduler_name, status_context,
+    upstream_scheduler_name,
+)
+from test_ledger import API, PROJECT, TOKEN, UPSTREAM_URL, WEB, GitHubAPI, sha
+
+REPORTING, SILENT, OTHER = "alpha", "beta", "gamma"
+UNIT, WORKERID = "host-alpha-0", 1
+STALE_AFTER = 21600  # the default
+TIMEOUT, GRACE = 3600, 600
+SWEEP = 60  # the watch's sweep for these waits
 
 
 def test_durations_say_the_two_largest_units_rounded_down():
@@ -139,3 +169,286 @@ class DevicePresenceTest(MasterTest):
             DevicePresence({"npu": ["lab-npu-0", "lab-npu-1"], "gpu": ["other-gpu-0", "new-gpu-0"]}))  # as Buildbot does
 
         self.assertEqual(self.presence.outage("gpu"), Outage("gpu", reconfigured, never_connected=False))
+
+
+class StaleWatchTest(TestReactorMixin, unittest.TestCase):
+    """The watch from the relay's generated config, on a fake master with Buildbot's database and data API, the
+    real builders and schedulers, the relay's store and ledger (which record each commit's request), and the GitHub
+    outbox's sender posting to test_outbox_sender's GitHub. Backend alpha (L2, `queue: newest`) and beta (L1) wait
+    for device alpha, whose only unit is host-alpha-0; gamma (L2) has its own device."""
+
+    async def setUp(self):
+        self.setup_test_reactor()
+        self.reactor.advance(1_000_000)
+        basedir = tempfile.mkdtemp(prefix="crcr-stale-")
+        self.addCleanup(shutil.rmtree, basedir, True)
+        self.master = await fakemaster.make_master(self, wantData=True, basedir=basedir,
+                                                   with_secrets={GITHUB_TOKEN: TOKEN})
+        self.master.botmaster.shuttingDown = False  # as Buildbot's BotMaster has it; its fake lacks it
+        self.master.mq.verifyMessages = False  # its schemas predate Buildbot 4's messages
+        self.load_config(Path(basedir))
+        await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name=UNIT)])
+        self.builders, self.builderids = {}, {}
+        for name in (REPORTING, SILENT, OTHER):
+            builder = Builder(name)
+            builder.master = self.master  # as BotMaster sets it
+            builder.setServiceParent(self.master.botmaster)
+            self.master.botmaster.builders[name] = builder
+            await builder.reconfigServiceWithBuildbotConfig(self.master.config)
+            self.builders[name], self.builderids[name] = builder, await builder.getBuilderId()
+        # Where a real master keeps its schedulers, not started.
+        self.master.scheduler_manager = service.AsyncMultiService()
+        await self.master.scheduler_manager.setServiceParent(self.master)
+        for scheduler in self.master.config.schedulers.values():
+            await scheduler.setServiceParent(self.master.scheduler_manager)
+            await scheduler.configureService()  # as the master's scheduler manager does
+        self.github = GitHubAPI(self.reactor)
+        self.master.service_manager = service.BuildbotServiceManager()
+        await self.master.service_manager.setServiceParent(self.master)
+        self.addCleanup(self.master.service_manager.stopService)
+        await OutboxSender(api_url=API, retry_delay=10, max_delay=600, http=StubTreq(self.github)).setServiceParent(
+            self.master.service_manager)
+        self.started = self.reactor.seconds()
+        await self.start_services(self.master.config)
+
+    def load_config(self, root: Path) -> None:
+        dirs = make_dirs(root / "relay")
+        write_backend(dirs.backends, REPORTING, level="L2", device="alpha", timeout=TIMEOUT)
+        write_backend(dirs.backends, SILENT, level="L1", device="alpha")
+        write_backend(dirs.backends, OTHER, level="L2", device="gamma")
+        write_worker(dirs.workers, "host", devices={"alpha": 1, "gamma": 1})
+        write_worker_password(dirs.secrets, "host")
+        self.settings = settings_for(dirs, CRCR_UPSTREAM_URL=UPSTREAM_URL, CRCR_UPSTREAM_BRANCHES="main",
+                                     CRCR_GITHUB_REPO=PROJECT, CRCR_GITHUB_API_URL=API, CRCR_BUILDBOT_URL=WEB,
+                                     CRCR_TIMEOUT_GRACE=str(GRACE))
+        self.master.config = MasterConfig.loadFromDict(build_master_config(self.settings), "master.cfg")
+
+    async def start_services(self, config) -> None:
+        """The store, the ledger, the device presence and the watch of `config`, started as the master's start
+        does: a restart when they were running."""
+        for name in (STORE_SERVICE, LEDGER_SERVICE, PRESENCE_SERVICE, STALE_SERVICE):
+            running = self.master.service_manager.namedServices.get(name)
+            if running is not None:
+                await running.disownServiceParent()
+            await config.services[name].setServiceParent(self.master.service_manager)
+        if not self.master.service_manager.running:
+            await self.master.service_manager.startService()
+        self.store, self.ledger = config.services[STORE_SERVICE], config.services[LEDGER_SERVICE]
+        await self.ledger.in_order(lambda: None)
+
+    # What Buildbot does.
+
+    async def deliver(self) -> None:
+        """Hands the services, in order, each message Buildbot produced that they listen to."""
+        mq = self.master.mq
+        while mq.productions:
+            key, message = mq.productions.pop(0)
+            if any(matchTuple(key, consumer.filter) for consumer in mq.qrefs):
+                mq.callConsumer(key, message)
+            await mq.wait_consumed()
+
+    async def upstream(self, backend: str, n: int) -> int:
+        """Upstream commit sha(n) on main, asked of the backend's upstream scheduler; returns its request."""
+        changeid = await self.master.data.updates.addChange(
+            author="Upstream <up@example.com>", revision=sha(n), branch="main", repository=UPSTREAM_URL,
+            project=PROJECT, comments=f"commit {n}")
+        scheduler = self.master.config.schedulers[upstream_scheduler_name(backend)]
+        _, brids = await scheduler.addBuildsetForChanges(reason="upstream commit", changeids=[changeid])
+        await self.deliver()
+        return brids[self.builderids[backend]]
+
+    async def bisection_step(self, backend: str, n: int) -> int:
+        scheduler = self.master.config.schedulers[bisect_scheduler_name(backend)]
+        _, brids = await scheduler.addBuildsetForSourceStamps(
+            sourcestamps=[{"codebase": "", "branch": "main", "revision": sha(n), "repository": UPSTREAM_URL,
+                           "project": PROJECT}], reason="bisection", builderNames=[backend])
+        return brids[self.builderids[backend]]
+
+    async def pass_time(self, seconds: int) -> None:
+        """Lets `seconds` pass a sweep (a minute here) at a time."""
+        for _ in range(seconds // SWEEP):
+            self.reactor.advance(SWEEP)
+            await self.deliver()
+
+    async def unit_worker(self, name: str) -> Worker:
+        worker = Worker(name, "pw")
+        await worker.setServiceParent(self.master.workers)
+        self.master.workers.workers[name] = worker  # what Buildbot's WorkerManager lists
+        await self.master.workers.startService()
+        self.addCleanup(self.master.workers.stopService)
+        return worker
+
+    async def running_build(self, backend: str, brid: int, unit: Worker) -> Build:
+        """`unit` claimed request `brid` and its build runs: Buildbot's record of it, and the builder's Build."""
+        await self.master.data.updates.claimBuildRequests([brid])
+        buildid, number = await self.master.data.updates.addBuild(self.builderids[backend], brid, WORKERID)
+        request = await BuildRequest.fromBrdict(self.master, await self.master.db.buildrequests.getBuildRequest(brid))
+        build = Build([request], self.builders[backend])
+        build.buildid, build.number = buildid, number
+        build.workerforbuilder = WorkerForBuilder(self.builders[backend])  # as the builder hands it the unit
+        await build.workerforbuilder.attached(unit, {})
+        self.builders[backend].building.append(build)
+        return build
+
+    async def connected_unit(self) -> tuple[Worker, FakeConnection]:
+        unit = await self.unit_worker(UNIT)
+        connection = FakeConnection(unit)
+        connection.dropped = False
+        connection.notifyOnDisconnect(lambda: setattr(connection, "dropped", True))
+        unit.attached(connection)
+        return unit, connection
+
+    # What a user sees.
+
+    def errors(self, n: int, backend: str = REPORTING) -> list[tuple[str, str]]:
+        """(description, target URL) of each error status posted on commit sha(n) for `backend`."""
+        return [(body["description"], body["target_url"]) for _, path, body in self.github.posted
+                if path.endswith(f"/statuses/{sha(n)}") and body["context"] == status_context(backend)
+                and body["state"] == "error"]
+
+    async def waiting(self, backend: str) -> list[int]:
+        requests = await self.master.data.get(("builders", self.builderids[backend], "buildrequests"))
+        return [r["buildrequestid"] for r in requests if not r["claimed"] and not r["complete"]]
+
+    # Stale requests.
+
+    async def test_a_request_waiting_longer_than_stale_after_with_no_unit_gets_a_final_error_and_stays_queued(self):
+        brid = await self.upstream(REPORTING, 1)
+
+        await self.pass_time(STALE_AFTER - SWEEP)
+        self.assertEqual(self.errors(1), [])
+        await self.pass_time(SWEEP)
+
+        told = "No alpha unit connected for 6 h; will build when one returns"
+        self.assertEqual(self.errors(1), [(told, f"{WEB}#/buildrequests/{brid}")])
+        self.assertEqual(await self.waiting(REPORTING), [brid])
+        row = await self.store.find_commit(REPORTING, sha(1))
+        self.assertEqual((row.state, row.description, row.decided_at), ("pending", told, None),
+                         "still pending: its build decides it")
+
+    async def test_it_is_told_once_not_at_every_sweep_nor_after_a_restart(self):
+        await self.upstream(REPORTING, 1)
+        await self.pass_time(STALE_AFTER + 10 * SWEEP)
+        self.assertEqual(len(self.errors(1)), 1)
+
+        await self.start_services(MasterConfig.loadFromDict(build_master_config(self.settings), "master.cfg"))
+        await self.pass_time(STALE_AFTER + 10 * SWEEP)  # out for stale_after since the restart too
+
+        self.assertEqual(len(self.errors(1)), 1)
+
+    async def test_every_commit_a_collapsed_request_carries_gets_it_and_a_later_one_at_once(self):
+        await self.upstream(REPORTING, 1)
+        await self.pass_time(3 * 3600)
+        second = await self.upstream(REPORTING, 2)  # commit 1's request is collapsed into it
+        await self.pass_time(3 * 3600)
+
+        told = "No alpha unit connected for 6 h; will build when one returns"
+        self.assertEqual([self.errors(n) for n in (1, 2)], [[(told, f"{WEB}#/buildrequests/{second}")]] * 2,
+                         "commit 2 arrived 3 h ago, but the request carrying both has waited 6 h")
+        third = await self.upstream(REPORTING, 3)
+        await self.pass_time(SWEEP)
+
+        self.assertEqual(self.errors(3), [("No alpha unit connected for 6 h 1 min; will build when one returns",
+                                           f"{WEB}#/buildrequests/{third}")])
+        self.assertEqual([len(self.errors(n)) for n in (1, 2)], [1, 1])
+
+    async def test_a_unit_returning_ends_the_outage_and_the_wait_starts_again(self):
+        brid = await self.upstream(REPORTING, 1)
+        unit = await self.unit_worker(UNIT)
+        await self.pass_time(5 * 3600)
+        unit.attached(FakeConnection(unit))  # its request is not claimed here: the unit is busy, say
+        await self.deliver()
+        await self.pass_time(3600)
+        self.assertEqual(self.errors(1), [], "a unit is connected: the request waits for it, not for nothing")
+
+        await unit.disconnect()
+        await self.deliver()
+        await self.pass_time(STALE_AFTER - SWEEP)
+        self.assertEqual(self.errors(1), [])
+        await self.pass_time(SWEEP)
+
+        self.assertEqual(self.errors(1), [("No alpha unit connected for 6 h; will build when one returns",
+                                           f"{WEB}#/buildrequests/{brid}")])
+
+    async def test_the_commits_still_waiting_in_the_next_outage_are_told_again(self):
+        await self.upstream(REPORTING, 1)
+        unit = await self.unit_worker(UNIT)
+        await self.pass_time(STALE_AFTER)
+        self.assertEqual(len(self.errors(1)), 1)
+        unit.attached(FakeConnection(unit))  # it went again before it could claim the request, say
+        await self.deliver()
+        await self.pass_time(SWEEP)
+        await unit.disconnect()
+        await self.deliver()
+
+        await self.pass_time(STALE_AFTER)
+
+        self.assertEqual(len(self.errors(1)), 2)
+
+    async def test_a_forced_request_is_told_and_l1_and_bisection_requests_are_not(self):
+        scheduler = self.master.config.schedulers[force_scheduler_name(REPORTING)]
+        _, brids = await scheduler.addBuildsetForSourceStamps(
+            sourcestamps=[{"codebase": "", "branch": "main", "revision": sha(1), "repository": UPSTREAM_URL,
+                           "project": PROJECT}], reason="forced", builderNames=[REPORTING])
+        await self.deliver()
+        await self.upstream(SILENT, 2)
+        await self.bisection_step(REPORTING, 3)
+
+        await self.pass_time(STALE_AFTER)
+
+        self.assertEqual(len(self.errors(1)), 1)
+        self.assertEqual((self.errors(2, SILENT), self.errors(3)), ([], []))
+        self.assertEqual([p for p in self.github.posted if "statuses" in p[1]], [
+            p for p in self.github.posted if p[1].endswith(sha(1))])
+
+    # Overdue builds.
+
+    async def test_a_build_running_past_its_timeout_and_the_grace_is_stopped_with_its_reason(self):
+        unit, connection = await self.connected_unit()
+        brid = await self.upstream(REPORTING, 1)
+        build = await self.running_build(REPORTING, brid, unit)
+        stops = await self.stops_asked()
+
+        await self.pass_time(TIMEOUT + GRACE - SWEEP)
+        self.assertEqual(stops, [])
+        await self.pass_time(SWEEP)
+
+        reason = "Stopped by the relay: still running 10 min past the backend's 1 h timeout"
+        self.assertEqual(stops, [(build.buildid, reason)])
+        self.assertEqual(stop_reason(self.master, brid), reason)
+        self.assertEqual(describe({"build": {"complete": True, "results": CANCELLED, "buildrequestid": brid},
+                                   "master": self.master}), reason, "the text of its final status")
+        self.builders[REPORTING].building.remove(build)  # the unit answered: the build ended
+        await self.pass_time(10 * SWEEP)
+        self.assertEqual(len(stops), 1, "stopped once")
+        self.assertFalse(connection.dropped)
+
+    async def test_a_unit_that_does_not_answer_the_stop_gets_no_other_build_and_is_disconnected_once_it_ended(self):
+        unit, connection = await self.connected_unit()
+        build = await self.running_build(REPORTING, await self.upstream(REPORTING, 1), unit)
+        await self.pass_time(TIMEOUT + GRACE)  # stopped
+        self.assertTrue(unit.canStartBuild())
+
+        await self.pass_time(SWEEP)  # longer than the 30 s a unit gets to end a stopped build
+        self.assertFalse(unit.canStartBuild(), "quarantined: the build's end frees the unit, which answers nothing")
+        self.assertFalse(connection.dropped, "a build whose unit goes away is built again: it ends first")
+
+        self.builders[REPORTING].building.remove(build)  # its command ended as lost, the build ends CANCELLED
+        self.reactor.advance(1)
+        self.assertTrue(connection.dropped)
+
+    async def test_a_build_within_the_grace_runs_on(self):
+        unit, _ = await self.connected_unit()
+        await self.running_build(REPORTING, await self.upstream(REPORTING, 1), unit)
+        stops = await self.stops_asked()
+
+        await self.pass_time(TIMEOUT + GRACE - SWEEP)
+
+        self.assertEqual(stops, [])
+
+    async def stops_asked(self) -> list[tuple[int, str]]:
+        """(build id, reason) of each stop of a build asked through Buildbot's data API, as the builds hear them."""
+        stops = []
+        await self.master.mq.startConsuming(lambda key, message: stops.append((int(key[2]), message["reason"])),
+                                            ("control", "builds", None, "stop"))
+        return stops

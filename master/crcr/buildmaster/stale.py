@@ -263,7 +263,7 @@ class StaleWatch(service.BuildbotService, StateMixin):
 
     @defer.inlineCallbacks
     def _stop(self, build, reason: str, now: float):
-        log.msg(f"crcr: stopping build {build.buildid} on {build.workername}: {reason}")
+        log.msg(f"crcr: stopping build {build.number} of {build.builder.name}: {reason}")
         for request in build.requests:
             self.stop_reasons[request.id] = reason
         self._stopped[build.buildid] = now
