@@ -11,7 +11,8 @@ import yaml
 
 from configfiles import make_dirs, write_file, write_secret
 from fakegithub import FakeGitHub
-from harness import Relay, Upstream, WorkerProcess, free_port, wait_until
+from crcr.config.users import add_user, users_file
+from harness import ADMIN, Relay, Upstream, WorkerProcess, free_port, wait_until
 from postgres import PostgresServer, server_bin_dir
 
 UPSTREAM_TREE = Path(__file__).parent / "upstream_tree"
@@ -141,9 +142,12 @@ def unit_names(host: str, devices: dict[str, int]) -> list[str]:
 
 def prepare_relay(root: Path, upstream: Upstream, github: FakeGitHub, backends: dict, token: bool = True,
                   hosts: dict = E2E_WORKERS, **env_overrides: str) -> tuple[Relay, list[WorkerProcess]]:
-    """Write the data files and secrets a relay needs under `root`; return its master and the units of `hosts`."""
-    env = {**relay_env(root, upstream, github), **env_overrides}
+    """Write the data files and secrets a relay needs under `root`; return its master and the units of `hosts`.
+    The relay has an admin (harness.ADMIN, in its users file and CRCR_ADMINS), whom Relay signs in as."""
+    admin, password = ADMIN
+    env = {**relay_env(root, upstream, github), "CRCR_ADMINS": admin, **env_overrides}
     dirs = make_dirs(root)
+    add_user(users_file(dirs.secrets), admin, password)
     for name, data in backends.items():
         write_file(dirs.backends / f"{name}.yaml", yaml.safe_dump(data, sort_keys=False))
     for name, data in hosts.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
@@ -10,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from http.cookiejar import CookieJar
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -17,6 +19,9 @@ from crcr.cli.hostsetup import PASSWORD_PLACEHOLDER, read_password_from_stdin
 
 VENV_BIN = Path(sys.executable).parent
 T = TypeVar("T")
+# Every relay the tests start has this admin in its users file and CRCR_ADMINS (conftest.prepare_relay), and
+# Relay signs in as it by default: under the relay's authorization an anonymous control request is refused.
+ADMIN = ("relay-admin", "admin-password-for-tests")
 
 
 def wait_until(condition: Callable[[], T], timeout: float, what: str, interval: float = 0.3) -> T:
@@ -126,16 +131,23 @@ def open_gate(gates: Path, backend: str, gate: str) -> None:
 class Relay:
     """A relay master started with `crcr master start`, and a client of its REST API."""
 
-    def __init__(self, basedir: Path, env: dict[str, str]):
+    def __init__(self, basedir: Path, env: dict[str, str], admin: tuple[str, str] = ADMIN):
         self.basedir = basedir
         self.env = venv_env(**env)
         self.web_url = f"http://localhost:{env['CRCR_WEB_PORT']}/"
+        self.admin = admin
+        self._sessions: dict[tuple[str, str], urllib.request.OpenerDirector] = {}
 
-    def crcr(self, *args, check=True) -> subprocess.CompletedProcess:
-        return run([VENV_BIN / "crcr", *args], env=self.env, check=check)
+    def crcr(self, *args, check=True, as_user: tuple[str, str] | None = None) -> subprocess.CompletedProcess:
+        """A crcr command, signed in (crcr force, crcr bisect) as `as_user` (name, password), else the admin."""
+        name, password = as_user or self.admin
+        return run([VENV_BIN / "crcr", *args], env={**self.env, "CRCR_USER": name, "CRCR_PASSWORD": password},
+                   check=check)
 
     def start(self) -> None:
-        self.crcr("master", "start", "--basedir", self.basedir, "--wait-for-upstream", "60")
+        # The master's own environment gets no password.
+        run([VENV_BIN / "crcr", "master", "start", "--basedir", self.basedir, "--wait-for-upstream", "60"],
+            env=self.env)
 
     def stop(self) -> None:
         self.crcr("master", "stop", "--basedir", self.basedir, check=False)
@@ -148,16 +160,32 @@ class Relay:
         with urllib.request.urlopen(self.web_url + "api/v2/" + path, timeout=10) as r:
             return json.load(r)
 
-    def rpc(self, path: str, method: str, **params) -> dict:
+    def rpc(self, path: str, method: str, as_user: tuple[str, str] | None = None, anonymous: bool = False,
+            **params) -> dict:
+        """A JSON-RPC call (a control action), signed in as `as_user` (name, password), else as the admin, or
+        not at all. Returns the reply, or {"error": ..., "status": <HTTP code>} when refused."""
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
         request = urllib.request.Request(
             self.web_url + "api/v2/" + path, data=body, headers={"Content-Type": "application/json"}, method="POST"
         )
+        opener = urllib.request.build_opener() if anonymous else self.session(as_user or self.admin)
         try:
-            with urllib.request.urlopen(request, timeout=30) as r:
+            with opener.open(request, timeout=30) as r:
                 return json.load(r)
         except urllib.error.HTTPError as e:
-            return json.loads(e.read())
+            return {**json.loads(e.read()), "status": e.code}
+
+    def session(self, user: tuple[str, str]) -> urllib.request.OpenerDirector:
+        """A client signed in as `user` (name, password) through auth/login, as the UI does, keeping its session
+        cookie: each sign-in costs the relay a password hash, so each user signs in once."""
+        if user not in self._sessions:
+            opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+            basic = base64.b64encode(":".join(user).encode()).decode()
+            request = urllib.request.Request(self.web_url + "auth/login", headers={"Authorization": f"Basic {basic}"})
+            with opener.open(request, timeout=30):
+                pass
+            self._sessions[user] = opener
+        return self._sessions[user]
 
     def builder_id(self, name: str) -> int:
         return self.get(f"builders?name={name}")["builders"][0]["builderid"]

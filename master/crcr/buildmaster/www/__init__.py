@@ -7,6 +7,7 @@ from buildbot.www.plugin import Application
 from twisted.web.resource import Resource
 
 from crcr.buildmaster.authentication import web_auth
+from crcr.buildmaster.authorization import relay_authz
 from crcr.buildmaster.webhook import DIALECT, github_dialect
 from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.buildmaster.www.disconnected import DisconnectedResource
@@ -74,6 +75,7 @@ def www_config(settings: Settings, relay: RelayConfig) -> dict:
         },
         # GitHub's webhooks at /change_hook/github; Buildbot's other hooks stay off.
         "change_hook_dialects": {DIALECT: github_dialect(settings)},
+        "authz": relay_authz(relay, settings),  # who may do what: the files' maintainers and the admins
     }
 
 

@@ -1,0 +1,245 @@
+"""Who may control a real relay: every control endpoint of the REST API (what the UI's buttons and `crcr force` /
+`crcr bisect` call), tried anonymously, as the maintainer of another backend (or host), as the right maintainer and
+as an admin. A refused request gets 403 and changes nothing; an allowed one acts, and a stop or cancel by a person
+ends with a GitHub status naming them.
+
+One relay for the module: backend alpha (maintainer alice) has a test that holds its builds until a gate opens,
+so that a build is running or a request waiting when a test needs one; backend beta (maintainer bob) builds
+quickly, and fails once upstream adds a FLAG file (what bisect needs). Host lab (maintainer carol) has an alpha
+unit, a beta unit, and an idle unit whose worker the tests pause, stop and kill.
+
+"Nothing changed" for actions Buildbot carries out asynchronously (stop, cancel, worker actions): each refused
+attempt gives a reason naming it ('attempt by bob'); Buildbot logs the reason of every stop and worker action it
+carries out, in order, so once an allowed action's reason is in the master's log, no attempt's may be there.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
+
+from conftest import UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
+from crcr.config.users import add_user, users_file
+from crcr.names import status_context
+from harness import holding, wait_until
+
+pytestmark = pytest.mark.e2e
+
+ALICE, BOB, CAROL = ("alice", "alice-pw"), ("bob", "bob-pw"), ("carol", "carol-pw")
+ANONYMOUS = None
+HELD_COMMITS = 5  # on the units branch: each held build of alpha at a commit of its own, so each has its statuses
+FLAG_TEST = "from pathlib import Path\n\n\ndef test_no_flag():\n    assert not (Path(__file__).parents[1] / 'FLAG').exists()\n"
+HOSTS = {"lab": {"devices": {"alpha": 1, "beta": 1, "idle": 1}, "admin": "Lab <lab@example.com>",
+                 "maintainers": ["carol"]}}
+IDLE_UNIT = "lab-idle-0"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, github):
+    root = tmp_path_factory.mktemp("access")
+    upstream = make_upstream(root / "upstream")
+    upstream.commit("beta's test", {"test/test_flag.py": FLAG_TEST})
+    held = [upstream.commit(f"alpha's held test {n}", {"test/test_held.py": holding("hold"), "CHANGES.md": f"{n}\n"},
+                            branch=UNITS_BRANCH) for n in range(HELD_COMMITS)]
+    backends = {
+        "alpha": {**backend("L2", "alpha", [suite("held", "test/test_held.py")], branches=[UNITS_BRANCH],
+                            env={"GATES": str(root), "BACKEND": "alpha"}, queue="every"), "maintainers": ["alice"]},
+        "beta": {**backend("L2", "beta", [suite("flag", "test/test_flag.py")]), "maintainers": ["bob"]},
+    }
+    relay, workers = prepare_relay(root / "relay", upstream, github, backends, hosts=HOSTS)
+    for name, password in (ALICE, BOB, CAROL):
+        add_user(users_file(root / "relay" / "secrets"), name, password)
+    with running(relay, workers):
+        yield Lab(relay, upstream, github, held, {w.name: w for w in workers})
+
+
+@pytest.fixture(scope="module")
+def verdicts(lab) -> tuple[str, str]:
+    """A good upstream commit (beta passes) and a bad one on top (beta fails), each with its finished build."""
+    good = lab.upstream.commit("Good: beta's test passes")
+    assert lab.relay.wait_for_finished_build("beta", good)["results"] == SUCCESS
+    bad = lab.upstream.commit("Bad: upstream flags it", {"FLAG": "on\n"})
+    assert lab.relay.wait_for_finished_build("beta", bad)["results"] == FAILURE
+    return good, bad
+
+
+class Lab:
+    def __init__(self, relay, upstream, github, held: list[str], units: dict):
+        self.relay, self.upstream, self.github, self.held, self.units = relay, upstream, github, held, units
+
+    def refused(self, path: str, method: str, *users, **params) -> None:
+        """Each of `users` (ANONYMOUS: not signed in) tries the control and gets 403; each attempt's reason names
+        who tried."""
+        for user in users:
+            who = user[0] if user else "anonymous"
+            reply = self.relay.rpc(path, method, as_user=user, anonymous=user is ANONYMOUS,
+                                   reason=f"attempt by {who}", **params)
+            assert reply.get("status") == 403, (who, path, method, reply)
+
+    def allowed(self, path: str, method: str, user, **params):
+        """`user` (None: the admin) does it: the result, after Buildbot logged its reason ('done by <name>')."""
+        name = user[0] if user else self.relay.admin[0]
+        reply = self.relay.rpc(path, method, as_user=user, reason=f"done by {name}", **params)
+        assert "result" in reply, (name, path, method, reply)
+        return reply["result"]
+
+    def assert_no_attempt_carried_out(self) -> None:
+        log = (self.relay.basedir / "twistd.log").read_text(errors="replace")
+        assert "attempt by" not in log, [line for line in log.splitlines() if "attempt by" in line]
+
+    def request_count(self) -> int:
+        return len(self.relay.get("buildrequests")["buildrequests"])
+
+    def force(self, backend: str, revision: str, user=None) -> int:
+        """A build request of `backend` at `revision`, forced by `user` (the admin); its id."""
+        _, requests = self.allowed(f"forceschedulers/force-{backend}", "force", user, revision=revision)
+        (brid,) = requests.values()
+        return brid
+
+    def cancel(self, *brids: int) -> None:
+        """The admin cancels requests a test made but needs no build of (stopping the build if one started)."""
+        for brid in brids:
+            self.allowed(f"buildrequests/{brid}", "cancel", None)
+
+    def running_build(self, brid: int) -> dict:
+        return wait_until(lambda: next(iter(self.relay.get(f"buildrequests/{brid}/builds")["builds"]), None), 90,
+                          f"request {brid}'s build to start")
+
+    def build(self, buildid: int) -> dict:
+        return self.relay.get(f"builds/{buildid}")["builds"][0]
+
+    def request(self, brid: int) -> dict:
+        return self.relay.get(f"buildrequests/{brid}")["buildrequests"][0]
+
+    def final_status(self, backend: str, sha: str, description: str) -> dict:
+        def posted():
+            statuses = self.github.statuses(sha, status_context(backend))
+            return statuses and statuses[-1]["description"] == description and statuses[-1]
+        return wait_until(posted, 60, f"the status '{description}' of {backend} on {sha[:10]}")
+
+    def worker(self, name: str) -> dict:
+        return self.relay.get(f"workers/{name}")["workers"][0]
+
+    def owner(self, bsid: int) -> str:
+        (properties,) = self.relay.get(f"buildsets/{bsid}/properties")["properties"]
+        return properties["owner"][0]
+
+
+def test_forcing_a_build_needs_the_backends_maintainer_and_the_owner_is_who_signed_in(lab):
+    before = lab.request_count()
+    mallory = {"username": "Mallory <root@pytorch.org>", "owner": "Mallory <root@pytorch.org>"}
+    lab.refused("forceschedulers/force-beta", "force", ANONYMOUS, ALICE, revision="main", **mallory)
+    assert lab.request_count() == before, "a refused force requested nothing"
+
+    for user, name in ((BOB, "bob"), (None, "relay-admin")):
+        bsid, requests = lab.allowed("forceschedulers/force-beta", "force", user, revision="main", **mallory)
+        assert lab.owner(bsid) == name, "the owner is the signed-in user, whatever the request says"
+        lab.cancel(*requests.values())
+    assert lab.request_count() == before + 2
+
+
+def test_a_refusal_tells_who_asked_and_who_may(lab):
+    anonymous = lab.relay.rpc("forceschedulers/force-beta", "force", anonymous=True, revision="main")
+    assert anonymous["error"]["message"] == "not signed in: you need to have role 'maintainer:beta'"
+    alice = lab.relay.rpc("forceschedulers/force-beta", "force", as_user=ALICE, revision="main")
+    assert alice["error"]["message"] == "signed in as alice: you need to have role 'maintainer:beta'"
+
+
+def test_rebuilding_needs_the_backends_maintainer(lab, verdicts):
+    good, _ = verdicts
+    (build,) = lab.relay.builds_of("beta", good)
+    before = lab.request_count()
+    lab.refused(f"builds/{build['buildid']}", "rebuild", ANONYMOUS, ALICE)
+    assert lab.request_count() == before, "a refused rebuild requested nothing"
+
+    for user in (BOB, None):
+        _, requests = lab.allowed(f"builds/{build['buildid']}", "rebuild", user)
+        lab.cancel(*requests.values())
+    assert lab.request_count() == before + 2
+
+
+def test_bisecting_needs_the_backends_maintainer(lab, verdicts):
+    good, bad = verdicts
+
+    def bisections() -> list[dict]:
+        with urllib.request.urlopen(lab.relay.web_url + "plugins/crcr/api/bisections", timeout=10) as answer:
+            return json.load(answer)["bisections"]
+
+    before, requests = bisections(), lab.request_count()
+    lab.refused("forceschedulers/bisect-beta", "force", ANONYMOUS, ALICE, good=good, bad=bad)
+    assert (bisections(), lab.request_count()) == (before, requests), "a refused bisection started nothing"
+
+    started = [lab.allowed("forceschedulers/bisect-beta", "force", user, good=good, bad=bad)["bisection"]
+               for user in (BOB, None)]
+    by = {b["id"]: b["requested_by"] for b in bisections()}
+    assert [by[bisection] for bisection in started] == ["bob", "relay-admin"]
+
+
+def test_stopping_a_build_needs_the_backends_maintainer_and_its_status_names_who(lab):
+    for sha, (user, name) in zip(lab.held, ((ALICE, "alice"), (None, "relay-admin"))):
+        build = lab.running_build(lab.force("alpha", sha))
+        lab.refused(f"builds/{build['buildid']}", "stop", ANONYMOUS, BOB)
+        assert not lab.build(build["buildid"])["complete"], "a refused stop left the build running"
+
+        lab.allowed(f"builds/{build['buildid']}", "stop", user)
+        status = lab.final_status("alpha", sha, f"Cancelled by {name}")
+        assert status["state"] == "error"
+        assert lab.build(build["buildid"])["results"] == CANCELLED
+    lab.assert_no_attempt_carried_out()
+
+
+def test_cancelling_a_build_request_needs_the_backends_maintainer_and_its_status_names_who(lab):
+    holder = lab.running_build(lab.force("alpha", lab.held[2]))  # keeps alpha's only unit busy
+    for sha, (user, name) in zip(lab.held[3:], ((ALICE, "alice"), (None, "relay-admin"))):
+        brid = lab.force("alpha", sha)
+        lab.refused(f"buildrequests/{brid}", "cancel", ANONYMOUS, BOB)
+        lab.allowed(f"buildrequests/{brid}", "cancel", user)
+        lab.final_status("alpha", sha, f"Cancelled by {name}")
+        assert lab.request(brid)["results"] == CANCELLED
+    lab.allowed(f"builds/{holder['buildid']}", "stop", None)
+    # Every cancel of this module was a maintainer's or an admin's: a bare 'Cancelled', or one by bob, would be a
+    # refused attempt carried out after all.
+    descriptions = {s["description"] for s in lab.github.statuses(context=status_context("alpha"))
+                    if s["state"] == "error"}
+    assert descriptions <= {"Cancelled by alice", "Cancelled by relay-admin"}, descriptions
+
+
+def test_pausing_a_unit_needs_its_hosts_maintainer(lab):
+    for user in (CAROL, None):
+        lab.refused(f"workers/{IDLE_UNIT}", "pause", ANONYMOUS, ALICE)
+        assert not lab.worker(IDLE_UNIT)["paused"]
+        lab.allowed(f"workers/{IDLE_UNIT}", "pause", user)
+        wait_until(lambda: lab.worker(IDLE_UNIT)["paused"], 30, f"{IDLE_UNIT} paused")
+
+        lab.refused(f"workers/{IDLE_UNIT}", "unpause", ANONYMOUS, ALICE)
+        assert lab.worker(IDLE_UNIT)["paused"]
+        lab.allowed(f"workers/{IDLE_UNIT}", "unpause", user)
+        wait_until(lambda: not lab.worker(IDLE_UNIT)["paused"], 30, f"{IDLE_UNIT} unpaused")
+    lab.assert_no_attempt_carried_out()
+
+
+@pytest.mark.parametrize("action", ["stop", "kill"])
+def test_stopping_or_killing_a_unit_needs_its_hosts_maintainer(lab, action):
+    for user in (CAROL, None):
+        lab.refused(f"workers/{IDLE_UNIT}", action, ANONYMOUS, ALICE)
+        assert lab.worker(IDLE_UNIT)["connected_to"], "a refused action left the unit connected"
+        lab.allowed(f"workers/{IDLE_UNIT}", action, user)
+        wait_until(lambda: not lab.worker(IDLE_UNIT)["connected_to"], 60, f"{IDLE_UNIT} to shut down")
+        lab.units[IDLE_UNIT].start()  # its admin starts it again
+        wait_until(lambda: lab.worker(IDLE_UNIT)["connected_to"], 60, f"{IDLE_UNIT} to connect again")
+    lab.assert_no_attempt_carried_out()
+
+
+def test_reconfig_like_controls_are_the_admins_alone(lab):
+    scheduler = lab.relay.get("schedulers?name=force-beta")["schedulers"][0]["schedulerid"]
+    lab.refused(f"schedulers/{scheduler}", "enable", ANONYMOUS, ALICE, BOB, CAROL, enabled=False)
+    assert lab.relay.get(f"schedulers/{scheduler}")["schedulers"][0]["enabled"]
+    lab.allowed(f"schedulers/{scheduler}", "enable", None, enabled=False)
+    wait_until(lambda: not lab.relay.get(f"schedulers/{scheduler}")["schedulers"][0]["enabled"], 30,
+               "the scheduler disabled")
+    lab.allowed(f"schedulers/{scheduler}", "enable", None, enabled=True)
+    wait_until(lambda: lab.relay.get(f"schedulers/{scheduler}")["schedulers"][0]["enabled"], 30,
+               "the scheduler enabled again")
