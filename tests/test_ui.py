@@ -9,7 +9,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from conftest import MAIN_BACKENDS, SUCCESS
 from crcr.names import status_context
 from harness import wait_until
-from webui import UI_TIMEOUT, open_page, page_text, wait_for_element, wait_for_texts
+from webui import UI_TIMEOUT, open_page, page_text, sign_in, wait_for_element, wait_for_texts
 
 pytestmark = pytest.mark.e2e
 
@@ -47,6 +47,7 @@ def test_builders_carry_device_and_level_tags_for_filtering(relay, pushed, brows
 
 
 def force_from_ui(relay, browser, backend: str, revision: str) -> None:
+    sign_in(browser, relay)
     open_page(browser, relay.web_url + f"#/builders/{relay.builder_id(backend)}")
     button = WebDriverWait(browser, UI_TIMEOUT).until(
         lambda b: b.find_elements(By.XPATH, "//button[contains(., 'Build an upstream revision')]")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from selenium.common.exceptions import ElementClickInterceptedException, NoSuchElementException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -48,3 +50,15 @@ def click_when_ready(browser, xpath: str, what: str) -> None:
         waiting.until(clicked)
     except Exception:
         raise AssertionError(f"could not click {what}") from None
+
+
+def sign_in(browser, relay, user: tuple[str, str] | None = None) -> None:
+    """Sign the browser in to the relay as `user` (name, password), else its admin. The UI's Login goes to
+    auth/login, which asks for the name and password with HTTP Basic (a browser's own dialog): here they are in the
+    address, which Chromium answers that question with."""
+    name, password = user or relay.admin
+    host = relay.web_url.removeprefix("http://")
+    browser.get(f"http://{quote(name, safe='')}:{quote(password, safe='')}@{host}auth/login")
+    # auth/login sends the browser back to the UI, which then shows who is signed in instead of 'Anonymous'.
+    WebDriverWait(browser, UI_TIMEOUT).until(lambda b: b.find_elements(By.LINK_TEXT, "Waterfall View"))
+    wait_for_element(browser, f"//*[contains(text(), '{name}')]", f"{name} signed in")
