@@ -83,6 +83,7 @@ class FakeGitHub:
         self._faulty_sha: str | None = None
         self._fault = 500
         self._fault_headers: dict[str, str] = {}  # sent with each fault's answer (go_down)
+        self._refusing = False  # go_down(None): nothing listens
         self._app: tuple[str, object, int] | None = None  # (App id, its public key, installation id)
         self._tokens: set[str] = set()  # installation tokens issued
         self._check_runs: list[dict] = []  # each as created, then as updated; its "updates" lists each payload
@@ -133,15 +134,17 @@ class FakeGitHub:
         with self._lock:
             self._fault, self._faults_left, self._faulty_sha = answer, OUTAGE, None
             self._fault_headers = headers
-        if answer is None:
+        if answer is None and not self._refusing:
+            self._refusing = True
             self._server.shutdown()
             self._server.server_close()
 
     def come_back(self) -> None:
         """The end of go_down's outage: requests are served again, on the same port."""
         with self._lock:
-            self._faults_left, self._fault_headers = 0, {}
-        if self._fault is None:
+            self._faults_left, self._fault, self._fault_headers = 0, 500, {}
+        if self._refusing:
+            self._refusing = False
             self._server = _Server(("127.0.0.1", self._server.server_port), self._handler())
             self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
             self._thread.start()

@@ -44,5 +44,6 @@ def test_an_outage_can_refuse_connections(github):
         post_status(github)
 
     github.come_back()
+    github.come_back()  # already back: nothing changes
     assert post_status(github).status_code == 201
     assert [s["answered"] for s in github.statuses(SHA)] == [201]

@@ -32,7 +32,7 @@ from buildbot.plugins import util
 from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
-from twisted.web.client import Agent, HTTPConnectionPool
+from twisted.web.client import Agent, HTTPConnectionPool, _HTTP11ClientFactory
 
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.app import ACCEPT, GitHubApp
@@ -44,6 +44,7 @@ ATTEMPT_TIMEOUT = 30  # seconds; GitHub ends a REST request itself after 10
 MAX_POSTS_IN_FLIGHT = 4
 RATE_LIMIT_WAIT = 60  # seconds; GitHub's advice when its rate-limit answer names no time
 LONGEST_PAUSE = 3600  # seconds; GitHub's rate-limit window: a later reset is a clock gone wrong
+STORE_WAIT = 1  # seconds between looks for the store at start
 STATUS, CHECK_RUN = "status", "check_run"
 
 
@@ -103,10 +104,17 @@ class GitHubAPI:
         return self.request("POST", ep, headers)
 
 
+class _QuietConnections(HTTPConnectionPool):
+    """Twisted's pool, without its two log lines per connection (an outage's retries would fill the log)."""
+
+    class _factory(_HTTP11ClientFactory):
+        noisy = False
+
+
 def http_client(reactor):
     """A new connection per post: GitHub closes idle keep-alive connections without a word, and a post sent on one
     of those is lost (Twisted re-sends no POST); the connections a few posts at a time open cost nothing."""
-    return treq.client.HTTPClient(Agent(reactor, pool=HTTPConnectionPool(reactor, persistent=False)))
+    return treq.client.HTTPClient(Agent(reactor, pool=_QuietConnections(reactor, persistent=False)))
 
 
 class OutboxSender(service.BuildbotService):
@@ -140,7 +148,7 @@ class OutboxSender(service.BuildbotService):
 
     @property
     def _store(self):
-        return self.master.service_manager.namedServices[STORE_SERVICE]
+        return self.master.service_manager.namedServices.get(STORE_SERVICE)
 
     def _now(self) -> float:
         return self.master.reactor.seconds()
@@ -188,6 +196,9 @@ class OutboxSender(service.BuildbotService):
     def _pump(self):
         if not self.kinds:
             return
+        if self._store is None:  # Buildbot starts the configured services in no set order: the store comes soon
+            self._set_timer(STORE_WAIT)
+            return
         while True:
             self._again = False  # set again by a wake-up while this one runs: it runs once more
             room = MAX_POSTS_IN_FLIGHT - len(self._deliveries)
@@ -201,12 +212,15 @@ class OutboxSender(service.BuildbotService):
             if self._stopping or len(self._deliveries) >= MAX_POSTS_IN_FLIGHT:
                 return  # the end of a post in flight wakes the sender again
             when = yield self._store.outbox_next_due_at(self.kinds)
-            if self._timer is not None and self._timer.active():
-                self._timer.cancel()
             if when is not None and not self._stopping:
-                self._timer = self.master.reactor.callLater(max(0, when - self._now()), self._wake)
+                self._set_timer(max(0, when - self._now()))
             if not self._again:
                 return
+
+    def _set_timer(self, delay: float) -> None:
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = self.master.reactor.callLater(delay, self._wake)
 
     def _delivered(self, _, delivery: defer.Deferred) -> None:
         self._deliveries.discard(delivery)
