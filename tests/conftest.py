@@ -132,6 +132,9 @@ def relay_env(root: Path, upstream: Upstream, github: FakeGitHub) -> dict[str, s
         "CRCR_WEB_PORT": str(web_port),
         "CRCR_WORKER_PORT": str(free_port()),
         "CRCR_BUILDBOT_URL": f"http://localhost:{web_port}/",
+        # A status GitHub refused is tried again within seconds, not the 10 s doubling to 10 min of a real relay.
+        "CRCR_OUTBOX_RETRY_DELAY": "1",
+        "CRCR_OUTBOX_MAX_DELAY": "5",
     }
 
 
