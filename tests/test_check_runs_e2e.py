@@ -68,7 +68,10 @@ def test_a_pr_build_is_a_check_run_from_queued_to_its_conclusion(setup, github):
     send(relay, pull_request_event("opened", 41, head, upstream))
     build = relay.wait_for_finished_build(BACKEND, head)
     run = check_run(github, head)
-    assert [u.get("status") for u in run["updates"]] == ["queued", "in_progress", "completed"]
+    updates = [u.get("status") for u in run["updates"]]
+    # Each state in turn, the last completed; a state still waiting when a newer one comes is replaced by it.
+    assert updates[-1] == "completed" and updates == sorted(updates, key=["queued", "in_progress", "completed"].index)
+    assert len(set(updates)) == len(updates), updates
     assert run["conclusion"] == "failure"
     assert run["details_url"].endswith(f"#/builders/{build['builderid']}/builds/{build['number']}")
     summary = run["output"]["summary"]

@@ -4,6 +4,7 @@ well, and the sender posts them to GitHub, played by test_outbox_sender's resour
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from buildbot.plugins import util
 from buildbot.process.results import FAILURE
 from buildbot.test.fake import fakemaster
@@ -17,6 +18,7 @@ from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.commit_status import OutboxStatusPush, post_status
 from crcr.github.outbox_sender import OutboxSender
 from crcr.store.service import RelayStore
+from crcr.store.tables import github_outbox
 from test_outbox_sender import ATTEMPT_TIMEOUT, NO_ANSWER, GitHubResource
 
 API = "https://api.github.test"
@@ -86,6 +88,17 @@ class OutboxStatusesTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase)
         self.assertEqual([payload["state"] for _, _, payload, _ in self.posted()], ["pending", "success"])
         self.assertEqual(self.posted()[-1][2], {"state": "success", "description": "Not built alone; 1a2b3c4d5e passed",
                                                 "target_url": "http://x/", "context": CONTEXT})
+
+    @defer.inlineCallbacks
+    def test_the_outbox_holds_what_github_must_get_never_the_token(self):
+        self.github.answer(502)  # the status stays in the outbox
+        build = yield self.insert_build_new()
+        yield self.push._got_event(("builds", 20, "new"), build)
+
+        rows = yield self.master.db.pool.do(lambda conn: conn.execute(sa.select(github_outbox)).all())
+        self.assertEqual(len(rows), 1)
+        self.assertNotIn(TOKEN, repr(rows))
+        self.assertEqual(self.posted()[0][3], f"token {TOKEN}", "read from the secrets when posting")
 
     @defer.inlineCallbacks
     def test_the_relays_own_status_is_not_written_when_status_reporting_is_off(self):
