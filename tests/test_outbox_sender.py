@@ -21,7 +21,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET
 
 from crcr.config.secretfiles import GITHUB_TOKEN
-from crcr.github.outbox_sender import ATTEMPT_TIMEOUT, MAX_POSTS_IN_FLIGHT, RATE_LIMIT_WAIT, STORE_WAIT, OutboxSender
+from crcr.github.outbox_sender import ATTEMPT_TIMEOUT, MAX_POSTS_IN_FLIGHT, RATE_LIMIT_WAIT, OutboxSender
 from crcr.store.service import RelayStore
 
 API = "https://api.github.test"
@@ -265,20 +265,21 @@ class OutboxSenderTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
         self.assertEqual(self.waiting(), [])
 
     @defer.inlineCallbacks
-    def test_a_sender_started_before_the_store_delivers_once_the_store_is_there(self):
+    def test_a_sender_started_before_the_store_delivers_once_the_master_has_started(self):
         self.github.answer(502)
         self.status(SHA_A, "success")  # waiting for its retry
         yield self.sender.disownServiceParent()
         yield self.store.disownServiceParent()
 
-        # Buildbot starts the configured services in no set order.
+        # A master's start, which holds initLock while it starts the configured services in no set order.
+        yield self.master.initLock.acquire()
         restarted = OutboxSender(api_url=API, retry_delay=RETRY_DELAY, max_delay=MAX_DELAY, http=StubTreq(self.github))
         yield restarted.setServiceParent(self.master)
         self.advance_to(RETRY_DELAY + 5)
         yield self.store.setServiceParent(self.master)
-        self.advance_to(RETRY_DELAY + 5 + STORE_WAIT)
+        self.master.initLock.release()
 
-        self.assertEqual(self.github.posts(), [(0, SHA_A, "success"), (RETRY_DELAY + 5 + STORE_WAIT, SHA_A, "success")])
+        self.assertEqual(self.github.posts(), [(0, SHA_A, "success"), (RETRY_DELAY + 5, SHA_A, "success")])
         self.assertEqual(self.waiting(), [])
 
 

@@ -44,7 +44,6 @@ ATTEMPT_TIMEOUT = 30  # seconds; GitHub ends a REST request itself after 10
 MAX_POSTS_IN_FLIGHT = 4
 RATE_LIMIT_WAIT = 60  # seconds; GitHub's advice when its rate-limit answer names no time
 LONGEST_PAUSE = 3600  # seconds; GitHub's rate-limit window: a later reset is a clock gone wrong
-STORE_WAIT = 1  # seconds between looks for the store at start
 STATUS, CHECK_RUN = "status", "check_run"
 
 
@@ -148,7 +147,7 @@ class OutboxSender(service.BuildbotService):
 
     @property
     def _store(self):
-        return self.master.service_manager.namedServices.get(STORE_SERVICE)
+        return self.master.service_manager.namedServices[STORE_SERVICE]
 
     def _now(self) -> float:
         return self.master.reactor.seconds()
@@ -168,7 +167,9 @@ class OutboxSender(service.BuildbotService):
     def startService(self):
         self._stopping = False
         yield super().startService()
-        self._wake()
+        # After the master's start (it holds initLock meanwhile): the store is another service, and Buildbot starts
+        # them in no set order. Not waited for here: the master's start waits for this one.
+        self.master.initLock.run(lambda: None).addCallback(lambda _: self._wake())
 
     @defer.inlineCallbacks
     def stopService(self):
@@ -195,9 +196,6 @@ class OutboxSender(service.BuildbotService):
     @defer.inlineCallbacks
     def _pump(self):
         if not self.kinds:
-            return
-        if self._store is None:  # Buildbot starts the configured services in no set order: the store comes soon
-            self._set_timer(STORE_WAIT)
             return
         while True:
             self._again = False  # set again by a wake-up while this one runs: it runs once more
