@@ -205,7 +205,7 @@ class OutboxSender(service.BuildbotService):
                 if not self._stopping and (yield self._store.claim_for_github(row.id, self._now())):
                     delivery = self._deliver(row)
                     self._deliveries.add(delivery)
-                    delivery.addErrback(log.err, f"crcr: delivering {describe(row)} to GitHub")
+                    delivery.addErrback(log.err, f"crcr: delivering {_what(row)} to GitHub")
                     delivery.addBoth(self._delivered, delivery)
             if self._stopping or len(self._deliveries) >= MAX_POSTS_IN_FLIGHT:
                 return  # the end of a post in flight wakes the sender again
@@ -248,7 +248,7 @@ class OutboxSender(service.BuildbotService):
             yield self._retry(row, answer.message(), not_before=self._pause_end(answer))
         else:
             problem = answer.message()
-            log.msg(f"crcr: GitHub refused {describe(row)} of {row.repo}@{row.sha} for good ({problem}); given up "
+            log.msg(f"crcr: GitHub refused {_what(row)} of {row.repo}@{row.sha} for good ({problem}); given up "
                     f"(crcr status --outbox shows it for {KEEP_GIVEN_UP // 86400} days)")
             yield self._store.give_up_on_github(row.id, self._now(), problem)
 
@@ -284,7 +284,7 @@ class OutboxSender(service.BuildbotService):
     def _retry(self, row: OutboxRow, problem: str, not_before: float = 0):
         delay = min(self.retry_delay * 2 ** row.attempts, self.max_delay)
         when = math.ceil(max(self._now() + delay, not_before))
-        log.msg(f"crcr: GitHub did not take {describe(row)} ({problem}); attempt {row.attempts + 1}, "
+        log.msg(f"crcr: GitHub did not take {_what(row)} ({problem}); attempt {row.attempts + 1}, "
                 f"next in {when - math.ceil(self._now())}s")
         yield self._store.github_failed(row.id, self._now(), when, problem)
 
@@ -311,7 +311,8 @@ class OutboxSender(service.BuildbotService):
             yield self._store.postpone_github(math.ceil(until), f"GitHub asked for a pause ({why})")
 
 
-def describe(row: OutboxRow) -> str:
+def _what(row: OutboxRow) -> str:
+    """The post, as the log names it."""
     if row.kind == STATUS:
         return f"'{row.payload.get('state')}' {row.context} on {row.sha[:10]}"
     state = row.payload.get("conclusion") or row.payload.get("status")
