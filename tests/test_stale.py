@@ -27,6 +27,7 @@ from buildbot.util import service
 from buildbot.util.tuplematch import matchTuple
 from buildbot.worker import Worker
 from treq.testing import StubTreq
+from twisted.internet import defer
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
@@ -171,6 +172,18 @@ class DevicePresenceTest(MasterTest):
         self.assertEqual(self.presence.outage("gpu"), Outage("gpu", reconfigured, never_connected=False))
 
 
+class FreezingConnection(FakeConnection):
+    """The connection of a host that freezes: still up (its kernel answers for it), but nothing answers a message."""
+
+    frozen = False
+
+    def remotePrint(self, message):
+        if not self.frozen:
+            return super().remotePrint(message)
+        self.remoteCalls.append(("remotePrint", message))
+        return defer.Deferred()
+
+
 class StaleWatchTest(TestReactorMixin, unittest.TestCase):
     """The watch from the relay's generated config, on a fake master with Buildbot's database and data API, the
     real builders and schedulers, the relay's store and ledger (which record each commit's request), and the GitHub
@@ -290,9 +303,9 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.builders[backend].building.append(build)
         return build
 
-    async def connected_unit(self) -> tuple[Worker, FakeConnection]:
+    async def connected_unit(self, connection_class=FakeConnection) -> tuple[Worker, FakeConnection]:
         unit = await self.unit_worker(UNIT)
-        connection = FakeConnection(unit)
+        connection = connection_class(unit)
         connection.dropped = False
         connection.notifyOnDisconnect(lambda: setattr(connection, "dropped", True))
         unit.attached(connection)
@@ -351,6 +364,22 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(self.errors(3), [("No alpha unit connected for 6 h 1 min; will build when one returns",
                                            f"{WEB}#/buildrequests/{third}")])
         self.assertEqual([len(self.errors(n)) for n in (1, 2)], [1, 1])
+
+    async def test_a_request_is_told_no_sooner_than_ten_seconds_after_it_arrived(self):
+        """GitHub's reporter writes the new request's 'Queued' as it arrives: written after the error, the outbox
+        would send it instead (the end-to-end test saw it)."""
+        await self.upstream(REPORTING, 1)
+        await self.pass_time(STALE_AFTER)
+        self.reactor.advance(SWEEP - 1)
+        second = await self.upstream(REPORTING, 2)  # a second before a sweep
+
+        self.reactor.advance(1)
+        await self.deliver()
+        self.assertEqual(self.errors(2), [])
+        await self.pass_time(SWEEP)
+
+        self.assertEqual(self.errors(2), [("No alpha unit connected for 6 h 2 min; will build when one returns",
+                                           f"{WEB}#/buildrequests/{second}")])
 
     async def test_a_unit_returning_ends_the_outage_and_the_wait_starts_again(self):
         brid = await self.upstream(REPORTING, 1)
@@ -423,17 +452,26 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(len(stops), 1, "stopped once")
         self.assertFalse(connection.dropped)
 
-    async def test_a_unit_that_does_not_answer_the_stop_gets_no_other_build_and_is_disconnected_once_it_ended(self):
-        unit, connection = await self.connected_unit()
+    async def test_a_unit_that_does_not_answer_has_its_build_stopped_without_it_then_is_disconnected(self):
+        """Buildbot's stop would wait for the frozen unit's answer for ever, and a build whose unit is disconnected
+        ends RETRY, to be built again."""
+        unit, connection = await self.connected_unit(FreezingConnection)
         build = await self.running_build(REPORTING, await self.upstream(REPORTING, 1), unit)
-        await self.pass_time(TIMEOUT + GRACE)  # stopped
-        self.assertTrue(unit.canStartBuild())
+        stops = await self.stops_asked()
+        connection.frozen = True
+        await self.pass_time(TIMEOUT + GRACE)
+        self.assertIn(("remotePrint", "crcr: is this unit answering? (a build of it runs past its timeout)"),
+                      connection.remoteCalls)
 
-        await self.pass_time(SWEEP)  # longer than the 30 s a unit gets to end a stopped build
+        self.reactor.advance(30)  # the time a unit gets to answer
+
+        reason = "Stopped by the relay: still running 10 min past the backend's 1 h timeout"
+        self.assertEqual((build.stopped, build.stopped_reason, build.results), (True, reason, CANCELLED))
+        self.assertEqual(stops, [], "the unit is asked nothing more")
         self.assertFalse(unit.canStartBuild(), "quarantined: the build's end frees the unit, which answers nothing")
         self.assertFalse(connection.dropped, "a build whose unit goes away is built again: it ends first")
 
-        self.builders[REPORTING].building.remove(build)  # its command ended as lost, the build ends CANCELLED
+        self.builders[REPORTING].building.remove(build)  # the build ended, CANCELLED
         self.reactor.advance(1)
         self.assertTrue(connection.dropped)
 

@@ -12,10 +12,10 @@ the commits told are kept in Buildbot's state table (across restarts) until a un
 Overdue builds. A build still running `timeout_grace` seconds past its backend's timeout is stopped with Buildbot's
 stop, its reason ('Stopped by the relay: still running 10 min past the backend's 3 h timeout') kept for its final
 status. The timeout is the worker's to enforce (each step's maxTime), so a build outlives it only when its unit
-stops answering while its connection stays up (a frozen host, slower to notice than the keepalive watch's limit) or
-when a step waits on the master: a unit that does not answer the stop either has its command ended as if its
-connection were lost (Buildbot's own way out of an interrupt nobody answers), keeping the build's result
-CANCELLED, and is disconnected once the build has ended; it reconnects when it can.
+stops answering while its connection stays up (a frozen host, not yet dropped by the keepalive watch) or when a
+step waits on the master. So the relay first asks the unit: one that answers gets Buildbot's stop; one that does
+not has its command ended as if its connection were lost (Buildbot's own way out of a command nobody answers) and
+its build stopped, CANCELLED, and is disconnected once the build has ended; it reconnects when it can.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from twisted.internet import defer, error, task
 from twisted.python import log
 from twisted.python.failure import Failure
 
-from crcr.buildmaster.presence import PRESENCE_SERVICE, DevicePresence
+from crcr.buildmaster.presence import PRESENCE_SERVICE, DevicePresence, Outage
 from crcr.buildmaster.workers import unit_workers_by_device
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
@@ -39,7 +39,11 @@ from crcr.names import STORE_SERVICE, force_scheduler_name, pull_request_schedul
 STALE_SERVICE = "crcr-stale-watch"
 TOLD_STATE = "told"  # {backend: [shas told in the current outage of its device]}
 MAX_SWEEP_INTERVAL = 60
-# How long a unit may take to end a stopped build before it counts as not answering (at most the grace).
+# A request's commits are told no sooner than this after it arrived: GitHub's reporter writes the request's own
+# 'Queued' as it arrives, and a 'Queued' written after the error would replace it in the outbox.
+ARRIVAL_SETTLE = 10
+# How long a unit running an overdue build may take to answer the relay (at most the grace) before it counts as
+# frozen.
 MAX_ANSWER_WAIT = 30
 # How long, at most, the relay waits for a build it ended as lost to finish before disconnecting its unit.
 FINISH_WAIT = 30
@@ -114,8 +118,7 @@ class StaleWatch(service.BuildbotService, StateMixin):
         self._told: dict[str, list[str]] = {}
         self._asked: dict[int, Asked] = {}  # waiting requests seen, by id (what a request asks never changes)
         self._started: dict[int, float] = {}  # running builds' start, by build id
-        self._stopped: dict[int, float] = {}  # builds stopped by the relay, by id: when
-        self._unanswered: set[int] = set()  # builds whose unit did not answer the stop
+        self._stopping: set[int] = set()  # running builds the relay is stopping, by id
         self._loop: task.LoopingCall | None = None
         super().__init__(*args, **kwargs)
 
@@ -176,7 +179,7 @@ class StaleWatch(service.BuildbotService, StateMixin):
             for name, request in (yield self._waiting_requests()):
                 if name in due:
                     backend, outage = due[name]
-                    yield self._tell_if_stale(request, backend, now - outage.since, now, told.setdefault(name, []))
+                    yield self._tell_if_stale(request, backend, outage, now, told.setdefault(name, []))
         told = {name: shas for name, shas in told.items() if shas}
         if told != self._told:
             self._told = told
@@ -193,17 +196,19 @@ class StaleWatch(service.BuildbotService, StateMixin):
         return [(builders.get(r["builderid"]), r) for r in sorted(requests, key=lambda r: r["buildrequestid"])]
 
     @defer.inlineCallbacks
-    def _tell_if_stale(self, request: dict, backend: WatchedBackend, disconnected_for: float, now: float,
-                       told: list[str]):
+    def _tell_if_stale(self, request: dict, backend: WatchedBackend, outage: Outage, now: float, told: list[str]):
         brid = request["buildrequestid"]
         asked = yield self._what_is_asked(request)
-        if not self._tells(asked.scheduler, backend.name):
+        if not self._tells(asked.scheduler, backend.name) or now - asked.submitted_at < ARRIVAL_SETTLE:
             return
         rows = [row for row in (yield self.store.commits_of_request(brid)) if row.decided_at is None]
         waiting_since = min([asked.submitted_at] + [row.seen_at for row in rows])
         if now - waiting_since < backend.stale_after:  # and its device has been out that long (due)
             return
-        text = stale_text(backend.device, disconnected_for)
+        presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
+        if presence.outage(backend.device) is None:  # a unit came back while the sweep read: it will build
+            return
+        text = stale_text(backend.device, now - outage.since)
         in_ledger = {row.sha for row in rows}
         untold = [sha for sha in dict.fromkeys([row.sha for row in rows] + [asked.sha]) if sha not in told]
         for sha in untold:
@@ -245,15 +250,16 @@ class StaleWatch(service.BuildbotService, StateMixin):
                 if build.buildid is None:  # not recorded yet: just starting
                     continue
                 running.add(build.buildid)
-                if build.buildid not in self._stopped:
-                    over = now - (yield self._started_at(build.buildid)) - backend.timeout
-                    if over >= self.timeout_grace:
-                        yield self._stop(build, overdue_text(over, backend.timeout), now)
-                elif now - self._stopped[build.buildid] >= self.answer_wait and build.buildid not in self._unanswered:
-                    self._end_unanswered(builder, build)
+                if build.buildid in self._stopping:
+                    continue
+                over = now - (yield self._started_at(build.buildid)) - backend.timeout
+                if over >= self.timeout_grace:
+                    self._stopping.add(build.buildid)
+                    # Not waited for: asking the unit takes up to answer_wait, and the sweep goes on.
+                    self._stop(builder, build, overdue_text(over, backend.timeout)).addErrback(
+                        log.err, f"crcr: while stopping build {build.number} of {backend.name}")
         self._started = {buildid: at for buildid, at in self._started.items() if buildid in running}
-        self._stopped = {buildid: at for buildid, at in self._stopped.items() if buildid in running}
-        self._unanswered &= running
+        self._stopping &= running
 
     @defer.inlineCallbacks
     def _started_at(self, buildid: int):
@@ -262,32 +268,31 @@ class StaleWatch(service.BuildbotService, StateMixin):
         return self._started[buildid]
 
     @defer.inlineCallbacks
-    def _stop(self, build, reason: str, now: float):
-        log.msg(f"crcr: stopping build {build.number} of {build.builder.name}: {reason}")
+    def _stop(self, builder, build, reason: str):
+        log.msg(f"crcr: stopping build {build.number} of {builder.name}: {reason}")
         for request in build.requests:
             self.stop_reasons[request.id] = reason
-        self._stopped[build.buildid] = now
-        yield self.master.data.control("stop", {"reason": reason}, ("builds", build.buildid))
-
-    def _end_unanswered(self, builder, build) -> None:
-        """The unit did not end the stopped build: its connection is up but nothing answers. Its command is ended as
-        lost, the build ends CANCELLED, then the unit is disconnected (quarantined meanwhile, so that no other build
-        starts on it)."""
-        self._unanswered.add(build.buildid)
-        worker = build.workerforbuilder.worker
-        log.msg(f"crcr: {worker.name} has not ended stopped build {build.buildid} in {self.answer_wait:.0f} s; "
-                "ending its command as lost and disconnecting it")
-        worker.putInQuarantine()
+        unit = build.workerforbuilder.worker
+        if (yield self._answers(unit)):
+            yield self.master.data.control("stop", {"reason": reason}, ("builds", build.buildid))
+            return
+        # Buildbot's stop asks the unit to kill the command and waits for its answer, for ever: the step then ends
+        # only when the connection does, and a build whose unit is lost ends RETRY, to be built again.
+        log.msg(f"crcr: {unit.name} does not answer; ending its command as lost, then disconnecting it")
+        unit.putInQuarantine()  # the build's end frees the unit: no other build starts on it meanwhile
         if build.currentStep is not None:
-            build.currentStep.interrupt(Failure(error.ConnectionLost("the unit did not answer the relay's stop")))
-        self._disconnect_once_ended(builder, build, worker).addErrback(
-            log.err, f"crcr: while disconnecting {worker.name}")
-
-    @defer.inlineCallbacks
-    def _disconnect_once_ended(self, builder, build, worker):
-        # Disconnected while the build is still the builder's, it would end RETRY and be built again.
+            build.currentStep.interrupt(Failure(error.ConnectionLost(f"{unit.name} does not answer")))
+        build.stopBuild(reason)  # after the step's interrupt, so that it asks the unit nothing: CANCELLED
         for _ in range(FINISH_WAIT):
             if build not in builder.building:
                 break
             yield task.deferLater(self.master.reactor, 1, lambda: None)
-        yield worker.disconnect()
+        yield unit.disconnect()
+
+    def _answers(self, unit) -> defer.Deferred:
+        """Whether `unit` answers a message within answer_wait (one without a connection has no build to stop)."""
+        if unit is None or unit.conn is None:
+            return defer.succeed(True)
+        asked = unit.conn.remotePrint(message="crcr: is this unit answering? (a build of it runs past its timeout)")
+        asked.addTimeout(self.answer_wait, self.master.reactor)
+        return asked.addCallbacks(lambda _: True, lambda _: False)
