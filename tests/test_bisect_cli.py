@@ -172,12 +172,15 @@ def test_refused_fields_are_each_named(crcr, relay):
     )
 
 
-def test_a_refusal_in_words_is_shown_as_is(crcr, relay):
+def test_an_anonymous_refusal_is_shown_in_its_words_with_how_to_sign_in(crcr, relay):
     relay.answer = (403, {"jsonrpc": "2.0", "id": 1, "error": {"code": -32600, "message": "you need to be logged in"}})
 
     result = crcr("bisect", "spyre", GOOD, BAD)
 
-    assert (result.returncode, result.stderr) == (1, "error: you need to be logged in\n")
+    assert (result.returncode, result.stderr) == (1, (
+        f"error: the relay at {relay.url} refused an anonymous request (you need to be logged in): sign in with "
+        "--user NAME (or CRCR_USER) and the password in CRCR_PASSWORD (asked at a terminal), or, on a relay that "
+        "signs in with GitHub, with a GitHub token in CRCR_GITHUB_TOKEN\n"))
 
 
 def test_an_unknown_backend_lists_the_backends_that_can_be_bisected(crcr, relay):

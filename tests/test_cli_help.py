@@ -44,9 +44,10 @@ COMMAND_OPTIONS = {
     ("user", "add"): set(),
     ("user", "remove"): set(),
     ("user", "list"): set(),
-    ("force",): {"--reason", "--url"},
-    ("bisect",): {"--test", "--reason", "--url"},
+    ("force",): {"--reason", "--url", "--user"},
+    ("bisect",): {"--test", "--reason", "--url", "--user"},
     ("latency",): {"--json", "--basedir"},
+    ("status",): {"--outbox", "--json", "--basedir"},
 }
 
 

@@ -7,6 +7,8 @@ import hashlib
 import io
 import os
 import pty
+import select
+import signal
 import stat
 
 import pytest
@@ -37,7 +39,7 @@ def test_the_file_holds_a_salted_scrypt_hash_never_the_password(path):
     assert "correct horse" not in text
     lines = text.splitlines()
     assert [line.split(":")[0] for line in lines] == ["hubot", "octocat"]
-    assert all(line.split(":")[1].startswith("scrypt$131072$8$1$") for line in lines)
+    assert all(line.split(":")[1].startswith("scrypt$16384$8$1$") for line in lines)
     # A random salt: the same password gives two different hashes.
     assert lines[0].split(":")[1] != lines[1].split(":")[1]
 
@@ -217,24 +219,30 @@ def test_the_password_is_never_an_argument(crcr):
 
 
 def _in_a_terminal(args: list[str], env: dict[str, str], answers: list[str]) -> tuple[int, str]:
-    """Run the installed crcr under a pseudo-terminal, typing each answer after a prompt; its exit code and
-    everything the terminal showed."""
+    """Run the installed crcr under a pseudo-terminal, typing each answer once a new prompt (a line ending in
+    ':') is shown; its exit code and everything the terminal showed. Fails if it shows nothing for a minute."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: crcr with the pty as its terminal
         os.execve(str(VENV_BIN / "crcr"), ["crcr", *args], {**os.environ, **env})
-    shown = b""
-    answers = list(answers)
-    while True:
-        try:
-            chunk = os.read(fd, 1024)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        shown += chunk
-        if answers and shown.rstrip().endswith(b":"):
-            os.write(fd, answers.pop(0).encode() + b"\n")
-            shown += b"\n"
+    shown, since_answer, answers = b"", b"", list(answers)
+    try:
+        while True:
+            if not select.select([fd], [], [], 60)[0]:
+                pytest.fail(f"crcr showed nothing for 60 s; it had shown {shown!r}")
+            try:
+                chunk = os.read(fd, 1024)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            shown, since_answer = shown + chunk, since_answer + chunk
+            if answers and since_answer.rstrip().endswith(b":"):
+                os.write(fd, answers.pop(0).encode() + b"\n")
+                since_answer = b""
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), shown.decode()
 
@@ -255,3 +263,27 @@ def test_in_a_terminal_two_different_passwords_change_nothing(tmp_path, path):
     assert code == 1
     assert "error: the two passwords differ; nothing changed" in shown
     assert verify(path, "octocat", "old")
+
+
+# Signing in from crcr force / crcr bisect: what is refused before anything is asked of the relay.
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--user", "octocat"], {"CRCR_GITHUB_TOKEN": "ghp_x"},
+         "error: give --user (or CRCR_USER) for a relay with a users file, or CRCR_GITHUB_TOKEN for a relay that "
+         "signs in with GitHub, not both\n"),
+        ([], {"CRCR_USER": "octocat"},
+         "error: no password to sign in as octocat: set CRCR_PASSWORD, or run the command at a terminal to be "
+         "asked\n"),
+        (["--user", "octo cat"], {"CRCR_PASSWORD": "pw"},
+         "error: user name 'octo cat': must be a GitHub login: letters, digits and '-', starting with a letter or "
+         "digit, at most 39 characters\n"),
+    ],
+)
+@pytest.mark.parametrize("command", [["force", "spyre", "main"], ["bisect", "spyre", "v1", "v2"]], ids=" ".join)
+def test_a_sign_in_that_cannot_be_tried_is_refused_before_asking_the_relay(crcr, command, args, env, message):
+    # Nothing listens at this URL: the command must stop before trying it.
+    result = crcr(*command, "--url", "http://127.0.0.1:9/", *args, **env)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", message)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from crcr.cli.relayapi import call_force_scheduler
+from crcr.cli.relayapi import add_sign_in_options, call_force_scheduler, credentials_from
 from crcr.cli.subcommands import add_command
 from crcr.cli.wording import counted
 from crcr.config.settings import load_settings
@@ -24,7 +24,7 @@ def tests_text(tests: list[str]) -> str:
 def cmd_bisect(args) -> int:
     url = (args.url or load_settings().web_url).rstrip("/")
     params = {"good": args.good, "bad": args.bad, "tests": "\n".join(args.tests), "reason": args.reason}
-    started = call_force_scheduler(url, bisect_scheduler_name, args.backend, params)
+    started = call_force_scheduler(url, bisect_scheduler_name, args.backend, params, credentials_from(args))
     print(f"bisection {started['bisection']} of {args.backend}: {counted(started['commits'], 'commit')}, "
           f"{tests_text(started['tests'])}")
     print(f"follow it at {started['url']}")
@@ -49,3 +49,4 @@ def add_bisect_command(sub: argparse._SubParsersAction) -> None:
     )
     bisect.add_argument("--reason", default="bisected from the command line", help="shown with the bisection")
     bisect.add_argument("--url", help="relay web address (default: the settings' buildbot URL)")
+    add_sign_in_options(bisect)
