@@ -40,12 +40,12 @@ from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import describe
 from crcr.names import (
-    LEDGER_SERVICE, STORE_SERVICE, bisect_scheduler_name, force_scheduler_name, status_context,
-    upstream_scheduler_name,
+    LEDGER_SERVICE, STORE_SERVICE, bisect_scheduler_name, force_scheduler_name, pull_request_ref,
+    pull_request_scheduler_name, status_context, upstream_scheduler_name,
 )
 from test_ledger import API, PROJECT, TOKEN, UPSTREAM_URL, WEB, GitHubAPI, sha
 
-REPORTING, SILENT, OTHER = "alpha", "beta", "gamma"
+REPORTING, SILENT, OTHER, PULL_REQUESTS = "alpha", "beta", "gamma", "delta"
 UNIT, WORKERID = "host-alpha-0", 1
 STALE_AFTER = 21600  # the default
 TIMEOUT, GRACE = 3600, 600
@@ -188,7 +188,8 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
     """The watch from the relay's generated config, on a fake master with Buildbot's database and data API, the
     real builders and schedulers, the relay's store and ledger (which record each commit's request), and the GitHub
     outbox's sender posting to test_outbox_sender's GitHub. Backend alpha (L2, `queue: newest`) and beta (L1) wait
-    for device alpha, whose only unit is host-alpha-0; gamma (L2) has its own device."""
+    for device alpha, whose only unit is host-alpha-0, as does delta (L4, pull requests); gamma (L2) has its own
+    device."""
 
     async def setUp(self):
         self.setup_test_reactor()
@@ -202,7 +203,7 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.load_config(Path(basedir))
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name=UNIT)])
         self.builders, self.builderids = {}, {}
-        for name in (REPORTING, SILENT, OTHER):
+        for name in (REPORTING, SILENT, OTHER, PULL_REQUESTS):
             builder = Builder(name)
             builder.master = self.master  # as BotMaster sets it
             builder.setServiceParent(self.master.botmaster)
@@ -229,6 +230,7 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         write_backend(dirs.backends, REPORTING, level="L2", device="alpha", timeout=TIMEOUT)
         write_backend(dirs.backends, SILENT, level="L1", device="alpha")
         write_backend(dirs.backends, OTHER, level="L2", device="gamma")
+        write_backend(dirs.backends, PULL_REQUESTS, level="L4", device="alpha")
         write_worker(dirs.workers, "host", devices={"alpha": 1, "gamma": 1})
         write_worker_password(dirs.secrets, "host")
         self.settings = settings_for(dirs, CRCR_UPSTREAM_URL=UPSTREAM_URL, CRCR_UPSTREAM_BRANCHES="main",
@@ -429,6 +431,19 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual((self.errors(2, SILENT), self.errors(3)), ([], []))
         self.assertEqual([p for p in self.github.posted if "statuses" in p[1]], [
             p for p in self.github.posted if p[1].endswith(sha(1))])
+
+    async def test_a_pull_requests_head_is_told(self):
+        scheduler = self.master.config.schedulers[pull_request_scheduler_name(PULL_REQUESTS)]
+        _, brids = await scheduler.addBuildsetForSourceStamps(
+            sourcestamps=[{"codebase": "", "branch": pull_request_ref(7), "revision": sha(9),
+                           "repository": UPSTREAM_URL, "project": PROJECT}], reason="PR #7", builderNames=[PULL_REQUESTS])
+        await self.deliver()
+
+        await self.pass_time(STALE_AFTER)
+
+        self.assertEqual(self.errors(9, PULL_REQUESTS), [
+            ("No alpha unit connected for 6 h; will build when one returns",
+             f"{WEB}#/buildrequests/{brids[self.builderids[PULL_REQUESTS]]}")])
 
     # Overdue builds.
 
