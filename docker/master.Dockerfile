@@ -35,6 +35,9 @@ COPY backends/ backends/
 # Numeric (crcr), so that a runtime can tell it is not root (Kubernetes' runAsNonRoot).
 USER 1000
 ENV CRCR_SECRETS_DIR=/var/lib/crcr/secrets
+# Inside a container the UI must listen on the container's interface for a published port to reach it (the
+# relay's default, 127.0.0.1, is the container's own loopback); who may connect is the port mapping's choice.
+ENV CRCR_WEB_INTERFACE=0.0.0.0
 VOLUME /var/lib/crcr
 # The default web and worker ports (CRCR_WEB_PORT, CRCR_WORKER_PORT).
 EXPOSE 8010 9989

@@ -7,11 +7,16 @@ export PATH=$root/.venv/bin:$PATH
 export CRCR_UPSTREAM_URL=file://$state/upstream.git
 export CRCR_POLL_INTERVAL=${CRCR_POLL_INTERVAL:-5}
 host=demo-local  # workers/demo-local.yaml
+secrets=${CRCR_SECRETS_DIR:-secrets}
+[[ $secrets = /* ]] || secrets=$root/$secrets  # relative to the repository, as the relay reads it
+# The demo's admin (scripts/demo-user.sh): it signs in to the UI and may force builds.
+export CRCR_ADMINS=demo${CRCR_ADMINS:+,$CRCR_ADMINS}
 
 running() { [ -f "$1/twistd.pid" ] && kill -0 "$(cat "$1/twistd.pid")" 2>/dev/null; }
 
 "$root/scripts/init-demo-upstream.sh" "$state"
 crcr worker ensure-password "$host" >/dev/null
+"$root/scripts/demo-user.sh" "$secrets"
 
 if running "$state/master"; then
   echo "the demo master is already running"
@@ -27,8 +32,6 @@ mkdir -p "$workers"
 ln -sfn "$root/.venv" "$workers/venv"
 crcr worker show "$host" --host-dir "$workers" --master "localhost:${CRCR_WORKER_PORT:-9989}" |
   awk -v RS= '/ create-worker /' | bash -e >/dev/null
-secrets=${CRCR_SECRETS_DIR:-secrets}
-[[ $secrets = /* ]] || secrets=$root/$secrets  # relative to the repository, as the relay reads it
 for unit in $(crcr worker units "$host"); do
   running "$workers/$unit" || buildbot-worker start --quiet "$workers/$unit" <"$secrets/worker-$host"
 done
@@ -37,3 +40,6 @@ done
 echo
 echo "crcr demo is running. Open the waterfall: http://localhost:${CRCR_WEB_PORT:-8010}/#/waterfall"
 echo "A new upstream commit was pushed; its build appears within a few seconds. 'make stop' stops it all."
+echo "To force, rebuild or stop builds, sign in (top right) as demo, the demo's admin; its password is"
+echo "  $(cat "$secrets/demo-password")   (kept in $secrets/demo-password)"
+echo "From the command line: CRCR_PASSWORD=\$(cat $secrets/demo-password) .venv/bin/crcr force demo main --user demo"

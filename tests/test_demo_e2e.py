@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -35,6 +36,14 @@ def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_
         connected = {w["name"] for w in relay.get("workers")["workers"] if w["connected_to"]}
         assert connected == {"demo-local-demo-0", "demo-local-demo-1"}
         assert oct((tmp_path / "secrets" / "worker-demo-local").stat().st_mode & 0o777) == "0o600"
+        # The demo's admin signs in with the password the demo printed, and forces a build as itself.
+        password_file = tmp_path / "secrets" / "demo-password"
+        assert oct(password_file.stat().st_mode & 0o777) == "0o600"
+        password = password_file.read_text().strip()
+        assert "sign in (top right) as demo" in out and password in out
+        forced = run(["crcr", "force", "demo", "main", "--user", "demo"], env={**env, "CRCR_PASSWORD": password})
+        buildset = re.search(r"requested: buildset (\d+)", forced.stdout).group(1)
+        assert relay.get(f"buildsets/{buildset}/properties")["properties"][0]["owner"][0] == "demo"
         assert run(["git", "-C", REPO, "status", "--porcelain"]).stdout == tracked_before, "the demo wrote into git"
     finally:
         run(["bash", f"{REPO}/scripts/stop.sh"], env=env)

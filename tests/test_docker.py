@@ -33,6 +33,7 @@ from crcr.cli.hostsetup import MAX_RECONNECT_DELAY, TAC_PASSWORD
 from crcr.config.loader import load_relay_config
 from crcr.config.secretfiles import worker_password
 from crcr.config.settings import ENV_VARS, load_settings
+from crcr.config.users import users_file, verify
 from harness import VENV_BIN, free_port, run, venv_env, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
@@ -236,6 +237,10 @@ def test_master_image_tree_passes_crcr_check_after_the_compose_init(tmp_path):
     worker = environment("worker")
     password = Path(in_tmp(worker["CRCR_WORKER_PASSWORD_FILE"]))
     assert stat.S_IMODE(password.stat().st_mode) == 0o600, "init made the worker's password file"
+    secrets = Path(in_tmp(environment("init")["CRCR_SECRETS_DIR"]))
+    demo_password = (secrets / "demo-password").read_text().strip()
+    assert verify(users_file(secrets), "demo", demo_password), "init made the demo's admin, with that password"
+    assert "demo" in load_settings(environ=master_env).admins
     check = run([VENV_BIN / "python", "-m", "crcr.cli.main", "check"], cwd=project_dir, env=master_env)
     assert check.stdout.startswith("ok:"), check.stdout + check.stderr
 
@@ -324,6 +329,12 @@ def test_ports_agree_with_the_settings():
     host, port = environment("worker")["CRCR_MASTER"].rsplit(":", 1)
     assert int(port) == settings.worker_port
     assert host == "master" and "command" not in SERVICES[host], "workers dial the service that runs the master"
+
+
+def test_the_ui_listens_on_the_containers_interface_and_is_published_on_the_hosts_loopback_only():
+    # The relay's default interface, loopback, would be the container's own: the published port would reach nothing.
+    assert load_settings(environ=environment("master")).web_interface == "0.0.0.0"
+    assert SERVICES["master"]["ports"] == [f"127.0.0.1:{DEFAULTS.web_port}:{DEFAULTS.web_port}"]
 
 
 def test_compose_master_keeps_its_database_in_the_postgres_service():
