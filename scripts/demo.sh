@@ -40,6 +40,6 @@ done
 echo
 echo "crcr demo is running. Open the waterfall: http://localhost:${CRCR_WEB_PORT:-8010}/#/waterfall"
 echo "A new upstream commit was pushed; its build appears within a few seconds. 'make stop' stops it all."
-echo "To force, rebuild or stop builds, sign in (top right) as demo, the demo's admin; its password is"
-echo "  $(cat "$secrets/demo-password")   (kept in $secrets/demo-password)"
+echo "To force, rebuild or stop builds, sign in (Anonymous, top right, then Login) as demo, the demo's admin,"
+echo "with the password $(cat "$secrets/demo-password")   (kept in $secrets/demo-password)"
 echo "From the command line: CRCR_PASSWORD=\$(cat $secrets/demo-password) .venv/bin/crcr force demo main --user demo"

@@ -40,7 +40,7 @@ def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_
         password_file = tmp_path / "secrets" / "demo-password"
         assert oct(password_file.stat().st_mode & 0o777) == "0o600"
         password = password_file.read_text().strip()
-        assert "sign in (top right) as demo" in out and password in out
+        assert "sign in (Anonymous, top right, then Login) as demo" in out and password in out
         forced = run(["crcr", "force", "demo", "main", "--user", "demo"], env={**env, "CRCR_PASSWORD": password})
         buildset = re.search(r"requested: buildset (\d+)", forced.stdout).group(1)
         assert relay.get(f"buildsets/{buildset}/properties")["properties"][0]["owner"][0] == "demo"

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -17,6 +15,7 @@ from crcr.config.paths import display_path
 from crcr.config.models import WORKER_NAME, WorkerHost
 from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.config.settings import Settings
+from crcr.config.writefiles import write_atomically
 
 # What each field is called on the command line, for validation messages.
 OPTION_OF_FIELD = {"name": "NAME", "devices": "--device", "max_builds": "--max-builds", "admin": "--admin"}
@@ -71,7 +70,7 @@ def register(settings: Settings, host: WorkerHost) -> str:
     if clashes:
         raise ConfigError(f"NAME: the unit worker names of '{host.name}' are taken: {', '.join(clashes)}")
     password = new_password(settings, host.name)
-    _write_atomically(path, _host_yaml(host), mode=0o644)
+    write_atomically(path, _host_yaml(host), mode=0o644)
     return password
 
 
@@ -90,7 +89,7 @@ def new_password(settings: Settings, name: str) -> str:
     """A fresh random password in the secrets directory, private to this account as SecretInAFile insists."""
     password = secrets.token_urlsafe(32)
     _ensure_secrets_dir(settings.secrets_dir)
-    _write_atomically(settings.secrets_dir / worker_password(name), password + "\n", mode=0o600)
+    write_atomically(settings.secrets_dir / worker_password(name), password + "\n", mode=0o600)
     return password
 
 
@@ -114,19 +113,6 @@ def read_password(settings: Settings, name: str) -> str:
 def _ensure_secrets_dir(directory: Path) -> None:
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     directory.chmod(0o700)
-
-
-def _write_atomically(path: Path, text: str, mode: int) -> None:
-    """Write via a temporary file and a rename, so a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _host_yaml(host: WorkerHost) -> str:

@@ -10,10 +10,8 @@ import base64
 import binascii
 import hashlib
 import hmac
-import os
 import re
 import secrets
-import tempfile
 from pathlib import Path
 from typing import Mapping
 
@@ -21,6 +19,7 @@ from crcr.config.errors import ConfigError
 from crcr.config.models import GITHUB_LOGIN
 from crcr.config.paths import display_path
 from crcr.config.readfiles import MIB, read_text
+from crcr.config.writefiles import write_atomically
 
 USERS_FILE = "users"
 SCHEME = "scrypt"
@@ -149,18 +148,9 @@ def _line_problem(line: str) -> str | None:
 
 
 def _write(path: Path, users: Mapping[str, str]) -> None:
-    """Write via a private temporary file and a rename: a reader (the master at a sign-in) never sees half a file."""
+    """Whole, by rename: the master reading it at a sign-in never sees half a file."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    text = "".join(f"{name}:{hashed}\n" for name, hashed in sorted(users.items()))
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, "".join(f"{name}:{hashed}\n" for name, hashed in sorted(users.items())), mode=0o600)
 
 
 def _text(data: bytes) -> str:
