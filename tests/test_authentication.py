@@ -66,9 +66,23 @@ class WebAuthFromSettingsTest(_FakeMasterTest):
         return www_config(settings, load_relay_config(settings))["auth"]
 
     def test_the_users_file_by_default(self):
+        add_user(users_file(self.dirs.secrets), "octocat", "pw")
         auth = self.www_auth()
         self.assertIsInstance(auth, UsersFileAuth)
         self.assertEqual(auth.path, users_file(self.dirs.secrets))
+        self.assertNotLogged("nobody can sign in")
+
+    def test_without_users_the_log_says_how_to_add_one(self):
+        self.assertIsInstance(self.www_auth(), UsersFileAuth)
+        self.assertLogged(r"crcr: nobody can sign in yet: no user in .*/secrets/users; add one with `crcr user add NAME`")
+
+    def test_a_malformed_users_file_refuses_the_configuration(self):
+        users_file(self.dirs.secrets).write_text("octocat:plaintext\n")
+        with self.assertRaises(ConfigErrors) as refused:
+            self.www_auth()
+        self.assertEqual(refused.exception.errors, [
+            f"{users_file(self.dirs.secrets)}, line 1: the password hash is not in the expected form; expected "
+            "name:scrypt$N$r$p$salt$hash as `crcr user add` writes"])
 
     def test_github_com_through_its_oauth_app_secrets(self):
         write_secret(self.dirs.secrets, "github-oauth-client-id", CLIENT_ID + "\n")

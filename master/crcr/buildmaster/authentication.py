@@ -21,19 +21,21 @@ from twisted.python import log
 from twisted.web.error import Error
 
 from crcr.config.errors import ConfigError
+from crcr.config.paths import display_path
 from crcr.config.secretfiles import GITHUB_OAUTH_CLIENT_ID, GITHUB_OAUTH_CLIENT_SECRET, secret_problem
 from crcr.config.settings import Settings
-from crcr.config.users import users_file, verify
+from crcr.config.users import read_users, users_file, verify
 
 PUBLIC_GITHUB = "https://github.com"
 
 
 def web_auth(settings: Settings, github_web_url: str) -> AuthBase:
     """www["auth"] for the settings' auth: 'users' or 'github' (GitHub's web address: github.com or an Enterprise
-    server). Raises ConfigErrors, so the master refuses to start or reconfigure, when GitHub's OAuth app has no
-    usable client id or secret: a relay nobody can sign in to, found out at the first sign-in, would be worse."""
+    server). Raises ConfigErrors, so the master refuses to start or reconfigure, when the users file is malformed
+    or GitHub's OAuth app has no usable client id or secret: a relay nobody can sign in to, found out at the first
+    sign-in, would be worse."""
     if settings.auth == "users":
-        return UsersFileAuth(users_file(settings.secrets_dir))
+        return users_file_auth(users_file(settings.secrets_dir))
     problems = [
         f"{settings.secrets_dir / name} {problem}"
         for name in (GITHUB_OAUTH_CLIENT_ID, GITHUB_OAUTH_CLIENT_SECRET)
@@ -52,6 +54,16 @@ def web_auth(settings: Settings, github_web_url: str) -> AuthBase:
         # GitHubAuth's default is github.com; an Enterprise server (or the tests' fake) is given by its address.
         serverURL=None if github_web_url == PUBLIC_GITHUB else github_web_url,
     )
+
+
+def users_file_auth(path: Path) -> UsersFileAuth:
+    try:
+        users = read_users(path)
+    except ConfigError as e:
+        raise ConfigErrors([str(e)]) from None
+    if not users:
+        log.msg(f"crcr: nobody can sign in yet: no user in {display_path(path)}; add one with `crcr user add NAME`")
+    return UsersFileAuth(path)
 
 
 class NameOnly(UserInfoProviderBase):
