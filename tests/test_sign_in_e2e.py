@@ -186,3 +186,15 @@ def test_a_relay_signing_in_with_github_without_its_oauth_app_refuses_to_start(t
         assert "the auth setting (CRCR_AUTH) is 'github'" in started.stderr
     finally:
         master.stop()
+
+
+def test_an_anonymous_crcr_force_is_told_how_to_sign_in_and_builds_nothing(users_relay):
+    before = build_request_count(users_relay)
+    forced = crcr(users_relay, "force", "ok-alpha", "main")
+    assert (forced.returncode, forced.stdout) == (1, "")
+    assert forced.stderr.startswith(f"error: the relay at {users_relay.web_url.rstrip('/')} refused an anonymous "
+                                    "request (")
+    assert forced.stderr.endswith("): sign in with --user NAME (or CRCR_USER) and the password in CRCR_PASSWORD "
+                                  "(asked at a terminal), or, on a relay that signs in with GitHub, with a GitHub "
+                                  "token in CRCR_GITHUB_TOKEN\n")
+    assert build_request_count(users_relay) == before
