@@ -93,7 +93,7 @@ def cmd_status(args) -> int:
                 f"the database has no {github_outbox.name} table: the master creates the relay's tables when it "
                 "starts (crcr master start)"
             )
-        rows, refused = waiting(conn), given_up(conn)
+        rows, refused = waiting(conn), given_up(conn, at)
     # Without a part named, every part: the outbox is the only one so far.
     if args.json:
         print(json.dumps({"outbox": outbox_json(rows, refused, at)}, indent=2))

@@ -191,10 +191,11 @@ def waiting(conn) -> list[OutboxRow]:
         sa.select(github_outbox).where(_o.given_up_at.is_(None)).order_by(_o.id)).all()]
 
 
-def given_up(conn) -> list[OutboxRow]:
-    """The rows GitHub refused for good, kept for KEEP_GIVEN_UP, latest first."""
+def given_up(conn, now: float) -> list[OutboxRow]:
+    """The rows GitHub refused for good within KEEP_GIVEN_UP, latest first."""
     return [_row(r) for r in conn.execute(
-        sa.select(github_outbox).where(_o.given_up_at.is_not(None)).order_by(_o.given_up_at.desc(), _o.id)).all()]
+        sa.select(github_outbox).where(_o.given_up_at >= int(now) - KEEP_GIVEN_UP)
+        .order_by(_o.given_up_at.desc(), _o.id)).all()]
 
 
 def check_run_id(conn, repo: str, sha: str, brid: int) -> int | None:
