@@ -4,22 +4,26 @@ of user, and whose stop the relay notes for the final status."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 from twisted.internet import defer
 from twisted.trial import unittest
+from twisted.web.resource import getChildForRequest
 
 from buildbot.data.forceschedulers import forceScheduler2Data
 from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
-from buildbot.test.util.www import WwwTestMixin
+from buildbot.test.util.www import FakeRequest, WwwTestMixin
 from buildbot.www.authz import Forbidden
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker
 from crcr.buildmaster.authorization import cancelled_by, relay_authz
 from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler
+from crcr.buildmaster.www import RelayApplication
 from crcr.config.loader import load_relay_config
 
 ANONYMOUS = {"anonymous": True}
@@ -175,6 +179,25 @@ class SignInRequired(RelayAuthzTest):
     @defer.inlineCallbacks
     def test_controls_are_unchanged(self):
         self.assertEqual((yield self.differences(CONTROLS)), [])
+
+    @defer.inlineCallbacks
+    def test_the_relay_plugins_own_json_needs_sign_in_too(self):
+        app = RelayApplication()
+        app.setConfiguration({"backends": []})
+        app.setMaster(self.master)
+        self.master.service_manager = SimpleNamespace(namedServices={})  # no unit tracking: nobody disconnected
+        # What Buildbot's WWWService.assertUserAllowed does: the session's user against the Authz.
+        self.master.www.assertUserAllowed = lambda request, ep, action, options: self.master.authz.assertUserAllowed(
+            ep, action, options, self.master.www.getUserInfos(request))
+        answers = []
+        for user in (ANONYMOUS, {"username": "alice"}):
+            self.master.session.user_info = user
+            request = FakeRequest(b"/api/disconnected")
+            getChildForRequest(app.resource, request).render(request)
+            body = yield request.deferred
+            answers.append((request.responseCode, json.loads(body)))
+        self.assertEqual(answers, [(403, {"error": "not signed in: you need to have role 'signed-in'"}),
+                                   (200, {"backends": []})])
 
 
 class WhoStopped(RelayAuthzTest):

@@ -46,6 +46,10 @@ class JsonResource(resource.Resource):
 
     @defer.inlineCallbacks
     def _render(self, request):
+        # Checked against the relay's Authz as Buildbot's own REST API is, so that require_sign_in covers the
+        # plugin's JSON too (Forbidden is a twisted.web Error: a 403 with its message).
+        path = tuple(request.path.decode().strip("/").split("/"))  # no data API endpoint: only reading rules match
+        yield self.master.www.assertUserAllowed(request, path, "get", {})
         body = yield self.answer(request)
         request.setHeader(b"content-type", b"application/json; charset=utf-8")
         return json.dumps(body).encode()
