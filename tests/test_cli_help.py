@@ -34,7 +34,7 @@ COMMAND_OPTIONS = {
     ("master", "reconfig"): {"--basedir", "--timeout"},
     ("master", "restart"): {"--basedir", "--wait-for-upstream", "--stop-timeout"},
     ("master", "status"): {"--basedir", "--url"},
-    ("worker", "register"): {"--master", "--host-dir", "--password-file", "--host-user", "--systemd-unit", "--device",
+    ("worker", "register"): {"--master", "--host-dir", "--password-file", "--host-user", "--systemd-unit", "--device", "--maintainer",
                              "--admin", "--max-builds", "--rotate-password"},
     ("worker", "show"): {"--master", "--host-dir", "--password-file", "--host-user", "--systemd-unit"},
     ("worker", "list"): {"--url"},

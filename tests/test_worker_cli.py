@@ -65,6 +65,15 @@ def test_register_prints_the_setup_with_the_configured_master_address(dirs, crcr
     assert crcr("check").returncode == 0
 
 
+def test_register_names_the_hosts_maintainers(dirs, crcr, register):
+    result = register("lab1", "--maintainer", "@carol", "--maintainer", "dave")
+
+    assert result.returncode == 0, result.stderr
+    # They may pause, stop and kill the host's units.
+    assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text())["maintainers"] == ["carol", "dave"]
+    assert crcr("check").returncode == 0
+
+
 def heredoc_bodies(printed: str) -> list[str]:
     """The lines a shell reads as here-document bodies (standard input) rather than as commands."""
     bodies, lines = [], iter(printed.splitlines())
@@ -134,6 +143,7 @@ def test_passwords_are_random_per_host(dirs, crcr, register):
         (["lab1", "--device", "spyre", "--device", "spyre:2", "--admin", "a"], "error: --device: 'spyre' given twice"),
         (["lab1", "--device", "spyre:2", "--admin", "a", "--max-builds", "3"], "error: host: max_builds: 3 is more than the host's 2 device units"),
         (["lab1", "--device", "spyre"], "error: --device and --admin are required to register a new host"),
+        (["lab1", "--device", "spyre", "--admin", "a", "--maintainer", "not a login"], "error: --maintainer: not GitHub logins: 'not a login'"),
     ],
 )
 def test_bad_registration_is_refused_and_writes_nothing(dirs, crcr, register, args, message):

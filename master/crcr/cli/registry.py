@@ -18,7 +18,8 @@ from crcr.config.settings import Settings
 from crcr.config.writefiles import write_atomically
 
 # What each field is called on the command line, for validation messages.
-OPTION_OF_FIELD = {"name": "NAME", "devices": "--device", "max_builds": "--max-builds", "admin": "--admin"}
+OPTION_OF_FIELD = {"name": "NAME", "devices": "--device", "max_builds": "--max-builds", "admin": "--admin",
+                   "maintainers": "--maintainer"}
 
 
 def parse_devices(specs: list[str]) -> dict[str, int]:
@@ -35,9 +36,11 @@ def parse_devices(specs: list[str]) -> dict[str, int]:
     return devices
 
 
-def host_from_options(name: str, devices: dict[str, int], admin: str, max_builds: int | None) -> WorkerHost:
+def host_from_options(name: str, devices: dict[str, int], admin: str, max_builds: int | None,
+                      maintainers: list[str] = ()) -> WorkerHost:
     try:
-        return WorkerHost(name=name, devices=devices, admin=admin, max_builds=max_builds)
+        return WorkerHost(name=name, devices=devices, admin=admin, max_builds=max_builds,
+                          maintainers=list(maintainers))
     except ValidationError as e:
         where = lambda field: OPTION_OF_FIELD.get(field, "host")  # noqa: E731
         raise ConfigError(describe_validation_error(e, where, WorkerHost)) from None
@@ -117,6 +120,8 @@ def _ensure_secrets_dir(directory: Path) -> None:
 
 def _host_yaml(host: WorkerHost) -> str:
     data = {"devices": dict(host.devices), "admin": host.admin}
+    if host.maintainers:
+        data["maintainers"] = list(host.maintainers)
     if host.max_builds is not None:
         data["max_builds"] = host.max_builds
     header = (

@@ -34,7 +34,8 @@ def cmd_register(args) -> int:
         return 0
     if args.device is None or args.admin is None:
         raise ConfigError("--device and --admin are required to register a new host")
-    host = registry.host_from_options(args.name, registry.parse_devices(args.device), args.admin, args.max_builds)
+    host = registry.host_from_options(args.name, registry.parse_devices(args.device), args.admin, args.max_builds,
+                                      args.maintainer or [])
     password = registry.register(settings, host)
     print(
         f"Registered worker host '{host.name}' ({devices_text(host)}; {_slots(host)}) "
@@ -178,6 +179,9 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
         "--device", action="append", metavar="DEVICE[:COUNT]", help="a device kind and its unit count (repeatable)"
     )
     register.add_argument("--admin", help='who runs the host, as "Name <email>"')
+    register.add_argument("--maintainer", action="append", metavar="LOGIN",
+                          help="a GitHub login (or the relay's user name) who may pause, stop and kill the host's "
+                               "units (repeatable)")
     register.add_argument("--max-builds", type=int, help="cap on builds at once (default: one per unit)")
     register.add_argument("--rotate-password", action="store_true", help="give a registered host a new password")
     host_command("show", cmd_show, "print a registered host's setup again", parents=[setup_options])
