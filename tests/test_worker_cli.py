@@ -203,6 +203,18 @@ def test_rotate_password_refuses_to_change_the_host(dirs, crcr, register):
     assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text())["devices"] == {"spyre": 2}
 
 
+def test_rotate_password_refuses_to_change_the_maintainers(dirs, crcr, register):
+    register("lab1", "--maintainer", "carol")
+
+    result = crcr("worker", "register", "lab1", "--rotate-password", "--maintainer", "mallory")
+
+    assert result.returncode == 1
+    assert "error: --maintainer: --rotate-password changes only the password" in result.stderr
+    assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text())["maintainers"] == ["carol"]
+    # Repeating the file's own maintainers is no change.
+    assert crcr("worker", "register", "lab1", "--rotate-password", "--maintainer", "@carol").returncode == 0
+
+
 def test_rotating_an_unknown_host_names_its_file(dirs, crcr, register):
     result = crcr("worker", "register", "ghost", "--rotate-password")
     assert result.returncode == 1

@@ -105,8 +105,10 @@ def _refuse_changes_on_rotation(args, host: WorkerHost, settings: Settings) -> N
         "--device": registry.parse_devices(args.device) if args.device else None,
         "--admin": args.admin,
         "--max-builds": args.max_builds,
+        "--maintainer": [login.lstrip("@") for login in args.maintainer] if args.maintainer else None,
     }
-    current = {"--device": dict(host.devices), "--admin": host.admin, "--max-builds": host.max_builds}
+    current = {"--device": dict(host.devices), "--admin": host.admin, "--max-builds": host.max_builds,
+               "--maintainer": list(host.maintainers)}
     changed = [option for option, value in given.items() if value is not None and value != current[option]]
     if changed:
         raise ConfigError(
