@@ -14,6 +14,7 @@ from crcr.buildmaster.build_folder import PrepareBuildFolder
 from crcr.buildmaster.checkout import UpstreamCheckout
 from crcr.buildmaster.covered_step import CoveredCommits
 from crcr.buildmaster.pull_request_step import PullRequestLink
+from crcr.buildmaster.relay_build import RelayBuild
 from crcr.buildmaster.suite_step import SuiteStep
 from crcr.buildmaster.www import commit_links
 from crcr.names import (
@@ -53,6 +54,7 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
     """`selections`: the plugin spec of each pytest suite, as the loader read it (RelayConfig.selections)."""
     env = build_environment(backend)
     factory = util.BuildFactory()
+    factory.buildClass = RelayBuild  # a request cancelled as a unit claims it must not wedge the unit
     factory.addStep(PullRequestLink(name=PULL_REQUEST_STEP))
     factory.addStep(CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)))
     # Blobless and incremental ('fresh' keeps .git): pytorch's history is huge, its blobs more so (checkout.py).

@@ -1,0 +1,29 @@
+"""The build of every crcr builder: Buildbot's Build, finished when a cancel reaches its request as a unit claims it."""
+
+from __future__ import annotations
+
+from buildbot.process import metrics
+from buildbot.process.build import Build
+from twisted.internet import defer
+
+
+class RelayBuild(Build):
+    """Buildbot 4.3's Build.startBuild, when the request it starts was cancelled while being claimed (the reason
+    BotMaster.maybe_cancel_in_progress_buildrequest recorded), stops the build and returns without finishing it:
+    the build never ends, its request stays claimed, the builder keeps it in `building` and the unit stays
+    BUILDING until the master restarts. The relay cancels superseded pull-request heads, and people cancel
+    requests, so a unit claiming one just then would be lost; this build finishes it CANCELLED instead."""
+
+    @defer.inlineCallbacks
+    def startBuild(self, workerforbuilder):
+        yield super().startBuild(workerforbuilder)
+        # Buildbot 4.3 creates the preparation step just after that check, and every return after it finishes the
+        # build (at once, or when its steps end); the only other earlier return, for a build with nothing to do,
+        # finishes it too. So a build stopped, unfinished and without that step is exactly the one the check
+        # abandoned, and finishing it here finishes it once.
+        if self.stopped and not self.finished and self._preparation_step is None:
+            # What Buildbot's path for a build without work does before finishing it, so that buildFinished's
+            # metric decrement is balanced and allStepsDone finds its text: "cancelled (<reason>)".
+            metrics.MetricCountEvent.log("active_builds", 1)
+            self.text = []
+            yield self.allStepsDone()

@@ -1,0 +1,202 @@
+"""RelayBuild under Buildbot's harness: a build request cancelled just as a unit claims it ends CANCELLED and frees
+the unit, where Buildbot 4.3's own Build stops and never finishes, wedging the unit until the master restarts.
+
+A fake master with Buildbot's database, data API and mq; real Builders (the relay's generated one, or one with a step
+the test ends), a real Worker on a fake connection and its real WorkerForBuilder. Each build starts as Buildbot's
+BuildRequestDistributor starts it: the request marked in progress, claimed, then the builder's maybeStartBuild.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from buildbot.config.builder import BuilderConfig
+from buildbot.config.master import MasterConfig
+from buildbot.process.build import Build
+from buildbot.process.builder import Builder
+from buildbot.process.buildrequest import BuildRequest
+from buildbot.process.buildstep import BuildStep
+from buildbot.process.factory import BuildFactory
+from buildbot.process.results import CANCELLED, SUCCESS
+from buildbot.process.workerforbuilder import States
+from buildbot.test import fakedb
+from buildbot.test.fake import fakemaster
+from buildbot.test.fake.fakeprotocol import FakeConnection
+from buildbot.test.reactor import TestReactorMixin
+from buildbot.worker import Worker
+from twisted.internet import defer
+from twisted.trial import unittest
+
+from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
+from crcr.buildmaster.masterconfig import build_master_config
+from crcr.buildmaster.relay_build import RelayBuild
+
+BACKEND, UNIT = "alpha", "host-alpha-0"
+REASON = "superseded by the pull request's new head"
+
+
+class Waits(BuildStep):
+    """A step that runs until the test ends it (build.currentStep.ended)."""
+
+    def run(self):
+        self.ended = defer.Deferred()
+        return self.ended
+
+
+class HeldConnection(FakeConnection):
+    """A unit's connection whose answer to the build's ping the test holds back (self.ping)."""
+
+    hold = False
+
+    def remotePrint(self, message):
+        if not self.hold:
+            return super().remotePrint(message)
+        self.ping = defer.Deferred()
+        return self.ping
+
+
+class RelayBuildTest(TestReactorMixin, unittest.TestCase):
+    async def setUp(self):
+        self.setup_test_reactor()
+        self.master = await fakemaster.make_master(self, wantData=True, wantDb=True, wantMq=True)
+        await self.master.startService()
+        self.addCleanup(self.master.stopService)
+        self.unit = Worker(UNIT, "pw")
+        await self.unit.setServiceParent(self.master.workers)
+        self.connection = HeldConnection(self.unit)
+        await self.unit.attached(self.connection)
+
+    def relay_builder_config(self) -> BuilderConfig:
+        """The builder of backend alpha in the relay's generated configuration."""
+        root = Path(tempfile.mkdtemp(prefix="crcr-relay-build-"))
+        self.addCleanup(shutil.rmtree, root, True)
+        dirs = make_dirs(root)
+        write_backend(dirs.backends, BACKEND, device="alpha")
+        write_worker(dirs.workers, "host", devices={"alpha": 1})
+        write_worker_password(dirs.secrets, "host")
+        config = MasterConfig.loadFromDict(build_master_config(settings_for(dirs)), "master.cfg")
+        (builder_config,) = config.builders
+        return builder_config
+
+    def waiting_builder_config(self, build_class=RelayBuild, always_run=False) -> BuilderConfig:
+        factory = BuildFactory([Waits(name="waits", alwaysRun=always_run)])
+        factory.buildClass = build_class
+        return BuilderConfig(name=BACKEND, workernames=[UNIT], factory=factory)
+
+    async def builder(self, builder_config: BuilderConfig) -> Builder:
+        """A running Builder of `builder_config`, with the unit attached to it."""
+        self.master.config.builders = [builder_config]
+        builder = Builder(builder_config.name)
+        builder.master = self.master  # as BotMaster sets it
+        builder.setServiceParent(self.master.botmaster)
+        await builder.reconfigServiceWithBuildbotConfig(self.master.config)
+        await builder.attached(self.unit, {})
+        (self.wfb,) = builder.workers
+        return builder
+
+    async def request(self, builder: Builder) -> int:
+        """A request for `builder`, waiting."""
+        builderid = await builder.getBuilderId()
+        await self.master.db.insert_test_data([
+            fakedb.Buildset(id=10),
+            fakedb.SourceStamp(id=11, revision="abc123"),
+            fakedb.BuildsetSourceStamp(buildsetid=10, sourcestampid=11),
+            fakedb.BuildRequest(id=12, buildsetid=10, builderid=builderid),
+        ])
+        return 12
+
+    async def start(self, builder: Builder, brid: int, cancel_reason: str | None = None) -> None:
+        """Starts `brid` on the unit as BuildRequestDistributor does; with `cancel_reason`, the request is
+        cancelled after its claim, as BotMaster._buildrequest_canceled does for a request claimed on this master
+        (it finds the claim taken, so only records the reason for the starting build to read)."""
+        self.master.botmaster.add_in_progress_buildrequest(brid)
+        self.assertTrue(await self.master.data.updates.claimBuildRequests([brid]))
+        if cancel_reason is not None:
+            self.master.botmaster.maybe_cancel_in_progress_buildrequest(brid, cancel_reason)
+        request = await BuildRequest.fromBrdict(self.master, await self.master.db.buildrequests.getBuildRequest(brid))
+        self.assertTrue(await builder.maybeStartBuild(self.wfb, [request]))
+        self.reactor.advance(0)  # Buildbot's eventual queue
+
+    async def build_row(self) -> dict:
+        (build,) = await self.master.data.get(("builds",))
+        return build
+
+    async def request_row(self, brid: int) -> dict:
+        return await self.master.data.get(("buildrequests", brid))
+
+    def announced_finished(self, buildid: int) -> bool:
+        """Whether the mq told reporters (GitHub statuses, check runs) that the build ended."""
+        return ("builds", str(buildid), "finished") in [key for key, _ in self.master.mq.productions]
+
+    async def test_a_request_cancelled_as_the_unit_claims_it_ends_cancelled_and_frees_the_unit(self):
+        builder = await self.builder(self.relay_builder_config())
+        brid = await self.request(builder)
+
+        await self.start(builder, brid, cancel_reason=REASON)
+
+        build = await self.build_row()
+        self.assertEqual((build["complete"], build["results"], build["state_string"]),
+                         (True, CANCELLED, f"cancelled ({REASON})"))
+        self.assertTrue(self.announced_finished(build["buildid"]))
+        request = await self.request_row(brid)
+        self.assertEqual((request["complete"], request["results"]), (True, CANCELLED))
+        self.assertEqual(builder.building, [])
+        self.assertEqual(self.wfb.state, States.AVAILABLE, "the unit takes the next request")
+
+    async def test_buildbot_4_3s_own_build_wedges_the_unit_there(self):
+        """Why RelayBuild exists. Should this fail, Buildbot finishes such a build itself: drop RelayBuild."""
+        builder = await self.builder(self.waiting_builder_config(build_class=Build))
+        brid = await self.request(builder)
+
+        await self.start(builder, brid, cancel_reason=REASON)
+
+        (build,) = builder.building
+        self.assertEqual((build.stopped, build.finished), (True, False))
+        self.assertFalse((await self.build_row())["complete"])
+        request = await self.request_row(brid)
+        self.assertEqual((request["claimed"], request["complete"]), (True, False))
+        self.assertEqual(self.wfb.state, States.BUILDING)
+
+    async def test_a_build_not_cancelled_runs_and_ends_as_buildbot_ends_it(self):
+        builder = await self.builder(self.waiting_builder_config())
+        brid = await self.request(builder)
+
+        await self.start(builder, brid)
+
+        (build,) = builder.building
+        self.assertIsInstance(build, RelayBuild)
+        self.assertEqual((build.finished, build.currentStep.name), (False, "waits"))
+        build.currentStep.ended.callback(SUCCESS)
+        self.reactor.advance(0)
+
+        row = await self.build_row()
+        self.assertEqual((row["complete"], row["results"], row["state_string"]), (True, SUCCESS, "build successful"))
+        self.assertEqual((await self.request_row(brid))["results"], SUCCESS)
+        self.assertEqual((builder.building, self.wfb.state), ([], States.AVAILABLE))
+
+    async def test_a_build_stopped_while_it_starts_is_left_to_buildbot_to_finish_once(self):
+        """Stopped after the cancel check (here while its unit is pinged), the build still runs its alwaysRun step
+        when startBuild returns: Buildbot finishes it when that step ends, and RelayBuild must not before. A second
+        finish would be logged as an error (builder.building.remove fails), which fails this test."""
+        builder = await self.builder(self.waiting_builder_config(always_run=True))
+        brid = await self.request(builder)
+        self.connection.hold = True
+
+        await self.start(builder, brid)
+        (build,) = builder.building
+        await build.stopBuild(REASON)
+        self.connection.hold = False
+        self.connection.ping.callback(None)
+
+        self.assertEqual((build.stopped, build.finished, build.currentStep.name), (True, False, "waits"))
+        self.assertFalse((await self.build_row())["complete"])
+        build.currentStep.ended.callback(SUCCESS)
+        self.reactor.advance(0)
+
+        row = await self.build_row()
+        self.assertEqual((row["complete"], row["results"], row["state_string"]),
+                         (True, CANCELLED, f"cancelled ({REASON})"))
+        self.assertEqual((await self.request_row(brid))["results"], CANCELLED)
+        self.assertEqual((builder.building, self.wfb.state), ([], States.AVAILABLE))
