@@ -82,3 +82,34 @@ def test_the_installed_crcr_command_runs_the_same_check(tmp_path):
     result = run([VENV_BIN / "crcr", "check"], env={**os.environ, **dirs_env(dirs)}, check=False)
     assert result.returncode == 1
     assert result.stderr.startswith(f"error: {dirs.backends / 'spyre.yaml'}: level:"), result.stderr
+
+
+@pytest.fixture
+def relay_dirs(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "spyre", device="spyre")
+    write_worker(dirs.workers, "lab-01", devices={"spyre": 4})
+    write_worker_password(dirs.secrets, "lab-01")
+    return dirs
+
+
+def test_a_malformed_users_file_fails_naming_its_line(relay_dirs, crcr_check):
+    # The master's start and reconfig load the files through the same check, and refuse them alike.
+    users = relay_dirs.secrets / "users"
+    users.write_text("octocat:plaintext\n")
+    users.chmod(0o600)
+    result = crcr_check(**dirs_env(relay_dirs))
+    assert result.returncode == 1
+    assert result.stderr == (f"error: {users}, line 1: the password hash is not in the expected form; expected "
+                             "name:scrypt$N$r$p$salt$hash as `crcr user add` writes\n")
+
+
+def test_github_sign_in_without_its_oauth_app_fails_naming_the_missing_secrets(relay_dirs, crcr_check):
+    (relay_dirs.secrets / "github-oauth-client-id").write_text("\n")
+    (relay_dirs.secrets / "github-oauth-client-id").chmod(0o600)
+    result = crcr_check(**dirs_env(relay_dirs), CRCR_AUTH="github", CRCR_BUILDBOT_URL="https://relay.example.org/")
+    assert result.returncode == 1
+    assert "error: the auth setting (CRCR_AUTH) is 'github'" in result.stderr
+    assert f"{relay_dirs.secrets / 'github-oauth-client-id'} is empty" in result.stderr
+    assert f"{relay_dirs.secrets / 'github-oauth-client-secret'} does not exist" in result.stderr
+    assert "The app's callback URL is https://relay.example.org/auth/login" in result.stderr

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import requests
-from buildbot.config.errors import ConfigErrors
 from buildbot.process.properties import Secret
 from buildbot.util import bytes2unicode
 from buildbot.www import resource
@@ -22,7 +21,7 @@ from twisted.web.error import Error
 
 from crcr.config.errors import ConfigError
 from crcr.config.paths import display_path
-from crcr.config.secretfiles import GITHUB_OAUTH_CLIENT_ID, GITHUB_OAUTH_CLIENT_SECRET, secret_problem
+from crcr.config.secretfiles import GITHUB_OAUTH_CLIENT_ID, GITHUB_OAUTH_CLIENT_SECRET
 from crcr.config.settings import Settings
 from crcr.config.users import read_users, users_file, verify
 
@@ -31,22 +30,12 @@ PUBLIC_GITHUB = "https://github.com"
 
 def web_auth(settings: Settings, github_web_url: str) -> AuthBase:
     """www["auth"] for the settings' auth: 'users' or 'github' (GitHub's web address: github.com or an Enterprise
-    server). Raises ConfigErrors, so the master refuses to start or reconfigure, when the users file is malformed
-    or GitHub's OAuth app has no usable client id or secret: a relay nobody can sign in to, found out at the first
-    sign-in, would be worse."""
+    server). The loader has refused settings nobody could sign in with (config/signin.py)."""
     if settings.auth == "users":
-        return users_file_auth(users_file(settings.secrets_dir))
-    problems = [
-        f"{settings.secrets_dir / name} {problem}"
-        for name in (GITHUB_OAUTH_CLIENT_ID, GITHUB_OAUTH_CLIENT_SECRET)
-        if (problem := secret_problem(settings.secrets_dir, name)) is not None
-    ]
-    if problems:
-        raise ConfigErrors([
-            "the auth setting (CRCR_AUTH) is 'github', which signs people in with a GitHub OAuth app; its client id "
-            f"and client secret go in {GITHUB_OAUTH_CLIENT_ID} and {GITHUB_OAUTH_CLIENT_SECRET} in the secrets "
-            f"folder (mode 600), but: {'; '.join(problems)}. The app's callback URL is {settings.web_url}auth/login"
-        ])
+        path = users_file(settings.secrets_dir)
+        if not read_users(path):
+            log.msg(f"crcr: nobody can sign in yet: no user in {display_path(path)}; add one with `crcr user add NAME`")
+        return UsersFileAuth(path)
     return RelayGitHubAuth(
         # GitHubAuth renders these at each sign-in through the master's secrets provider: never in the config.
         clientId=Secret(GITHUB_OAUTH_CLIENT_ID),
@@ -54,16 +43,6 @@ def web_auth(settings: Settings, github_web_url: str) -> AuthBase:
         # GitHubAuth's default is github.com; an Enterprise server (or the tests' fake) is given by its address.
         serverURL=None if github_web_url == PUBLIC_GITHUB else github_web_url,
     )
-
-
-def users_file_auth(path: Path) -> UsersFileAuth:
-    try:
-        users = read_users(path)
-    except ConfigError as e:
-        raise ConfigErrors([str(e)]) from None
-    if not users:
-        log.msg(f"crcr: nobody can sign in yet: no user in {display_path(path)}; add one with `crcr user add NAME`")
-    return UsersFileAuth(path)
 
 
 class NameOnly(UserInfoProviderBase):

@@ -16,6 +16,7 @@ from crcr.config.readfiles import refuse_outside
 from crcr.config.secretfiles import problems as secret_dir_problems
 from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.config.settings import Settings
+from crcr.config.signin import sign_in_problems
 from crcr.config.yamlfiles import read_yaml_mapping
 from crcr.suites.selection import selection_spec
 
@@ -228,7 +229,7 @@ def load_checked_relay_config(settings: Settings, *, leave_out_invalid: bool = F
     valid files, a secrets directory SecretInAFile accepts, hosts without a password left out.
     leave_out_invalid: see load_relay_config; a relay left with no backend is still refused."""
     relay = load_relay_config(settings, leave_out_invalid=leave_out_invalid)
-    problems = secret_dir_problems(settings.secrets_dir)
+    problems = secret_dir_problems(settings.secrets_dir) + sign_in_problems(settings)
     if problems:
         raise ConfigError("\n".join(problems))
     relay = require_worker_passwords(relay, settings.secrets_dir)
