@@ -77,6 +77,16 @@ def git_commits(repository: str, subjects: list[str]) -> list[str]:
     return git("rev-list", "--reverse", "main").split()
 
 
+
+async def deliver_produced(mq) -> None:
+    """Hands the services, in order, each message Buildbot's fake mq recorded that they listen to, as the master's
+    mq would."""
+    while mq.productions:
+        key, message = mq.productions.pop(0)
+        if any(matchTuple(key, consumer.filter) for consumer in mq.qrefs):
+            mq.callConsumer(key, message)
+        await mq.wait_consumed()
+
 class GitHubAPI(GitHubResource):
     """A GitHub that takes every status (201): the tests look at what was posted."""
 
@@ -149,13 +159,7 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
     # What Buildbot does.
 
     async def deliver(self) -> None:
-        """Hands the ledger, in order, each message Buildbot produced that it listens to, as the master's mq would."""
-        mq = self.master.mq
-        while mq.productions:
-            key, message = mq.productions.pop(0)
-            if any(matchTuple(key, consumer.filter) for consumer in mq.qrefs):
-                mq.callConsumer(key, message)
-            await mq.wait_consumed()
+        await deliver_produced(self.master.mq)
 
     async def upstream(self, backend: str, n: int = 0, revision: str | None = None) -> int:
         """Upstream commit sha(n) (or `revision`) on main: the poller's change, then the upstream scheduler's

@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from crcr.store.migrate import upgrade_tables
 from crcr.store.outbox import (
     CLAIM_EXPIRY, KEEP_GIVEN_UP, check_run_id, claim, delivered, due, enqueue, failed, give_up, given_up, next_due_at,
     postpone_all, released, remember_check_run, waiting,
 )
-from test_store import open_database
+from test_store import db  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
 
 REPO = "pytorch/pytorch"
 A, B = "a" * 40, "b" * 40
 ALPHA, BETA = "crcr/alpha", "crcr/beta"
-
-
-@pytest.fixture
-def db(tmp_path):
-    conn = open_database(f"sqlite:///{tmp_path / 'state.sqlite'}", tmp_path)
-    upgrade_tables(conn)
-    yield conn
-    conn.close()
 
 
 def status(db, sha: str, state: str, now: float, context: str = ALPHA) -> int:

@@ -24,7 +24,6 @@ from buildbot.test.fake import fakemaster
 from buildbot.test.fake.fakeprotocol import FakeConnection
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.util import service
-from buildbot.util.tuplematch import matchTuple
 from buildbot.worker import Worker
 from treq.testing import StubTreq
 from twisted.internet import defer
@@ -43,7 +42,7 @@ from crcr.names import (
     LEDGER_SERVICE, STORE_SERVICE, bisect_scheduler_name, force_scheduler_name, pull_request_ref,
     pull_request_scheduler_name, status_context, upstream_scheduler_name,
 )
-from test_ledger import API, PROJECT, TOKEN, UPSTREAM_URL, WEB, GitHubAPI, sha
+from test_ledger import API, PROJECT, TOKEN, UPSTREAM_URL, WEB, GitHubAPI, deliver_produced, sha
 
 REPORTING, SILENT, OTHER, PULL_REQUESTS = "alpha", "beta", "gamma", "delta"
 UNIT, WORKERID = "host-alpha-0", 1
@@ -91,13 +90,7 @@ class MasterTest(TestReactorMixin, unittest.TestCase):
         return added
 
     async def deliver(self) -> None:
-        """Hands the services, in order, each message Buildbot produced that they listen to."""
-        mq = self.master.mq
-        while mq.productions:
-            key, message = mq.productions.pop(0)
-            if any(matchTuple(key, consumer.filter) for consumer in mq.qrefs):
-                mq.callConsumer(key, message)
-            await mq.wait_consumed()
+        await deliver_produced(self.master.mq)
 
 
 class DevicePresenceTest(MasterTest):
@@ -254,13 +247,7 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
     # What Buildbot does.
 
     async def deliver(self) -> None:
-        """Hands the services, in order, each message Buildbot produced that they listen to."""
-        mq = self.master.mq
-        while mq.productions:
-            key, message = mq.productions.pop(0)
-            if any(matchTuple(key, consumer.filter) for consumer in mq.qrefs):
-                mq.callConsumer(key, message)
-            await mq.wait_consumed()
+        await deliver_produced(self.master.mq)
 
     async def upstream(self, backend: str, n: int) -> int:
         """Upstream commit sha(n) on main, asked of the backend's upstream scheduler; returns its request."""
