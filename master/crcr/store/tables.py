@@ -23,6 +23,11 @@ EVENT_LENGTH = 40
 REPO_LENGTH = 255  # "owner/name"
 CONTEXT_LENGTH = 255  # a status's context, a check run's name
 OUTBOX_KINDS = ("status", "check_run")
+# What a recorded build was for: an upstream commit's own (or covering) build, a forced one, a pull request's, a
+# bisection's (only the tests it asked about).
+BUILD_KINDS = ("upstream", "forced", "pull_request", "bisection")
+# A test's outcome in a build when it did not simply pass (a bisection build records its asked tests' passes too).
+TEST_OUTCOMES = ("failed", "errored", "flaky", "passed")
 
 metadata = sa.MetaData()
 
@@ -125,6 +130,72 @@ github_check_runs = sa.Table(
     sa.Column("created_at", sa.BigInteger, nullable=False),
     sa.Index("crcr_github_check_runs_target", "repo", "sha", "brid", unique=True),
     sa.Index("crcr_github_check_runs_created_at", "created_at"),
+)
+
+# Test history (store/history.py), kept `history_days`: one row per finished build of a backend ...
+builds = sa.Table(
+    "crcr_builds",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("buildid", sa.Integer, nullable=False),  # Buildbot's
+    sa.Column("backend", sa.String(MAX_NAME), nullable=False),
+    sa.Column("builderid", sa.Integer, nullable=False),
+    sa.Column("number", sa.Integer, nullable=False),
+    sa.Column("sha", sa.String(SHA_LENGTH), nullable=False),
+    sa.Column("branch", sa.String(MAX_BRANCH_NAME), nullable=False),
+    sa.Column("kind", sa.String(STATE_LENGTH), nullable=False),  # BUILD_KINDS
+    sa.Column("results", sa.Integer, nullable=False),  # Buildbot's results code
+    sa.Column("state_string", sa.Text),
+    sa.Column("started_at", sa.BigInteger, nullable=False),
+    sa.Column("complete_at", sa.BigInteger, nullable=False),
+    sa.Column("timed_out", sa.Boolean, nullable=False),  # a suite of it timed out
+    sa.Column("pull_request", sa.Integer),  # a pull request build's number, URL and title
+    sa.Column("pull_request_url", sa.Text),
+    sa.Column("pull_request_title", sa.Text),
+    sa.Column("bisectionid", sa.Integer),  # a bisection build's
+    sa.Index("crcr_builds_buildid", "buildid", unique=True),
+    sa.Index("crcr_builds_backend_complete_at", "backend", "complete_at"),
+    sa.Index("crcr_builds_backend_sha", "backend", "sha"),
+    sa.Index("crcr_builds_complete_at", "complete_at"),
+)
+
+# ... each suite it ran, with its counts ...
+suite_runs = sa.Table(
+    "crcr_suite_runs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("buildid", sa.Integer, nullable=False),
+    sa.Column("backend", sa.String(MAX_NAME), nullable=False),
+    sa.Column("suite", sa.String(MAX_NAME), nullable=False),
+    sa.Column("results", sa.Integer, nullable=False),  # its step's Buildbot results code
+    sa.Column("passed", sa.Integer, nullable=False),
+    sa.Column("failed", sa.Integer, nullable=False),  # errored ones not counted
+    sa.Column("errored", sa.Integer, nullable=False),
+    sa.Column("flaky", sa.Integer, nullable=False),
+    sa.Column("skipped", sa.Integer, nullable=False),
+    sa.Column("xfailed", sa.Integer, nullable=False),
+    sa.Column("new", sa.Integer, nullable=False),  # failing, and not in the baseline's
+    sa.Column("timed_out", sa.Boolean, nullable=False),
+    sa.Column("complete_at", sa.BigInteger, nullable=False),  # the build's
+    sa.Index("crcr_suite_runs_buildid", "buildid"),
+    sa.Index("crcr_suite_runs_backend_complete_at", "backend", "complete_at"),
+)
+
+# ... and each test that did not simply pass in it: a test of a suite run absent here passed (or was skipped).
+test_outcomes = sa.Table(
+    "crcr_test_outcomes",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("buildid", sa.Integer, nullable=False),
+    sa.Column("backend", sa.String(MAX_NAME), nullable=False),
+    sa.Column("suite", sa.String(MAX_NAME), nullable=False),
+    sa.Column("test", sa.Text, nullable=False),  # pytest's node id
+    sa.Column("outcome", sa.String(STATE_LENGTH), nullable=False),  # TEST_OUTCOMES
+    sa.Column("new", sa.Boolean, nullable=False),  # a new failure against the baseline
+    sa.Column("complete_at", sa.BigInteger, nullable=False),  # the build's
+    sa.Index("crcr_test_outcomes_buildid", "buildid"),
+    sa.Index("crcr_test_outcomes_backend_complete_at", "backend", "complete_at"),
+    sa.Index("crcr_test_outcomes_backend_test", "backend", "test"),
 )
 
 
