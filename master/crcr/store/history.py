@@ -7,7 +7,13 @@ Each function takes a SQLAlchemy connection (the master runs them through RelayS
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+
+import sqlalchemy as sa
+
+from crcr.store.tables import (
+    BUILD_KINDS, TEST_OUTCOMES, bisection_steps, bisections, builds, check_value, commits, suite_runs, test_outcomes,
+)
 
 
 @dataclass(frozen=True)
@@ -58,3 +64,51 @@ class TestOutcomeRow:
     outcome: str  # tables.TEST_OUTCOMES: failed | errored | flaky | passed (passed: a bisection's asked tests only)
     new: bool  # a new failure against the baseline
     complete_at: int  # the build's
+
+
+def record_build(conn, build: BuildRow, suites: list[SuiteRunRow], outcomes: list[TestOutcomeRow]) -> bool:
+    """A finished build with its suites and tests, all or nothing; False when it is already recorded (the recorder
+    looks again at recent builds when the master starts)."""
+    check_value("kind", build.kind, BUILD_KINDS)
+    for test in outcomes:
+        check_value("outcome", test.outcome, TEST_OUTCOMES)
+    try:
+        conn.execute(builds.insert().values(**asdict(build)))
+    except sa.exc.IntegrityError:  # buildid is unique: a second writer of the same build finds it there
+        conn.rollback()
+        return False
+    if suites:
+        conn.execute(suite_runs.insert(), [asdict(run) for run in suites])
+    if outcomes:
+        conn.execute(test_outcomes.insert(), [asdict(test) for test in outcomes])
+    conn.commit()
+    return True
+
+
+def newest_recorded_at(conn) -> int | None:
+    """When the newest recorded build completed; None when none is."""
+    return conn.execute(sa.select(sa.func.max(builds.c.complete_at))).scalar()
+
+
+def recorded_buildids(conn, since: float) -> set[int]:
+    """The Buildbot ids of the recorded builds completed at or after `since`."""
+    return set(conn.execute(sa.select(builds.c.buildid).where(builds.c.complete_at >= int(since))).scalars())
+
+
+def prune(conn, before: float) -> dict[str, int]:
+    """Deletes the history that ended before `before`: builds, their suite runs and tests, the ledger's decided
+    commits and the ended bisections with their steps (pending commits and running bisections stay, however old);
+    returns how many rows went from each table."""
+    before = int(before)
+    ended = sa.select(bisections.c.id).where(bisections.c.ended_at < before).scalar_subquery()
+    deletes = [  # steps before their bisections: they name them (a foreign key)
+        (bisection_steps, bisection_steps.c.bisectionid.in_(ended)),
+        (bisections, bisections.c.ended_at < before),
+        (commits, commits.c.decided_at < before),
+        (test_outcomes, test_outcomes.c.complete_at < before),
+        (suite_runs, suite_runs.c.complete_at < before),
+        (builds, builds.c.complete_at < before),
+    ]
+    counts = {table.name: conn.execute(table.delete().where(where)).rowcount for table, where in deletes}
+    conn.commit()
+    return counts

@@ -10,7 +10,7 @@ from __future__ import annotations
 from buildbot.util import service
 from twisted.internet import defer
 
-from crcr.store import bisections, commits, deliveries, outbox
+from crcr.store import bisections, commits, deliveries, history, outbox
 from crcr.store.migrate import upgrade_tables
 
 
@@ -68,6 +68,11 @@ class RelayStore(service.BuildbotService):
     add_step = _through_pool(bisections.add_step)
     update_step = _through_pool(bisections.update_step)
     step_of_request = _through_pool(bisections.step_of_request)
+
+    record_build = _through_pool(history.record_build)
+    newest_recorded_at = _through_pool(history.newest_recorded_at)
+    recorded_buildids = _through_pool(history.recorded_buildids)
+    prune_history = _through_pool(history.prune)
 
     claim_delivery = _through_pool(deliveries.claim_delivery)
     release_delivery = _through_pool(deliveries.release_delivery)
