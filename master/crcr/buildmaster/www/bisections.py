@@ -39,7 +39,9 @@ def build_route(build: dict) -> str:
 
 class JsonResource(resource.Resource):
     """Answers GET with the JSON of `answer(request)`; a twisted.web.error.Error it raises gives its code and
-    {"error": message}."""
+    {"error": message}. A subclass answering something else than JSON says what in `content_type` and `encode`."""
+
+    content_type = b"application/json; charset=utf-8"
 
     def render_GET(self, request):
         return self.asyncRenderHelper(request, self._render, writeError=partial(_write_error, request))
@@ -51,11 +53,14 @@ class JsonResource(resource.Resource):
         path = tuple(request.path.decode().strip("/").split("/"))  # no data API endpoint: only reading rules match
         yield self.master.www.assertUserAllowed(request, path, "get", {})
         body = yield self.answer(request)
-        request.setHeader(b"content-type", b"application/json; charset=utf-8")
-        return json.dumps(body).encode()
+        request.setHeader(b"content-type", self.content_type)
+        return self.encode(body)
 
     def answer(self, request) -> defer.Deferred:
         raise NotImplementedError
+
+    def encode(self, body) -> bytes:
+        return json.dumps(body).encode()
 
     def store(self) -> RelayStore:
         return self.master.service_manager.namedServices[RelayStore.name]
@@ -135,21 +140,27 @@ class BisectionResource(JsonResource):
                 "url": build_route(build)}
 
 
-def _list_query(args: dict[bytes, list[bytes]]) -> tuple[str | None, int]:
+def query_parameters(args: dict[bytes, list[bytes]], known: tuple[str, ...]) -> dict[str, str]:
+    """A request's query as {name: value}: an unknown parameter, or one given twice, answers 400 naming it."""
     query = {
         name.decode(errors="replace"): [value.decode(errors="replace") for value in values]
         for name, values in args.items()
     }
-    unknown = sorted(set(query) - set(LIST_PARAMETERS))
+    unknown = sorted(set(query) - set(known))
     if unknown:
-        raise _refuse(400, f"unknown parameter {', '.join(unknown)} (known: {', '.join(LIST_PARAMETERS)})")
+        raise _refuse(400, f"unknown parameter {', '.join(unknown)} (known: {', '.join(known) or 'none'})")
     for name, values in query.items():
         if len(values) > 1:
             raise _refuse(400, f"{name}: give it once, not {len(values)} times")
-    backend = query.get("backend", [None])[0]
+    return {name: values[0] for name, values in query.items()}
+
+
+def _list_query(args: dict[bytes, list[bytes]]) -> tuple[str | None, int]:
+    query = query_parameters(args, LIST_PARAMETERS)
+    backend = query.get("backend")
     if backend is not None and not backend.strip():
         raise _refuse(400, "backend: must not be empty (leave it out for every backend)")
-    limit = query.get("limit", [str(DEFAULT_LIMIT)])[0]
+    limit = query.get("limit", str(DEFAULT_LIMIT))
     if not (limit.isdigit() and 1 <= int(limit) <= MAX_LIMIT):
         raise _refuse(400, f"limit: must be a whole number from 1 to {MAX_LIMIT} (got {limit!r})")
     return backend, int(limit)
