@@ -63,6 +63,7 @@ OVERRIDES = [
     ("CRCR_OUTBOX_RETRY_DELAY", "1", "outbox_retry_delay", 1),
     ("CRCR_OUTBOX_MAX_DELAY", "3600", "outbox_max_delay", 3600),
     ("CRCR_TIMEOUT_GRACE", "30", "timeout_grace", 30),
+    ("CRCR_HISTORY_DAYS", "400", "history_days", 400),
 ]
 
 
@@ -191,6 +192,7 @@ OUT_OF_BOUNDS = [
     ("CRCR_MASTER_ADDRESS", "h" * 296 + ":9989", "CRCR_MASTER_ADDRESS: must be at most 300 characters (got 301 characters)"),
     ("CRCR_DB_URL", "sqlite:///" + "s" * 2039, "CRCR_DB_URL: must be at most 2048 characters (got 2049 characters)"),
     ("CRCR_BUILDBOT_URL", "https://" + "a" * 2041, "CRCR_BUILDBOT_URL: must be at most 2048 characters (got 2049 characters)"),
+    ("CRCR_HISTORY_DAYS", "3651", "CRCR_HISTORY_DAYS: must be at most 3650 days (10 years) (got '3651')"),
 ]
 
 
@@ -228,3 +230,16 @@ def test_outbox_delays_must_grow():
         load_settings(environ={"CRCR_OUTBOX_RETRY_DELAY": "60", "CRCR_OUTBOX_MAX_DELAY": "10"})
 
     assert str(e.value) == "CRCR_OUTBOX_MAX_DELAY: must be at least outbox_retry_delay (60), got 10"
+
+
+def test_the_history_is_kept_90_days_by_default():
+    assert load_settings(environ={}).history_days == 90
+
+
+def test_the_history_is_kept_long_enough_for_the_30_day_range():
+    assert load_settings(environ={"CRCR_HISTORY_DAYS": "31"}).history_days == 31
+    with pytest.raises(ConfigError) as e:
+        load_settings(environ={"CRCR_HISTORY_DAYS": "30"})
+
+    assert str(e.value) == (
+        "CRCR_HISTORY_DAYS: must be at least 31 days, so that the health pages' 30-day range is whole (got 30)")

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from crcr.config.errors import ConfigError, described_pattern, describe_validation_error
+from crcr.config.errors import ConfigError, described_limit, described_pattern, describe_validation_error
 from crcr.config.limits import (
     MAX_ADDRESS,
     MAX_FILESYSTEM_PATH,
@@ -24,6 +24,9 @@ from crcr.config.paths import REPO_ROOT
 from crcr.config.yamlfiles import read_yaml_mapping
 
 DEFAULTS_FILE = REPO_ROOT / "master" / "settings.yaml"
+# The health pages' longest range is 30 days: a shorter history would leave its first day half pruned.
+MIN_HISTORY_DAYS = 31
+MAX_HISTORY_DAYS = described_limit(3650, "3650 days (10 years)")
 INTERFACE = r"^[A-Za-z0-9.:-]+$"
 
 
@@ -71,6 +74,8 @@ class Settings(BaseModel):
     outbox_max_delay: int = Field(ge=1, le=MAX_POLL_INTERVAL)
     # A build still running this long after its backend's timeout is stopped by the relay, and reported.
     timeout_grace: int = Field(ge=1, le=MAX_POLL_INTERVAL)
+    # The test history, the ledger's decided commits, ended bisections and build logs are kept this many days.
+    history_days: int = Field(le=MAX_HISTORY_DAYS)
 
     @field_validator("admins", mode="before")
     @classmethod
@@ -85,6 +90,14 @@ class Settings(BaseModel):
         if first is not None and cap < first:
             raise ValueError(f"must be at least outbox_retry_delay ({first}), got {cap}")
         return cap
+
+    @field_validator("history_days")
+    @classmethod
+    def _whole_30_day_range(cls, days: int) -> int:
+        if days < MIN_HISTORY_DAYS:
+            raise ValueError(
+                f"must be at least {MIN_HISTORY_DAYS} days, so that the health pages' 30-day range is whole (got {days})")
+        return days
 
     @field_validator("upstream_branches")
     @classmethod
