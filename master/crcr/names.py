@@ -41,6 +41,8 @@ MERGE_BASE_PROPERTY = "crcr_merge_base"
 STORE_SERVICE = "crcr-store"
 LEDGER_SERVICE = "crcr-ledger"
 PULL_REQUESTS_SERVICE = "crcr-pull-requests"
+HEALTH_SERVICE = "crcr-health"  # the health figures every view reads (buildmaster/health.py)
+HISTORY_SERVICE = "crcr-history"  # records each finished build of a backend in the test history
 
 # GitHub's limit on a commit status description: the relay's status texts and the bisection's verdicts keep to it.
 GITHUB_DESCRIPTION_LIMIT = 140

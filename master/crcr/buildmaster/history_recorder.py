@@ -1,0 +1,179 @@
+"""The test history's recorder: each finished build of a backend, as Buildbot announces it, becomes one crcr_builds
+row, a crcr_suite_runs row per suite that ran and a crcr_test_outcomes row per test that did not simply pass (a
+bisection build's asked tests, passed ones too), for the health pages, badges, /metrics and `crcr status` to read
+without scanning build properties.
+
+Nothing lost: at start it records the builds that ended unrecorded (the master crashed between a build's end and
+its record); recording is idempotent, so a build seen both ways is recorded once.
+"""
+
+from __future__ import annotations
+
+from buildbot.process.results import RETRY, SKIPPED
+from buildbot.reporters.utils import getDetailsForBuild
+from buildbot.util import service
+from twisted.internet import defer
+from twisted.python import log
+import sqlalchemy as sa
+
+from crcr.names import (
+    BACKEND_PROPERTY, BISECTION_PROPERTY, HISTORY_SERVICE, PULL_REQUEST_PROPERTY, STORE_SERVICE, SUITE_STEP_PREFIX,
+    TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, force_scheduler_name, pull_request_scheduler_name,
+    upstream_scheduler_name,
+)
+from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
+from crcr.suites import asked_tests
+from crcr.suites.results import SuiteResults
+
+# How far before the newest recorded build the start looks for unrecorded ones: builds are recorded in the order
+# they end, give or take the few recorded at once; and with nothing recorded yet, the last day's builds.
+LOOK_BACK = 24 * 3600
+
+# A bisection's asked-test outcomes kept as they are; skipped, xfailed and "not run" are left out, as a passing
+# test of another build is: none is a failure the history follows, and TEST_OUTCOMES has no word for them.
+ASKED_OUTCOMES_KEPT = {asked_tests.PASSED, asked_tests.FAILED, asked_tests.ERRORED, asked_tests.FLAKY}
+
+
+def build_kind(backend: str, properties: dict) -> str | None:
+    """What a backend's build was for (tables.BUILD_KINDS); None for one the history does not keep."""
+    if BISECTION_PROPERTY in properties:
+        return "bisection"
+    scheduler = properties.get("scheduler", (None,))[0]
+    if scheduler == upstream_scheduler_name(backend):
+        return "upstream"
+    if scheduler == force_scheduler_name(backend):
+        return "forced"
+    if scheduler == pull_request_scheduler_name(backend) and PULL_REQUEST_PROPERTY in properties:
+        return "pull_request"
+    return None
+
+
+def history_rows(build: dict) -> tuple[BuildRow, list[SuiteRunRow], list[TestOutcomeRow]] | None:
+    """The rows of a finished build read with its properties and steps; None when the history does not keep it:
+    a builder that is no backend's (the janitor's), a build Buildbot builds again (RETRY), another scheduler's."""
+    properties = build["properties"]
+    backend = properties.get(BACKEND_PROPERTY, (None,))[0]
+    kind = None if backend is None else build_kind(backend, properties)
+    if kind is None or build["results"] == RETRY:
+        return None
+    complete_at = int(build["complete_at"].timestamp())
+    tested = {suite: SuiteResults.from_property(r) for suite, r in properties.get(TESTS_PROPERTY, ({},))[0].items()}
+    asked = properties.get(TEST_OUTCOMES_PROPERTY, ({},))[0] if kind == "bisection" else {}
+    suites, outcomes = [], []
+    for suite, results in _suites_run(build["steps"]):
+        counts = _counts(tested.get(suite), asked.get(suite, {}))
+        suites.append(SuiteRunRow(buildid=build["buildid"], backend=backend, suite=suite, results=results,
+                                  complete_at=complete_at, **counts))
+        if kind == "bisection":
+            found = [(test, outcome, False) for test, outcome in asked.get(suite, {}).items()
+                     # the whole-suite pseudo-test: its suite run's results already say how the suite ended
+                     if test != asked_tests.WHOLE_SUITE and outcome in ASKED_OUTCOMES_KEPT]
+        else:
+            found = _not_passed(tested.get(suite) or SuiteResults())
+        outcomes += [TestOutcomeRow(buildid=build["buildid"], backend=backend, suite=suite, test=test,
+                                    outcome=outcome, new=new, complete_at=complete_at) for test, outcome, new in found]
+    pull_request = properties.get(PULL_REQUEST_PROPERTY, ({},))[0] if kind == "pull_request" else {}
+    stamp = build["buildset"]["sourcestamps"][0]
+    row = BuildRow(
+        buildid=build["buildid"], backend=backend, builderid=build["builderid"], number=build["number"],
+        sha=stamp["revision"], branch=stamp["branch"] or "", kind=kind, results=build["results"],
+        state_string=build["state_string"], started_at=int(build["started_at"].timestamp()), complete_at=complete_at,
+        timed_out=any(run.timed_out for run in suites), pull_request=pull_request.get("number"),
+        pull_request_url=pull_request.get("url"), pull_request_title=pull_request.get("title"),
+        bisectionid=properties[BISECTION_PROPERTY][0] if kind == "bisection" else None,
+    )
+    return row, suites, outcomes
+
+
+def _suites_run(steps: list[dict]) -> list[tuple[str, int]]:
+    """(suite, its step's results) of each suite step that ran, in the build's order; a suite doStepIf left out
+    (not needed in this build) ended SKIPPED."""
+    return [(step["name"].removeprefix(SUITE_STEP_PREFIX), step["results"]) for step in steps
+            if step["name"].startswith(SUITE_STEP_PREFIX) and step["results"] not in (None, SKIPPED)]
+
+
+def _counts(tested: SuiteResults | None, asked: dict[str, str]) -> dict:
+    """A suite run's counts: from its SuiteResults, or a bisection's asked tests; zero for a suite without test
+    results (a command suite, or one that broke before writing them)."""
+    if tested is not None:
+        return {"passed": tested.passed, "failed": len(tested.failing) - len(tested.errored),
+                "errored": len(tested.errored), "flaky": len(tested.flaky), "skipped": tested.skipped,
+                "xfailed": tested.xfailed, "new": len(tested.new), "timed_out": tested.timed_out}
+    found = [outcome for test, outcome in asked.items() if test != asked_tests.WHOLE_SUITE]
+    return {"passed": found.count(asked_tests.PASSED), "failed": found.count(asked_tests.FAILED),
+            "errored": found.count(asked_tests.ERRORED), "flaky": found.count(asked_tests.FLAKY),
+            "skipped": found.count(asked_tests.SKIPPED), "xfailed": found.count(asked_tests.XFAILED), "new": 0,
+            "timed_out": False}
+
+
+def _not_passed(results: SuiteResults) -> list[tuple[str, str, bool]]:
+    """(test, outcome, new) of each failing and flaky test of an upstream, forced or pull request build's suite."""
+    errored, new = set(results.errored), set(results.new)
+    failing = [(test, "errored" if test in errored else "failed", test in new) for test in results.failing]
+    return failing + [(test, "flaky", False) for test in results.flaky]
+
+
+def finished_since(conn, model, since: int) -> list[int]:
+    """The ids of Buildbot's builds that ended at or after `since`, oldest first."""
+    builds = model.builds
+    query = sa.select(builds.c.id).where(builds.c.complete_at >= since).order_by(builds.c.complete_at, builds.c.id)
+    return list(conn.execute(query).scalars())
+
+
+class HistoryRecorder(service.BuildbotService):
+    name = HISTORY_SERVICE
+
+    def __init__(self, *args, **kwargs):
+        self._lock = defer.DeferredLock()  # one build at a time, in the order Buildbot announced them
+        self._consumer = None
+        super().__init__(*args, **kwargs)
+
+    @property
+    def store(self):
+        return self.master.service_manager.namedServices[STORE_SERVICE]
+
+    @defer.inlineCallbacks
+    def startService(self):
+        yield super().startService()
+        self._consumer = yield self.master.mq.startConsuming(self._finished, ("builds", None, "finished"))
+        self._in_turn(self._catch_up)
+
+    @defer.inlineCallbacks
+    def stopService(self):
+        if self._consumer is not None:
+            self._consumer.stopConsuming()
+            self._consumer = None
+        yield super().stopService()
+
+    def idle(self) -> defer.Deferred:
+        """Fires once every build announced so far is recorded."""
+        return self._lock.run(lambda: None)
+
+    def _in_turn(self, function, *args) -> defer.Deferred:
+        done = self._lock.run(function, *args)
+        done.addErrback(log.err, f"crcr history: {function.__name__}")
+        return done
+
+    def _finished(self, key, build):
+        return self._in_turn(self._record, build["buildid"])
+
+    @defer.inlineCallbacks
+    def _record(self, buildid: int):
+        build = yield self.master.data.get(("builds", buildid))
+        yield getDetailsForBuild(self.master, build, want_properties=True, want_steps=True)
+        rows = history_rows(build)
+        if rows is not None:
+            yield self.store.record_build(*rows)
+
+    @defer.inlineCallbacks
+    def _catch_up(self):
+        """Records the builds that ended unrecorded while the master went down. After the master's start: the
+        store is another service, started in no set order."""
+        yield self.master.initLock.run(lambda: None)
+        newest = yield self.store.newest_recorded_at()
+        since = int((self.master.reactor.seconds() if newest is None else newest) - LOOK_BACK)
+        ended = yield self.master.db.pool.do(finished_since, self.master.db.model, since)
+        recorded = yield self.store.recorded_buildids(since)
+        for buildid in ended:
+            if buildid not in recorded:
+                yield self._record(buildid)
