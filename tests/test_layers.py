@@ -1,5 +1,5 @@
-"""The package's folders are its layers: the file models, the test selection and the bisection planner run without
-Buildbot."""
+"""The package's folders are its layers: the file models, the test selection, the bisection planner and the health
+figures run without Buildbot."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import crcr
 
 PACKAGE = Path(crcr.__file__).parent
-LAYERS = ["config", "suites", "bisection", "buildmaster", "github", "cli", "store"]
-PURE_LAYERS = ["config", "suites", "bisection"]  # testable and usable without a master
+LAYERS = ["config", "suites", "bisection", "health", "buildmaster", "github", "cli", "store"]
+PURE_LAYERS = ["config", "suites", "bisection", "health"]  # testable and usable without a master
 
 
 @pytest.mark.parametrize("layer", PURE_LAYERS)

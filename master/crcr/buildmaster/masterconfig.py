@@ -9,6 +9,7 @@ from crcr.buildmaster.baseline import RevisionIndex
 from crcr.buildmaster.builders import make_builders
 from crcr.buildmaster.changesource import upstream_poller
 from crcr.config.errors import ConfigError
+from crcr.buildmaster.health import RelayHealth, health_backends
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.liveness import SilentWorkerWatch
 from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
@@ -20,7 +21,7 @@ from crcr.buildmaster.stale import nothing_pending_services
 from crcr.config.settings import Settings, load_settings
 from crcr.buildmaster.workers import make_workers
 from crcr.store.service import RelayStore
-from crcr.buildmaster.www import TITLE, commit_links, upstream_project, www_config
+from crcr.buildmaster.www import TITLE, commit_links, commit_url, upstream_project, www_config
 
 
 def build_master_config(settings: Settings | None = None, leave_out_invalid: bool = False) -> dict:
@@ -64,6 +65,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                              github_repo=settings.github_repo, github_api_url=settings.github_api_url,
                              upstream_url=settings.upstream_url),
             *nothing_pending_services(relay, settings),
+            RelayHealth(backends=health_backends(active), commit_url=commit_url(settings, "")),
         ],
         "www": www_config(settings, relay),
         "projects": [upstream_project(settings)],

@@ -11,6 +11,7 @@ from buildbot.util import service
 from twisted.internet import defer
 
 from crcr.store import bisections, commits, deliveries, history, outbox
+from crcr.store import health_queries
 from crcr.store.migrate import upgrade_tables
 
 
@@ -89,3 +90,10 @@ class RelayStore(service.BuildbotService):
     outbox_waiting = _through_pool(outbox.waiting)
     check_run_id = _through_pool(outbox.check_run_id)
     remember_check_run = _through_pool(outbox.remember_check_run)
+
+    health_summary_rows = _through_pool(health_queries.summary_rows)
+    health_backend_rows = _through_pool(health_queries.backend_rows)
+    health_test_rows = _through_pool(health_queries.test_rows)
+    health_commits_by_prefix = _through_pool(health_queries.commits_by_prefix)
+    health_commit_rows = _through_pool(health_queries.commit_rows)
+    health_metrics_rows = _through_pool(health_queries.metrics_rows)

@@ -1,0 +1,104 @@
+"""RelayHealth: the health figures of the relay's backends as JSON-able dicts, for the pages, badges, /metrics
+and `crcr status` (the contract: /work/notes/design-12.md).
+
+It gathers each view's rows in one trip to the database threads (store/health_queries.py), the units from the
+device presence service and the backends from the configuration, and leaves every figure to crcr/health/.
+Other services and the www resources find it as master.service_manager.namedServices[HEALTH_SERVICE].
+"""
+
+from __future__ import annotations
+
+from buildbot.util import service
+from twisted.internet import defer
+
+from crcr.buildmaster.presence import PRESENCE_SERVICE
+from crcr.health.backend import backend_page
+from crcr.health.errors import HealthQueryError
+from crcr.health.metrics import metrics
+from crcr.health.one_commit import commit_page, pick_commit, sha_prefix
+from crcr.health.one_test import test_page
+from crcr.health.ranges import DEFAULT_RANGE, LONGEST_RANGE, range_seconds
+from crcr.health.summary import BackendInfo, summary
+from crcr.names import HEALTH_SERVICE, STORE_SERVICE
+
+__all__ = ["HealthQueryError", "RelayHealth", "health_backends"]
+
+
+def health_backends(active) -> list[dict]:
+    """The configuration RelayHealth takes of the active backends (config.models.Backend)."""
+    return [{"name": b.name, "level": b.level, "device": b.device, "description": b.description} for b in active]
+
+
+class RelayHealth(service.BuildbotService):
+    name = HEALTH_SERVICE
+
+    def checkConfig(self, backends: list[dict], commit_url: str):
+        pass
+
+    def reconfigService(self, backends: list[dict], commit_url: str):
+        """`backends`: health_backends(...) of the active backends; `commit_url`: GitHub's commit page, before the
+        sha."""
+        self.backends = [BackendInfo(**b) for b in backends]
+        self.commit_url = commit_url
+
+    # --- the views ---
+
+    @defer.inlineCallbacks
+    def summary(self, range: str = DEFAULT_RANGE):
+        seconds, now = range_seconds(range), self._now()
+        rows = yield self._store.health_summary_rows(self._names(), now - seconds, now - seconds)
+        return summary(self.backends, rows, range, now, self._units(), self.commit_url)
+
+    @defer.inlineCallbacks
+    def backend(self, name: str, range: str = DEFAULT_RANGE):
+        info, seconds, now = self._backend(name), range_seconds(range), self._now()
+        rows = yield self._store.health_backend_rows(name, now - seconds, now - LONGEST_RANGE)
+        return backend_page(info, rows, range, now, self._units(), self.commit_url)
+
+    @defer.inlineCallbacks
+    def test(self, name: str, test_id: str):
+        self._backend(name)
+        if not test_id:
+            raise HealthQueryError(400, "no test named: give its pytest node id")
+        rows = yield self._store.health_test_rows(name, test_id)
+        return test_page(name, test_id, rows, self._now(), self.commit_url)
+
+    @defer.inlineCallbacks
+    def commit(self, name: str, sha_or_prefix: str):
+        self._backend(name)
+        prefix = sha_prefix(sha_or_prefix)
+        commit = pick_commit(name, sha_or_prefix, (yield self._store.health_commits_by_prefix(name, prefix)))
+        return commit_page((yield self._store.health_commit_rows(commit)), self.commit_url)
+
+    @defer.inlineCallbacks
+    def metrics(self):
+        now = self._now()
+        rows = yield self._store.health_metrics_rows(self._names(), now)
+        return metrics(self.backends, rows, now, self._units())
+
+    # --- what the views need ---
+
+    @property
+    def _store(self):
+        return self.master.service_manager.namedServices[STORE_SERVICE]
+
+    def _now(self) -> int:
+        return int(self.master.reactor.seconds())
+
+    def _names(self) -> list[str]:
+        return [b.name for b in self.backends]
+
+    def _backend(self, name: str) -> BackendInfo:
+        for info in self.backends:
+            if info.name == name:
+                return info
+        raise HealthQueryError(404, f"no backend '{name}' (backends: {', '.join(self._names()) or 'none'})")
+
+    def _units(self) -> dict[str, dict]:
+        """{device: {"connected", "declared"}} of each device with units in workers/*.yaml."""
+        presence = self.master.service_manager.namedServices.get(PRESENCE_SERVICE)
+        if presence is None:  # a master without the relay's services (unit tests)
+            return {}
+        return {device: {"connected": sum(1 for unit in units if presence.is_connected(unit)),
+                         "declared": len(units)}
+                for device, units in presence.units_by_device.items()}

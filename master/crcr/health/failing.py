@@ -1,0 +1,66 @@
+"""The tests failing now, since which build each has failed, and the flakiest tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crcr.health.links import build_url, test_page
+from crcr.health.plans import ReadPlan, first_bad
+from crcr.store.health_queries import BadOutcome, FlakyCount, SuiteRun
+
+FLAKIEST = 20
+
+
+@dataclass(frozen=True)
+class FailingStreak:
+    first_failing: SuiteRun  # the earliest run of the streak
+    builds_failing: int
+
+
+def failing_streak(suite: str, test: str, runs: list[SuiteRun], bad: set[tuple[int, str, str]]) -> FailingStreak | None:
+    """Walking back the suite's runs (newest first) while the test failed or errored in them; None when it did not
+    in the newest. `bad`: (buildid, suite, test) of each failure or error."""
+    streak = []
+    for run in runs:
+        if run.suite != suite:
+            continue
+        if (run.buildid, suite, test) not in bad:
+            break
+        streak.append(run)
+    return FailingStreak(streak[-1], len(streak)) if streak else None
+
+
+def bad_set(outcomes: list[BadOutcome]) -> set[tuple[int, str, str]]:
+    return {(row.buildid, row.suite, row.test) for row in outcomes}
+
+
+def failing_tests(backend: str, failing: list[BadOutcome], runs: list[SuiteRun], bad: list[BadOutcome],
+                  plans: list[ReadPlan], commit_url: str) -> list[dict]:
+    """Each test failing in its suite's newest run, longest failing first. `runs`: the verdict builds' runs of the
+    suites, newest first; `bad`: every failure and error of the failing tests; `plans`: newest first."""
+    found = []
+    bad_outcomes = bad_set(bad)
+    for row in failing:
+        streak = failing_streak(row.suite, row.test, runs, bad_outcomes)
+        if streak is None:  # its newest run was recorded meanwhile
+            continue
+        first = streak.first_failing
+        found.append({
+            "test": row.test,
+            "suite": row.suite,
+            "since": first.complete_at,
+            "first_failing_sha": first.sha,
+            "first_failing_commit_url": commit_url + first.sha,
+            "first_failing_build_url": build_url(first.builderid, first.number),
+            "builds_failing": streak.builds_failing,
+            "first_bad": first_bad(plans, row.suite, row.test, commit_url),
+            "page": test_page(backend, row.test),
+        })
+    return sorted(found, key=lambda f: (f["since"], f["suite"], f["test"]))
+
+
+def flakiest(backend: str, counts: list[FlakyCount], runs: dict[str, int], limit: int = FLAKIEST) -> list[dict]:
+    """The tests most often flaky in the range, then by name; `runs`: each suite's runs in the range."""
+    ordered = sorted(counts, key=lambda c: (-c.flaky_runs, c.test, c.suite))[:limit]
+    return [{"test": c.test, "suite": c.suite, "flaky_runs": c.flaky_runs, "runs": runs.get(c.suite, 0),
+             "last_flaky_at": c.last_flaky_at, "page": test_page(backend, c.test)} for c in ordered]

@@ -1,0 +1,33 @@
+"""The figures /metrics exports: per backend verdict counts, latencies, queue, bisections, failing tests; the
+GitHub outbox; units per device."""
+
+from __future__ import annotations
+
+from crcr.health.queue import queue_now
+from crcr.health.summary import BackendInfo
+from crcr.store.health_queries import MetricsRows
+from crcr.store.tables import BISECTION_STATES
+
+COMMIT_STATES = ("pending", "success", "failure", "error")
+
+
+def metrics(infos: list[BackendInfo], rows: MetricsRows, now: int, units: dict[str, dict]) -> dict:
+    backends = {}
+    for info in infos:
+        name = info.name
+        queue = queue_now([row for row in rows.queued if row.backend == name], now)
+        states, bisections = rows.states.get(name, {}), rows.bisection_states.get(name, {})
+        backends[name] = {
+            "commits": {state: states.get(state, 0) for state in COMMIT_STATES},
+            "latencies": sorted(rows.latencies.get(name, [])),
+            "queue_length": queue["length"],
+            "oldest_queued_age": queue["oldest_age"],
+            "bisections": {state: bisections.get(state, 0) for state in BISECTION_STATES},
+            "failing_tests": sum(1 for row in rows.failing if row.backend == name),
+        }
+    return {
+        "backends": backends,
+        "outbox": {"waiting": rows.outbox_waiting, "given_up": rows.outbox_given_up,
+                   "oldest_age": None if rows.outbox_oldest is None else now - rows.outbox_oldest},
+        "units": units,
+    }

@@ -1,0 +1,57 @@
+"""One upstream commit of a backend: its verdict, how it was decided, its build's suites and failing tests."""
+
+from __future__ import annotations
+
+import re
+
+from crcr.health.errors import HealthQueryError
+from crcr.health.links import build_url
+from crcr.health.matrix import cells, covered_by
+from crcr.health.plans import bisections_holding, read_plans
+from crcr.store.commits import CommitRow
+from crcr.store.health_queries import AMBIGUOUS_SHOWN, CommitRows
+
+MIN_PREFIX = 7
+SHA_PREFIX = re.compile(r"[0-9a-f]{%d,40}" % MIN_PREFIX)
+
+
+def sha_prefix(text: str) -> str:
+    """The lower-case prefix to look up; at least MIN_PREFIX hex digits."""
+    prefix = text.strip().lower()
+    if not SHA_PREFIX.fullmatch(prefix):
+        raise HealthQueryError(400, f"a commit is named by at least {MIN_PREFIX} hex digits of its sha (got '{text}')")
+    return prefix
+
+
+def pick_commit(backend: str, asked: str, candidates: list[CommitRow]) -> CommitRow:
+    """The one commit `asked` names among the commits its prefix matched."""
+    if not candidates:
+        raise HealthQueryError(404, f"no commit {asked} of {backend} in the relay's history")
+    if len(candidates) > 1:
+        shown = ", ".join(c.sha for c in candidates[:AMBIGUOUS_SHOWN])
+        more = " and more" if len(candidates) > AMBIGUOUS_SHOWN else ""
+        raise HealthQueryError(400, f"{asked} names several commits of {backend}: {shown}{more}; give more digits")
+    return candidates[0]
+
+
+def commit_page(rows: CommitRows, commit_url: str) -> dict:
+    commit, build = rows.commit, rows.build
+    return {
+        "backend": commit.backend,
+        "sha": commit.sha,
+        "commit_url": commit_url + commit.sha,
+        "state": commit.state,
+        "description": commit.description,
+        "how": commit.how,
+        "seen_at": commit.seen_at,
+        "started_at": commit.started_at,
+        "decided_at": commit.decided_at,
+        "latency": None if commit.decided_at is None else commit.decided_at - commit.seen_at,
+        "covered_by": covered_by(commit, build),
+        "build_url": None if build is None else build_url(build.builderid, build.number),
+        "bisections": bisections_holding(read_plans(rows.bisections), commit.sha),
+        "failing": [{"test": o.test, "suite": o.suite, "outcome": o.outcome, "new": o.new}
+                    for o in rows.outcomes if o.outcome in ("failed", "errored")],
+        "flaky": [o.test for o in rows.outcomes if o.outcome == "flaky"],
+        "cells": cells(rows.runs),
+    }

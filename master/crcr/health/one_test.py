@@ -1,0 +1,53 @@
+"""One test's history on a backend: failing or passing now, since when, its first bad commit, and each build."""
+
+from __future__ import annotations
+
+from crcr.health.failing import bad_set, failing_streak
+from crcr.health.links import build_url
+from crcr.health.plans import first_bad, read_plans
+from crcr.health.ranges import RANGES
+from crcr.store.health_queries import TEST_RUNS, VERDICT_KINDS, TestRows
+
+FLAKY_WINDOW = RANGES["30d"]
+
+
+def test_page(backend: str, test: str, rows: TestRows, now: int, commit_url: str) -> dict:
+    """A build's run of the test's suite without a row of the test: the test passed (or was skipped) there; a
+    bisection build runs only the tests it asks about, so only its rows count."""
+    suite = rows.outcomes[0][0].suite if rows.outcomes else None
+    outcome_in = {build.buildid: outcome.outcome for outcome, build in rows.outcomes}
+    runs = [
+        {"buildid": run.buildid, "build_url": build_url(run.builderid, run.number), "number": run.number,
+         "sha": run.sha, "commit_url": commit_url + run.sha, "kind": run.kind,
+         "outcome": outcome_in.get(run.buildid, "passed"), "complete_at": run.complete_at}
+        for run in rows.suite_runs
+    ]
+    runs += [
+        {"buildid": build.buildid, "build_url": build_url(build.builderid, build.number), "number": build.number,
+         "sha": build.sha, "commit_url": commit_url + build.sha, "kind": build.kind, "outcome": outcome.outcome,
+         "complete_at": build.complete_at}
+        for outcome, build in rows.outcomes if build.kind == "bisection"
+    ]
+    runs.sort(key=lambda run: (run["complete_at"], run["buildid"]), reverse=True)
+    counts = {outcome: sum(1 for run in runs if run["outcome"] == outcome)
+              for outcome in ("failed", "errored", "flaky", "passed")}
+    verdict_runs = [run for run in rows.suite_runs if run.kind in VERDICT_KINDS]
+    streak = failing_streak(suite, test, verdict_runs, bad_set(rows.streak_outcomes)) if suite else None
+    state = "unknown" if not verdict_runs else "failing" if streak else "passing"
+    return {
+        "backend": backend,
+        "test": test,
+        "suite": suite,
+        "now": now,
+        "state": state,
+        "failing_since": streak.first_failing.complete_at if streak else None,
+        "first_failing_sha": streak.first_failing.sha if streak else None,
+        "first_bad": first_bad(read_plans(rows.bisections), suite, test, commit_url) if streak else None,
+        "flaky_runs": sum(1 for outcome, build in rows.outcomes if outcome.outcome == "flaky"
+                          and build.kind != "bisection" and outcome.complete_at >= now - FLAKY_WINDOW),
+        "counts": counts,
+        "runs": runs[:TEST_RUNS],
+    }
+
+
+test_page.__test__ = False  # pytest: not a test function, whatever its name

@@ -1,0 +1,52 @@
+"""A backend's verdicts: the latest one and since when it stands, commit-to-verdict latency and pass rate."""
+
+from __future__ import annotations
+
+from crcr.health.links import build_url
+from crcr.store.history import BuildRow
+from crcr.store.latency import nearest_rank
+from crcr.store.health_queries import Streak
+
+VERDICTS = ("success", "failure", "error")
+
+
+def decided_within(decided: list, now: int, seconds: int) -> list:
+    """The rows (anything with `decided_at`) decided in the `seconds` up to `now`."""
+    return [row for row in decided if row.decided_at >= now - seconds]
+
+
+def latency(decided: list) -> dict:
+    """decided_at - seen_at of each row: how many, and the nearest-rank p50 and p95 (None when none)."""
+    latencies = sorted(row.decided_at - row.seen_at for row in decided)
+    if not latencies:
+        return {"decided": 0, "p50": None, "p95": None}
+    return {"decided": len(latencies), "p50": nearest_rank(latencies, 50), "p95": nearest_rank(latencies, 95)}
+
+
+def verdict_counts(decided: list) -> dict:
+    """The ledger keeps each commit's latest verdict: counting its rows counts the latest attempt per commit."""
+    return {state: sum(1 for row in decided if row.state == state) for state in VERDICTS}
+
+
+def pass_rate(counts: dict) -> float | None:
+    decided = sum(counts.values())
+    return counts["success"] / decided if decided else None
+
+
+def latest_verdict(streak: Streak | None, deciding_build: BuildRow | None, commit_url: str) -> dict | None:
+    """The newest decided commit's verdict, and the first commit of the run of verdicts in the same state."""
+    if streak is None:
+        return None
+    latest, since = streak.latest, streak.since
+    return {
+        "state": latest.state,
+        "sha": latest.sha,
+        "commit_url": commit_url + latest.sha,
+        "description": latest.description,
+        "how": latest.how,
+        "decided_at": latest.decided_at,
+        "build_url": None if deciding_build is None else build_url(deciding_build.builderid, deciding_build.number),
+        "since": since.decided_at,
+        "since_sha": since.sha,
+        "since_commit_url": commit_url + since.sha,
+    }

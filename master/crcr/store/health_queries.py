@@ -1,0 +1,416 @@
+"""The reads behind the health figures (crcr/health/): each view's rows in one call, so that the master makes one
+trip to its database threads per page, and a summary of every backend costs a few grouped queries, never a query
+per backend.
+
+Each function takes a SQLAlchemy connection (the master runs them through RelayStore) and only reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from crcr.store.bisections import Bisection, _bisections
+from crcr.store.commits import CommitRow, _rows as _commit_rows
+from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
+from crcr.store.outbox import KEEP_GIVEN_UP
+from crcr.store.tables import bisections, builds, commits, github_outbox, suite_runs, test_outcomes
+
+# Builds of a backend's own verdicts: the figures of builds, timeouts and failing tests count these.
+VERDICT_KINDS = ("upstream", "forced")
+BAD_OUTCOMES = ("failed", "errored")
+MATRIX_COMMITS = 50
+PULL_REQUEST_BUILDS = 20
+TEST_RUNS = 100
+AMBIGUOUS_SHOWN = 5  # candidates named when a prefix matches several commits
+
+_c, _b, _r, _t = commits.c, builds.c, suite_runs.c, test_outcomes.c
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A decided commit, with what the latency and pass rate need."""
+
+    backend: str
+    state: str
+    seen_at: int
+    decided_at: int
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A commit of the queue, now or at some time: when it arrived, started, was decided (None: not yet)."""
+
+    backend: str
+    sha: str
+    seen_at: int
+    started_at: int | None
+    decided_at: int | None
+
+
+@dataclass(frozen=True)
+class Streak:
+    """The backend's newest decided commit and the earliest of the decided commits with the same state right
+    before it (itself when the one before differs)."""
+
+    latest: CommitRow
+    since: CommitRow
+
+
+@dataclass(frozen=True)
+class BadOutcome:
+    """A test failed or errored in a build."""
+
+    backend: str
+    suite: str
+    test: str
+    outcome: str
+    buildid: int
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """A suite's run with its build's place: what a test's history walks through."""
+
+    suite: str
+    buildid: int
+    complete_at: int
+    kind: str
+    sha: str
+    builderid: int
+    number: int
+
+
+@dataclass(frozen=True)
+class FlakyCount:
+    suite: str
+    test: str
+    flaky_runs: int
+    last_flaky_at: int
+
+
+@dataclass(frozen=True)
+class SummaryRows:
+    streaks: dict[str, Streak]  # backends with a decided commit
+    deciding_builds: dict[int, BuildRow]  # the latest commits' deciding builds, by buildid, while retained
+    decided: list[Decided]  # decided at or after the asked time
+    builds: dict[str, tuple[int, int]]  # backend -> (builds, timed out) completed at or after the asked time
+    queued: list[Queued]  # pending, not started
+    failing: list[BadOutcome]  # the failed or errored tests of each suite's newest run
+
+
+@dataclass(frozen=True)
+class BackendRows:
+    summary: SummaryRows  # of the backend alone, decided over the longest range asked
+    builds: list[BuildRow]  # upstream | forced, completed in the range
+    queue_history: list[Queued]  # commits queued at some time in the range
+    streak_runs: list[SuiteRun]  # runs of the suites with a failing test, newest first
+    streak_outcomes: list[BadOutcome]  # every failure or error of the failing tests
+    flaky: list[FlakyCount]  # in the range, bisection builds left out
+    runs_in_range: dict[str, int]  # suite -> runs in the range, bisection builds left out
+    matrix_commits: list[CommitRow]  # newest first
+    matrix_builds: dict[int, BuildRow]  # the matrix commits' deciding builds, by buildid
+    matrix_runs: list[SuiteRunRow]  # their suite runs, in the order they were recorded
+    bisections: list[Bisection]  # newest first
+    pull_requests: list[BuildRow]  # newest first
+
+
+@dataclass(frozen=True)
+class TestRows:
+    __test__ = False  # not a pytest test class, whatever its name
+
+    outcomes: list[tuple[TestOutcomeRow, BuildRow]]  # every row of the test, newest first
+    suite_runs: list[SuiteRun]  # runs of its suite outside bisections, newest first
+    streak_outcomes: list[BadOutcome]
+    bisections: list[Bisection]
+
+
+@dataclass(frozen=True)
+class CommitRows:
+    commit: CommitRow
+    build: BuildRow | None  # the deciding build, while retained
+    runs: list[SuiteRunRow]
+    outcomes: list[TestOutcomeRow]
+    bisections: list[Bisection]
+
+
+@dataclass(frozen=True)
+class MetricsRows:
+    states: dict[str, dict[str, int]]  # backend -> state -> commits
+    latencies: dict[str, list[int]]  # backend -> latencies of its retained decided commits
+    queued: list[Queued]
+    bisection_states: dict[str, dict[str, int]]  # backend -> state -> bisections
+    failing: list[BadOutcome]
+    outbox_waiting: int
+    outbox_given_up: int
+    outbox_oldest: int | None  # created_at of the oldest row waiting
+
+
+# --- the summary ---
+
+
+def summary_rows(conn, backends: list[str], decided_since: int, builds_since: int) -> SummaryRows:
+    streaks = latest_streaks(conn, backends)
+    return SummaryRows(
+        streaks=streaks,
+        deciding_builds=builds_by_id(conn, {s.latest.buildid for s in streaks.values()} - {None}),
+        decided=decided_after(conn, backends, decided_since),
+        builds=build_counts(conn, backends, builds_since),
+        queued=queued_now(conn, backends),
+        failing=failing_now(conn, backends),
+    )
+
+
+def latest_streaks(conn, backends: list[str]) -> dict[str, Streak]:
+    decided = sa.and_(_c.decided_at.is_not(None), _c.backend.in_(backends))
+    newest_ids = sa.select(_c.backend, sa.func.max(_c.id).label("id")).where(decided).group_by(_c.backend).subquery()
+    latest = sa.select(_c.backend, _c.id, _c.state).join(newest_ids, _c.id == newest_ids.c.id).subquery()
+    # The newest decided commit of another state before the latest: the streak starts right after it.
+    before = commits.alias("before")
+    breaks = (
+        sa.select(before.c.backend, sa.func.max(before.c.id).label("id"))
+        .join(latest, sa.and_(latest.c.backend == before.c.backend, before.c.id < latest.c.id,
+                              before.c.state != latest.c.state))
+        .where(before.c.decided_at.is_not(None))
+        .group_by(before.c.backend)
+        .subquery()
+    )
+    starts = conn.execute(
+        sa.select(_c.backend, sa.func.min(_c.id), latest.c.id)
+        .join(latest, latest.c.backend == _c.backend)
+        .outerjoin(breaks, breaks.c.backend == _c.backend)
+        .where(decided, _c.id > sa.func.coalesce(breaks.c.id, 0), _c.id <= latest.c.id)
+        .group_by(_c.backend, latest.c.id)
+    ).all()
+    ids = {i for _, since, latest_id in starts for i in (since, latest_id)}
+    rows = {row.id: row for row in _commit_rows(conn, commits.select().where(_c.id.in_(ids)))} if ids else {}
+    return {backend: Streak(rows[latest_id], rows[since]) for backend, since, latest_id in starts}
+
+
+def decided_after(conn, backends: list[str], since: int) -> list[Decided]:
+    query = (sa.select(_c.backend, _c.state, _c.seen_at, _c.decided_at)
+             .where(_c.backend.in_(backends), _c.decided_at >= since))
+    return [Decided(*row) for row in conn.execute(query)]
+
+
+def build_counts(conn, backends: list[str], since: int) -> dict[str, tuple[int, int]]:
+    query = (
+        sa.select(_b.backend, sa.func.count(), sa.func.sum(sa.case((_b.timed_out, 1), else_=0)))
+        .where(_b.backend.in_(backends), _b.complete_at >= since, _b.kind.in_(VERDICT_KINDS))
+        .group_by(_b.backend)
+    )
+    return {backend: (count, int(timeouts or 0)) for backend, count, timeouts in conn.execute(query)}
+
+
+def queued_now(conn, backends: list[str]) -> list[Queued]:
+    query = (sa.select(_c.backend, _c.sha, _c.seen_at, _c.started_at, _c.decided_at)
+             .where(_c.backend.in_(backends), _c.decided_at.is_(None), _c.started_at.is_(None)))
+    return [Queued(*row) for row in conn.execute(query)]
+
+
+def failing_now(conn, backends: list[str]) -> list[BadOutcome]:
+    """The failed and errored tests of each suite's newest run in an upstream or forced build."""
+    newest = _newest_runs(conn, backends)
+    if not newest:
+        return []
+    query = (sa.select(_t.backend, _t.suite, _t.test, _t.outcome, _t.buildid)
+             .where(_t.buildid.in_({buildid for buildid, _ in newest}), _t.outcome.in_(BAD_OUTCOMES)))
+    return [BadOutcome(*row) for row in conn.execute(query) if (row.buildid, row.suite) in newest]
+
+
+def _newest_runs(conn, backends: list[str]) -> set[tuple[int, str]]:
+    rank = sa.func.row_number().over(partition_by=(_r.backend, _r.suite),
+                                     order_by=(_r.complete_at.desc(), _r.buildid.desc())).label("rank")
+    ranked = (sa.select(_r.buildid, _r.suite, rank).join(builds, _b.buildid == _r.buildid)
+              .where(_r.backend.in_(backends), _b.kind.in_(VERDICT_KINDS)).subquery())
+    return {(buildid, suite) for buildid, suite, _ in
+            conn.execute(sa.select(ranked).where(ranked.c.rank == 1))}
+
+
+# --- one backend ---
+
+
+def backend_rows(conn, backend: str, range_start: int, longest_start: int) -> BackendRows:
+    summary = summary_rows(conn, [backend], decided_since=longest_start, builds_since=range_start)
+    failing_tests = {row.test for row in summary.failing}
+    matrix_commits = _commit_rows(conn, commits.select().where(_c.backend == backend)
+                                  .order_by(_c.id.desc()).limit(MATRIX_COMMITS))
+    deciding = {row.buildid for row in matrix_commits if row.buildid is not None}
+    return BackendRows(
+        summary=summary,
+        builds=_builds(conn, builds.select().where(_b.backend == backend, _b.complete_at >= range_start,
+                                                    _b.kind.in_(VERDICT_KINDS)).order_by(_b.complete_at)),
+        queue_history=queued_between(conn, backend, range_start),
+        streak_runs=suite_runs_of(conn, backend, {row.suite for row in summary.failing}, VERDICT_KINDS),
+        streak_outcomes=bad_outcomes_of(conn, backend, failing_tests),
+        flaky=flaky_counts(conn, backend, range_start),
+        runs_in_range=runs_in_range(conn, backend, range_start),
+        matrix_commits=matrix_commits,
+        matrix_builds=builds_by_id(conn, deciding),
+        matrix_runs=_suite_runs(conn, suite_runs.select().where(_r.buildid.in_(deciding)).order_by(_r.id)),
+        bisections=backend_bisections(conn, backend),
+        pull_requests=_builds(conn, builds.select().where(_b.backend == backend, _b.kind == "pull_request")
+                              .order_by(_b.complete_at.desc(), _b.buildid.desc()).limit(PULL_REQUEST_BUILDS)),
+    )
+
+
+def queued_between(conn, backend: str, start: int) -> list[Queued]:
+    """The commits waiting for a unit at some time since `start`: not started, nor decided, before it."""
+    query = (
+        sa.select(_c.backend, _c.sha, _c.seen_at, _c.started_at, _c.decided_at)
+        .where(_c.backend == backend, sa.or_(_c.started_at.is_(None), _c.started_at > start),
+               sa.or_(_c.decided_at.is_(None), _c.decided_at > start))
+    )
+    return [Queued(*row) for row in conn.execute(query)]
+
+
+def suite_runs_of(conn, backend: str, suites: set[str], kinds: tuple[str, ...]) -> list[SuiteRun]:
+    """The runs of `suites` in the backend's builds of `kinds`, newest first."""
+    if not suites:
+        return []
+    query = (
+        sa.select(_r.suite, _r.buildid, _r.complete_at, _b.kind, _b.sha, _b.builderid, _b.number)
+        .join(builds, _b.buildid == _r.buildid)
+        .where(_r.backend == backend, _r.suite.in_(suites), _b.kind.in_(kinds))
+        .order_by(_r.complete_at.desc(), _r.buildid.desc())
+    )
+    return [SuiteRun(*row) for row in conn.execute(query)]
+
+
+def bad_outcomes_of(conn, backend: str, tests: set[str]) -> list[BadOutcome]:
+    if not tests:
+        return []
+    query = (sa.select(_t.backend, _t.suite, _t.test, _t.outcome, _t.buildid)
+             .where(_t.backend == backend, _t.test.in_(tests), _t.outcome.in_(BAD_OUTCOMES)))
+    return [BadOutcome(*row) for row in conn.execute(query)]
+
+
+def _outside_bisections():
+    return _b.kind != "bisection"
+
+
+def flaky_counts(conn, backend: str, since: int) -> list[FlakyCount]:
+    query = (
+        sa.select(_t.suite, _t.test, sa.func.count(), sa.func.max(_t.complete_at))
+        .join(builds, _b.buildid == _t.buildid)
+        .where(_t.backend == backend, _t.outcome == "flaky", _t.complete_at >= since, _outside_bisections())
+        .group_by(_t.suite, _t.test)
+    )
+    return [FlakyCount(*row) for row in conn.execute(query)]
+
+
+def runs_in_range(conn, backend: str, since: int) -> dict[str, int]:
+    query = (
+        sa.select(_r.suite, sa.func.count()).join(builds, _b.buildid == _r.buildid)
+        .where(_r.backend == backend, _r.complete_at >= since, _outside_bisections())
+        .group_by(_r.suite)
+    )
+    return dict(conn.execute(query).all())
+
+
+def backend_bisections(conn, backend: str) -> list[Bisection]:
+    return _bisections(conn, bisections.select().where(bisections.c.backend == backend)
+                       .order_by(bisections.c.id.desc()))
+
+
+# --- one test ---
+
+
+def test_rows(conn, backend: str, test: str) -> TestRows:
+    query = (
+        sa.select(test_outcomes, builds).join(builds, _b.buildid == _t.buildid)
+        .where(_t.backend == backend, _t.test == test)
+        .order_by(_t.complete_at.desc(), _t.buildid.desc())
+    )
+    outcomes = [_outcome_and_build(row) for row in conn.execute(query)]
+    suite = outcomes[0][0].suite if outcomes else None
+    return TestRows(
+        outcomes=outcomes,
+        suite_runs=suite_runs_of(conn, backend, {suite} if suite else set(), ("upstream", "forced", "pull_request")),
+        streak_outcomes=bad_outcomes_of(conn, backend, {test}),
+        bisections=backend_bisections(conn, backend),
+    )
+
+
+test_rows.__test__ = False  # pytest: not a test function, whatever its name
+
+
+def _outcome_and_build(row) -> tuple[TestOutcomeRow, BuildRow]:
+    fields = row._mapping
+    outcome = TestOutcomeRow(**{name: fields[test_outcomes.c[name]] for name in _fields(TestOutcomeRow)})
+    build = BuildRow(**{name: fields[builds.c[name]] for name in _fields(BuildRow)})
+    return outcome, build
+
+
+# --- one commit ---
+
+
+def commits_by_prefix(conn, backend: str, prefix: str) -> list[CommitRow]:
+    """The backend's commits whose sha starts with `prefix` (lower case hex), at most a few."""
+    query = (commits.select().where(_c.backend == backend, _c.sha.like(f"{prefix}%"))
+             .order_by(_c.id).limit(AMBIGUOUS_SHOWN + 1))
+    return _commit_rows(conn, query)
+
+
+def commit_rows(conn, commit: CommitRow) -> CommitRows:
+    build, runs, outcomes = None, [], []
+    if commit.buildid is not None:
+        found = _builds(conn, builds.select().where(_b.buildid == commit.buildid))
+        build = found[0] if found else None
+        runs = _suite_runs(conn, suite_runs.select().where(_r.buildid == commit.buildid).order_by(_r.id))
+        outcomes = _test_outcomes(conn, test_outcomes.select().where(_t.buildid == commit.buildid)
+                                  .order_by(_t.id))
+    return CommitRows(commit, build, runs, outcomes, backend_bisections(conn, commit.backend))
+
+
+# --- metrics ---
+
+
+def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
+    states: dict[str, dict[str, int]] = {}
+    for backend, state, count in conn.execute(sa.select(_c.backend, _c.state, sa.func.count())
+                                              .where(_c.backend.in_(backends)).group_by(_c.backend, _c.state)):
+        states.setdefault(backend, {})[state] = count
+    latencies: dict[str, list[int]] = {}
+    for backend, latency in conn.execute(sa.select(_c.backend, _c.decided_at - _c.seen_at)
+                                         .where(_c.backend.in_(backends), _c.decided_at.is_not(None))):
+        latencies.setdefault(backend, []).append(latency)
+    bisection_states: dict[str, dict[str, int]] = {}
+    bc = bisections.c
+    for backend, state, count in conn.execute(sa.select(bc.backend, bc.state, sa.func.count())
+                                              .where(bc.backend.in_(backends)).group_by(bc.backend, bc.state)):
+        bisection_states.setdefault(backend, {})[state] = count
+    o = github_outbox.c
+    waiting, oldest = conn.execute(sa.select(sa.func.count(), sa.func.min(o.created_at))
+                                   .where(o.given_up_at.is_(None))).one()
+    given_up = conn.execute(sa.select(sa.func.count()).where(o.given_up_at >= now - KEEP_GIVEN_UP)).scalar_one()
+    return MetricsRows(states, latencies, queued_now(conn, backends), bisection_states, failing_now(conn, backends),
+                       waiting, given_up, oldest)
+
+
+# --- rows ---
+
+
+def builds_by_id(conn, buildids: set[int]) -> dict[int, BuildRow]:
+    if not buildids:
+        return {}
+    return {b.buildid: b for b in _builds(conn, builds.select().where(_b.buildid.in_(buildids)))}
+
+
+def _fields(row_type) -> list[str]:
+    return list(row_type.__dataclass_fields__)
+
+
+def _builds(conn, query) -> list[BuildRow]:
+    return [BuildRow(**{name: row._mapping[name] for name in _fields(BuildRow)}) for row in conn.execute(query)]
+
+
+def _suite_runs(conn, query) -> list[SuiteRunRow]:
+    return [SuiteRunRow(**{name: row._mapping[name] for name in _fields(SuiteRunRow)})
+            for row in conn.execute(query)]
+
+
+def _test_outcomes(conn, query) -> list[TestOutcomeRow]:
+    return [TestOutcomeRow(**{name: row._mapping[name] for name in _fields(TestOutcomeRow)})
+            for row in conn.execute(query)]

@@ -1,0 +1,201 @@
+"""RelayHealth on Buildbot's fake master, as the master's configuration makes it, with the relay's store on a real
+SQLite database: the contract's dicts (/work/notes/design-12.md) and its errors for bad questions."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from buildbot.config.master import MasterConfig
+from buildbot.process.results import Results
+from buildbot.test.fake import fakemaster
+from buildbot.test.reactor import TestReactorMixin
+from buildbot.util import service
+from twisted.trial import unittest
+
+from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
+from crcr.buildmaster.bisector import key_of
+from crcr.buildmaster.health import HealthQueryError
+from crcr.buildmaster.masterconfig import build_master_config
+from crcr.buildmaster.presence import PRESENCE_SERVICE
+from crcr.health.plans import first_bad
+from crcr.health.results import RESULTS
+from crcr.names import HEALTH_SERVICE, STORE_SERVICE
+from crcr.store import tables
+
+PROJECT = "pytorch/pytorch"
+RED, GREEN, PULLS = "alpha", "beta", "gamma"
+BUILDERID = 7
+A, B, C = ("a1" * 20, "b2" * 20, "c3" * 20)
+HOUR = 3600
+
+ROW_KEYS = {"backend", "level", "device", "description", "page", "latest", "latency", "verdicts", "pass_rate",
+            "builds", "timeouts", "timeout_rate", "queue", "units", "failing_tests"}
+
+
+def test_the_results_words_are_buildbots():
+    assert list(RESULTS) == Results
+
+
+def test_a_culprit_is_found_under_the_key_the_bisector_gives_a_test():
+    plan = type("ReadPlan", (), {})  # what first_bad reads of a plan
+    plan.bisection = type("B", (), {"id": 3, "state": "done"})
+    plan.culprits = [{"sha": A, "index": 0, "tests": [key_of("unit", "test_add.py::test_add")], "untested": []}]
+
+    assert first_bad([plan], "unit", "test_add.py::test_add", "u/")["sha"] == A
+
+
+class HealthServiceTest(TestReactorMixin, unittest.TestCase):
+    async def setUp(self):
+        self.setup_test_reactor()
+        self.reactor.advance(1_000_000)
+        basedir = tempfile.mkdtemp(prefix="crcr-health-")
+        self.addCleanup(shutil.rmtree, basedir, True)
+        self.master = await fakemaster.make_master(self, wantData=True, basedir=basedir)  # SQLite in memory
+        self.master.mq.verifyMessages = False
+        dirs = make_dirs(Path(basedir) / "relay")
+        write_backend(dirs.backends, RED, level="L2", device="npu", description="Red backend")
+        write_backend(dirs.backends, GREEN, level="L1", device="npu", description="Green backend")
+        write_backend(dirs.backends, PULLS, level="L3", device="npu", description="Pull requests")
+        write_worker(dirs.workers, "host", devices={"npu": 2})
+        write_worker_password(dirs.secrets, "host")
+        settings = settings_for(dirs, CRCR_UPSTREAM_URL="https://example.test/pytorch.git",
+                                CRCR_UPSTREAM_BRANCHES="main", CRCR_GITHUB_REPO=PROJECT)
+        config = MasterConfig.loadFromDict(build_master_config(settings), "master.cfg")
+        self.master.service_manager = service.BuildbotServiceManager()
+        await self.master.service_manager.setServiceParent(self.master)
+        for name in (STORE_SERVICE, PRESENCE_SERVICE, HEALTH_SERVICE):  # as the master's config has them
+            await config.services[name].setServiceParent(self.master.service_manager)
+        await self.master.service_manager.startService()
+        self.addCleanup(self.master.service_manager.stopService)
+        self.store = self.master.service_manager.namedServices[STORE_SERVICE]
+        self.health = self.master.service_manager.namedServices[HEALTH_SERVICE]
+        self.now = int(self.reactor.seconds())
+
+    async def insert(self, table, **values) -> None:
+        def write(conn):
+            conn.execute(table.insert().values(**values))
+            conn.commit()
+
+        await self.master.db.pool.do(write)
+
+    async def build(self, buildid: int, backend: str, sha: str, complete_at: int, kind: str = "upstream",
+                    results: int = 0, **values) -> None:
+        await self.insert(tables.builds, buildid=buildid, backend=backend, builderid=BUILDERID, number=buildid,
+                          sha=sha, branch="main", kind=kind, results=results, started_at=complete_at - 600,
+                          complete_at=complete_at, timed_out=False, **values)
+
+    async def suite_run(self, buildid: int, backend: str, complete_at: int, failed: int = 0) -> None:
+        await self.insert(tables.suite_runs, buildid=buildid, backend=backend, suite="unit",
+                          results=2 if failed else 0, passed=10, failed=failed, errored=0, flaky=0, skipped=1,
+                          xfailed=0, new=failed, timed_out=False, complete_at=complete_at)
+
+    async def history(self) -> None:
+        """RED: A passed, then B failed test_add (build 2); GREEN: C passed; PULLS: a pull request build."""
+        now = self.now
+        for backend, sha, seen, state, buildid in ((RED, A, now - 5 * HOUR, "success", 1),
+                                                   (RED, B, now - 3 * HOUR, "failure", 2),
+                                                   (GREEN, C, now - 2 * HOUR, "success", 3)):
+            await self.store.record_arrival(backend, sha, "main", seen)
+            await self.store.decide(backend, sha, state, state, "built", buildid, seen + HOUR)
+            await self.build(buildid, backend, sha, seen + HOUR, results=0 if state == "success" else 2)
+            await self.suite_run(buildid, backend, seen + HOUR, failed=int(state == "failure"))
+        await self.insert(tables.test_outcomes, buildid=2, backend=RED, suite="unit", test="test_add.py::test_add",
+                          outcome="failed", new=True, complete_at=now - 2 * HOUR)
+        await self.build(4, PULLS, C, now - HOUR, kind="pull_request", pull_request=12,
+                         pull_request_url=f"https://github.com/{PROJECT}/pull/12", pull_request_title="Fix add")
+
+    async def test_the_summary_lists_every_backend_worst_first_with_the_contracts_figures(self):
+        await self.history()
+
+        found = await self.health.summary("7d")
+
+        assert (found["now"], found["range"], found["ranges"]) == (self.now, "7d", ["24h", "7d", "30d"])
+        assert [row["backend"] for row in found["backends"]] == [RED, PULLS, GREEN]
+        red = found["backends"][0]
+        assert set(red) == ROW_KEYS
+        assert red["latest"] == {
+            "state": "failure", "sha": B, "commit_url": f"https://github.com/{PROJECT}/commit/{B}",
+            "description": "failure", "how": "built", "decided_at": self.now - 2 * HOUR,
+            "build_url": f"#/builders/{BUILDERID}/builds/2", "since": self.now - 2 * HOUR, "since_sha": B,
+            "since_commit_url": f"https://github.com/{PROJECT}/commit/{B}",
+        }
+        assert red["units"] == {"connected": 0, "declared": 2}
+        assert (red["failing_tests"], red["builds"], red["pass_rate"]) == (1, 2, 0.5)
+
+    async def test_a_backend_page_has_its_row_windows_series_failing_tests_and_matrix(self):
+        await self.history()
+
+        page = await self.health.backend(RED, "24h")
+
+        assert ROW_KEYS | {"now", "range", "ranges", "windows", "series", "failing", "flaky", "matrix",
+                           "bisections", "pull_requests"} == set(page)
+        assert set(page["windows"]) == {"24h", "7d", "30d"}
+        assert len(page["series"]["buckets"]) == 24 and page["series"]["bucket_seconds"] == HOUR
+        assert [f["test"] for f in page["failing"]] == ["test_add.py::test_add"]
+        assert [c["sha"] for c in page["matrix"]["commits"]] == [B, A]
+        assert page["matrix"]["suites"] == ["unit"]
+        assert page["pull_requests"] == []
+
+    async def test_an_l3_backend_page_lists_its_pull_request_builds(self):
+        await self.history()
+
+        page = await self.health.backend(PULLS)
+
+        assert page["pull_requests"] == [{
+            "number": 12, "url": f"https://github.com/{PROJECT}/pull/12", "title": "Fix add", "sha": C,
+            "results": "success", "build_url": f"#/builders/{BUILDERID}/builds/4", "complete_at": self.now - HOUR,
+        }]
+
+    async def test_a_test_page_tells_its_state_and_runs(self):
+        await self.history()
+
+        found = await self.health.test(RED, "test_add.py::test_add")
+
+        assert (found["state"], found["suite"], found["first_failing_sha"]) == ("failing", "unit", B)
+        assert [(run["sha"], run["outcome"]) for run in found["runs"]] == [(B, "failed"), (A, "passed")]
+
+    async def test_a_commit_is_found_by_a_prefix(self):
+        await self.history()
+
+        found = await self.health.commit(RED, B[:9].upper())
+
+        assert (found["sha"], found["state"], found["latency"]) == (B, "failure", HOUR)
+        assert found["failing"] == [{"test": "test_add.py::test_add", "suite": "unit", "outcome": "failed",
+                                     "new": True}]
+
+    async def test_metrics_count_each_backends_commits_and_the_units_by_device(self):
+        await self.history()
+
+        found = await self.health.metrics()
+
+        assert found["backends"][RED]["commits"] == {"pending": 0, "success": 1, "failure": 1, "error": 0}
+        assert found["backends"][RED]["latencies"] == [HOUR, HOUR]
+        assert found["outbox"] == {"waiting": 0, "given_up": 0, "oldest_age": None}
+        assert found["units"] == {"npu": {"connected": 0, "declared": 2}}
+
+    async def assert_refused(self, asked, code: int, message: str) -> None:
+        with self.assertRaises(HealthQueryError) as raised:
+            await asked
+        assert (raised.exception.code, raised.exception.message) == (code, message)
+
+    async def test_an_unknown_backend_is_not_found(self):
+        await self.assert_refused(self.health.backend("omega"), 404, "no backend 'omega' (backends: alpha, beta, gamma)")
+        await self.assert_refused(self.health.test("omega", "t"), 404, "no backend 'omega' (backends: alpha, beta, gamma)")
+
+    async def test_an_unknown_range_is_refused(self):
+        await self.assert_refused(self.health.summary("1y"), 400, "range must be one of 24h, 7d, 30d (got '1y')")
+        await self.assert_refused(self.health.backend(RED, "1y"), 400, "range must be one of 24h, 7d, 30d (got '1y')")
+
+    async def test_a_commit_unknown_ambiguous_or_too_short_is_refused(self):
+        await self.history()
+        twin = "b2b2b2b" + "0" * 33
+        await self.store.record_arrival(RED, twin, "main", self.now)
+
+        await self.assert_refused(self.health.commit(RED, "abcdef0"), 404,
+                                  "no commit abcdef0 of alpha in the relay's history")
+        await self.assert_refused(self.health.commit(RED, "b2a"), 400,
+                                  "a commit is named by at least 7 hex digits of its sha (got 'b2a')")
+        await self.assert_refused(self.health.commit(RED, "B2B2B2B"), 400,
+                                  f"B2B2B2B names several commits of alpha: {B}, {twin}; give more digits")
