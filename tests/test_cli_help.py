@@ -47,7 +47,7 @@ COMMAND_OPTIONS = {
     ("force",): {"--reason", "--url", "--user"},
     ("bisect",): {"--test", "--reason", "--url", "--user"},
     ("latency",): {"--json", "--basedir"},
-    ("status",): {"--outbox", "--json", "--basedir"},
+    ("status",): {"--range", "--outbox", "--json", "--basedir", "--url", "--user"},
 }
 
 

@@ -65,7 +65,6 @@ def test_the_waiting_rows_with_their_attempts_next_try_and_last_problem(crcr, tm
         "GitHub refused for good (shown for 7 days): 1\n"
         f"  {REPO}@bbbbbbbbbb crcr/gamma status 'success': given up 2h ago: HTTP 422: No commit found for SHA\n"
     )
-    assert crcr("status", "--basedir", basedir).stdout == result.stdout, "without an option: every part"
 
 
 def test_nothing_waiting(crcr, tmp_path):
@@ -103,7 +102,7 @@ def test_a_database_the_master_has_not_upgraded_yet_is_said_so(crcr, tmp_path):
         conn.execute(sa.text("CREATE TABLE builds (id INTEGER PRIMARY KEY)"))
     engine.dispose()
 
-    result = crcr("status", "--basedir", basedir)
+    result = crcr("status", "--outbox", "--basedir", basedir)
 
     assert (result.returncode, result.stderr) == (1, (
         "error: the database has no crcr_github_outbox table: the master creates the relay's tables when it starts "

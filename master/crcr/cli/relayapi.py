@@ -93,15 +93,20 @@ class RelaySession:
     def call(self, path: str, body: dict | None = None) -> dict:
         """The JSON answer of `path` under the relay's /api/v2; RuntimeError saying what to do when the relay
         refuses the caller (an anonymous one: how to sign in)."""
+        return self.answer(f"api/v2/{path}", body)[1]
+
+    def answer(self, path: str, body: dict | None = None) -> tuple[int, dict]:
+        """The HTTP status and JSON answer of `path` under the relay's URL (the crcr plugin's JSON is outside
+        /api/v2); RuntimeError as call's when the relay refuses the caller."""
         if self._needs_sign_in:
             self._sign_in()
-        status, reply = _call(self._opener, f"{self.url}/api/v2/{path}", body)
+        status, reply = _call(self._opener, f"{self.url}/{path}", body)
         if status in (401, 403):
             if self.credentials == ANONYMOUS:
-                raise RuntimeError(f"the relay at {self.url} refused an anonymous request ({_message(reply)}): "
+                raise RuntimeError(f"the relay at {self.url} refused an anonymous request ({error_message(reply)}): "
                                    f"{HOW_TO_SIGN_IN}")
-            raise RuntimeError(f"the relay at {self.url} refused {self.credentials.who}: {_message(reply)}")
-        return reply
+            raise RuntimeError(f"the relay at {self.url} refused {self.credentials.who}: {error_message(reply)}")
+        return status, reply
 
     def _sign_in(self) -> None:
         auth = _call(self._opener, f"{self.url}/config")[1].get("auth", {})
@@ -123,7 +128,7 @@ class RelaySession:
                                "wrong name or password")
         if status >= 400:
             raise RuntimeError(f"the relay at {self.url} refused the sign-in of {self.credentials.who}: "
-                               f"{_message(reply)}")
+                               f"{error_message(reply)}")
         self._needs_sign_in = False
 
 
@@ -141,7 +146,7 @@ def call_force_scheduler(
     try:
         listed = relay.call("forceschedulers")
         if "forceschedulers" not in listed:
-            raise RuntimeError(f"the relay at {relay.url} did not list its force schedulers: {_message(listed)}")
+            raise RuntimeError(f"the relay at {relay.url} did not list its force schedulers: {error_message(listed)}")
         names = [s["name"] for s in listed["forceschedulers"]]
         if scheduler not in names:
             # A kind's schedulers are all named <prefix><backend>; the other kinds' are not backends of this one.
@@ -153,7 +158,7 @@ def call_force_scheduler(
     except OSError as e:  # URLError, and a connection reset or timed out once made
         raise RuntimeError(f"cannot reach the relay at {relay.url}: {getattr(e, 'reason', e)}") from None
     if "error" in reply:
-        raise RuntimeError(_message(reply))
+        raise RuntimeError(error_message(reply))
     return reply["result"]
 
 
@@ -174,7 +179,8 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _message(reply: dict) -> str:
+def error_message(reply: dict) -> str:
+    """The text of the relay's error answer: {"error": text}, Buildbot's {"error": {"message": ...}}."""
     error = reply.get("error", reply)
     message = error.get("message", error) if isinstance(error, dict) else error
     # Buildbot reports a refused force form as {field: problem}.

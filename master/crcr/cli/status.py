@@ -1,6 +1,10 @@
-"""`crcr status [--outbox]`: what the relay still has to do, read from the master's database (the master need not
-be running). For now one part, the GitHub outbox: the statuses and check runs waiting for GitHub, why, and when
-they are tried next; and those GitHub refused for good."""
+"""`crcr status`: how the relay's backends are doing, and what the relay still has to do.
+
+Without --outbox: the health figures (latest verdicts, latency, pass rates, queues, units, failing tests) as the
+running master's JSON gives them (/plugins/crcr/api/health..., the figures the health pages show), worded by
+healthtext or, with --json, as answered; then a line on the GitHub outbox. With --outbox: the GitHub outbox, read
+from the master's database (the master need not be running): the statuses and check runs waiting for GitHub, why,
+and when they are tried next; and those GitHub refused for good."""
 
 from __future__ import annotations
 
@@ -11,11 +15,16 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from urllib.parse import quote
+
+from crcr.cli.healthtext import backend_lines, commit_lines, summary_lines
 from crcr.cli.latency import duration_text
 from crcr.cli.masterdb import existing_database
+from crcr.cli.relayapi import RelaySession, add_sign_in_options, credentials_from, error_message
 from crcr.cli.subcommands import add_command
 from crcr.cli.wording import counted
 from crcr.config.settings import load_settings
+from crcr.health.ranges import DEFAULT_RANGE, RANGES
 from crcr.store.outbox import CLAIM_EXPIRY, KEEP_GIVEN_UP, OutboxRow, given_up, waiting
 from crcr.store.tables import github_outbox
 
@@ -51,12 +60,22 @@ def _waiting_line(row: OutboxRow, now: int) -> str:
     return f"{_target(row)}: waiting {duration_text(now - row.created_at)}, {tried}, {_next_try(row, now)}{problem}"
 
 
-def print_outbox(rows: list[OutboxRow], refused: list[OutboxRow], now: int) -> None:
+def _waiting_summary(rows: list[OutboxRow], now: int) -> str:
     if not rows:
-        print(NOTHING_WAITING)
-    else:
-        oldest = max(now - r.created_at for r in rows)
-        print(f"GitHub outbox: {len(rows)} waiting, the oldest for {duration_text(oldest)}")
+        return NOTHING_WAITING
+    oldest = max(now - r.created_at for r in rows)
+    return f"GitHub outbox: {len(rows)} waiting, the oldest for {duration_text(oldest)}"
+
+
+def outbox_line(rows: list[OutboxRow], refused: list[OutboxRow], now: int) -> str:
+    """The outbox in one line, for the health summary."""
+    given_up = f"; {len(refused)} refused for good in the last {KEEP_GIVEN_UP // 86400} days" if refused else ""
+    return _waiting_summary(rows, now) + given_up
+
+
+def print_outbox(rows: list[OutboxRow], refused: list[OutboxRow], now: int) -> None:
+    print(_waiting_summary(rows, now))
+    if rows:
         for row in rows:
             print(f"  {_waiting_line(row, now)}")
     if refused:
@@ -84,36 +103,107 @@ def now() -> int:
     return int(time.time())
 
 
-def cmd_status(args) -> int:
+def read_outbox(basedir: Path | None) -> tuple[list[OutboxRow], list[OutboxRow], int]:
+    """The waiting rows, those given up, and the time they were read at."""
     settings = load_settings()
     at = now()
-    with existing_database(settings.db_url, args.basedir) as conn:
+    with existing_database(settings.db_url, basedir) as conn:
         if not sa.inspect(conn).has_table(github_outbox.name):
             raise RuntimeError(
                 f"the database has no {github_outbox.name} table: the master creates the relay's tables when it "
                 "starts (crcr master start)"
             )
-        rows, refused = waiting(conn), given_up(conn, at)
-    # Without a part named, every part: the outbox is the only one so far.
-    if args.json:
-        print(json.dumps({"outbox": outbox_json(rows, refused, at)}, indent=2))
+        return waiting(conn), given_up(conn, at), at
+
+
+def cmd_status(args) -> int:
+    _refuse_mixed_options(args)
+    if args.outbox:
+        rows, refused, at = read_outbox(args.basedir)
+        if args.json:
+            print(json.dumps({"outbox": outbox_json(rows, refused, at)}, indent=2))
+        else:
+            print_outbox(rows, refused, at)
+        return 0
+    return print_health(args)
+
+
+def print_health(args) -> int:
+    """The figures of the summary, a backend or one of its commits, as the running master answers them."""
+    url = (args.url or load_settings().web_url).rstrip("/")
+    over = args.range or DEFAULT_RANGE
+    if args.backend is None:
+        path, wording = f"health?range={over}", summary_lines
+    elif args.sha is None:
+        path, wording = f"health/{quote(args.backend, safe='')}?range={over}", backend_lines
     else:
-        print_outbox(rows, refused, at)
+        path = f"health/{quote(args.backend, safe='')}/commits/{quote(args.sha, safe='')}"
+        wording = commit_lines
+    relay = RelaySession(url, credentials_from(args))
+    try:
+        status, body = relay.answer(f"plugins/crcr/api/{path}")
+    except OSError as e:  # refused, reset or timed out: URLError is one
+        raise RuntimeError(
+            f"the master at {url} does not answer ({getattr(e, 'reason', e)}): start it (crcr master start "
+            "--basedir DIR); crcr status --outbox works without it"
+        ) from None
+    if args.json:  # as answered, so that a script reads the numbers the pages show
+        print(json.dumps(body, indent=2))
+        return 0 if status == 200 else 1
+    if status != 200:
+        raise RuntimeError(error_message(body))
+    for line in wording(body, url):
+        print(line)
+    if args.backend is None:
+        print(_outbox_summary(args.basedir))
     return 0
+
+
+def _outbox_summary(basedir: Path | None) -> str:
+    """The outbox's line, or why the database could not be read: the figures above stand without it."""
+    try:
+        return outbox_line(*read_outbox(basedir))
+    except RuntimeError as e:
+        return f"GitHub outbox: not read: {e}"
+
+
+def _refuse_mixed_options(args) -> None:
+    if args.outbox and args.backend is not None:
+        raise RuntimeError("--outbox is the whole relay's GitHub outbox: give no BACKEND")
+    if args.outbox and args.range is not None:
+        raise RuntimeError("--range is for the health figures, not --outbox")
+    if args.sha is not None and args.range is not None:
+        raise RuntimeError("--range is for the figures of a backend, not of one commit")
 
 
 def add_status_command(sub: argparse._SubParsersAction) -> None:
     status = add_command(
-        sub, "status", cmd_status, "what the relay still has to do: the GitHub outbox",
-        "What the relay still has to do, from the master's database (CRCR_DB_URL); the master need not be running. "
-        "The GitHub outbox: each commit status and check run not delivered to GitHub yet (it is retried until "
-        "GitHub takes it, across restarts), with its attempts, when it is tried next and the last problem; and "
-        "those GitHub refused for good (a 4xx that retrying cannot mend), shown for a week. Without an option, "
-        "every part.",
+        sub, "status", cmd_status, "how the backends are doing (health figures) and the GitHub outbox",
+        "Without BACKEND: one line per backend, worst first: its latest verdict and since which commit, "
+        "commit-to-verdict latency p50/p95, pass rate, builds and timeouts over the range, its queue and oldest "
+        "queued commit, units connected of those declared, failing tests; then the GitHub outbox in a line. With "
+        "BACKEND: its figures over the range, over 24h, 7d and 30d, its failing tests (since which commit, the "
+        "first bad one a bisection found), flakiest tests, bisections and pull-request builds. With BACKEND SHA "
+        "(7 or more hex digits): that commit's verdict, how it was decided, its latency, build and failing tests. "
+        "The figures are the health pages', asked of the running master (--url, signing in as --user when it "
+        "requires it). --outbox: each commit status and check run not delivered to GitHub yet (retried until "
+        "GitHub takes it, across restarts), with its attempts, when it is tried next and the last problem, and "
+        "those GitHub refused for good (a 4xx that retrying cannot mend), shown for a week; read from the master's "
+        "database (CRCR_DB_URL), the master need not be running.",
     )
-    status.add_argument("--outbox", action="store_true", help="the GitHub outbox only")
-    status.add_argument("--json", action="store_true", help="the same as JSON (times in Unix seconds)")
+    status.add_argument("backend", metavar="BACKEND", nargs="?", help="a backend's figures")
+    status.add_argument("sha", metavar="SHA", nargs="?", help="one upstream commit of BACKEND: its sha or a prefix")
+    status.add_argument("--range", choices=list(RANGES),
+                        help=f"the range the figures are over (default: {DEFAULT_RANGE})")
+    status.add_argument("--outbox", action="store_true",
+                        help="the GitHub outbox only, from the database (the master need not be running)")
+    status.add_argument("--json", action="store_true",
+                        help="the relay's answer as JSON, as the pages read it (times in Unix seconds); with "
+                             "--outbox, the outbox as JSON")
     status.add_argument(
         "--basedir", type=lambda p: Path(p).resolve(), metavar="DIR",
-        help="the master directory (needed when the database is a relative SQLite path, as by default)",
+        help="the master directory, to read the outbox from its database when that is a relative SQLite path, "
+             "as by default",
     )
+    status.add_argument("--url", help="relay web address (default: the settings' buildbot URL)")
+    add_sign_in_options(status)

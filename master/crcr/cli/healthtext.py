@@ -1,0 +1,191 @@
+"""The relay's health figures as `crcr status` words them, from the JSON the running master answers (the shapes of
+RelayHealth's summary, backend and commit: design-12.md). Only wording here: every figure is the relay's, so the
+command says what the pages show. Links are the UI's routes made absolute with the relay's web address."""
+
+from __future__ import annotations
+
+import time
+
+from crcr.cli.latency import duration_text
+from crcr.cli.wording import counted
+from crcr.suites.results import SHORT_SHA
+
+NONE = "-"  # a figure that has no value (no verdict, no build in the range)
+
+
+def summary_lines(summary: dict, web_url: str) -> list[str]:
+    """One line per backend, in the relay's order (worst first), under a header."""
+    now = summary["now"]
+    rows = [("BACKEND", "VERDICT", "SINCE", "P50", "P95", "PASS RATE", "BUILDS", "TIMEOUTS", "QUEUE", "UNITS",
+             "FAILING TESTS")]
+    for row in summary["backends"]:
+        latest, latency, queue = row["latest"], row["latency"], row["queue"]
+        rows.append((
+            row["backend"],
+            latest["state"] if latest else "no verdict",
+            f"{_short(latest['since_sha'])}, {_ago(now, latest['since'])}" if latest else NONE,
+            _duration(latency["p50"]),
+            _duration(latency["p95"]),
+            f"{_percent(row['pass_rate'])} ({row['verdicts']['success']}/{latency['decided']})"
+            if row["pass_rate"] is not None else NONE,
+            str(row["builds"]),
+            f"{row['timeouts']} ({_percent(row['timeout_rate'])})" if row["builds"] else NONE,
+            f"{queue['length']}, oldest {_short(queue['oldest_sha'])} {duration_text(queue['oldest_age'])} ago"
+            if queue["length"] else "0",
+            f"{row['units']['connected']}/{row['units']['declared']}",
+            str(row["failing_tests"]),
+        ))
+    return [f"Over the last {summary['range']}, worst first ({_link(web_url, '#/health')}):", *table(rows)]
+
+
+def backend_lines(page: dict, web_url: str) -> list[str]:
+    """The backend page's figures: its row, the three windows, failing and flaky tests, bisections, and for the
+    levels that build pull requests, their builds. (The charts and the commit matrix are the page's.)"""
+    now, over = page["now"], page["range"]
+    lines = [f"{page['backend']} ({page['level']}, {page['device']}): {page['description']} "
+             f"({_link(web_url, page['page'])})"]
+    lines += _latest_lines(page["latest"], now, web_url)
+    lines.append(f"last {over}: {_decided_text(page)}; {_builds_text(page)}")
+    lines.append(f"now: {_queue_text(page['queue'])}; units {page['units']['connected']} of "
+                 f"{page['units']['declared']} connected; {counted(page['failing_tests'], 'failing test')}")
+    lines += table([("RANGE", "DECIDED", "P50", "P95", "PASS RATE")] + [
+        (name, str(w["decided"]), _duration(w["p50"]), _duration(w["p95"]), _percent(w["pass_rate"]))
+        for name, w in page["windows"].items()
+    ])
+    lines += _section("failing tests", [_failing_text(t, now, web_url) for t in page["failing"]], with_count=True)
+    lines += _section(f"flakiest tests over the last {over}", [
+        f"{t['test']} ({t['suite']}): flaky in {t['flaky_runs']} of {counted(t['runs'], 'run')}, "
+        f"the last {_ago(now, t['last_flaky_at'])}" for t in page["flaky"]])
+    lines += _section("bisections", [_bisection_text(b, now, web_url) for b in page["bisections"]])
+    if page["level"] in ("L3", "L4"):  # the levels whose pull requests the relay builds
+        lines += _section("pull-request builds", [
+            f"#{pr['number']} {pr['title']} at {_short(pr['sha'])}: {pr['results']} {_ago(now, pr['complete_at'])} "
+            f"({_link(web_url, pr['build_url'])}, {pr['url']})" for pr in page["pull_requests"]])
+    return lines
+
+
+def commit_lines(commit: dict, web_url: str) -> list[str]:
+    """One commit of a backend: its verdict, how it was decided, when, its build, failing tests and suites."""
+    verdict = f"{commit['state']}: {commit['description']}" if commit["description"] else commit["state"]
+    lines = [f"{commit['backend']} {commit['sha']}: {verdict}", f"decided: {_how_text(commit)}"]
+    times = f"seen {_utc(commit['seen_at'])}"
+    if commit["decided_at"] is not None:
+        times += f", decided {_utc(commit['decided_at'])}: latency {duration_text(commit['latency'])}"
+    lines.append(times)
+    if commit["build_url"]:
+        lines.append(f"build: {_link(web_url, commit['build_url'])}")
+    lines.append(f"commit: {commit['commit_url']}")
+    if commit["bisections"]:
+        lines.append("bisections: " + ", ".join(
+            f"{b} ({_link(web_url, f'#/bisections/{b}')})" for b in commit["bisections"]))
+    if commit["failing"]:
+        lines += _section("failing tests", [
+            f"{t['test']} ({t['suite']}): {t['outcome']}" + (", new" if t["new"] else "") for t in commit["failing"]
+        ], with_count=True)
+    if commit["flaky"]:
+        lines.append("flaky tests: " + ", ".join(commit["flaky"]))
+    if commit["cells"]:
+        lines += _section("suites", [f"{suite}: {_cell_text(cell)}" for suite, cell in commit["cells"].items()])
+    return lines
+
+
+def table(rows: list[tuple[str, ...]]) -> list[str]:
+    """Rows as lines of left-aligned columns two spaces apart."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+
+
+def _latest_lines(latest: dict | None, now: int, web_url: str) -> list[str]:
+    if latest is None:
+        return ["latest verdict: none yet"]
+    said = f": {latest['description']}" if latest["description"] else ""
+    build = f" ({_link(web_url, latest['build_url'])})" if latest["build_url"] else ""
+    return [f"latest verdict: {latest['state']} at {_short(latest['sha'])}, decided "
+            f"{_ago(now, latest['decided_at'])}{said}{build}",
+            f"  {latest['state']} since {_short(latest['since_sha'])}, {_ago(now, latest['since'])}"]
+
+
+def _decided_text(row: dict) -> str:
+    latency, verdicts = row["latency"], row["verdicts"]
+    if not latency["decided"]:
+        return "no commit decided"
+    return (f"{counted(latency['decided'], 'commit')} decided ({verdicts['success']} success, {verdicts['failure']} "
+            f"failure, {verdicts['error']} error), pass rate {_percent(row['pass_rate'])}; latency p50 "
+            f"{duration_text(latency['p50'])}, p95 {duration_text(latency['p95'])}")
+
+
+def _builds_text(row: dict) -> str:
+    if not row["builds"]:
+        return "0 builds"
+    return f"{counted(row['builds'], 'build')}, {row['timeouts']} timed out ({_percent(row['timeout_rate'])})"
+
+
+def _queue_text(queue: dict) -> str:
+    if not queue["length"]:
+        return "no commit queued"
+    return (f"{counted(queue['length'], 'commit')} queued, the oldest {_short(queue['oldest_sha'])} for "
+            f"{duration_text(queue['oldest_age'])}")
+
+
+def _failing_text(test: dict, now: int, web_url: str) -> str:
+    bad = test["first_bad"]
+    culprit = (f"first bad commit {_short(bad['sha'])} (bisection {bad['bisection']}, "
+               f"{_link(web_url, bad['bisection_url'])})" if bad else "not bisected")
+    return (f"{test['test']} ({test['suite']}): failing for {counted(test['builds_failing'], 'build')}, since "
+            f"{_short(test['first_failing_sha'])} {_ago(now, test['since'])}; {culprit}")
+
+
+def _bisection_text(bisection: dict, now: int, web_url: str) -> str:
+    culprits = bisection["culprits"]
+    found = (f"{'culprit' if len(culprits) == 1 else 'culprits'} {', '.join(map(_short, culprits))}"
+             if culprits else "no culprit yet")
+    ended = f", ended {_ago(now, bisection['ended_at'])}" if bisection["ended_at"] is not None else ""
+    return (f"{bisection['id']} {bisection['state']}: good {_short(bisection['good_sha'])}, bad "
+            f"{_short(bisection['bad_sha'])}; {found}; started {_ago(now, bisection['started_at'])}{ended} "
+            f"({_link(web_url, bisection['url'])})")
+
+
+def _how_text(commit: dict) -> str:
+    how = commit["how"]
+    if how is None:
+        return "not yet, " + ("building" if commit["started_at"] is not None else "waiting for a unit")
+    if how == "covered":
+        return f"covered by the build of {_short(commit['covered_by'])}, a newer commit"
+    return {"built": "built, by its own build", "forced": "forced, by a build asked for"}.get(how, how)
+
+
+def _cell_text(cell: dict) -> str:
+    if cell["timed_out"]:
+        return f"{cell['results']}, timed out"
+    counts = f"{cell['passed']} passed, {cell['failed']} failed, {cell['flaky']} flaky, {cell['skipped']} skipped"
+    return f"{cell['results']}: {counts}" + (f", {cell['new']} new" if cell["new"] else "")
+
+
+def _section(title: str, items: list[str], with_count: bool = False) -> list[str]:
+    if not items:
+        return [f"{title}: none"]
+    return [f"{title} ({len(items)}):" if with_count else f"{title}:", *(f"  {item}" for item in items)]
+
+
+def _link(web_url: str, route: str) -> str:
+    return f"{web_url.rstrip('/')}/{route}"
+
+
+def _short(sha: str) -> str:
+    return sha[:SHORT_SHA]
+
+
+def _ago(now: int, at: int) -> str:
+    return f"{duration_text(max(0, now - at))} ago"
+
+
+def _duration(seconds: int | None) -> str:
+    return NONE if seconds is None else duration_text(seconds)
+
+
+def _percent(rate: float | None) -> str:
+    return NONE if rate is None else f"{rate:.0%}"
+
+
+def _utc(at: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))

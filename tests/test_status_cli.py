@@ -1,0 +1,391 @@
+"""`crcr status [BACKEND [SHA]]`: the relay's health figures as the running master's JSON gives them
+(/plugins/crcr/api/health...), worded one line per backend, per figure, per test; --json passes the answer through.
+
+The relay here answers canned bodies of the design's shapes (design-12.md, RelayHealth); the real relay's answers
+are checked in test_status_cli_e2e.py."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import sqlalchemy as sa
+
+from clirun import InProcessCrcr
+from crcr.cli import status
+from crcr.store.migrate import upgrade_tables
+from crcr.store.outbox import enqueue, give_up
+from harness import free_port
+
+NOW = 1_764_770_400  # 2025-12-03 14:00:00 UTC
+A, B, C, D, E, F = (letter * 40 for letter in "abcdef")
+GITHUB = "https://github.com/pytorch/pytorch/commit/"
+HEALTH = "/plugins/crcr/api/health"
+
+
+class CannedRelay:
+    """Answers GET `path?query` with its canned (HTTP status, JSON body), 404 otherwise; records the paths asked."""
+
+    def __init__(self, answers: dict[str, tuple[int, dict]]):
+        self.answers, self.asked = answers, []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self):
+        relay = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                relay.asked.append(self.path)
+                status, body = relay.answers.get(self.path, (404, {"error": f"no canned answer for {self.path}"}))
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        return Handler
+
+
+@pytest.fixture
+def crcr(monkeypatch, capsys, tmp_path):
+    """crcr with a master database of its own (an empty outbox) at an absolute path."""
+    database = tmp_path / "state.sqlite"
+    engine = sa.create_engine(f"sqlite:///{database}")
+    with engine.begin() as conn:
+        upgrade_tables(conn)
+    engine.dispose()
+    return InProcessCrcr(monkeypatch, capsys, env={"CRCR_DB_URL": f"sqlite:///{database}",
+                                                   "CRCR_WEB_PORT": str(free_port())})
+
+
+@pytest.fixture
+def relay():
+    canned = CannedRelay({})
+    yield canned
+    canned.close()
+
+
+def row(backend: str, **figures) -> dict:
+    """A summary row of the design's shape: a backend with no verdict, no build, nothing queued; `figures` replace."""
+    return {"backend": backend, "level": "L1", "device": "cpu", "description": f"{backend} backend",
+            "page": f"#/health/{backend}", "latest": None, "latency": {"decided": 0, "p50": None, "p95": None},
+            "verdicts": {"success": 0, "failure": 0, "error": 0}, "pass_rate": None, "builds": 0, "timeouts": 0,
+            "timeout_rate": None,
+            "queue": {"length": 0, "oldest_sha": None, "oldest_seen_at": None, "oldest_age": None},
+            "units": {"connected": 0, "declared": 1}, "failing_tests": 0, **figures}
+
+
+def latest(state: str, sha: str, decided_ago: int, since_sha: str, since_ago: int, how="built",
+           description="", build="#/builders/2/builds/7") -> dict:
+    return {"state": state, "sha": sha, "commit_url": GITHUB + sha, "description": description, "how": how,
+            "decided_at": NOW - decided_ago, "build_url": build, "since": NOW - since_ago, "since_sha": since_sha,
+            "since_commit_url": GITHUB + since_sha}
+
+
+BETA = row(
+    "beta", level="L3", device="xpu", description="Intel GPUs",
+    latest=latest("failure", B, 3600, C, 7260, description="2 tests failed"),
+    latency={"decided": 3, "p50": 750, "p95": 3900}, verdicts={"success": 2, "failure": 1, "error": 0},
+    pass_rate=2 / 3, builds=5, timeouts=1, timeout_rate=0.2,
+    queue={"length": 2, "oldest_sha": D, "oldest_seen_at": NOW - 7260, "oldest_age": 7260},
+    units={"connected": 1, "declared": 2}, failing_tests=2,
+)
+ALPHA = row(
+    "alpha", latest=latest("success", A, 600, E, 90000), latency={"decided": 4, "p50": 300, "p95": 542},
+    verdicts={"success": 4, "failure": 0, "error": 0}, pass_rate=1.0, builds=6, timeout_rate=0.0,
+    units={"connected": 2, "declared": 2},
+)
+SUMMARY = {"now": NOW, "range": "7d", "ranges": ["24h", "7d", "30d"], "backends": [BETA, row("gamma"), ALPHA]}
+
+
+def test_the_summary_one_line_per_backend_worst_first_then_the_outbox(crcr, relay):
+    relay.answers[f"{HEALTH}?range=7d"] = (200, SUMMARY)
+
+    result = crcr("status", "--url", relay.url)
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == [
+        f"Over the last 7d, worst first ({relay.url}/#/health):",
+        "BACKEND  VERDICT     SINCE                  P50      P95    PASS RATE   BUILDS  TIMEOUTS  "
+        "QUEUE                           UNITS  FAILING TESTS",
+        "beta     failure     cccccccccc, 2h 1m ago  12m 30s  1h 5m  67% (2/3)   5       1 (20%)   "
+        "2, oldest dddddddddd 2h 1m ago  1/2    2",
+        "gamma    no verdict  -                      -        -      -           0       -         "
+        "0                               0/1    0",
+        "alpha    success     eeeeeeeeee, 1d 1h ago  5m       9m 2s  100% (4/4)  6       0 (0%)    "
+        "0                               2/2    0",
+        "GitHub outbox: nothing waiting",
+    ]
+
+
+def test_the_range_is_asked_of_the_relay(crcr, relay):
+    relay.answers[f"{HEALTH}?range=30d"] = (200, {**SUMMARY, "range": "30d"})
+
+    result = crcr("status", "--range", "30d", "--url", relay.url)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Over the last 30d, worst first")
+    assert relay.asked == [f"{HEALTH}?range=30d"]
+
+
+def test_the_summary_says_why_it_cannot_read_the_outbox(crcr, relay):
+    relay.answers[f"{HEALTH}?range=7d"] = (200, SUMMARY)
+
+    result = crcr("status", "--url", relay.url, CRCR_DB_URL="sqlite:///state.sqlite")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == (
+        "GitHub outbox: not read: the database sqlite:///state.sqlite (CRCR_DB_URL) is a path relative to the "
+        "master directory: give --basedir")
+
+
+BACKEND_PAGE = {
+    **BETA, "now": NOW, "range": "7d", "ranges": ["24h", "7d", "30d"],
+    "windows": {"24h": {"decided": 1, "p50": 3900, "p95": 3900, "pass_rate": 0.0},
+                "7d": {"decided": 3, "p50": 750, "p95": 3900, "pass_rate": 2 / 3},
+                "30d": {"decided": 0, "p50": None, "p95": None, "pass_rate": None}},
+    "series": {"bucket_seconds": 86400, "buckets": []},
+    "failing": [
+        {"test": "tests/test_ops.py::test_add", "suite": "unit", "since": NOW - 7260, "first_failing_sha": C,
+         "first_failing_commit_url": GITHUB + C, "first_failing_build_url": "#/builders/2/builds/5",
+         "builds_failing": 2, "first_bad": {"sha": E, "commit_url": GITHUB + E, "bisection": 4,
+                                            "bisection_url": "#/bisections/4"},
+         "page": "#/health/beta/test?id=tests/test_ops.py%3A%3Atest_add"},
+        {"test": "tests/test_ops.py::test_mul", "suite": "unit", "since": NOW - 3600, "first_failing_sha": B,
+         "first_failing_commit_url": GITHUB + B, "first_failing_build_url": "#/builders/2/builds/7",
+         "builds_failing": 1, "first_bad": None, "page": "#/health/beta/test?id=tests/test_ops.py%3A%3Atest_mul"},
+    ],
+    "flaky": [{"test": "tests/test_nn.py::test_dropout", "suite": "unit", "flaky_runs": 2, "runs": 9,
+               "last_flaky_at": NOW - 10800, "page": "#/health/beta/test?id=tests/test_nn.py%3A%3Atest_dropout"}],
+    "matrix": {"suites": ["unit"], "commits": []},
+    "bisections": [
+        {"id": 4, "url": "#/bisections/4", "state": "done", "good_sha": F, "bad_sha": B, "started_at": NOW - 7200,
+         "ended_at": NOW - 5400, "culprits": [E]},
+        {"id": 5, "url": "#/bisections/5", "state": "running", "good_sha": F, "bad_sha": B,
+         "started_at": NOW - 60, "ended_at": None, "culprits": []},
+    ],
+    "pull_requests": [{"number": 12, "url": "https://github.com/pytorch/pytorch/pull/12", "title": "Add foo",
+                       "sha": A, "results": "success", "build_url": "#/builders/5/builds/3",
+                       "complete_at": NOW - 3600}],
+}
+
+
+def test_a_backend_its_figures_windows_failing_and_flaky_tests_bisections_and_pull_requests(crcr, relay):
+    relay.answers[f"{HEALTH}/beta?range=7d"] = (200, BACKEND_PAGE)
+    u = relay.url
+
+    result = crcr("status", "beta", "--url", u)
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == [
+        f"beta (L3, xpu): Intel GPUs ({u}/#/health/beta)",
+        f"latest verdict: failure at bbbbbbbbbb, decided 1h ago: 2 tests failed ({u}/#/builders/2/builds/7)",
+        "  failure since cccccccccc, 2h 1m ago",
+        "last 7d: 3 commits decided (2 success, 1 failure, 0 error), pass rate 67%; latency p50 12m 30s, "
+        "p95 1h 5m; 5 builds, 1 timed out (20%)",
+        "now: 2 commits queued, the oldest dddddddddd for 2h 1m; units 1 of 2 connected; 2 failing tests",
+        "RANGE  DECIDED  P50      P95    PASS RATE",
+        "24h    1        1h 5m    1h 5m  0%",
+        "7d     3        12m 30s  1h 5m  67%",
+        "30d    0        -        -      -",
+        "failing tests (2):",
+        f"  tests/test_ops.py::test_add (unit): failing for 2 builds, since cccccccccc 2h 1m ago; first bad commit "
+        f"eeeeeeeeee (bisection 4, {u}/#/bisections/4)",
+        "  tests/test_ops.py::test_mul (unit): failing for 1 build, since bbbbbbbbbb 1h ago; not bisected",
+        "flakiest tests over the last 7d:",
+        "  tests/test_nn.py::test_dropout (unit): flaky in 2 of 9 runs, the last 3h ago",
+        "bisections:",
+        f"  4 done: good ffffffffff, bad bbbbbbbbbb; culprit eeeeeeeeee; started 2h ago, ended 1h 30m ago "
+        f"({u}/#/bisections/4)",
+        f"  5 running: good ffffffffff, bad bbbbbbbbbb; no culprit yet; started 1m ago ({u}/#/bisections/5)",
+        "pull-request builds:",
+        f"  #12 Add foo at aaaaaaaaaa: success 1h ago ({u}/#/builders/5/builds/3, "
+        "https://github.com/pytorch/pytorch/pull/12)",
+    ]
+
+
+def test_a_backend_with_nothing_to_tell(crcr, relay):
+    quiet = {**row("alpha"), "now": NOW, "range": "24h", "ranges": ["24h", "7d", "30d"],
+             "windows": {r: {"decided": 0, "p50": None, "p95": None, "pass_rate": None} for r in ("24h", "7d", "30d")},
+             "series": {"bucket_seconds": 3600, "buckets": []}, "failing": [], "flaky": [],
+             "matrix": {"suites": [], "commits": []}, "bisections": [], "pull_requests": []}
+    relay.answers[f"{HEALTH}/alpha?range=24h"] = (200, quiet)
+
+    result = crcr("status", "alpha", "--range", "24h", "--url", relay.url)
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1:4] == [
+        "latest verdict: none yet",
+        "last 24h: no commit decided; 0 builds",
+        "now: no commit queued; units 0 of 1 connected; 0 failing tests",
+    ]
+    assert lines[-3:] == ["failing tests: none", "flakiest tests over the last 24h: none", "bisections: none"]
+
+
+COMMIT = {
+    "backend": "beta", "sha": B, "commit_url": GITHUB + B, "state": "failure", "description": "2 tests failed",
+    "how": "covered", "seen_at": NOW - 7200, "started_at": NOW - 6000, "decided_at": NOW - 3480, "latency": 3720,
+    "covered_by": C, "build_url": "#/builders/2/builds/7", "bisections": [4],
+    "failing": [{"test": "tests/test_ops.py::test_add", "suite": "unit", "outcome": "failed", "new": True},
+                {"test": "tests/test_ops.py::test_mul", "suite": "unit", "outcome": "errored", "new": False}],
+    "flaky": ["tests/test_nn.py::test_dropout"],
+    "cells": {"unit": {"results": "failure", "passed": 10, "failed": 2, "flaky": 1, "skipped": 3, "new": 1,
+                       "timed_out": False},
+              "slow": {"results": "cancelled", "passed": 0, "failed": 0, "flaky": 0, "skipped": 0, "new": 0,
+                       "timed_out": True}},
+}
+
+
+def test_a_commit_its_verdict_how_it_was_decided_and_its_failing_tests(crcr, relay):
+    relay.answers[f"{HEALTH}/beta/commits/bbbbbbb"] = (200, COMMIT)
+    u = relay.url
+
+    result = crcr("status", "beta", "bbbbbbb", "--url", u)
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == [
+        f"beta {B}: failure: 2 tests failed",
+        "decided: covered by the build of cccccccccc, a newer commit",
+        "seen 2025-12-03 12:00:00 UTC, decided 2025-12-03 13:02:00 UTC: latency 1h 2m",
+        f"build: {u}/#/builders/2/builds/7",
+        f"commit: {GITHUB}{B}",
+        f"bisections: 4 ({u}/#/bisections/4)",
+        "failing tests (2):",
+        "  tests/test_ops.py::test_add (unit): failed, new",
+        "  tests/test_ops.py::test_mul (unit): errored",
+        "flaky tests: tests/test_nn.py::test_dropout",
+        "suites:",
+        "  unit: failure: 10 passed, 2 failed, 1 flaky, 3 skipped, 1 new",
+        "  slow: cancelled, timed out",
+    ]
+
+
+@pytest.mark.parametrize("how, started_at, said", [
+    ("built", NOW - 6000, "decided: built, by its own build"),
+    ("bisected", NOW - 6000, "decided: bisected"),
+    ("forced", NOW - 6000, "decided: forced, by a build asked for"),
+])
+def test_each_way_a_commit_is_decided(crcr, relay, how, started_at, said):
+    relay.answers[f"{HEALTH}/beta/commits/{B}"] = (200, {**COMMIT, "how": how, "covered_by": None})
+
+    result = crcr("status", "beta", B, "--url", relay.url)
+
+    assert result.stdout.splitlines()[1] == said
+
+
+def test_a_pending_commit(crcr, relay):
+    waiting = {**COMMIT, "state": "pending", "description": "", "how": None, "started_at": None, "decided_at": None,
+               "latency": None, "covered_by": None, "build_url": None, "bisections": [], "failing": [], "flaky": [],
+               "cells": {}}
+    relay.answers[f"{HEALTH}/beta/commits/{B}"] = (200, waiting)
+
+    result = crcr("status", "beta", B, "--url", relay.url)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"beta {B}: pending",
+        "decided: not yet, waiting for a unit",
+        "seen 2025-12-03 12:00:00 UTC",
+        f"commit: {GITHUB}{B}",
+    ]
+
+
+@pytest.mark.parametrize("args, path", [
+    ((), f"{HEALTH}?range=7d"),
+    (("beta", "--range", "30d"), f"{HEALTH}/beta?range=30d"),
+    (("beta", "bbbbbbb"), f"{HEALTH}/beta/commits/bbbbbbb"),
+])
+def test_json_prints_the_relays_answer_as_it_is(crcr, relay, args, path):
+    body = {"figures": [1, 2.5, None], "as": "answered"}  # whatever the relay says, not re-computed
+    relay.answers[path] = (200, body)
+
+    result = crcr("status", *args, "--json", "--url", relay.url)
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert json.loads(result.stdout) == body
+    assert relay.asked == [path]
+
+
+def test_an_error_answer_of_the_relay_is_said_as_it_is_and_exits_1(crcr, relay):
+    refusal = {"error": "no backend 'nope' (backends: alpha, beta)"}
+    relay.answers[f"{HEALTH}/nope?range=7d"] = (404, refusal)
+
+    result = crcr("status", "nope", "--url", relay.url)
+    as_json = crcr("status", "nope", "--json", "--url", relay.url)
+
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1, "", "error: no backend 'nope' (backends: alpha, beta)\n")
+    assert (as_json.returncode, json.loads(as_json.stdout)) == (1, refusal)
+
+
+def test_a_master_that_does_not_answer_is_said_so_with_the_outbox_that_works_without_it(crcr):
+    url = f"http://127.0.0.1:{free_port()}"
+
+    for args in ((), ("beta",), ("beta", B), ("--json",)):
+        result = crcr("status", *args, "--url", url)
+
+        assert (result.returncode, result.stdout) == (1, ""), args
+        assert result.stderr.startswith(f"error: the master at {url} does not answer ("), args
+        assert result.stderr.endswith(
+            "): start it (crcr master start --basedir DIR); crcr status --outbox works without it\n"), args
+
+
+def test_the_web_address_is_the_settings_by_default(crcr, relay):
+    port = relay.url.rsplit(":", 1)[1]
+    relay.answers[f"{HEALTH}?range=7d"] = (200, SUMMARY)
+
+    result = crcr("status", "--json", CRCR_WEB_PORT=port)
+
+    assert json.loads(result.stdout) == SUMMARY
+
+
+@pytest.mark.parametrize("args, problem", [
+    (("beta", "--outbox"), "--outbox is the whole relay's GitHub outbox: give no BACKEND"),
+    (("--outbox", "--range", "24h"), "--range is for the health figures, not --outbox"),
+    (("beta", B, "--range", "24h"), "--range is for the figures of a backend, not of one commit"),
+])
+def test_options_that_do_not_go_together_are_refused(crcr, args, problem):
+    result = crcr("status", *args)
+
+    assert (result.returncode, result.stderr) == (1, f"error: {problem}\n")
+
+
+def test_an_unknown_range_is_refused_by_the_command(crcr):
+    result = crcr("status", "--range", "1y")
+
+    assert result.returncode == 2
+    assert "argument --range: invalid choice: '1y'" in result.stderr
+
+
+def test_the_summarys_outbox_line_counts_what_waits_and_what_github_refused(crcr, relay, monkeypatch):
+    at = int(time.time())
+    monkeypatch.setattr(status, "now", lambda: at)
+    engine = sa.create_engine(crcr.env["CRCR_DB_URL"])
+    with engine.connect() as conn:  # the outbox's functions commit
+        enqueue(conn, "status", "pytorch/pytorch", A, "crcr/beta", {"state": "failure"}, now=at - 90)
+        refused = enqueue(conn, "status", "pytorch/pytorch", B, "crcr/beta", {"state": "success"}, now=at - 600)
+        give_up(conn, refused, now=at - 500, problem="HTTP 422: No commit found for SHA")
+    engine.dispose()
+    relay.answers[f"{HEALTH}?range=7d"] = (200, SUMMARY)
+
+    result = crcr("status", "--url", relay.url)
+
+    assert result.stdout.splitlines()[-1] == (
+        "GitHub outbox: 1 waiting, the oldest for 1m 30s; 1 refused for good in the last 7 days")
