@@ -1,0 +1,93 @@
+"""GET /metrics: RelayHealth.metrics() in Prometheus's text format, written by prometheus-client.
+
+Each scrape builds a fresh CollectorRegistry holding one collector of that scrape's figures: nothing is kept
+between scrapes (no global registry), so a backend removed from the configuration leaves the text at once.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from twisted.internet import defer
+
+from crcr.buildmaster.www.reading import ReadResource
+
+MINUTE, HOUR, DAY = 60, 3600, 86400
+# From 5 minutes to 2 days: the promises vendors make ("within N hours") fall between.
+LATENCY_BUCKETS = [5 * MINUTE, 15 * MINUTE, 30 * MINUTE, HOUR, 2 * HOUR, 4 * HOUR, 8 * HOUR, 12 * HOUR, DAY, 2 * DAY]
+
+
+class MetricsResource(ReadResource):
+    content_type = CONTENT_TYPE_LATEST.encode()
+
+    @defer.inlineCallbacks
+    def answer(self, request):
+        figures = yield self.health().metrics()
+        return metrics_text(figures)
+
+
+def metrics_text(figures: dict) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Figures(figures))
+    return generate_latest(registry)
+
+
+class _Figures:
+    """A prometheus-client custom collector of one metrics() dict (see design-12's contract)."""
+
+    def __init__(self, figures: dict):
+        self.figures = figures
+
+    def collect(self):
+        backends = self.figures["backends"]
+        commits = GaugeMetricFamily("crcr_commits", "Upstream commits in the relay's ledger (retained history), "
+                                    "by verdict state; pending ones wait or build", labels=["backend", "state"])
+        latency = HistogramMetricFamily("crcr_commit_verdict_latency_seconds", "Time from an upstream commit's "
+                                        "arrival to its verdict, over the decided commits retained", labels=["backend"])
+        queue = GaugeMetricFamily("crcr_queue_length", "Commits waiting for a unit", labels=["backend"])
+        oldest = GaugeMetricFamily("crcr_oldest_queued_age_seconds", "Age of the oldest commit waiting for a unit "
+                                   "(absent when none waits)", labels=["backend"])
+        bisections = GaugeMetricFamily("crcr_bisections", "Bisections retained, by state",
+                                       labels=["backend", "state"])
+        failing = GaugeMetricFamily("crcr_failing_tests", "Tests failing in their suite's newest run",
+                                    labels=["backend"])
+        for name, backend in backends.items():
+            for state, count in backend["commits"].items():
+                commits.add_metric([name, state], count)
+            latency.add_metric([name], *_histogram(backend["latencies"]))
+            queue.add_metric([name], backend["queue_length"])
+            if backend["oldest_queued_age"] is not None:
+                oldest.add_metric([name], backend["oldest_queued_age"])
+            for state, count in backend["bisections"].items():
+                bisections.add_metric([name, state], count)
+            failing.add_metric([name], backend["failing_tests"])
+        yield from (commits, latency, queue, oldest, bisections, failing)
+        yield from self._outbox(self.figures["outbox"])
+        yield from self._units(self.figures["units"])
+
+    @staticmethod
+    def _outbox(outbox: dict):
+        yield GaugeMetricFamily("crcr_github_outbox_waiting", "GitHub statuses and check runs waiting to be sent",
+                                value=outbox["waiting"])
+        yield GaugeMetricFamily("crcr_github_outbox_given_up", "GitHub deliveries given up (refused for good) "
+                                "within the last week", value=outbox["given_up"])
+        if outbox["oldest_age"] is not None:
+            yield GaugeMetricFamily("crcr_github_outbox_oldest_age_seconds", "Age of the oldest GitHub delivery "
+                                    "waiting (absent when none waits)", value=outbox["oldest_age"])
+
+    @staticmethod
+    def _units(units: dict):
+        connected = GaugeMetricFamily("crcr_units_connected", "Device units connected now", labels=["device"])
+        declared = GaugeMetricFamily("crcr_units_declared", "Device units declared in the workers' files",
+                                     labels=["device"])
+        for device, counts in units.items():
+            connected.add_metric([device], counts["connected"])
+            declared.add_metric([device], counts["declared"])
+        yield from (connected, declared)
+
+
+def _histogram(latencies: list[int]) -> tuple[list[tuple[str, int]], int]:
+    """Cumulative buckets (le inclusive) and the sum, as HistogramMetricFamily.add_metric takes them."""
+    buckets = [(str(float(le)), sum(1 for s in latencies if s <= le)) for le in LATENCY_BUCKETS]
+    return buckets + [("+Inf", len(latencies))], sum(latencies)

@@ -1,0 +1,105 @@
+"""/metrics's text (crcr.buildmaster.www.metrics): RelayHealth.metrics()'s figures in Prometheus's text format,
+parsed back with prometheus-client's own parser, number by number."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from crcr.buildmaster.www.metrics import LATENCY_BUCKETS, metrics_text
+
+HOUR = 3600
+FIGURES = {
+    "backends": {
+        "ok-alpha": {
+            "commits": {"pending": 2, "success": 5, "failure": 1, "error": 0},
+            "latencies": [240, 300, 1000, 2 * HOUR, 3 * 86400],
+            "queue_length": 1,
+            "oldest_queued_age": 95,
+            "bisections": {"running": 0, "done": 2, "abandoned": 1},
+            "failing_tests": 3,
+        },
+        "ok-beta": {
+            "commits": {"pending": 0, "success": 0, "failure": 0, "error": 0},
+            "latencies": [],
+            "queue_length": 0,
+            "oldest_queued_age": None,
+            "bisections": {"running": 0, "done": 0, "abandoned": 0},
+            "failing_tests": 0,
+        },
+    },
+    "outbox": {"waiting": 4, "given_up": 1, "oldest_age": 30},
+    "units": {"alpha": {"connected": 1, "declared": 2}, "beta": {"connected": 0, "declared": 1}},
+}
+
+
+def samples(figures: dict) -> dict[tuple, float]:
+    """{(sample name, sorted labels): value} of the text, and each family's type and help checked present."""
+    found = {}
+    for family in text_string_to_metric_families(metrics_text(figures).decode()):
+        assert family.documentation, f"{family.name} has no help text"
+        for sample in family.samples:
+            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return found
+
+
+def test_each_backend_s_commits_by_state_queue_bisections_and_failing_tests():
+    found = samples(FIGURES)
+    for backend, figures in FIGURES["backends"].items():
+        for state, count in figures["commits"].items():
+            assert found[("crcr_commits", (("backend", backend), ("state", state)))] == count
+        for state, count in figures["bisections"].items():
+            assert found[("crcr_bisections", (("backend", backend), ("state", state)))] == count
+        assert found[("crcr_queue_length", (("backend", backend),))] == figures["queue_length"]
+        assert found[("crcr_failing_tests", (("backend", backend),))] == figures["failing_tests"]
+    assert found[("crcr_oldest_queued_age_seconds", (("backend", "ok-alpha"),))] == 95
+
+
+def test_an_empty_queue_has_no_oldest_age():
+    found = samples(FIGURES)
+    assert ("crcr_oldest_queued_age_seconds", (("backend", "ok-beta"),)) not in found
+
+
+def test_the_latency_histogram_counts_each_commit_in_its_buckets():
+    found = samples(FIGURES)
+
+    def bucket(backend, le):
+        return found[("crcr_commit_verdict_latency_seconds_bucket", (("backend", backend), ("le", le)))]
+
+    assert LATENCY_BUCKETS[0] == 300 and LATENCY_BUCKETS[-1] == 2 * 86400
+    # 240 and 300 are within 5 min (le is inclusive); 1000 s within 30 min; 2 h within 2 h; 3 days only in +Inf.
+    assert [bucket("ok-alpha", le) for le in ("300.0", "900.0", "1800.0", "7200.0", "172800.0", "+Inf")] == [
+        2, 2, 3, 4, 4, 5]
+    assert found[("crcr_commit_verdict_latency_seconds_count", (("backend", "ok-alpha"),))] == 5
+    assert found[("crcr_commit_verdict_latency_seconds_sum", (("backend", "ok-alpha"),))] == sum(
+        FIGURES["backends"]["ok-alpha"]["latencies"])
+    assert bucket("ok-beta", "+Inf") == 0
+    assert found[("crcr_commit_verdict_latency_seconds_count", (("backend", "ok-beta"),))] == 0
+
+
+def test_the_github_outbox_and_the_units_by_device():
+    found = samples(FIGURES)
+    assert found[("crcr_github_outbox_waiting", ())] == 4
+    assert found[("crcr_github_outbox_given_up", ())] == 1
+    assert found[("crcr_github_outbox_oldest_age_seconds", ())] == 30
+    assert [found[(f"crcr_units_{kind}", (("device", device),))]
+            for device in ("alpha", "beta") for kind in ("connected", "declared")] == [1, 2, 0, 1]
+
+
+def test_an_empty_outbox_has_no_oldest_age():
+    found = samples({**FIGURES, "outbox": {"waiting": 0, "given_up": 0, "oldest_age": None}})
+    assert ("crcr_github_outbox_oldest_age_seconds", ()) not in found
+    assert found[("crcr_github_outbox_waiting", ())] == 0
+
+
+def test_each_scrape_is_built_afresh():
+    """No state carried between scrapes: a backend gone from the figures is gone from the text."""
+    metrics_text(FIGURES)
+    fewer = {**FIGURES, "backends": {"ok-beta": FIGURES["backends"]["ok-beta"]}}
+    assert not any(dict(labels).get("backend") == "ok-alpha" for _, labels in samples(fewer))
+
+
+@pytest.mark.parametrize("name", ['we"ird\\name', "new\nline"])
+def test_label_values_are_escaped(name):
+    figures = {**FIGURES, "backends": {name: FIGURES["backends"]["ok-beta"]}}
+    assert samples(figures)[("crcr_queue_length", (("backend", name),))] == 0
