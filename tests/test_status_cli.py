@@ -182,7 +182,9 @@ BACKEND_PAGE = {
     ],
     "pull_requests": [{"number": 12, "url": "https://github.com/pytorch/pytorch/pull/12", "title": "Add foo",
                        "sha": A, "results": "success", "build_url": "#/builders/5/builds/3",
-                       "complete_at": NOW - 3600}],
+                       "complete_at": NOW - 3600},
+                      {"number": 13, "url": None, "title": None, "sha": B, "results": "failure",
+                       "build_url": "#/builders/5/builds/4", "complete_at": NOW - 60}],
 }
 
 
@@ -217,6 +219,7 @@ def test_a_backend_its_figures_windows_failing_and_flaky_tests_bisections_and_pu
         "pull-request builds:",
         f"  #12 Add foo at aaaaaaaaaa: success 1h ago ({u}/#/builders/5/builds/3, "
         "https://github.com/pytorch/pytorch/pull/12)",
+        f"  #13 at bbbbbbbbbb: failure 1m ago ({u}/#/builders/5/builds/4)",
     ]
 
 

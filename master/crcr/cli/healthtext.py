@@ -8,6 +8,7 @@ import time
 
 from crcr.cli.latency import duration_text
 from crcr.cli.wording import counted
+from crcr.health.backend import PULL_REQUEST_LEVELS
 from crcr.suites.results import SHORT_SHA
 
 NONE = "-"  # a figure that has no value (no verdict, no build in the range)
@@ -57,10 +58,8 @@ def backend_lines(page: dict, web_url: str) -> list[str]:
         f"{t['test']} ({t['suite']}): flaky in {t['flaky_runs']} of {counted(t['runs'], 'run')}, "
         f"the last {_ago(now, t['last_flaky_at'])}" for t in page["flaky"]])
     lines += _section("bisections", [_bisection_text(b, now, web_url) for b in page["bisections"]])
-    if page["level"] in ("L3", "L4"):  # the levels whose pull requests the relay builds
-        lines += _section("pull-request builds", [
-            f"#{pr['number']} {pr['title']} at {_short(pr['sha'])}: {pr['results']} {_ago(now, pr['complete_at'])} "
-            f"({_link(web_url, pr['build_url'])}, {pr['url']})" for pr in page["pull_requests"]])
+    if page["level"] in PULL_REQUEST_LEVELS:
+        lines += _section("pull-request builds", [_pull_request_text(pr, now, web_url) for pr in page["pull_requests"]])
     return lines
 
 
@@ -143,6 +142,12 @@ def _bisection_text(bisection: dict, now: int, web_url: str) -> str:
     return (f"{bisection['id']} {bisection['state']}: good {_short(bisection['good_sha'])}, bad "
             f"{_short(bisection['bad_sha'])}; {found}; started {_ago(now, bisection['started_at'])}{ended} "
             f"({_link(web_url, bisection['url'])})")
+
+
+def _pull_request_text(pr: dict, now: int, web_url: str) -> str:
+    title = f" {pr['title']}" if pr["title"] else ""
+    links = ", ".join(link for link in (_link(web_url, pr["build_url"]), pr["url"]) if link)
+    return f"#{pr['number']}{title} at {_short(pr['sha'])}: {pr['results']} {_ago(now, pr['complete_at'])} ({links})"
 
 
 def _how_text(commit: dict) -> str:
