@@ -27,6 +27,9 @@ from crcr.buildmaster.stale import StaleWatch, WatchedBackend
 from crcr.buildmaster.baseline import RevisionIndex
 from crcr.store.service import RelayStore
 from crcr.buildmaster.ledger import CommitLedger
+from crcr.buildmaster.health import RelayHealth
+from crcr.buildmaster.history_recorder import HistoryRecorder
+from buildbot.configurators.janitor import JANITOR_NAME
 from crcr.buildmaster.schedulers import BisectScheduler
 from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
 from buildbot.schedulers.basic import AnyBranchScheduler
@@ -421,17 +424,19 @@ def test_buildbot_loads_the_generated_config(dirs):
 
     master = load_with_buildbot(config_for(dirs))
 
-    assert [b.name for b in master.builders] == ["alpha", "beta", "delta"]
+    # Buildbot's janitor: its builder, worker (the master's own LocalWorker) and nightly and force schedulers.
+    assert [b.name for b in master.builders] == ["alpha", "beta", "delta", JANITOR_NAME]
     assert sorted(master.schedulers) == sorted(
         [f"{kind}-{b}" for kind in ("upstream", "force", "bisect") for b in ("alpha", "beta", "delta")] + ["pr-delta"]
+        + [JANITOR_NAME, f"{JANITOR_NAME}_force"]
     )
     assert [w.workername for w in master.workers] == [
-        "host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0", "host-ab-beta-0"
+        "host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0", "host-ab-beta-0", JANITOR_NAME
     ]
     assert [c.name for c in master.change_sources] == ["upstream"]
     assert {type(s) for s in master.services.values()} == {
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RevisionIndex, RelayStore, CommitLedger,
-        PullRequestRelay, DevicePresence, StaleWatch,
+        PullRequestRelay, DevicePresence, StaleWatch, HistoryRecorder, RelayHealth,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"
@@ -446,7 +451,7 @@ def test_buildbot_loads_the_committed_config(tmp_path):
     write_worker_password(secrets, "demo-local")
     master = load_with_buildbot(build_master_config(load_settings(environ={"CRCR_SECRETS_DIR": str(secrets)})))
 
-    assert [b.name for b in master.builders] == ["demo"]
+    assert [b.name for b in master.builders] == ["demo", JANITOR_NAME]
 
 
 def test_buildbot_has_no_warning_about_the_config(dirs):

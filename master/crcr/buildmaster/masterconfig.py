@@ -10,6 +10,8 @@ from crcr.buildmaster.builders import make_builders
 from crcr.buildmaster.changesource import upstream_poller
 from crcr.config.errors import ConfigError
 from crcr.buildmaster.health import RelayHealth, health_backends
+from crcr.buildmaster.history_recorder import HistoryRecorder
+from crcr.buildmaster.janitor import RelayJanitor
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.liveness import SilentWorkerWatch
 from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
@@ -65,8 +67,11 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                              github_repo=settings.github_repo, github_api_url=settings.github_api_url,
                              upstream_url=settings.upstream_url),
             *nothing_pending_services(relay, settings),
+            HistoryRecorder(),
             RelayHealth(backends=health_backends(active), commit_url=commit_url(settings, "")),
         ],
+        # Buildbot's janitor builder (its LocalWorker, nightly and force schedulers), pruning past history_days.
+        "configurators": [RelayJanitor(settings.history_days)],
         "www": www_config(settings, relay),
         "projects": [upstream_project(settings)],
         "revlink": commit_links(settings),
