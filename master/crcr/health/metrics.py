@@ -4,7 +4,7 @@ GitHub outbox; units per device."""
 from __future__ import annotations
 
 from crcr.health.queue import queue_now
-from crcr.health.summary import BackendInfo
+from crcr.health.summary import BackendInfo, by_backend
 from crcr.store.health_queries import MetricsRows
 from crcr.store.tables import BISECTION_STATES
 
@@ -13,9 +13,10 @@ COMMIT_STATES = ("pending", "success", "failure", "error")
 
 def metrics(infos: list[BackendInfo], rows: MetricsRows, now: int, units: dict[str, dict]) -> dict:
     backends = {}
+    queued, failing = by_backend(rows.queued), by_backend(rows.failing)
     for info in infos:
         name = info.name
-        queue = queue_now([row for row in rows.queued if row.backend == name], now)
+        queue = queue_now(queued.get(name, []), now)
         states, bisections = rows.states.get(name, {}), rows.bisection_states.get(name, {})
         backends[name] = {
             "commits": {state: states.get(state, 0) for state in COMMIT_STATES},
@@ -23,7 +24,7 @@ def metrics(infos: list[BackendInfo], rows: MetricsRows, now: int, units: dict[s
             "queue_length": queue["length"],
             "oldest_queued_age": queue["oldest_age"],
             "bisections": {state: bisections.get(state, 0) for state in BISECTION_STATES},
-            "failing_tests": sum(1 for row in rows.failing if row.backend == name),
+            "failing_tests": len(failing.get(name, [])),
         }
     return {
         "backends": backends,

@@ -26,12 +26,30 @@ def no_units() -> dict:
     return {"connected": 0, "declared": 0}
 
 
+def by_backend(rows: list) -> dict[str, list]:
+    """Rows (anything with `backend`) grouped by backend: one pass, however many backends."""
+    grouped: dict[str, list] = {}
+    for row in rows:
+        grouped.setdefault(row.backend, []).append(row)
+    return grouped
+
+
+def split_by_backend(rows: SummaryRows) -> dict[str, SummaryRows]:
+    decided, queued, failing = by_backend(rows.decided), by_backend(rows.queued), by_backend(rows.failing)
+    return {
+        name: SummaryRows({name: streak} if (streak := rows.streaks.get(name)) else {}, rows.deciding_builds,
+                          decided.get(name, []), {name: rows.builds[name]} if name in rows.builds else {},
+                          queued.get(name, []), failing.get(name, []))
+        for name in {*rows.streaks, *decided, *rows.builds, *queued, *failing}
+    }
+
+
 def backend_row(info: BackendInfo, rows: SummaryRows, range_name: str, now: int, units: dict[str, dict],
                 commit_url: str) -> dict:
-    """`rows` may hold more backends, and commits decided before the range: only the backend's, in it, count.
+    """`rows`: the backend's alone (split_by_backend); commits decided before the range do not count.
     `units`: {device: {"connected", "declared"}}."""
     name = info.name
-    decided = decided_within([row for row in rows.decided if row.backend == name], now, range_seconds(range_name))
+    decided = decided_within(rows.decided, now, range_seconds(range_name))
     streak = rows.streaks.get(name)
     deciding = rows.deciding_builds.get(streak.latest.buildid) if streak and streak.latest.buildid else None
     counts = verdict_counts(decided)
@@ -46,9 +64,9 @@ def backend_row(info: BackendInfo, rows: SummaryRows, range_name: str, now: int,
         "verdicts": counts,
         "pass_rate": pass_rate(counts),
         **build_figures(*rows.builds.get(name, (0, 0))),
-        "queue": queue_now([row for row in rows.queued if row.backend == name], now),
+        "queue": queue_now(rows.queued, now),
         "units": units.get(info.device, no_units()),
-        "failing_tests": sum(1 for row in rows.failing if row.backend == name),
+        "failing_tests": len(rows.failing),
     }
 
 
@@ -63,5 +81,8 @@ def badness(row: dict) -> tuple:
 
 def summary(infos: list[BackendInfo], rows: SummaryRows, range_name: str, now: int, units: dict[str, dict],
             commit_url: str) -> dict:
-    backends = [backend_row(info, rows, range_name, now, units, commit_url) for info in infos]
+    each = split_by_backend(rows)
+    nothing = SummaryRows({}, {}, [], {}, [], [])
+    backends = [backend_row(info, each.get(info.name, nothing), range_name, now, units, commit_url)
+                for info in infos]
     return {"now": now, "range": range_name, "ranges": list(RANGES), "backends": sorted(backends, key=badness)}

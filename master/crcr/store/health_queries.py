@@ -348,7 +348,7 @@ def _outcome_and_build(row) -> tuple[TestOutcomeRow, BuildRow]:
 
 def commits_by_prefix(conn, backend: str, prefix: str) -> list[CommitRow]:
     """The backend's commits whose sha starts with `prefix` (lower case hex), at most a few."""
-    query = (commits.select().where(_c.backend == backend, _c.sha.like(f"{prefix}%"))
+    query = (commits.select().where(_c.backend == backend, _c.sha.startswith(prefix, autoescape=True))
              .order_by(_c.id).limit(AMBIGUOUS_SHOWN + 1))
     return _commit_rows(conn, query)
 

@@ -1,0 +1,444 @@
+"""The health figures (crcr/health/) from a hand-built history, each definition of the design note
+(/work/notes/design-12.md) checked with exact numbers: no database, no master."""
+
+from __future__ import annotations
+
+import pytest
+
+from crcr.bisection.plan import Bisection as Plan
+from crcr.health.backend import windows
+from crcr.health.builds import build_figures
+from crcr.health.errors import HealthQueryError
+from crcr.health.failing import failing_tests, flakiest
+from crcr.health.matrix import matrix
+from crcr.health.metrics import metrics
+from crcr.health.one_commit import commit_page, pick_commit, sha_prefix
+from crcr.health.one_test import test_page
+from crcr.health.plans import first_bad, read_plans
+from crcr.health.queue import queue_length_at, queue_now
+from crcr.health.ranges import bucket_starts, range_seconds
+from crcr.health.series import series
+from crcr.health.summary import BackendInfo, badness, summary
+from crcr.health.verdicts import decided_within, latency, latest_verdict, pass_rate, verdict_counts
+from crcr.store.bisections import Bisection
+from crcr.store.commits import CommitRow
+from crcr.store.health_queries import (
+    BadOutcome, CommitRows, Decided, FlakyCount, MetricsRows, Queued, Streak, SuiteRun, SummaryRows, TestRows,
+)
+from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
+
+HOUR, DAY = 3600, 86400
+MIDNIGHT = 20_000 * DAY  # a UTC midnight
+NOW = MIDNIGHT + 12 * HOUR + 1800  # 12:30 UTC
+GITHUB = "https://github.com/pytorch/pytorch/commit/"
+BACKEND = "npu"
+TEST = "test/test_ops.py::test_add"
+
+
+def sha(n: int) -> str:
+    return f"{n:040x}"
+
+
+def commit(n: int, state: str = "success", seen_at: int = NOW - HOUR, decided_at: int | None = NOW,
+           how: str | None = "built", buildid: int | None = None, started_at: int | None = None,
+           backend: str = BACKEND) -> CommitRow:
+    return CommitRow(id=n, backend=backend, sha=sha(n), branch="main", seen_at=seen_at, started_at=started_at,
+                     decided_at=decided_at, state=state, description=f"{state} {n}",
+                     how=how if decided_at else None, brid=None, buildid=buildid)
+
+
+def build(buildid: int, n: int, complete_at: int, kind: str = "upstream", results: int = 0,
+          timed_out: bool = False) -> BuildRow:
+    return BuildRow(buildid=buildid, backend=BACKEND, builderid=5, number=buildid + 100, sha=sha(n), branch="main",
+                    kind=kind, results=results, state_string=None, started_at=complete_at - 600,
+                    complete_at=complete_at, timed_out=timed_out)
+
+
+def suite_run(buildid: int, n: int, complete_at: int, suite: str = "ops", kind: str = "upstream") -> SuiteRun:
+    return SuiteRun(suite=suite, buildid=buildid, complete_at=complete_at, kind=kind, sha=sha(n), builderid=5,
+                    number=buildid + 100)
+
+
+def decided(state: str, latency_: int, decided_at: int = NOW - HOUR, backend: str = BACKEND) -> Decided:
+    return Decided(backend, state, decided_at - latency_, decided_at)
+
+
+def bisection_row(bisectionid: int, shas: list[str], broken_at: int, tests: list[str], state: str = "done") -> Bisection:
+    """A finished bisection of `shas` whose culprit for `tests` is shas[broken_at], as the planner finds it."""
+    plan = Plan(shas, tests)
+    while (step := plan.next_step()) is not None:
+        plan.record(step.index, {t: "failed" if step.index >= broken_at else "passed" for t in step.tests})
+    return Bisection(id=bisectionid, backend=BACKEND, branch="main", good_sha=sha(0), bad_sha=shas[-1],
+                     trigger_buildid=None, requested_by=None, started_at=NOW - DAY, ended_at=NOW - DAY + HOUR,
+                     state=state, plan=plan.to_json(), result=None)
+
+
+# --- ranges ---
+
+
+def test_ranges_are_24h_7d_30d_and_anything_else_is_refused_naming_them():
+    assert [range_seconds(r) for r in ("24h", "7d", "30d")] == [DAY, 7 * DAY, 30 * DAY]
+    with pytest.raises(HealthQueryError) as refused:
+        range_seconds("1y")
+    assert (refused.value.code, refused.value.message) == (400, "range must be one of 24h, 7d, 30d (got '1y')")
+
+
+def test_buckets_are_whole_hours_over_a_day_and_utc_days_beyond_the_last_one_holding_now():
+    hours = bucket_starts("24h", NOW)
+    assert (len(hours), hours[-1], hours[0]) == (24, MIDNIGHT + 12 * HOUR, MIDNIGHT - 11 * HOUR)
+    days = bucket_starts("7d", NOW)
+    assert days == [MIDNIGHT - i * DAY for i in range(6, -1, -1)]
+    assert len(bucket_starts("30d", NOW)) == 30 and bucket_starts("30d", NOW)[0] == MIDNIGHT - 29 * DAY
+
+
+# --- verdicts, latency, pass rate ---
+
+
+def test_latency_is_the_nearest_rank_p50_and_p95_of_the_commits_decided_in_the_range():
+    # 20 commits decided 1 min, 2 min, ... 20 min after they were seen; one more decided before the range.
+    rows = [decided("success", 60 * i) for i in range(1, 21)] + [decided("failure", 5, decided_at=NOW - 8 * DAY)]
+
+    inside = decided_within(rows, NOW, 7 * DAY)
+
+    assert latency(inside) == {"decided": 20, "p50": 600, "p95": 1140}  # the 10th and the 19th
+    assert latency(decided_within(rows, NOW, 30 * DAY)) == {"decided": 21, "p50": 600, "p95": 1140}
+    assert latency([]) == {"decided": 0, "p50": None, "p95": None}
+
+
+def test_a_commit_decided_exactly_at_the_ranges_start_is_in_it():
+    assert len(decided_within([decided("success", 10, decided_at=NOW - DAY)], NOW, DAY)) == 1
+    assert decided_within([decided("success", 10, decided_at=NOW - DAY - 1)], NOW, DAY) == []
+
+
+def test_the_pass_rate_is_the_share_of_decided_commits_in_success():
+    counts = verdict_counts([decided("success", 1)] * 3 + [decided("failure", 1), decided("error", 1)])
+
+    assert counts == {"success": 3, "failure": 1, "error": 1}
+    assert pass_rate(counts) == 0.6
+    assert pass_rate(verdict_counts([])) is None
+
+
+def test_the_latest_verdict_says_since_when_its_state_stands_and_links_its_build():
+    latest = commit(9, "failure", buildid=42, decided_at=NOW - HOUR)
+    since = commit(7, "failure", decided_at=NOW - 5 * HOUR)
+
+    assert latest_verdict(Streak(latest, since), build(42, 9, NOW - HOUR), GITHUB) == {
+        "state": "failure", "sha": sha(9), "commit_url": GITHUB + sha(9), "description": "failure 9",
+        "how": "built", "decided_at": NOW - HOUR, "build_url": "#/builders/5/builds/142",
+        "since": NOW - 5 * HOUR, "since_sha": sha(7), "since_commit_url": GITHUB + sha(7),
+    }
+    assert latest_verdict(Streak(latest, since), None, GITHUB)["build_url"] is None  # its build pruned
+    assert latest_verdict(None, None, GITHUB) is None
+
+
+def test_windows_give_each_ranges_latency_and_pass_rate():
+    rows = [decided("success", 100, NOW - HOUR), decided("failure", 300, NOW - 2 * DAY),
+            decided("success", 900, NOW - 10 * DAY)]
+
+    assert windows(rows, NOW) == {
+        "24h": {"decided": 1, "p50": 100, "p95": 100, "pass_rate": 1.0},
+        "7d": {"decided": 2, "p50": 100, "p95": 300, "pass_rate": 0.5},
+        "30d": {"decided": 3, "p50": 300, "p95": 900, "pass_rate": 2 / 3},
+    }
+
+
+# --- builds and queue ---
+
+
+def test_the_timeout_rate_is_the_share_of_builds_that_timed_out():
+    assert build_figures(4, 1) == {"builds": 4, "timeouts": 1, "timeout_rate": 0.25}
+    assert build_figures(0, 0) == {"builds": 0, "timeouts": 0, "timeout_rate": None}
+
+
+def test_the_queue_is_its_length_and_its_oldest_commit_with_its_age():
+    queued = [Queued(BACKEND, sha(2), NOW - 600, None, None), Queued(BACKEND, sha(1), NOW - 900, None, None)]
+
+    assert queue_now(queued, NOW) == {"length": 2, "oldest_sha": sha(1), "oldest_seen_at": NOW - 900,
+                                      "oldest_age": 900}
+    assert queue_now([], NOW) == {"length": 0, "oldest_sha": None, "oldest_seen_at": None, "oldest_age": None}
+
+
+def test_the_queue_at_a_time_counts_commits_seen_and_neither_started_nor_decided_yet():
+    t = NOW - HOUR
+    queued = [
+        Queued(BACKEND, sha(1), t - 10, None, None),  # still waiting
+        Queued(BACKEND, sha(2), t - 10, t + 5, None),  # started after t
+        Queued(BACKEND, sha(3), t - 10, None, t + 5),  # decided (covered) after t
+        Queued(BACKEND, sha(4), t - 10, t, None),  # started at t: no longer waiting
+        Queued(BACKEND, sha(5), t - 10, None, t - 1),  # decided before t
+        Queued(BACKEND, sha(6), t + 1, None, None),  # not seen yet
+    ]
+
+    assert queue_length_at(queued, t) == 3
+
+
+def test_the_series_puts_each_figure_in_its_bucket_and_samples_the_queue_at_each_buckets_end():
+    decided_rows = [decided("success", 60, MIDNIGHT + 11 * HOUR + 10), decided("failure", 120, MIDNIGHT + 11 * HOUR + 20),
+                    decided("success", 30, MIDNIGHT + 12 * HOUR + 5)]
+    builds = [build(1, 1, MIDNIGHT + 11 * HOUR + 10), build(2, 2, MIDNIGHT + 10 * HOUR)]
+    # Waiting from 10:30 until its build started at 11:00 sharp; one waiting since 11:45.
+    queued = [Queued(BACKEND, sha(3), MIDNIGHT + 10 * HOUR + 1800, MIDNIGHT + 11 * HOUR, None),
+              Queued(BACKEND, sha(4), MIDNIGHT + 11 * HOUR + 2700, None, None)]
+
+    found = series("24h", NOW, decided_rows, builds, queued)
+
+    assert found["bucket_seconds"] == HOUR
+    by_start = {b["start"]: b for b in found["buckets"]}
+    assert by_start[MIDNIGHT + 10 * HOUR] == {"start": MIDNIGHT + 10 * HOUR, "decided": 0, "p50": None, "p95": None,
+                                              "pass_rate": None, "builds": 1, "queue": 1}
+    assert by_start[MIDNIGHT + 11 * HOUR] == {"start": MIDNIGHT + 11 * HOUR, "decided": 2, "p50": 60, "p95": 120,
+                                              "pass_rate": 0.5, "builds": 1, "queue": 1}
+    assert by_start[MIDNIGHT + 12 * HOUR] == {"start": MIDNIGHT + 12 * HOUR, "decided": 1, "p50": 30, "p95": 30,
+                                              "pass_rate": 1.0, "builds": 0, "queue": 1}
+    assert by_start[MIDNIGHT + 9 * HOUR]["queue"] == 0
+
+
+# --- failing and flaky tests ---
+
+
+def test_a_failing_test_has_failed_since_the_first_build_of_its_streak_and_its_first_bad_commit_from_a_bisection():
+    runs = [suite_run(b, b, NOW - (10 - b) * HOUR) for b in (9, 8, 7, 6)]  # newest first
+    runs.insert(1, suite_run(50, 50, NOW - 1 * HOUR - 1, suite="other"))  # another suite's run breaks nothing
+    bad = [BadOutcome(BACKEND, "ops", TEST, outcome, b) for b, outcome in ((9, "failed"), (8, "errored"), (7, "failed"))]
+    shas = [sha(n) for n in (5, 6, 7)]
+    plans = read_plans([bisection_row(2, shas, 1, [f"ops::{TEST}"])])
+
+    found = failing_tests(BACKEND, [bad[0]], runs, bad, plans, GITHUB)
+
+    assert found == [{
+        "test": TEST, "suite": "ops", "since": NOW - 3 * HOUR, "first_failing_sha": sha(7),
+        "first_failing_commit_url": GITHUB + sha(7), "first_failing_build_url": "#/builders/5/builds/107",
+        "builds_failing": 3,
+        "first_bad": {"sha": sha(6), "commit_url": GITHUB + sha(6), "bisection": 2,
+                      "bisection_url": "#/bisections/2"},
+        "page": "#/health/npu/test?id=test%2Ftest_ops.py%3A%3Atest_add",
+    }]
+
+
+def test_the_first_bad_commit_comes_from_the_newest_running_or_done_bisection_naming_the_test():
+    shas = [sha(n) for n in (5, 6, 7, 8)]
+    plans = read_plans([  # newest first
+        bisection_row(4, shas, 3, [f"ops::{TEST}"], state="abandoned"),
+        bisection_row(3, shas, 2, ["ops::test/test_ops.py::test_mul"]),
+        bisection_row(2, shas, 1, ["ops"]),  # the whole suite
+        bisection_row(1, shas, 0, [f"ops::{TEST}"]),
+    ])
+
+    assert first_bad(plans, "ops", TEST, GITHUB)["bisection"] == 2
+    assert first_bad(plans, "ops", TEST, GITHUB)["sha"] == sha(6)
+    assert first_bad(plans, "nn", TEST, GITHUB) is None
+
+
+def test_failing_tests_are_listed_longest_failing_first():
+    runs = [suite_run(2, 2, NOW - HOUR), suite_run(1, 1, NOW - 2 * HOUR)]
+    old, new = "test_x.py::test_old", "test_x.py::test_new"
+    bad = [BadOutcome(BACKEND, "ops", new, "failed", 2), BadOutcome(BACKEND, "ops", old, "failed", 2),
+           BadOutcome(BACKEND, "ops", old, "failed", 1)]
+
+    found = failing_tests(BACKEND, bad[:2], runs, bad, [], GITHUB)
+
+    assert [(f["test"], f["builds_failing"], f["first_bad"]) for f in found] == [(old, 2, None), (new, 1, None)]
+
+
+def test_the_flakiest_tests_come_most_flaky_first_then_by_name_at_most_twenty():
+    counts = [FlakyCount("nn", f"test_{i:02d}", 1, NOW) for i in range(25)]
+    counts += [FlakyCount("nn", "test_b", 3, NOW - 5), FlakyCount("ops", "test_a", 3, NOW - 9)]
+
+    found = flakiest(BACKEND, counts, {"nn": 40, "ops": 12})
+
+    assert len(found) == 20
+    assert found[:3] == [
+        {"test": "test_a", "suite": "ops", "flaky_runs": 3, "runs": 12, "last_flaky_at": NOW - 9,
+         "page": "#/health/npu/test?id=test_a"},
+        {"test": "test_b", "suite": "nn", "flaky_runs": 3, "runs": 40, "last_flaky_at": NOW - 5,
+         "page": "#/health/npu/test?id=test_b"},
+        {"test": "test_00", "suite": "nn", "flaky_runs": 1, "runs": 40, "last_flaky_at": NOW,
+         "page": "#/health/npu/test?id=test_00"},
+    ]
+
+
+# --- the matrix ---
+
+
+def suite_counts(buildid: int, suite: str, failed: int = 0, errored: int = 0, results: int = 0) -> SuiteRunRow:
+    return SuiteRunRow(buildid=buildid, backend=BACKEND, suite=suite, results=results, passed=10, failed=failed,
+                       errored=errored, flaky=1, skipped=2, xfailed=0, new=failed, timed_out=False, complete_at=NOW)
+
+
+def test_the_matrix_marks_covered_and_bisected_commits_and_shows_each_suites_counts():
+    commits = [  # newest first
+        commit(6, "failure", buildid=20),  # built, failing
+        commit(5, "failure", how="bisected", buildid=None),
+        commit(4, "success", how="covered", buildid=10),  # covered by 3's build
+        commit(3, "success", buildid=10),
+        commit(2, "pending", decided_at=None),
+    ]
+    builds = {10: build(10, 3, NOW - 2 * HOUR), 20: build(20, 6, NOW - HOUR, results=2)}
+    runs = [suite_counts(10, "ops"), suite_counts(10, "nn"), suite_counts(20, "ops", failed=2, errored=1, results=2),
+            suite_counts(20, "nn")]
+    plans = read_plans([bisection_row(1, [sha(5), sha(6)], 1, ["ops"])])
+
+    found = matrix(commits, builds, runs, plans, GITHUB)
+
+    assert found["suites"] == ["ops", "nn"]
+    rows = {row["sha"]: row for row in found["commits"]}
+    assert [row["sha"] for row in found["commits"]] == [sha(n) for n in (6, 5, 4, 3, 2)]
+    assert rows[sha(6)] == {
+        "sha": sha(6), "commit_url": GITHUB + sha(6), "seen_at": NOW - HOUR, "state": "failure", "how": "built",
+        "description": "failure 6", "covered_by": None, "bisected": True, "build_url": "#/builders/5/builds/120",
+        "build_number": 120,
+        "cells": {"ops": {"results": "failure", "passed": 10, "failed": 3, "flaky": 1, "skipped": 2, "new": 2,
+                          "timed_out": False},
+                  "nn": {"results": "success", "passed": 10, "failed": 0, "flaky": 1, "skipped": 2, "new": 0,
+                         "timed_out": False}},
+    }
+    assert (rows[sha(5)]["bisected"], rows[sha(5)]["build_url"], rows[sha(5)]["cells"]) == (True, None, {})
+    assert (rows[sha(4)]["covered_by"], rows[sha(4)]["bisected"]) == (sha(3), False)
+    assert rows[sha(4)]["build_url"] == "#/builders/5/builds/110"
+    assert (rows[sha(3)]["covered_by"], rows[sha(2)]["state"], rows[sha(2)]["how"]) == (None, "pending", None)
+
+
+# --- the summary ---
+
+
+def row_of(name: str, state: str | None, rate: float | None) -> dict:
+    return {"backend": name, "latest": {"state": state} if state else None, "pass_rate": rate}
+
+
+def test_the_summary_puts_red_backends_first_then_undecided_then_green_each_by_pass_rate_then_name():
+    rows = [row_of("green-high", "success", 0.9), row_of("green-low", "success", 0.2),
+            row_of("red-none", "failure", None), row_of("red-b", "error", 0.5), row_of("red-a", "failure", 0.5),
+            row_of("red-low", "failure", 0.1), row_of("undecided", None, None)]
+
+    assert [r["backend"] for r in sorted(rows, key=badness)] == [
+        "red-low", "red-a", "red-b", "red-none", "undecided", "green-low", "green-high"]
+
+
+def test_a_summary_row_holds_the_backends_figures_over_the_range():
+    infos = [BackendInfo(BACKEND, "L2", "npu", "An NPU"), BackendInfo("idle", "L1", "gpu", "Nothing yet")]
+    rows = SummaryRows(
+        streaks={BACKEND: Streak(commit(9, "success", buildid=42), commit(8, "success", decided_at=NOW - HOUR))},
+        deciding_builds={42: build(42, 9, NOW)},
+        decided=[decided("success", 600), decided("failure", 1200), decided("success", 60, NOW - 2 * DAY)],
+        builds={BACKEND: (4, 1)},
+        queued=[Queued(BACKEND, sha(11), NOW - 300, None, None)],
+        failing=[BadOutcome(BACKEND, "ops", TEST, "failed", 42)],
+    )
+
+    found = summary(infos, rows, "24h", NOW, {"npu": {"connected": 1, "declared": 2}}, GITHUB)
+
+    assert (found["now"], found["range"], found["ranges"]) == (NOW, "24h", ["24h", "7d", "30d"])
+    idle, npu = found["backends"]  # no verdict yet comes before green
+    assert {k: v for k, v in npu.items() if k != "latest"} == {
+        "backend": BACKEND, "level": "L2", "device": "npu", "description": "An NPU", "page": "#/health/npu",
+        "latency": {"decided": 2, "p50": 600, "p95": 1200}, "verdicts": {"success": 1, "failure": 1, "error": 0},
+        "pass_rate": 0.5, "builds": 4, "timeouts": 1, "timeout_rate": 0.25,
+        "queue": {"length": 1, "oldest_sha": sha(11), "oldest_seen_at": NOW - 300, "oldest_age": 300},
+        "units": {"connected": 1, "declared": 2}, "failing_tests": 1,
+    }
+    assert (npu["latest"]["since_sha"], npu["latest"]["build_url"]) == (sha(8), "#/builders/5/builds/142")
+    assert idle["latest"] is None and idle["units"] == {"connected": 0, "declared": 0}
+    assert (idle["builds"], idle["pass_rate"], idle["queue"]["length"]) == (0, None, 0)
+
+
+# --- one test, one commit, metrics ---
+
+
+def test_a_tests_page_counts_its_outcomes_and_lists_its_runs_newest_first():
+    def outcome(b: int, n: int, what: str, at: int, kind: str = "upstream"):
+        return (TestOutcomeRow(b, BACKEND, "ops", TEST, what, what == "failed", at), build(b, n, at, kind=kind))
+
+    # Builds 1..5 ran its suite: passed (no row), flaky, passed, failed, failed; a bisection build asked it.
+    runs = [suite_run(b, b, NOW - (6 - b) * HOUR) for b in (5, 4, 3, 2, 1)]
+    rows = TestRows(
+        outcomes=[outcome(5, 5, "failed", NOW - HOUR), outcome(4, 4, "failed", NOW - 2 * HOUR),
+                  outcome(9, 3, "passed", NOW - 90 * 60, kind="bisection"), outcome(2, 2, "flaky", NOW - 4 * HOUR)],
+        suite_runs=runs,
+        streak_outcomes=[BadOutcome(BACKEND, "ops", TEST, "failed", b) for b in (5, 4)],
+        bisections=[bisection_row(7, [sha(3), sha(4)], 1, [f"ops::{TEST}"])],
+    )
+
+    found = test_page(BACKEND, TEST, rows, NOW, GITHUB)
+
+    assert {k: v for k, v in found.items() if k != "runs"} == {
+        "backend": BACKEND, "test": TEST, "suite": "ops", "now": NOW, "state": "failing",
+        "failing_since": NOW - 2 * HOUR, "first_failing_sha": sha(4),
+        "first_bad": {"sha": sha(4), "commit_url": GITHUB + sha(4), "bisection": 7, "bisection_url": "#/bisections/7"},
+        "flaky_runs": 1, "counts": {"failed": 2, "errored": 0, "flaky": 1, "passed": 3},
+    }
+    assert [(r["buildid"], r["kind"], r["outcome"]) for r in found["runs"]] == [
+        (5, "upstream", "failed"), (9, "bisection", "passed"), (4, "upstream", "failed"), (3, "upstream", "passed"),
+        (2, "upstream", "flaky"), (1, "upstream", "passed")]
+    assert found["runs"][0] == {"buildid": 5, "build_url": "#/builders/5/builds/105", "number": 105, "sha": sha(5),
+                                "commit_url": GITHUB + sha(5), "kind": "upstream", "outcome": "failed",
+                                "complete_at": NOW - HOUR}
+
+
+def test_a_test_without_rows_is_unknown_and_one_passing_in_its_newest_run_is_passing():
+    assert test_page(BACKEND, TEST, TestRows([], [], [], []), NOW, GITHUB)["state"] == "unknown"
+    rows = TestRows([(TestOutcomeRow(1, BACKEND, "ops", TEST, "failed", True, NOW - DAY), build(1, 1, NOW - DAY))],
+                    [suite_run(2, 2, NOW), suite_run(1, 1, NOW - DAY)],
+                    [BadOutcome(BACKEND, "ops", TEST, "failed", 1)], [])
+
+    found = test_page(BACKEND, TEST, rows, NOW, GITHUB)
+
+    assert (found["state"], found["failing_since"], found["first_bad"]) == ("passing", None, None)
+
+
+def test_a_commit_is_named_by_at_least_seven_hex_digits_and_must_name_one_commit():
+    assert sha_prefix(" ABCDEF0 ") == "abcdef0"
+    for bad in ("abcdef", "abcdefg", "a" * 41):
+        with pytest.raises(HealthQueryError) as refused:
+            sha_prefix(bad)
+        assert refused.value.code == 400
+    with pytest.raises(HealthQueryError) as refused:
+        pick_commit(BACKEND, "0000000", [])
+    assert (refused.value.code, refused.value.message) == (404, "no commit 0000000 of npu in the relay's history")
+    with pytest.raises(HealthQueryError) as refused:
+        pick_commit(BACKEND, "0000000", [commit(n) for n in range(1, 8)])
+    assert refused.value.code == 400
+    assert refused.value.message == (f"0000000 names several commits of npu: {', '.join(sha(n) for n in range(1, 6))}"
+                                     " and more; give more digits")
+
+
+def test_a_commits_page_tells_how_it_was_decided_and_its_builds_failing_tests():
+    covered = commit(4, "failure", seen_at=NOW - 2 * HOUR, how="covered", buildid=10, started_at=NOW - 90 * 60)
+    rows = CommitRows(
+        commit=covered, build=build(10, 5, NOW - HOUR, results=2), runs=[suite_counts(10, "ops", failed=1)],
+        outcomes=[TestOutcomeRow(10, BACKEND, "ops", TEST, "failed", True, NOW),
+                  TestOutcomeRow(10, BACKEND, "ops", "test_x.py::test_y", "flaky", False, NOW)],
+        bisections=[bisection_row(3, [sha(4), sha(5)], 0, ["ops"]), bisection_row(2, [sha(6)], 0, ["ops"])],
+    )
+
+    assert commit_page(rows, GITHUB) == {
+        "backend": BACKEND, "sha": sha(4), "commit_url": GITHUB + sha(4), "state": "failure",
+        "description": "failure 4", "how": "covered", "seen_at": NOW - 2 * HOUR, "started_at": NOW - 90 * 60,
+        "decided_at": NOW, "latency": 2 * HOUR, "covered_by": sha(5), "build_url": "#/builders/5/builds/110",
+        "bisections": [3], "failing": [{"test": TEST, "suite": "ops", "outcome": "failed", "new": True}],
+        "flaky": ["test_x.py::test_y"],
+        "cells": {"ops": {"results": "success", "passed": 10, "failed": 1, "flaky": 1, "skipped": 2, "new": 1,
+                          "timed_out": False}},
+    }
+
+
+def test_metrics_give_every_backend_all_its_states_even_at_zero():
+    rows = MetricsRows(
+        states={BACKEND: {"pending": 2, "success": 5}}, latencies={BACKEND: [300, 60]},
+        queued=[Queued(BACKEND, sha(1), NOW - 120, None, None)], bisection_states={BACKEND: {"done": 1}},
+        failing=[BadOutcome(BACKEND, "ops", TEST, "failed", 3)], outbox_waiting=3, outbox_given_up=1,
+        outbox_oldest=NOW - 50,
+    )
+    infos = [BackendInfo(BACKEND, "L2", "npu", ""), BackendInfo("idle", "L1", "gpu", "")]
+
+    assert metrics(infos, rows, NOW, {"npu": {"connected": 1, "declared": 1}}) == {
+        "backends": {
+            BACKEND: {"commits": {"pending": 2, "success": 5, "failure": 0, "error": 0}, "latencies": [60, 300],
+                      "queue_length": 1, "oldest_queued_age": 120,
+                      "bisections": {"running": 0, "done": 1, "abandoned": 0}, "failing_tests": 1},
+            "idle": {"commits": {"pending": 0, "success": 0, "failure": 0, "error": 0}, "latencies": [],
+                     "queue_length": 0, "oldest_queued_age": None,
+                     "bisections": {"running": 0, "done": 0, "abandoned": 0}, "failing_tests": 0},
+        },
+        "outbox": {"waiting": 3, "given_up": 1, "oldest_age": 50},
+        "units": {"npu": {"connected": 1, "declared": 1}},
+    }

@@ -1,0 +1,256 @@
+"""The reads behind the health figures (store/health_queries.py) on a real SQLite file upgraded by the store's
+migrations, filled by the ledger's, the bisections' and the test history's own writers."""
+
+from __future__ import annotations
+
+import pytest
+
+from crcr.bisection.plan import Bisection as Plan
+from crcr.store import outbox
+from crcr.store.bisections import create_bisection, update_bisection
+from crcr.store.commits import decide, mark_started, record_arrival
+from crcr.store.health_queries import (
+    BadOutcome, Decided, FlakyCount, Queued, backend_rows, build_counts, commit_rows, commits_by_prefix,
+    decided_after, failing_now, latest_streaks, metrics_rows, queued_now, summary_rows, test_rows,
+)
+from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow, record_build
+from test_store import db  # noqa: F401  (the fixture: a migrated SQLite file)
+
+NOW = 2_000_000_000
+HOUR, DAY = 3600, 86400
+TEST, OTHER = "test/test_ops.py::test_add", "test/test_ops.py::test_mul"
+
+
+def sha(n: int) -> str:
+    return f"{n:040x}"
+
+
+def arrive(conn, backend: str, n: int, seen_at: int, brid: int | None = None) -> None:
+    assert record_arrival(conn, backend, sha(n), "main", seen_at, brid=brid)
+
+
+def arrive_and_decide(conn, backend: str, n: int, state: str, seen_at: int, decided_at: int,
+                      buildid: int | None = None, how: str = "built") -> None:
+    arrive(conn, backend, n, seen_at)
+    assert decide(conn, backend, sha(n), state, f"{state} {n}", how, buildid, decided_at)
+
+
+def record(conn, buildid: int, backend: str, n: int, complete_at: int, kind: str = "upstream",
+           suites: dict[str, dict[str, str]] | None = None, timed_out: bool = False, results: int = 0,
+           **build_fields) -> None:
+    """A build of sha(n) whose suites ran with the given outcomes ({suite: {test: outcome}}; passed ones unlisted)."""
+    suites = {"ops": {}} if suites is None else suites
+    build = BuildRow(buildid=buildid, backend=backend, builderid=3, number=buildid, sha=sha(n), branch="main",
+                     kind=kind, results=results, state_string=None, started_at=complete_at - 600,
+                     complete_at=complete_at, timed_out=timed_out, **build_fields)
+    runs = [SuiteRunRow(buildid, backend, suite, 2 if tests else 0, 10, sum(o == "failed" for o in tests.values()),
+                        sum(o == "errored" for o in tests.values()), sum(o == "flaky" for o in tests.values()), 0, 0,
+                        0, False, complete_at) for suite, tests in suites.items()]
+    outcomes = [TestOutcomeRow(buildid, backend, suite, test, outcome, outcome == "failed", complete_at)
+                for suite, tests in suites.items() for test, outcome in tests.items()]
+    assert record_build(conn, build, runs, outcomes)
+
+
+# --- the latest verdict's streak ---
+
+
+def test_the_streak_walks_back_through_decided_commits_in_arrival_order_skipping_pending_ones(db):
+    arrive_and_decide(db, "red", 1, "success", NOW - 10 * HOUR, NOW - 9 * HOUR)
+    arrive_and_decide(db, "red", 2, "failure", NOW - 8 * HOUR, NOW - 7 * HOUR)
+    arrive(db, "red", 3, NOW - 6 * HOUR)  # still pending
+    arrive_and_decide(db, "red", 4, "failure", NOW - 5 * HOUR, NOW - 4 * HOUR, buildid=44)
+    arrive_and_decide(db, "green", 5, "success", NOW - 5 * HOUR, NOW - 4 * HOUR)
+    arrive_and_decide(db, "green", 6, "success", NOW - 3 * HOUR, NOW - 2 * HOUR)
+    arrive(db, "waiting", 7, NOW - HOUR)
+
+    found = latest_streaks(db, ["red", "green", "waiting", "unknown"])
+
+    assert set(found) == {"red", "green"}
+    assert (found["red"].latest.sha, found["red"].latest.buildid, found["red"].since.sha) == (sha(4), 44, sha(2))
+    assert (found["green"].latest.sha, found["green"].since.sha) == (sha(6), sha(5))
+
+
+def test_the_latest_verdict_is_the_newest_arrival_decided_whenever_it_was_decided(db):
+    arrive_and_decide(db, "b", 1, "success", NOW - 10 * HOUR, NOW - 9 * HOUR)
+    arrive_and_decide(db, "b", 2, "failure", NOW - 8 * HOUR, NOW - 2 * HOUR)
+    arrive_and_decide(db, "b", 3, "success", NOW - 7 * HOUR, NOW - 5 * HOUR)  # decided before 2 was
+
+    found = latest_streaks(db, ["b"])["b"]
+
+    assert (found.latest.sha, found.since.sha) == (sha(3), sha(3))
+
+
+# --- the summary's other reads ---
+
+
+def test_decided_commits_are_read_from_the_asked_time_on(db):
+    arrive_and_decide(db, "b", 1, "success", NOW - 10 * DAY, NOW - 8 * DAY)
+    arrive_and_decide(db, "b", 2, "failure", NOW - 2 * DAY, NOW - DAY)
+    arrive_and_decide(db, "c", 3, "error", NOW - 2 * HOUR, NOW - HOUR)
+    arrive(db, "b", 4, NOW - HOUR)
+
+    assert sorted(decided_after(db, ["b", "c"], NOW - 7 * DAY), key=lambda d: d.decided_at) == [
+        Decided("b", "failure", NOW - 2 * DAY, NOW - DAY), Decided("c", "error", NOW - 2 * HOUR, NOW - HOUR)]
+
+
+def test_builds_count_upstream_and_forced_ones_completed_in_the_range_cancelled_too(db):
+    record(db, 1, "b", 1, NOW - HOUR)
+    record(db, 2, "b", 2, NOW - 2 * HOUR, kind="forced", timed_out=True)
+    record(db, 3, "b", 3, NOW - 3 * HOUR, results=6)  # cancelled
+    record(db, 4, "b", 4, NOW - HOUR, kind="pull_request", pull_request=5)
+    record(db, 5, "b", 5, NOW - HOUR, kind="bisection", bisectionid=1)
+    record(db, 6, "b", 6, NOW - 2 * DAY)  # before the range
+
+    assert build_counts(db, ["b", "c"], NOW - DAY) == {"b": (3, 1)}
+
+
+def test_the_queue_now_holds_pending_commits_no_unit_has_started(db):
+    arrive(db, "b", 1, NOW - HOUR, brid=1)
+    arrive(db, "b", 2, NOW - 2 * HOUR, brid=2)
+    mark_started(db, 2, NOW - HOUR)
+    arrive_and_decide(db, "b", 3, "success", NOW - 3 * HOUR, NOW - 2 * HOUR)
+
+    assert queued_now(db, ["b"]) == [Queued("b", sha(1), NOW - HOUR, None, None)]
+
+
+def test_the_failing_tests_now_are_those_of_each_suites_newest_upstream_or_forced_run(db):
+    record(db, 1, "b", 1, NOW - 3 * HOUR, suites={"ops": {TEST: "failed", OTHER: "failed"}, "nn": {"nn::t": "failed"}})
+    record(db, 2, "b", 2, NOW - 2 * HOUR, kind="forced", suites={"ops": {TEST: "errored", OTHER: "flaky"}})
+    record(db, 3, "b", 3, NOW - HOUR, kind="pull_request", pull_request=9, suites={"ops": {OTHER: "failed"}})
+    record(db, 4, "b", 4, NOW - HOUR, kind="bisection", bisectionid=1, suites={"ops": {OTHER: "failed"}})
+    record(db, 5, "c", 5, NOW - HOUR, suites={"ops": {}})  # passed everything
+
+    assert sorted(failing_now(db, ["b", "c"]), key=lambda f: f.test) == [
+        BadOutcome("b", "nn", "nn::t", "failed", 1),  # nn ran last in build 1
+        BadOutcome("b", "ops", TEST, "errored", 2),
+    ]
+
+
+def test_the_summary_reads_every_backend_at_once(db):
+    arrive_and_decide(db, "b", 1, "failure", NOW - 2 * HOUR, NOW - HOUR, buildid=1)
+    record(db, 1, "b", 1, NOW - HOUR, suites={"ops": {TEST: "failed"}})
+
+    found = summary_rows(db, ["b", "c"], NOW - DAY, NOW - DAY)
+
+    assert (list(found.streaks), list(found.deciding_builds), found.builds) == (["b"], [1], {"b": (1, 0)})
+    assert (len(found.decided), found.queued, len(found.failing)) == (1, [], 1)
+
+
+# --- one backend ---
+
+
+def test_a_backends_rows_hold_its_streaks_flaky_tests_matrix_and_pull_requests(db):
+    for n in range(1, 4):  # TEST fails from build 2 on; OTHER is flaky in builds 1 and 3 and in a bisection build
+        arrive_and_decide(db, "b", n, "failure" if n > 1 else "success", NOW - (10 - n) * HOUR, NOW - (9 - n) * HOUR,
+                          buildid=n)
+        record(db, n, "b", n, NOW - (9 - n) * HOUR,
+               suites={"ops": {**({TEST: "failed"} if n > 1 else {}), **({OTHER: "flaky"} if n != 2 else {})},
+                       "nn": {}})
+    record(db, 9, "b", 2, NOW - HOUR, kind="bisection", bisectionid=1, suites={"ops": {OTHER: "flaky"}})
+    record(db, 10, "b", 0, 10 * DAY, suites={"ops": {OTHER: "flaky"}})  # long ago
+    for number in range(25):
+        record(db, 100 + number, "b", 100 + number, NOW - DAY + number, kind="pull_request", pull_request=number)
+    arrive(db, "b", 50, NOW - 30 * 60)
+    bisection = create_bisection(db, "b", "main", sha(1), sha(3), Plan([sha(2), sha(3)], [f"ops::{TEST}"]).to_json(),
+                                 NOW - HOUR)
+
+    found = backend_rows(db, "b", NOW - DAY, NOW - 30 * DAY)
+
+    assert [(run.buildid, run.suite) for run in found.streak_runs] == [(3, "ops"), (2, "ops"), (1, "ops"), (10, "ops")]
+    assert sorted((o.buildid, o.test) for o in found.streak_outcomes) == [(2, TEST), (3, TEST)]
+    assert found.flaky == [FlakyCount("ops", OTHER, 2, NOW - 6 * HOUR)]
+    assert found.runs_in_range == {"ops": 3 + 25, "nn": 3}
+    assert [c.sha for c in found.matrix_commits] == [sha(50), sha(3), sha(2), sha(1)]
+    assert sorted(found.matrix_builds) == [1, 2, 3]
+    assert [(r.buildid, r.suite) for r in found.matrix_runs] == [(1, "ops"), (1, "nn"), (2, "ops"), (2, "nn"),
+                                                                 (3, "ops"), (3, "nn")]
+    assert [b.pull_request for b in found.pull_requests] == list(range(24, 4, -1))
+    assert [b.buildid for b in found.builds] == [1, 2, 3]
+    # Never marked started here: each waited until its verdict (in the range), as 50 still waits.
+    assert sorted(q.sha for q in found.queue_history) == [sha(1), sha(2), sha(3), sha(50)]
+    assert [b.id for b in found.bisections] == [bisection]
+
+
+def test_the_queue_history_holds_the_commits_waiting_at_some_time_in_the_range(db):
+    arrive(db, "b", 1, NOW - 3 * DAY, brid=1)
+    mark_started(db, 1, NOW - 2 * DAY)  # started before the range
+    arrive(db, "b", 2, NOW - 3 * DAY, brid=2)
+    mark_started(db, 2, NOW - HOUR)  # waited into the range
+    arrive_and_decide(db, "b", 3, "success", NOW - 3 * DAY, NOW - 2 * DAY)  # decided before the range
+    arrive_and_decide(db, "b", 4, "success", NOW - 3 * DAY, NOW - HOUR, how="covered")  # covered in the range
+
+    found = backend_rows(db, "b", NOW - DAY, NOW - 30 * DAY).queue_history
+
+    assert sorted(q.sha for q in found) == [sha(2), sha(4)]
+
+
+# --- one test, one commit ---
+
+
+def test_a_tests_rows_are_its_outcomes_with_their_builds_and_its_suites_runs(db):
+    record(db, 1, "b", 1, NOW - 3 * HOUR, suites={"ops": {}})
+    record(db, 2, "b", 2, NOW - 2 * HOUR, suites={"ops": {TEST: "failed"}})
+    record(db, 3, "b", 3, NOW - HOUR, kind="pull_request", pull_request=4, suites={"ops": {TEST: "flaky"}})
+    record(db, 4, "b", 2, NOW - 30 * 60, kind="bisection", bisectionid=1, suites={"ops": {TEST: "passed"}})
+    record(db, 5, "other", 2, NOW - 2 * HOUR, suites={"ops": {TEST: "failed"}})
+
+    found = test_rows(db, "b", TEST)
+
+    assert [(o.buildid, o.outcome, b.kind) for o, b in found.outcomes] == [
+        (4, "passed", "bisection"), (3, "flaky", "pull_request"), (2, "failed", "upstream")]
+    assert [(run.buildid, run.kind) for run in found.suite_runs] == [(3, "pull_request"), (2, "upstream"),
+                                                                      (1, "upstream")]
+    assert [o.buildid for o in found.streak_outcomes] == [2]
+    assert test_rows(db, "b", "no/such::test").suite_runs == []
+
+
+def test_a_commit_is_found_by_prefix_with_its_deciding_build(db):
+    arrive_and_decide(db, "b", 0xABC1, "failure", NOW - 2 * HOUR, NOW - HOUR, buildid=7, how="covered")
+    arrive(db, "b", 0xABC2, NOW - HOUR)
+    record(db, 7, "b", 0xABC3, NOW - HOUR, suites={"ops": {TEST: "failed", OTHER: "flaky"}, "nn": {}})
+    create_bisection(db, "b", "main", sha(1), sha(0xABC1), Plan([sha(0xABC1)], ["ops"]).to_json(), NOW)
+
+    assert [c.sha for c in commits_by_prefix(db, "b", sha(0xABC1)[:36])] == [sha(0xABC1), sha(0xABC2)]
+    assert commits_by_prefix(db, "c", sha(0xABC1)[:36]) == []
+    (found,) = commits_by_prefix(db, "b", sha(0xABC1))
+
+    rows = commit_rows(db, found)
+
+    assert (rows.build.sha, [r.suite for r in rows.runs]) == (sha(0xABC3), ["ops", "nn"])
+    assert [(o.test, o.outcome) for o in rows.outcomes] == [(TEST, "failed"), (OTHER, "flaky")]
+    assert len(rows.bisections) == 1
+
+
+def test_a_prefix_with_sql_wildcards_matches_nothing_but_itself(db):
+    arrive(db, "b", 1, NOW)
+
+    assert commits_by_prefix(db, "b", "%") == [] and commits_by_prefix(db, "b", "_" * 40) == []
+
+
+# --- metrics ---
+
+
+def test_metrics_rows_count_states_bisections_and_the_outbox(db):
+    arrive_and_decide(db, "b", 1, "success", NOW - 300, NOW - 100)
+    arrive_and_decide(db, "b", 2, "failure", NOW - 700, NOW - 100)
+    arrive(db, "b", 3, NOW - 50)
+    done = create_bisection(db, "b", "main", sha(1), sha(2), Plan([sha(2)], ["ops"]).to_json(), NOW)
+    update_bisection(db, done, state="done", ended_at=NOW)
+    create_bisection(db, "b", "main", sha(1), sha(2), Plan([sha(2)], ["ops"]).to_json(), NOW)
+    outbox.enqueue(db, "status", "o/r", sha(1), "crcr/b", {"state": "success"}, NOW - 40)
+    refused = outbox.enqueue(db, "status", "o/r", sha(2), "crcr/b", {"state": "failure"}, NOW - 30)
+    outbox.give_up(db, refused, NOW - 20, "422")
+
+    found = metrics_rows(db, ["b", "c"], NOW)
+
+    assert found.states == {"b": {"success": 1, "failure": 1, "pending": 1}}
+    assert sorted(found.latencies["b"]) == [200, 600]
+    assert found.bisection_states == {"b": {"done": 1, "running": 1}}
+    assert [q.sha for q in found.queued] == [sha(3)]
+    assert (found.outbox_waiting, found.outbox_given_up, found.outbox_oldest) == (1, 1, NOW - 40)
+
+
+@pytest.mark.parametrize("backends", [[], ["nobody"]])
+def test_reads_of_backends_without_rows_are_empty(db, backends):
+    assert summary_rows(db, backends, 0, 0).streaks == {}
+    assert metrics_rows(db, backends, NOW).states == {}
