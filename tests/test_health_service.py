@@ -10,8 +10,10 @@ from pathlib import Path
 from buildbot.config.master import MasterConfig
 from buildbot.process.results import Results
 from buildbot.test.fake import fakemaster
+from buildbot.test.fake.fakeprotocol import FakeConnection
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.util import service
+from buildbot.worker import Worker
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
@@ -179,6 +181,31 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
         with self.assertRaises(HealthQueryError) as raised:
             await asked
         assert (raised.exception.code, raised.exception.message) == (code, message)
+
+    async def test_units_connected_are_counted_against_those_declared_for_the_device(self):
+        presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
+        first, _ = presence.units_by_device["npu"]
+        unit = Worker(first, "pw")
+        await unit.setServiceParent(self.master.workers)
+        self.master.workers.workers[first] = unit  # what Buildbot's WorkerManager lists
+        await self.master.workers.startService()  # the worker finds its id in the database
+        self.addCleanup(self.master.workers.stopService)
+        await unit.attached(FakeConnection(unit))
+
+        rows = (await self.health.summary())["backends"]
+
+        assert [row["units"] for row in rows] == [{"connected": 1, "declared": 2}] * 3
+        assert (await self.health.metrics())["units"] == {"npu": {"connected": 1, "declared": 2}}
+
+    async def test_a_test_and_a_commit_answer_the_contracts_keys(self):
+        await self.history()
+
+        assert set(await self.health.test(RED, "test_add.py::test_add")) == {
+            "backend", "test", "suite", "now", "state", "failing_since", "first_failing_sha", "first_bad",
+            "flaky_runs", "counts", "runs"}
+        assert set(await self.health.commit(RED, A)) == {
+            "backend", "sha", "commit_url", "state", "description", "how", "seen_at", "started_at", "decided_at",
+            "latency", "covered_by", "build_url", "bisections", "failing", "flaky", "cells"}
 
     async def test_an_unknown_backend_is_not_found(self):
         await self.assert_refused(self.health.backend("omega"), 404, "no backend 'omega' (backends: alpha, beta, gamma)")
