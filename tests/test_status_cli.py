@@ -197,8 +197,9 @@ def test_a_backend_its_figures_windows_failing_and_flaky_tests_bisections_and_pu
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines() == [
         f"beta (L3, xpu): Intel GPUs ({u}/#/health/beta)",
-        f"latest verdict: failure at bbbbbbbbbb, decided 1h ago: 2 tests failed ({u}/#/builders/2/builds/7)",
+        "latest verdict: failure at bbbbbbbbbb, decided 1h ago: 2 tests failed",
         "  failure since cccccccccc, 2h 1m ago",
+        f"  its build: {u}/#/builders/2/builds/7",
         "last 7d: 3 commits decided (2 success, 1 failure, 0 error), pass rate 67%; latency p50 12m 30s, "
         "p95 1h 5m; 5 builds, 1 timed out (20%)",
         "now: 2 commits queued, the oldest dddddddddd for 2h 1m; units 1 of 2 connected; 2 failing tests",
@@ -336,6 +337,16 @@ def test_an_error_answer_of_the_relay_is_said_as_it_is_and_exits_1(crcr, relay):
     assert (result.returncode, result.stdout, result.stderr) == (
         1, "", "error: no backend 'nope' (backends: alpha, beta)\n")
     assert (as_json.returncode, json.loads(as_json.stdout)) == (1, refusal)
+
+
+def test_a_relay_that_wants_a_sign_in_says_how(crcr, relay):
+    relay.answers[f"{HEALTH}?range=7d"] = (403, {"error": "you need to have role 'anonymous-readers'"})
+
+    result = crcr("status", "--url", relay.url)
+
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: the relay at {relay.url} refused an anonymous request (you need to have "
+                                    "role 'anonymous-readers'): sign in with --user NAME"), result.stderr
 
 
 def test_a_master_that_does_not_answer_is_said_so_with_the_outbox_that_works_without_it(crcr):

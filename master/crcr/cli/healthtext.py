@@ -98,10 +98,11 @@ def _latest_lines(latest: dict | None, now: int, web_url: str) -> list[str]:
     if latest is None:
         return ["latest verdict: none yet"]
     said = f": {latest['description']}" if latest["description"] else ""
-    build = f" ({_link(web_url, latest['build_url'])})" if latest["build_url"] else ""
-    return [f"latest verdict: {latest['state']} at {_short(latest['sha'])}, decided "
-            f"{_ago(now, latest['decided_at'])}{said}{build}",
-            f"  {latest['state']} since {_short(latest['since_sha'])}, {_ago(now, latest['since'])}"]
+    lines = [f"latest verdict: {latest['state']} at {_short(latest['sha'])}, decided {_ago(now, latest['decided_at'])}"
+             f"{said}", f"  {latest['state']} since {_short(latest['since_sha'])}, {_ago(now, latest['since'])}"]
+    if latest["build_url"]:
+        lines.append(f"  its build: {_link(web_url, latest['build_url'])}")
+    return lines
 
 
 def _decided_text(row: dict) -> str:
