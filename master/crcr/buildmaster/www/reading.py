@@ -1,5 +1,5 @@
 """What the relay serves at the web root beside Buildbot's own /api, /auth...: /badges (for READMEs) and /metrics
-(for Prometheus), both read from the RelayHealth service (see www/__init__.py's root_resources for how they get
+(for Prometheus), both read from the RelayHealth service (see www/__init__.py's put_root_resources for how they get
 there)."""
 
 from __future__ import annotations
