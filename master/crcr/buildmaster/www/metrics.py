@@ -24,6 +24,7 @@ class MetricsResource(ReadResource):
     @defer.inlineCallbacks
     def answer(self, request):
         figures = yield self.health().metrics()
+        request.setHeader(b"cache-control", b"no-cache")  # each scrape is now's figures, whatever lies between
         return metrics_text(figures)
 
 
