@@ -27,7 +27,8 @@ HEALTH = "/plugins/crcr/api/health"
 
 
 class CannedRelay:
-    """Answers GET `path?query` with its canned (HTTP status, JSON body), 404 otherwise; records the paths asked."""
+    """Answers GET `path?query` with its canned (HTTP status, body: JSON, or a str sent as HTML), 404 otherwise;
+    records the paths asked."""
 
     def __init__(self, answers: dict[str, tuple[int, dict]]):
         self.answers, self.asked = answers, []
@@ -49,9 +50,9 @@ class CannedRelay:
             def do_GET(self):
                 relay.asked.append(self.path)
                 status, body = relay.answers.get(self.path, (404, {"error": f"no canned answer for {self.path}"}))
-                data = json.dumps(body).encode()
+                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/html" if isinstance(body, str) else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -337,6 +338,16 @@ def test_an_error_answer_of_the_relay_is_said_as_it_is_and_exits_1(crcr, relay):
     assert (result.returncode, result.stdout, result.stderr) == (
         1, "", "error: no backend 'nope' (backends: alpha, beta)\n")
     assert (as_json.returncode, json.loads(as_json.stdout)) == (1, refusal)
+
+
+def test_a_master_without_the_health_figures_is_said_to_be_older(crcr, relay):
+    relay.answers[f"{HEALTH}/beta?range=7d"] = (404, "<html><title>404 - No Such Resource</title></html>")
+
+    result = crcr("status", "beta", "--url", relay.url)
+
+    assert (result.returncode, result.stderr) == (1, (
+        f"error: the master at {relay.url} has no health figures ({HEALTH[1:]}/beta?range=7d answers HTTP 404 "
+        "without the relay's JSON): it is older than this crcr; restart it (crcr master restart --basedir DIR)\n"))
 
 
 def test_a_relay_that_wants_a_sign_in_says_how(crcr, relay):

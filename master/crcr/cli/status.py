@@ -29,6 +29,7 @@ from crcr.store.outbox import CLAIM_EXPIRY, KEEP_GIVEN_UP, OutboxRow, given_up, 
 from crcr.store.tables import github_outbox
 
 NOTHING_WAITING = "GitHub outbox: nothing waiting"
+HEALTH_JSON = "plugins/crcr/api/health"  # the health pages' JSON, under the relay's web address
 
 
 def _state(row: OutboxRow) -> str:
@@ -133,15 +134,15 @@ def print_health(args) -> int:
     url = (args.url or load_settings().web_url).rstrip("/")
     over = args.range or DEFAULT_RANGE
     if args.backend is None:
-        path, wording = f"health?range={over}", summary_lines
+        path, wording = f"{HEALTH_JSON}?range={over}", summary_lines
     elif args.sha is None:
-        path, wording = f"health/{quote(args.backend, safe='')}?range={over}", backend_lines
+        path, wording = f"{HEALTH_JSON}/{quote(args.backend, safe='')}?range={over}", backend_lines
     else:
-        path = f"health/{quote(args.backend, safe='')}/commits/{quote(args.sha, safe='')}"
+        path = f"{HEALTH_JSON}/{quote(args.backend, safe='')}/commits/{quote(args.sha, safe='')}"
         wording = commit_lines
     relay = RelaySession(url, credentials_from(args))
     try:
-        status, body = relay.answer(f"plugins/crcr/api/{path}")
+        status, body = relay.answer(path)
     except OSError as e:  # refused, reset or timed out: URLError is one
         raise RuntimeError(
             f"the master at {url} does not answer ({getattr(e, 'reason', e)}): start it (crcr master start "
@@ -150,6 +151,12 @@ def print_health(args) -> int:
     if args.json:  # as answered, so that a script reads the numbers the pages show
         print(json.dumps(body, indent=2))
         return 0 if status == 200 else 1
+    if status == 404 and not isinstance(body.get("error"), str):
+        # Twisted's page for a path the plugin does not serve, not the health resource's {"error": message}.
+        raise RuntimeError(
+            f"the master at {url} has no health figures ({path} answers HTTP 404 without the relay's JSON): "
+            "it is older than this crcr; restart it (crcr master restart --basedir DIR)"
+        )
     if status != 200:
         raise RuntimeError(error_message(body))
     for line in wording(body, url):
