@@ -1,0 +1,141 @@
+"""The health pages' resources (GET /plugins/crcr/api/health...): what each URL asks the RelayHealth service, and
+what a bad question answers, under Buildbot's harness (a fake master with a real SQLite database, the relay's
+store and the real RelayHealth service). The figures themselves are RelayHealth's tests' (test_health_service);
+the pages showing them are test_health_pages_e2e's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import xml.etree.ElementTree as ElementTree
+from types import SimpleNamespace
+
+from buildbot.test import fakedb
+from buildbot.test.fake import fakemaster
+from buildbot.test.reactor import TestReactorMixin
+from buildbot.test.util.www import FakeRequest
+from buildbot.util import service
+from twisted.internet import defer
+from twisted.trial import unittest
+from twisted.web.resource import getChildForRequest
+
+from crcr.buildmaster.health import RelayHealth
+from crcr.buildmaster.www import RelayApplication
+from crcr.health.charts import NO_DATA
+from crcr.store.service import RelayStore
+
+COMMIT_URL = "https://github.com/pytorch/pytorch/commit/"
+BACKENDS = [
+    {"name": "alpha", "level": "L2", "device": "alpha", "description": "an L2 backend"},
+    {"name": "beta", "level": "L3", "device": "beta", "description": "an L3 backend"},
+]
+JSON = [b"application/json; charset=utf-8"]
+
+
+class HealthResourcesTest(TestReactorMixin, unittest.TestCase):
+    @defer.inlineCallbacks
+    def setUp(self):
+        self.setup_test_reactor()
+        basedir = tempfile.mkdtemp(prefix="crcr-health-")  # trial's mktemp() writes under the current directory
+        self.addCleanup(shutil.rmtree, basedir, True)
+        self.master = yield fakemaster.make_master(self, wantData=True, db_url="sqlite:///state.sqlite",
+                                                   basedir=basedir)
+        self.master.service_manager = service.BuildbotServiceManager()
+        yield self.master.service_manager.setServiceParent(self.master)
+        for relay_service in (RelayStore(), RelayHealth(backends=BACKENDS, commit_url=COMMIT_URL)):
+            yield relay_service.setServiceParent(self.master.service_manager)
+        yield self.master.db.insert_test_data([fakedb.Master(id=fakedb.FakeDBConnector.MASTER_ID)])
+        self.addCleanup(self.master.stopService)
+        yield self.master.startService()
+        self.master.www = SimpleNamespace(assertUserAllowed=lambda request, ep, action, options: defer.succeed(None))
+        self.app = RelayApplication()
+        self.app.setConfiguration({"backends": BACKENDS})
+        self.app.setMaster(self.master)
+
+    @defer.inlineCallbacks
+    def fetch(self, path: str):
+        """(HTTP code, content type, body) of GET /plugins/crcr/<path>, routed as Twisted routes it."""
+        request = FakeRequest(("/" + path).encode())
+        resource = getChildForRequest(self.app.resource, request)
+        resource.render(request)
+        body = yield request.deferred
+        return request.responseCode, request.headers[b"content-type"], body
+
+    @defer.inlineCallbacks
+    def get(self, path: str):
+        """(HTTP code, decoded JSON) of a JSON answer."""
+        code, content_type, body = yield self.fetch(path)
+        self.assertEqual(content_type, JSON, path)
+        return code, json.loads(body)
+
+    @defer.inlineCallbacks
+    def test_the_summary_has_every_backend_over_the_range_asked(self):
+        for path, range_name in [("api/health", "7d"), ("api/health/", "7d"), ("api/health?range=24h", "24h"),
+                                 ("api/health?range=30d", "30d")]:
+            code, found = yield self.get(path)
+            self.assertEqual(code, 200, path)
+            self.assertEqual((found["range"], found["ranges"]), (range_name, ["24h", "7d", "30d"]), path)
+            self.assertEqual(sorted(row["backend"] for row in found["backends"]), ["alpha", "beta"])
+            self.assertEqual({row["page"] for row in found["backends"]}, {"#/health/alpha", "#/health/beta"})
+
+    @defer.inlineCallbacks
+    def test_a_backend_its_test_and_its_commit_each_have_their_page(self):
+        code, alpha = yield self.get("api/health/alpha?range=30d")
+        self.assertEqual((code, alpha["backend"], alpha["range"], alpha["level"]), (200, "alpha", "30d", "L2"))
+        self.assertIn("series", alpha)
+        _, quoted = yield self.get("api/health/%61lpha/")  # as encodeURIComponent may quote a name
+        self.assertEqual(quoted["backend"], "alpha")
+
+        test_id = "unit::test/test_ops.py::test_add[cpu]"
+        code, test = yield self.get("api/health/beta/test?id=" + test_id.replace("[", "%5B").replace("]", "%5D"))
+        self.assertEqual((code, test["backend"], test["test"], test["state"]), (200, "beta", test_id, "unknown"))
+
+        sha = "0123456789abcdef" * 2 + "01234567"
+        code, found = yield self.get(f"api/health/alpha/commits/{sha}")
+        self.assertEqual((code, found), (404, {"error": f"no commit {sha} of alpha in the relay's history"}))
+
+    @defer.inlineCallbacks
+    def test_the_charts_are_svg_drawn_from_the_backends_series(self):
+        for name in ("latency", "pass_rate", "queue"):
+            code, content_type, body = yield self.fetch(f"api/health/alpha/charts/{name}.svg?range=24h")
+            self.assertEqual((code, content_type), (200, [b"image/svg+xml; charset=utf-8"]), name)
+            svg = ElementTree.fromstring(body)
+            texts = [e.text for e in svg.iter("{http://www.w3.org/2000/svg}text")]
+            if name != "queue":  # an empty queue is a flat line at 0, not missing data
+                self.assertIn(NO_DATA, texts, name)
+
+    @defer.inlineCallbacks
+    def test_an_unknown_backend_range_chart_or_page_is_refused_with_a_message(self):
+        unknown_backend = "no backend 'gamma' (backends: alpha, beta)"
+        bad_range = "range must be one of 24h, 7d, 30d (got '1y')"
+        for path, code, error in [
+            ("api/health?range=1y", 400, bad_range),
+            ("api/health/alpha?range=1y", 400, bad_range),
+            ("api/health/alpha/charts/queue.svg?range=1y", 400, bad_range),
+            ("api/health/gamma", 404, unknown_backend),
+            ("api/health/gamma/test?id=x", 404, unknown_backend),
+            ("api/health/gamma/charts/latency.svg", 404, unknown_backend),
+            ("api/health/alpha/charts/pie.svg", 404,
+             "no chart 'pie.svg' (charts: latency.svg, pass_rate.svg, queue.svg)"),
+            ("api/health/alpha/charts", 404, "give a chart: charts/<latency.svg | pass_rate.svg | queue.svg>"),
+            ("api/health/alpha/commits", 404, "give a commit: commits/<sha or a prefix of at least 7 hex digits>"),
+            ("api/health/alpha/history", 404, "no page 'history' of a backend's health (pages: test, commits, charts)"),
+        ]:
+            found = yield self.get(path)
+            self.assertEqual(found, (code, {"error": error}), path)
+
+    @defer.inlineCallbacks
+    def test_a_bad_query_is_400_naming_the_parameter(self):
+        for path, error in [
+            ("api/health?rang=7d", "unknown parameter rang (known: range)"),
+            ("api/health?range=7d&range=24h", "range: give it once, not 2 times"),
+            ("api/health/alpha?id=x", "unknown parameter id (known: range)"),
+            ("api/health/alpha/test", "id: give the test's node id, as in test?id=suite::path/test_x.py::test_y"),
+            ("api/health/alpha/test?id=", "id: give the test's node id, as in test?id=suite::path/test_x.py::test_y"),
+            ("api/health/alpha/test?id=x&range=7d", "unknown parameter range (known: id)"),
+            ("api/health/alpha/commits/abcdef0?range=7d", "unknown parameter range (known: none)"),
+            ("api/health/alpha/charts/latency.svg?ranges=7d", "unknown parameter ranges (known: range)"),
+        ]:
+            found = yield self.get(path)
+            self.assertEqual(found, (400, {"error": error}), path)
