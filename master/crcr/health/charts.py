@@ -208,11 +208,11 @@ def _draw_bars(plot: _Plot, series: Series, bucket_texts: list[str]) -> list[str
 
 def _legend(series: list[Series]) -> list[str]:
     parts = []
-    x = WIDTH - RIGHT - 70 * len(series)
+    x = WIDTH - RIGHT - 60 * len(series)  # on the title's line, right of it: clear of the plotted points
     for s in series:
-        parts.append(f'<g class="legend-item"><rect x="{x}" y="{TOP - 16}" width="12" height="12" fill="{s.colour}"/>')
-        parts.append(_text(x + 16, TOP - 6, s.name, "legend") + "</g>")
-        x += 70
+        parts.append(f'<g class="legend-item"><rect x="{x}" y="10" width="12" height="12" fill="{s.colour}"/>')
+        parts.append(_text(x + 16, 20, s.name, "legend") + "</g>")
+        x += 60
     return parts
 
 
