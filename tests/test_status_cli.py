@@ -122,7 +122,7 @@ def test_the_summary_one_line_per_backend_worst_first_then_the_outbox(crcr, rela
 
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines() == [
-        f"Over the last 7d, worst first ({relay.url}/#/health):",
+        f"Backends, worst first; latency, pass rate, builds and timeouts over the last 7d ({relay.url}/#/health):",
         "BACKEND  VERDICT     SINCE                  P50      P95    PASS RATE   BUILDS  TIMEOUTS  "
         "QUEUE                           UNITS  FAILING TESTS",
         "beta     failure     cccccccccc, 2h 1m ago  12m 30s  1h 5m  67% (2/3)   5       1 (20%)   "
@@ -141,7 +141,7 @@ def test_the_range_is_asked_of_the_relay(crcr, relay):
     result = crcr("status", "--range", "30d", "--url", relay.url)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("Over the last 30d, worst first")
+    assert result.stdout.startswith("Backends, worst first; latency, pass rate, builds and timeouts over the last 30d")
     assert relay.asked == [f"{HEALTH}?range=30d"]
 
 

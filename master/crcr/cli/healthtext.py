@@ -36,7 +36,8 @@ def summary_lines(summary: dict, web_url: str) -> list[str]:
             f"{row['units']['connected']}/{row['units']['declared']}",
             str(row["failing_tests"]),
         ))
-    return [f"Over the last {summary['range']}, worst first ({_link(web_url, '#/health')}):", *table(rows)]
+    title = f"Backends, worst first; latency, pass rate, builds and timeouts over the last {summary['range']}"
+    return [f"{title} ({_link(web_url, '#/health')}):", *table(rows)]
 
 
 def backend_lines(page: dict, web_url: str) -> list[str]:
