@@ -197,9 +197,11 @@ def test_the_series_puts_each_figure_in_its_bucket_and_samples_the_queue_at_each
 
 
 def test_a_failing_test_has_failed_since_the_first_build_of_its_streak_and_its_first_bad_commit_from_a_bisection():
-    runs = [suite_run(b, b, NOW - (10 - b) * HOUR) for b in (9, 8, 7, 6)]  # newest first
+    # Failing in builds 9, 8, 7 (newest first), passing in 6, failing before that in 5.
+    runs = [suite_run(b, b, NOW - (10 - b) * HOUR) for b in (9, 8, 7, 6, 5)]
     runs.insert(1, suite_run(50, 50, NOW - 1 * HOUR - 1, suite="other"))  # another suite's run breaks nothing
-    bad = [BadOutcome(BACKEND, "ops", TEST, outcome, b) for b, outcome in ((9, "failed"), (8, "errored"), (7, "failed"))]
+    bad = [BadOutcome(BACKEND, "ops", TEST, outcome, b)
+           for b, outcome in ((9, "failed"), (8, "errored"), (7, "failed"), (5, "failed"))]
     shas = [sha(n) for n in (5, 6, 7)]
     plans = read_plans([bisection_row(2, shas, 1, [f"ops::{TEST}"])])
 
