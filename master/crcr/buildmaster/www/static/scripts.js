@@ -1,5 +1,6 @@
-// crcr's web UI plugin: the relay's home page, in place of Buildbot's "Welcome to buildbot", and the bisection
-// pages (#/bisections, #/bisections/<id>). Hand-written against the globals Buildbot's UI gives its plugins
+// crcr's web UI plugin: the relay's home page, in place of Buildbot's "Welcome to buildbot", the bisection
+// pages (#/bisections, #/bisections/<id>) and the health pages (#/health, #/health/<backend>,
+// #/health/<backend>/test?id=<node id>). Hand-written against the globals Buildbot's UI gives its plugins
 // (React, ReactRouterDOM, BuildbotPluginSupport), so it needs no JavaScript build step. What it shows comes
 // from the master's www config (plugins.crcr), its REST API and the plugin's own JSON (plugins/crcr/api/).
 (function (global) {
@@ -126,9 +127,12 @@
         (upstream.branches || []).join(", "), ") to ", relay.backends.length, " backends. See the ",
         h("a", { href: "#/waterfall" }, "waterfall"), ", the ", h("a", { href: "#/console" }, "console"),
         ", the ", h("a", { href: "#/builders" }, "builders"), ", the ", h("a", { href: "#/workers" }, "workers"),
-        " and the ", h("a", { href: "#/bisections" }, "bisections"), "."),
+        ", the ", h("a", { href: "#/bisections" }, "bisections"), " and the backends' ",
+        h("a", { href: "#/health" }, "health"), "."),
       h(LeftOut, { problems: relay.left_out || [] }),
       h(Disconnected),
+      h(HomeHealth),
+      h("h4", null, "Backends and their latest builds"),
       data.error ? h("div", { className: "alert alert-warning" }, data.error) : null,
       h("table", { className: "table table-hover table-striped" },
         h("thead", null, h("tr", null,
@@ -155,10 +159,14 @@
       props.value);
   }
 
+  // An upstream commit linked to its GitHub page: `href` if given (the health JSON's commit_url), else the
+  // upstream's commit_url + sha.
   function CommitLink(props) {
+    if (!props.sha) return h("span", { className: "text-muted" }, "—");
     var base = (relayConfig().upstream || {}).commit_url;
+    var href = props.href || (base ? base + props.sha : null);
     var text = h("code", null, props.sha.slice(0, SHORT_SHA));
-    return base ? h("a", { href: base + props.sha, title: props.sha }, text) : text;
+    return href ? h("a", { href: href, title: props.sha }, text) : text;
   }
 
   function Range(props) {
@@ -291,9 +299,418 @@
         b.next.tests.length + " test" + (b.next.tests.length === 1 ? "" : "s") + ".") : null);
   }
 
+  // --- health (the JSON of plugins/crcr/api/health, see www/health.py and buildmaster/health.py) ---
+
+  var RANGES = ["24h", "7d", "30d"];
+  var DEFAULT_RANGE = "7d";
+  // A commit's verdict, a build's results and a test's outcome in Buildbot's result colours.
+  var STATE_CLASSES = {
+    success: "SUCCESS", failure: "FAILURE", error: "EXCEPTION", pending: "PENDING", warnings: "WARNINGS",
+    skipped: "SKIPPED", exception: "EXCEPTION", retry: "RETRY", cancelled: "CANCELLED",
+    failing: "FAILURE", passing: "SUCCESS", failed: "FAILURE", errored: "EXCEPTION", flaky: "WARNINGS",
+    passed: "SUCCESS",
+  };
+
+  function healthApi(path) {
+    return "plugins/crcr/api/health" + path;
+  }
+
+  function backendPath(backend) {
+    return "/" + encodeURIComponent(backend);
+  }
+
+  function StateBadge(props) {
+    var badge = h("span", { className: "bb-badge-status results_" + (STATE_CLASSES[props.value] || "UNKNOWN"),
+      "data-state": props.value }, props.value);
+    return props.href ? h("a", { href: props.href, title: props.title }, badge) : badge;
+  }
+
+  // As crcr status says it: the two largest units, a zero second one left out ('45s', '12m 5s', '1h 12m', '3d 4h').
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined) return "—";
+    var units = [["d", 86400], ["h", 3600], ["m", 60], ["s", 1]];
+    for (var i = 0; i < units.length - 1; i++) {
+      if (seconds >= units[i][1]) {
+        var rest = Math.floor((seconds % units[i][1]) / units[i + 1][1]);
+        return Math.floor(seconds / units[i][1]) + units[i][0] + (rest ? " " + rest + units[i + 1][0] : "");
+      }
+    }
+    return seconds + "s";
+  }
+
+  function percent(rate) {
+    if (rate === null || rate === undefined) return "—";
+    var shown = Math.round(rate * 1000) / 10;
+    return shown + "%";
+  }
+
+  // "2026-12-03 10:00 UTC (3h 5m ago)"
+  function since(seconds, now) {
+    if (!seconds) return "";
+    return when(seconds) + " (" + duration(Math.max(now - seconds, 0)) + " ago)";
+  }
+
+  function plural(count, word) {
+    return count + " " + word + (count === 1 ? "" : "s");
+  }
+
+  function Muted(props) {
+    return h("span", { className: "text-muted" }, props.children);
+  }
+
+  function useRange() {
+    var range = Router.useSearchParams()[0].get("range");
+    return RANGES.indexOf(range) >= 0 ? range : DEFAULT_RANGE;
+  }
+
+  // Links, not state: the range stays in the address, for reloads and links to share.
+  function RangePicker(props) {
+    return h("div", { className: "btn-group mb-3", role: "group", "data-crcr": "range" },
+      RANGES.map(function (r) {
+        return h("a", { key: r, href: props.base + "?range=" + r, "data-range": r,
+          className: "btn btn-sm " + (r === props.range ? "btn-primary active" : "btn-outline-primary") }, r);
+      }));
+  }
+
+  // The verdict (linked to the build that decided it) and the first commit of its streak, and since when.
+  function Latest(props) {
+    var latest = props.latest, now = props.now;
+    if (!latest) return h(Muted, null, "no verdict yet");
+    return h("span", null,
+      h(StateBadge, { value: latest.state, href: latest.build_url, title: latest.description }),
+      " since ", h(CommitLink, { sha: latest.since_sha, href: latest.since_commit_url }), h("br"),
+      h(Muted, null, since(latest.since, now)));
+  }
+
+  function Latency(props) {
+    var l = props.latency;
+    if (!l.decided) return h(Muted, null, "none decided");
+    return h("span", { className: "text-nowrap" }, "p50 " + duration(l.p50), h("br"), "p95 " + duration(l.p95),
+      h("br"), h(Muted, null, plural(l.decided, "commit") + " decided"));
+  }
+
+  function PassRate(props) {
+    var v = props.row.verdicts;
+    if (props.row.pass_rate === null) return h(Muted, null, "—");
+    var decided = v.success + v.failure + v.error;
+    return h("span", null, percent(props.row.pass_rate), h("br"),
+      h(Muted, null, v.success + " of " + decided + " passed" + (v.error ? ", " + plural(v.error, "error") : "")));
+  }
+
+  function Builds(props) {
+    var row = props.row;
+    if (!row.builds) return h("span", null, "0");
+    return h("span", null, row.builds, h("br"), h(Muted, null, row.timeouts
+      ? row.timeouts + " timed out (" + percent(row.timeout_rate) + ")" : "no timeout"));
+  }
+
+  function Queue(props) {
+    var q = props.queue;
+    if (!q.length) return h("span", null, "0");
+    return h("span", null, q.length, h("br"), h(Muted, null, "oldest "),
+      h(CommitLink, { sha: q.oldest_sha }), h(Muted, null, " waiting " + duration(q.oldest_age)));
+  }
+
+  function Units(props) {
+    var u = props.units;
+    var short = u.connected < u.declared;
+    return h("span", { className: short ? "text-danger" : null }, u.connected + " / " + u.declared,
+      h("br"), h(Muted, null, "connected"));
+  }
+
+  function FailingCount(props) {
+    var row = props.row;
+    if (!row.failing_tests) return h("span", null, "0");
+    return h("a", { href: row.page, className: "text-danger fw-bold" }, row.failing_tests);
+  }
+
+  // The figures of a summary row, each in a cell carrying its name (data-figure), for a row or a page.
+  var FIGURES = [
+    ["latest", "latest verdict", function (row, now) { return h(Latest, { latest: row.latest, now: now }); }],
+    ["latency", "time to verdict", function (row) { return h(Latency, { latency: row.latency }); }],
+    ["pass-rate", "pass rate", function (row) { return h(PassRate, { row: row }); }],
+    ["builds", "builds", function (row) { return h(Builds, { row: row }); }],
+    ["queue", "queue", function (row) { return h(Queue, { queue: row.queue }); }],
+    ["units", "units", function (row) { return h(Units, { units: row.units }); }],
+    ["failing", "failing tests", function (row) { return h(FailingCount, { row: row }); }],
+  ];
+
+  function HealthTable(props) {
+    var summary = props.summary;
+    if (!summary.backends.length) return h("p", null, "No active backend.");
+    return h("table", { className: "table table-hover", "data-crcr": "health-summary" },
+      h("thead", null, h("tr", null, h("th", null, "backend"),
+        FIGURES.map(function (f) { return h("th", { key: f[0] }, f[1]); }))),
+      h("tbody", null, summary.backends.map(function (row) {
+        return h("tr", { key: row.backend, "data-backend": row.backend },
+          h("td", { "data-figure": "backend" }, h("a", { href: row.page }, h("strong", null, row.backend)), h("br"),
+            h(Muted, null, row.level + " · " + row.device)),
+          FIGURES.map(function (f) {
+            return h("td", { key: f[0], "data-figure": f[0] }, f[2](row, summary.now));
+          }));
+      })));
+  }
+
+  function rangeWords(range) {
+    return { "24h": "the last 24 hours", "7d": "the last 7 days", "30d": "the last 30 days" }[range] || range;
+  }
+
+  function HealthSummary() {
+    var range = useRange();
+    var answer = useJson(healthApi("?range=" + range));
+    return h("div", { className: "container-fluid", "data-crcr": "health" },
+      h("h2", null, "Health of the backends"),
+      h("p", null, "Worst first: red verdicts, then backends without one, then by pass rate. Figures over " +
+        rangeWords(range) + "; time to verdict runs from the relay seeing an upstream commit to its verdict."),
+      h(RangePicker, { range: range, base: "#/health" }),
+      answer.data ? h(HealthTable, { summary: answer.data }) : h(Loading, answer));
+  }
+
+  function Windows(props) {
+    return h("table", { className: "table table-sm w-auto", "data-crcr": "windows" },
+      h("thead", null, h("tr", null, ["range", "decided", "p50", "p95", "pass rate"].map(function (c) {
+        return h("th", { key: c }, c);
+      }))),
+      h("tbody", null, RANGES.map(function (r) {
+        var w = props.windows[r];
+        return h("tr", { key: r, "data-range": r }, h("td", null, r), h("td", null, w.decided),
+          h("td", null, duration(w.p50)), h("td", null, duration(w.p95)), h("td", null, percent(w.pass_rate)));
+      })));
+  }
+
+  function Charts(props) {
+    var base = healthApi(backendPath(props.backend) + "/charts/");
+    return h("div", { className: "row g-2 mb-3", "data-crcr": "charts" },
+      ["latency", "pass_rate", "queue"].map(function (name) {
+        return h("div", { key: name, className: "col-xxl-4 col-lg-6" },
+          h("img", { src: base + name + ".svg?range=" + props.range, "data-chart": name,
+            alt: name.replace("_", " ") + " chart", className: "img-fluid border" }));
+      }));
+  }
+
+  function BuildLink(props) {
+    if (!props.href) return h(Muted, null, "—");
+    return h("a", { href: props.href }, props.text || "build");
+  }
+
+  function FirstBad(props) {
+    var bad = props.first_bad;
+    if (!bad) return h(Muted, null, "not bisected");
+    return h("span", null, h(CommitLink, { sha: bad.sha, href: bad.commit_url }), " (",
+      h("a", { href: bad.bisection_url }, "bisection #" + bad.bisection), ")");
+  }
+
+  function Section(props) {
+    return h("section", { className: "mt-4" }, h("h4", null, props.title), props.children);
+  }
+
+  function FailingTests(props) {
+    var page = props.page;
+    if (!page.failing.length) return h("p", { "data-crcr": "failing" }, "No test failing now.");
+    return h("table", { className: "table table-sm table-striped", "data-crcr": "failing" },
+      h("thead", null, h("tr", null, ["test", "suite", "failing since", "builds failing", "first failing commit",
+        "first bad commit (bisection)"].map(function (c) { return h("th", { key: c }, c); }))),
+      h("tbody", null, page.failing.map(function (f) {
+        return h("tr", { key: f.suite + " " + f.test, "data-test": f.test },
+          h("td", null, h("a", { href: f.page }, h("code", null, f.test))),
+          h("td", null, f.suite),
+          h("td", null, since(f.since, page.now)),
+          h("td", null, f.builds_failing),
+          h("td", null, h(CommitLink, { sha: f.first_failing_sha, href: f.first_failing_commit_url }), " ",
+            h(BuildLink, { href: f.first_failing_build_url })),
+          h("td", null, h(FirstBad, { first_bad: f.first_bad })));
+      })));
+  }
+
+  function FlakyTests(props) {
+    var page = props.page;
+    if (!page.flaky.length) return h("p", { "data-crcr": "flaky" }, "No flaky run in " + rangeWords(page.range) + ".");
+    return h("table", { className: "table table-sm table-striped", "data-crcr": "flaky" },
+      h("thead", null, h("tr", null, ["test", "suite", "flaky runs", "last flaky"].map(function (c) {
+        return h("th", { key: c }, c);
+      }))),
+      h("tbody", null, page.flaky.map(function (f) {
+        return h("tr", { key: f.suite + " " + f.test, "data-test": f.test },
+          h("td", null, h("a", { href: f.page }, h("code", null, f.test))),
+          h("td", null, f.suite),
+          h("td", null, f.flaky_runs + " of " + plural(f.runs, "run")),
+          h("td", null, since(f.last_flaky_at, page.now)));
+      })));
+  }
+
+  function cellWords(cell) {
+    var words = [cell.passed + " passed"];
+    if (cell.failed) words.push(cell.failed + " failed" + (cell.new ? " (" + cell.new + " new)" : ""));
+    if (cell.flaky) words.push(cell.flaky + " flaky");
+    if (cell.skipped) words.push(cell.skipped + " skipped");
+    if (cell.timed_out) words.push("timed out");
+    return words;
+  }
+
+  function MatrixCell(props) {
+    var cell = props.cell;
+    if (!cell) return h("td", { "data-suite": props.suite }, h(Muted, null, "—"));
+    var words = cellWords(cell);
+    // The cell says what matters most; its tooltip has every count.
+    var shown = cell.timed_out ? "timed out" : cell.failed ? words[1] : cell.flaky ? cell.flaky + " flaky" : words[0];
+    // Buildbot colours a "label" by its results class; a block inside the cell, as Bootstrap's table paints the
+    // cells' own background.
+    var colour = "label d-block px-1 rounded text-decoration-none results_" +
+      (STATE_CLASSES[cell.results] || "UNKNOWN");
+    return h("td", { "data-suite": props.suite, title: words.join(", ") },
+      props.build_url ? h("a", { href: props.build_url, className: colour }, shown)
+        : h("span", { className: colour }, shown));
+  }
+
+  function Matrix(props) {
+    var matrix = props.matrix;
+    if (!matrix.commits.length) return h("p", { "data-crcr": "matrix" }, "No upstream commit seen yet.");
+    return h("div", { className: "table-responsive" },
+      h("table", { className: "table table-sm table-bordered", "data-crcr": "matrix" },
+        h("thead", null, h("tr", null, h("th", null, "commit"), h("th", null, "seen"), h("th", null, "verdict"),
+          h("th", null, "build"), matrix.suites.map(function (s) { return h("th", { key: s }, s); }))),
+        h("tbody", null, matrix.commits.map(function (c) {
+          return h("tr", { key: c.sha, "data-sha": c.sha },
+            h("td", null, h(CommitLink, { sha: c.sha, href: c.commit_url })),
+            h("td", null, when(c.seen_at)),
+            h("td", null, h(StateBadge, { value: c.state, title: c.description }), " ", h(Muted, null, c.how || ""),
+              c.covered_by ? h("span", { "data-marker": "covered" }, " by ", h(CommitLink, { sha: c.covered_by }))
+                : null,
+              c.bisected ? h("span", { className: "badge bg-info ms-1", "data-marker": "bisected" }, "bisected")
+                : null),
+            h("td", null, h(BuildLink, { href: c.build_url, text: c.build_number !== null ?
+              "#" + c.build_number : null })),
+            matrix.suites.map(function (s) {
+              return h(MatrixCell, { key: s, suite: s, cell: c.cells[s], build_url: c.build_url });
+            }));
+        }))));
+  }
+
+  function RecentBisections(props) {
+    var rows = props.bisections;
+    if (!rows.length) return h("p", { "data-crcr": "recent-bisections" }, "No bisection yet.");
+    return h("table", { className: "table table-sm table-striped", "data-crcr": "recent-bisections" },
+      h("thead", null, h("tr", null, ["bisection", "range", "state", "first bad commits", "started", "ended"]
+        .map(function (c) { return h("th", { key: c }, c); }))),
+      h("tbody", null, rows.map(function (b) {
+        return h("tr", { key: b.id },
+          h("td", null, h("a", { href: b.url }, "#" + b.id)),
+          h("td", null, h(Range, { good: b.good_sha, bad: b.bad_sha })),
+          h("td", null, h(Badge, { value: b.state })),
+          h("td", null, b.culprits.length ? joined(b.culprits, function (sha) { return h(CommitLink, { sha: sha }); })
+            : h(Muted, null, "none")),
+          h("td", null, when(b.started_at)),
+          h("td", null, when(b.ended_at)));
+      })));
+  }
+
+  function PullRequests(props) {
+    var rows = props.pull_requests;
+    if (!rows.length) return h("p", { "data-crcr": "pull-requests" }, "No pull request built yet.");
+    return h("table", { className: "table table-sm table-striped", "data-crcr": "pull-requests" },
+      h("thead", null, h("tr", null, ["pull request", "head", "results", "build", "finished"].map(function (c) {
+        return h("th", { key: c }, c);
+      }))),
+      h("tbody", null, rows.map(function (pr) {
+        return h("tr", { key: pr.build_url, "data-pr": pr.number },
+          h("td", null, h("a", { href: pr.url }, "#" + pr.number), " " + (pr.title || "")),
+          h("td", null, h(CommitLink, { sha: pr.sha })),
+          h("td", null, h(StateBadge, { value: pr.results })),
+          h("td", null, h(BuildLink, { href: pr.build_url })),
+          h("td", null, when(pr.complete_at)));
+      })));
+  }
+
+  function BackendHealth() {
+    var backend = Router.useParams().backend;
+    var range = useRange();
+    var answer = useJson(healthApi(backendPath(backend) + "?range=" + range));
+    var page = answer.data;
+    var title = h("h2", null, "Health of " + backend);
+    if (!page) return h("div", { className: "container-fluid" }, title, h(Loading, answer));
+    var hasPullRequests = page.level === "L3" || page.level === "L4";
+    return h("div", { className: "container-fluid", "data-crcr": "backend-health" },
+      title,
+      h("p", null, page.level + " backend on " + page.device + ": " + page.description + ". ",
+        h("a", { href: "#/health?range=" + range }, "All backends"), ", ",
+        h("a", { href: "#/bisections?backend=" + encodeURIComponent(backend) }, "its bisections"), "."),
+      h(RangePicker, { range: range, base: "#/health/" + encodeURIComponent(backend) }),
+      h("div", { className: "row" },
+        h("div", { className: "col-auto" }, h("table", { className: "table table-sm", "data-crcr": "figures" },
+          h("tbody", null, FIGURES.map(function (f) {
+            return h("tr", { key: f[0] }, h("th", null, f[1]), h("td", { "data-figure": f[0] }, f[2](page, page.now)));
+          })))),
+        h("div", { className: "col-auto" }, h("h5", null, "Time to verdict and pass rate by range"),
+          h(Windows, { windows: page.windows }))),
+      h(Charts, { backend: backend, range: range }),
+      h(Section, { title: "Failing tests" }, h(FailingTests, { page: page })),
+      h(Section, { title: "Flakiest tests" }, h(FlakyTests, { page: page })),
+      h(Section, { title: "The last " + page.matrix.commits.length + " upstream commits" },
+        h(Matrix, { matrix: page.matrix })),
+      h(Section, { title: "Recent bisections" }, h(RecentBisections, { bisections: page.bisections })),
+      hasPullRequests ? h(Section, { title: "Recent pull request builds" },
+        h(PullRequests, { pull_requests: page.pull_requests })) : null);
+  }
+
+  function TestHealth() {
+    var backend = Router.useParams().backend;
+    var id = Router.useSearchParams()[0].get("id") || "";
+    var answer = useJson(healthApi(backendPath(backend) + "/test?id=" + encodeURIComponent(id)));
+    var t = answer.data;
+    var title = h("h2", null, h("code", null, id));
+    if (!t) return h("div", { className: "container-fluid" }, title, h(Loading, answer));
+    return h("div", { className: "container-fluid", "data-crcr": "test-health" },
+      title,
+      h("p", null, "Suite " + t.suite + " of ", h("a", { href: "#/health/" + encodeURIComponent(backend) }, backend),
+        ". Now ", h(StateBadge, { value: t.state }),
+        t.state === "failing" ? h("span", null, " since " + since(t.failing_since, t.now) + ", first at ",
+          h(CommitLink, { sha: t.first_failing_sha })) : null, "."),
+      t.state === "failing" ? h("p", { "data-crcr": "first-bad" }, "First bad commit: ",
+        h(FirstBad, { first_bad: t.first_bad })) : null,
+      h("p", { "data-crcr": "counts" }, "Over the kept history: " + t.counts.failed + " failed, " + t.counts.errored +
+        " errored, " + t.counts.flaky + " flaky, " + t.counts.passed + " passed; " +
+        plural(t.flaky_runs, "flaky run") + " in the last 30 days."),
+      h(Section, { title: "Its runs" }, !t.runs.length ? h("p", null, "No run recorded.") :
+        h("table", { className: "table table-sm table-striped", "data-crcr": "runs" },
+          h("thead", null, h("tr", null, ["build", "commit", "kind", "outcome", "finished"].map(function (c) {
+            return h("th", { key: c }, c);
+          }))),
+          h("tbody", null, t.runs.map(function (run) {
+            return h("tr", { key: run.buildid, "data-build": run.buildid },
+              h("td", null, h(BuildLink, { href: run.build_url, text: "#" + run.number })),
+              h("td", null, h(CommitLink, { sha: run.sha, href: run.commit_url })),
+              h("td", null, run.kind),
+              h("td", null, h(StateBadge, { value: run.outcome })),
+              h("td", null, when(run.complete_at)));
+          })))));
+  }
+
+  // The home page's view of the summary: every backend's row over the default range.
+  function HomeHealth() {
+    var answer = useJson(healthApi("?range=" + DEFAULT_RANGE));
+    return h("section", { className: "mb-4", "data-crcr": "home-health" },
+      h("h4", null, "Health over " + rangeWords(DEFAULT_RANGE) + " ",
+        h("small", null, h("a", { href: "#/health" }, "health summary"))),
+      answer.data ? h(HealthTable, { summary: answer.data }) : h(Loading, answer));
+  }
+
+  // Buildbot's top-level menu entries have an icon: a pulse line, drawn here rather than pulled from a library.
+  function PulseIcon() {
+    return h("svg", { viewBox: "0 0 16 16", width: "1em", height: "1em", fill: "none", stroke: "currentColor",
+      strokeWidth: 1.6, strokeLinejoin: "round", strokeLinecap: "round" },
+      h("polyline", { points: "1,9 4,9 6,4 9,13 11,7 12,9 15,9" }));
+  }
+
   global.BuildbotPluginSupport.buildbotSetupPlugin(function (reg) {
     // Registered after Buildbot's own routes, so this one replaces its home page.
     reg.registerRoute({ route: "/", group: "home", element: function () { return h(RelayHome); } });
+    reg.registerMenuGroup({ name: "health", parentName: null, caption: "Health", icon: h(PulseIcon), order: 2,
+      route: "/health" });
+    reg.registerRoute({ route: "/health", group: "health", element: function () { return h(HealthSummary); } });
+    reg.registerRoute({ route: "/health/:backend", group: "health",
+      element: function () { return h(BackendHealth); } });
+    reg.registerRoute({ route: "/health/:backend/test", group: "health",
+      element: function () { return h(TestHealth); } });
     reg.registerMenuGroup({ name: "bisections", parentName: "builds", caption: "Bisections", order: null,
       route: "/bisections" });
     reg.registerRoute({ route: "/bisections", group: "builds", element: function () { return h(BisectionList); } });
