@@ -126,6 +126,14 @@ def test_the_failing_tests_now_are_those_of_each_suites_newest_upstream_or_force
     ]
 
 
+def test_of_two_runs_completed_in_the_same_second_the_later_build_is_the_newest(db):
+    record(db, 8, "b", 1, NOW - HOUR, suites={"ops": {}})
+    record(db, 7, "b", 2, NOW - HOUR, suites={"ops": {TEST: "failed"}})
+    record(db, 9, "b", 3, NOW - HOUR, kind="pull_request", pull_request=1, suites={"ops": {TEST: "failed"}})
+
+    assert failing_now(db, ["b"]) == []
+
+
 def test_the_summary_reads_every_backend_at_once(db):
     arrive_and_decide(db, "b", 1, "failure", NOW - 2 * HOUR, NOW - HOUR, buildid=1)
     record(db, 1, "b", 1, NOW - HOUR, suites={"ops": {TEST: "failed"}})

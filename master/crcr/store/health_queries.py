@@ -220,12 +220,17 @@ def failing_now(conn, backends: list[str]) -> list[BadOutcome]:
 
 
 def _newest_runs(conn, backends: list[str]) -> set[tuple[int, str]]:
-    rank = sa.func.row_number().over(partition_by=(_r.backend, _r.suite),
-                                     order_by=(_r.complete_at.desc(), _r.buildid.desc())).label("rank")
-    ranked = (sa.select(_r.buildid, _r.suite, rank).join(builds, _b.buildid == _r.buildid)
-              .where(_r.backend.in_(backends), _b.kind.in_(VERDICT_KINDS)).subquery())
-    return {(buildid, suite) for buildid, suite, _ in
-            conn.execute(sa.select(ranked).where(ranked.c.rank == 1))}
+    """(buildid, suite) of each suite's newest run in the backends' upstream or forced builds; of runs completed in
+    the same second, the later build's. A grouped maximum joined back: twice as fast on SQLite as a window."""
+    verdict_runs = sa.and_(_r.backend.in_(backends), _b.kind.in_(VERDICT_KINDS))
+    newest = (sa.select(_r.backend, _r.suite, sa.func.max(_r.complete_at).label("at"))
+              .join(builds, _b.buildid == _r.buildid).where(verdict_runs).group_by(_r.backend, _r.suite).subquery())
+    query = (sa.select(_r.backend, _r.suite, sa.func.max(_r.buildid))
+             .join(builds, _b.buildid == _r.buildid)
+             .join(newest, sa.and_(newest.c.backend == _r.backend, newest.c.suite == _r.suite,
+                                   newest.c.at == _r.complete_at))
+             .where(verdict_runs).group_by(_r.backend, _r.suite))
+    return {(buildid, suite) for _, suite, buildid in conn.execute(query)}
 
 
 # --- one backend ---
