@@ -112,7 +112,7 @@
       h("td", null, name),
       h("td", null, b.level),
       h("td", null, b.device),
-      h("td", null, builder ? latest : "inactive: no host offers its device"),
+      h("td", null, builder ? latest : props.loaded ? "inactive: no host offers its device" : "…"),
       h("td", null, b.description),
       h("td", null, h("a", { href: "#/bisections?backend=" + encodeURIComponent(b.name) }, "bisections")));
   }
@@ -140,7 +140,7 @@
           h("th", null, "latest build"), h("th", null, "description"), h("th", null, ""))),
         h("tbody", null, relay.backends.map(function (b) {
           return h(BackendRow, {
-            key: b.name, backend: b, builder: data.builders[b.name], build: data.latest[b.name],
+            key: b.name, backend: b, builder: data.builders[b.name], build: data.latest[b.name], loaded: data.loaded,
           });
         }))));
   }
