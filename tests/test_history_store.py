@@ -1,6 +1,6 @@
-"""The test history's writer and its retention on a real SQLite file upgraded by the relay's migrations: a build is
-recorded once with its suites and tests, and prune drops what is older than the horizon, the ledger's decided
-commits and ended bisections included (PostgreSQL: test_store.py's round trip)."""
+"""The test history's writer and its retention on a real SQLite file upgraded by the relay's migrations (and on
+PostgreSQL, end to end): a build is recorded once with its suites and tests, and prune drops what is older than
+the horizon, the ledger's decided commits and ended bisections included."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.history import (
     BuildRow, SuiteRunRow, TestOutcomeRow, newest_recorded_at, prune, record_build, recorded_buildids,
 )
-from test_store import db  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
+from crcr.store.migrate import upgrade_tables
+from test_store import db, open_database  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
 
 A, B = "a" * 40, "b" * 40
 
@@ -129,3 +130,19 @@ def test_prune_keeps_what_ended_at_the_horizon(db):
 
     assert prune(db, before=1500)["crcr_builds"] == 0
     assert db.execute(sa.select(sa.func.count()).select_from(tables.builds)).scalar() == 1
+
+
+@pytest.mark.e2e
+def test_on_postgresql_a_second_record_is_refused_cleanly_and_prune_deletes(tmp_path, postgres):
+    """PostgreSQL aborts a transaction at a duplicate key: the connection must still work after one."""
+    conn = open_database(postgres.url, tmp_path)
+    try:
+        upgrade_tables(conn)
+        assert record(conn, 7, 1000)
+        assert not record(conn, 7, 1000)
+        assert record(conn, 8, 2000)
+
+        assert prune(conn, before=1500)["crcr_test_outcomes"] == 2
+        assert recorded_buildids(conn, since=0) == {8}
+    finally:
+        conn.close()

@@ -100,7 +100,7 @@ def prune(conn, before: float) -> dict[str, int]:
     commits and the ended bisections with their steps (pending commits and running bisections stay, however old);
     returns how many rows went from each table."""
     before = int(before)
-    ended = sa.select(bisections.c.id).where(bisections.c.ended_at < before).scalar_subquery()
+    ended = sa.select(bisections.c.id).where(bisections.c.ended_at < before)
     deletes = [  # steps before their bisections: they name them (a foreign key)
         (bisection_steps, bisection_steps.c.bisectionid.in_(ended)),
         (bisections, bisections.c.ended_at < before),
