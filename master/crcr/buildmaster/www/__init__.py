@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from buildbot.plugins import util
+from buildbot.plugins.db import get_plugins
 from buildbot.www.plugin import Application
 from twisted.web.resource import Resource
 
 from crcr.buildmaster.authentication import web_auth
 from crcr.buildmaster.authorization import relay_authz
 from crcr.buildmaster.webhook import DIALECT, github_dialect
+from crcr.buildmaster.www.badges import BadgesResource
 from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.buildmaster.www.disconnected import DisconnectedResource
+from crcr.buildmaster.www.health import SummaryResource
+from crcr.buildmaster.www.metrics import MetricsResource
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 
@@ -28,15 +32,19 @@ class RelayApplication(Application):
         # Buildbot gives a plugin its master only at (re)configuration: the resources get it then.
         self.bisections = BisectionsResource(None, self._backend_names)
         self.disconnected = DisconnectedResource(None, self._backends)
+        self.health = SummaryResource(None)
         api = Resource()
         api.putChild(b"bisections", self.bisections)
         api.putChild(b"disconnected", self.disconnected)
+        api.putChild(b"health", self.health)  # the health pages' JSON and charts (www/health.py)
         self.resource.putChild(b"api", api)
 
     def setMaster(self, master) -> None:
         super().setMaster(master)
         self.bisections.master = master
         self.disconnected.master = master
+        self.health.master = master
+        put_root_resources(master)
 
     def _backends(self) -> list[dict]:
         return self.config["backends"]  # the configuration is home_page_data's
@@ -46,6 +54,16 @@ class RelayApplication(Application):
 
 
 ep = RelayApplication()
+
+
+def put_root_resources(master) -> None:
+    """/badges (for READMEs) and /metrics (for Prometheus) at the web root, where their users expect them. Buildbot
+    gives a plugin only /plugins/<name>: the root is the base app's resource (one object, the `base` www plugin
+    WWWService loads from the same registry), whose children its setupSite sets. setMaster runs within its
+    configPlugins at every (re)configuration, so ours are put there each time, with the master of the day."""
+    root = get_plugins("www", None, load_now=True).get("base").resource
+    root.putChild(b"badges", BadgesResource(master))
+    root.putChild(b"metrics", MetricsResource(master))
 
 
 def home_page_data(relay: RelayConfig, settings: Settings) -> dict:

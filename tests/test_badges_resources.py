@@ -1,0 +1,141 @@
+"""/badges and /metrics at the web root, under Buildbot's harness: a fake master with a real SQLite database, the
+relay's store and the real RelayHealth service, routed from the root the www service serves. The SVG and the text
+format themselves are test_badges' and test_metrics'; the figures RelayHealth's tests'; over HTTP with real builds
+test_badges_metrics_e2e's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from types import SimpleNamespace
+
+from buildbot.plugins.db import get_plugins
+from buildbot.test import fakedb
+from buildbot.test.fake import fakemaster
+from buildbot.test.reactor import TestReactorMixin
+from buildbot.test.util.www import FakeRequest
+from buildbot.util import service
+from prometheus_client.parser import text_string_to_metric_families
+from twisted.internet import defer
+from twisted.trial import unittest
+from twisted.web.error import Error
+from twisted.web.resource import getChildForRequest
+
+from crcr.buildmaster.health import RelayHealth
+from crcr.buildmaster.www import RelayApplication
+from crcr.store.service import RelayStore
+from test_badges import texts
+
+BACKENDS = [{"name": "alpha", "level": "L2", "device": "alpha", "description": "an L2 backend"}]
+SHA = "a" * 40
+SVG = [b"image/svg+xml; charset=utf-8"]
+HOUR = 3600
+
+
+def www_root():
+    """The root WWWService serves: the base www plugin's resource."""
+    return get_plugins("www", None, load_now=True).get("base").resource
+
+
+class RootResourcesTest(TestReactorMixin, unittest.TestCase):
+    @defer.inlineCallbacks
+    def setUp(self):
+        self.setup_test_reactor()
+        self.reactor.advance(1_000_000)
+        basedir = tempfile.mkdtemp(prefix="crcr-badges-")  # trial's mktemp() writes under the current directory
+        self.addCleanup(shutil.rmtree, basedir, True)
+        self.master = yield fakemaster.make_master(self, wantData=True, db_url="sqlite:///state.sqlite",
+                                                   basedir=basedir)
+        self.master.service_manager = service.BuildbotServiceManager()
+        yield self.master.service_manager.setServiceParent(self.master)
+        self.store = RelayStore()
+        for relay_service in (self.store, RelayHealth(backends=BACKENDS, commit_url="https://github.com/p/c/")):
+            yield relay_service.setServiceParent(self.master.service_manager)
+        yield self.master.db.insert_test_data([fakedb.Master(id=fakedb.FakeDBConnector.MASTER_ID)])
+        self.addCleanup(self.master.stopService)
+        yield self.master.startService()
+        self.allowed = True
+        self.master.www = SimpleNamespace(assertUserAllowed=self.assert_allowed)
+        app = RelayApplication()
+        app.setConfiguration({"backends": BACKENDS})
+        app.setMaster(self.master)
+
+    def assert_allowed(self, request, ep, action, options):
+        self.asked = (ep, action)
+        return defer.succeed(None) if self.allowed else defer.fail(Error(403, b"not signed in: sign in"))
+
+    @defer.inlineCallbacks
+    def fetch(self, path: str):
+        """(HTTP code, content type, body) of GET <path>, routed from the web root as Twisted routes it."""
+        request = FakeRequest(path.encode())
+        getChildForRequest(www_root(), request).render(request)
+        body = yield request.deferred
+        self.assertEqual(request.headers.get(b"cache-control"), [b"no-cache"] if request.responseCode != 403 else None)
+        return request.responseCode, request.headers[b"content-type"], body
+
+    @defer.inlineCallbacks
+    def badge(self, path: str):
+        code, content_type, body = yield self.fetch(path)
+        self.assertEqual(content_type, SVG)
+        return code, texts(body.decode())
+
+    @defer.inlineCallbacks
+    def test_a_backend_without_commits_has_no_verdict_yet(self):
+        self.assertEqual((yield self.badge("/badges/alpha.svg")), (200, ["crcr alpha", "no verdict yet"]))
+        self.assertEqual((yield self.badge("/badges/alpha/validated.svg")),
+                         (200, ["validated within", "no verdict in 7 days"]))
+
+    @defer.inlineCallbacks
+    def test_a_commit_waiting_or_building_makes_it_pending(self):
+        yield self.store.record_arrival("alpha", SHA, "main", self.reactor.seconds() - HOUR)
+        self.assertEqual((yield self.badge("/badges/alpha.svg")), (200, ["crcr alpha", "pending"]))
+
+    @defer.inlineCallbacks
+    def test_a_decided_commit_gives_its_verdict_and_time_to_verdict(self):
+        now = self.reactor.seconds()
+        yield self.store.record_arrival("alpha", SHA, "main", now - 3 * HOUR)
+        yield self.store.decide("alpha", SHA, "failure", "1 test failed", "built", None, now - HOUR)
+        self.assertEqual((yield self.badge("/badges/alpha.svg")), (200, ["crcr alpha", "failing"]))
+        self.assertEqual((yield self.badge("/badges/alpha/validated.svg")), (200, ["validated within", "2h 0m"]))
+
+    @defer.inlineCallbacks
+    def test_an_unknown_backend_is_a_404_badge(self):
+        for path in ("/badges/nope.svg", "/badges/nope/validated.svg"):
+            self.assertEqual((yield self.badge(path)), (404, ["crcr nope", "no such backend"]))
+
+    @defer.inlineCallbacks
+    def test_any_other_path_under_badges_is_a_404_saying_where_badges_are(self):
+        for path in ("/badges/alpha", "/badges/alpha/other.svg", "/badges/.svg", "/badges/a/b/c.svg"):
+            request = FakeRequest(path.encode())
+            getChildForRequest(www_root(), request).render(request)
+            body = yield request.deferred
+            self.assertEqual((request.responseCode, json.loads(body)), (404, {
+                "error": "badges are at /badges/<backend>.svg and /badges/<backend>/validated.svg"}), path)
+
+    @defer.inlineCallbacks
+    def test_metrics_answer_in_prometheus_text_format(self):
+        yield self.store.record_arrival("alpha", SHA, "main", self.reactor.seconds() - HOUR)
+        code, content_type, body = yield self.fetch("/metrics")
+        self.assertEqual((code, content_type), (200, [b"text/plain; version=1.0.0; charset=utf-8"]))
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for family in text_string_to_metric_families(body.decode()) for s in family.samples}
+        self.assertEqual(samples[("crcr_commits", (("backend", "alpha"), ("state", "pending")))], 1)
+        self.assertEqual(samples[("crcr_queue_length", (("backend", "alpha"),))], 1)
+        self.assertEqual(samples[("crcr_oldest_queued_age_seconds", (("backend", "alpha"),))], HOUR)
+
+    @defer.inlineCallbacks
+    def test_both_ask_the_relays_authz_to_read(self):
+        self.allowed = False
+        for path in ("/badges/alpha.svg", "/badges/alpha/validated.svg", "/metrics"):
+            code, content_type, body = yield self.fetch(path)
+            self.assertEqual((code, json.loads(body)), (403, {"error": "not signed in: sign in"}), path)
+            self.assertEqual(self.asked, (tuple(path.strip("/").split("/")), "get"))
+
+    def test_a_reconfiguration_hands_them_the_new_master(self):
+        app = RelayApplication()
+        app.setConfiguration({"backends": BACKENDS})
+        other = SimpleNamespace()
+        app.setMaster(other)
+        self.assertIs(www_root().children[b"badges"].master, other)
+        self.assertIs(www_root().children[b"metrics"].master, other)
