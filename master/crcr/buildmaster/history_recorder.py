@@ -9,12 +9,12 @@ its record); recording is idempotent, so a build seen both ways is recorded once
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from buildbot.process.results import RETRY, SKIPPED
 from buildbot.reporters.utils import getDetailsForBuild
 from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
-import sqlalchemy as sa
 
 from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, HISTORY_SERVICE, PULL_REQUEST_PROPERTY, STORE_SERVICE, SUITE_STEP_PREFIX,
