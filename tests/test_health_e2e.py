@@ -15,10 +15,11 @@ C5, C7), test_b failing since C4's build with C3 its first bad commit, the flake
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -282,12 +283,24 @@ def test_crcr_status_prints_the_pages_numbers(history):
 # --- the pages in a browser ---
 
 
+def screenshot(browser, path: Path) -> None:
+    """The whole page, however long, then the window as it was (the browser serves the session's other tests)."""
+    width, height = browser.get_window_size()["width"], browser.get_window_size()["height"]
+    browser.set_window_size(width, max(height, browser.execute_script("return document.body.scrollHeight")))
+    try:
+        browser.save_screenshot(str(path))
+    finally:
+        browser.set_window_size(width, height)
+
+
 def test_the_pages_render_with_charts_and_links(history, browser, tmp_path):
     master, github, shas, database = history
+    # CRCR_SCREENSHOTS keeps the pages' pictures (the docs' are taken so); otherwise they go with the test's folder.
+    shots = Path(os.environ.get("CRCR_SCREENSHOTS") or tmp_path)
     sign_in(browser, master)
     open_page(browser, master.web_url + "#/health")
     wait_for_texts(browser, ["hist", "calm", "75%"], "the summary page")
-    browser.save_screenshot(str(tmp_path / "summary.png"))
+    screenshot(browser, shots / "health-summary.png")
     open_page(browser, master.web_url + "#/health/hist")
     wait_for_texts(browser, [TEST_B, TEST_FLAKE, shas[3][:10]], "the backend page")
     charts = wait_until(lambda: [img for img in browser.find_elements(By.CSS_SELECTOR, "img[src*='charts/']")
@@ -299,7 +312,8 @@ def test_the_pages_render_with_charts_and_links(history, browser, tmp_path):
     assert commit_url(github, shas[3]) in links, "the first bad commit links to GitHub"
     build = master.wait_for_finished_build("hist", shas[7])
     assert any(href.endswith(f"#/builders/{build['builderid']}/builds/{build['number']}") for href in links)
-    browser.save_screenshot(str(tmp_path / "backend.png"))
+    screenshot(browser, shots / "health-backend.png")
     open_page(browser, master.web_url + f"#/health/hist/test?id={quote(TEST_B)}")
     wait_for_texts(browser, [TEST_B, "failing"], "the test's page")
     wait_for_element(browser, f"//a[contains(@href, '{shas[4]}')]", "a link to the first failing commit")
+    screenshot(browser, shots / "health-test.png")
