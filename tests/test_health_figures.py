@@ -280,7 +280,7 @@ def test_the_matrix_marks_covered_and_bisected_commits_and_shows_each_suites_cou
             suite_counts(20, "nn")]
     plans = read_plans([bisection_row(1, [sha(5), sha(6)], 1, ["ops"])])
 
-    found = matrix(commits, builds, runs, plans, GITHUB)
+    found = matrix(commits, builds, runs, plans, GITHUB, bisection_builds={})
 
     assert found["suites"] == ["ops", "nn"]
     rows = {row["sha"]: row for row in found["commits"]}
@@ -288,7 +288,7 @@ def test_the_matrix_marks_covered_and_bisected_commits_and_shows_each_suites_cou
     assert rows[sha(6)] == {
         "sha": sha(6), "commit_url": GITHUB + sha(6), "seen_at": NOW - HOUR, "state": "failure", "how": "built",
         "description": "failure 6", "covered_by": None, "bisected": True, "build_url": "#/builders/5/builds/120",
-        "build_number": 120,
+        "build_number": 120, "build_kind": "upstream",
         "cells": {"ops": {"results": "failure", "passed": 10, "failed": 3, "flaky": 1, "skipped": 2, "new": 2,
                           "timed_out": False},
                   "nn": {"results": "success", "passed": 10, "failed": 0, "flaky": 1, "skipped": 2, "new": 0,
@@ -298,6 +298,26 @@ def test_the_matrix_marks_covered_and_bisected_commits_and_shows_each_suites_cou
     assert (rows[sha(4)]["covered_by"], rows[sha(4)]["bisected"]) == (sha(3), False)
     assert rows[sha(4)]["build_url"] == "#/builders/5/builds/110"
     assert (rows[sha(3)]["covered_by"], rows[sha(2)]["state"], rows[sha(2)]["how"]) == (None, "pending", None)
+
+
+def test_the_matrix_shows_for_a_commit_a_bisection_decided_the_bisections_newest_build_of_it_and_its_runs():
+    # The bisector decides with no deciding build; it built sha(5) twice (builds 30 and 31), running "ops" only.
+    commits = [commit(6, "failure", buildid=20), commit(5, "failure", how="bisected", buildid=None),
+               commit(4, "success", how="bisected", buildid=None)]  # never built by the bisection
+    builds = {20: build(20, 6, NOW - HOUR, results=2)}
+    newest = build(31, 5, NOW - 30 * 60, kind="bisection", results=2)
+    runs = [suite_counts(20, "ops", failed=1, results=2), suite_counts(20, "nn"),
+            suite_counts(31, "ops", failed=1, results=2)]
+
+    found = matrix(commits, builds, runs, [], GITHUB, bisection_builds={sha(5): newest})
+
+    rows = {row["sha"]: row for row in found["commits"]}
+    assert (rows[sha(5)]["build_url"], rows[sha(5)]["build_number"], rows[sha(5)]["build_kind"]) == (
+        "#/builders/5/builds/131", 131, "bisection")
+    assert list(rows[sha(5)]["cells"]) == ["ops"], "the bisection ran only the asked suite"
+    assert rows[sha(5)]["cells"]["ops"]["failed"] == 1
+    assert (rows[sha(4)]["build_url"], rows[sha(4)]["build_kind"], rows[sha(4)]["cells"]) == (None, None, {})
+    assert rows[sha(6)]["build_kind"] == "upstream"
 
 
 # --- the summary ---

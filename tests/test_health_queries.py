@@ -179,6 +179,23 @@ def test_a_backends_rows_hold_its_streaks_flaky_tests_matrix_and_pull_requests(d
     assert [b.id for b in found.bisections] == [bisection]
 
 
+def test_the_matrix_rows_hold_the_newest_bisection_build_of_each_commit_a_bisection_decided(db):
+    arrive_and_decide(db, "b", 1, "success", NOW - 9 * HOUR, NOW - 8 * HOUR, buildid=1)
+    record(db, 1, "b", 1, NOW - 8 * HOUR, suites={"ops": {}, "nn": {}})
+    for n, state in ((2, "success"), (3, "failure")):  # decided by the bisection, with no deciding build
+        arrive_and_decide(db, "b", n, state, NOW - 7 * HOUR, NOW - HOUR, how="bisected")
+    record(db, 5, "b", 3, NOW - 3 * HOUR, kind="bisection", bisectionid=1, suites={"ops": {TEST: "failed"}})
+    record(db, 6, "b", 3, NOW - 2 * HOUR, kind="bisection", bisectionid=2, suites={"ops": {TEST: "failed"}})
+    record(db, 7, "b", 1, NOW - 2 * HOUR, kind="bisection", bisectionid=2, suites={"ops": {}})  # built alone too
+    record(db, 8, "other", 3, NOW - HOUR, kind="bisection", bisectionid=3)  # another backend's
+
+    found = backend_rows(db, "b", NOW - DAY, NOW - 30 * DAY)
+
+    assert {sha_: build.buildid for sha_, build in found.matrix_bisection_builds.items()} == {sha(3): 6}
+    assert sorted(found.matrix_builds) == [1]
+    assert [(r.buildid, r.suite) for r in found.matrix_runs] == [(1, "ops"), (1, "nn"), (6, "ops")]
+
+
 def test_the_queue_history_holds_the_commits_waiting_at_some_time_in_the_range(db):
     arrive(db, "b", 1, NOW - 3 * DAY, brid=1)
     mark_started(db, 1, NOW - 2 * DAY)  # started before the range

@@ -43,7 +43,8 @@ def backend_page(info: BackendInfo, rows: BackendRows, range_name: str, now: int
         "failing": failing_tests(name, rows.summary.failing, rows.streak_runs, rows.streak_outcomes, plans,
                                  commit_url),
         "flaky": flakiest(name, rows.flaky, rows.runs_in_range),
-        "matrix": matrix(rows.matrix_commits, rows.matrix_builds, rows.matrix_runs, plans, commit_url),
+        "matrix": matrix(rows.matrix_commits, rows.matrix_builds, rows.matrix_runs, plans, commit_url,
+                         bisection_builds=rows.matrix_bisection_builds),
         "bisections": [
             {"id": p.bisection.id, "url": bisection_page(p.bisection.id), "state": p.bisection.state,
              "good_sha": p.bisection.good_sha, "bad_sha": p.bisection.bad_sha,

@@ -23,10 +23,20 @@ def covered_by(commit: CommitRow, build: BuildRow | None) -> str | None:
     return build.sha if commit.how == "covered" and build is not None else None
 
 
+def shown_build(commit: CommitRow, builds: dict[int, BuildRow],
+                bisection_builds: dict[str, BuildRow]) -> BuildRow | None:
+    """The commit's deciding build; for a commit a bisection decided (it has none), the bisection's newest build of
+    it, when the bisection built it."""
+    if commit.buildid is not None:
+        return builds.get(commit.buildid)
+    return bisection_builds.get(commit.sha) if commit.how == "bisected" else None
+
+
 def matrix(commits: list[CommitRow], builds: dict[int, BuildRow], runs: list[SuiteRunRow],
-           plans: list[ReadPlan], commit_url: str) -> dict:
-    """`commits` newest first; `builds` their deciding builds by id; `runs` those builds' suite runs in the order
-    they were recorded (their suites are listed in that order)."""
+           plans: list[ReadPlan], commit_url: str, *, bisection_builds: dict[str, BuildRow]) -> dict:
+    """`commits` newest first; `builds` their deciding builds by id; `bisection_builds` the newest bisection build
+    by sha of those decided "bisected"; `runs` both's suite runs in the order they were recorded (their suites are
+    listed in that order)."""
     suites = list(dict.fromkeys(run.suite for run in runs))
     runs_of: dict[int, list[SuiteRunRow]] = {}
     for run in runs:
@@ -34,7 +44,7 @@ def matrix(commits: list[CommitRow], builds: dict[int, BuildRow], runs: list[Sui
     bisected = {sha for plan in plans for sha in plan.commits}
     rows = []
     for commit in commits:
-        build = builds.get(commit.buildid) if commit.buildid is not None else None
+        build = shown_build(commit, builds, bisection_builds)
         rows.append({
             "sha": commit.sha,
             "commit_url": commit_url + commit.sha,
@@ -46,6 +56,7 @@ def matrix(commits: list[CommitRow], builds: dict[int, BuildRow], runs: list[Sui
             "bisected": commit.how == "bisected" or commit.sha in bisected,
             "build_url": None if build is None else build_url(build.builderid, build.number),
             "build_number": None if build is None else build.number,
-            "cells": cells(runs_of.get(commit.buildid, [])) if build is not None else {},
+            "build_kind": None if build is None else build.kind,  # a bisection's ran only the tests it asked
+            "cells": {} if build is None else cells(runs_of.get(build.buildid, [])),
         })
     return {"suites": suites, "commits": rows}

@@ -111,7 +111,8 @@ class BackendRows:
     runs_in_range: dict[str, int]  # suite -> runs in the range, bisection builds left out
     matrix_commits: list[CommitRow]  # newest first
     matrix_builds: dict[int, BuildRow]  # the matrix commits' deciding builds, by buildid
-    matrix_runs: list[SuiteRunRow]  # their suite runs, in the order they were recorded
+    matrix_bisection_builds: dict[str, BuildRow]  # sha -> the newest bisection build of a commit decided "bisected"
+    matrix_runs: list[SuiteRunRow]  # the suite runs of both, in the order they were recorded
     bisections: list[Bisection]  # newest first
     pull_requests: list[BuildRow]  # newest first
 
@@ -242,6 +243,8 @@ def backend_rows(conn, backend: str, range_start: int, longest_start: int) -> Ba
     matrix_commits = _commit_rows(conn, commits.select().where(_c.backend == backend)
                                   .order_by(_c.id.desc()).limit(MATRIX_COMMITS))
     deciding = {row.buildid for row in matrix_commits if row.buildid is not None}
+    bisected = newest_bisection_builds(conn, backend, {row.sha for row in matrix_commits if row.how == "bisected"})
+    shown = deciding | {build.buildid for build in bisected.values()}
     return BackendRows(
         summary=summary,
         builds=_builds(conn, builds.select().where(_b.backend == backend, _b.complete_at >= range_start,
@@ -253,11 +256,22 @@ def backend_rows(conn, backend: str, range_start: int, longest_start: int) -> Ba
         runs_in_range=runs_in_range(conn, backend, range_start),
         matrix_commits=matrix_commits,
         matrix_builds=builds_by_id(conn, deciding),
-        matrix_runs=_suite_runs(conn, suite_runs.select().where(_r.buildid.in_(deciding)).order_by(_r.id)),
+        matrix_bisection_builds=bisected,
+        matrix_runs=_suite_runs(conn, suite_runs.select().where(_r.buildid.in_(shown)).order_by(_r.id)),
         bisections=backend_bisections(conn, backend),
         pull_requests=_builds(conn, builds.select().where(_b.backend == backend, _b.kind == "pull_request")
                               .order_by(_b.complete_at.desc(), _b.buildid.desc()).limit(PULL_REQUEST_BUILDS)),
     )
+
+
+def newest_bisection_builds(conn, backend: str, shas: set[str]) -> dict[str, BuildRow]:
+    """sha -> the backend's newest bisection build of it: the bisector decides with no deciding build, yet built
+    some of the commits it decided."""
+    if not shas:
+        return {}
+    found = _builds(conn, builds.select().where(_b.backend == backend, _b.kind == "bisection", _b.sha.in_(shas))
+                    .order_by(_b.complete_at, _b.buildid))
+    return {build.sha: build for build in found}  # the newest last, so it stays
 
 
 def queued_between(conn, backend: str, start: int) -> list[Queued]:
