@@ -114,6 +114,16 @@ class RootResourcesTest(TestReactorMixin, unittest.TestCase):
                 "error": "badges are at /badges/<backend>.svg and /badges/<backend>/validated.svg"}), path)
 
     @defer.inlineCallbacks
+    def test_without_the_health_service_they_are_503_saying_so(self):
+        yield self.master.service_manager.namedServices["crcr-health"].disownServiceParent()
+        for path in ("/badges/alpha.svg", "/badges/alpha/validated.svg", "/metrics"):
+            request = FakeRequest(path.encode())
+            getChildForRequest(www_root(), request).render(request)
+            body = yield request.deferred
+            self.assertEqual((request.responseCode, json.loads(body)),
+                             (503, {"error": "the relay's health service is not running"}), path)
+
+    @defer.inlineCallbacks
     def test_metrics_answer_in_prometheus_text_format(self):
         yield self.store.record_arrival("alpha", SHA, "main", self.reactor.seconds() - HOUR)
         code, content_type, body = yield self.fetch("/metrics")

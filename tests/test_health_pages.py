@@ -139,3 +139,11 @@ class HealthResourcesTest(TestReactorMixin, unittest.TestCase):
         ]:
             found = yield self.get(path)
             self.assertEqual(found, (400, {"error": error}), path)
+
+    @defer.inlineCallbacks
+    def test_without_the_health_service_every_page_is_503_saying_so(self):
+        yield self.master.service_manager.namedServices["crcr-health"].disownServiceParent()
+        for path in ("api/health", "api/health/alpha", "api/health/alpha/test?id=x",
+                     "api/health/alpha/commits/abcdef0"):
+            found = yield self.get(path)
+            self.assertEqual(found, (503, {"error": "the relay's health service is not running"}), path)

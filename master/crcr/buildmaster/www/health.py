@@ -20,10 +20,10 @@ from urllib.parse import unquote
 from twisted.internet import defer
 from twisted.web.error import Error
 
-from crcr.buildmaster.www.bisections import JsonResource, query_parameters
+from crcr.buildmaster.www.bisections import query_parameters
+from crcr.buildmaster.www.reading import HealthReader
 from crcr.health import charts
 from crcr.health.errors import HealthQueryError
-from crcr.names import HEALTH_SERVICE
 
 RANGE = ("range",)
 CHARTS: dict[str, Callable[[dict], str]] = {
@@ -33,7 +33,7 @@ CHARTS: dict[str, Callable[[dict], str]] = {
 }
 
 
-class HealthJson(JsonResource):
+class HealthJson(HealthReader):
     """Asks the health service what `ask(health, query)` asks, with the request's query parameters (those of
     `parameters` only)."""
 
@@ -42,9 +42,7 @@ class HealthJson(JsonResource):
     @defer.inlineCallbacks
     def answer(self, request):
         query = query_parameters(request.args, self.parameters)
-        health = self.master.service_manager.namedServices.get(HEALTH_SERVICE)
-        if health is None:
-            raise Error(503, b"the relay's health service is not running")
+        health = self.health()
         try:
             return (yield self.ask(health, query))
         except HealthQueryError as refused:

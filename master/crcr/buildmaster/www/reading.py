@@ -1,6 +1,6 @@
-"""What the relay serves at the web root beside Buildbot's own /api, /auth...: /badges (for READMEs) and /metrics
-(for Prometheus), both read from the RelayHealth service (see www/__init__.py's put_root_resources for how they get
-there)."""
+"""Resources reading the RelayHealth service: the plugin's health JSON and charts (www/health.py), and what the relay
+serves at the web root beside Buildbot's own /api, /auth...: /badges (for READMEs) and /metrics (for Prometheus)
+(see www/__init__.py's put_root_resources for how those get there)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,17 @@ from crcr.buildmaster.www.bisections import JsonResource
 from crcr.names import HEALTH_SERVICE
 
 
-class ReadResource(JsonResource):
+class HealthReader(JsonResource):
+    """A resource whose every figure comes from the RelayHealth service."""
+
+    def health(self):
+        health = self.master.service_manager.namedServices.get(HEALTH_SERVICE)
+        if health is None:
+            raise Error(503, b"the relay's health service is not running")
+        return health
+
+
+class ReadResource(HealthReader):
     """Read through the relay's Authz as the plugin's JSON is (so CRCR_REQUIRE_SIGN_IN covers it: an anonymous
     reader gets a 403), answering `answer`'s bytes in `content_type`."""
 
@@ -18,10 +28,3 @@ class ReadResource(JsonResource):
 
     def encode(self, body: bytes) -> bytes:
         return body
-
-    def health(self):
-        """The RelayHealth service: every figure shown comes from it."""
-        health = self.master.service_manager.namedServices.get(HEALTH_SERVICE)
-        if health is None:
-            raise Error(503, b"the relay's health service is not running")
-        return health
