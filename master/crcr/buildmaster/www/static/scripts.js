@@ -557,9 +557,21 @@
     // cells' own background.
     var colour = "label d-block px-1 rounded text-decoration-none results_" +
       (STATE_CLASSES[cell.results] || "UNKNOWN");
-    return h("td", { "data-suite": props.suite, title: words.join(", ") },
+    return h("td", { "data-suite": props.suite, title: (props.note ? props.note + ": " : "") + words.join(", ") },
       props.build_url ? h("a", { href: props.build_url, className: colour }, shown)
         : h("span", { className: colour }, shown));
+  }
+
+  // A commit a bisection decided has no deciding build: its row shows the bisection's newest build of it, which
+  // ran only the tests the bisection asked.
+  var BISECTION_BUILD = "a bisection's build: only the tests it asked";
+
+  function MatrixBuild(props) {
+    var c = props.commit;
+    var link = h(BuildLink, { href: c.build_url, text: c.build_number !== null ? "#" + c.build_number : null });
+    if (c.build_kind !== "bisection") return h("td", null, link);
+    return h("td", { title: BISECTION_BUILD, "data-build-kind": c.build_kind }, link, " ",
+      h("small", { className: "text-muted" }, "bisection"));
   }
 
   function Matrix(props) {
@@ -576,12 +588,12 @@
             h("td", null, h(StateBadge, { value: c.state, title: c.description }), " ", h(Muted, null, c.how || ""),
               c.covered_by ? h("span", { "data-marker": "covered" }, " by ", h(CommitLink, { sha: c.covered_by }))
                 : null,
-              c.bisected ? h("span", { className: "badge bg-info ms-1", "data-marker": "bisected" }, "bisected")
-                : null),
-            h("td", null, h(BuildLink, { href: c.build_url, text: c.build_number !== null ?
-              "#" + c.build_number : null })),
+              c.bisected ? h("span", { "data-marker": "bisected" }, " ", h("span", { className: "badge bg-info" },
+                "bisected")) : null),
+            h(MatrixBuild, { commit: c }),
             matrix.suites.map(function (s) {
-              return h(MatrixCell, { key: s, suite: s, cell: c.cells[s], build_url: c.build_url });
+              return h(MatrixCell, { key: s, suite: s, cell: c.cells[s], build_url: c.build_url,
+                note: c.build_kind === "bisection" ? BISECTION_BUILD : null });
             }));
         }))));
   }
