@@ -121,12 +121,13 @@ def main() -> None:
         side.start()  # creates Buildbot's and the relay's tables, and the builders
         builderids = {b["name"]: b["builderid"] for b in side.get("builders")["builders"]}
         mastercontrol.stop(side.basedir)
-        fill(side.basedir / "state.sqlite", {name: i for name, i in builderids.items() if name.startswith("b")})
+        backends = {b["name"]: builderids[b["name"]] for b in fleet.backend_list()}  # not the janitor's builder
+        fill(side.basedir / "state.sqlite", backends)
         side.start()
         opener = urllib.request.build_opener()  # reading needs no sign-in (CRCR_REQUIRE_SIGN_IN is off)
         web = side.web_url
         baseline, _ = timed(opener, web + "api/v2/builders")
-        some = sorted(builderids)[0]
+        some = min(backends)
         views = [
             ("summary, 24 h", "plugins/crcr/api/health?range=24h"),
             ("summary, 7 days", "plugins/crcr/api/health?range=7d"),
