@@ -8,13 +8,16 @@ close finds it running.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.common.by import By
 
 from conftest import make_upstream, prepare_relay, running, write_secret
 from harness import holding, wait_until
 from webhooks import WEBHOOK_SECRET, deliver_pull_request, pull_request_event
+from webui import open_page, sign_in, wait_for_element
 
 pytestmark = pytest.mark.e2e
 
@@ -101,7 +104,13 @@ def told(github, backend: str, sha: str, description: str) -> None:
                == [description], 30, f"crcr/{backend} on {sha[:10]} to say {description!r}")
 
 
-def test_l4_builds_a_pr_of_a_trusted_author_and_reports_on_its_head(relay, upstream, github):
+def health_of(relay, backend: str) -> dict:
+    """The backend's health page's JSON, as its admin reads it."""
+    with relay.session(relay.admin).open(relay.web_url + f"plugins/crcr/api/health/{backend}", timeout=30) as r:
+        return json.load(r)
+
+
+def test_l4_builds_a_pr_of_a_trusted_author_and_reports_on_its_head(relay, upstream, github, browser):
     head = upstream.pull_request(21, "A PR that passes", {"test/test_pr.py": PASSING})
     send(relay, pull_request_event("opened", 21, head, upstream))
     # The receiver answers once it has scheduled: what it asked for is there already.
@@ -112,10 +121,24 @@ def test_l4_builds_a_pr_of_a_trusted_author_and_reports_on_its_head(relay, upstr
     assert link["state_string"] == "PR #21 by Codertocat"  # the fixture's author
     assert [(u["name"], u["url"]) for u in link["urls"]] == [
         ("PR #21: Update the README with new information.", "https://github.com/pytorch/pytorch/pull/21")]
+    build_url = f"#/builders/{build['builderid']}/builds/{build['number']}"
     status = final_status(github, "four", head)
     assert status["state"] == "success"
-    assert status["target_url"].endswith(f"#/builders/{build['builderid']}/builds/{build['number']}")
+    assert status["target_url"].endswith(build_url)
     assert not github.statuses(sha=head, context="crcr/three") and not github.statuses(sha=head, context="crcr/two")
+    # The backend's health page lists the build (the history recorder writes it once it has finished).
+    pr_url = "https://github.com/pytorch/pytorch/pull/21"
+    listed = wait_until(lambda: [pr for pr in health_of(relay, "four")["pull_requests"] if pr["number"] == 21], 30,
+                        "PR #21's build on four's health page")
+    assert [{key: pr[key] for key in ("number", "url", "title", "sha", "results", "build_url")} for pr in listed] == [
+        {"number": 21, "url": pr_url, "title": "Update the README with new information.", "sha": head,
+         "results": "success", "build_url": build_url}]
+    assert health_of(relay, "two")["pull_requests"] == [], "an L2 backend builds no pull request"
+    sign_in(browser, relay)
+    open_page(browser, relay.web_url + "#/health/four")
+    row = wait_for_element(browser, "//table[@data-crcr='pull-requests']//tr[@data-pr='21']", "PR #21's row")
+    assert row.find_element(By.XPATH, "td[1]/a").get_attribute("href") == pr_url
+    assert row.find_element(By.XPATH, "td[4]/a").get_attribute("href") == relay.web_url + build_url
 
 
 def test_l4_leaves_a_draft_alone_until_it_is_ready_for_review(relay, upstream):
