@@ -340,6 +340,13 @@ def test_the_stale_watch_knows_each_active_backends_waits_and_the_units_of_each_
     ], 120)
 
 
+def test_the_health_figures_cover_every_backend_an_inactive_one_too(dirs):
+    (health,) = [s for s in config_for(dirs)["services"] if isinstance(s, RelayHealth)]
+
+    # gamma's device is on no host: its maintainers still find it on the health pages, inactive.
+    assert [b["name"] for b in health._config_kwargs["backends"]] == ["alpha", "beta", "delta", "gamma"]
+
+
 def test_ports_and_urls(dirs):
     cfg = config_for(dirs, CRCR_WEB_PORT="18010", CRCR_WORKER_PORT="19989")
 

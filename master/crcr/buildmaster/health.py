@@ -24,9 +24,9 @@ from crcr.names import HEALTH_SERVICE, STORE_SERVICE
 __all__ = ["HealthQueryError", "RelayHealth", "health_backends"]
 
 
-def health_backends(active) -> list[dict]:
-    """The configuration RelayHealth takes of the active backends (config.models.Backend)."""
-    return [{"name": b.name, "level": b.level, "device": b.device, "description": b.description} for b in active]
+def health_backends(backends) -> list[dict]:
+    """The configuration RelayHealth takes of the backends (config.models.Backend)."""
+    return [{"name": b.name, "level": b.level, "device": b.device, "description": b.description} for b in backends]
 
 
 class RelayHealth(service.BuildbotService):
@@ -36,7 +36,7 @@ class RelayHealth(service.BuildbotService):
         pass
 
     def reconfigService(self, backends: list[dict], commit_url: str):
-        """`backends`: health_backends(...) of the active backends; `commit_url`: GitHub's commit page, before the
+        """`backends`: health_backends(...) of the configured backends; `commit_url`: GitHub's commit page, before the
         sha."""
         self.backends = [BackendInfo(**b) for b in backends]
         self.commit_url = commit_url

@@ -68,7 +68,8 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                              upstream_url=settings.upstream_url),
             *nothing_pending_services(relay, settings),
             HistoryRecorder(),
-            RelayHealth(backends=health_backends(active), commit_url=commit_url(settings, "")),
+            # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.
+            RelayHealth(backends=health_backends(relay.backends), commit_url=commit_url(settings, "")),
         ],
         # Buildbot's janitor builder (its LocalWorker, nightly and force schedulers), pruning past history_days.
         "configurators": [RelayJanitor(settings.history_days)],

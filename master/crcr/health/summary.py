@@ -14,7 +14,7 @@ from crcr.store.health_queries import SummaryRows
 
 @dataclass(frozen=True)
 class BackendInfo:
-    """An active backend as configured."""
+    """A backend as configured (an inactive one too: no host offers its device)."""
 
     name: str
     level: str

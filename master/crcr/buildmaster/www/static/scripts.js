@@ -413,6 +413,7 @@
 
   function Units(props) {
     var u = props.units;
+    if (!u.declared) return h(Muted, null, "inactive: no host offers its device");
     var short = u.connected < u.declared;
     return h("span", { className: short ? "text-danger" : null }, u.connected + " / " + u.declared,
       h("br"), h(Muted, null, "connected"));
@@ -437,7 +438,7 @@
 
   function HealthTable(props) {
     var summary = props.summary;
-    if (!summary.backends.length) return h("p", null, "No active backend.");
+    if (!summary.backends.length) return h("p", null, "No backend.");
     return h("table", { className: "table table-hover", "data-crcr": "health-summary" },
       h("thead", null, h("tr", null, h("th", null, "backend"),
         FIGURES.map(function (f) { return h("th", { key: f[0] }, f[1]); }))),
