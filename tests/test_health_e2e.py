@@ -31,7 +31,7 @@ from conftest import backend, prepare_relay, running
 from crcr.store.latency import nearest_rank
 from crcr.store.tables import bisections, commits
 from harness import Upstream, wait_until
-from webui import open_page, page_text, sign_in, wait_for_element, wait_for_texts
+from webui import open_page, sign_in, wait_for_element, wait_for_texts
 
 pytestmark = pytest.mark.e2e
 

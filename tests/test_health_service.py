@@ -126,6 +126,14 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
         assert red["units"] == {"connected": 0, "declared": 2}
         assert (red["failing_tests"], red["builds"], red["pass_rate"]) == (1, 2, 0.5)
 
+    async def test_the_summary_says_what_waits_for_github_so_crcr_status_need_not_read_the_database(self):
+        store = self.master.service_manager.namedServices["crcr-store"]
+        await store.enqueue_for_github("status", PROJECT, B, "crcr/red", {"state": "failure"}, self.now - 90)
+
+        found = await self.health.summary()
+
+        assert found["outbox"] == {"waiting": 1, "given_up": 0, "oldest_age": 90}
+
     async def test_a_backend_page_has_its_row_windows_series_failing_tests_and_matrix(self):
         await self.history()
 

@@ -14,7 +14,7 @@ from twisted.internet import defer
 from crcr.buildmaster.presence import PRESENCE_SERVICE
 from crcr.health.backend import backend_page
 from crcr.health.errors import HealthQueryError
-from crcr.health.metrics import metrics
+from crcr.health.metrics import metrics, outbox_figures
 from crcr.health.one_commit import commit_page, pick_commit, sha_prefix
 from crcr.health.one_test import test_page
 from crcr.health.ranges import DEFAULT_RANGE, LONGEST_RANGE, range_seconds
@@ -47,7 +47,10 @@ class RelayHealth(service.BuildbotService):
     def summary(self, range: str = DEFAULT_RANGE):
         seconds, now = range_seconds(range), self._now()
         rows = yield self._store.health_summary_rows(self._names(), now - seconds, now - seconds)
-        return summary(self.backends, rows, range, now, self._units(), self.commit_url)
+        outbox = yield self._store.health_outbox_counts(now)
+        # The outbox too, so that crcr status need not read the database for it.
+        return {**summary(self.backends, rows, range, now, self._units(), self.commit_url),
+                "outbox": outbox_figures(*outbox, now)}
 
     @defer.inlineCallbacks
     def backend(self, name: str, range: str = DEFAULT_RANGE):

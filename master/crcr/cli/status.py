@@ -62,16 +62,13 @@ def _waiting_line(row: OutboxRow, now: int) -> str:
 
 
 def _waiting_summary(rows: list[OutboxRow], now: int) -> str:
-    if not rows:
-        return NOTHING_WAITING
-    oldest = max(now - r.created_at for r in rows)
-    return f"GitHub outbox: {len(rows)} waiting, the oldest for {duration_text(oldest)}"
+    return outbox_line(len(rows), max((now - r.created_at for r in rows), default=None))
 
 
-def outbox_line(rows: list[OutboxRow], refused: list[OutboxRow], now: int) -> str:
-    """The outbox in one line, for the health summary."""
-    given_up = f"; {len(refused)} refused for good in the last {KEEP_GIVEN_UP // 86400} days" if refused else ""
-    return _waiting_summary(rows, now) + given_up
+def outbox_line(waiting: int, oldest_age: int | None, given_up: int = 0) -> str:
+    """The outbox in one line: what waits and for how long, then what GitHub refused for good lately."""
+    line = f"GitHub outbox: {waiting} waiting, the oldest for {duration_text(oldest_age)}" if waiting else NOTHING_WAITING
+    return line + (f"; {given_up} refused for good in the last {KEEP_GIVEN_UP // 86400} days" if given_up else "")
 
 
 def print_outbox(rows: list[OutboxRow], refused: list[OutboxRow], now: int) -> None:
@@ -161,17 +158,10 @@ def print_health(args) -> int:
         raise RuntimeError(error_message(body))
     for line in wording(body, url):
         print(line)
-    if args.backend is None:
-        print(_outbox_summary(args.basedir))
+    if args.backend is None:  # the master's own count: no database to find
+        outbox = body["outbox"]
+        print(outbox_line(outbox["waiting"], outbox["oldest_age"], outbox["given_up"]))
     return 0
-
-
-def _outbox_summary(basedir: Path | None) -> str:
-    """The outbox's line, or why the database could not be read: the figures above stand without it."""
-    try:
-        return outbox_line(*read_outbox(basedir))
-    except RuntimeError as e:
-        return f"GitHub outbox: not read: {e}"
 
 
 def _refuse_mixed_options(args) -> None:
@@ -209,8 +199,8 @@ def add_status_command(sub: argparse._SubParsersAction) -> None:
                              "--outbox, the outbox as JSON")
     status.add_argument(
         "--basedir", type=lambda p: Path(p).resolve(), metavar="DIR",
-        help="the master directory, to read the outbox from its database when that is a relative SQLite path, "
-             "as by default",
+        help="with --outbox: the master directory, to read the outbox from its database when that is a relative "
+             "SQLite path, as by default",
     )
     status.add_argument("--url", help="relay web address (default: the settings' buildbot URL)")
     add_sign_in_options(status)

@@ -11,6 +11,11 @@ from crcr.store.tables import BISECTION_STATES
 COMMIT_STATES = ("pending", "success", "failure", "error")
 
 
+def outbox_figures(waiting: int, given_up: int, oldest: int | None, now: int) -> dict:
+    """The GitHub outbox for /metrics and the summary: posts waiting, given up in the last week, the oldest's age."""
+    return {"waiting": waiting, "given_up": given_up, "oldest_age": None if oldest is None else now - oldest}
+
+
 def metrics(infos: list[BackendInfo], rows: MetricsRows, now: int, units: dict[str, dict]) -> dict:
     backends = {}
     queued, failing = by_backend(rows.queued), by_backend(rows.failing)
@@ -28,7 +33,6 @@ def metrics(infos: list[BackendInfo], rows: MetricsRows, now: int, units: dict[s
         }
     return {
         "backends": backends,
-        "outbox": {"waiting": rows.outbox_waiting, "given_up": rows.outbox_given_up,
-                   "oldest_age": None if rows.outbox_oldest is None else now - rows.outbox_oldest},
+        "outbox": outbox_figures(rows.outbox_waiting, rows.outbox_given_up, rows.outbox_oldest, now),
         "units": units,
     }

@@ -400,12 +400,19 @@ def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
     for backend, state, count in conn.execute(sa.select(bc.backend, bc.state, sa.func.count())
                                               .where(bc.backend.in_(backends)).group_by(bc.backend, bc.state)):
         bisection_states.setdefault(backend, {})[state] = count
+    waiting, given_up, oldest = outbox_counts(conn, now)
+    return MetricsRows(states, latencies, queued_now(conn, backends), bisection_states, failing_now(conn, backends),
+                       waiting, given_up, oldest)
+
+
+def outbox_counts(conn, now: int) -> tuple[int, int, int | None]:
+    """The GitHub outbox: rows waiting, rows given up in the last KEEP_GIVEN_UP seconds (as `crcr status --outbox`
+    shows them), and the created_at of the oldest row waiting."""
     o = github_outbox.c
     waiting, oldest = conn.execute(sa.select(sa.func.count(), sa.func.min(o.created_at))
                                    .where(o.given_up_at.is_(None))).one()
     given_up = conn.execute(sa.select(sa.func.count()).where(o.given_up_at >= now - KEEP_GIVEN_UP)).scalar_one()
-    return MetricsRows(states, latencies, queued_now(conn, backends), bisection_states, failing_now(conn, backends),
-                       waiting, given_up, oldest)
+    return waiting, given_up, oldest
 
 
 # --- rows ---

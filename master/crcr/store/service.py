@@ -97,3 +97,4 @@ class RelayStore(service.BuildbotService):
     health_commits_by_prefix = _through_pool(health_queries.commits_by_prefix)
     health_commit_rows = _through_pool(health_queries.commit_rows)
     health_metrics_rows = _through_pool(health_queries.metrics_rows)
+    health_outbox_counts = _through_pool(health_queries.outbox_counts)
