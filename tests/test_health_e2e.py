@@ -193,6 +193,8 @@ def test_the_matrix_shows_each_commit_how_it_was_decided_and_its_suites(history)
         4: ("failure", "built"), 5: ("success", "built"), 6: ("success", "covered"), 7: ("success", "built"),
     }
     assert rows[shas[6]]["covered_by"] == shas[7]
+    assert {n: rows[shas[n]]["build_kind"] for n in (2, 3, 6)} == {2: "bisection", 3: "bisection", 6: "upstream"}, \
+        "a bisected commit shows the bisection's build of it, a covered one the build covering it"
     assert {n for n in range(8) if rows[shas[n]]["bisected"]} == {2, 3, 4}, "the bisection's range"
     c7 = rows[shas[7]]
     assert c7["commit_url"] == commit_url(github, shas[7])
