@@ -6,16 +6,11 @@ test_badges_metrics_e2e's."""
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from types import SimpleNamespace
 
 from buildbot.plugins.db import get_plugins
-from buildbot.test import fakedb
-from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.www import FakeRequest
-from buildbot.util import service
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.internet import defer
 from twisted.trial import unittest
@@ -25,6 +20,7 @@ from twisted.web.resource import getChildForRequest
 from crcr.buildmaster.health import RelayHealth
 from crcr.buildmaster.www import RelayApplication
 from crcr.store.service import RelayStore
+from relaymaster import relay_master
 from test_badges import texts
 
 BACKENDS = [{"name": "alpha", "level": "L2", "device": "alpha", "description": "an L2 backend"}]
@@ -39,22 +35,13 @@ def www_root():
 
 
 class RootResourcesTest(TestReactorMixin, unittest.TestCase):
-    @defer.inlineCallbacks
-    def setUp(self):
+    async def setUp(self):
         self.setup_test_reactor()
         self.reactor.advance(1_000_000)
-        basedir = tempfile.mkdtemp(prefix="crcr-badges-")  # trial's mktemp() writes under the current directory
-        self.addCleanup(shutil.rmtree, basedir, True)
-        self.master = yield fakemaster.make_master(self, wantData=True, db_url="sqlite:///state.sqlite",
-                                                   basedir=basedir)
-        self.master.service_manager = service.BuildbotServiceManager()
-        yield self.master.service_manager.setServiceParent(self.master)
         self.store = RelayStore()
-        for relay_service in (self.store, RelayHealth(backends=BACKENDS, commit_url="https://github.com/p/c/")):
-            yield relay_service.setServiceParent(self.master.service_manager)
-        yield self.master.db.insert_test_data([fakedb.Master(id=fakedb.FakeDBConnector.MASTER_ID)])
-        self.addCleanup(self.master.stopService)
-        yield self.master.startService()
+        self.master = await relay_master(self, self.store,
+                                         RelayHealth(backends=BACKENDS, commit_url="https://github.com/p/c/"),
+                                         prefix="crcr-badges-")
         self.allowed = True
         self.master.www = SimpleNamespace(assertUserAllowed=self.assert_allowed)
         app = RelayApplication()

@@ -8,9 +8,7 @@ own functions, its JSON over HTTP, and the pages in headless Chromium.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import asdict
-import tempfile
 import time
 from types import SimpleNamespace
 import urllib.error
@@ -19,10 +17,8 @@ import urllib.request
 import pytest
 from buildbot.db import enginestrategy
 from buildbot.test import fakedb
-from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.www import FakeRequest
-from buildbot.util import service
 from selenium.webdriver.common.by import By
 from twisted.internet import defer
 from twisted.trial import unittest
@@ -33,6 +29,7 @@ from crcr.bisection.plan import Bisection as Plan
 from crcr.buildmaster.www import RelayApplication
 from crcr.store.bisections import add_step, create_bisection, update_bisection, update_step
 from crcr.store.service import RelayStore
+from relaymaster import relay_master
 from webui import click_when_ready, open_page, page_text, wait_for_element, wait_for_texts
 
 TEST_ADD = "unit::test/test_ops.py::test_add"
@@ -79,20 +76,10 @@ def sha(n: int) -> str:
 class BisectionsResourceTest(TestReactorMixin, unittest.TestCase):
     BUILDERID = 70
 
-    @defer.inlineCallbacks
-    def setUp(self):
+    async def setUp(self):
         self.setup_test_reactor()
-        basedir = tempfile.mkdtemp(prefix="crcr-page-")  # trial's mktemp() writes under the current directory
-        self.addCleanup(shutil.rmtree, basedir, True)
-        self.master = yield fakemaster.make_master(self, wantData=True, db_url="sqlite:///state.sqlite",
-                                                   basedir=basedir)
-        # Where a real master keeps the configured services, and where the plugin finds the store.
-        self.master.service_manager = service.BuildbotServiceManager()
-        yield self.master.service_manager.setServiceParent(self.master)
         self.store = RelayStore()
-        yield self.store.setServiceParent(self.master.service_manager)
-        yield self.master.db.insert_test_data([
-            fakedb.Master(id=fakedb.FakeDBConnector.MASTER_ID),
+        self.master = await relay_master(self, self.store, prefix="crcr-page-", rows=[
             fakedb.Worker(id=400, name="host-alpha-0"),
             fakedb.Builder(id=self.BUILDERID, name="alpha"),
             fakedb.Buildset(id=200),
@@ -102,8 +89,6 @@ class BisectionsResourceTest(TestReactorMixin, unittest.TestCase):
                              masterid=fakedb.FakeDBConnector.MASTER_ID),
             )],
         ])
-        self.addCleanup(self.master.stopService)
-        yield self.master.startService()
         # Reading is everyone's: the master's www allows it, as the relay's Authz does without require_sign_in.
         self.master.www = SimpleNamespace(assertUserAllowed=lambda request, ep, action, options: defer.succeed(None))
         self.app = RelayApplication()

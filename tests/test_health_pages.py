@@ -6,16 +6,11 @@ the pages showing them are test_health_pages_e2e's."""
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import xml.etree.ElementTree as ElementTree
 from types import SimpleNamespace
 
-from buildbot.test import fakedb
-from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.www import FakeRequest
-from buildbot.util import service
 from twisted.internet import defer
 from twisted.trial import unittest
 from twisted.web.resource import getChildForRequest
@@ -24,6 +19,7 @@ from crcr.buildmaster.health import RelayHealth
 from crcr.buildmaster.www import RelayApplication
 from crcr.health.charts import NO_DATA
 from crcr.store.service import RelayStore
+from relaymaster import relay_master
 
 COMMIT_URL = "https://github.com/pytorch/pytorch/commit/"
 BACKENDS = [
@@ -34,20 +30,10 @@ JSON = [b"application/json; charset=utf-8"]
 
 
 class HealthResourcesTest(TestReactorMixin, unittest.TestCase):
-    @defer.inlineCallbacks
-    def setUp(self):
+    async def setUp(self):
         self.setup_test_reactor()
-        basedir = tempfile.mkdtemp(prefix="crcr-health-")  # trial's mktemp() writes under the current directory
-        self.addCleanup(shutil.rmtree, basedir, True)
-        self.master = yield fakemaster.make_master(self, wantData=True, db_url="sqlite:///state.sqlite",
-                                                   basedir=basedir)
-        self.master.service_manager = service.BuildbotServiceManager()
-        yield self.master.service_manager.setServiceParent(self.master)
-        for relay_service in (RelayStore(), RelayHealth(backends=BACKENDS, commit_url=COMMIT_URL)):
-            yield relay_service.setServiceParent(self.master.service_manager)
-        yield self.master.db.insert_test_data([fakedb.Master(id=fakedb.FakeDBConnector.MASTER_ID)])
-        self.addCleanup(self.master.stopService)
-        yield self.master.startService()
+        self.master = await relay_master(self, RelayStore(), RelayHealth(backends=BACKENDS, commit_url=COMMIT_URL),
+                                         prefix="crcr-health-")
         self.master.www = SimpleNamespace(assertUserAllowed=lambda request, ep, action, options: defer.succeed(None))
         self.app = RelayApplication()
         self.app.setConfiguration({"backends": BACKENDS})

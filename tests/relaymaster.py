@@ -1,0 +1,33 @@
+"""Buildbot's fake master holding the relay's services, for the unit tests of pieces that find them on the master
+(the plugin's resources, the history recorder, the janitor's step)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+from buildbot.test import fakedb
+from buildbot.test.fake import fakemaster
+from buildbot.util import service
+
+
+async def hold_services(master, *services) -> None:
+    """Give `master` a service manager holding `services`: where a real master keeps the configured services, and
+    where the relay's pieces look them up (the plugin its store and RelayHealth, the recorder its store)."""
+    master.service_manager = service.BuildbotServiceManager()
+    await master.service_manager.setServiceParent(master)
+    for relay_service in services:
+        await relay_service.setServiceParent(master.service_manager)
+
+
+async def relay_master(testcase, *services, prefix: str, rows=()):
+    """A started fake master with a real SQLite database (the store's tables need one) in a temporary basedir,
+    holding `services`, its database holding its Master row and `rows`; stopped and removed at the test's end."""
+    basedir = tempfile.mkdtemp(prefix=prefix)  # trial's mktemp() writes under the current directory
+    testcase.addCleanup(shutil.rmtree, basedir, True)
+    master = await fakemaster.make_master(testcase, wantData=True, db_url="sqlite:///state.sqlite", basedir=basedir)
+    await hold_services(master, *services)
+    await master.db.insert_test_data([fakedb.Master(id=fakedb.FakeDBConnector.MASTER_ID), *rows])
+    testcase.addCleanup(master.stopService)
+    await master.startService()
+    return master
