@@ -16,7 +16,6 @@ from buildbot.process.results import FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
-from buildbot.util import service
 from twisted.trial import unittest
 
 from crcr.buildmaster.history_recorder import HistoryRecorder
@@ -28,6 +27,7 @@ from crcr.names import (
 from crcr.store import tables
 from crcr.store.history import BuildRow, SuiteRunRow
 from crcr.store.service import RelayStore
+from relaymaster import hold_services
 from crcr.suites.results import SuiteResults
 from test_ledger import PROJECT, UPSTREAM_URL, deliver_produced, sha
 
@@ -48,10 +48,8 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         self.master.mq.verifyMessages = False  # its schema of buildrequests messages predates Buildbot 4's
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name="host-alpha-0")])
         self.builderids = {name: await self.master.data.updates.findBuilderId(name) for name in (ALPHA, JANITOR)}
-        self.master.service_manager = service.BuildbotServiceManager()
-        await self.master.service_manager.setServiceParent(self.master)
         self.store = RelayStore()
-        await self.store.setServiceParent(self.master.service_manager)
+        await hold_services(self.master, self.store)
         await self.master.service_manager.startService()
         self.addCleanup(self.master.service_manager.stopService)
         await self.start_recorder()

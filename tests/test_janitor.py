@@ -15,7 +15,6 @@ from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.schedulers.timed import Nightly
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.steps import TestBuildStepMixin
-from buildbot.util import service
 from buildbot.worker.local import LocalWorker
 from twisted.trial import unittest
 
@@ -23,6 +22,7 @@ from crcr.buildmaster.janitor import PruneHistory, RelayJanitor
 from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.history import BuildRow, record_build
 from crcr.store.service import RelayStore
+from relaymaster import hold_services
 
 DAY = 86400
 NOW = 400 * DAY
@@ -61,10 +61,8 @@ class PruneHistoryTest(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         self.setup_test_reactor()
         self.reactor.advance(NOW)
         await self.setup_test_build_step()
-        self.master.service_manager = service.BuildbotServiceManager()
-        await self.master.service_manager.setServiceParent(self.master)
         self.store = RelayStore()
-        await self.store.setServiceParent(self.master.service_manager)
+        await hold_services(self.master, self.store)
         await self.master.service_manager.startService()
         self.addCleanup(self.master.service_manager.stopService)
 
