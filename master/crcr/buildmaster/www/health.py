@@ -66,12 +66,16 @@ class SummaryResource(HealthJson):
         return health.summary(**query)
 
 
-class BackendResource(HealthJson):
-    parameters = RANGE
+class OfBackend(HealthJson):
+    """A resource about one backend's health: its page or a part of it."""
 
     def __init__(self, master, backend: str):
         super().__init__(master)
         self.backend = backend
+
+
+class BackendResource(OfBackend):
+    parameters = RANGE
 
     def getChild(self, path: bytes, request):
         if path == b"":
@@ -89,12 +93,8 @@ class BackendResource(HealthJson):
         return health.backend(self.backend, **query)
 
 
-class OneTestResource(HealthJson):
+class OneTestResource(OfBackend):
     parameters = ("id",)
-
-    def __init__(self, master, backend: str):
-        super().__init__(master)
-        self.backend = backend
 
     def ask(self, health, query):
         test_id = query.get("id", "")
@@ -103,12 +103,8 @@ class OneTestResource(HealthJson):
         return health.test(self.backend, test_id)
 
 
-class CommitsResource(HealthJson):
+class CommitsResource(OfBackend):
     """/commits: only its children, the commits by sha."""
-
-    def __init__(self, master, backend: str):
-        super().__init__(master)
-        self.backend = backend
 
     def getChild(self, path: bytes, request):
         if path == b"":
@@ -119,21 +115,17 @@ class CommitsResource(HealthJson):
         raise Error(404, b"give a commit: commits/<sha or a prefix of at least 7 hex digits>")
 
 
-class CommitResource(HealthJson):
+class CommitResource(OfBackend):
     def __init__(self, master, backend: str, sha: str):
-        super().__init__(master)
-        self.backend, self.sha = backend, sha
+        super().__init__(master, backend)
+        self.sha = sha
 
     def ask(self, health, query):
         return health.commit(self.backend, self.sha)
 
 
-class ChartsResource(HealthJson):
+class ChartsResource(OfBackend):
     """/charts: only its children, the charts by file name."""
-
-    def __init__(self, master, backend: str):
-        super().__init__(master)
-        self.backend = backend
 
     def getChild(self, path: bytes, request):
         name = _segment(path)
@@ -145,15 +137,15 @@ class ChartsResource(HealthJson):
         raise Error(404, f"give a chart: charts/<{' | '.join(CHARTS)}>".encode())
 
 
-class ChartResource(HealthJson):
+class ChartResource(OfBackend):
     """A chart of the backend's series over the range, drawn from the backend page's answer."""
 
     parameters = RANGE
     content_type = b"image/svg+xml; charset=utf-8"
 
     def __init__(self, master, backend: str, draw: Callable[[dict], str]):
-        super().__init__(master)
-        self.backend, self.draw = backend, draw
+        super().__init__(master, backend)
+        self.draw = draw
 
     @defer.inlineCallbacks
     def ask(self, health, query):
