@@ -436,6 +436,7 @@ def test_a_commits_page_tells_how_it_was_decided_and_its_builds_failing_tests():
         "backend": BACKEND, "sha": sha(4), "commit_url": GITHUB + sha(4), "state": "failure",
         "description": "failure 4", "how": "covered", "seen_at": NOW - 2 * HOUR, "started_at": NOW - 90 * 60,
         "decided_at": NOW, "latency": 2 * HOUR, "covered_by": sha(5), "build_url": "#/builders/5/builds/110",
+        "build_kind": "upstream",
         "bisections": [3], "failing": [{"test": TEST, "suite": "ops", "outcome": "failed", "new": True}],
         "flaky": ["test_x.py::test_y"],
         "cells": {"ops": {"results": "success", "passed": 10, "failed": 1, "flaky": 1, "skipped": 2, "new": 1,

@@ -246,6 +246,17 @@ def test_a_commit_is_found_by_prefix_with_its_deciding_build(db):
     assert len(rows.bisections) == 1
 
 
+def test_a_commit_a_bisection_decided_comes_with_the_bisections_newest_build_of_it(db):
+    arrive_and_decide(db, "b", 3, "failure", NOW - 7 * HOUR, NOW - HOUR, how="bisected")
+    record(db, 5, "b", 3, NOW - 3 * HOUR, kind="bisection", bisectionid=1, suites={"ops": {TEST: "failed"}})
+    record(db, 6, "b", 3, NOW - 2 * HOUR, kind="bisection", bisectionid=2, suites={"ops": {TEST: "failed"}})
+
+    rows = commit_rows(db, commits_by_prefix(db, "b", sha(3))[0])
+
+    assert (rows.build.buildid, rows.build.kind, [r.suite for r in rows.runs]) == (6, "bisection", ["ops"])
+    assert [(o.test, o.outcome) for o in rows.outcomes] == [(TEST, "failed")]
+
+
 def test_a_prefix_with_sql_wildcards_matches_nothing_but_itself(db):
     arrive(db, "b", 1, NOW)
 

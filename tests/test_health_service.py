@@ -213,7 +213,7 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
             "flaky_runs", "counts", "runs"}
         assert set(await self.health.commit(RED, A)) == {
             "backend", "sha", "commit_url", "state", "description", "how", "seen_at", "started_at", "decided_at",
-            "latency", "covered_by", "build_url", "bisections", "failing", "flaky", "cells"}
+            "latency", "covered_by", "build_url", "build_kind", "bisections", "failing", "flaky", "cells"}
 
     async def test_an_unknown_backend_is_not_found(self):
         await self.assert_refused(self.health.backend("omega"), 404, "no backend 'omega' (backends: alpha, beta, gamma)")

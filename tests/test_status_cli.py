@@ -246,7 +246,7 @@ def test_a_backend_with_nothing_to_tell(crcr, relay):
 COMMIT = {
     "backend": "beta", "sha": B, "commit_url": GITHUB + B, "state": "failure", "description": "2 tests failed",
     "how": "covered", "seen_at": NOW - 7200, "started_at": NOW - 6000, "decided_at": NOW - 3480, "latency": 3720,
-    "covered_by": C, "build_url": "#/builders/2/builds/7", "bisections": [4],
+    "covered_by": C, "build_url": "#/builders/2/builds/7", "build_kind": "upstream", "bisections": [4],
     "failing": [{"test": "tests/test_ops.py::test_add", "suite": "unit", "outcome": "failed", "new": True},
                 {"test": "tests/test_ops.py::test_mul", "suite": "unit", "outcome": "errored", "new": False}],
     "flaky": ["tests/test_nn.py::test_dropout"],
@@ -294,9 +294,20 @@ def test_each_way_a_commit_is_decided(crcr, relay, how, started_at, said):
     assert result.stdout.splitlines()[1] == said
 
 
+def test_a_bisected_commits_build_is_said_to_be_the_bisections(crcr, relay):
+    built = {**COMMIT, "how": "bisected", "covered_by": None, "build_kind": "bisection"}
+    relay.answers[f"{HEALTH}/beta/commits/{B}"] = (200, built)
+
+    result = crcr("status", "beta", B, "--url", relay.url)
+
+    assert result.stdout.splitlines()[3] == (
+        f"build: {relay.url}/#/builders/2/builds/7 (the bisection's build of it: only the tests it asked)")
+
+
 def test_a_pending_commit(crcr, relay):
     waiting = {**COMMIT, "state": "pending", "description": "", "how": None, "started_at": None, "decided_at": None,
-               "latency": None, "covered_by": None, "build_url": None, "bisections": [], "failing": [], "flaky": [],
+               "latency": None, "covered_by": None, "build_url": None, "build_kind": None, "bisections": [],
+               "failing": [], "flaky": [],
                "cells": {}}
     relay.answers[f"{HEALTH}/beta/commits/{B}"] = (200, waiting)
 

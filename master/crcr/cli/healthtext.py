@@ -73,7 +73,8 @@ def commit_lines(commit: dict, web_url: str) -> list[str]:
         times += f", decided {_utc(commit['decided_at'])}: latency {duration_text(commit['latency'])}"
     lines.append(times)
     if commit["build_url"]:
-        lines.append(f"build: {_link(web_url, commit['build_url'])}")
+        bisection = " (the bisection's build of it: only the tests it asked)" if commit["build_kind"] == "bisection" else ""
+        lines.append(f"build: {_link(web_url, commit['build_url'])}{bisection}")
     lines.append(f"commit: {commit['commit_url']}")
     if commit["bisections"]:
         lines.append("bisections: " + ", ".join(

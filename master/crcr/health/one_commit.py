@@ -49,6 +49,7 @@ def commit_page(rows: CommitRows, commit_url: str) -> dict:
         "latency": None if commit.decided_at is None else commit.decided_at - commit.seen_at,
         "covered_by": covered_by(commit, build),
         "build_url": None if build is None else build_url(build.builderid, build.number),
+        "build_kind": None if build is None else build.kind,  # "bisection": its cells hold the asked tests only
         "bisections": bisections_holding(read_plans(rows.bisections), commit.sha),
         "failing": [{"test": o.test, "suite": o.suite, "outcome": o.outcome, "new": o.new}
                     for o in rows.outcomes if o.outcome in ("failed", "errored")],

@@ -130,7 +130,7 @@ class TestRows:
 @dataclass(frozen=True)
 class CommitRows:
     commit: CommitRow
-    build: BuildRow | None  # the deciding build, while retained
+    build: BuildRow | None  # the deciding build (a bisected commit's: the bisection's), while retained
     runs: list[SuiteRunRow]
     outcomes: list[TestOutcomeRow]
     bisections: list[Bisection]
@@ -373,13 +373,18 @@ def commits_by_prefix(conn, backend: str, prefix: str) -> list[CommitRow]:
 
 
 def commit_rows(conn, commit: CommitRow) -> CommitRows:
-    build, runs, outcomes = None, [], []
+    """The commit's deciding build, or for a commit a bisection decided the bisection's newest build of it (as the
+    matrix shows), with its suite runs and test outcomes."""
     if commit.buildid is not None:
-        found = _builds(conn, builds.select().where(_b.buildid == commit.buildid))
-        build = found[0] if found else None
-        runs = _suite_runs(conn, suite_runs.select().where(_r.buildid == commit.buildid).order_by(_r.id))
-        outcomes = _test_outcomes(conn, test_outcomes.select().where(_t.buildid == commit.buildid)
-                                  .order_by(_t.id))
+        build = builds_by_id(conn, {commit.buildid}).get(commit.buildid)
+    elif commit.how == "bisected":
+        build = newest_bisection_builds(conn, commit.backend, {commit.sha}).get(commit.sha)
+    else:
+        build = None
+    runs, outcomes = [], []
+    if build is not None:
+        runs = _suite_runs(conn, suite_runs.select().where(_r.buildid == build.buildid).order_by(_r.id))
+        outcomes = _test_outcomes(conn, test_outcomes.select().where(_t.buildid == build.buildid).order_by(_t.id))
     return CommitRows(commit, build, runs, outcomes, backend_bisections(conn, commit.backend))
 
 
