@@ -5,35 +5,29 @@ REST API on loopback: what is sent, what is printed, and each refusal. The run a
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from clirun import InProcessCrcr
 from harness import free_port
+from loopback import JsonHandler, LoopbackServer
 
 GOOD, BAD = "1a2b3c4d5e", "9f8e7d6c5b"
 SCHEDULERS = ["force-spyre", "force-aiu", "bisect-spyre", "bisect-aiu"]
 
 
-class FakeRelay:
+class FakeRelay(LoopbackServer):
     """Answers as a relay's Buildbot does: GET /api/v2/forceschedulers lists `schedulers`; a JSON-RPC POST to
     one of them gets `answer` (HTTP status, JSON body). Records every request."""
 
     def __init__(self, schedulers: list[str]):
         self.reset(schedulers)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(self._handler())
 
     def reset(self, schedulers: list[str]) -> None:
         self.schedulers = schedulers
         self.answer: tuple[int, dict] = (500, {"error": "no answer set"})
         self.requests: list[tuple[str, str, dict | None]] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
 
     def posted(self) -> list[tuple[str, dict]]:
         return [(path, body) for method, path, body in self.requests if method == "POST"]
@@ -41,40 +35,21 @@ class FakeRelay:
     def _handler(self):
         relay = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             def do_GET(self):
                 relay.requests.append(("GET", self.path, None))
                 if self.path == "/api/v2/forceschedulers":
                     listed = [{"name": name, "builder_names": [name.split("-", 1)[1]]} for name in relay.schedulers]
-                    self._reply(200, {"forceschedulers": listed, "meta": {"total": len(listed)}})
+                    self.reply(200, {"forceschedulers": listed, "meta": {"total": len(listed)}})
                 else:
-                    self._reply(404, {"error": "Invalid path: " + self.path})
+                    self.reply(404, {"error": "Invalid path: " + self.path})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 relay.requests.append(("POST", self.path, body))
-                self._reply(*relay.answer)
-
-            def _reply(self, status: int, body: dict):
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
+                self.reply(*relay.answer)
 
         return Handler
-
-    def __enter__(self) -> "FakeRelay":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 @pytest.fixture(scope="module")
