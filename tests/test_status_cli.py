@@ -7,8 +7,6 @@ are checked in test_status_cli_e2e.py."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import sqlalchemy as sa
@@ -16,6 +14,7 @@ import sqlalchemy as sa
 from clirun import InProcessCrcr
 from crcr.store.migrate import upgrade_tables
 from harness import free_port
+from loopback import JsonHandler, LoopbackServer
 
 NOW = 1_764_770_400  # 2025-12-03 14:00:00 UTC
 A, B, C, D, E, F = (letter * 40 for letter in "abcdef")
@@ -23,39 +22,21 @@ GITHUB = "https://github.com/pytorch/pytorch/commit/"
 HEALTH = "/plugins/crcr/api/health"
 
 
-class CannedRelay:
+class CannedRelay(LoopbackServer):
     """Answers GET `path?query` with its canned (HTTP status, body: JSON, or a str sent as HTML), 404 otherwise;
     records the paths asked."""
 
     def __init__(self, answers: dict[str, tuple[int, dict]]):
         self.answers, self.asked = answers, []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(self._handler())
 
     def _handler(self):
         relay = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             def do_GET(self):
                 relay.asked.append(self.path)
-                status, body = relay.answers.get(self.path, (404, {"error": f"no canned answer for {self.path}"}))
-                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html" if isinstance(body, str) else "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
+                self.reply(*relay.answers.get(self.path, (404, {"error": f"no canned answer for {self.path}"})))
 
         return Handler
 
