@@ -216,6 +216,8 @@ def test_a_tests_page_and_a_commits_figures(history):
                              (shas[0], "passed")]
     c6 = health(master, f"/hist/commits/{shas[6][:8]}")
     assert (c6["sha"], c6["state"], c6["how"], c6["covered_by"]) == (shas[6], "success", "covered", shas[7])
+    c3 = health(master, f"/hist/commits/{shas[3]}")
+    assert (c3["how"], c3["build_kind"], [f["test"] for f in c3["failing"]]) == ("bisected", "bisection", [TEST_B])
     c4 = health(master, f"/hist/commits/{shas[4]}")
     assert [(f["suite"], f["test"], f["new"]) for f in c4["failing"]] == [("core", TEST_B, True)]
     assert c4["flaky"] == [TEST_FLAKE]
