@@ -1,5 +1,5 @@
 """Buildbot's fake master holding the relay's services, for the unit tests of pieces that find them on the master
-(the plugin's resources, the history recorder, the janitor's step)."""
+(the plugin's resources, the history recorder, the janitor's step), and the crcr plugin's resources asked on it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ import tempfile
 
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
+from buildbot.test.util.www import FakeRequest
 from buildbot.util import service
+from twisted.internet import defer
+from twisted.web.resource import getChildForRequest
+
+from crcr.buildmaster.www import RelayApplication
 
 
 async def hold_services(master, *services) -> None:
@@ -31,3 +36,20 @@ async def relay_master(testcase, *services, prefix: str, rows=()):
     testcase.addCleanup(master.stopService)
     await master.startService()
     return master
+
+
+def relay_plugin(master, backends: list[dict]) -> RelayApplication:
+    """The crcr plugin configured with `backends` on `master`, as Buildbot's configPlugins sets it up."""
+    app = RelayApplication()
+    app.setConfiguration({"backends": backends})
+    app.setMaster(master)
+    return app
+
+
+@defer.inlineCallbacks
+def render(resource, path: str):
+    """GET `path` from `resource`, routed as Twisted routes it: the request (its code and headers) and the body."""
+    request = FakeRequest(path.encode())
+    getChildForRequest(resource, request).render(request)
+    body = yield request.deferred
+    return request, body

@@ -10,17 +10,14 @@ from types import SimpleNamespace
 
 from buildbot.plugins.db import get_plugins
 from buildbot.test.reactor import TestReactorMixin
-from buildbot.test.util.www import FakeRequest
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.internet import defer
 from twisted.trial import unittest
 from twisted.web.error import Error
-from twisted.web.resource import getChildForRequest
 
 from crcr.buildmaster.health import RelayHealth
-from crcr.buildmaster.www import RelayApplication
 from crcr.store.service import RelayStore
-from relaymaster import relay_master
+from relaymaster import relay_master, relay_plugin, render
 from test_badges import texts
 
 BACKENDS = [{"name": "alpha", "level": "L2", "device": "alpha", "description": "an L2 backend"}]
@@ -44,9 +41,7 @@ class RootResourcesTest(TestReactorMixin, unittest.TestCase):
                                          prefix="crcr-badges-")
         self.allowed = True
         self.master.www = SimpleNamespace(assertUserAllowed=self.assert_allowed)
-        app = RelayApplication()
-        app.setConfiguration({"backends": BACKENDS})
-        app.setMaster(self.master)
+        relay_plugin(self.master, BACKENDS)  # its setMaster puts /badges and /metrics on the root
 
     def assert_allowed(self, request, ep, action, options):
         self.asked = (ep, action)
@@ -55,9 +50,7 @@ class RootResourcesTest(TestReactorMixin, unittest.TestCase):
     @defer.inlineCallbacks
     def fetch(self, path: str):
         """(HTTP code, content type, body) of GET <path>, routed from the web root as Twisted routes it."""
-        request = FakeRequest(path.encode())
-        getChildForRequest(www_root(), request).render(request)
-        body = yield request.deferred
+        request, body = yield render(www_root(), path)
         self.assertEqual(request.headers.get(b"cache-control"), [b"no-cache"] if request.responseCode != 403 else None)
         return request.responseCode, request.headers[b"content-type"], body
 
@@ -94,9 +87,7 @@ class RootResourcesTest(TestReactorMixin, unittest.TestCase):
     @defer.inlineCallbacks
     def test_any_other_path_under_badges_is_a_404_saying_where_badges_are(self):
         for path in ("/badges/alpha", "/badges/alpha/other.svg", "/badges/.svg", "/badges/a/b/c.svg"):
-            request = FakeRequest(path.encode())
-            getChildForRequest(www_root(), request).render(request)
-            body = yield request.deferred
+            request, body = yield render(www_root(), path)
             self.assertEqual((request.responseCode, json.loads(body)), (404, {
                 "error": "badges are at /badges/<backend>.svg and /badges/<backend>/validated.svg"}), path)
 
@@ -104,9 +95,7 @@ class RootResourcesTest(TestReactorMixin, unittest.TestCase):
     def test_without_the_health_service_they_are_503_saying_so(self):
         yield self.master.service_manager.namedServices["crcr-health"].disownServiceParent()
         for path in ("/badges/alpha.svg", "/badges/alpha/validated.svg", "/metrics"):
-            request = FakeRequest(path.encode())
-            getChildForRequest(www_root(), request).render(request)
-            body = yield request.deferred
+            request, body = yield render(www_root(), path)
             self.assertEqual((request.responseCode, json.loads(body)),
                              (503, {"error": "the relay's health service is not running"}), path)
 
@@ -130,9 +119,7 @@ class RootResourcesTest(TestReactorMixin, unittest.TestCase):
             self.assertEqual(self.asked, (tuple(path.strip("/").split("/")), "get"))
 
     def test_a_reconfiguration_hands_them_the_new_master(self):
-        app = RelayApplication()
-        app.setConfiguration({"backends": BACKENDS})
         other = SimpleNamespace()
-        app.setMaster(other)
+        relay_plugin(other, BACKENDS)
         self.assertIs(www_root().children[b"badges"].master, other)
         self.assertIs(www_root().children[b"metrics"].master, other)

@@ -18,18 +18,15 @@ import pytest
 from buildbot.db import enginestrategy
 from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
-from buildbot.test.util.www import FakeRequest
 from selenium.webdriver.common.by import By
 from twisted.internet import defer
 from twisted.trial import unittest
-from twisted.web.resource import getChildForRequest
 
 from conftest import E2E_WORKERS, backend, make_upstream, prepare_relay, running, suite
 from crcr.bisection.plan import Bisection as Plan
-from crcr.buildmaster.www import RelayApplication
 from crcr.store.bisections import add_step, create_bisection, update_bisection, update_step
 from crcr.store.service import RelayStore
-from relaymaster import relay_master
+from relaymaster import relay_master, relay_plugin, render
 from webui import click_when_ready, open_page, page_text, wait_for_element, wait_for_texts
 
 TEST_ADD = "unit::test/test_ops.py::test_add"
@@ -91,17 +88,12 @@ class BisectionsResourceTest(TestReactorMixin, unittest.TestCase):
         ])
         # Reading is everyone's: the master's www allows it, as the relay's Authz does without require_sign_in.
         self.master.www = SimpleNamespace(assertUserAllowed=lambda request, ep, action, options: defer.succeed(None))
-        self.app = RelayApplication()
-        self.app.setConfiguration({"backends": [{"name": "alpha"}, {"name": "beta"}]})
-        self.app.setMaster(self.master)
+        self.app = relay_plugin(self.master, [{"name": "alpha"}, {"name": "beta"}])
 
     @defer.inlineCallbacks
     def get(self, path: str):
-        """(HTTP code, decoded JSON) of GET /plugins/crcr/<path>, routed as Twisted routes it."""
-        request = FakeRequest(("/" + path).encode())
-        resource = getChildForRequest(self.app.resource, request)
-        resource.render(request)
-        body = yield request.deferred
+        """(HTTP code, decoded JSON) of GET /plugins/crcr/<path>."""
+        request, body = yield render(self.app.resource, "/" + path)
         self.assertEqual(request.headers[b"content-type"], [b"application/json; charset=utf-8"])
         return request.responseCode, json.loads(body)
 

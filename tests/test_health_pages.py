@@ -10,16 +10,13 @@ import xml.etree.ElementTree as ElementTree
 from types import SimpleNamespace
 
 from buildbot.test.reactor import TestReactorMixin
-from buildbot.test.util.www import FakeRequest
 from twisted.internet import defer
 from twisted.trial import unittest
-from twisted.web.resource import getChildForRequest
 
 from crcr.buildmaster.health import RelayHealth
-from crcr.buildmaster.www import RelayApplication
 from crcr.health.charts import NO_DATA
 from crcr.store.service import RelayStore
-from relaymaster import relay_master
+from relaymaster import relay_master, relay_plugin, render
 
 COMMIT_URL = "https://github.com/pytorch/pytorch/commit/"
 BACKENDS = [
@@ -35,17 +32,12 @@ class HealthResourcesTest(TestReactorMixin, unittest.TestCase):
         self.master = await relay_master(self, RelayStore(), RelayHealth(backends=BACKENDS, commit_url=COMMIT_URL),
                                          prefix="crcr-health-")
         self.master.www = SimpleNamespace(assertUserAllowed=lambda request, ep, action, options: defer.succeed(None))
-        self.app = RelayApplication()
-        self.app.setConfiguration({"backends": BACKENDS})
-        self.app.setMaster(self.master)
+        self.app = relay_plugin(self.master, BACKENDS)
 
     @defer.inlineCallbacks
     def fetch(self, path: str):
-        """(HTTP code, content type, body) of GET /plugins/crcr/<path>, routed as Twisted routes it."""
-        request = FakeRequest(("/" + path).encode())
-        resource = getChildForRequest(self.app.resource, request)
-        resource.render(request)
-        body = yield request.deferred
+        """(HTTP code, content type, body) of GET /plugins/crcr/<path>."""
+        request, body = yield render(self.app.resource, "/" + path)
         return request.responseCode, request.headers[b"content-type"], body
 
     @defer.inlineCallbacks
