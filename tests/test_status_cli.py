@@ -114,6 +114,18 @@ def test_the_summary_one_line_per_backend_worst_first_then_the_outbox(crcr, rela
     ]
 
 
+def test_a_backend_no_host_offers_says_it_is_inactive(crcr, relay):
+    idle = row("idle", units={"connected": 0, "declared": 0})
+    relay.answers[f"{HEALTH}?range=7d"] = (200, {**SUMMARY, "backends": [idle]})
+    relay.answers[f"{HEALTH}/idle?range=7d"] = (200, {**BACKEND_PAGE, **idle})
+
+    listed = crcr("status", "--url", relay.url).stdout.splitlines()
+    page = crcr("status", "idle", "--url", relay.url).stdout
+
+    assert listed[2].split()[-2:] == ["inactive", "0"], listed[2]
+    assert "units: inactive, no host offers its device" in page, page
+
+
 def test_the_range_is_asked_of_the_relay(crcr, relay):
     relay.answers[f"{HEALTH}?range=30d"] = (200, {**SUMMARY, "range": "30d"})
 

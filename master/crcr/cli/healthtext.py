@@ -33,7 +33,7 @@ def summary_lines(summary: dict, web_url: str) -> list[str]:
             f"{row['timeouts']} ({_percent(row['timeout_rate'])})" if row["builds"] else NONE,
             f"{queue['length']}, oldest {_short(queue['oldest_sha'])} {duration_text(queue['oldest_age'])} ago"
             if queue["length"] else "0",
-            f"{row['units']['connected']}/{row['units']['declared']}",
+            f"{row['units']['connected']}/{row['units']['declared']}" if row["units"]["declared"] else "inactive",
             str(row["failing_tests"]),
         ))
     title = f"Backends, worst first; latency, pass rate, builds and timeouts over the last {summary['range']}"
@@ -48,8 +48,10 @@ def backend_lines(page: dict, web_url: str) -> list[str]:
              f"({_link(web_url, page['page'])})"]
     lines += _latest_lines(page["latest"], now, web_url)
     lines.append(f"last {over}: {_decided_text(page)}; {_builds_text(page)}")
-    lines.append(f"now: {_queue_text(page['queue'])}; units {page['units']['connected']} of "
-                 f"{page['units']['declared']} connected; {counted(page['failing_tests'], 'failing test')}")
+    units = page["units"]
+    units_text = (f"units {units['connected']} of {units['declared']} connected" if units["declared"]
+                  else "units: inactive, no host offers its device")
+    lines.append(f"now: {_queue_text(page['queue'])}; {units_text}; {counted(page['failing_tests'], 'failing test')}")
     lines += table([("RANGE", "DECIDED", "P50", "P95", "PASS RATE")] + [
         (name, str(w["decided"]), _duration(w["p50"]), _duration(w["p95"]), _percent(w["pass_rate"]))
         for name, w in page["windows"].items()
@@ -73,7 +75,8 @@ def commit_lines(commit: dict, web_url: str) -> list[str]:
         times += f", decided {_utc(commit['decided_at'])}: latency {duration_text(commit['latency'])}"
     lines.append(times)
     if commit["build_url"]:
-        bisection = " (the bisection's build of it: only the tests it asked)" if commit["build_kind"] == "bisection" else ""
+        asked_only = commit["build_kind"] == "bisection"
+        bisection = " (the bisection's build of it: only the tests it asked)" if asked_only else ""
         lines.append(f"build: {_link(web_url, commit['build_url'])}{bisection}")
     lines.append(f"commit: {commit['commit_url']}")
     if commit["bisections"]:

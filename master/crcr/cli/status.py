@@ -67,7 +67,9 @@ def _waiting_summary(rows: list[OutboxRow], now: int) -> str:
 
 def outbox_line(waiting: int, oldest_age: int | None, given_up: int = 0) -> str:
     """The outbox in one line: what waits and for how long, then what GitHub refused for good lately."""
-    line = f"GitHub outbox: {waiting} waiting, the oldest for {duration_text(oldest_age)}" if waiting else NOTHING_WAITING
+    line = NOTHING_WAITING
+    if waiting:
+        line = f"GitHub outbox: {waiting} waiting, the oldest for {duration_text(oldest_age)}"
     return line + (f"; {given_up} refused for good in the last {KEEP_GIVEN_UP // 86400} days" if given_up else "")
 
 
