@@ -96,6 +96,8 @@ def history(tmp_path_factory, github):
         held_while_more_arrive(5, {6: None, 7: None})
         wait_until(lambda: decided(database, "hist", list(shas.values()))
                    and decided(database, "calm", [shas[7]]), 300, "every commit decided")
+        # GitHub has every status: the outbox's figures, which every summary carries, stay as they are.
+        wait_until(lambda: health(master)["outbox"]["waiting"] == 0, 120, "the GitHub outbox to empty")
         yield master, github, shas, database
     database.dispose()
 
