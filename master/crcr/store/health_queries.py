@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from crcr.store.bisections import Bisection, _bisections
 from crcr.store.commits import CommitRow, _rows as _commit_rows
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
-from crcr.store.outbox import KEEP_GIVEN_UP
-from crcr.store.tables import bisections, builds, commits, github_outbox, suite_runs, test_outcomes
+from crcr.store import outbox
+from crcr.store.tables import bisections, builds, commits, suite_runs, test_outcomes
 
 # Builds of a backend's own verdicts: the figures of builds, timeouts and failing tests count these.
 VERDICT_KINDS = ("upstream", "forced")
@@ -405,19 +405,9 @@ def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
     for backend, state, count in conn.execute(sa.select(bc.backend, bc.state, sa.func.count())
                                               .where(bc.backend.in_(backends)).group_by(bc.backend, bc.state)):
         bisection_states.setdefault(backend, {})[state] = count
-    waiting, given_up, oldest = outbox_counts(conn, now)
+    waiting, given_up, oldest = outbox.counts(conn, now)
     return MetricsRows(states, latencies, queued_now(conn, backends), bisection_states, failing_now(conn, backends),
                        waiting, given_up, oldest)
-
-
-def outbox_counts(conn, now: int) -> tuple[int, int, int | None]:
-    """The GitHub outbox: rows waiting, rows given up in the last KEEP_GIVEN_UP seconds (as `crcr status --outbox`
-    shows them), and the created_at of the oldest row waiting."""
-    o = github_outbox.c
-    waiting, oldest = conn.execute(sa.select(sa.func.count(), sa.func.min(o.created_at))
-                                   .where(o.given_up_at.is_(None))).one()
-    given_up = conn.execute(sa.select(sa.func.count()).where(o.given_up_at >= now - KEEP_GIVEN_UP)).scalar_one()
-    return waiting, given_up, oldest
 
 
 # --- rows ---
@@ -433,15 +423,19 @@ def _fields(row_type) -> list[str]:
     return list(row_type.__dataclass_fields__)
 
 
+def _rows_as(row_type, conn, query) -> list:
+    """The query's rows as `row_type`s (a table's row type takes its columns but the id)."""
+    names = _fields(row_type)
+    return [row_type(**{name: row._mapping[name] for name in names}) for row in conn.execute(query)]
+
+
 def _builds(conn, query) -> list[BuildRow]:
-    return [BuildRow(**{name: row._mapping[name] for name in _fields(BuildRow)}) for row in conn.execute(query)]
+    return _rows_as(BuildRow, conn, query)
 
 
 def _suite_runs(conn, query) -> list[SuiteRunRow]:
-    return [SuiteRunRow(**{name: row._mapping[name] for name in _fields(SuiteRunRow)})
-            for row in conn.execute(query)]
+    return _rows_as(SuiteRunRow, conn, query)
 
 
 def _test_outcomes(conn, query) -> list[TestOutcomeRow]:
-    return [TestOutcomeRow(**{name: row._mapping[name] for name in _fields(TestOutcomeRow)})
-            for row in conn.execute(query)]
+    return _rows_as(TestOutcomeRow, conn, query)

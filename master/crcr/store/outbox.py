@@ -185,17 +185,32 @@ def postpone_all(conn, until: float, problem: str) -> int:
     return moved
 
 
+def _waiting():
+    return _o.given_up_at.is_(None)
+
+
+def _given_up_lately(now: float):
+    return _o.given_up_at >= int(now) - KEEP_GIVEN_UP
+
+
 def waiting(conn) -> list[OutboxRow]:
     """Every row not delivered yet, oldest first."""
-    return [_row(r) for r in conn.execute(
-        sa.select(github_outbox).where(_o.given_up_at.is_(None)).order_by(_o.id)).all()]
+    return [_row(r) for r in conn.execute(sa.select(github_outbox).where(_waiting()).order_by(_o.id)).all()]
 
 
 def given_up(conn, now: float) -> list[OutboxRow]:
     """The rows GitHub refused for good within KEEP_GIVEN_UP, latest first."""
     return [_row(r) for r in conn.execute(
-        sa.select(github_outbox).where(_o.given_up_at >= int(now) - KEEP_GIVEN_UP)
-        .order_by(_o.given_up_at.desc(), _o.id)).all()]
+        sa.select(github_outbox).where(_given_up_lately(now)).order_by(_o.given_up_at.desc(), _o.id)).all()]
+
+
+def counts(conn, now: float) -> tuple[int, int, int | None]:
+    """How many rows waiting() and given_up() would give, and the created_at of the oldest waiting: the outbox in
+    figures, without reading its rows."""
+    waiting_rows, oldest = conn.execute(
+        sa.select(sa.func.count(), sa.func.min(_o.created_at)).where(_waiting())).one()
+    given_up_rows = conn.execute(sa.select(sa.func.count()).where(_given_up_lately(now))).scalar_one()
+    return waiting_rows, given_up_rows, oldest
 
 
 def check_run_id(conn, repo: str, sha: str, brid: int) -> int | None:

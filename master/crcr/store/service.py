@@ -10,8 +10,7 @@ from __future__ import annotations
 from buildbot.util import service
 from twisted.internet import defer
 
-from crcr.store import bisections, commits, deliveries, history, outbox
-from crcr.store import health_queries
+from crcr.store import bisections, commits, deliveries, health_queries, history, outbox
 from crcr.store.migrate import upgrade_tables
 
 
@@ -97,4 +96,4 @@ class RelayStore(service.BuildbotService):
     health_commits_by_prefix = _through_pool(health_queries.commits_by_prefix)
     health_commit_rows = _through_pool(health_queries.commit_rows)
     health_metrics_rows = _through_pool(health_queries.metrics_rows)
-    health_outbox_counts = _through_pool(health_queries.outbox_counts)
+    health_outbox_counts = _through_pool(outbox.counts)
