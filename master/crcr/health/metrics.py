@@ -6,9 +6,9 @@ from __future__ import annotations
 from crcr.health.queue import queue_now
 from crcr.health.summary import BackendInfo, by_backend
 from crcr.store.health_queries import MetricsRows
-from crcr.store.tables import BISECTION_STATES
+from crcr.store.tables import BISECTION_STATES, VERDICTS
 
-COMMIT_STATES = ("pending", "success", "failure", "error")
+COMMIT_STATES = ("pending", *VERDICTS)
 
 
 def outbox_figures(waiting: int, given_up: int, oldest: int | None, now: int) -> dict:

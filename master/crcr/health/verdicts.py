@@ -6,8 +6,7 @@ from crcr.health.links import build_url
 from crcr.store.history import BuildRow
 from crcr.store.latency import nearest_rank
 from crcr.store.health_queries import Streak
-
-VERDICTS = ("success", "failure", "error")
+from crcr.store.tables import VERDICTS
 
 
 def decided_within(decided: list, now: int, seconds: int) -> list:
