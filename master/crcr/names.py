@@ -60,6 +60,14 @@ POLLER_NAME = "upstream"
 POLLER_WORKDIR = "gitpoller-upstream"
 
 
+# A test as a bisection names it: '<suite>::<pytest node id>', or '<suite>' for a suite run whole.
+SUITE_SEPARATOR = "::"
+
+
+def key_of(suite: str, node_id: str) -> str:
+    return f"{suite}{SUITE_SEPARATOR}{node_id}" if node_id else suite
+
+
 def suite_step_name(suite: str) -> str:
     return f"{SUITE_STEP_PREFIX}{suite}"
 

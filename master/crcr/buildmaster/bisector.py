@@ -25,19 +25,15 @@ from twisted.python import log
 from crcr.bisection.plan import Bisection, final_verdicts
 from crcr.buildmaster import revisions
 from crcr.github import status_text
+from crcr.health.links import bisection_page
 from crcr.names import (
     BASELINES_PROPERTY, BISECTION_PRIORITY, BISECTION_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR,
-    TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, bisect_scheduler_name,
+    SUITE_SEPARATOR, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, bisect_scheduler_name, key_of,
 )
 from crcr.suites.asked_tests import ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE
 from crcr.suites.results import SuiteResults
 
 RECENT_BISECTIONS = 20  # looked at for a break another build's bisection already took on
-SUITE_SEPARATOR = "::"  # a test's key: '<suite>::<pytest node id>', or '<suite>' for a suite run whole
-
-
-def key_of(suite: str, node_id: str) -> str:
-    return f"{suite}{SUITE_SEPARATOR}{node_id}" if node_id else suite
 
 
 def only_tests(keys) -> dict[str, list[str]]:
@@ -89,7 +85,7 @@ class Bisector:
         return self.ledger.store
 
     def page_url(self, bisectionid: int) -> str:
-        return f"{self.ledger.web_url}#/bisections/{bisectionid}"
+        return self.ledger.web_url + bisection_page(bisectionid)
 
     def _range(self, good: str, bad: str):
         return revisions.first_parent_range(good, bad, os.path.join(self.master.basedir, POLLER_WORKDIR))

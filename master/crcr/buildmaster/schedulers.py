@@ -11,10 +11,9 @@ from twisted.internet import defer
 
 from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import builds_at
-from crcr.buildmaster.bisector import SUITE_SEPARATOR, key_of
 from crcr.names import (
-    BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, REQUESTED_REVISION_PROPERTY, SUITE_STEP_PREFIX,
-    TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, upstream_scheduler_name,
+    BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, REQUESTED_REVISION_PROPERTY, SUITE_SEPARATOR,
+    SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of, upstream_scheduler_name,
 )
 from crcr.config.models import Backend
 from crcr.config.settings import Settings

@@ -6,11 +6,9 @@ from dataclasses import dataclass
 
 from crcr.bisection.plan import Bisection as Plan
 from crcr.health.links import bisection_page
+from crcr.names import key_of
 from crcr.store.bisections import Bisection
 
-# A bisected test's key, as the bisector writes it (buildmaster/bisector.py key_of): '<suite>::<node id>', or
-# '<suite>' for a suite run whole.
-SUITE_SEPARATOR = "::"
 FINDING_STATES = ("running", "done")  # an abandoned bisection's culprits are not trusted
 
 
@@ -37,7 +35,7 @@ def read_plans(bisections: list[Bisection]) -> list[ReadPlan]:
 
 def first_bad(plans: list[ReadPlan], suite: str, test: str, commit_url: str) -> dict | None:
     """The culprit of `test` named by the newest running or done bisection that names one; `plans` newest first."""
-    keys = {f"{suite}{SUITE_SEPARATOR}{test}", suite}
+    keys = {key_of(suite, test), key_of(suite, "")}  # the test, or its suite bisected whole
     for plan in plans:
         if plan.bisection.state not in FINDING_STATES:
             continue
