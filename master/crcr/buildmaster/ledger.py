@@ -29,6 +29,7 @@ from crcr.buildmaster.bisector import Bisector
 from crcr.buildmaster.coalescing import COLLAPSE_APPROVED_FILTER
 from crcr.github import status_text
 from crcr.github.commit_status import post_status
+from crcr.health.links import build_url
 from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, STORE_SERVICE, force_scheduler_name, upstream_scheduler_name,
 )
@@ -98,7 +99,7 @@ class CommitLedger(service.BuildbotService):
         return self.master.reactor.seconds()
 
     def build_url(self, build: dict) -> str:
-        return f"{self.web_url}#/builders/{build['builderid']}/builds/{build['number']}"
+        return self.web_url + build_url(build["builderid"], build["number"])
 
     def post(self, backend: str, sha: str, state: str, description: str, target_url: str) -> None:
         """A status the relay posts itself, for a commit no build of its own reports on (L2 and up only)."""

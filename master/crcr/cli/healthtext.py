@@ -9,6 +9,7 @@ import time
 from crcr.cli.latency import duration_text
 from crcr.cli.wording import counted
 from crcr.health.backend import PULL_REQUEST_LEVELS
+from crcr.health.links import bisection_page
 from crcr.suites.results import SHORT_SHA
 
 NONE = "-"  # a figure that has no value (no verdict, no build in the range)
@@ -81,7 +82,7 @@ def commit_lines(commit: dict, web_url: str) -> list[str]:
     lines.append(f"commit: {commit['commit_url']}")
     if commit["bisections"]:
         lines.append("bisections: " + ", ".join(
-            f"{b} ({_link(web_url, f'#/bisections/{b}')})" for b in commit["bisections"]))
+            f"{b} ({_link(web_url, bisection_page(b))})" for b in commit["bisections"]))
     if commit["failing"]:
         lines += _section("failing tests", [
             f"{t['test']} ({t['suite']}): {t['outcome']}" + (", new" if t["new"] else "") for t in commit["failing"]

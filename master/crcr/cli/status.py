@@ -12,10 +12,9 @@ import argparse
 import json
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import sqlalchemy as sa
-
-from urllib.parse import quote
 
 from crcr.cli.healthtext import backend_lines, commit_lines, summary_lines
 from crcr.cli.latency import duration_text

@@ -19,22 +19,13 @@ from twisted.internet import defer
 from twisted.web.error import Error
 
 from crcr.bisection.plan import Bisection as Plan
+from crcr.health.links import bisection_page, build_url
 from crcr.store.bisections import Bisection, BisectionStep
 from crcr.store.service import RelayStore
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 LIST_PARAMETERS = ("backend", "limit")
-
-
-def bisection_route(bisectionid: int) -> str:
-    """The UI's page of a bisection, relative to the web UI's root URL."""
-    return f"#/bisections/{bisectionid}"
-
-
-def build_route(build: dict) -> str:
-    """Buildbot's UI page of a build (a row of its data API)."""
-    return f"#/builders/{build['builderid']}/builds/{build['number']}"
 
 
 class JsonResource(resource.Resource):
@@ -137,7 +128,7 @@ class BisectionResource(JsonResource):
         if build is None:
             return None
         return {"buildid": buildid, "builderid": build["builderid"], "number": build["number"],
-                "url": build_route(build)}
+                "url": build_url(build['builderid'], build['number'])}
 
 
 def query_parameters(args: dict[bytes, list[bytes]], known: tuple[str, ...]) -> dict[str, str]:
@@ -179,7 +170,7 @@ def _planned(bisection: Bisection) -> dict[str, Any]:
 def _summary(bisection: Bisection, planned: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": bisection.id,
-        "url": bisection_route(bisection.id),
+        "url": bisection_page(bisection.id),
         "backend": bisection.backend,
         "branch": bisection.branch,
         "good_sha": bisection.good_sha,
