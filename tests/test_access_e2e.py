@@ -93,6 +93,10 @@ class Lab:
     def request_count(self) -> int:
         return len(self.relay.get("buildrequests")["buildrequests"])
 
+    def bisections(self) -> list[dict]:
+        with urllib.request.urlopen(self.relay.web_url + "plugins/crcr/api/bisections", timeout=10) as answer:
+            return json.load(answer)["bisections"]
+
     def force(self, backend: str, revision: str, user=None) -> int:
         """A build request of `backend` at `revision`, forced by `user` (the admin); its id."""
         _, requests = self.allowed(f"forceschedulers/force-{backend}", "force", user, revision=revision)
@@ -156,19 +160,30 @@ def test_rebuilding_needs_the_backends_maintainer(lab, verdicts):
 
 def test_bisecting_needs_the_backends_maintainer(lab, verdicts):
     good, bad = verdicts
-
-    def bisections() -> list[dict]:
-        with urllib.request.urlopen(lab.relay.web_url + "plugins/crcr/api/bisections", timeout=10) as answer:
-            return json.load(answer)["bisections"]
-
-    before, requests = bisections(), lab.request_count()
+    before, requests = lab.bisections(), lab.request_count()
     lab.refused("forceschedulers/bisect-beta", "force", ANONYMOUS, ALICE, good=good, bad=bad)
-    assert (bisections(), lab.request_count()) == (before, requests), "a refused bisection started nothing"
+    assert (lab.bisections(), lab.request_count()) == (before, requests), "a refused bisection started nothing"
 
     started = [lab.allowed("forceschedulers/bisect-beta", "force", user, good=good, bad=bad)["bisection"]
                for user in (BOB, None)]
-    by = {b["id"]: b["requested_by"] for b in bisections()}
+    by = {b["id"]: b["requested_by"] for b in lab.bisections()}
     assert [by[bisection] for bisection in started] == ["bob", "relay-admin"]
+
+
+def test_no_form_acts_on_another_backends_builder(lab):
+    """bob (beta's maintainer) names beta's builder through alpha's forms, as the UI names a form's builder: Buildbot
+    allowed it (its rule asks the form which builder a builderid means, and a form answered beta), then bisect-alpha
+    bisected alpha. Now bob is refused, and the admin gets 400 naming the builder; nothing starts."""
+    beta = lab.relay.builder_id("beta")
+    good, bad = lab.held[:2]
+    before, requests = lab.bisections(), lab.request_count()
+    forms = {"bisect-alpha": {"good": good, "bad": bad, "tests": "held"}, "force-alpha": {"revision": bad}}
+    for form, params in forms.items():
+        lab.refused(f"forceschedulers/{form}", "force", BOB, builderid=beta, **params)
+        admin = lab.relay.rpc(f"forceschedulers/{form}", "force", builderid=str(beta), **params)
+        assert (admin["status"], admin["error"]["message"]) == (
+            400, {"builderid": f"builder id '{beta}' is not this form's builder: {form} acts on alpha only"})
+    assert (lab.bisections(), lab.request_count()) == (before, requests), "a refused request started nothing"
 
 
 def test_stopping_a_build_needs_the_backends_maintainer_and_its_status_names_who(lab):

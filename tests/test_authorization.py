@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from io import BytesIO
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,6 +20,7 @@ from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.www import FakeRequest, WwwTestMixin
 from buildbot.www.authz import Forbidden
+from buildbot.www.rest import V2RootResource
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker
 from crcr.buildmaster.authorization import cancelled_by, relay_authz
@@ -45,6 +47,20 @@ CONTROLS = [
     ("force alpha", "forceschedulers/force-alpha", "force", {}, {"alice", "root"}),
     ("bisect alpha", "forceschedulers/bisect-alpha", "force", {}, {"alice", "root"}),
     ("force beta", "forceschedulers/force-beta", "force", {}, {"bob", "root"}),
+    # A form acts on its own builder only: naming another one through it leaves it to the admins, whom the form
+    # then refuses (400), so that the rule and the action agree on the builder.
+    ("force alpha by its builderid", "forceschedulers/force-alpha", "force", {"builderid": ALPHA_BUILDER},
+     {"alice", "root"}),
+    ("bisect alpha by its name", "forceschedulers/bisect-alpha", "force", {"builderNames": ["alpha"]},
+     {"alice", "root"}),
+    *((f"{form} with beta's builderid", f"forceschedulers/{form}", "force", {"builderid": BETA_BUILDER}, {"root"})
+      for form in ("force-alpha", "bisect-alpha")),
+    *((f"{form} naming beta", f"forceschedulers/{form}", "force", {"builderNames": ["beta"]}, {"root"})
+      for form in ("force-alpha", "bisect-alpha")),
+    ("force alpha naming alpha and beta", "forceschedulers/force-alpha", "force", {"builderNames": ["alpha", "beta"]},
+     {"root"}),
+    *((f"force alpha with builderid {builderid!r}", "forceschedulers/force-alpha", "force", {"builderid": builderid},
+       {"root"}) for builderid in (999, 10**20, "beta", [BETA_BUILDER], True)),
     ("rebuild alpha", f"builds/{ALPHA_BUILD}", "rebuild", {}, {"alice", "root"}),
     ("stop alpha's build", f"builds/{ALPHA_BUILD}", "stop", {}, {"alice", "root"}),
     ("stop alpha's build by number", f"builders/{ALPHA_BUILDER}/builds/{ALPHA_BUILD}", "stop", {}, {"alice", "root"}),
@@ -86,6 +102,7 @@ class RelayAuthzTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
                       for name in backends]
         for scheduler in schedulers:
             yield scheduler.reconfigService(*scheduler._config_args, **scheduler._config_kwargs)
+            scheduler.parent = self.master  # as setServiceParent would, unstarted: a form finds builders by id there
         self.master.allSchedulers = lambda: schedulers
         yield self.master.db.insert_test_data([
             fakedb.Master(id=88),
@@ -117,6 +134,21 @@ class RelayAuthzTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
         except Forbidden as refused:
             return refused.message.decode()
         return "allowed"
+
+    @defer.inlineCallbacks
+    def control(self, user: dict, path: str, action: str, params: dict):
+        """(HTTP code, JSON-RPC reply) of POSTing the control to Buildbot's REST API as `user`: the relay's Authz
+        first, as the master's www asks it, then the endpoint."""
+        self.master.session.user_info = user
+        self.master.www.assertUserAllowed = lambda request, ep, action, options: self.master.authz.assertUserAllowed(
+            ep, action, options, self.master.www.getUserInfos(request))
+        request = self.make_request(b"/" + path.encode(), method=b"POST")
+        request.content = BytesIO(json.dumps({"jsonrpc": "2.0", "method": action, "params": params, "id": 1}).encode())
+        request.input_headers = {b"content-type": b"application/json"}
+        api = V2RootResource(self.master)
+        api.reconfigResource(self.master.config)
+        body = yield self.render_resource(api, request=request)
+        return request.responseCode, json.loads(body)
 
     @defer.inlineCallbacks
     def differences(self, table):
@@ -154,6 +186,39 @@ class EveryControlEndpoint(RelayAuthzTest):
     def test_user_names_are_compared_exactly_in_users_mode(self):
         self.assertNotEqual((yield self.answer({"username": "Alice"}, f"builds/{ALPHA_BUILD}", "stop")), "allowed")
         self.assertNotEqual((yield self.answer({"username": "ROOT"}, "schedulers/1", "enable")), "allowed")
+
+
+class AFormActsOnItsOwnBuilderOnly(RelayAuthzTest):
+    """Buildbot's force() builds on the builder of any builderid (and the Authz's rule allowed what it computed);
+    the relay's forms refuse any builder not theirs, for an admin too, and start nothing."""
+
+    @defer.inlineCallbacks
+    def test_another_backends_builder_is_refused_naming_it(self):
+        for form in ("force-alpha", "bisect-alpha"):
+            not_own = f"is not this form's builder: {form} acts on alpha only"
+            for options, error in [
+                ({"builderid": BETA_BUILDER}, {"builderid": f"builder id {BETA_BUILDER} {not_own}"}),
+                ({"builderid": str(BETA_BUILDER)}, {"builderid": f"builder id '{BETA_BUILDER}' {not_own}"}),
+                ({"builderid": 10**20}, {"builderid": f"builder id {10**20} {not_own}"}),
+                ({"builderNames": ["alpha", "beta"]}, {"builderNames": f"'beta' {not_own}"}),
+                ({"builderNames": "alpha"}, {"builderNames": "must be a list of builder names"}),
+            ]:
+                answers = []
+                for user in ("bob", "root"):
+                    answers.append((yield self.control(USERS[user], f"forceschedulers/{form}", "force", options)))
+                self.assertEqual(answers, [
+                    (403, {"jsonrpc": "2.0", "id": 1, "error": {
+                        "code": -32600, "message": "signed in as bob: you need to have role 'admin'"}}),
+                    (400, {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": error}}),
+                ], (form, options))
+        self.assertEqual([b.bsid for b in (yield self.master.db.buildsets.getBuildsets())], [8], "the fixture's alone")
+
+    @defer.inlineCallbacks
+    def test_its_own_builder_by_id_goes_on_to_the_forms_fields(self):
+        for form, field in (("force-alpha", "revision"), ("bisect-alpha", "good")):
+            code, reply = yield self.control(USERS["alice"], f"forceschedulers/{form}", "force",
+                                             {"builderid": str(ALPHA_BUILDER)})
+            self.assertEqual((code, field in reply["error"]["message"]), (400, True), reply)
 
 
 class GitHubLogins(RelayAuthzTest):

@@ -30,6 +30,7 @@ from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.health import RelayHealth
 from crcr.buildmaster.history_recorder import HistoryRecorder
 from buildbot.configurators.janitor import JANITOR_NAME
+from crcr.buildmaster.force_forms import OwnBuildersForceScheduler
 from crcr.buildmaster.schedulers import BisectScheduler
 from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
 from buildbot.schedulers.basic import AnyBranchScheduler
@@ -437,6 +438,9 @@ def test_buildbot_loads_the_generated_config(dirs):
         [f"{kind}-{b}" for kind in ("upstream", "force", "bisect") for b in ("alpha", "beta", "delta")] + ["pr-delta"]
         + [JANITOR_NAME, f"{JANITOR_NAME}_force"]
     )
+    # Every force form acts on its own builders only (force_forms.py): Buildbot's would build any builderid's.
+    forms = [s for s in master.schedulers.values() if isinstance(s, ForceScheduler)]
+    assert len(forms) == 7 and all(isinstance(form, OwnBuildersForceScheduler) for form in forms)
     assert [w.workername for w in master.workers] == [
         "host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0", "host-ab-beta-0", JANITOR_NAME
     ]

@@ -11,13 +11,13 @@ from datetime import timedelta
 
 from buildbot.configurators.janitor import JANITOR_NAME, LogChunksJanitor
 from buildbot.process.results import SUCCESS
-from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.schedulers.timed import Nightly
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.steps import TestBuildStepMixin
 from buildbot.worker.local import LocalWorker
 from twisted.trial import unittest
 
+from crcr.buildmaster.force_forms import OwnBuildersForceScheduler
 from crcr.buildmaster.janitor import PruneHistory, RelayJanitor
 from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.history import BuildRow, record_build
@@ -40,7 +40,7 @@ def test_the_janitor_prunes_logs_and_the_relays_history_on_one_nightly_builder()
     assert prune_step.step_class is PruneHistory and prune_step.kwargs == {"history_days": 90}
     nightly, force = config["schedulers"]
     assert isinstance(nightly, Nightly) and nightly.builderNames == [JANITOR_NAME]
-    assert isinstance(force, ForceScheduler) and force.builderNames == [JANITOR_NAME]
+    assert isinstance(force, OwnBuildersForceScheduler) and force.builderNames == [JANITOR_NAME]
     (worker,) = config["workers"]
     assert isinstance(worker, LocalWorker) and worker.name == JANITOR_NAME
 

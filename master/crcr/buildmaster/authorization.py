@@ -48,7 +48,7 @@ def relay_authz(relay: RelayConfig, settings: Settings) -> RelayAuthz:
     for backend in relay.backends:
         role = maintainer_role(backend.name)
         rules += [
-            # A force scheduler matches by its builders: the bisect-<backend> form is covered too.
+            # A force form matches by the builders it acts on, its own only (force_forms.py): bisect-<backend> too.
             ForceBuildEndpointMatcher(builder=backend.name, role=role),
             RebuildBuildEndpointMatcher(builder=backend.name, role=role),
             StopOrCancelEndpointMatcher(builder=backend.name, role=role),

@@ -15,9 +15,11 @@ from buildbot.process.buildstep import BuildStep
 from buildbot.process.results import SUCCESS
 from twisted.internet import defer
 
+from crcr.buildmaster.force_forms import OwnBuildersForceScheduler
 from crcr.names import STORE_SERVICE
 
 DAY = 24 * 3600
+JANITOR_FORCE_NAME = JANITOR_NAME + "_force"  # as JanitorConfigurator names its force scheduler
 # The summary's names of the tables a reader cares about; the log lists every table.
 SUMMARY = (("crcr_builds", "build"), ("crcr_commits", "commit"), ("crcr_bisections", "bisection"))
 
@@ -42,7 +44,8 @@ class PruneHistory(BuildStep):
 
 class RelayJanitor(JanitorConfigurator):
     """Buildbot's janitor builder (build logs past the horizon, nightly at midnight, and its force scheduler),
-    with PruneHistory added to its steps."""
+    with PruneHistory added to its steps, and a force form that, as the relay's others, acts on its own builder
+    only."""
 
     def __init__(self, history_days: int):
         super().__init__(logHorizon=timedelta(days=history_days))
@@ -52,3 +55,6 @@ class RelayJanitor(JanitorConfigurator):
         super().configure(config_dict)
         (builder,) = [b for b in config_dict["builders"] if b.name == JANITOR_NAME]
         builder.factory.addStep(PruneHistory(history_days=self.history_days))
+        schedulers = config_dict["schedulers"]
+        (force,) = [i for i, s in enumerate(schedulers) if s.name == JANITOR_FORCE_NAME]
+        schedulers[force] = OwnBuildersForceScheduler(name=JANITOR_FORCE_NAME, builderNames=[JANITOR_NAME])

@@ -11,6 +11,7 @@ from twisted.internet import defer
 
 from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import builds_at
+from crcr.buildmaster.force_forms import OwnBuildersForceScheduler
 from crcr.names import (
     BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, REQUESTED_REVISION_PROPERTY, SUITE_SEPARATOR,
     SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of, upstream_scheduler_name,
@@ -29,7 +30,7 @@ def upstream_scheduler(backend: Backend, settings: Settings) -> schedulers.AnyBr
     )
 
 
-class UpstreamRevisionForceScheduler(schedulers.ForceScheduler):
+class UpstreamRevisionForceScheduler(OwnBuildersForceScheduler):
     """A force scheduler that pins the typed revision to an exact upstream commit before building it."""
 
     def __init__(self, name: str, builder: str, settings: Settings, branches: list[str]):
@@ -113,7 +114,7 @@ def _hidden_upstream_codebase(settings: Settings) -> util.CodebaseParameter:
     )
 
 
-class BisectScheduler(schedulers.ForceScheduler):
+class BisectScheduler(OwnBuildersForceScheduler):
     """`bisect-<backend>`: the builder page's 'Bisect' form and `crcr bisect` start a bisection through its
     force(); the bisector asks it for each step's build, so that Buildbot records it as the steps' scheduler."""
 
@@ -143,6 +144,7 @@ class BisectScheduler(schedulers.ForceScheduler):
     def force(self, owner, builderNames=None, builderid=None, **kwargs):
         """Starts a bisection; returns {bisection, commits, tests, url}. Refused input raises Buildbot's
         CollectedValidationError, which the UI shows beside each field and the REST API returns."""
+        (builder,) = yield self.own_builders(builderNames, builderid)
         given = {name: (value[0] if isinstance(value, list) and value else value) for name, value in kwargs.items()}
         collector = ValidationErrorCollector()
         poller = os.path.join(self.master.basedir, POLLER_WORKDIR)
@@ -160,8 +162,7 @@ class BisectScheduler(schedulers.ForceScheduler):
             "tests", self._tests, str(given.get("tests") or ""), good.sha, bad.sha)
         collector.maybeRaiseCollectedErrors()
         ledger = self.master.service_manager.namedServices[LEDGER_SERVICE]
-        bisectionid = yield ledger.bisector.start_by_hand(self.builderNames[0], bad.branch, good.sha, bad.sha,
-                                                          commits, tests, owner)
+        bisectionid = yield ledger.bisector.start_by_hand(builder, bad.branch, good.sha, bad.sha, commits, tests, owner)
         return {"bisection": bisectionid, "commits": len(commits), "tests": tests,
                 "url": ledger.bisector.page_url(bisectionid)}
 
