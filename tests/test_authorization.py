@@ -1,6 +1,6 @@
 """The relay's Authz under Buildbot's own harness (fakemaster with its fake database, as Buildbot's
 test_authz.py does): who may read, force, bisect, rebuild, stop, cancel, and pause/stop/kill a unit, for each kind
-of user, and whose stop the relay notes for the final status."""
+of user, whose stop the relay notes for the final status, and what the force forms refuse once allowed."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from configfiles import make_dirs, settings_for, write_backend, write_worker
 from crcr.buildmaster.authorization import cancelled_by, relay_authz
 from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler
 from crcr.buildmaster.www import RelayApplication
+from crcr.config.errors import shown
 from crcr.config.loader import load_relay_config
 
 ANONYMOUS = {"anonymous": True}
@@ -219,6 +220,43 @@ class AFormActsOnItsOwnBuilderOnly(RelayAuthzTest):
             code, reply = yield self.control(USERS["alice"], f"forceschedulers/{form}", "force",
                                              {"builderid": str(ALPHA_BUILDER)})
             self.assertEqual((code, field in reply["error"]["message"]), (400, True), reply)
+
+
+class BoundedFormFields(RelayAuthzTest):
+    """What a person types in a force form is refused beside its field (400) when out of bounds, as the backend
+    files' fields are: Buildbot's would take a priority its database cannot hold (a 500) and a reason of any size."""
+
+    @defer.inlineCallbacks
+    def refused(self, form: str, **params) -> dict:
+        code, reply = yield self.control(USERS["root"], f"forceschedulers/{form}", "force", params)
+        self.assertEqual(code, 400, reply)
+        return reply["error"]["message"]
+
+    @defer.inlineCallbacks
+    def test_priority_is_a_whole_number_from_minus_100_to_100(self):
+        for priority in (10**20, 101, -101, "1e3", 1.5, True, {"a": 1}, None):
+            errors = yield self.refused("force-alpha", revision="main", priority=priority)
+            self.assertEqual(errors.get("priority"),
+                             f"must be a whole number from -100 to 100, not {shown(priority)}", priority)
+        for priority in (-100, 0, "7", 100):
+            errors = yield self.refused("force-alpha", revision="main", priority=priority)
+            self.assertNotIn("priority", errors, priority)  # refused for its revision alone: no upstream here
+
+    @defer.inlineCallbacks
+    def test_reason_is_text_of_at_most_150_characters(self):
+        for form in ("force-alpha", "bisect-alpha"):
+            errors = yield self.refused(form, revision="main", reason="x" * 151)
+            self.assertEqual(errors.get("reason"), "at most 150 characters (this one has 151)")
+            errors = yield self.refused(form, revision="main", reason={"a": 1})
+            self.assertEqual(errors.get("reason"), "must be text, not {'a': 1}")
+            self.assertNotIn("reason", (yield self.refused(form, revision="main", reason="x" * 150)))
+
+    @defer.inlineCallbacks
+    def test_a_revision_is_text_naming_a_commit_or_a_branch(self):
+        for revision in ({"a": 1}, "b" * 1000):
+            errors = yield self.refused("force-alpha", revision=revision)
+            self.assertEqual(errors, {"revision": f"{shown(revision)} is neither a commit sha (7 to 40 hex digits) "
+                                                  "nor a branch name"})
 
 
 class GitHubLogins(RelayAuthzTest):

@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from buildbot.changes.gitpoller import GitPoller
 from buildbot.config.master import MasterConfig
 from buildbot.process.builder import Builder
 from buildbot.process.buildrequest import BuildRequest
@@ -27,6 +28,7 @@ from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.steps import TestBuildStepMixin
+from buildbot.schedulers.forcesched import CollectedValidationError
 from buildbot.util import service
 from buildbot.util.tuplematch import matchTuple
 from twisted.trial import unittest
@@ -37,6 +39,7 @@ from crcr.buildmaster.covered_step import CoveredCommits
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.www import commit_links
+from crcr.config.errors import shown
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
 from crcr.names import (
@@ -495,6 +498,25 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
             await self.assert_decided(SILENT, n, "success", "Not built alone; 3333333333 on top of it passed",
                                       "covered", again)
             self.assertEqual((await self.row(SILENT, n)).started_at, self.started, "the first start counts")
+
+    async def test_a_bisection_by_hand_names_at_most_100_tests_each_of_a_test_ids_length(self):
+        poller = os.path.join(self.master.basedir, POLLER_WORKDIR)
+        os.makedirs(poller)
+        good, _, bad = git_commits(poller, ["good", "one", "two"])
+        # Where the poller keeps the followed branch, and the form looks for the commits.
+        subprocess.run(["git", "update-ref", GitPoller._tracker_ref(UPSTREAM_URL, "refs/heads/main"), "main"],
+                       cwd=poller, check=True)
+        too_long = "test/test_smoke.py::test_" + "x" * 1000
+        refusals = []
+        for tests in ("\n".join(f"test/test_smoke.py::test_{n}" for n in range(101)), too_long):
+            with self.assertRaises(CollectedValidationError) as refused:
+                await self.master.config.schedulers[bisect_scheduler_name(SILENT)].force(
+                    "octocat", good=good, bad=bad, tests=tests)
+            refusals.append(refused.exception.errors)
+
+        self.assertEqual(refusals, [{"tests": "at most 100 tests in one bisection (these are 101)"},
+                                    {"tests": f"{shown(too_long)}: a test's name has at most 1000 characters"}])
+        self.assertEqual(await self.store.running_bisections(), [])
 
     async def test_a_forced_build_decides_its_commit_as_forced(self):
         await self.upstream(SILENT, 1)

@@ -1,5 +1,6 @@
 """What every force form of the relay shares (force-<backend>, bisect-<backend>, the janitor's): it acts on its own
-builders only.
+builders only, and its reason and priority are bounded as the backend files' fields are (Buildbot's would take a
+priority its database cannot hold, a 500, and a reason of any length).
 
 Buildbot's ForceScheduler builds on the builder of any `builderid` it is given, even one not among its own
 builderNames, and its ForceBuildEndpointMatcher authorizes a force by the same computeBuilderNames: beta's
@@ -12,15 +13,28 @@ agree on the builder.
 
 from __future__ import annotations
 
-from buildbot.plugins import schedulers
-from buildbot.schedulers.forcesched import CollectedValidationError
+import re
+
+from buildbot.plugins import schedulers, util
+from buildbot.schedulers.forcesched import CollectedValidationError, ValidationError
 from twisted.internet import defer
 
 from crcr.config.errors import shown, shown_all
+from crcr.config.limits import MAX_FORCE_REASON
+from crcr.names import BISECTION_PRIORITY
+
+# A forced build may go as far ahead of the queue as a bisection's steps, and as far behind.
+PRIORITIES = (-BISECTION_PRIORITY, BISECTION_PRIORITY)
+WHOLE_NUMBER = re.compile(r"-?[0-9]{1,9}")  # digits enough for PRIORITIES, few enough to convert at once
 
 
 class OwnBuildersForceScheduler(schedulers.ForceScheduler):
-    """A ForceScheduler that builds on its own builders only (see the module's docstring)."""
+    """A ForceScheduler that builds on its own builders only (see the module's docstring), with a bounded reason
+    (its default `reason`) and priority."""
+
+    def __init__(self, name: str, builderNames: list[str], reason: str = "force build", **kwargs):
+        super().__init__(name=name, builderNames=builderNames, reason=ReasonParameter(reason),
+                         priority=PriorityParameter(), **kwargs)
 
     @defer.inlineCallbacks
     def computeBuilderNames(self, builderNames=None, builderid=None):
@@ -67,3 +81,36 @@ class OwnBuildersForceScheduler(schedulers.ForceScheduler):
 
     def _not_own(self, what: str) -> str:
         return f"{what} is not this form's builder: {self.name} acts on {', '.join(self.builderNames)} only"
+
+
+class ReasonParameter(util.StringParameter):
+    """A force form's reason: text of at most MAX_FORCE_REASON characters."""
+
+    debug = False  # a refusal is the user's to read, not a traceback for the master's log
+
+    def __init__(self, default: str):
+        super().__init__(name="reason", label="Reason", default=default, size=40)
+
+    def parse_from_arg(self, s):
+        if not isinstance(s, str):
+            raise ValidationError(f"must be text, not {shown(s)}")
+        if len(s) > MAX_FORCE_REASON:
+            raise ValidationError(f"at most {MAX_FORCE_REASON} characters (this one has {len(s)})")
+        return s
+
+
+class PriorityParameter(util.IntParameter):
+    """A forced build's priority: a whole number within PRIORITIES (Buildbot's database holds an INTEGER, and
+    Buildbot claims the highest priority first)."""
+
+    debug = False
+
+    def __init__(self):
+        super().__init__(name="priority", label="Priority (higher builds first)", default=0)
+
+    def parse_from_arg(self, s):
+        low, high = PRIORITIES
+        text = str(s).strip() if isinstance(s, (int, str)) and not isinstance(s, bool) else ""
+        if not (WHOLE_NUMBER.fullmatch(text) and low <= int(text) <= high):
+            raise ValidationError(f"must be a whole number from {low} to {high}, not {shown(s)}")
+        return int(text)

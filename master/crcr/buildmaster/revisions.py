@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from buildbot.changes.gitpoller import GitPoller
 from twisted.internet import defer, utils
 
+from crcr.config.errors import shown
+from crcr.config.limits import MAX_BRANCH_NAME
 from crcr.config.models import BRANCH_NAME
 from crcr.names import pull_request_ref
 
@@ -41,23 +43,23 @@ def run_git(args: list[str], cwd: str):
 
 @defer.inlineCallbacks
 def resolve(revision: str, upstream_url: str, poller_dir: str, branches: list[str]):
-    """Resolve `revision` (full or abbreviated sha, or branch name) to a Resolved commit."""
-    revision = revision.strip()
+    """Resolve `revision` (full or abbreviated sha, or branch name) to a Resolved commit; what a person typed, so
+    anything (a REST request's JSON can give any type) is refused with a message."""
+    typed = revision
+    revision = typed.strip() if isinstance(typed, str) else ""
+    if not (SHA.match(revision) or (len(revision) <= MAX_BRANCH_NAME and re.match(BRANCH_NAME, revision))):
+        raise RevisionError(f"{shown(typed)} is neither a commit sha (7 to 40 hex digits) nor a branch name")
     if not os.path.isdir(poller_dir):
         raise RevisionError("the relay has not fetched upstream yet; try again after its first poll")
     if SHA.match(revision):
         resolved = yield _resolve_sha(revision.lower(), upstream_url, poller_dir, branches)
         return resolved
-    if re.match(BRANCH_NAME, revision):
-        code, out, err = yield run_git(["ls-remote", "--heads", upstream_url, f"refs/heads/{revision}"], poller_dir)
-        if code != 0:
-            raise RevisionError(f"could not ask upstream {upstream_url} for branch '{revision}': {err}")
-        if not out:
-            raise RevisionError(f"upstream {upstream_url} has no branch '{revision}'")
-        return Resolved(sha=out.split()[0], branch=revision)
-    raise RevisionError(
-        f"'{revision}' is neither a commit sha (7 to 40 hex digits) nor a branch name"
-    )
+    code, out, err = yield run_git(["ls-remote", "--heads", upstream_url, f"refs/heads/{revision}"], poller_dir)
+    if code != 0:
+        raise RevisionError(f"could not ask upstream {upstream_url} for branch '{revision}': {err}")
+    if not out:
+        raise RevisionError(f"upstream {upstream_url} has no branch '{revision}'")
+    return Resolved(sha=out.split()[0], branch=revision)
 
 
 @defer.inlineCallbacks

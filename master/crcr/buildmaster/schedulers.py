@@ -16,6 +16,8 @@ from crcr.names import (
     BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, REQUESTED_REVISION_PROPERTY, SUITE_SEPARATOR,
     SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of, upstream_scheduler_name,
 )
+from crcr.config.errors import shown
+from crcr.config.limits import MAX_BISECTED_TESTS, MAX_NODE_ID
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
 
@@ -42,8 +44,7 @@ class UpstreamRevisionForceScheduler(OwnBuildersForceScheduler):
             buttonName="Build an upstream revision",
             label=f"Build an upstream revision on {builder}",
             username=_signed_in_owner(),
-            reason=util.StringParameter(name="reason", label="Reason", default="forced by a user", size=40),
-            priority=util.IntParameter(name="priority", label="Priority (higher builds first)", default=0),
+            reason="forced by a user",
             codebases=[
                 util.CodebaseParameter(
                     "",
@@ -127,7 +128,7 @@ class BisectScheduler(OwnBuildersForceScheduler):
             buttonName="Bisect",
             label=f"Bisect upstream commits on {backend.name}",
             username=_signed_in_owner(),
-            reason=util.StringParameter(name="reason", label="Reason", default="bisected by a user", size=40),
+            reason="bisected by a user",
             codebases=[_hidden_upstream_codebase(settings)],
             properties=[
                 util.StringParameter(name="good", label="Good revision (the tests pass there)", required=True, size=45),
@@ -145,8 +146,10 @@ class BisectScheduler(OwnBuildersForceScheduler):
         """Starts a bisection; returns {bisection, commits, tests, url}. Refused input raises Buildbot's
         CollectedValidationError, which the UI shows beside each field and the REST API returns."""
         (builder,) = yield self.own_builders(builderNames, builderid)
-        given = {name: (value[0] if isinstance(value, list) and value else value) for name, value in kwargs.items()}
+        listed = {name: value if isinstance(value, list) else [value] for name, value in kwargs.items()}  # as force()
+        given = {name: value[0] if value else None for name, value in listed.items()}
         collector = ValidationErrorCollector()
+        yield collector.collectValidationErrors("reason", self.reason.getFromKwargs, listed)
         poller = os.path.join(self.master.basedir, POLLER_WORKDIR)
         good = yield collector.collectValidationErrors(
             "good", revisions.resolve, str(given.get("good") or ""), self.settings.upstream_url, poller,
@@ -168,7 +171,10 @@ class BisectScheduler(OwnBuildersForceScheduler):
 
     @defer.inlineCallbacks
     def _tests(self, text: str, good: str, bad: str):
-        named = [self._key(name) for name in dict.fromkeys(text.split())]
+        names = list(dict.fromkeys(text.split()))
+        if len(names) > MAX_BISECTED_TESTS:
+            raise ValueError(f"at most {MAX_BISECTED_TESTS} tests in one bisection (these are {len(names)})")
+        named = [self._key(name) for name in names]
         failing_bad = yield self._failing_at(bad)
         if named:
             # A test passing at BAD has no first bad commit in the range: the bisection would blame BAD itself.
@@ -185,6 +191,8 @@ class BisectScheduler(OwnBuildersForceScheduler):
         return tests
 
     def _key(self, name: str) -> str:
+        if len(name) > MAX_NODE_ID:
+            raise ValueError(f"{shown(name)}: a test's name has at most {MAX_NODE_ID} characters")
         if name.partition(SUITE_SEPARATOR)[0] in self.suites:
             return name
         if len(self.suites) == 1:

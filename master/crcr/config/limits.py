@@ -1,4 +1,5 @@
-"""Upper bounds of every number, text and list in the backend files, the worker host files and the settings.
+"""Upper bounds of every number, text and list in the backend files, the worker host files, the settings and the
+force forms.
 
 Generous for real backends (PyTorch's and torch-spyre's real configs stay far below them), yet small
 enough that a typo or a hostile file cannot overflow a build step, make the master allocate a worker
@@ -45,6 +46,12 @@ MAX_DESELECT = 200
 
 # GitHub's own limit on a label's name (a backend's pr_label).
 MAX_LABEL = 50
+
+# The force forms. Buildbot keeps a forced build's "A build was forced by '<login>': <reason>" in a column of 256
+# characters, and a login has at most 39.
+MAX_FORCE_REASON = 150
+# Tests named in one bisection started by hand (each its own first bad commit to find).
+MAX_BISECTED_TESTS = 100
 
 # Settings.
 MAX_URL = 2048
