@@ -137,15 +137,17 @@ class RelayAuthzTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
         return "allowed"
 
     @defer.inlineCallbacks
-    def control(self, user: dict, path: str, action: str, params: dict):
-        """(HTTP code, JSON-RPC reply) of POSTing the control to Buildbot's REST API as `user`: the relay's Authz
-        first, as the master's www asks it, then the endpoint."""
+    def control(self, user: dict, path: str, action: str | None, params: dict | None = None):
+        """(HTTP code, JSON answer) of POSTing the control to Buildbot's REST API as `user` (action None: GET the
+        path): the relay's Authz first, as the master's www asks it, then the endpoint."""
         self.master.session.user_info = user
         self.master.www.assertUserAllowed = lambda request, ep, action, options: self.master.authz.assertUserAllowed(
             ep, action, options, self.master.www.getUserInfos(request))
-        request = self.make_request(b"/" + path.encode(), method=b"POST")
-        request.content = BytesIO(json.dumps({"jsonrpc": "2.0", "method": action, "params": params, "id": 1}).encode())
-        request.input_headers = {b"content-type": b"application/json"}
+        request = self.make_request(b"/" + path.encode(), method=b"POST" if action else b"GET")
+        if action:
+            request.content = BytesIO(json.dumps({"jsonrpc": "2.0", "method": action, "params": params, "id": 1})
+                                      .encode())
+            request.input_headers = {b"content-type": b"application/json"}
         api = V2RootResource(self.master)
         api.reconfigResource(self.master.config)
         body = yield self.render_resource(api, request=request)
@@ -259,6 +261,38 @@ class BoundedFormFields(RelayAuthzTest):
                                                   "nor a branch name"})
 
 
+class WhatIsNotThereIs404(RelayAuthzTest):
+    """Buildbot's endpoints assumed it was there: each of these was a 500 with Python's words for it."""
+
+    @defer.inlineCallbacks
+    def test_a_force_form_that_does_not_exist_is_404_naming_the_forms(self):
+        for user in ("root", "alice", "mallory"):
+            code, reply = yield self.control(USERS[user], "forceschedulers/force-gamma", "force", {"revision": "main"})
+            self.assertEqual((code, reply["error"]["message"]), (404, "no force form 'force-gamma' (the forms: "
+                                                                      "bisect-alpha, bisect-beta, force-alpha, force-beta)"))
+
+    @defer.inlineCallbacks
+    def test_a_build_request_or_worker_that_does_not_exist_is_404_naming_it(self):
+        for path, action, error in [
+            ("builds/999", "rebuild", "no build at builds/999"),
+            ("builds/999", "stop", "no build at builds/999"),
+            (f"builders/{ALPHA_BUILDER}/builds/999", "stop", f"no build at builders/{ALPHA_BUILDER}/builds/999"),
+            ("buildrequests/999", "cancel", "no build request at buildrequests/999"),
+            ("workers/999", "pause", "no worker at workers/999"),
+        ]:
+            code, reply = yield self.control(USERS["root"], path, action, {})
+            self.assertEqual((code, reply["error"]["message"]), (404, error), (path, action))
+
+    @defer.inlineCallbacks
+    def test_an_id_beyond_the_databases_integers_is_404(self):
+        huge = 10**20
+        for path, action in [(f"builds/{huge}", None), (f"builders/{huge}/builds/1", None), (f"workers/{huge}", None),
+                             (f"changes/{huge}", None), (f"builds/{huge}", "stop"), (f"buildrequests/{huge}", "cancel")]:
+            code, reply = yield self.control(USERS["root"], path, action, {})
+            message = reply["error"]["message"] if action else reply["error"]
+            self.assertEqual((code, message), (404, f"{path}: no such id (ids are below 2**63)"), (path, action))
+
+
 class GitHubLogins(RelayAuthzTest):
     env = {"CRCR_AUTH": "github"}
 
@@ -282,6 +316,15 @@ class SignInRequired(RelayAuthzTest):
     @defer.inlineCallbacks
     def test_controls_are_unchanged(self):
         self.assertEqual((yield self.differences(CONTROLS)), [])
+
+    @defer.inlineCallbacks
+    def test_only_those_who_may_read_learn_what_is_not_there(self):
+        answers = []
+        for user in ("anonymous", "mallory"):
+            code, reply = yield self.control(USERS[user], "builds/999", "stop", {})
+            answers.append((code, reply["error"]["message"]))
+        self.assertEqual(answers, [(403, "not signed in: you need to have role 'admin'"),
+                                   (404, "no build at builds/999")])
 
     @defer.inlineCallbacks
     def test_the_relay_plugins_own_json_needs_sign_in_too(self):
