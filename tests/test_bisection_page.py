@@ -24,6 +24,7 @@ from twisted.trial import unittest
 
 from conftest import E2E_WORKERS, backend, make_upstream, prepare_relay, running, suite
 from crcr.bisection.plan import Bisection as Plan
+from crcr.config.errors import shown
 from crcr.store.bisections import add_step, create_bisection, update_bisection, update_step
 from crcr.store.service import RelayStore
 from relaymaster import relay_master, relay_plugin, render
@@ -179,15 +180,18 @@ class BisectionsResourceTest(TestReactorMixin, unittest.TestCase):
 
     @defer.inlineCallbacks
     def test_an_unknown_bisection_is_404_with_a_message(self):
-        for name in ("999", "abc"):
+        for name in ("999", "abc", "1" * 40, "\u00b2"):  # beyond the database's integers; a digit int() refuses
             code, found = yield self.get(f"api/bisections/{name}")
-            self.assertEqual((code, found), (404, {"error": f"no bisection '{name}'"}))
+            self.assertEqual((code, found), (404, {"error": f"no bisection {name!r}"}))
+        code, found = yield self.get("api/bisections/" + "x" * 5000)
+        self.assertEqual((code, found), (404, {"error": f"no bisection {shown('x' * 5000)}"}), "said in short")
 
     @defer.inlineCallbacks
     def test_a_bad_query_is_400_naming_the_parameter(self):
         for query, error in [
             ("limit=abc", "limit: must be a whole number from 1 to 200 (got 'abc')"),
             ("limit=0", "limit: must be a whole number from 1 to 200 (got '0')"),
+            ("limit=" + "9" * 5000, f"limit: must be a whole number from 1 to 200 (got {shown('9' * 5000)})"),
             ("backend=", "backend: must not be empty (leave it out for every backend)"),
             ("backend=a&backend=b", "backend: give it once, not 2 times"),
             ("backnd=alpha", "unknown parameter backnd (known: backend, limit)"),

@@ -14,6 +14,7 @@ from twisted.internet import defer
 from twisted.trial import unittest
 
 from crcr.buildmaster.health import RelayHealth
+from crcr.config.errors import shown
 from crcr.health.charts import NO_DATA
 from crcr.store.service import RelayStore
 from relaymaster import relay_master, relay_plugin, render
@@ -99,6 +100,11 @@ class HealthResourcesTest(TestReactorMixin, unittest.TestCase):
             ("api/health/alpha/charts", 404, "give a chart: charts/<latency.svg | pass_rate.svg | queue.svg>"),
             ("api/health/alpha/commits", 404, "give a commit: commits/<sha or a prefix of at least 7 hex digits>"),
             ("api/health/alpha/history", 404, "no page 'history' of a backend's health (pages: test, commits, charts)"),
+            # Said in short, however long the question.
+            ("api/health/" + "x" * 5000, 404, f"no backend {shown('x' * 5000)} (backends: alpha, beta)"),
+            ("api/health?range=" + "x" * 5000, 400, f"range must be one of 24h, 7d, 30d (got {shown('x' * 5000)})"),
+            ("api/health/alpha/commits/" + "a" * 5000, 400,
+             f"a commit is named by at least 7 hex digits of its sha (got {shown('a' * 5000)})"),
         ]:
             found = yield self.get(path)
             self.assertEqual(found, (code, {"error": error}), path)

@@ -12,6 +12,7 @@ from buildbot.util import service
 from twisted.internet import defer
 
 from crcr.buildmaster.presence import PRESENCE_SERVICE
+from crcr.config.errors import shown
 from crcr.health.backend import backend_page
 from crcr.health.errors import HealthQueryError
 from crcr.health.metrics import metrics, outbox_figures
@@ -95,7 +96,7 @@ class RelayHealth(service.BuildbotService):
         for info in self.backends:
             if info.name == name:
                 return info
-        raise HealthQueryError(404, f"no backend '{name}' (backends: {', '.join(self._names()) or 'none'})")
+        raise HealthQueryError(404, f"no backend {shown(name)} (backends: {', '.join(self._names()) or 'none'})")
 
     def _units(self) -> dict[str, dict]:
         """{device: {"connected", "declared"}} of each device with units in workers/*.yaml."""

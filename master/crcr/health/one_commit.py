@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from crcr.config.errors import shown
 from crcr.health.errors import HealthQueryError
 from crcr.health.links import build_url
 from crcr.health.matrix import cells, covered_by
@@ -19,7 +20,7 @@ def sha_prefix(text: str) -> str:
     """The lower-case prefix to look up; at least MIN_PREFIX hex digits."""
     prefix = text.strip().lower()
     if not SHA_PREFIX.fullmatch(prefix):
-        raise HealthQueryError(400, f"a commit is named by at least {MIN_PREFIX} hex digits of its sha (got '{text}')")
+        raise HealthQueryError(400, f"a commit is named by at least {MIN_PREFIX} hex digits of its sha (got {shown(text)})")
     return prefix
 
 
@@ -28,9 +29,9 @@ def pick_commit(backend: str, asked: str, candidates: list[CommitRow]) -> Commit
     if not candidates:
         raise HealthQueryError(404, f"no commit {asked} of {backend} in the relay's history")
     if len(candidates) > 1:
-        shown = ", ".join(c.sha for c in candidates[:AMBIGUOUS_SHOWN])
+        listed = ", ".join(c.sha for c in candidates[:AMBIGUOUS_SHOWN])
         more = " and more" if len(candidates) > AMBIGUOUS_SHOWN else ""
-        raise HealthQueryError(400, f"{asked} names several commits of {backend}: {shown}{more}; give more digits")
+        raise HealthQueryError(400, f"{asked} names several commits of {backend}: {listed}{more}; give more digits")
     return candidates[0]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from crcr.config.errors import shown
 from crcr.health.errors import HealthQueryError
 
 HOUR = 3600
@@ -13,7 +14,7 @@ LONGEST_RANGE = max(RANGES.values())
 
 def range_seconds(name: str) -> int:
     if name not in RANGES:
-        raise HealthQueryError(400, f"range must be one of {', '.join(RANGES)} (got '{name}')")
+        raise HealthQueryError(400, f"range must be one of {', '.join(RANGES)} (got {shown(name)})")
     return RANGES[name]
 
 

@@ -11,6 +11,7 @@ bisection 404, each with {"error": message}.
 from __future__ import annotations
 
 import json
+import re
 from functools import partial
 from typing import Any
 
@@ -19,6 +20,7 @@ from twisted.internet import defer
 from twisted.web.error import Error
 
 from crcr.bisection.plan import Bisection as Plan
+from crcr.config.errors import shown
 from crcr.health.links import bisection_page, build_url
 from crcr.store.bisections import Bisection, BisectionStep
 from crcr.store.service import RelayStore
@@ -26,6 +28,9 @@ from crcr.store.service import RelayStore
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 LIST_PARAMETERS = ("backend", "limit")
+# A number as a URL gives it: ASCII digits only (str.isdigit takes '²', which int() refuses), and few enough for
+# the database's INTEGER (ids are below 2**63) and for int() (which refuses thousands of digits).
+NUMBER = re.compile(r"[0-9]{1,18}")
 
 
 class JsonResource(resource.Resource):
@@ -102,10 +107,10 @@ class BisectionResource(JsonResource):
 
     @defer.inlineCallbacks
     def answer(self, request):
-        bisectionid = int(self.name) if self.name.isdigit() else None
+        bisectionid = int(self.name) if NUMBER.fullmatch(self.name) else None
         found = None if bisectionid is None else (yield self.store().bisection_with_steps(bisectionid))
         if found is None:
-            raise _refuse(404, f"no bisection {self.name!r}")
+            raise _refuse(404, f"no bisection {shown(self.name)}")
         bisection, steps = found
         planned = _planned(bisection)
         trigger = yield self._build(bisection.trigger_buildid)
@@ -152,8 +157,8 @@ def _list_query(args: dict[bytes, list[bytes]]) -> tuple[str | None, int]:
     if backend is not None and not backend.strip():
         raise _refuse(400, "backend: must not be empty (leave it out for every backend)")
     limit = query.get("limit", str(DEFAULT_LIMIT))
-    if not (limit.isdigit() and 1 <= int(limit) <= MAX_LIMIT):
-        raise _refuse(400, f"limit: must be a whole number from 1 to {MAX_LIMIT} (got {limit!r})")
+    if not (NUMBER.fullmatch(limit) and 1 <= int(limit) <= MAX_LIMIT):
+        raise _refuse(400, f"limit: must be a whole number from 1 to {MAX_LIMIT} (got {shown(limit)})")
     return backend, int(limit)
 
 
