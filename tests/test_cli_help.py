@@ -8,6 +8,7 @@ import re
 import pytest
 
 from clirun import InProcessCrcr
+from configfiles import make_dirs, write_backend, write_worker, write_worker_password
 from harness import free_port
 
 
@@ -80,3 +81,20 @@ def test_stop_and_reconfig_without_a_master(crcr, tmp_path):
     reconfig = crcr("master", "reconfig", "--basedir", tmp_path)
     assert reconfig.returncode == 1
     assert f"error: no master is running in {tmp_path}; start it with crcr master start" in reconfig.stderr
+
+
+def test_start_with_a_database_server_that_does_not_answer_says_where_and_what_to_do(crcr, tmp_path):
+    dirs = make_dirs(tmp_path / "relay")
+    write_backend(dirs.backends, "alpha")
+    write_worker(dirs.workers, "host")
+    write_worker_password(dirs.secrets, "host")
+    port = free_port()  # nothing listens there
+
+    result = crcr("master", "start", "--basedir", tmp_path / "master", CRCR_BACKENDS_DIR=str(dirs.backends),
+                  CRCR_WORKERS_DIR=str(dirs.workers), CRCR_SECRETS_DIR=str(dirs.secrets),
+                  CRCR_DB_URL=f"postgresql://crcr:s3cret@127.0.0.1:{port}/buildbot")
+
+    assert result.returncode == 1
+    assert result.stderr == (f"error: the database at 127.0.0.1:{port} does not answer (Connection refused): start "
+                             "its server, or set CRCR_DB_URL to one that runs; the master was not started\n")
+    assert not (tmp_path / "master").exists(), "nothing made"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from crcr.cli.masterdb import check_server
 from crcr.cli.twistdlog import LogFollower
 from crcr.config.paths import REPO_ROOT
 from crcr.config.settings import Settings
@@ -58,6 +59,7 @@ def _check(result: subprocess.CompletedProcess, what: str) -> None:
 
 def prepare(basedir: Path, settings: Settings) -> None:
     """Create the master directory on first use; create or upgrade its database at the configured URL."""
+    check_server(settings.db_url, basedir)
     settings.secrets_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not (basedir / "buildbot.tac").exists():
         # create-master also makes the database given by --db, and a URL's password on a command line is there

@@ -3,11 +3,16 @@ master directory as Buildbot takes it."""
 
 from __future__ import annotations
 
+import socket
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 import sqlalchemy as sa
+
+DEFAULT_PORTS = {"postgresql": 5432}
+# Seconds: a server behind a firewall that drops packets would hold a start for minutes.
+CONNECT_TIMEOUT = 10
 
 
 def database_url(db_url: str, basedir: Path | None) -> sa.URL:
@@ -34,7 +39,8 @@ def existing_database(db_url: str, basedir: Path | None) -> Iterator[sa.Connecti
     shown = url.render_as_string(hide_password=True)
     if url.get_backend_name() == "sqlite" and url.database and not Path(url.database).exists():
         raise RuntimeError(f"no database at {url.database}: the master creates it when it first starts")
-    opened = sa.create_engine(url)
+    # A server that takes the connection and says nothing would hold the command for good.
+    opened = sa.create_engine(url, connect_args={"connect_timeout": CONNECT_TIMEOUT} if url.host else {})
     try:
         try:
             conn = opened.connect()
@@ -47,6 +53,26 @@ def existing_database(db_url: str, basedir: Path | None) -> Iterator[sa.Connecti
                 raise RuntimeError(f"cannot read the database {shown}: {_reason(e)}") from None
     finally:
         opened.dispose()
+
+
+def check_server(db_url: str, basedir: Path | None) -> None:
+    """Before the master is prepared and started: a database on a server (PostgreSQL) that does not answer, or
+    refuses the connection, is a RuntimeError saying where (never the password) and what to do, rather than the
+    traceback Buildbot's upgrade-master prints. SQLite has no server: the master creates its file."""
+    url = database_url(db_url, basedir)
+    if url.get_backend_name() == "sqlite":
+        return
+    port = url.port or DEFAULT_PORTS.get(url.get_backend_name())
+    if url.host and port:  # else a local socket: the connection below tells
+        try:
+            socket.create_connection((url.host, port), timeout=CONNECT_TIMEOUT).close()
+        except OSError as e:
+            raise RuntimeError(
+                f"the database at {url.host}:{port} does not answer ({e.strerror or e}): start its server, or set "
+                "CRCR_DB_URL to one that runs; the master was not started"
+            ) from None
+    with existing_database(db_url, basedir):
+        pass
 
 
 def _reason(error: sa.exc.SQLAlchemyError) -> str:
