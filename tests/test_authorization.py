@@ -20,12 +20,12 @@ from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.www import FakeRequest, WwwTestMixin
 from buildbot.www.authz import Forbidden
-from buildbot.www.rest import V2RootResource
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker
 from crcr.buildmaster.authorization import cancelled_by, relay_authz
 from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler
 from crcr.buildmaster.www import RelayApplication
+from crcr.buildmaster.www.rest_errors import RelayRestApi
 from crcr.config.errors import shown
 from crcr.config.loader import load_relay_config
 
@@ -148,7 +148,7 @@ class RelayAuthzTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
             request.content = BytesIO(json.dumps({"jsonrpc": "2.0", "method": action, "params": params, "id": 1})
                                       .encode())
             request.input_headers = {b"content-type": b"application/json"}
-        api = V2RootResource(self.master)
+        api = RelayRestApi(self.master)  # the relay's REST API, as its plugin has Buildbot serve it
         api.reconfigResource(self.master.config)
         body = yield self.render_resource(api, request=request)
         return request.responseCode, json.loads(body)
@@ -268,8 +268,8 @@ class WhatIsNotThereIs404(RelayAuthzTest):
     def test_a_force_form_that_does_not_exist_is_404_naming_the_forms(self):
         for user in ("root", "alice", "mallory"):
             code, reply = yield self.control(USERS[user], "forceschedulers/force-gamma", "force", {"revision": "main"})
-            self.assertEqual((code, reply["error"]["message"]), (404, "no force form 'force-gamma' (the forms: "
-                                                                      "bisect-alpha, bisect-beta, force-alpha, force-beta)"))
+            self.assertEqual((code, reply["error"]["message"]), (
+                404, "no force form 'force-gamma' (the forms: bisect-alpha, bisect-beta, force-alpha, force-beta)"))
 
     @defer.inlineCallbacks
     def test_a_build_request_or_worker_that_does_not_exist_is_404_naming_it(self):
@@ -286,11 +286,21 @@ class WhatIsNotThereIs404(RelayAuthzTest):
     @defer.inlineCallbacks
     def test_an_id_beyond_the_databases_integers_is_404(self):
         huge = 10**20
-        for path, action in [(f"builds/{huge}", None), (f"builders/{huge}/builds/1", None), (f"workers/{huge}", None),
-                             (f"changes/{huge}", None), (f"builds/{huge}", "stop"), (f"buildrequests/{huge}", "cancel")]:
+        for path, action in [(f"builds/{huge}", None), (f"builders/{huge}/builds/1", None),
+                             (f"workers/{huge}", None), (f"changes/{huge}", None), (f"builds/{huge}", "stop"),
+                             (f"buildrequests/{huge}", "cancel")]:
             code, reply = yield self.control(USERS["root"], path, action, {})
             message = reply["error"]["message"] if action else reply["error"]
             self.assertEqual((code, message), (404, f"{path}: no such id (ids are below 2**63)"), (path, action))
+
+
+class UnexpectedErrors(RelayAuthzTest):
+    @defer.inlineCallbacks
+    def test_an_unexpected_error_is_a_500_saying_it_is_logged_not_pythons_words(self):
+        # Buildbot's stop of a build named by its builder's name reads a builder id the path does not have.
+        code, reply = yield self.control(USERS["root"], f"builders/alpha/builds/{ALPHA_BUILD}", "stop", {})
+        self.assertEqual((code, reply["error"]["message"]), (500, "internal error, logged in the master's log"))
+        self.assertEqual(len(self.flushLoggedErrors(KeyError)), 1, "the master's log has it")
 
 
 class GitHubLogins(RelayAuthzTest):

@@ -15,6 +15,7 @@ from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.buildmaster.www.disconnected import DisconnectedResource
 from crcr.buildmaster.www.health import SummaryResource
 from crcr.buildmaster.www.metrics import MetricsResource
+from crcr.buildmaster.www.rest_errors import serve_relay_rest_api
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 
@@ -45,6 +46,7 @@ class RelayApplication(Application):
         self.disconnected.master = master
         self.health.master = master
         put_root_resources(master)
+        serve_relay_rest_api()  # Buildbot builds /api after configuring the plugins, on its first configuration
 
     def _backends(self) -> list[dict]:
         return self.config["backends"]  # the configuration is home_page_data's
