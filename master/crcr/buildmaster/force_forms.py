@@ -30,11 +30,11 @@ WHOLE_NUMBER = re.compile(r"-?[0-9]{1,9}")  # digits enough for PRIORITIES, few 
 
 class OwnBuildersForceScheduler(schedulers.ForceScheduler):
     """A ForceScheduler that builds on its own builders only (see the module's docstring), with a bounded reason
-    (its default `reason`) and priority."""
+    (its default `reason`) and priority (`priority`: the field, when not the default one)."""
 
-    def __init__(self, name: str, builderNames: list[str], reason: str = "force build", **kwargs):
+    def __init__(self, name: str, builderNames: list[str], reason: str = "force build", priority=None, **kwargs):
         super().__init__(name=name, builderNames=builderNames, reason=ReasonParameter(reason),
-                         priority=PriorityParameter(), **kwargs)
+                         priority=priority or PriorityParameter(), **kwargs)
 
     @defer.inlineCallbacks
     def computeBuilderNames(self, builderNames=None, builderid=None):
@@ -105,8 +105,8 @@ class PriorityParameter(util.IntParameter):
 
     debug = False
 
-    def __init__(self):
-        super().__init__(name="priority", label="Priority (higher builds first)", default=0)
+    def __init__(self, **kwargs):
+        super().__init__(name="priority", label="Priority (higher builds first)", default=0, **kwargs)
 
     def parse_from_arg(self, s):
         low, high = PRIORITIES

@@ -11,7 +11,7 @@ from twisted.internet import defer
 
 from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import builds_at
-from crcr.buildmaster.force_forms import OwnBuildersForceScheduler
+from crcr.buildmaster.force_forms import OwnBuildersForceScheduler, PriorityParameter
 from crcr.names import (
     BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, REQUESTED_REVISION_PROPERTY, SUITE_SEPARATOR,
     SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of, upstream_scheduler_name,
@@ -129,6 +129,8 @@ class BisectScheduler(OwnBuildersForceScheduler):
             label=f"Bisect upstream commits on {backend.name}",
             username=_signed_in_owner(),
             reason="bisected by a user",
+            # Not asked (Buildbot wants the field): the bisector gives its steps' builds their priority.
+            priority=PriorityParameter(hide=True),
             codebases=[_hidden_upstream_codebase(settings)],
             properties=[
                 util.StringParameter(name="good", label="Good revision (the tests pass there)", required=True, size=45),
