@@ -151,6 +151,7 @@ class BisectScheduler(OwnBuildersForceScheduler):
         listed = {name: value if isinstance(value, list) else [value] for name, value in kwargs.items()}  # as force()
         given = {name: value[0] if value else None for name, value in listed.items()}
         collector = ValidationErrorCollector()
+        # Refused as every form's reason is, though a bisection keeps who asked for it, not why.
         yield collector.collectValidationErrors("reason", self.reason.getFromKwargs, listed)
         poller = os.path.join(self.master.basedir, POLLER_WORKDIR)
         good = yield collector.collectValidationErrors(
