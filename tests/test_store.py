@@ -120,12 +120,12 @@ def test_a_collapsed_request_hands_its_undecided_commits_to_the_newer_one(db):
     assert [r.sha for r in commits_of_request(db, 2)] == [C]
 
 
-def test_a_commit_whose_own_build_started_is_not_handed_over(db):
+def test_a_commit_whose_build_was_interrupted_is_handed_over_keeping_its_first_start(db):
     record_arrival(db, "alpha", A, "main", seen_at=100, brid=1)
-    mark_started(db, 1, started_at=110)  # a unit claimed the request before the collapse was carried out
+    mark_started(db, 1, started_at=110)  # its build started, then ended RETRY: the request went back to the queue
 
-    assert move_to_request(db, old_brid=1, new_brid=2) == 0
-    assert [r.sha for r in commits_of_request(db, 1)] == [A]
+    assert move_to_request(db, old_brid=1, new_brid=2) == 1
+    assert [(r.sha, r.started_at) for r in commits_of_request(db, 2)] == [(A, 110)]
 
 
 def test_a_request_starting_again_keeps_its_commits_first_start(db):
