@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 
+from buildbot.plugins.db import get_plugins
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.util.www import FakeRequest
@@ -36,6 +37,11 @@ async def relay_master(testcase, *services, prefix: str, rows=()):
     testcase.addCleanup(master.stopService)
     await master.startService()
     return master
+
+
+def www_root():
+    """The root WWWService serves: the base www plugin's resource, where the crcr plugin's setMaster puts its own."""
+    return get_plugins("www", None, load_now=True).get("base").resource
 
 
 def relay_plugin(master, backends: list[dict]) -> RelayApplication:

@@ -13,6 +13,7 @@ from crcr.buildmaster.webhook import DIALECT, github_dialect
 from crcr.buildmaster.www.badges import BadgesResource
 from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.buildmaster.www.disconnected import DisconnectedResource
+from crcr.buildmaster.www.events import ReadersEventResource
 from crcr.buildmaster.www.health import SummaryResource
 from crcr.buildmaster.www.metrics import MetricsResource
 from crcr.config.loader import RelayConfig
@@ -57,13 +58,21 @@ ep = RelayApplication()
 
 
 def put_root_resources(master) -> None:
-    """/badges (for READMEs) and /metrics (for Prometheus) at the web root, where their users expect them. Buildbot
-    gives a plugin only /plugins/<name>: the root is the base app's resource (one object, the `base` www plugin
-    WWWService loads from the same registry), whose children its setupSite sets. setMaster runs within its
-    configPlugins at every (re)configuration, so ours are put there each time, with the master of the day."""
+    """/badges (for READMEs) and /metrics (for Prometheus) at the web root, where their users expect them, and /sse in
+    place of Buildbot's, which lets anyone read (www/events.py). Buildbot gives a plugin only /plugins/<name>: the
+    root is the base app's resource (one object, the `base` www plugin WWWService loads from the same registry),
+    whose children its setupSite sets. setMaster runs within its configPlugins at every (re)configuration, so ours
+    are put there each time, with the master of the day.
+
+    /sse: at start, setupSite puts Buildbot's after the plugins' setMaster, then its reconfigSite calls setMaster
+    again before the port opens, so ours is the one ever served. It stays across reconfigurations: the streams'
+    ids, which later requests add events to, live in it."""
     root = get_plugins("www", None, load_now=True).get("base").resource
     root.putChild(b"badges", BadgesResource(master))
     root.putChild(b"metrics", MetricsResource(master))
+    events = root.children.get(b"sse")
+    if not (isinstance(events, ReadersEventResource) and events.master is master):
+        root.putChild(b"sse", ReadersEventResource(master))
 
 
 def home_page_data(relay: RelayConfig, settings: Settings) -> dict:

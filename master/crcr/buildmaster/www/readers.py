@@ -1,6 +1,6 @@
 """Who may read what the relay serves over HTTP beside Buildbot's REST API: its Authz, asked as the REST API asks it,
 so that CRCR_REQUIRE_SIGN_IN (an Authz rule giving every endpoint to signed-in readers only) covers the plugin's
-JSON, /badges and /metrics too."""
+JSON, /badges and /metrics too, and Buildbot's /sse, which asks nobody itself (www/events.py)."""
 
 from __future__ import annotations
 
