@@ -15,6 +15,7 @@ from twisted.internet import defer
 from twisted.web.resource import getChildForRequest
 
 from crcr.buildmaster.www import RelayApplication
+from crcr.buildmaster.www.relay import PluginConfiguration
 
 
 async def hold_services(master, *services) -> None:
@@ -47,7 +48,7 @@ def www_root():
 def relay_plugin(master, backends: list[dict]) -> RelayApplication:
     """The crcr plugin configured with `backends` on `master`, as Buildbot's configPlugins sets it up."""
     app = RelayApplication()
-    app.setConfiguration({"backends": backends})
+    app.setConfiguration(PluginConfiguration({"backends": backends}))
     app.setMaster(master)
     return app
 

@@ -213,10 +213,14 @@ class SignInRequired(RelayAuthzTest):
     def test_the_relay_plugins_own_json_needs_sign_in_too(self):
         app = self.serve_the_web_root()
         answers = []
-        for user in (ANONYMOUS, USERS["alice"]):
-            request = self.get(user, app.resource, "/api/disconnected")
-            answers.append((request.responseCode, json.loads((yield request.deferred))))
-        self.assertEqual(answers, [(403, REFUSED), (200, {"backends": []})])
+        for path in ("/api/disconnected", "/api/relay"):
+            for user in (ANONYMOUS, USERS["alice"]):
+                request = self.get(user, app.resource, path)
+                answers.append((path, request.responseCode, json.loads((yield request.deferred))))
+        self.assertEqual(answers, [
+            ("/api/disconnected", 403, REFUSED), ("/api/disconnected", 200, {"backends": []}),
+            ("/api/relay", 403, REFUSED), ("/api/relay", 200, {"backends": [{"name": "alpha", "device": "alpha"}]}),
+        ])
 
     def test_server_sent_events_need_sign_in_too(self):
         self.serve_the_web_root()
