@@ -32,6 +32,7 @@ SHA_A, SHA_B = "a" * 40, "b" * 40
 RETRY_DELAY, MAX_DELAY = 10, 60
 NO_ANSWER = "no answer"
 INSTALLATION, INSTALLATION_TOKEN, CHECK_RUN_ID = 7, "ghs_installation", 4242
+RATE_LIMITED_AT = 1_000_000  # seconds: the fake clock's time when the rate limit tests' limit is used up
 RATE_LIMITED = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}
 
 
@@ -185,19 +186,35 @@ class OutboxSenderTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
         self.assertLogged(r"GitHub asks for a pause \(HTTP 403: You have exceeded a secondary rate limit.*\); "
                           r"no post for 300s")
 
+    def rate_limit_used_up(self, message: str, reset_in: int) -> None:
+        """From the time RATE_LIMITED_AT on, GitHub's next answer: 403, X-RateLimit-Remaining 0 until `reset_in`
+        seconds later, and `message`."""
+        self.reactor.advance(RATE_LIMITED_AT)
+        self.github.answer(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(RATE_LIMITED_AT + reset_in)},
+                           {"message": message})
+
+    def posts_since_rate_limited(self) -> list[tuple[float, str]]:
+        return [(when - RATE_LIMITED_AT, sha) for when, sha, _ in self.github.posts()]
+
     def test_a_used_up_rate_limit_pauses_until_its_reset(self):
-        self.reactor.advance(1_000_000)
-        reset = 1_000_000 + 1200
-        self.github.answer(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)},
-                           {"message": "API rate limit exceeded for installation ID 1."})
+        self.rate_limit_used_up("API rate limit exceeded for installation ID 1.", reset_in=1200)
 
         self.status(SHA_A, "success")
-        self.advance_to(1_000_000 + 5)
+        self.advance_to(RATE_LIMITED_AT + 5)
         self.status(SHA_B, "success")
-        self.advance_to(reset + 1)
+        self.advance_to(RATE_LIMITED_AT + 1200 + 1)
 
-        self.assertEqual([(when - 1_000_000, sha) for when, sha, _ in self.github.posts()],
-                         [(0, SHA_A), (1200, SHA_A), (1200, SHA_B)])
+        self.assertEqual(self.posts_since_rate_limited(), [(0, SHA_A), (1200, SHA_A), (1200, SHA_B)])
+
+    def test_a_used_up_rate_limit_is_read_from_the_headers_whatever_the_message_says(self):
+        # GitHub's primary rate limit: 403 or 429 with X-RateLimit-Remaining 0; its wording is no promise.
+        self.rate_limit_used_up("Too many requests for installation ID 1.", reset_in=600)
+
+        self.status(SHA_A, "success")
+        self.advance_to(RATE_LIMITED_AT + 600 + 1)
+
+        self.assertEqual(self.posts_since_rate_limited(), [(0, SHA_A), (600, SHA_A)])
+        self.assertEqual(self.waiting(), [])
 
     def test_a_rate_limit_answer_naming_no_time_pauses_a_minute(self):
         self.github.answer(429, body=RATE_LIMITED)

@@ -320,8 +320,13 @@ def _what(row: OutboxRow) -> str:
 
 
 def _rate_limited(answer: Answer) -> bool:
-    # A rate limit says so in the message; a token without the right permission is 403 too.
-    return answer.code == 429 or (answer.code == 403 and b"rate limit" in answer.body.lower())
+    """GitHub's rate limits as its REST docs tell them: 403 or 429 with X-RateLimit-Remaining 0 (the primary
+    limit) or with Retry-After (a secondary one). A secondary limit naming no time has only its message to say so;
+    a 403 with none of these is a permission missing."""
+    if answer.code not in (403, 429):
+        return False
+    return answer.code == 429 or answer.headers.get("x-ratelimit-remaining") == "0" \
+        or "retry-after" in answer.headers or b"rate limit" in answer.body.lower()
 
 
 def _worth_retrying(answer: Answer) -> bool:
