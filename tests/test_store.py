@@ -341,15 +341,17 @@ def test_a_master_on_postgresql_creates_the_tables_for_a_round_trip(tmp_path, up
         add_step(conn, bisectionid, position=0, sha=A, tests=["t"], started_at=110, brid=8)
         assert step_of_request(conn, 8).bisectionid == bisectionid
         # The outbox's queries (the NULL-safe comparison of a status's missing build request, the CASE of when
-        # the next row falls due) as PostgreSQL runs them.
+        # the next row falls due, the boolean of an outage's wait) as PostgreSQL runs them.
         first = outbox.enqueue(conn, "status", "o/r", A, "crcr/pg-alpha", {"state": "pending"}, now=100)
         assert outbox.enqueue(conn, "status", "o/r", A, "crcr/pg-alpha", {"state": "success"}, now=110) == first
-        outbox.enqueue(conn, "check_run", "o/r", A, "crcr/pg-alpha", {"status": "queued"}, now=120, brid=8)
+        check_run = outbox.enqueue(conn, "check_run", "o/r", A, "crcr/pg-alpha", {"status": "queued"}, now=120, brid=8)
         assert [(r.kind, r.payload) for r in outbox.due(conn, now=200, limit=10)] == [
             ("status", {"state": "success"}), ("check_run", {"status": "queued"})]
         assert outbox.claim(conn, first, now=200)
-        outbox.failed(conn, first, now=201, next_attempt_at=300, problem="HTTP 502")
+        outbox.failed(conn, first, now=201, next_attempt_at=300, problem="HTTP 502", outage=True)
         assert outbox.next_due_at(conn) == 120
+        outbox.delivered(conn, check_run, outage_over_at=202)  # GitHub answers again: the outage's wait ends
+        assert outbox.next_due_at(conn) == 202
         outbox.remember_check_run(conn, "o/r", A, 8, 4242, now=130)
         assert outbox.check_run_id(conn, "o/r", A, 8) == 4242
     finally:

@@ -100,7 +100,10 @@ def home_page_data(relay: RelayConfig, settings: Settings) -> dict:
 def www_config(settings: Settings, relay: RelayConfig) -> dict:
     return {
         "port": settings.web_listen,
-        "auth": web_auth(settings, github_web_url(settings)),  # who signs in: the users file or GitHub
+        # Who signs in: the users file or GitHub. Buildbot signs their session cookies with a key it keeps in the
+        # database, not the secrets folder, and left there: Buildbot takes it from nowhere else, and the masters of
+        # one database share sessions through it (docs/operators.md, Secrets: backups are secrets, rotation).
+        "auth": web_auth(settings, github_web_url(settings)),
         "plugins": {
             "waterfall_view": {}, "console_view": {}, "grid_view": {},
             # Not in the frontend config, which is everyone's: see www/relay.py.
