@@ -39,6 +39,16 @@ def worker_yaml(**fields) -> str:
     return yaml.safe_dump(_merge(WORKER, fields), sort_keys=False)
 
 
+def alias_bomb(key: str, indent: int = 0) -> str:
+    """YAML lines of a mapping `key` of nine anchors, each a list of ten aliases of the one before ("billion laughs"):
+    a few hundred bytes standing for 10**9 values. The relay refuses it where the repeats pass 100,000: at the
+    anchor of its sixth line (`l4: &l4 [...]`), column indent + 7."""
+    pad = " " * indent
+    lines = [f"{pad}{key}:", f"{pad}  l0: &l0 [{', '.join(['lol'] * 10)}]"]
+    lines += [f"{pad}  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 9)]
+    return "\n".join(lines) + "\n"
+
+
 def write_file(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

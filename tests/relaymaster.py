@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 
+from buildbot.plugins.db import get_plugins
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.util.www import FakeRequest
@@ -14,6 +15,7 @@ from twisted.internet import defer
 from twisted.web.resource import getChildForRequest
 
 from crcr.buildmaster.www import RelayApplication
+from crcr.buildmaster.www.relay import PluginConfiguration
 
 
 async def hold_services(master, *services) -> None:
@@ -38,10 +40,15 @@ async def relay_master(testcase, *services, prefix: str, rows=()):
     return master
 
 
+def www_root():
+    """The root WWWService serves: the base www plugin's resource, where the crcr plugin's setMaster puts its own."""
+    return get_plugins("www", None, load_now=True).get("base").resource
+
+
 def relay_plugin(master, backends: list[dict]) -> RelayApplication:
     """The crcr plugin configured with `backends` on `master`, as Buildbot's configPlugins sets it up."""
     app = RelayApplication()
-    app.setConfiguration({"backends": backends})
+    app.setConfiguration(PluginConfiguration({"backends": backends}))
     app.setMaster(master)
     return app
 

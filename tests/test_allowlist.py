@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from clirun import InProcessCrcr
-from configfiles import BACKEND, make_dirs, settings_for, write_backend, write_file, write_worker, write_worker_password
+from configfiles import (
+    BACKEND, alias_bomb, make_dirs, settings_for, write_backend, write_file, write_worker, write_worker_password,
+)
 from crcr.config.allowlist import Grant, read_allowlist
 from crcr.config.errors import ConfigError
 from crcr.config.models import Backend
@@ -134,6 +136,12 @@ MALFORMED = [
         id="l3-label-with-a-list",
     ),
     pytest.param("L3:\n  '':\n    a/b: []\n", "line 2: L3: a label name must not be empty", id="l3-empty-label"),
+    pytest.param(
+        "L1:\n  - a/b\n" + alias_bomb("x-shared"),
+        "line 8, column 7: aliases repeat more than 100000 values by here: anchors nested in anchors make this "
+        "small file huge once read, so the relay refuses it",
+        id="alias-bomb",
+    ),
     pytest.param(
         "L3:\n  spyre: a/b\n",
         "line 2: L3: spyre: expected a mapping of repositories to their oncalls, found 'a/b'",

@@ -18,7 +18,7 @@ from twisted.web.resource import getChildForRequest
 from buildbot.data.forceschedulers import forceScheduler2Data
 from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
-from buildbot.test.util.www import FakeRequest, WwwTestMixin
+from buildbot.test.util.www import WwwTestMixin
 from buildbot.www.authz import Forbidden
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker
@@ -28,8 +28,11 @@ from crcr.buildmaster.www import RelayApplication
 from crcr.buildmaster.www.rest_errors import RelayRestApi
 from crcr.config.errors import shown
 from crcr.config.loader import load_relay_config
+from relaymaster import relay_plugin, www_root
 
 ANONYMOUS = {"anonymous": True}
+REFUSED = {"error": "not signed in: you need to have role 'signed-in'"}
+LISTENING = (200, b"event: handshake", [("builds", None, None)])  # to every build's events: see events()
 ALPHA_BUILDER, BETA_BUILDER = 1, 2
 ALPHA_BUILD, BETA_BUILD = 31, 32  # running, of requests 21 and 22
 ALPHA_QUEUED, BETA_QUEUED = 23, 24  # waiting for a unit
@@ -136,6 +139,29 @@ class RelayAuthzTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
             return refused.message.decode()
         return "allowed"
 
+    def serve_the_web_root(self) -> RelayApplication:
+        """The crcr plugin set up on the master as Buildbot's configPlugins does (it puts /sse on the web root), and
+        the master's www asking the Authz about the session's user, as Buildbot's WWWService.assertUserAllowed does."""
+        app = relay_plugin(self.master, [{"name": "alpha", "device": "alpha"}])
+        self.master.service_manager = SimpleNamespace(namedServices={})  # no unit tracking: nobody disconnected
+        self.master.www.assertUserAllowed = lambda request, ep, action, options: self.master.authz.assertUserAllowed(
+            ep, action, options, self.master.www.getUserInfos(request))
+        return app
+
+    def get(self, user: dict, resource, path: str):
+        """The request of GET `path` from `resource` by `user`, once rendered: its answer ends with request.deferred,
+        a stream of events never does."""
+        self.master.session.user_info = user
+        request = self.make_request(path.encode())
+        getChildForRequest(resource, request).render(request)
+        return request
+
+    def events(self, user: dict):
+        """(HTTP code, first line written) of listening to every build's events on /sse, and the events asked of the
+        message queue meanwhile."""
+        request = self.get(user, www_root(), "/sse/listen/builds/*/*")
+        return request.responseCode, request.written.split(b"\n")[0], [qref.filter for qref in self.master.mq.qrefs]
+
     @defer.inlineCallbacks
     def control(self, user: dict, path: str, action: str | None, params: dict | None = None):
         """(HTTP code, JSON answer) of POSTing the control to Buildbot's REST API as `user` (action None: GET the
@@ -173,6 +199,10 @@ class EveryControlEndpoint(RelayAuthzTest):
     @defer.inlineCallbacks
     def test_everyone_reads(self):
         self.assertEqual((yield self.differences([(path, path, "get", {}, set(USERS)) for path in READS])), [])
+
+    def test_everyone_listens_to_server_sent_events(self):
+        self.serve_the_web_root()
+        self.assertEqual(self.events(ANONYMOUS), LISTENING)
 
     @defer.inlineCallbacks
     def test_a_refusal_says_who_asked_and_which_role_it_needs(self):
@@ -320,8 +350,7 @@ class SignInRequired(RelayAuthzTest):
     def test_only_signed_in_users_read(self):
         signed_in = set(USERS) - {"anonymous"}
         self.assertEqual((yield self.differences([(path, path, "get", {}, signed_in) for path in READS])), [])
-        self.assertEqual((yield self.answer(ANONYMOUS, "builds", "get")),
-                         "not signed in: you need to have role 'signed-in'")
+        self.assertEqual((yield self.answer(ANONYMOUS, "builds", "get")), REFUSED["error"])
 
     @defer.inlineCallbacks
     def test_controls_are_unchanged(self):
@@ -338,22 +367,21 @@ class SignInRequired(RelayAuthzTest):
 
     @defer.inlineCallbacks
     def test_the_relay_plugins_own_json_needs_sign_in_too(self):
-        app = RelayApplication()
-        app.setConfiguration({"backends": []})
-        app.setMaster(self.master)
-        self.master.service_manager = SimpleNamespace(namedServices={})  # no unit tracking: nobody disconnected
-        # What Buildbot's WWWService.assertUserAllowed does: the session's user against the Authz.
-        self.master.www.assertUserAllowed = lambda request, ep, action, options: self.master.authz.assertUserAllowed(
-            ep, action, options, self.master.www.getUserInfos(request))
+        app = self.serve_the_web_root()
         answers = []
-        for user in (ANONYMOUS, {"username": "alice"}):
-            self.master.session.user_info = user
-            request = FakeRequest(b"/api/disconnected")
-            getChildForRequest(app.resource, request).render(request)
-            body = yield request.deferred
-            answers.append((request.responseCode, json.loads(body)))
-        self.assertEqual(answers, [(403, {"error": "not signed in: you need to have role 'signed-in'"}),
-                                   (200, {"backends": []})])
+        for path in ("/api/disconnected", "/api/relay"):
+            for user in (ANONYMOUS, USERS["alice"]):
+                request = self.get(user, app.resource, path)
+                answers.append((path, request.responseCode, json.loads((yield request.deferred))))
+        self.assertEqual(answers, [
+            ("/api/disconnected", 403, REFUSED), ("/api/disconnected", 200, {"backends": []}),
+            ("/api/relay", 403, REFUSED), ("/api/relay", 200, {"backends": [{"name": "alpha", "device": "alpha"}]}),
+        ])
+
+    def test_server_sent_events_need_sign_in_too(self):
+        self.serve_the_web_root()
+        self.assertEqual(self.events(ANONYMOUS), (403, json.dumps(REFUSED).encode(), []))
+        self.assertEqual(self.events(USERS["mallory"]), LISTENING)
 
 
 class WhoStopped(RelayAuthzTest):

@@ -3,13 +3,18 @@
 One upstream commit is built by a passing backend and a failing one (one upstream test fails). The README badges
 then say "passing" and "failing", the "validated within" badge says that commit's time to verdict, and /metrics
 counts the commits, the failing test, the latency and the units exactly. With CRCR_REQUIRE_SIGN_IN an anonymous
-reader gets neither.
+reader gets none of the relay's data from any endpoint (REST, /ws, /sse, the badges, /metrics, the plugin's JSON,
+the UI's page and /config), and a signed-in one gets them, in the UI too.
 """
 
 from __future__ import annotations
 
+import base64
+import http.client
 import json
+import os
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -19,6 +24,7 @@ from conftest import backend, make_upstream, prepare_relay, running, suite
 from crcr.health.badges import duration_text
 from harness import ADMIN, wait_until
 from test_badges import texts
+from webui import open_page, page_text, sign_in, wait_for_texts
 
 pytestmark = pytest.mark.e2e
 
@@ -97,15 +103,82 @@ def test_badges_and_metrics_show_a_built_commit(tmp_path, github):
         assert found[("crcr_units_declared", (("device", "bm"),))] == 2
 
 
-def test_anonymous_readers_get_neither_under_require_sign_in(tmp_path, github):
+def test_anonymous_readers_get_nothing_under_require_sign_in(tmp_path, github, browser):
     upstream = make_upstream(tmp_path / "upstream")
     master, _ = prepare_relay(tmp_path / "relay", upstream, github, BACKENDS, hosts=HOSTS,
                               CRCR_REQUIRE_SIGN_IN="true")
     try:
         master.start()  # no unit needed: nothing is built
-        for path in (f"badges/{OK}.svg", f"badges/{OK}/validated.svg", "metrics"):
+        signed_in = master.session(ADMIN)  # the sign-in endpoint answers an anonymous reader: that is its job
+        relay_data = (OK, BAD, BACKENDS[OK]["description"])
+        refused = (403, {"error": "not signed in: you need to have role 'signed-in'"})
+        for path in (f"badges/{OK}.svg", f"badges/{OK}/validated.svg", "metrics", "api/v2/builders",
+                     "plugins/crcr/api/relay", "plugins/crcr/api/health", "plugins/crcr/api/bisections",
+                     "plugins/crcr/api/disconnected"):
             status, _, body = fetch(master.web_url + path)
-            assert (status, json.loads(body)) == (403, {"error": "not signed in: you need to have role 'signed-in'"})
-            assert fetch(master.web_url + path, master.session(ADMIN))[0] == 200
+            assert (status, json.loads(body)) == refused, path
+            assert fetch(master.web_url + path, signed_in)[0] == 200, path
+        assert [b["name"] for b in json.loads(fetch(master.web_url + "plugins/crcr/api/relay", signed_in)[2])[
+            "backends"]] == sorted(BACKENDS)
+
+        # Buildbot's /sse streams the message queue (every build's events) to whoever asks, unless the relay asks
+        # its Authz first.
+        status, body = events(master.web_url + "sse/listen/builds/*/*")
+        assert (status, json.loads(body)) == refused
+        assert events(master.web_url + "sse/listen/builds/*/*", signed_in)[0] == 200
+        assert websocket_upgrade(master) == 403  # Buildbot's /ws asks the Authz itself
+        assert websocket_upgrade(master, signed_in) == 101
+
+        # What the UI needs to start and offer sign-in stays readable, without the relay's data: the page (its
+        # frontend config inside) and /config. Their data are the plugin's JSON's, refused above.
+        for path in ("", "config"):
+            status, _, body = fetch(master.web_url + path)
+            assert status == 200 and not [word for word in relay_data if word in body.decode()], path
+        config = json.loads(fetch(master.web_url + "config")[2])
+        assert (config["user"], config["plugins"]["crcr"]) == ({"anonymous": True}, {})
+        assert fetch(master.web_url + "plugins/crcr/scripts.js")[0] == 200
+        # The avatar is Gravatar's address for the e-mail the reader gives: nothing of the relay's.
+        status, headers = raw_get(master, "/avatar?email=someone%40example.com")
+        assert status == 302 and headers["Location"].startswith("//www.gravatar.com/avatar/"), headers
+
+        # The UI: its home page tells an anonymous reader why it shows nothing, and a signed-in one the backends.
+        open_page(browser, master.web_url + "#/")
+        wait_for_texts(browser, [refused[1]["error"]], "the anonymous home page")
+        assert not [word for word in relay_data if word in page_text(browser)]
+        sign_in(browser, master)
+        open_page(browser, master.web_url + "#/")
+        wait_for_texts(browser, list(relay_data), "the signed-in home page")
     finally:
         master.stop()
+
+
+def events(url: str, opener=None) -> tuple[int, bytes]:
+    """(status, body) of an /sse request: a stream's first event (its handshake), or a refusal's whole body."""
+    try:
+        with (opener or urllib.request.build_opener()).open(url, timeout=30) as stream:
+            assert stream.headers["Content-Type"] == "text/event-stream"
+            return stream.status, stream.readline() + stream.readline()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def raw_get(master, path: str, headers: dict | None = None) -> tuple[int, dict]:
+    """(status, headers) of a GET sent as written: urllib follows redirects and sends 'Connection: close'."""
+    url = urllib.parse.urlsplit(master.web_url)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    try:
+        connection.request("GET", path, headers=headers or {})
+        answer = connection.getresponse()
+        return answer.status, dict(answer.headers)
+    finally:
+        connection.close()
+
+
+def websocket_upgrade(master, opener=None) -> int:
+    """The status of a request to open a websocket on /ws, as `opener`'s session (anonymous without one)."""
+    headers = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+               "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode()}
+    if opener is not None:
+        jar = next(h.cookiejar for h in opener.handlers if isinstance(h, urllib.request.HTTPCookieProcessor))
+        headers["Cookie"] = "; ".join(f"{cookie.name}={cookie.value}" for cookie in jar)
+    return raw_get(master, "/ws", headers)[0]

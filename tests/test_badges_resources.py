@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from buildbot.plugins.db import get_plugins
 from buildbot.test.reactor import TestReactorMixin
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.internet import defer
@@ -17,18 +16,13 @@ from twisted.web.error import Error
 
 from crcr.buildmaster.health import RelayHealth
 from crcr.store.service import RelayStore
-from relaymaster import relay_master, relay_plugin, render
+from relaymaster import relay_master, relay_plugin, render, www_root
 from test_badges import texts
 
 BACKENDS = [{"name": "alpha", "level": "L2", "device": "alpha", "description": "an L2 backend"}]
 SHA = "a" * 40
 SVG = [b"image/svg+xml; charset=utf-8"]
 HOUR = 3600
-
-
-def www_root():
-    """The root WWWService serves: the base www plugin's resource."""
-    return get_plugins("www", None, load_now=True).get("base").resource
 
 
 class RootResourcesTest(TestReactorMixin, unittest.TestCase):

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from clirun import InProcessCrcr
-from configfiles import make_dirs, write_backend, write_worker, write_worker_password
+from configfiles import alias_bomb, make_dirs, write_backend, write_file, write_worker, write_worker_password
 from harness import VENV_BIN, run
 
 
@@ -82,6 +82,23 @@ def test_the_installed_crcr_command_runs_the_same_check(tmp_path):
     result = run([VENV_BIN / "crcr", "check"], env={**os.environ, **dirs_env(dirs)}, check=False)
     assert result.returncode == 1
     assert result.stderr.startswith(f"error: {dirs.backends / 'spyre.yaml'}: level:"), result.stderr
+
+
+def test_a_torch_spyre_config_blown_up_by_aliases_fails_naming_the_config_and_its_line(tmp_path, crcr_check):
+    dirs = make_dirs(tmp_path)
+    backend = write_backend(dirs.backends, "spyre", device="spyre",
+                            suites=[{"name": "ops", "pytest": {"torch_spyre": "spyre/ops.yaml"}}])
+    config = write_file(dirs.backends / "spyre" / "ops.yaml", "test_suite_config:\n  files:\n"
+                        "    - path: ${TORCH_ROOT}/test/test_ops.py\n" + alias_bomb("global", indent=2))
+    write_worker(dirs.workers, "lab-01", devices={"spyre": 4})
+    write_worker_password(dirs.secrets, "lab-01")
+
+    result = crcr_check(**dirs_env(dirs))
+
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"error: {backend}: suites.0.pytest.torch_spyre: {config}: line 9, column 9: aliases repeat more than 100000 "
+        "values by here: anchors nested in anchors make this small file huge once read, so the relay refuses it\n")
 
 
 @pytest.fixture

@@ -7,7 +7,10 @@ import os
 
 import pytest
 
-from configfiles import make_dirs, settings_for, write_backend, write_file, write_secret, write_worker
+from configfiles import (
+    DROP, backend_yaml, make_dirs, settings_for, worker_yaml, write_backend, write_file, write_secret,
+    write_worker,
+)
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
 from crcr.config.readfiles import SKIP_LIST_LIMIT, YAML_LIMIT
@@ -156,3 +159,26 @@ def test_a_huge_torch_spyre_config_is_refused_unread(tmp_path):
     config = write_file(dirs.backends / "spyre" / "ops.yaml", "#" * YAML_LIMIT + "\n")
 
     assert load_error(dirs) == f"{backend}: suites.0.pytest.torch_spyre: {too_large(config, YAML_LIMIT)}"
+
+
+# Aliases, bounded in every YAML file the relay reads (a backend file's bomb: test_loader.py).
+def test_a_worker_file_with_an_alias_inside_its_own_value_is_refused_naming_its_line(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "demo")
+    worker = write_file(dirs.workers / "lab.yaml", worker_yaml() + "x-shared: &loop {again: *loop}\n")
+
+    assert load_error(dirs) == (
+        f"{worker}: line 4, column 11: an alias inside the value it names: a document without end"
+    )
+
+
+def test_a_file_sharing_values_through_a_few_aliases_loads(tmp_path):
+    dirs = make_dirs(tmp_path)
+    shared = ("suites:\n  - {name: ops, command: &run 'python -m pytest test/test_ops.py'}\n"
+              "  - {name: again, command: *run}\n")
+    write_file(dirs.backends / "demo.yaml", backend_yaml(suites=DROP) + shared)
+    write_worker(dirs.workers, "lab")
+
+    (backend,) = load_relay_config(settings_for(dirs)).backends
+
+    assert [s.command for s in backend.suites] == ["python -m pytest test/test_ops.py"] * 2

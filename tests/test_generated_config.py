@@ -38,6 +38,7 @@ from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.steps.shell import ShellCommand
 from buildbot.steps.source.git import Git
 from buildbot.warnings import ConfigWarning
+from buildbot.www.config import get_www_frontend_config_dict, serialize_www_frontend_config_dict_to_json
 
 from configfiles import (
     make_dirs, settings_for, write_backend, write_file, write_secret, write_worker, write_worker_password,
@@ -372,10 +373,25 @@ def test_at_start_an_invalid_backend_file_is_left_out_and_shown_on_the_home_page
     cfg = build_master_config(settings_for(dirs), leave_out_invalid=True)
 
     assert [b.name for b in cfg["builders"]] == ["alpha", "delta"]
-    home = cfg["www"]["plugins"]["crcr"]
+    home = cfg["www"]["plugins"]["crcr"].shown
     assert home["left_out"] == [f"{bad}: level: should be 'L1', 'L2', 'L3' or 'L4' (got 'L5')"]
     assert [b["name"] for b in home["backends"]] == ["alpha", "delta", "gamma"]
     load_with_buildbot(cfg)
+
+
+def test_the_ui_s_frontend_config_holds_none_of_the_relays_data(dirs):
+    """Buildbot serves the frontend config to everyone (in index.html and as /config): the relay's upstream, backends
+    and left-out files are the plugin's JSON's, which asks the Authz, and not in it."""
+    write_backend(dirs.backends, "beta", level="L5", device="beta")
+    cfg = build_master_config(settings_for(dirs), leave_out_invalid=True)
+    master = SimpleNamespace(config=SimpleNamespace(buildbotURL=cfg["buildbotURL"], title=cfg["title"],
+                                                    titleURL=cfg["titleURL"], multiMaster=False))
+
+    frontend = serialize_www_frontend_config_dict_to_json(get_www_frontend_config_dict(master, cfg["www"]))
+
+    assert json.loads(frontend)["plugins"]["crcr"] == {}
+    assert not [word for word in ("pytorch/pytorch", "alpha", "delta", "gamma", "beta.yaml", "Test accelerator")
+                if word in frontend]
 
 
 def test_master_cfg_leaves_out_invalid_files_at_start_only(dirs, monkeypatch):

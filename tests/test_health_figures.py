@@ -1,5 +1,5 @@
-"""The health figures (crcr/health/) from a hand-built history, each definition of the design note
-(/work/notes/design-12.md) checked with exact numbers: no database, no master."""
+"""The health figures (crcr/health/) from a hand-built history, each definition of the contract
+(docs/health.md) checked with exact numbers: no database, no master."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """RelayHealth on Buildbot's fake master, as the master's configuration makes it, with the relay's store on a real
-SQLite database: the contract's dicts (/work/notes/design-12.md) and its errors for bad questions."""
+SQLite database: the contract's dicts (docs/health.md) and its errors for bad questions."""
 
 from __future__ import annotations
 

@@ -518,6 +518,29 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
                                     {"tests": f"{shown(too_long)}: a test's name has at most 1000 characters"}])
         self.assertEqual(await self.store.running_bisections(), [])
 
+    async def test_an_interrupted_builds_commits_are_covered_by_a_newer_commit_collapsing_its_request(self):
+        """A build cut short (its unit lost, the master stopped) puts its request back in the queue, where a newer
+        upstream commit collapses it (queue: newest): the newer build covers the interrupted commits, which had
+        stayed pending for ever when their rows, started once, stayed with the skipped request."""
+        buildid = await self.covering_build()
+        await self.finish_build(buildid, RETRY, {})
+        await self.deliver()
+
+        newer = await self.upstream(SILENT, 4)
+        await self.deliver()
+
+        interrupted = (await self.master.data.get(("builds", buildid)))["buildrequestid"]
+        self.assertEqual((await self.master.data.get(("buildrequests", interrupted)))["results"], SKIPPED)
+        self.assertEqual(await self.request_of(SILENT, (1, 2, 3, 4)), {n: newer for n in (1, 2, 3, 4)})
+        again, covered = await self.start_build(newer)
+        self.assertEqual([row.sha for row in covered], [sha(1), sha(2), sha(3)])
+        await self.finish_build(again, SUCCESS, {"smoke": SUCCESS})
+        await self.deliver()
+        for n in (1, 2, 3):
+            await self.assert_decided(SILENT, n, "success", "Not built alone; 4444444444 on top of it passed",
+                                      "covered", again)
+        self.assertEqual((await self.row(SILENT, 3)).started_at, self.started, "the first start counts")
+
     async def test_a_forced_build_decides_its_commit_as_forced(self):
         await self.upstream(SILENT, 1)
         forced = await self.asked_of(force_scheduler_name(SILENT), SILENT, 1)
@@ -628,6 +651,40 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(await self.request_of(SILENT, (1,)), {1: second})
         self.assertNotEqual(first, second)
+
+    async def test_an_interrupted_build_collapsed_into_a_commit_pushed_while_the_master_was_down_is_covered(self):
+        """Killed mid-build, a newer commit pushed while the master is down: at the start, Buildbot ends the build
+        RETRY and puts its request back, then the newer commit's request collapses it, all before the ledger has
+        caught up; what Buildbot announced meanwhile reaches the ledger after its catching up."""
+        buildid = await self.covering_build()
+        await self.stop_ledger()
+        self.master.mq.clearProductions()
+        await self.finish_build(buildid, RETRY, {})
+        newer = await self.upstream(SILENT, 4)
+        self.reactor.advance(600)
+
+        await self.restart_ledger()
+        await self.deliver()
+
+        self.assertEqual(await self.request_of(SILENT, (1, 2, 3, 4)), {n: newer for n in (1, 2, 3, 4)})
+        _, covered = await self.start_build(newer)
+        self.assertEqual([row.sha for row in covered], [sha(1), sha(2), sha(3)])
+
+    async def test_a_request_cancelled_after_its_interrupted_build_decides_its_commits_at_restart(self):
+        buildid = await self.covering_build()
+        await self.stop_ledger()
+        await self.finish_build(buildid, RETRY, {})
+        brid = (await self.master.data.get(("builds", buildid)))["buildrequestid"]
+        await self.cancel(brid)
+        self.master.mq.clearProductions()
+        self.reactor.advance(600)
+
+        await self.restart_ledger()
+
+        await self.assert_decided(SILENT, 3, "error", "Cancelled", "built", None)
+        for n in (1, 2):
+            await self.assert_decided(SILENT, n, "error", "Not built alone; 3333333333 on top of it: Cancelled",
+                                      "covered", None)
 
     async def test_a_build_still_running_at_restart_is_left_to_finish(self):
         await self.covering_build()

@@ -8,6 +8,7 @@ import yaml
 from configfiles import (
     BACKEND,
     DROP,
+    alias_bomb,
     backend_yaml,
     make_dirs,
     settings_for,
@@ -939,17 +940,15 @@ def test_skip_list_lines_and_json_lines_both_give_node_ids(tmp_path):
     assert read_skip_list(skips) == ["test/test_a.py::TestA::test_b", "test/test_c.py::test_d[1]"]
 
 
-def test_a_yaml_alias_bomb_is_answered_at_once_showing_its_value_in_part(tmp_path):
-    """A few hundred bytes of aliases of aliases stand for 10**9 values; the message shows a handful."""
-    nested = "".join(f"  X{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9))
+def test_a_yaml_alias_bomb_is_refused_at_once_naming_its_line(tmp_path):
+    """A few hundred bytes of aliases of aliases stand for 10**9 values: refused before anything walks them."""
     dirs = make_dirs(tmp_path)
-    path = write_file(dirs.backends / "demo.yaml", backend_yaml() + "env:\n  X0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
-                      + nested + "timeout: *a8\n")
+    head = backend_yaml()
+    path = write_file(dirs.backends / "demo.yaml", head + alias_bomb("env") + "timeout: *l8\n")
 
     with pytest.raises(ConfigError) as raised:
         load_relay_config(settings_for(dirs))
 
-    assert str(raised.value).splitlines() == [
-        f"{path}: timeout: should be a whole number (got [[[...], [...], [...], [...], [...], ...], [[...], [...], [....)",
-        *(f"{path}: env.X{i}: should be a valid string" for i in range(9)),
-    ]
+    assert str(raised.value) == (
+        f"{path}: line {len(head.splitlines()) + 6}, column 7: aliases repeat more than 100000 values by here: "
+        "anchors nested in anchors make this small file huge once read, so the relay refuses it")

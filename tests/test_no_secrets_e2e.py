@@ -59,7 +59,7 @@ def rest_answers(relay, client) -> list[tuple[str, str]]:
     paths = [f"api/v2/{c}" for c in (
         "builders", "builds?property=*", "buildrequests", "buildsets", "changes", "workers", "masters", "schedulers",
         "forceschedulers", "changesources", "sourcestamps", "projects")]
-    paths += ["config", "plugins/crcr/api/bisections", "plugins/crcr/api/disconnected"]
+    paths += ["config", "plugins/crcr/api/relay", "plugins/crcr/api/bisections", "plugins/crcr/api/disconnected"]
     answers = [(path, fetch(path)) for path in paths]
     for build in json.loads(answers[1][1])["builds"]:
         path = f"api/v2/buildrequests/{build['buildrequestid']}"

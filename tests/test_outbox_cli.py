@@ -42,7 +42,8 @@ def outage(conn, now: int) -> None:
     """Two statuses and a check run waiting for GitHub, one refused for good."""
     verdict = enqueue(conn, "status", REPO, A, "crcr/alpha", {"state": "failure"}, now=now - 330)
     claim(conn, verdict, now=now - 330)
-    failed(conn, verdict, now=now - 300, next_attempt_at=now + 40, problem="ConnectionRefusedError: refused")
+    failed(conn, verdict, now=now - 300, next_attempt_at=now + 40, problem="ConnectionRefusedError: refused",
+           outage=True)
     enqueue(conn, "status", REPO, B, "crcr/alpha", {"state": "pending"}, now=now - 5)
     enqueue(conn, "check_run", REPO, B, "crcr/beta", {"status": "completed", "conclusion": "success"}, now=now - 2,
             brid=12)
@@ -58,8 +59,8 @@ def test_the_waiting_rows_with_their_attempts_next_try_and_last_problem(crcr, tm
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
         "GitHub outbox: 3 waiting, the oldest for 5m 30s\n"
-        f"  {REPO}@aaaaaaaaaa crcr/alpha status 'failure': waiting 5m 30s, 1 attempt failed, next try in 40s; "
-        "last problem: ConnectionRefusedError: refused\n"
+        f"  {REPO}@aaaaaaaaaa crcr/alpha status 'failure': waiting 5m 30s, 1 attempt failed, next try in 40s or once "
+        "GitHub takes a post; last problem: ConnectionRefusedError: refused\n"
         f"  {REPO}@bbbbbbbbbb crcr/alpha status 'pending': waiting 5s, not tried yet, due now\n"
         f"  {REPO}@bbbbbbbbbb crcr/beta check run (build request 12) 'success': waiting 2s, not tried yet, due now\n"
         "GitHub refused for good (shown for 7 days): 1\n"

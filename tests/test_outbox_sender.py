@@ -28,17 +28,19 @@ API = "https://api.github.test"
 REPO = "pytorch/pytorch"
 TOKEN = "t0ken"
 ALPHA, BETA = "crcr/alpha", "crcr/beta"
-SHA_A, SHA_B = "a" * 40, "b" * 40
+SHA_A, SHA_B, SHA_C = "a" * 40, "b" * 40, "c" * 40
 RETRY_DELAY, MAX_DELAY = 10, 60
 NO_ANSWER = "no answer"
 INSTALLATION, INSTALLATION_TOKEN, CHECK_RUN_ID = 7, "ghs_installation", 4242
+RATE_LIMITED_AT = 1_000_000  # seconds: the fake clock's time when the rate limit tests' limit is used up
 RATE_LIMITED = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}
 
 
 class GitHubResource(Resource):
     """GitHub's REST API as a twisted.web resource: each request recorded with the fake time, answered with the
     next scripted answer (code, headers, JSON) or, once the script is done, as GitHub answers: a status or a check
-    run created (its id CHECK_RUN_ID), a check run updated, the App's installation and its token."""
+    run created (its id CHECK_RUN_ID), a check run updated, the App's installation and its token. Until `down_until`
+    (fake time) every request is answered 502, as in an outage."""
 
     isLeaf = True
 
@@ -46,6 +48,7 @@ class GitHubResource(Resource):
         super().__init__()
         self.clock = clock
         self.answers: list = []
+        self.down_until = 0.0
         self.requests: list[tuple[float, str, str, dict, str]] = []  # (time, method, path, JSON, Authorization)
 
     def answer(self, code: int | str, headers: dict | None = None, body: dict | None = None, times: int = 1):
@@ -55,7 +58,10 @@ class GitHubResource(Resource):
         method, path = request.method.decode(), request.path.decode()
         payload = json.loads(request.content.read() or b"null")
         self.requests.append((self.clock.seconds(), method, path, payload, request.getHeader("Authorization") or ""))
-        code, headers, body = self.answers.pop(0) if self.answers else self._as_github(method, path)
+        if self.clock.seconds() < self.down_until:
+            code, headers, body = 502, {}, {"message": "Server Error"}
+        else:
+            code, headers, body = self.answers.pop(0) if self.answers else self._as_github(method, path)
         if code == NO_ANSWER:
             return NOT_DONE_YET
         request.setResponseCode(code)
@@ -171,7 +177,49 @@ class OutboxSenderTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
 
         self.assertEqual(len(self.github.requests), MAX_POSTS_IN_FLIGHT)
         self.advance_to(ATTEMPT_TIMEOUT)  # the unanswered ones time out: the next ones go
-        self.assertEqual([sha for _, sha, _ in self.github.posts()[MAX_POSTS_IN_FLIGHT:]], shas[MAX_POSTS_IN_FLIGHT:])
+        later = shas[MAX_POSTS_IN_FLIGHT:]
+        self.assertEqual([(when, sha) for when, sha, _ in self.github.posts() if sha in later],
+                         [(ATTEMPT_TIMEOUT, sha) for sha in later])
+        self.advance_to(ATTEMPT_TIMEOUT + RETRY_DELAY)  # the unanswered ones went again meanwhile
+        self.assertEqual(self.waiting(), [])
+
+    def test_once_github_answers_again_the_posts_waiting_out_an_outage_go_at_once_not_at_their_backoffs(self):
+        self.github.down_until = 600  # ten minutes of 502s: each post's wait grew to the cap
+        for when, sha in ((0, SHA_A), (20, SHA_B), (45, SHA_C)):
+            self.advance_to(when)
+            self.status(sha, "success")
+
+        self.advance_to(700)
+
+        # A's try at 610 is the first GitHub takes; B's wait ran to 630, C's (its try at 595 failed) to 655.
+        self.assertEqual([(when, sha) for when, sha, _ in self.github.posts() if when >= 600],
+                         [(610, SHA_A), (610, SHA_B), (610, SHA_C)])
+
+    def test_a_success_leaves_a_post_refused_for_its_own_reason_waiting_out_its_backoff(self):
+        self.github.answer(401, body={"message": "Bad credentials"}, times=3)
+        self.github.answer(502)
+        self.status(SHA_A, "success")  # refused at 0, 10 and 30: next at 70
+        self.advance_to(35)
+        self.status(SHA_B, "success")  # GitHub down at 35: next at 45
+        self.advance_to(40)
+        self.status(SHA_C, "success")  # taken
+
+        self.advance_to(100)
+
+        self.assertEqual([(when, sha) for when, sha, _ in self.github.posts()],
+                         [(0, SHA_A), (10, SHA_A), (30, SHA_A), (35, SHA_B), (40, SHA_C), (40, SHA_B), (70, SHA_A)])
+
+    def test_a_success_asking_for_a_pause_sends_the_posts_waiting_out_an_outage_at_its_end(self):
+        self.github.answer(502, times=3)
+        self.status(SHA_A, "success")  # GitHub down at 0, 10 and 30: next at 70
+        self.advance_to(35)
+        self.github.answer(201, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "50"})
+        self.status(SHA_B, "success")  # taken, the rate limit used up until 50
+
+        self.advance_to(100)
+
+        self.assertEqual([(when, sha) for when, sha, _ in self.github.posts()],
+                         [(0, SHA_A), (10, SHA_A), (30, SHA_A), (35, SHA_B), (50, SHA_A)])
 
     def test_retry_after_pauses_every_post_not_just_the_one_answered(self):
         self.github.answer(403, {"Retry-After": "300"}, RATE_LIMITED)
@@ -185,19 +233,35 @@ class OutboxSenderTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
         self.assertLogged(r"GitHub asks for a pause \(HTTP 403: You have exceeded a secondary rate limit.*\); "
                           r"no post for 300s")
 
+    def rate_limit_used_up(self, message: str, reset_in: int) -> None:
+        """From the time RATE_LIMITED_AT on, GitHub's next answer: 403, X-RateLimit-Remaining 0 until `reset_in`
+        seconds later, and `message`."""
+        self.reactor.advance(RATE_LIMITED_AT)
+        self.github.answer(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(RATE_LIMITED_AT + reset_in)},
+                           {"message": message})
+
+    def posts_since_rate_limited(self) -> list[tuple[float, str]]:
+        return [(when - RATE_LIMITED_AT, sha) for when, sha, _ in self.github.posts()]
+
     def test_a_used_up_rate_limit_pauses_until_its_reset(self):
-        self.reactor.advance(1_000_000)
-        reset = 1_000_000 + 1200
-        self.github.answer(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset)},
-                           {"message": "API rate limit exceeded for installation ID 1."})
+        self.rate_limit_used_up("API rate limit exceeded for installation ID 1.", reset_in=1200)
 
         self.status(SHA_A, "success")
-        self.advance_to(1_000_000 + 5)
+        self.advance_to(RATE_LIMITED_AT + 5)
         self.status(SHA_B, "success")
-        self.advance_to(reset + 1)
+        self.advance_to(RATE_LIMITED_AT + 1200 + 1)
 
-        self.assertEqual([(when - 1_000_000, sha) for when, sha, _ in self.github.posts()],
-                         [(0, SHA_A), (1200, SHA_A), (1200, SHA_B)])
+        self.assertEqual(self.posts_since_rate_limited(), [(0, SHA_A), (1200, SHA_A), (1200, SHA_B)])
+
+    def test_a_used_up_rate_limit_is_read_from_the_headers_whatever_the_message_says(self):
+        # GitHub's primary rate limit: 403 or 429 with X-RateLimit-Remaining 0; its wording is no promise.
+        self.rate_limit_used_up("Too many requests for installation ID 1.", reset_in=600)
+
+        self.status(SHA_A, "success")
+        self.advance_to(RATE_LIMITED_AT + 600 + 1)
+
+        self.assertEqual(self.posts_since_rate_limited(), [(0, SHA_A), (600, SHA_A)])
+        self.assertEqual(self.waiting(), [])
 
     def test_a_rate_limit_answer_naming_no_time_pauses_a_minute(self):
         self.github.answer(429, body=RATE_LIMITED)

@@ -58,7 +58,7 @@ def test_the_state_being_sent_is_not_replaced_the_newer_one_goes_after_it(db):
 
     assert success != pending
     assert states(waiting(db)) == [("a", ALPHA, "pending"), ("a", ALPHA, "success")]
-    delivered(db, pending)
+    delivered(db, pending, outage_over_at=103)
     assert states(due(db, now=103, limit=10)) == [("a", ALPHA, "success")]
 
 
@@ -117,6 +117,32 @@ def test_a_rate_limit_postpones_every_row(db):
 
     assert [(r.id, r.next_attempt_at) for r in waiting(db)] == [(soon, 500), (later, 900)]
     assert waiting(db)[0].last_problem == "rate limited until 500"
+
+
+def test_a_delivery_sends_the_rows_waiting_out_an_outage_at_once_not_those_refused_for_their_own_reason(db):
+    down, refused, sent = (status(db, sha, "pending", now=100) for sha in (A, B, "c" * 40))
+    claim(db, down, now=100)
+    failed(db, down, now=100, next_attempt_at=700, problem="HTTP 502", outage=True)
+    claim(db, refused, now=100)
+    failed(db, refused, now=100, next_attempt_at=700, problem="HTTP 401: Bad credentials")
+
+    claim(db, sent, now=200)
+    delivered(db, sent, outage_over_at=200.5)
+
+    assert [(r.id, r.next_attempt_at, r.outage) for r in waiting(db)] == [(down, 201, False), (refused, 700, False)]
+    assert [r.id for r in due(db, now=201, limit=10)] == [down]
+
+
+def test_a_delivery_during_a_pause_github_asked_for_leaves_every_row_to_the_pause(db):
+    down, sent = status(db, A, "pending", now=100), status(db, B, "pending", now=100)
+    claim(db, down, now=100)
+    failed(db, down, now=100, next_attempt_at=700, problem="HTTP 502", outage=True)
+    postpone_all(db, until=1000, problem="rate limited until 1000")
+
+    claim(db, sent, now=200)  # already on its way when the pause came
+    delivered(db, sent, outage_over_at=200)
+
+    assert [(r.id, r.next_attempt_at) for r in waiting(db)] == [(down, 1000)]
 
 
 def test_a_row_given_up_is_kept_for_a_while_and_no_longer_holds_its_target_back(db):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from configfiles import alias_bomb
 from crcr.config.errors import ConfigError
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
 
@@ -257,6 +258,15 @@ INVALID = {
     "a duplicate key": (
         FILE_HEAD + "      unlisted_test_mode: skip\n      unlisted_test_mode: xfail\n",
         "not valid YAML: line 5, column 7: duplicate key 'unlisted_test_mode'",
+    ),
+    "an alias bomb among the runtime parts": (
+        FILE_HEAD + alias_bomb("global", indent=2),
+        "line 9, column 9: aliases repeat more than 100000 values by here: anchors nested in anchors make this small "
+        "file huge once read, so the relay refuses it",
+    ),
+    "an alias inside the value it names": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n          edits: &e [*e]\n",
+        "line 6, column 18: an alias inside the value it names: a document without end",
     ),
     "not a mapping": ("- ${TORCH_ROOT}/test/test_view_ops.py\n", "expected a mapping of fields (key: value lines), found a list"),
 }

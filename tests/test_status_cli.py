@@ -1,7 +1,7 @@
 """`crcr status [BACKEND [SHA]]`: the relay's health figures as the running master's JSON gives them
 (/plugins/crcr/api/health...), worded one line per backend, per figure, per test; --json passes the answer through.
 
-The relay here answers canned bodies of the design's shapes (design-12.md, RelayHealth); the real relay's answers
+The relay here answers canned bodies of RelayHealth's shapes (docs/health.md); the real relay's answers
 are checked in test_status_cli_e2e.py."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def relay():
 
 
 def row(backend: str, **figures) -> dict:
-    """A summary row of the design's shape: a backend with no verdict, no build, nothing queued; `figures` replace."""
+    """A summary row of RelayHealth's shape: a backend with no verdict, no build, nothing queued; `figures` replace."""
     return {"backend": backend, "level": "L1", "device": "cpu", "description": f"{backend} backend",
             "page": f"#/health/{backend}", "latest": None, "latency": {"decided": 0, "p50": None, "p95": None},
             "verdicts": {"success": 0, "failure": 0, "error": 0}, "pass_rate": None, "builds": 0, "timeouts": 0,

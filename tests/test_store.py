@@ -120,12 +120,12 @@ def test_a_collapsed_request_hands_its_undecided_commits_to_the_newer_one(db):
     assert [r.sha for r in commits_of_request(db, 2)] == [C]
 
 
-def test_a_commit_whose_own_build_started_is_not_handed_over(db):
+def test_a_commit_whose_build_was_interrupted_is_handed_over_keeping_its_first_start(db):
     record_arrival(db, "alpha", A, "main", seen_at=100, brid=1)
-    mark_started(db, 1, started_at=110)  # a unit claimed the request before the collapse was carried out
+    mark_started(db, 1, started_at=110)  # its build started, then ended RETRY: the request went back to the queue
 
-    assert move_to_request(db, old_brid=1, new_brid=2) == 0
-    assert [r.sha for r in commits_of_request(db, 1)] == [A]
+    assert move_to_request(db, old_brid=1, new_brid=2) == 1
+    assert [(r.sha, r.started_at) for r in commits_of_request(db, 2)] == [(A, 110)]
 
 
 def test_a_request_starting_again_keeps_its_commits_first_start(db):
@@ -341,15 +341,17 @@ def test_a_master_on_postgresql_creates_the_tables_for_a_round_trip(tmp_path, up
         add_step(conn, bisectionid, position=0, sha=A, tests=["t"], started_at=110, brid=8)
         assert step_of_request(conn, 8).bisectionid == bisectionid
         # The outbox's queries (the NULL-safe comparison of a status's missing build request, the CASE of when
-        # the next row falls due) as PostgreSQL runs them.
+        # the next row falls due, the boolean of an outage's wait) as PostgreSQL runs them.
         first = outbox.enqueue(conn, "status", "o/r", A, "crcr/pg-alpha", {"state": "pending"}, now=100)
         assert outbox.enqueue(conn, "status", "o/r", A, "crcr/pg-alpha", {"state": "success"}, now=110) == first
-        outbox.enqueue(conn, "check_run", "o/r", A, "crcr/pg-alpha", {"status": "queued"}, now=120, brid=8)
+        check_run = outbox.enqueue(conn, "check_run", "o/r", A, "crcr/pg-alpha", {"status": "queued"}, now=120, brid=8)
         assert [(r.kind, r.payload) for r in outbox.due(conn, now=200, limit=10)] == [
             ("status", {"state": "success"}), ("check_run", {"status": "queued"})]
         assert outbox.claim(conn, first, now=200)
-        outbox.failed(conn, first, now=201, next_attempt_at=300, problem="HTTP 502")
+        outbox.failed(conn, first, now=201, next_attempt_at=300, problem="HTTP 502", outage=True)
         assert outbox.next_due_at(conn) == 120
+        outbox.delivered(conn, check_run, outage_over_at=202)  # GitHub answers again: the outage's wait ends
+        assert outbox.next_due_at(conn) == 202
         outbox.remember_check_run(conn, "o/r", A, 8, 4242, now=130)
         assert outbox.check_run_id(conn, "o/r", A, 8) == 4242
     finally:

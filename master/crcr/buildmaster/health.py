@@ -1,5 +1,5 @@
 """RelayHealth: the health figures of the relay's backends as JSON-able dicts, for the pages, badges, /metrics
-and `crcr status` (the contract: /work/notes/design-12.md).
+and `crcr status` (the contract: docs/health.md).
 
 It gathers each view's rows in one trip to the database threads (store/health_queries.py), the units from the
 device presence service and the backends from the configuration, and leaves every figure to crcr/health/.

@@ -224,7 +224,10 @@ class CommitLedger(service.BuildbotService):
         request = yield self.master.data.get(("buildrequests", brid))
         if request is None or not request["complete"]:
             return
-        finished = [b for b in (yield self.master.data.get(("buildrequests", brid, "builds"))) if b["complete"]]
+        # An interrupted build (RETRY) decided nothing: its request went back to the queue, where it was built
+        # again, collapsed into a newer one or cancelled.
+        finished = [b for b in (yield self.master.data.get(("buildrequests", brid, "builds")))
+                    if b["complete"] and b["results"] != RETRY]
         if finished:
             yield self._build_finished(None, finished[-1])
         elif request["results"] == SKIPPED:

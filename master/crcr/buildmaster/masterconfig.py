@@ -17,9 +17,10 @@ from crcr.buildmaster.liveness import SilentWorkerWatch
 from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
 from crcr.config.loader import load_checked_relay_config
 from crcr.github.reporters import github_status_reporters
-from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler, upstream_scheduler
+from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler
 from crcr.buildmaster.secrets import SecretsDirectory
 from crcr.buildmaster.stale import nothing_pending_services
+from crcr.buildmaster.upstream_scheduler import upstream_scheduler
 from crcr.config.settings import Settings, load_settings
 from crcr.buildmaster.workers import make_workers
 from crcr.store.service import RelayStore

@@ -1,10 +1,10 @@
-"""Per-backend schedulers: one reacting to upstream commits on its branches, one force scheduler."""
+"""Per-backend force schedulers: a revision's build, and a bisection (upstream_scheduler.py reacts to commits)."""
 
 from __future__ import annotations
 
 import os
 
-from buildbot.plugins import schedulers, util
+from buildbot.plugins import util
 from buildbot.process.results import FAILURE
 from buildbot.schedulers.forcesched import ValidationErrorCollector
 from twisted.internet import defer
@@ -14,22 +14,12 @@ from crcr.buildmaster.baseline import builds_at
 from crcr.buildmaster.force_forms import OwnBuildersForceScheduler, PriorityParameter
 from crcr.names import (
     BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, REQUESTED_REVISION_PROPERTY, SUITE_SEPARATOR,
-    SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of, upstream_scheduler_name,
+    SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of,
 )
 from crcr.config.errors import shown
 from crcr.config.limits import MAX_BISECTED_TESTS, MAX_NODE_ID
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
-
-
-def upstream_scheduler(backend: Backend, settings: Settings) -> schedulers.AnyBranchScheduler:
-    # No tree-stable timer: every upstream commit gets its own build and verdict.
-    return schedulers.AnyBranchScheduler(
-        name=upstream_scheduler_name(backend.name),
-        change_filter=util.ChangeFilter(project=settings.github_repo, branch=backend.branches),
-        treeStableTimer=None,
-        builderNames=[backend.name],
-    )
 
 
 class UpstreamRevisionForceScheduler(OwnBuildersForceScheduler):

@@ -1,5 +1,5 @@
 """The relay's health figures as `crcr status` words them, from the JSON the running master answers (the shapes of
-RelayHealth's summary, backend and commit: design-12.md). Only wording here: every figure is the relay's, so the
+RelayHealth's summary, backend and commit: docs/health.md). Only wording here: every figure is the relay's, so the
 command says what the pages show. Links are the UI's routes made absolute with the relay's web address."""
 
 from __future__ import annotations

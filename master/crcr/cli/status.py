@@ -51,7 +51,8 @@ def _next_try(row: OutboxRow, now: int) -> str:
         return "being sent"
     if row.next_attempt_at <= now:
         return "due now"
-    return f"next try in {duration_text(row.next_attempt_at - now)}"
+    after_outage = " or once GitHub takes a post" if row.outage else ""
+    return f"next try in {duration_text(row.next_attempt_at - now)}{after_outage}"
 
 
 def _waiting_line(row: OutboxRow, now: int) -> str:

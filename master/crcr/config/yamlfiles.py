@@ -1,4 +1,5 @@
-"""Reading the relay's YAML files strictly, with messages that name the file as the user wrote it."""
+"""Reading the relay's YAML files strictly, with messages that name the file as the user wrote it; each document's
+node tree is measured for alias bombs (yamlaliases.py) before anything is built of it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import yaml
 from crcr.config.errors import ConfigError
 from crcr.config.paths import display_path
 from crcr.config.readfiles import YAML_LIMIT, read_text
+from crcr.config.yamlaliases import AliasesRefused, refuse_alias_bombs
 
 
 class _StrictKeys:
@@ -54,6 +56,28 @@ for _loader in (_StrictKeysLoader, _FastStrictKeysLoader):
     _loader.add_constructor("tag:yaml.org,2002:int", _loader.construct_yaml_int)
 
 
+def _measured(root: yaml.Node | None, text: str) -> yaml.Node | None:
+    """`root` once refuse_alias_bombs let it pass; at once when its text has no '*', so no alias."""
+    if root is not None and "*" in text:
+        refuse_alias_bombs(root)
+    return root
+
+
+def _load(text: str, loader_class) -> object:
+    """yaml.load, the node tree measured before anything is built of it."""
+    loader = loader_class(text)
+    try:
+        root = _measured(loader.get_single_node(), text)
+        return None if root is None else loader.construct_document(root)
+    finally:
+        loader.dispose()
+
+
+def _refused(where: str, error: yaml.YAMLError) -> ConfigError:
+    said = "" if isinstance(error, AliasesRefused) else "not valid YAML: "
+    return ConfigError(f"{where}: {said}{_yaml_problem(error)}")
+
+
 def _yaml_problem(error: yaml.YAMLError) -> str:
     """'line 3, column 5: <problem>' rather than PyYAML's multi-line text about a '<unicode string>'."""
     mark = getattr(error, "problem_mark", None)
@@ -68,9 +92,9 @@ def compose_yaml(text: str, where: str) -> yaml.Node | None:
     """The node tree of a YAML text (None when empty), for readers whose messages name the line of a value
     (node.start_mark.line + 1); bad YAML raises ConfigError naming `where`."""
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+        return _measured(yaml.compose(text, Loader=yaml.SafeLoader), text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{where}: not valid YAML: {_yaml_problem(e)}") from None
+        raise _refused(where, e) from None
 
 
 def read_yaml_mapping(path: Path) -> dict:
@@ -79,12 +103,14 @@ def read_yaml_mapping(path: Path) -> dict:
     where = display_path(path)
     text = read_text(path, YAML_LIMIT)
     try:
-        data = yaml.load(text, Loader=_FastStrictKeysLoader)
+        data = _load(text, _FastStrictKeysLoader)
+    except AliasesRefused as e:
+        raise _refused(where, e) from None
     except yaml.YAMLError:
         try:
-            data = yaml.load(text, Loader=_StrictKeysLoader)
+            data = _load(text, _StrictKeysLoader)
         except yaml.YAMLError as e:
-            raise ConfigError(f"{where}: not valid YAML: {_yaml_problem(e)}") from None
+            raise _refused(where, e) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -7,6 +7,9 @@ there reaches GitHub, whatever GitHub's outages and the master's restarts or cra
 - A post GitHub did not take is tried again after outbox_retry_delay, doubling up to outbox_max_delay, for as long
   as it takes: 5xx answers, refused or dropped connections, a post unanswered for ATTEMPT_TIMEOUT (Buildbot's HTTP
   client has no timeout of its own), 401 (a token put right in the secrets folder is read at the next attempt).
+- Once GitHub takes a post again, the posts waiting out an outage's back-off (5xx, no answer, no connection) go at
+  once, in their order and a few at a time, rather than each at its own doubled wait (minutes late after a long
+  outage); a 401's wait stands, it is the token's trouble, and so does a pause GitHub asked for.
 - GitHub's Retry-After, and X-RateLimit-Remaining 0 with its X-RateLimit-Reset, pause every post, not just the one
   answered (GitHub may ban a token that posts on); a rate-limit answer without them pauses for RATE_LIMIT_WAIT.
   The pause is written to the rows themselves (their next attempt), so that a restart keeps it.
@@ -237,15 +240,15 @@ class OutboxSender(service.BuildbotService):
                 yield self._store.release_for_github(row.id)
                 return
             problem = str(e) if isinstance(e, Unanswered) else f"{type(e).__name__}: {e}"
-            yield self._retry(row, problem)
+            yield self._retry(row, problem, outage=True)
             return
         finally:
             self._attempts.discard(attempt)
         yield self._pause_if_asked(answer)
         if answer.code // 100 == 2:
-            yield self._store.delivered_to_github(row.id)
+            yield self._store.delivered_to_github(row.id, max(self._now(), self._paused_until))
         elif _worth_retrying(answer):
-            yield self._retry(row, answer.message(), not_before=self._pause_end(answer))
+            yield self._retry(row, answer.message(), not_before=self._pause_end(answer), outage=_outage(answer))
         else:
             problem = answer.message()
             log.msg(f"crcr: GitHub refused {_what(row)} of {row.repo}@{row.sha} for good ({problem}); given up "
@@ -281,12 +284,13 @@ class OutboxSender(service.BuildbotService):
         return answer
 
     @defer.inlineCallbacks
-    def _retry(self, row: OutboxRow, problem: str, not_before: float = 0):
+    def _retry(self, row: OutboxRow, problem: str, not_before: float = 0, outage: bool = False):
+        """`outage`: GitHub down rather than refusing this post; its next success ends the wait."""
         delay = min(self.retry_delay * 2 ** row.attempts, self.max_delay)
         when = math.ceil(max(self._now() + delay, not_before))
         log.msg(f"crcr: GitHub did not take {_what(row)} ({problem}); attempt {row.attempts + 1}, "
-                f"next in {when - math.ceil(self._now())}s")
-        yield self._store.github_failed(row.id, self._now(), when, problem)
+                f"next in {when - math.ceil(self._now())}s" + (" or once GitHub takes a post" if outage else ""))
+        yield self._store.github_failed(row.id, self._now(), when, problem, outage=outage)
 
     def _pause_end(self, answer: Answer) -> float:
         """Until when GitHub asks for no post at all; 0 when it does not."""
@@ -320,8 +324,18 @@ def _what(row: OutboxRow) -> str:
 
 
 def _rate_limited(answer: Answer) -> bool:
-    # A rate limit says so in the message; a token without the right permission is 403 too.
-    return answer.code == 429 or (answer.code == 403 and b"rate limit" in answer.body.lower())
+    """GitHub's rate limits as its REST docs tell them: 403 or 429 with X-RateLimit-Remaining 0 (the primary
+    limit) or with Retry-After (a secondary one). A secondary limit naming no time has only its message to say so;
+    a 403 with none of these is a permission missing."""
+    if answer.code not in (403, 429):
+        return False
+    return answer.code == 429 or answer.headers.get("x-ratelimit-remaining") == "0" \
+        or "retry-after" in answer.headers or b"rate limit" in answer.body.lower()
+
+
+def _outage(answer: Answer) -> bool:
+    """GitHub failing whatever is posted (a request timing out there too), not refusing this post."""
+    return answer.code >= 500 or answer.code == 408
 
 
 def _worth_retrying(answer: Answer) -> bool:

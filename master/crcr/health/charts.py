@@ -4,7 +4,7 @@ Hand-written rather than a library: the three charts are one line or bar chart e
 what they need (axes, ticks, a title, a legend, a point per value with its figure as a tooltip) is about as much
 code as wiring in a plotting package, which would be the relay's heaviest dependency (matplotlib pulls in numpy;
 pygal and the small JavaScript libraries would need vendoring and keeping up to date). Pure: no Buildbot, no
-Twisted; it draws from the "series" of RelayHealth's backend answer (see /work/notes/design-12.md):
+Twisted; it draws from the "series" of RelayHealth's backend answer (see docs/health.md):
 
     {"bucket_seconds": 3600 | 86400, "buckets": [{"start", "decided", "p50", "p95", "pass_rate", "builds",
                                                   "queue"}, ...]}   # oldest first

@@ -47,12 +47,11 @@ def record_arrival(conn, backend: str, sha: str, branch: str, seen_at: float, br
 
 def move_to_request(conn, old_brid: int, new_brid: int) -> int:
     """The undecided commits of request `old_brid` are now covered by `new_brid` (the old one was collapsed into
-    it); returns how many moved."""
+    it); returns how many moved. Those whose build started once move too: a request is collapsed only while no
+    unit holds it, so a build of it that started was interrupted (RETRY) and put it back in the queue. Their
+    started_at stays: the first start counts."""
     moved = conn.execute(
-        # A commit whose own build started meanwhile stays with it.
-        commits.update()
-        .where(commits.c.brid == old_brid, commits.c.decided_at.is_(None), commits.c.started_at.is_(None))
-        .values(brid=new_brid)
+        commits.update().where(commits.c.brid == old_brid, commits.c.decided_at.is_(None)).values(brid=new_brid)
     ).rowcount
     conn.commit()
     return moved

@@ -11,6 +11,10 @@ sender that died mid-attempt (kill -9) lapses after CLAIM_EXPIRY.
 A row GitHub refused for good (a 4xx that retrying cannot mend) stays, marked given up, for KEEP_GIVEN_UP, so
 that `crcr status --outbox` can show it; it no longer holds back its target's newer rows.
 
+A row whose last try found GitHub down (`outage`) waits out its back-off only until GitHub takes a post again: the
+outage is over for every row then, not for each at its own doubled wait. A row refused for a reason of its own (a
+401) keeps its wait, and a pause GitHub asked for (postpone_all) holds whatever succeeds meanwhile.
+
 Rows hold what GitHub must get, never a token. Times are epoch seconds (the master's clock). Each function takes a
 SQLAlchemy connection and commits what it writes.
 """
@@ -46,6 +50,7 @@ class OutboxRow:
     updated_at: int  # when its payload was last replaced by a newer state
     attempts: int  # posts GitHub did not take
     next_attempt_at: int
+    outage: bool  # its wait is an outage's back-off, which GitHub's next success ends
     sending_since: int | None
     last_problem: str | None
     given_up_at: int | None
@@ -132,17 +137,23 @@ def claim(conn, row_id: int, now: float) -> bool:
     return claimed == 1
 
 
-def delivered(conn, row_id: int) -> None:
-    """GitHub took it."""
+def delivered(conn, row_id: int, outage_over_at: float) -> None:
+    """GitHub took it, so it answers again: the rows waiting out an outage's back-off fall due at `outage_over_at`
+    (now, or the end of a pause GitHub asked for), each still behind its target's earlier rows (due())."""
     conn.execute(github_outbox.delete().where(_o.id == row_id))
+    when = math.ceil(outage_over_at)
+    conn.execute(github_outbox.update()
+                 .where(_o.outage, _o.given_up_at.is_(None), _o.next_attempt_at > when)
+                 .values(next_attempt_at=when, outage=False))
     conn.commit()
 
 
-def failed(conn, row_id: int, now: float, next_attempt_at: float, problem: str) -> None:
-    """GitHub did not take it (yet): another attempt at `next_attempt_at`. When a newer state of its target came
-    meanwhile, that one is what the next attempt sends."""
+def failed(conn, row_id: int, now: float, next_attempt_at: float, problem: str, outage: bool = False) -> None:
+    """GitHub did not take it (yet): another attempt at `next_attempt_at`, or GitHub's next success when `outage`
+    (GitHub down: 5xx, no answer, no connection). When a newer state of its target came meanwhile, that one is what
+    the next attempt sends."""
     _settle(conn, row_id, lambda row: {"attempts": row.attempts + 1, "next_attempt_at": int(next_attempt_at),
-                                       "last_problem": problem, "sending_since": None})
+                                       "outage": outage, "last_problem": problem, "sending_since": None})
 
 
 def released(conn, row_id: int) -> None:
@@ -175,11 +186,12 @@ def give_up(conn, row_id: int, now: float, problem: str) -> None:
 
 
 def postpone_all(conn, until: float, problem: str) -> int:
-    """GitHub asked for a pause from every post (a rate limit): no row is tried before `until`; how many moved."""
+    """GitHub asked for a pause from every post (a rate limit): no row is tried before `until`, not even once a
+    post succeeds meanwhile (the rows moved wait for the pause now, not an outage's back-off); how many moved."""
     moved = conn.execute(
         github_outbox.update()
         .where(_o.given_up_at.is_(None), _o.next_attempt_at < int(until))
-        .values(next_attempt_at=int(until), last_problem=problem)
+        .values(next_attempt_at=int(until), outage=False, last_problem=problem)
     ).rowcount
     conn.commit()
     return moved

@@ -112,6 +112,8 @@ github_outbox = sa.Table(
     sa.Column("updated_at", sa.BigInteger, nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False),
     sa.Column("next_attempt_at", sa.BigInteger, nullable=False),
+    # Its wait is an outage's back-off (its last try: 5xx, no answer, no connection): GitHub's next success ends it.
+    sa.Column("outage", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("sending_since", sa.BigInteger),  # claimed by a sender
     sa.Column("last_problem", sa.Text),
     sa.Column("given_up_at", sa.BigInteger),

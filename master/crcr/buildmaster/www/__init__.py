@@ -13,8 +13,10 @@ from crcr.buildmaster.webhook import DIALECT, github_dialect
 from crcr.buildmaster.www.badges import BadgesResource
 from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.buildmaster.www.disconnected import DisconnectedResource
+from crcr.buildmaster.www.events import ReadersEventResource
 from crcr.buildmaster.www.health import SummaryResource
 from crcr.buildmaster.www.metrics import MetricsResource
+from crcr.buildmaster.www.relay import PluginConfiguration, RelayResource
 from crcr.buildmaster.www.rest_errors import serve_relay_rest_api
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
@@ -26,7 +28,8 @@ PLUGIN_NAME = "crcr"
 class RelayApplication(Application):
     """The `crcr` www plugin (entry point buildbot.www in pyproject.toml): static/scripts.js replaces the home page
     and adds the bisection pages; api/bisections under the plugin's URL serves their JSON, api/disconnected the
-    home page's backends with no unit connected."""
+    home page's backends with no unit connected, api/relay what they show of the relay (its configuration, a
+    PluginConfiguration)."""
 
     def __init__(self):
         super().__init__(__name__, "crcr relay: home page and bisections")
@@ -34,10 +37,12 @@ class RelayApplication(Application):
         self.bisections = BisectionsResource(None, self._backend_names)
         self.disconnected = DisconnectedResource(None, self._backends)
         self.health = SummaryResource(None)
+        self.relay = RelayResource(None, lambda: self.config.shown)
         api = Resource()
         api.putChild(b"bisections", self.bisections)
         api.putChild(b"disconnected", self.disconnected)
         api.putChild(b"health", self.health)  # the health pages' JSON and charts (www/health.py)
+        api.putChild(b"relay", self.relay)
         self.resource.putChild(b"api", api)
 
     def setMaster(self, master) -> None:
@@ -45,11 +50,12 @@ class RelayApplication(Application):
         self.bisections.master = master
         self.disconnected.master = master
         self.health.master = master
+        self.relay.master = master
         put_root_resources(master)
         serve_relay_rest_api()  # Buildbot builds /api after configuring the plugins, on its first configuration
 
     def _backends(self) -> list[dict]:
-        return self.config["backends"]  # the configuration is home_page_data's
+        return self.config.shown["backends"]  # see home_page_data
 
     def _backend_names(self) -> list[str]:
         return [b["name"] for b in self._backends()]
@@ -59,17 +65,25 @@ ep = RelayApplication()
 
 
 def put_root_resources(master) -> None:
-    """/badges (for READMEs) and /metrics (for Prometheus) at the web root, where their users expect them. Buildbot
-    gives a plugin only /plugins/<name>: the root is the base app's resource (one object, the `base` www plugin
-    WWWService loads from the same registry), whose children its setupSite sets. setMaster runs within its
-    configPlugins at every (re)configuration, so ours are put there each time, with the master of the day."""
+    """/badges (for READMEs) and /metrics (for Prometheus) at the web root, where their users expect them, and /sse in
+    place of Buildbot's, which lets anyone read (www/events.py). Buildbot gives a plugin only /plugins/<name>: the
+    root is the base app's resource (one object, the `base` www plugin WWWService loads from the same registry),
+    whose children its setupSite sets. setMaster runs within its configPlugins at every (re)configuration, so ours
+    are put there each time, with the master of the day.
+
+    /sse: at start, setupSite puts Buildbot's after the plugins' setMaster, then its reconfigSite calls setMaster
+    again before the port opens, so ours is the one ever served. It stays across reconfigurations: the streams'
+    ids, which later requests add events to, live in it."""
     root = get_plugins("www", None, load_now=True).get("base").resource
     root.putChild(b"badges", BadgesResource(master))
     root.putChild(b"metrics", MetricsResource(master))
+    events = root.children.get(b"sse")
+    if not (isinstance(events, ReadersEventResource) and events.master is master):
+        root.putChild(b"sse", ReadersEventResource(master))
 
 
 def home_page_data(relay: RelayConfig, settings: Settings) -> dict:
-    """What the home page shows; the frontend config is public, so nothing secret goes in."""
+    """What the UI shows of the relay (plugins/crcr/api/relay, the home page's and the bisection pages' data)."""
     return {
         "upstream": {
             "repo": settings.github_repo,
@@ -88,10 +102,14 @@ def home_page_data(relay: RelayConfig, settings: Settings) -> dict:
 def www_config(settings: Settings, relay: RelayConfig) -> dict:
     return {
         "port": settings.web_listen,
-        "auth": web_auth(settings, github_web_url(settings)),  # who signs in: the users file or GitHub
+        # Who signs in: the users file or GitHub. Buildbot signs their session cookies with a key it keeps in the
+        # database, not the secrets folder, and left there: Buildbot takes it from nowhere else, and the masters of
+        # one database share sessions through it (docs/operators.md, Secrets: backups are secrets, rotation).
+        "auth": web_auth(settings, github_web_url(settings)),
         "plugins": {
             "waterfall_view": {}, "console_view": {}, "grid_view": {},
-            PLUGIN_NAME: home_page_data(relay, settings),
+            # Not in the frontend config, which is everyone's: see www/relay.py.
+            PLUGIN_NAME: PluginConfiguration(home_page_data(relay, settings)),
         },
         # GitHub's webhooks at /change_hook/github; Buildbot's other hooks stay off.
         "change_hook_dialects": {DIALECT: github_dialect(settings)},

@@ -20,6 +20,7 @@ from twisted.internet import defer
 from twisted.web.error import Error
 
 from crcr.bisection.plan import Bisection as Plan
+from crcr.buildmaster.www.readers import assert_reader, write_error
 from crcr.config.errors import shown
 from crcr.health.links import bisection_page, build_url
 from crcr.store.bisections import Bisection, BisectionStep
@@ -34,20 +35,18 @@ NUMBER = re.compile(r"[0-9]{1,18}")
 
 
 class JsonResource(resource.Resource):
-    """Answers GET with the JSON of `answer(request)`; a twisted.web.error.Error it raises gives its code and
-    {"error": message}. A subclass answering something else than JSON says what in `content_type` and `encode`."""
+    """Answers GET, to those the relay's Authz lets read (www/readers.py), with the JSON of `answer(request)`; a
+    twisted.web.error.Error it raises gives its code and {"error": message}. A subclass answering something else
+    than JSON says what in `content_type` and `encode`."""
 
     content_type = b"application/json; charset=utf-8"
 
     def render_GET(self, request):
-        return self.asyncRenderHelper(request, self._render, writeError=partial(_write_error, request))
+        return self.asyncRenderHelper(request, self._render, writeError=partial(write_error, request))
 
     @defer.inlineCallbacks
     def _render(self, request):
-        # Checked against the relay's Authz as Buildbot's own REST API is, so that require_sign_in covers the
-        # plugin's JSON too (Forbidden is a twisted.web Error: a 403 with its message).
-        path = tuple(request.path.decode().strip("/").split("/"))  # no data API endpoint: only reading rules match
-        yield self.master.www.assertUserAllowed(request, path, "get", {})
+        yield assert_reader(self.master, request)
         body = yield self.answer(request)
         request.setHeader(b"content-type", self.content_type)
         return self.encode(body)
@@ -60,13 +59,6 @@ class JsonResource(resource.Resource):
 
     def store(self) -> RelayStore:
         return self.master.service_manager.namedServices[RelayStore.name]
-
-
-def _write_error(request, message: bytes, errcode: int = 400) -> None:
-    request.setResponseCode(errcode)
-    request.setHeader(b"content-type", b"application/json; charset=utf-8")
-    request.write(json.dumps({"error": message.decode()}).encode())
-    request.finish()
 
 
 def _refuse(code: int, message: str) -> Error:

@@ -7,7 +7,7 @@
     GET /plugins/crcr/api/health/<backend>/charts/{latency,pass_rate,queue}.svg?range=7d
 
 Each asks the RelayHealth service (buildmaster/health.py), whose answers are the contract of
-/work/notes/design-12.md; these resources only read the query and hand the answer on. A question the service
+docs/health.md; these resources only read the query and hand the answer on. A question the service
 cannot answer (an unknown backend, range or commit) answers its HealthQueryError's code with {"error": message},
 as does an unknown or repeated query parameter (400).
 """

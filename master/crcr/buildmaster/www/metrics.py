@@ -35,7 +35,7 @@ def metrics_text(figures: dict) -> bytes:
 
 
 class _Figures:
-    """A prometheus-client custom collector of one metrics() dict (see design-12's contract)."""
+    """A prometheus-client custom collector of one metrics() dict (its shape: docs/health.md)."""
 
     def __init__(self, figures: dict):
         self.figures = figures

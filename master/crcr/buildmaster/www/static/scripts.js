@@ -2,18 +2,13 @@
 // pages (#/bisections, #/bisections/<id>) and the health pages (#/health, #/health/<backend>,
 // #/health/<backend>/test?id=<node id>). Hand-written against the globals Buildbot's UI gives its plugins
 // (React, ReactRouterDOM, BuildbotPluginSupport), so it needs no JavaScript build step. What it shows comes
-// from the master's www config (plugins.crcr), its REST API and the plugin's own JSON (plugins/crcr/api/).
+// from the master's REST API and the plugin's own JSON (plugins/crcr/api/), which both ask the relay's Authz.
 (function (global) {
   "use strict";
   var React = global.React;
   var Router = global.ReactRouterDOM;
   var h = React.createElement;
   var RESULTS = ["success", "warnings", "failure", "skipped", "exception", "retry", "cancelled"];
-
-  function relayConfig() {
-    var config = global.buildbotFrontendConfig || {};
-    return (config.plugins && config.plugins.crcr) || { backends: [], left_out: [] };
-  }
 
   function fetchJson(url) {
     return fetch(url, { credentials: "same-origin" }).then(function (r) {
@@ -40,6 +35,23 @@
       return function () { alive = false; };
     }, [url]);
     return state[0].url === url ? state[0] : { data: null, error: null };
+  }
+
+  // The relay's upstream, backends and left-out files (plugins/crcr/api/relay, see www/relay.py): {data, error},
+  // both null while loading. Fetched once per page load, for every commit link to share; signing in or out loads
+  // the page anew.
+  var relayFetched = null, relayKnown = { data: null, error: null };
+  function useRelay() {
+    var state = React.useState(relayKnown);
+    React.useEffect(function () {
+      var alive = true;
+      relayFetched = relayFetched || fetchJson("plugins/crcr/api/relay").then(
+        function (data) { relayKnown = { data: data, error: null }; },
+        function (e) { relayKnown = { data: null, error: String(e.message || e) }; });
+      relayFetched.then(function () { if (alive) state[1](relayKnown); });
+      return function () { alive = false; };
+    }, []);
+    return state[0];
   }
 
   function useLatestBuilds() {
@@ -118,7 +130,8 @@
   }
 
   function RelayHome() {
-    var relay = relayConfig();
+    var answer = useRelay();
+    var relay = answer.data || { backends: [], left_out: [] };
     var data = useLatestBuilds();
     var upstream = relay.upstream || {};
     return h("div", { className: "container bb-home-view", "data-crcr": "home" },
@@ -129,6 +142,7 @@
         ", the ", h("a", { href: "#/builders" }, "builders"), ", the ", h("a", { href: "#/workers" }, "workers"),
         ", the ", h("a", { href: "#/bisections" }, "bisections"), " and the backends' ",
         h("a", { href: "#/health" }, "health"), "."),
+      answer.error ? h("div", { className: "alert alert-warning" }, answer.error) : null,
       h(LeftOut, { problems: relay.left_out || [] }),
       h(Disconnected),
       h(HomeHealth),
@@ -162,8 +176,9 @@
   // An upstream commit linked to its GitHub page: `href` if given (the health JSON's commit_url), else the
   // upstream's commit_url + sha.
   function CommitLink(props) {
+    var relay = useRelay().data;
     if (!props.sha) return h("span", { className: "text-muted" }, "—");
-    var base = (relayConfig().upstream || {}).commit_url;
+    var base = relay && relay.upstream.commit_url;
     var href = props.href || (base ? base + props.sha : null);
     var text = h("code", null, props.sha.slice(0, SHORT_SHA));
     return href ? h("a", { href: href, title: props.sha }, text) : text;
