@@ -19,7 +19,7 @@ from buildbot.process.builder import Builder
 from buildbot.process.buildrequest import BuildRequest
 from buildbot.process.buildstep import BuildStep
 from buildbot.process.factory import BuildFactory
-from buildbot.process.results import CANCELLED, SUCCESS
+from buildbot.process.results import CANCELLED, EXCEPTION, SUCCESS
 from buildbot.process.workerforbuilder import States
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
@@ -43,6 +43,24 @@ class Waits(BuildStep):
     def run(self):
         self.ended = defer.Deferred()
         return self.ended
+
+
+class SkippedAsTheBuildStops(BuildStep):
+    """A step deciding whether to run (doStepIf, as the relay's first steps do) when the build is stopped: the test
+    holds both its decision (deciding) and the end of its interrupt (interrupted), which in a real master waits
+    on the database while the step may end."""
+
+    def __init__(self):
+        super().__init__(name="skipped", doStepIf=self._decide)
+
+    def _decide(self, step):
+        self.deciding = defer.Deferred()
+        return self.deciding
+
+    def interrupt(self, reason):
+        self.stopped = True  # what Buildbot's own interrupt does first
+        self.interrupted = defer.Deferred()
+        return self.interrupted
 
 
 class HeldConnection(FakeConnection):
@@ -80,8 +98,8 @@ class RelayBuildTest(TestReactorMixin, unittest.TestCase):
         (builder_config,) = [b for b in config.builders if b.name == BACKEND]  # the janitor's is Buildbot's
         return builder_config
 
-    def waiting_builder_config(self, build_class=RelayBuild, always_run=False) -> BuilderConfig:
-        factory = BuildFactory([Waits(name="waits", alwaysRun=always_run)])
+    def waiting_builder_config(self, build_class=RelayBuild, always_run=False, first=None) -> BuilderConfig:
+        factory = BuildFactory([*([first] if first else []), Waits(name="waits", alwaysRun=always_run)])
         factory.buildClass = build_class
         return BuilderConfig(name=BACKEND, workernames=[UNIT], factory=factory)
 
@@ -200,3 +218,29 @@ class RelayBuildTest(TestReactorMixin, unittest.TestCase):
                          (True, CANCELLED, f"cancelled ({REASON})"))
         self.assertEqual((await self.request_row(brid))["results"], CANCELLED)
         self.assertEqual((builder.building, self.wfb.state), ([], States.AVAILABLE))
+
+    async def stopped_while_its_first_step_is_skipped(self, build_class) -> dict:
+        """A person stops the build while its first step decides to skip: the step ends before its interrupt has.
+        Returns the finished build's row."""
+        builder = await self.builder(self.waiting_builder_config(build_class=build_class,
+                                                                 first=SkippedAsTheBuildStops()))
+        await self.start(builder, await self.request(builder))
+        (build,) = builder.building
+        step = build.currentStep
+        stopping = build.stopBuild(REASON)
+        step.deciding.callback(False)  # Buildbot ends a stopped step that did not run EXCEPTION, not SKIPPED
+        self.reactor.advance(0)
+        step.interrupted.callback(None)
+        await stopping
+        self.reactor.advance(0)
+        return await self.build_row()
+
+    async def test_a_build_stopped_while_a_step_is_skipped_ends_cancelled(self):
+        """Its GitHub status said "Relay error in pull request" for a build a maintainer had stopped."""
+        row = await self.stopped_while_its_first_step_is_skipped(RelayBuild)
+        self.assertEqual((row["complete"], row["results"]), (True, CANCELLED))
+
+    async def test_buildbot_4_3s_own_build_ends_such_a_build_in_exception(self):
+        """Why RelayBuild.stopBuild exists. Should this fail, Buildbot sets the results first itself: drop it."""
+        row = await self.stopped_while_its_first_step_is_skipped(Build)
+        self.assertEqual((row["complete"], row["results"]), (True, EXCEPTION))

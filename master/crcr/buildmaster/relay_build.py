@@ -1,9 +1,11 @@
-"""The build of every crcr builder: Buildbot's Build, finished when a cancel reaches its request as a unit claims it."""
+"""The build of every crcr builder: Buildbot's Build, finished when a cancel reaches its request as a unit claims it,
+and ending with the stop's results however its current step ends."""
 
 from __future__ import annotations
 
 from buildbot.process import metrics
 from buildbot.process.build import Build
+from buildbot.process.results import CANCELLED
 from twisted.internet import defer
 
 
@@ -27,3 +29,13 @@ class RelayBuild(Build):
             metrics.MetricCountEvent.log("active_builds", 1)
             self.text = []
             yield self.allStepsDone()
+
+    @defer.inlineCallbacks
+    def stopBuild(self, reason="<no reason given>", results=CANCELLED):
+        """Buildbot 4.3's stopBuild sets the build's results only once the current step's interrupt has returned (it
+        writes a log first). A step that ends meanwhile (one skipping itself, which Buildbot ends EXCEPTION once
+        stopped) ended the build EXCEPTION, reported "Relay error in <step>" for a build a person stopped. Set
+        first, the stop's results are the worst any step can bring."""
+        if not self.finished:
+            self.results = results
+        yield super().stopBuild(reason, results)
