@@ -91,6 +91,15 @@ def github():
 
 
 @pytest.fixture
+def own_github():
+    """A GitHub of the test's own, so that its records are the test's alone."""
+    fake = FakeGitHub().start()
+    yield fake
+    fake.come_back()
+    fake.stop()
+
+
+@pytest.fixture
 def postgres():
     """A private PostgreSQL server for one test."""
     bin_dir = server_bin_dir()

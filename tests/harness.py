@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from crcr.cli.hostsetup import PASSWORD_PLACEHOLDER, read_password_from_stdin
+from crcr.cli.mastercontrol import alive
 
 VENV_BIN = Path(sys.executable).parent
 T = TypeVar("T")
@@ -39,6 +41,13 @@ def wait_until(condition: Callable[[], T], timeout: float, what: str, interval: 
 def venv_env(**extra: str) -> dict[str, str]:
     """This environment with the venv's commands (crcr, buildbot, python) first on PATH."""
     return {**os.environ, **extra, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+
+
+def kill_9(basedir: Path) -> None:
+    """kill -9 of the master or worker whose twistd.pid is in `basedir`; returns once the process is gone."""
+    pid = int((basedir / "twistd.pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not alive(pid), 30, f"the killed process of {basedir.name} to be gone")
 
 
 def free_port() -> int:

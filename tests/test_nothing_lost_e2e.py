@@ -14,17 +14,13 @@ end with exactly one final status on GitHub (the fake GitHub records every reque
 
 from __future__ import annotations
 
-import os
-import signal
 
 import pytest
 from buildbot.process.results import RETRY, SKIPPED
 
 from conftest import backend, make_upstream, prepare_relay, running, suite
-from crcr.cli.mastercontrol import alive
 from crcr.names import status_context, suite_step_name
-from fakegithub import FakeGitHub
-from harness import holding, open_gate, wait_until
+from harness import holding, kill_9, open_gate, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -32,15 +28,6 @@ HELD, QUICK = "held", "quick"
 HELD_UNIT = "lab-held-0"
 HOSTS = {"lab": {"devices": {HELD: 1, QUICK: 1}, "admin": "Lab <lab@example.com>"}}
 FINAL = ("success", "failure", "error")
-
-
-@pytest.fixture
-def github():
-    """A GitHub of this test's own, so that its records are this test's alone."""
-    fake = FakeGitHub().start()
-    yield fake
-    fake.come_back()
-    fake.stop()
 
 
 def accepted(github, sha: str, backend: str) -> list[tuple[str, str]]:
@@ -65,17 +52,8 @@ def assert_one_final_status_each(github, shas: list[str]) -> None:
             assert all(a != b for a, b in zip(took, took[1:])), f"a status posted twice: {name} {sha[:10]} {took}"
 
 
-def pid_of(basedir) -> int:
-    return int((basedir / "twistd.pid").read_text())
-
-
-def kill_9(basedir) -> None:
-    pid = pid_of(basedir)
-    os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not alive(pid), 30, f"the process of {basedir.name} to be gone")
-
-
-def test_every_commit_gets_one_verdict_whatever_interrupts_its_build(tmp_path, github):
+def test_every_commit_gets_one_verdict_whatever_interrupts_its_build(tmp_path, own_github):
+    github = own_github
     upstream = make_upstream(tmp_path / "upstream")
     gates = tmp_path / "gates"
     gates.mkdir()

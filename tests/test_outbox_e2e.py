@@ -11,17 +11,13 @@ waiting: here each verdict has failed more than 5 times before the master is kil
 from __future__ import annotations
 
 import json
-import os
-import signal
 import time
 
 import pytest
 
 from conftest import SUCCESS, backend, make_upstream, prepare_relay, running
-from crcr.cli.mastercontrol import alive
 from crcr.names import status_context
-from fakegithub import FakeGitHub
-from harness import wait_until
+from harness import kill_9, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -30,15 +26,6 @@ CONTEXT = status_context(BACKEND)
 HOSTS = {"outbox-lab": {"devices": {"outbox": 2}, "admin": "Outbox Lab <lab@example.com>"}}
 OLD_DESIGNS_ATTEMPTS = 5
 PROMPT_STOP = 15  # seconds: "returns within seconds", with room for a busy machine
-
-
-@pytest.fixture
-def github():
-    """A GitHub of this test's own, so that its records are this test's alone."""
-    fake = FakeGitHub().start()
-    yield fake
-    fake.come_back()
-    fake.stop()
 
 
 def outbox(master) -> dict:
@@ -57,13 +44,8 @@ def accepted(github, sha: str) -> list[tuple[str, str]]:
     return [(s["state"], s["description"]) for s in github.statuses(sha, CONTEXT) if s["answered"] == 201]
 
 
-def kill_9(master) -> None:
-    pid = int((master.basedir / "twistd.pid").read_text())
-    os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not alive(pid), 30, "the killed master to be gone")
-
-
-def test_verdicts_of_an_outage_reach_github_after_a_crash_a_stop_and_restarts(tmp_path, github):
+def test_verdicts_of_an_outage_reach_github_after_a_crash_a_stop_and_restarts(tmp_path, own_github):
+    github = own_github
     upstream = make_upstream(tmp_path / "upstream")
     backends = {BACKEND: backend("L2", "outbox", [{"name": "trivial", "command": "true", "timeout": 60}],
                                  queue="every")}
@@ -82,7 +64,7 @@ def test_verdicts_of_an_outage_reach_github_after_a_crash_a_stop_and_restarts(tm
         assert not any(accepted(github, sha) for sha in shas)
         assert any(s["answered"] == 502 for s in github.statuses(shas[0], CONTEXT)), "the relay did try"
 
-        kill_9(master)
+        kill_9(master.basedir)
         github.go_down(None)  # from now on, connections refused
         master.start()
 
