@@ -233,6 +233,15 @@ class OutboxSenderTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
         self.assertLogged(r"GitHub asks for a pause \(HTTP 403: You have exceeded a secondary rate limit.*\); "
                           r"no post for 300s")
 
+    def test_a_retry_after_that_is_no_plain_number_is_a_rate_limit_naming_no_time(self):
+        """'²' passes str.isdigit, which int() refuses: the sender stopped on it."""
+        self.github.answer(429, {"Retry-After": "\u00b2"}, RATE_LIMITED)
+
+        self.status(SHA_A, "success")
+        self.advance_to(100)
+
+        self.assertEqual(self.github.posts(), [(0, SHA_A, "success"), (60, SHA_A, "success")])
+
     def rate_limit_used_up(self, message: str, reset_in: int) -> None:
         """From the time RATE_LIMITED_AT on, GitHub's next answer: 403, X-RateLimit-Remaining 0 until `reset_in`
         seconds later, and `message`."""

@@ -296,10 +296,10 @@ class OutboxSender(service.BuildbotService):
         """Until when GitHub asks for no post at all; 0 when it does not."""
         now = self._now()
         until = 0.0
-        if (retry_after := answer.headers.get("retry-after", "")).isdigit():
+        if _seconds(retry_after := answer.headers.get("retry-after", "")):
             until = now + int(retry_after)
         elif answer.headers.get("x-ratelimit-remaining") == "0" and \
-                (reset := answer.headers.get("x-ratelimit-reset", "")).isdigit():
+                _seconds(reset := answer.headers.get("x-ratelimit-reset", "")):
             until = float(reset)
         elif _rate_limited(answer):
             until = now + RATE_LIMIT_WAIT
@@ -313,6 +313,11 @@ class OutboxSender(service.BuildbotService):
             log.msg(f"crcr: GitHub asks for a pause ({why}); no post for {math.ceil(until - self._now())}s")
             self._paused_until = max(self._paused_until, until)
             yield self._store.postpone_github(math.ceil(until), f"GitHub asked for a pause ({why})")
+
+
+def _seconds(header: str) -> bool:
+    """Whether a header's value is a number of seconds: ASCII digits (str.isdigit takes '²', which int() refuses)."""
+    return header.isascii() and header.isdigit()
 
 
 def _what(row: OutboxRow) -> str:
