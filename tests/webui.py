@@ -26,8 +26,9 @@ def wait_for_texts(browser, texts: list[str], where: str) -> None:
     try:
         WebDriverWait(browser, UI_TIMEOUT).until(lambda b: all(t in page_text(b) for t in texts))
     except Exception:
-        missing = [t for t in texts if t not in page_text(browser)]
-        raise AssertionError(f"{where} does not show {missing}") from None
+        shown = page_text(browser)
+        missing = [t for t in texts if t not in shown]
+        raise AssertionError(f"{where} does not show {missing}; it shows:\n{shown[-2000:]}") from None
 
 
 def wait_for_element(browser, xpath: str, what: str):
@@ -38,10 +39,18 @@ def wait_for_element(browser, xpath: str, what: str):
 
 
 def click_when_ready(browser, xpath: str, what: str) -> None:
-    """Click the element once it is there and nothing covers it: a menu that unfolds with an animation has its
-    entries under their neighbours for a moment."""
+    """Click the element once it is there, has stopped moving and nothing covers it: a menu that unfolds with an
+    animation slides its entries under their neighbours for a moment, and a click aimed at a sliding entry lands on
+    the one that takes its place (Workers, for Bisections)."""
+    last_seen = {}
+
     def clicked(b) -> bool:
-        b.find_element(By.XPATH, xpath).click()
+        element = b.find_element(By.XPATH, xpath)
+        where = (element.rect["x"], element.rect["y"])
+        if last_seen.get("where") != where:
+            last_seen["where"] = where
+            return False
+        element.click()
         return True
 
     not_yet = (NoSuchElementException, ElementClickInterceptedException)
