@@ -391,7 +391,9 @@ def test_capped_host_runs_one_build_at_a_time_across_its_devices_and_starts_none
         lab.relay.wait_for_finished_build(name, sha)
         wait_until(lambda: lab.last_state(sha, status_context(name)) == "success", 60, f"{name}'s verdict on {sha[:10]}")
         running_posts = [s for s in lab.github.statuses(sha, status_context(name)) if s["description"].startswith("Running")]
-        assert len(running_posts) == 1, f"GitHub was told of builds that never ran: {running_posts}"
+        # At most one: the outbox sends only the newest state of a commit and context, so a build ending while its
+        # 'Running' waited behind the 'Queued' in flight has its verdict replace it (seen in a CI run).
+        assert len(running_posts) <= 1, f"GitHub was told of builds that never ran: {running_posts}"
     # One build per commit, none retried: RETRY builds never check out, so count every build of each builder.
     assert [b["results"] for b in lab.relay.builds("hold-zeta")] == [SUCCESS, SUCCESS]
     assert [b["results"] for b in lab.relay.builds("hold-theta")] == [SUCCESS]
