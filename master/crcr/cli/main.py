@@ -11,6 +11,7 @@ from crcr.cli.bisect import add_bisect_command
 from crcr.cli.force import add_force_command
 from crcr.cli.latency import add_latency_command
 from crcr.cli.mastercommands import add_master_commands, checked_config
+from crcr.cli.routercommands import add_router_commands
 from crcr.cli.status import add_status_command
 from crcr.cli.subcommands import add_command
 from crcr.cli.user import add_user_commands
@@ -35,6 +36,7 @@ def parser() -> argparse.ArgumentParser:
         "warnings (a device no host offers, a host without a password) are printed and do not fail.",
     )
     add_master_commands(sub)
+    add_router_commands(sub)
     add_worker_commands(sub)
     add_user_commands(sub)
     add_force_command(sub)
