@@ -64,6 +64,8 @@ OVERRIDES = [
     ("CRCR_OUTBOX_MAX_DELAY", "3600", "outbox_max_delay", 3600),
     ("CRCR_TIMEOUT_GRACE", "30", "timeout_grace", 30),
     ("CRCR_HISTORY_DAYS", "400", "history_days", 400),
+    ("CRCR_TAKEOVER_AFTER", "30", "takeover_after", 30),
+    ("CRCR_MQ_REALM", "relay.labs", "mq_realm", "relay.labs"),
 ]
 
 
@@ -80,7 +82,8 @@ def test_each_variable_overrides_its_setting(var, raw, setting, expected):
 
 
 def test_every_setting_has_an_override_test():
-    assert {row[0] for row in OVERRIDES} == set(ENV_VARS)
+    # The router's URL needs a PostgreSQL URL beside it: test_a_router_runs_several_masters_on_one_postgresql_database.
+    assert {row[0] for row in OVERRIDES} == set(ENV_VARS) - {"CRCR_MQ_ROUTER_URL"}
 
 
 def test_relative_directories_are_taken_from_the_repository_root_not_the_working_directory(tmp_path, monkeypatch):
@@ -243,3 +246,18 @@ def test_the_history_is_kept_long_enough_for_the_30_day_range():
 
     assert str(e.value) == (
         "CRCR_HISTORY_DAYS: must be at least 31 days, so that the health pages' 30-day range is whole (got 30)")
+
+
+def test_a_router_runs_several_masters_on_one_postgresql_database():
+    settings = load_settings(environ={"CRCR_MQ_ROUTER_URL": "ws://router.internal:8080/ws",
+                                      "CRCR_DB_URL": "postgresql://crcr@db.internal/crcr"})
+    assert (settings.clustered, settings.mq_router_url) == (True, "ws://router.internal:8080/ws")
+    assert not load_settings(environ={}).clustered
+
+
+def test_a_router_with_a_sqlite_database_is_refused_naming_both():
+    with pytest.raises(ConfigError) as refused:
+        load_settings(environ={"CRCR_MQ_ROUTER_URL": "ws://router.internal:8080/ws"})
+    assert str(refused.value) == (
+        "CRCR_MQ_ROUTER_URL: runs several masters, which share one PostgreSQL database, but db_url is SQLite "
+        "(sqlite:///state.sqlite): set CRCR_DB_URL to a postgresql:// URL")

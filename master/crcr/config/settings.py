@@ -76,6 +76,17 @@ class Settings(BaseModel):
     timeout_grace: int = Field(ge=1, le=MAX_POLL_INTERVAL)
     # The test history, the ledger's decided commits, ended bisections and build logs are kept this many days.
     history_days: int = Field(le=MAX_HISTORY_DAYS)
+    # Several masters: one silent this long (seconds) counts as dead; another takes over its duties and rebuilds its
+    # interrupted builds. Shorter is quicker after a crash, and quicker to count a master dead that is only slow.
+    takeover_after: int = Field(default=75, ge=10, le=MAX_KEEPALIVE)
+    # Several masters: the Crossbar.io router carrying Buildbot's message queue (WAMP), and its realm. Without a
+    # router URL the master is alone (Buildbot's in-process queue).
+    mq_router_url: str | None = Field(
+        default=None, max_length=MAX_URL,
+        pattern=described_pattern(r"^wss?://[^\s]+$", "must be a WebSocket URL, e.g. ws://router.internal:8080/ws"))
+    mq_realm: str = Field(default="crcr", pattern=described_pattern(r"^[a-z][a-z0-9_.]*$",
+                                                                      "must be a WAMP realm name, e.g. crcr"),
+                          max_length=MAX_ADDRESS)
 
     @field_validator("admins", mode="before")
     @classmethod
@@ -118,6 +129,21 @@ class Settings(BaseModel):
     @classmethod
     def _from_repo_root(cls, path: Path | None) -> Path | None:
         return path if path is None or path.is_absolute() else REPO_ROOT / path
+
+    @field_validator("mq_router_url")
+    @classmethod
+    def _one_database_for_several_masters(cls, url: str | None, info: ValidationInfo) -> str | None:
+        # Several masters share one database: Buildbot's SQLite is a file in one master's directory.
+        db_url = info.data.get("db_url", "")
+        if url and db_url.startswith("sqlite:"):
+            raise ValueError(f"runs several masters, which share one PostgreSQL database, but db_url is SQLite "
+                             f"({db_url}): set CRCR_DB_URL to a postgresql:// URL")
+        return url
+
+    @property
+    def clustered(self) -> bool:
+        """Whether this master is one of several (a router carries their message queue)."""
+        return self.mq_router_url is not None
 
     @property
     def web_url(self) -> str:
