@@ -14,6 +14,7 @@ from buildbot.util import service
 from twisted.internet import defer
 from twisted.web.resource import getChildForRequest
 
+from crcr.buildmaster.services.leadership import RelayLeadership
 from crcr.buildmaster.www import RelayApplication
 from crcr.buildmaster.www.relay import PluginConfiguration
 
@@ -25,6 +26,16 @@ async def hold_services(master, *services) -> None:
     await master.service_manager.setServiceParent(master)
     for relay_service in services:
         await relay_service.setServiceParent(master.service_manager)
+
+
+# The master (fakedb.Master) running the builds of Buildbot's ReporterTestMixin.
+REPORTER_MASTER_ID = 92
+
+
+def leadership() -> RelayLeadership:
+    """The relay's leadership, beside the store on a master alone: it takes the lead at its start, and the services
+    acting only on the leader (LeaderDuty) act."""
+    return RelayLeadership(takeover_after=75)
 
 
 async def relay_master(testcase, *services, prefix: str, rows=()):

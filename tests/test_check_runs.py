@@ -23,6 +23,7 @@ from crcr.names import (
 )
 from crcr.suites.results import SuiteResults
 from crcr.store.service import RelayStore
+from relaymaster import REPORTER_MASTER_ID, leadership
 from fakegithub import rsa_key_pair
 from test_github_app import NOW
 from test_outbox_sender import CHECK_RUN_ID, INSTALLATION, INSTALLATION_TOKEN, GitHubResource
@@ -51,6 +52,8 @@ class CheckRunsTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
         self.pull_requests = PullRequestRelay(backends=[], github_repo=REPO, github_api_url=API, upstream_url="")
         yield self.pull_requests.setServiceParent(self.master)
         yield RelayStore().setServiceParent(self.master)
+        yield leadership().setServiceParent(self.master)  # a master alone leads: it reports every event
+        self.master.masterid = REPORTER_MASTER_ID  # the master running the builds ReporterTestMixin makes
         self.github = GitHubResource(self.reactor)
         self.private_key, _ = rsa_key_pair()
         yield self.start_sender()

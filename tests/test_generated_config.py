@@ -25,6 +25,7 @@ from crcr.buildmaster.liveness import SilentWorkerWatch
 from crcr.buildmaster.presence import DevicePresence
 from crcr.buildmaster.stale import StaleWatch, WatchedBackend
 from crcr.buildmaster.baseline import RevisionIndex
+from crcr.buildmaster.services.leadership import RelayLeadership
 from crcr.store.service import RelayStore
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.health import RelayHealth
@@ -462,7 +463,7 @@ def test_buildbot_loads_the_generated_config(dirs):
     ]
     assert [c.name for c in master.change_sources] == ["upstream"]
     assert {type(s) for s in master.services.values()} == {
-        OutboxStatusPush, OutboxSender, SilentWorkerWatch, RevisionIndex, RelayStore, CommitLedger,
+        OutboxStatusPush, OutboxSender, SilentWorkerWatch, RevisionIndex, RelayStore, RelayLeadership, CommitLedger,
         PullRequestRelay, DevicePresence, StaleWatch, HistoryRecorder, RelayHealth,
     }
     assert master.collapseRequests is False

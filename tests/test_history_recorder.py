@@ -27,7 +27,7 @@ from crcr.names import (
 from crcr.store import tables
 from crcr.store.history import BuildRow, SuiteRunRow
 from crcr.store.service import RelayStore
-from relaymaster import hold_services
+from relaymaster import hold_services, leadership
 from crcr.suites.results import SuiteResults
 from test_ledger import PROJECT, UPSTREAM_URL, deliver_produced, sha
 
@@ -49,7 +49,7 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name="host-alpha-0")])
         self.builderids = {name: await self.master.data.updates.findBuilderId(name) for name in (ALPHA, JANITOR)}
         self.store = RelayStore()
-        await hold_services(self.master, self.store)
+        await hold_services(self.master, self.store, leadership())
         await self.master.service_manager.startService()
         self.addCleanup(self.master.service_manager.stopService)
         await self.start_recorder()

@@ -43,7 +43,7 @@ from crcr.config.errors import shown
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
 from crcr.names import (
-    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, PULL_REQUEST_PROPERTY,
+    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, LEADERSHIP_SERVICE, LEDGER_SERVICE, POLLER_WORKDIR, PULL_REQUEST_PROPERTY,
     STORE_SERVICE, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name,
     status_context, suite_step_name, upstream_scheduler_name,
 )
@@ -135,6 +135,7 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
             self.master.service_manager)
         self.store = self.master.config.services[STORE_SERVICE]
         await self.store.setServiceParent(self.master.service_manager)
+        await self.master.config.services[LEADERSHIP_SERVICE].setServiceParent(self.master.service_manager)
         await self.start_ledger(self.master.config.services[LEDGER_SERVICE])
         self.addCleanup(self.master.service_manager.stopService)
 

@@ -18,6 +18,7 @@ from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.commit_status import OutboxStatusPush, post_status
 from crcr.github.outbox_sender import OutboxSender
 from crcr.store.service import RelayStore
+from relaymaster import REPORTER_MASTER_ID, leadership
 from crcr.store.tables import github_outbox
 from test_outbox_sender import ATTEMPT_TIMEOUT, NO_ANSWER, GitHubResource
 
@@ -39,6 +40,8 @@ class OutboxStatusesTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase)
                                                    with_secrets={GITHUB_TOKEN: TOKEN})
         self.master.service_manager = self.master  # where the relay's services find each other
         yield RelayStore().setServiceParent(self.master)
+        yield leadership().setServiceParent(self.master)  # a master alone leads: it reports every event
+        self.master.masterid = REPORTER_MASTER_ID  # the master running the builds ReporterTestMixin makes
         self.github = GitHubResource(self.reactor)
         yield self.start_sender(statuses=True)
         self.push = OutboxStatusPush(token=None, context=util.Interpolate("crcr/%(prop:buildername)s"))

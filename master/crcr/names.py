@@ -43,6 +43,14 @@ LEDGER_SERVICE = "crcr-ledger"
 PULL_REQUESTS_SERVICE = "crcr-pull-requests"
 HEALTH_SERVICE = "crcr-health"  # the health figures every view reads (buildmaster/health.py)
 HISTORY_SERVICE = "crcr-history"  # records each finished build of a backend in the test history
+LEADERSHIP_SERVICE = "crcr-leadership"  # which master of several runs the once-per-event duties
+
+
+def leads(master) -> bool:
+    """Whether `master` leads the relay (buildmaster/services/leadership.py): the services acting on the leader only,
+    and the GitHub reporters (which must not import the buildmaster layer), ask it here."""
+    leadership = master.service_manager.namedServices.get(LEADERSHIP_SERVICE)
+    return leadership is not None and leadership.leading
 
 # GitHub's limit on a commit status description: the relay's status texts and the bisection's verdicts keep to it.
 GITHUB_DESCRIPTION_LIMIT = 140

@@ -16,6 +16,7 @@ from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
+from crcr.buildmaster.services.leadership import LeaderDuty
 from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, HISTORY_SERVICE, PULL_REQUEST_PROPERTY, STORE_SERVICE, SUITE_STEP_PREFIX,
     TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, force_scheduler_name, pull_request_scheduler_name,
@@ -120,7 +121,9 @@ def finished_since(conn, model, since: int) -> list[int]:
     return list(conn.execute(query).scalars())
 
 
-class HistoryRecorder(service.BuildbotService):
+class HistoryRecorder(LeaderDuty, service.BuildbotService):
+    """On the leader only (LeaderDuty): every master hears every build's end."""
+
     name = HISTORY_SERVICE
 
     def __init__(self, *args, **kwargs):
@@ -136,7 +139,11 @@ class HistoryRecorder(service.BuildbotService):
     def startService(self):
         yield super().startService()
         self._consumer = yield self.master.mq.startConsuming(self._finished, ("builds", None, "finished"))
-        self._in_turn(self._catch_up)
+        yield self.start_duty()
+
+    def lead(self):
+        self._in_turn(self._catch_up)  # not waited for: it waits for the master's start
+        return defer.succeed(None)
 
     @defer.inlineCallbacks
     def stopService(self):
@@ -155,6 +162,8 @@ class HistoryRecorder(service.BuildbotService):
         return done
 
     def _finished(self, key, build):
+        if not self.leads():
+            return defer.succeed(None)
         return self._in_turn(self._record, build["buildid"])
 
     @defer.inlineCallbacks
@@ -167,8 +176,8 @@ class HistoryRecorder(service.BuildbotService):
 
     @defer.inlineCallbacks
     def _catch_up(self):
-        """Records the builds that ended unrecorded while the master went down. After the master's start: the
-        store is another service, started in no set order."""
+        """Records the builds that ended unrecorded while no master of this one's led (down, or another leading).
+        After the master's start: the store is another service, started in no set order."""
         yield self.master.initLock.run(lambda: None)
         newest = yield self.store.newest_recorded_at()
         since = int((self.master.reactor.seconds() if newest is None else newest) - LOOK_BACK)

@@ -27,6 +27,7 @@ from twisted.python import log
 from crcr.bisection.plan import Bisection
 from crcr.buildmaster.bisector import Bisector
 from crcr.buildmaster.coalescing import COLLAPSE_APPROVED_FILTER
+from crcr.buildmaster.services.leadership import LeaderDuty
 from crcr.github import status_text
 from crcr.github.commit_status import post_status
 from crcr.health.links import build_url
@@ -42,7 +43,9 @@ def github_state(results: int) -> str:
     return GITHUB_STATES.get(results, "error")
 
 
-class CommitLedger(service.BuildbotService):
+class CommitLedger(LeaderDuty, service.BuildbotService):
+    """On the leader only (LeaderDuty): every master hears every event, and a verdict is posted once."""
+
     name = LEDGER_SERVICE
 
     def checkConfig(self, reporting, github_repo, upstream_url, web_url):
@@ -74,7 +77,11 @@ class CommitLedger(service.BuildbotService):
             (("buildrequests", None, "complete"), self._request_completed),
         ):
             self._consumers.append((yield self.master.mq.startConsuming(self._in_order(handler), key)))
-        self._in_order(self._catch_up)(None, None)
+        yield self.start_duty()
+
+    def lead(self):
+        self._in_order(self._catch_up)(None, None)  # not waited for: it waits for the master's start
+        return defer.succeed(None)
 
     @defer.inlineCallbacks
     def stopService(self):
@@ -89,6 +96,8 @@ class CommitLedger(service.BuildbotService):
 
     def _in_order(self, handler):
         def handle(key, message):
+            if not self.leads():
+                return defer.succeed(None)  # the leader handles it; catching up covers a change of leader
             done = self.in_order(handler, key, message)
             done.addErrback(log.err, f"crcr ledger: handling {key}")
             return done

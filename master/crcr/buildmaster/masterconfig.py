@@ -14,11 +14,13 @@ from crcr.buildmaster.history_recorder import HistoryRecorder
 from crcr.buildmaster.janitor import RelayJanitor
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.liveness import SilentWorkerWatch
+from crcr.buildmaster.router_loss import ExitWithTheMaster
 from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
 from crcr.config.loader import load_checked_relay_config
 from crcr.github.reporters import github_status_reporters
 from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler
 from crcr.buildmaster.secrets import SecretsDirectory
+from crcr.buildmaster.services.leadership import RelayLeadership
 from crcr.buildmaster.stale import nothing_pending_services
 from crcr.buildmaster.upstream_scheduler import upstream_scheduler
 from crcr.config.settings import Settings, load_settings
@@ -60,7 +62,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "builders": make_builders(relay, settings),
         "services": [
             *github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive), RevisionIndex(),
-            RelayStore(),
+            RelayStore(), RelayLeadership(takeover_after=settings.takeover_after),
             CommitLedger(reporting=[b.name for b in active if b.reports_to_github], github_repo=settings.github_repo,
                          upstream_url=settings.upstream_url, web_url=settings.web_url),
             PullRequestRelay(backends=[(b.name, b.level, b.pr_label, tuple(b.trusted_associations))
@@ -71,6 +73,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
             HistoryRecorder(),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.
             RelayHealth(backends=health_backends(relay.backends), commit_url=commit_url(settings, "")),
+            *([ExitWithTheMaster()] if settings.clustered else []),
         ],
         # Buildbot's janitor builder (its LocalWorker, nightly and force schedulers), pruning past history_days.
         "configurators": [RelayJanitor(settings.history_days)],
@@ -79,4 +82,14 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "revlink": commit_links(settings),
         "buildbotNetUsageData": None,
         "collapseRequests": False,
+        **cluster_config(settings),
     }
+
+
+def cluster_config(settings: Settings) -> dict:
+    """Buildbot's multi-master configuration: its message queue through the router, and multiMaster (which tells
+    Buildbot that other masters build too). Alone, its in-process queue."""
+    if not settings.clustered:
+        return {}
+    return {"mq": {"type": "wamp", "router_url": settings.mq_router_url, "realm": settings.mq_realm},
+            "multiMaster": True}

@@ -30,6 +30,7 @@ from twisted.python import log
 from twisted.python.failure import Failure
 
 from crcr.buildmaster.presence import PRESENCE_SERVICE, DevicePresence, Outage
+from crcr.buildmaster.services.leadership import LeaderDuty
 from crcr.buildmaster.workers import unit_workers_by_device
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
@@ -110,7 +111,7 @@ def stop_reason(master, buildrequestid: int) -> str | None:
     return watch.stop_reasons.get(buildrequestid) if watch is not None else None
 
 
-class StaleWatch(service.BuildbotService, StateMixin):
+class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
     name = STALE_SERVICE
 
     def __init__(self, *args, **kwargs):
@@ -157,7 +158,8 @@ class StaleWatch(service.BuildbotService, StateMixin):
         (a LoopingCall whose call fails stops)."""
         now = self.master.reactor.seconds()
         try:
-            yield self._tell_stale_requests(now)
+            if self.leads():  # once in the cluster; the overdue builds below are each master's own
+                yield self._tell_stale_requests(now)
         except Exception:
             log.err(None, "crcr: while looking for stale build requests")
         try:

@@ -12,12 +12,13 @@ from __future__ import annotations
 from buildbot.reporters.base import ReporterBase
 from twisted.internet import defer
 
+from crcr.github.once import ReportedOnce
 from crcr.github.outbox_sender import CHECK_RUN, OUTBOX_SENDER
 from crcr.github.status_text import buildrequest_id
 from crcr.names import status_context
 
 
-class GitHubCheckRuns(ReporterBase):
+class GitHubCheckRuns(ReportedOnce, ReporterBase):
     name = "crcr-github-check-runs"
 
     def checkConfig(self, generators):

@@ -10,13 +10,14 @@ from buildbot.plugins import reporters
 from twisted.internet import defer
 from twisted.python import log
 
+from crcr.github.once import ReportedOnce
 from crcr.github.outbox_sender import OUTBOX_SENDER, STATUS
 from crcr.names import status_context
 
 
-class OutboxStatusPush(reporters.GitHubStatusPush):
-    """Buildbot's status reporter (its generators, states and contexts) whose posts go to the outbox. Built with no
-    token: the sender reads it at send time."""
+class OutboxStatusPush(ReportedOnce, reporters.GitHubStatusPush):
+    """Buildbot's status reporter (its generators, states and contexts) whose posts go to the outbox, each once among
+    several masters (ReportedOnce). Built with no token: the sender reads it at send time."""
 
     @defer.inlineCallbacks
     def createStatus(self, repo_user, repo_name, sha, state, props, target_url=None, context=None, issue=None,

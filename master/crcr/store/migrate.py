@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sqlalchemy as sa
 from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -22,8 +23,25 @@ def migration_scripts() -> ScriptDirectory:
     return ScriptDirectory(MIGRATIONS, version_locations=[MIGRATIONS])
 
 
+# PostgreSQL's advisory lock the masters starting together take in turn, so that one runs the migrations and the
+# others find them done; any number, as long as every master uses the same ("crcr" in ASCII).
+MIGRATION_LOCK = 0x63726372
+
+
 def upgrade_tables(conn) -> None:
     """Runs the migrations the database has not had yet; nothing when it has them all."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+        try:
+            _upgrade(conn)
+        finally:
+            conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK})
+            conn.commit()
+    else:  # SQLite: a master of its own
+        _upgrade(conn)
+
+
+def _upgrade(conn) -> None:
     scripts = migration_scripts()
     newest = scripts.get_current_head()
     # _upgrade_revs is what alembic's own upgrade command and Buildbot's model.upgrade call: the steps from `current`.

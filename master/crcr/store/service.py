@@ -10,7 +10,7 @@ from __future__ import annotations
 from buildbot.util import service
 from twisted.internet import defer
 
-from crcr.store import bisections, commits, deliveries, health_queries, history, outbox
+from crcr.store import bisections, commits, deliveries, health_queries, history, leadership, outbox
 from crcr.store.migrate import upgrade_tables
 
 
@@ -73,6 +73,10 @@ class RelayStore(service.BuildbotService):
     newest_recorded_at = _through_pool(history.newest_recorded_at)
     recorded_buildids = _through_pool(history.recorded_buildids)
     prune_history = _through_pool(history.prune)
+
+    take_or_renew_leadership = _through_pool(leadership.take_or_renew)
+    give_up_leadership = _through_pool(leadership.give_up)
+    current_leader = _through_pool(leadership.current)
 
     claim_delivery = _through_pool(deliveries.claim_delivery)
     release_delivery = _through_pool(deliveries.release_delivery)

@@ -134,6 +134,17 @@ github_check_runs = sa.Table(
     sa.Index("crcr_github_check_runs_created_at", "created_at"),
 )
 
+# The relay's leader among several masters (store/leadership.py): its one row, the lease.
+leader = sa.Table(
+    "crcr_leader",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("masterid", sa.Integer),  # Buildbot's masters.id of the leader; None: nobody leads
+    sa.Column("master_name", sa.Text),
+    sa.Column("since", sa.BigInteger),  # when it took the lead
+    sa.Column("renewed_at", sa.BigInteger),  # its latest renewal: the lease lapses takeover_after seconds later
+)
+
 # Test history (store/history.py), kept `history_days`: one row per finished build of a backend ...
 builds = sa.Table(
     "crcr_builds",
