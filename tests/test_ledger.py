@@ -653,6 +653,23 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(await self.request_of(SILENT, (1,)), {1: second})
         self.assertNotEqual(first, second)
 
+    async def test_commits_arriving_while_no_master_led_are_recorded_when_one_leads(self):
+        """Between two leaders (one stopped, the next not yet leading) schedulers on other masters go on adding
+        requests: the next leader records their commits, with when they arrived, and settles the collapsed one."""
+        await self.upstream(SILENT, 1)
+        await self.deliver()
+        await self.stop_ledger()
+        arrived_at = self.reactor.seconds()
+        second, third = [await self.upstream(SILENT, n) for n in (2, 3)]  # the second collapses into the third
+        self.master.mq.clearProductions()
+        self.reactor.advance(600)
+
+        await self.restart_ledger()
+
+        self.assertEqual(await self.request_of(SILENT, (1, 2, 3)), {1: third, 2: third, 3: third})
+        self.assertEqual((await self.row(SILENT, 2)).seen_at, arrived_at)
+        self.assertNotEqual(second, third)
+
     async def test_an_interrupted_build_collapsed_into_a_commit_pushed_while_the_master_was_down_is_covered(self):
         """Killed mid-build, a newer commit pushed while the master is down: at the start, Buildbot ends the build
         RETRY and puts its request back, then the newer commit's request collapses it, all before the ledger has

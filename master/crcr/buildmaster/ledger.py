@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from buildbot.process.results import CANCELLED, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 from buildbot.reporters.utils import getDetailsForBuild
-from buildbot.util import service
+from buildbot.data import resultspec
+from buildbot.util import datetime2epoch, service
+from buildbot.util.state import StateMixin
 from twisted.internet import defer
 from twisted.python import log
 
@@ -43,8 +45,13 @@ def github_state(results: int) -> str:
     return GITHUB_STATES.get(results, "error")
 
 
-class CommitLedger(LeaderDuty, service.BuildbotService):
-    """On the leader only (LeaderDuty): every master hears every event, and a verdict is posted once."""
+# Object state (shared by the masters: the same service name): the newest build request whose arrival was recorded.
+LAST_REQUEST = "last_request"
+
+
+class CommitLedger(LeaderDuty, StateMixin, service.BuildbotService):
+    """On the leader only (LeaderDuty): every master hears every event, and a verdict is posted once. A request
+    added while no master led (one stopping, the next not yet taking the lead) is recorded when the next leads."""
 
     name = LEDGER_SERVICE
 
@@ -60,6 +67,7 @@ class CommitLedger(LeaderDuty, service.BuildbotService):
         self._lock = defer.DeferredLock()
         self._consumers = []
         self._approved: dict[int, int] = {}  # old request -> the newer one it may be collapsed into
+        self._last_request: int | None = None
         self.bisector = Bisector(self)
         super().__init__(*args, **kwargs)
 
@@ -120,12 +128,33 @@ class CommitLedger(LeaderDuty, service.BuildbotService):
     @defer.inlineCallbacks
     def _request_added(self, key, request):
         asked = yield self._asked(request)
-        if asked is None:
+        if asked is not None:
+            backend, scheduler, stamp = asked
+            if scheduler in (upstream_scheduler_name(backend), force_scheduler_name(backend)):
+                seen_at = datetime2epoch(request["submitted_at"]) if request.get("submitted_at") else self.now()
+                yield self.store.record_arrival(backend, stamp["revision"], stamp["branch"] or "", seen_at,
+                                                brid=request["buildrequestid"], description=status_text.QUEUED)
+        yield self._recorded_up_to(request["buildrequestid"])
+
+    @defer.inlineCallbacks
+    def _recorded_up_to(self, brid: int):
+        if brid > (self._last_request or 0):
+            self._last_request = brid
+            yield self.setState(LAST_REQUEST, brid)
+
+    @defer.inlineCallbacks
+    def _catch_up_arrivals(self):
+        """The requests added since the last one recorded, in order; a new relay records them from now on."""
+        self._last_request = yield self.getState(LAST_REQUEST, None)
+        if self._last_request is None:
+            newest = yield self.master.data.get(("buildrequests",), order=["-buildrequestid"], limit=1)
+            yield self._recorded_up_to(newest[0]["buildrequestid"] if newest else 0)
             return
-        backend, scheduler, stamp = asked
-        if scheduler in (upstream_scheduler_name(backend), force_scheduler_name(backend)):
-            yield self.store.record_arrival(backend, stamp["revision"], stamp["branch"] or "", self.now(),
-                                            brid=request["buildrequestid"], description=status_text.QUEUED)
+        later = yield self.master.data.get(
+            ("buildrequests",), filters=[resultspec.Filter("buildrequestid", "gt", [self._last_request])],
+            order=["buildrequestid"])
+        for request in later:
+            yield self._request_added(None, request)
 
     def _collapse_approved(self, key, approval):
         # Only an approval: a unit may claim the old request before the collapser does, and build it after all.
@@ -217,10 +246,12 @@ class CommitLedger(LeaderDuty, service.BuildbotService):
 
     @defer.inlineCallbacks
     def _catch_up(self, key, message):
-        """What ended while the master was down: the undecided commits of finished requests get their verdicts
-        as if the master had seen the end, and the running bisections go on. After the master's start: the
-        store and the bisect schedulers are other services, started in no set order."""
+        """What happened while no master led (this one down, or between leaders): the requests added meanwhile
+        are recorded, the undecided commits of finished requests get their verdicts as if the master had seen the
+        end, and the running bisections go on. After the master's start: the store and the bisect schedulers are
+        other services, started in no set order."""
         yield self.master.initLock.run(lambda: None)
+        yield self._catch_up_arrivals()
         brids = sorted({row.brid for row in (yield self.store.pending_commits()) if row.brid is not None})
         for brid in brids:
             yield self._settle(brid)
