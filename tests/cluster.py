@@ -1,0 +1,67 @@
+"""Several relay masters for end-to-end tests: one PostgreSQL database, a Crossbar.io router started with
+`crcr router start`, and masters that share the data files and secrets, each with its own directory and ports."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness import Relay, WorkerProcess, free_port, run, venv_env, VENV_BIN, wait_until
+
+
+class Router:
+    """The router of the masters' message queue, in a folder of its own."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.port = free_port()
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    def start(self) -> None:
+        run([VENV_BIN / "crcr", "router", "start", "--dir", self.directory, "--port", self.port], env=venv_env())
+
+    def stop(self) -> None:
+        run([VENV_BIN / "crcr", "router", "stop", "--dir", self.directory], env=venv_env(), check=False)
+
+
+def another_master(first: Relay, basedir: Path) -> Relay:
+    """A master beside `first`: the same database, router, files and secrets; its own directory and ports."""
+    web_port = free_port()
+    env = {name: value for name, value in first.env.items() if name.startswith("CRCR_")}
+    env.update(CRCR_WEB_PORT=str(web_port), CRCR_WORKER_PORT=str(free_port()),
+               CRCR_BUILDBOT_URL=f"http://localhost:{web_port}/")
+    return Relay(basedir, env, admin=first.admin)
+
+
+def worker_port(master: Relay) -> int:
+    return int(master.env["CRCR_WORKER_PORT"])
+
+
+def unit_of(master: Relay, unit: WorkerProcess, root: Path) -> WorkerProcess:
+    """`unit` made to connect to `master` instead, in a folder of its own under `root`."""
+    return WorkerProcess(root / unit.name, unit.name, unit.password, worker_port(master))
+
+
+@contextmanager
+def running_cluster(router: Router, masters: list[Relay], units: list[WorkerProcess]):
+    """The router, then each master, then the units; every unit connected (to whichever master) on exit of the
+    start; all stopped at the end."""
+    try:
+        router.start()
+        for master in masters:
+            master.start()
+        for unit in units:
+            unit.start()
+        names = {unit.name for unit in units}
+        wait_until(lambda: names <= {w["name"] for w in masters[0].get("workers")["workers"] if w["connected_to"]},
+                   90, "every unit to connect")
+        yield masters
+    finally:
+        for unit in units:
+            unit.stop()
+        for master in masters:
+            master.stop()
+        router.stop()
