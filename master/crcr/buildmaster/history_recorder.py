@@ -12,11 +12,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 from buildbot.process.results import RETRY, SKIPPED
 from buildbot.reporters.utils import getDetailsForBuild
-from buildbot.util import service
 from twisted.internet import defer
-from twisted.python import log
 
-from crcr.buildmaster.services.leadership import LeaderDuty
+from crcr.buildmaster.services.ordered import OrderedLeaderService
 from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, HISTORY_SERVICE, PULL_REQUEST_PROPERTY, STORE_SERVICE, SUITE_STEP_PREFIX,
     TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, force_scheduler_name, pull_request_scheduler_name,
@@ -121,50 +119,20 @@ def finished_since(conn, model, since: int) -> list[int]:
     return list(conn.execute(query).scalars())
 
 
-class HistoryRecorder(LeaderDuty, service.BuildbotService):
-    """On the leader only (LeaderDuty): every master hears every build's end."""
+class HistoryRecorder(OrderedLeaderService):
+    """On the leader only: every master hears every build's end."""
 
     name = HISTORY_SERVICE
-
-    def __init__(self, *args, **kwargs):
-        self._lock = defer.DeferredLock()  # one build at a time, in the order Buildbot announced them
-        self._consumer = None
-        super().__init__(*args, **kwargs)
 
     @property
     def store(self):
         return self.master.service_manager.namedServices[STORE_SERVICE]
 
-    @defer.inlineCallbacks
-    def startService(self):
-        yield super().startService()
-        self._consumer = yield self.master.mq.startConsuming(self._finished, ("builds", None, "finished"))
-        yield self.start_duty()
-
-    def lead(self):
-        self._in_turn(self._catch_up)  # not waited for: it waits for the master's start
-        return defer.succeed(None)
-
-    @defer.inlineCallbacks
-    def stopService(self):
-        if self._consumer is not None:
-            self._consumer.stopConsuming()
-            self._consumer = None
-        yield super().stopService()
-
-    def idle(self) -> defer.Deferred:
-        """Fires once every build announced so far is recorded."""
-        return self._lock.run(lambda: None)
-
-    def _in_turn(self, function, *args) -> defer.Deferred:
-        done = self._lock.run(function, *args)
-        done.addErrback(log.err, f"crcr history: {function.__name__}")
-        return done
+    def subscriptions(self):
+        return [(("builds", None, "finished"), self._finished)]
 
     def _finished(self, key, build):
-        if not self.leads():
-            return defer.succeed(None)
-        return self._in_turn(self._record, build["buildid"])
+        return self._record(build["buildid"])
 
     @defer.inlineCallbacks
     def _record(self, buildid: int):
@@ -175,10 +143,8 @@ class HistoryRecorder(LeaderDuty, service.BuildbotService):
             yield self.store.record_build(*rows)
 
     @defer.inlineCallbacks
-    def _catch_up(self):
-        """Records the builds that ended unrecorded while no master of this one's led (down, or another leading).
-        After the master's start: the store is another service, started in no set order."""
-        yield self.master.initLock.run(lambda: None)
+    def catch_up(self):
+        """Records the builds that ended unrecorded while no master of this one's led (down, or another leading)."""
         newest = yield self.store.newest_recorded_at()
         since = int((self.master.reactor.seconds() if newest is None else newest) - LOOK_BACK)
         ended = yield self.master.db.pool.do(finished_since, self.master.db.model, since)

@@ -18,18 +18,17 @@ ledger handles them one at a time, in order (an arrival before the collapse of i
 
 from __future__ import annotations
 
+from buildbot.data import resultspec
 from buildbot.process.results import CANCELLED, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 from buildbot.reporters.utils import getDetailsForBuild
-from buildbot.data import resultspec
-from buildbot.util import datetime2epoch, service
+from buildbot.util import datetime2epoch
 from buildbot.util.state import StateMixin
 from twisted.internet import defer
-from twisted.python import log
 
 from crcr.bisection.plan import Bisection
 from crcr.buildmaster.bisector import Bisector
 from crcr.buildmaster.coalescing import COLLAPSE_APPROVED_FILTER
-from crcr.buildmaster.services.leadership import LeaderDuty
+from crcr.buildmaster.services.ordered import OrderedLeaderService
 from crcr.github import status_text
 from crcr.github.commit_status import post_status
 from crcr.health.links import build_url
@@ -49,9 +48,9 @@ def github_state(results: int) -> str:
 LAST_REQUEST = "last_request"
 
 
-class CommitLedger(LeaderDuty, StateMixin, service.BuildbotService):
-    """On the leader only (LeaderDuty): every master hears every event, and a verdict is posted once. A request
-    added while no master led (one stopping, the next not yet taking the lead) is recorded when the next leads."""
+class CommitLedger(OrderedLeaderService, StateMixin):
+    """On the leader only (OrderedLeaderService): every master hears every event, and a verdict is posted once.
+    A request added while no master led (one stopping, the next not yet leading) is recorded when the next leads."""
 
     name = LEDGER_SERVICE
 
@@ -64,8 +63,6 @@ class CommitLedger(LeaderDuty, StateMixin, service.BuildbotService):
         self.web_url = web_url.rstrip("/") + "/"
 
     def __init__(self, *args, **kwargs):
-        self._lock = defer.DeferredLock()
-        self._consumers = []
         self._approved: dict[int, int] = {}  # old request -> the newer one it may be collapsed into
         self._last_request: int | None = None
         self.bisector = Bisector(self)
@@ -75,42 +72,11 @@ class CommitLedger(LeaderDuty, StateMixin, service.BuildbotService):
     def store(self):
         return self.master.service_manager.namedServices[STORE_SERVICE]
 
-    @defer.inlineCallbacks
-    def startService(self):
-        yield super().startService()
-        for key, handler in (
-            (("buildrequests", None, "new"), self._request_added),
-            (COLLAPSE_APPROVED_FILTER, self._collapse_approved),
-            (("builds", None, "finished"), self._build_finished),
-            (("buildrequests", None, "complete"), self._request_completed),
-        ):
-            self._consumers.append((yield self.master.mq.startConsuming(self._in_order(handler), key)))
-        yield self.start_duty()
-
-    def lead(self):
-        self._in_order(self._catch_up)(None, None)  # not waited for: it waits for the master's start
-        return defer.succeed(None)
-
-    @defer.inlineCallbacks
-    def stopService(self):
-        for consumer in self._consumers:
-            consumer.stopConsuming()
-        self._consumers = []
-        yield super().stopService()
-
-    def in_order(self, function, *args, **kwargs) -> defer.Deferred:
-        """Runs `function` after every message already received, and before the next."""
-        return self._lock.run(function, *args, **kwargs)
-
-    def _in_order(self, handler):
-        def handle(key, message):
-            if not self.leads():
-                return defer.succeed(None)  # the leader handles it; catching up covers a change of leader
-            done = self.in_order(handler, key, message)
-            done.addErrback(log.err, f"crcr ledger: handling {key}")
-            return done
-
-        return handle
+    def subscriptions(self):
+        return [(("buildrequests", None, "new"), self._request_added),
+                (COLLAPSE_APPROVED_FILTER, self._collapse_approved),
+                (("builds", None, "finished"), self._build_finished),
+                (("buildrequests", None, "complete"), self._request_completed)]
 
     def now(self) -> float:
         return self.master.reactor.seconds()
@@ -245,12 +211,10 @@ class CommitLedger(LeaderDuty, StateMixin, service.BuildbotService):
     # --- after a restart ---
 
     @defer.inlineCallbacks
-    def _catch_up(self, key, message):
+    def catch_up(self):
         """What happened while no master led (this one down, or between leaders): the requests added meanwhile
         are recorded, the undecided commits of finished requests get their verdicts as if the master had seen the
-        end, and the running bisections go on. After the master's start: the store and the bisect schedulers are
-        other services, started in no set order."""
-        yield self.master.initLock.run(lambda: None)
+        end, and the running bisections go on."""
         yield self._catch_up_arrivals()
         brids = sorted({row.brid for row in (yield self.store.pending_commits()) if row.brid is not None})
         for brid in brids:
