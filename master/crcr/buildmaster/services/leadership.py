@@ -9,7 +9,8 @@ A master killed holds its lease and Buildbot's claims until someone notices. Bui
 minutes (EXPIRE_MINUTES), and its schedulers and poller move to another master up to 5 minutes after that
 (ClusteredBuildbotService's poll). So every master marks itself alive at each tick (Buildbot's heartbeat is once a
 minute), the leader counts a master silent for `takeover_after` seconds dead and has Buildbot do its housekeeping
-then (its builds end RETRY, its schedulers and poller are released), and every master that hears of it asks for the
+then (only once the leader itself has ticked without a miss for that long: after a database outage, or a pause of
+the leader's own, every master looks silent) (its builds end RETRY, its schedulers and poller are released), and every master that hears of it asks for the
 released schedulers and poller at once: a dead master's work moves within takeover_after plus a tick.
 """
 
@@ -63,6 +64,9 @@ class RelayLeadership(service.BuildbotService):
         self._ticking: task.LoopingCall | None = None
         self._tick_done: defer.Deferred | None = None
         self._consumer = None
+        # Since when this master has ticked without a miss: it judges others only once that spans takeover_after.
+        self._steady_since: float | None = None
+        self._last_tick: float | None = None
         super().__init__(*args, **kwargs)
 
     @property
@@ -98,6 +102,9 @@ class RelayLeadership(service.BuildbotService):
 
     @defer.inlineCallbacks
     def _tick(self):
+        now = self.master.reactor.seconds()
+        if self._last_tick is None or now - self._last_tick > 2 * self._interval():
+            self._steady_since = now  # this master was paused, or its ticks failed: the others may have been too
         try:
             # Alive, for the others to tell (more often than Buildbot's heartbeat, once a minute).
             yield self.master.db.masters.setMasterState(masterid=self.master.masterid, active=True)
@@ -108,7 +115,8 @@ class RelayLeadership(service.BuildbotService):
                 yield self._gain()
             elif not held and self.leading:
                 yield self._lose()
-            if self.leading:
+            self._last_tick = now
+            if self.leading and now - self._steady_since >= self.takeover_after:
                 yield self._expire_dead_masters()
         except Exception:
             log.err(None, "crcr leadership: a tick failed; the next one tries again")
