@@ -170,6 +170,7 @@ def volume_holding(name: str, path: str) -> tuple[str, bool]:
         "secrets/github-token",
         ".state/demo/master/state.sqlite",
         ".venv/bin/python",
+        ".venv-router/bin/crossbar",
         ".git/config",
         "tests/conftest.py",
         ".pytest_cache/v/cache/lastfailed",
