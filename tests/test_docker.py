@@ -40,7 +40,9 @@ REPO = Path(__file__).resolve().parents[1]
 DOCKER = REPO / "docker"
 MASTER_DOCKERFILE = "docker/master.Dockerfile"
 WORKER_DOCKERFILE = "docker/worker.Dockerfile"
-DOCKERFILES = [MASTER_DOCKERFILE, WORKER_DOCKERFILE]
+ROUTER_DOCKERFILE = "docker/router.Dockerfile"  # the cluster's (compose.cluster.yaml; test_docker_cluster.py)
+DOCKERFILES = [MASTER_DOCKERFILE, WORKER_DOCKERFILE]  # the images installing requirements.txt's pins
+IMAGES = [*DOCKERFILES, ROUTER_DOCKERFILE]
 ENTRYPOINT = DOCKER / "worker-entrypoint.sh"
 SERVICES = yaml.safe_load((DOCKER / "compose.yaml").read_text())["services"]
 DEFAULTS = load_settings(environ={})
@@ -131,33 +133,33 @@ def context_files(source: str) -> list[str]:
 # --- Reading compose.yaml -----------------------------------------------------------------------------------
 
 
-def service_dockerfile(name: str) -> str:
-    build = SERVICES[name]["build"]
+def service_dockerfile(name: str, services: dict = SERVICES) -> str:
+    build = services[name]["build"]
     context = (DOCKER / build["context"]).resolve()
     assert context == REPO, f"compose service {name}: builds from {context}, not the repository root"
     return build["dockerfile"]
 
 
-def environment(name: str) -> dict[str, str]:
+def environment(name: str, services: dict = SERVICES) -> dict[str, str]:
     """A service's environment as its container sees it: the image's ENV, then the service's own."""
-    image_env = dockerfile(service_dockerfile(name)).envs if "build" in SERVICES[name] else {}
-    return {**image_env, **{k: str(v) for k, v in SERVICES[name].get("environment", {}).items()}}
+    image_env = dockerfile(service_dockerfile(name, services)).envs if "build" in services[name] else {}
+    return {**image_env, **{k: str(v) for k, v in services[name].get("environment", {}).items()}}
 
 
-def mounts(name: str) -> dict[str, tuple[str, bool]]:
+def mounts(name: str, services: dict = SERVICES) -> dict[str, tuple[str, bool]]:
     """Path in the container -> (volume, mounted read-only), of a service's volumes."""
     result = {}
-    for spec in SERVICES[name].get("volumes", []):
+    for spec in services[name].get("volumes", []):
         volume, target, *mode = spec.split(":")
         result[target] = (volume, mode == ["ro"])
     return result
 
 
-def volume_holding(name: str, path: str) -> tuple[str, bool]:
+def volume_holding(name: str, path: str, services: dict = SERVICES) -> tuple[str, bool]:
     """The volume (and whether read-only) that holds `path` in a service: the deepest mount above it."""
-    holders = [target for target in mounts(name) if under(path, target)]
+    holders = [target for target in mounts(name, services) if under(path, target)]
     assert holders, f"compose service {name}: no volume holds {path}"
-    return mounts(name)[max(holders, key=len)]
+    return mounts(name, services)[max(holders, key=len)]
 
 
 # --- The build context and what the images copy ------------------------------------------------------------
@@ -170,6 +172,7 @@ def volume_holding(name: str, path: str) -> tuple[str, bool]:
         "secrets/github-token",
         ".state/demo/master/state.sqlite",
         ".venv/bin/python",
+        ".venv-router/bin/crossbar",
         ".git/config",
         "tests/conftest.py",
         ".pytest_cache/v/cache/lastfailed",
@@ -181,7 +184,7 @@ def test_build_context_leaves_out_secrets_local_state_and_caches(path):
     assert not in_context(path), f".dockerignore lets {path} into the images' build context"
 
 
-@pytest.mark.parametrize("path", DOCKERFILES)
+@pytest.mark.parametrize("path", IMAGES)
 def test_every_copied_source_exists_and_reaches_the_image_whole(path):
     sources = [source for sources, _, _ in copies(dockerfile(path)) for source in sources]
     assert sources
@@ -296,10 +299,10 @@ def test_master_image_runs_crcr_master_in_the_foreground_with_its_state_in_the_v
     assert under(df.envs["CRCR_SECRETS_DIR"], volume)
 
 
-def test_both_images_run_as_the_same_user_that_is_not_root():
+def test_the_images_run_as_the_same_user_that_is_not_root():
     """The worker container reads the password file (mode 0600) that the master image's user wrote."""
     users = {}
-    for path in DOCKERFILES:
+    for path in IMAGES:
         df = dockerfile(path)
         user = instructions(df, "USER")[-1]
         assert user not in ("root", "0"), f"{path} runs as root"
