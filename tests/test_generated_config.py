@@ -45,7 +45,7 @@ from configfiles import (
     make_dirs, settings_for, write_backend, write_file, write_secret, write_worker, write_worker_password,
 )
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.buildmaster.workers import HostUnitWorker, unit_can_start_build
+from crcr.buildmaster.workers import HostSlotWaker, HostUnitWorker, unit_can_start_build
 from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.suites.selection import PLUGIN_FILE
@@ -464,7 +464,7 @@ def test_buildbot_loads_the_generated_config(dirs):
     assert [c.name for c in master.change_sources] == ["upstream"]
     assert {type(s) for s in master.services.values()} == {
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RevisionIndex, RelayStore, RelayLeadership, CommitLedger,
-        PullRequestRelay, DevicePresence, StaleWatch, HistoryRecorder, RelayHealth,
+        PullRequestRelay, DevicePresence, StaleWatch, HostSlotWaker, HistoryRecorder, RelayHealth,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from buildbot.config.master import MasterConfig
 from buildbot.process.results import Results
+from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.fake.fakeprotocol import FakeConnection
 from buildbot.test.reactor import TestReactorMixin
@@ -21,6 +22,7 @@ from crcr.buildmaster.bisector import key_of
 from crcr.buildmaster.health import HealthQueryError
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.presence import PRESENCE_SERVICE
+from crcr.buildmaster.www.metrics import metrics_text
 from crcr.health.plans import first_bad
 from crcr.health.results import RESULTS
 from crcr.names import HEALTH_SERVICE, STORE_SERVICE
@@ -204,6 +206,21 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
 
         assert [row["units"] for row in rows] == [{"connected": 1, "declared": 2}] * 3
         assert (await self.health.metrics())["units"] == {"npu": {"connected": 1, "declared": 2}}
+
+    async def test_a_unit_connected_to_another_live_master_counts_here_too(self):
+        presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
+        first, second = presence.units_by_device["npu"]
+        await self.master.db.insert_test_data([  # as the other masters wrote it; no message came
+            fakedb.Master(id=2, name="other", active=1), fakedb.Master(id=3, name="dead", active=0),
+            fakedb.Worker(id=1, name=first), fakedb.Worker(id=2, name=second),
+            fakedb.ConnectedWorker(workerid=1, masterid=2), fakedb.ConnectedWorker(workerid=2, masterid=3)])
+
+        rows = (await self.health.summary())["backends"]
+
+        assert [row["units"] for row in rows] == [{"connected": 1, "declared": 2}] * 3
+        figures = await self.health.metrics()
+        assert figures["units"] == {"npu": {"connected": 1, "declared": 2}}
+        assert b'crcr_units_connected{device="npu"} 1.0' in metrics_text(figures)
 
     async def test_a_test_and_a_commit_answer_the_contracts_keys(self):
         await self.history()

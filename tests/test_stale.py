@@ -165,6 +165,72 @@ class DevicePresenceTest(MasterTest):
         self.assertEqual(self.presence.outage("gpu"), Outage("gpu", reconfigured, never_connected=False))
 
 
+class ClusterPresenceTest(DevicePresenceTest):
+    """Two more masters sharing the database: OTHER_MASTER live, GONE_MASTER counted dead by Buildbot. Their
+    connections reach this master as rows and as the messages Buildbot's data API produces (the router brings
+    them)."""
+
+    OTHER_MASTER, GONE_MASTER = 2, 3
+
+    async def setUp(self):
+        await super().setUp()
+        await self.master.db.insert_test_data([fakedb.Master(id=self.OTHER_MASTER, name="other", active=1),
+                                               fakedb.Master(id=self.GONE_MASTER, name="gone", active=0)])
+
+    async def connect_to(self, masterid: int, name: str) -> None:
+        await self.master.data.updates.workerConnected(self.workers[name].workerid, masterid, {})
+        await self.deliver()
+
+    async def disconnect_from(self, masterid: int, name: str) -> None:
+        await self.master.data.updates.workerDisconnected(self.workers[name].workerid, masterid)
+        await self.deliver()
+
+    async def test_a_unit_connected_to_another_master_is_connected(self):
+        await self.connect_to(self.OTHER_MASTER, "lab-npu-1")
+        self.reactor.advance(3600)
+
+        self.assertIsNone(self.presence.outage("npu"))
+        self.assertTrue(self.presence.is_connected("lab-npu-1"))
+        self.assertEqual(self.presence.units()["npu"], {"connected": 1, "declared": 2})
+
+    async def test_a_unit_leaving_another_master_ends_its_presence_then(self):
+        await self.connect_to(self.OTHER_MASTER, "lab-npu-1")
+        self.reactor.advance(60)
+        went = self.reactor.seconds()
+
+        await self.disconnect_from(self.OTHER_MASTER, "lab-npu-1")
+        self.reactor.advance(600)
+
+        self.assertEqual(self.presence.outage("npu"), Outage("npu", went, never_connected=False))
+
+    async def test_a_connection_to_a_dead_master_does_not_count(self):
+        await self.connect_to(self.GONE_MASTER, "lab-npu-1")
+
+        self.assertEqual(self.presence.outage("npu"), Outage("npu", self.started, never_connected=True))
+        self.assertEqual(self.presence.units()["npu"], {"connected": 0, "declared": 2})
+
+    async def test_a_master_counted_dead_takes_its_units_with_it_from_then(self):
+        await self.connect_to(self.OTHER_MASTER, "other-gpu-0")
+        self.reactor.advance(600)
+        counted_dead = self.reactor.seconds()
+
+        # Buildbot's expiry, on whichever master counts it dead: its connection rows stay.
+        await self.master.db.masters.setMasterState(self.OTHER_MASTER, active=False)
+        self.master.mq.produce(("masters", str(self.OTHER_MASTER), "stopped"),
+                               {"masterid": self.OTHER_MASTER, "name": "other", "active": False})
+        await self.deliver()
+
+        self.assertEqual(self.presence.outage("gpu"), Outage("gpu", counted_dead, never_connected=False))
+
+    async def test_a_refresh_finds_a_connection_whose_message_has_not_come(self):
+        await self.master.db.insert_test_data([
+            fakedb.ConnectedWorker(workerid=self.workers["lab-npu-0"].workerid, masterid=self.OTHER_MASTER)])
+
+        await self.presence.refresh()
+
+        self.assertIsNone(self.presence.outage("npu"))
+
+
 class FreezingConnection(FakeConnection):
     """The connection of a host that freezes: still up (its kernel answers for it), but nothing answers a message."""
 
@@ -308,6 +374,10 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
                 if path.endswith(f"/statuses/{sha(n)}") and body["context"] == status_context(backend)
                 and body["state"] == "error"]
 
+    async def only_waiting(self, backend: str) -> int:
+        [brid] = await self.waiting(backend)
+        return brid
+
     async def waiting(self, backend: str) -> list[int]:
         requests = await self.master.data.get(("builders", self.builderids[backend], "buildrequests"))
         return [r["buildrequestid"] for r in requests if not r["claimed"] and not r["complete"]]
@@ -337,6 +407,23 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         await self.pass_time(STALE_AFTER + 10 * SWEEP)  # out for stale_after since the restart too
 
         self.assertEqual(len(self.errors(1)), 1)
+
+    async def test_a_unit_connected_to_another_master_holds_the_error_off_until_that_master_is_counted_dead(self):
+        other = 2
+        await self.master.db.insert_test_data([fakedb.Master(id=other, name="other", active=1)])
+        await self.master.data.updates.workerConnected(WORKERID, other, {})  # as the other master writes it
+        await self.upstream(REPORTING, 1)
+
+        await self.pass_time(STALE_AFTER + 10 * SWEEP)
+        self.assertEqual(self.errors(1), [], "its unit is connected, to the other master")
+
+        await self.master.db.masters.setMasterState(other, active=False)  # Buildbot's expiry; its rows stay
+        await self.pass_time(STALE_AFTER)  # out from the next sweep, which finds the master dead
+        self.assertEqual(self.errors(1), [])
+        await self.pass_time(SWEEP)
+
+        self.assertEqual(self.errors(1), [("No alpha unit connected for 6 h; will build when one returns",
+                                           f"{WEB}#/buildrequests/{await self.only_waiting(REPORTING)}")])
 
     async def test_every_commit_a_collapsed_request_carries_gets_it_and_a_later_one_at_once(self):
         await self.upstream(REPORTING, 1)

@@ -2,7 +2,8 @@
 and `crcr status` (the contract: docs/health.md).
 
 It gathers each view's rows in one trip to the database threads (store/health_queries.py), the units from the
-device presence service and the backends from the configuration, and leaves every figure to crcr/health/.
+device presence service (connected to any of the cluster's masters) and the backends from the configuration, and
+leaves every figure to crcr/health/.
 Other services and the www resources find it as master.service_manager.namedServices[HEALTH_SERVICE].
 """
 
@@ -50,14 +51,14 @@ class RelayHealth(service.BuildbotService):
         rows = yield self._store.health_summary_rows(self._names(), now - seconds, now - seconds)
         outbox = yield self._store.health_outbox_counts(now)
         # The outbox too, so that crcr status need not read the database for it.
-        return {**summary(self.backends, rows, range, now, self._units(), self.commit_url),
+        return {**summary(self.backends, rows, range, now, (yield self._units()), self.commit_url),
                 "outbox": outbox_figures(*outbox, now)}
 
     @defer.inlineCallbacks
     def backend(self, name: str, range: str = DEFAULT_RANGE):
         info, seconds, now = self._backend(name), range_seconds(range), self._now()
         rows = yield self._store.health_backend_rows(name, now - seconds, now - LONGEST_RANGE)
-        return backend_page(info, rows, range, now, self._units(), self.commit_url)
+        return backend_page(info, rows, range, now, (yield self._units()), self.commit_url)
 
     @defer.inlineCallbacks
     def test(self, name: str, test_id: str):
@@ -78,7 +79,7 @@ class RelayHealth(service.BuildbotService):
     def metrics(self):
         now = self._now()
         rows = yield self._store.health_metrics_rows(self._names(), now)
-        return metrics(self.backends, rows, now, self._units())
+        return metrics(self.backends, rows, now, (yield self._units()))
 
     # --- what the views need ---
 
@@ -98,11 +99,12 @@ class RelayHealth(service.BuildbotService):
                 return info
         raise HealthQueryError(404, f"no backend {shown(name)} (backends: {', '.join(self._names()) or 'none'})")
 
-    def _units(self) -> dict[str, dict]:
-        """{device: {"connected", "declared"}} of each device with units in workers/*.yaml."""
+    @defer.inlineCallbacks
+    def _units(self):
+        """{device: {"connected", "declared"}} of each device with units in workers/*.yaml, connected anywhere in the
+        cluster."""
         presence = self.master.service_manager.namedServices.get(PRESENCE_SERVICE)
         if presence is None:  # a master without the relay's services (unit tests)
             return {}
-        return {device: {"connected": sum(1 for unit in units if presence.is_connected(unit)),
-                         "declared": len(units)}
-                for device, units in presence.units_by_device.items()}
+        yield presence.refresh()
+        return presence.units()

@@ -24,7 +24,7 @@ from crcr.buildmaster.services.leadership import RelayLeadership
 from crcr.buildmaster.stale import nothing_pending_services
 from crcr.buildmaster.upstream_scheduler import upstream_scheduler
 from crcr.config.settings import Settings, load_settings
-from crcr.buildmaster.workers import make_workers
+from crcr.buildmaster.workers import HostSlotWaker, make_workers
 from crcr.store.service import RelayStore
 from crcr.buildmaster.www import TITLE, commit_links, commit_url, upstream_project, www_config
 
@@ -69,7 +69,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                                        for b in active],
                              github_repo=settings.github_repo, github_api_url=settings.github_api_url,
                              upstream_url=settings.upstream_url),
-            *nothing_pending_services(relay, settings),
+            *nothing_pending_services(relay, settings), HostSlotWaker(),
             HistoryRecorder(),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.
             RelayHealth(backends=health_backends(relay.backends), commit_url=commit_url(settings, "")),

@@ -1,9 +1,16 @@
-"""Which devices have no unit connected, and since when: for the stale-request watch and the UI's home page.
+"""Which devices have no unit connected anywhere in the cluster, and since when: for the stale-request watch, the
+UI's home page and the health figures (units connected, /metrics, `crcr status`).
 
-Buildbot knows whether each worker is connected now (its `conn`), and its database when one last connected, but
-not since when a device has had none: a unit that never connected since the master started has no time at all.
-This service notes when each unit was last seen going (Buildbot's `disconnected` event), counting a unit the
-relay has not seen connected as gone since the master started (or since the reconfig that added it).
+A unit counts as connected while it is connected to this master (its Worker's `conn`) or, as Buildbot's database
+says, to another live master: every master then shows the same figures, and none calls a device absent while a
+unit of it builds on another master. The database is read again at each connect and disconnect anywhere in the
+cluster and at each master's start or stop (Buildbot's messages, which reach every master), and before each
+answer (refresh()): a master counted dead takes its connections with it.
+
+Buildbot knows whether each worker is connected now, but not since when a device has had none: a unit that never
+connected since the master started has no time at all. This service notes when each unit was last seen going (its
+`disconnected` message, or a refresh no longer finding it), counting a unit the relay has not seen connected as
+gone since the master started (or since the reconfig that added it).
 """
 
 from __future__ import annotations
@@ -12,6 +19,9 @@ from dataclasses import dataclass
 
 from buildbot.util import service
 from twisted.internet import defer
+from twisted.python import log
+
+from crcr.store.cluster_workers import connected_elsewhere
 
 PRESENCE_SERVICE = "crcr-device-presence"
 
@@ -32,6 +42,9 @@ class DevicePresence(service.BuildbotService):
     def __init__(self, *args, **kwargs):
         self._gone_since: dict[str, float] = {}  # unit -> when it went, or when the relay first knew it
         self._connected_once: set[str] = set()
+        self._elsewhere: set[str] = set()  # units connected to another live master, at the last refresh
+        self._seen_connected: set[str] = set()  # units connected anywhere, at the last refresh
+        self._reading = defer.DeferredLock()  # refreshes apply in the order they read
         self._consumers = []
         super().__init__(*args, **kwargs)
 
@@ -49,10 +62,11 @@ class DevicePresence(service.BuildbotService):
     @defer.inlineCallbacks
     def startService(self):
         yield super().startService()
-        self._connected_once.update(unit for units in self.units_by_device.values() for unit in units
-                                    if self.is_connected(unit))  # before this service listened
-        for event, note in (("connected", self._connected), ("disconnected", self._disconnected)):
-            self._consumers.append((yield self.master.mq.startConsuming(note, ("workers", None, event))))
+        yield self.refresh()  # the units connected before this service listened
+        for key, note in ((("workers", None, "connected"), self._changed),
+                          (("workers", None, "disconnected"), self._disconnected),
+                          (("masters", None, None), self._changed)):
+            self._consumers.append((yield self.master.mq.startConsuming(note, key)))
 
     @defer.inlineCallbacks
     def stopService(self):
@@ -61,15 +75,32 @@ class DevicePresence(service.BuildbotService):
         self._consumers = []
         yield super().stopService()
 
-    def _connected(self, key, worker: dict) -> None:
-        self._connected_once.add(worker["name"])
-
-    def _disconnected(self, key, worker: dict) -> None:
+    def _disconnected(self, key, worker: dict) -> defer.Deferred:
         self._gone_since[worker["name"]] = self.master.reactor.seconds()
+        return self._changed(key, worker)
+
+    def _changed(self, key, message: dict) -> defer.Deferred:
+        """A unit connected to a master, or a master started or was counted dead."""
+        return self.refresh().addErrback(log.err, "crcr: while reading the cluster's connected units")
+
+    def refresh(self) -> defer.Deferred:
+        """Reads which units are connected to the other live masters; a unit no longer connected anywhere went now."""
+        return self._reading.run(self._read)
+
+    @defer.inlineCallbacks
+    def _read(self):
+        self._elsewhere = yield self.master.db.pool.do(connected_elsewhere, self.master.db.model, self.master.masterid)
+        connected = {unit for units in self.units_by_device.values() for unit in units if self.is_connected(unit)}
+        now = self.master.reactor.seconds()
+        for unit in self._seen_connected - connected:
+            self._gone_since[unit] = now
+        self._seen_connected = connected
+        self._connected_once |= connected
 
     def is_connected(self, unit: str) -> bool:
+        """Connected to this master now, or to another live master at the last refresh."""
         worker = self.master.workers.workers.get(unit)
-        return worker is not None and worker.conn is not None
+        return (worker is not None and worker.conn is not None) or unit in self._elsewhere
 
     def outage(self, device: str) -> Outage | None:
         """Since when no unit of `device` is connected; None while one is, or when no host offers the device."""
@@ -83,3 +114,8 @@ class DevicePresence(service.BuildbotService):
         """Every device with no unit connected, longest out first."""
         found = [self.outage(device) for device in self.units_by_device]
         return sorted((o for o in found if o is not None), key=lambda o: (o.since, o.device))
+
+    def units(self) -> dict[str, dict]:
+        """{device: {"connected", "declared"}} of each device with units in workers/*.yaml."""
+        return {device: {"connected": sum(1 for unit in units if self.is_connected(unit)), "declared": len(units)}
+                for device, units in self.units_by_device.items()}

@@ -2,12 +2,13 @@
 that run past their timeout.
 
 Stale requests. A build request of a backend's upstream, force or pull request scheduler that has waited longer than
-the backend's `stale_after` while no unit of its device was connected gets a final `error` status on each commit
-it builds or covers ('No spyre unit connected for 6 h; will build when one returns'), and stays queued: when a unit
-returns it builds, and its real verdict follows. The ledger's rows stay pending (only their text changes), so the
-verdict of a covered commit still lands. A request waits from its oldest commit's arrival: with `queue: newest` a
-stream of upstream commits keeps replacing the request itself. Each commit is told once per outage of its device:
-the commits told are kept in Buildbot's state table (across restarts) until a unit of the device connects again.
+the backend's `stale_after` while no unit of its device was connected (to any master of the cluster) gets a final
+`error` status on each commit it builds or covers ('No spyre unit connected for 6 h; will build when one returns'),
+and stays queued: when a unit returns it builds, and its real verdict follows. The ledger's rows stay pending (only
+their text changes), so the verdict of a covered commit still lands. A request waits from its oldest commit's
+arrival: with `queue: newest` a stream of upstream commits keeps replacing the request itself. Each commit is told
+once per outage of its device: the commits told are kept in Buildbot's state table (across restarts) until a unit of
+the device connects again.
 
 Overdue builds. A build still running `timeout_grace` seconds past its backend's timeout is stopped with Buildbot's
 stop, its reason ('Stopped by the relay: still running 10 min past the backend's 3 h timeout') kept for its final
@@ -172,6 +173,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
     @defer.inlineCallbacks
     def _tell_stale_requests(self, now: float):
         presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
+        yield presence.refresh()  # a unit connected to any master of the cluster ends its device's outage
         outages = {b.name: presence.outage(b.device) for b in self.backends}
         # A unit connected again ends its device's outage: in the next one the commits still waiting are told again.
         told = {name: list(shas) for name, shas in self._told.items() if outages.get(name) is not None}
@@ -208,6 +210,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         if now - waiting_since < backend.stale_after:  # and its device has been out that long (due)
             return
         presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
+        yield presence.refresh()
         if presence.outage(backend.device) is None:  # a unit came back while the sweep read: it will build
             return
         text = stale_text(backend.device, now - outage.since)

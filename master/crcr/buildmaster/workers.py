@@ -6,6 +6,11 @@ a builder's idle workers, and a build claims them only well after it has started
 requests handed out in one pass both start and the second ends RETRY 'worker not available'. Instead each
 unit counts its host's running builds at the moment a build would start (Buildbot starts builds one at a
 time, and marks a unit busy before it looks at the next request), and a build ending wakes the other units.
+
+In a cluster a host's units may be connected to several masters: a master counts the builds running on the host's
+units here (its memory, where a build starting is known at once) and those other live masters run on them (their
+rows in Buildbot's builds table). Two masters starting a build on one host in the same instant may both find the
+slot free: the cap holds for builds a moment apart, not for that race.
 """
 
 from __future__ import annotations
@@ -14,10 +19,13 @@ from pathlib import Path
 
 from buildbot.plugins import worker
 from buildbot.process.workerforbuilder import States
+from buildbot.util import service
+from twisted.internet import defer
 
 from crcr.buildmaster.secrets import FileSecret
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password
+from crcr.store.cluster_workers import builds_running_elsewhere
 from crcr.names import ADMIN_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
 
 
@@ -37,13 +45,27 @@ class HostUnitWorker(worker.Worker):
         return [w for w in workers if isinstance(w, HostUnitWorker) and w.host == self.host]
 
     def canStartBuild(self) -> bool:
+        """Whether this master's own builds leave the host a slot (Buildbot asks it without waiting)."""
         if not super().canStartBuild():
             return False
         if self.host_slots is None:  # not capped: no need to look at the other units (hundreds, on a big relay)
             return True
-        building = [wfb for unit in self.host_units() for wfb in unit.workerforbuilders.values()
-                    if wfb.state == States.BUILDING]
-        return len(building) < self.host_slots
+        return self._building_here() < self.host_slots
+
+    @defer.inlineCallbacks
+    def host_has_slot(self):
+        """Whether the host has a slot left, counting the builds the cluster's other masters run on its units."""
+        if not self.canStartBuild():
+            return False
+        if self.host_slots is None:
+            return True
+        elsewhere = yield self.master.db.pool.do(builds_running_elsewhere, self.master.db.model, self.master.masterid,
+                                                 [unit.workerid for unit in self.host_units()])
+        return self._building_here() + elsewhere < self.host_slots
+
+    def _building_here(self) -> int:
+        return sum(1 for unit in self.host_units() for wfb in unit.workerforbuilders.values()
+                   if wfb.state == States.BUILDING)
 
     def buildFinished(self, wfb):
         super().buildFinished(wfb)  # wakes the builders of this unit
@@ -53,11 +75,44 @@ class HostUnitWorker(worker.Worker):
                     self.botmaster.maybeStartBuildsForWorker(unit.name)
 
 
-def unit_can_start_build(builder, workerforbuilder, buildrequest) -> bool:
+class HostSlotWaker(service.BuildbotService):
+    """Wakes this master's units of a capped host when another master's build on one of its units ends (that
+    master's buildFinished wakes only its own units): the slot it frees may be this master's to take."""
+
+    name = "crcr-host-slot-waker"
+
+    def __init__(self, *args, **kwargs):
+        self._consumer = None
+        super().__init__(*args, **kwargs)
+
+    @defer.inlineCallbacks
+    def startService(self):
+        yield super().startService()
+        self._consumer = yield self.master.mq.startConsuming(self._build_finished, ("builds", None, "finished"))
+
+    @defer.inlineCallbacks
+    def stopService(self):
+        if self._consumer is not None:
+            self._consumer.stopConsuming()
+            self._consumer = None
+        yield super().stopService()
+
+    def _build_finished(self, key, build: dict) -> None:
+        if build["masterid"] == self.master.masterid:
+            return
+        ended_on = [unit for unit in self.master.workers.workers.values()
+                    if isinstance(unit, HostUnitWorker) and unit.workerid == build["workerid"]]
+        for unit in ended_on:
+            if unit.host_slots is not None:
+                for other in unit.host_units():
+                    self.master.botmaster.maybeStartBuildsForWorker(other.name)
+
+
+def unit_can_start_build(builder, workerforbuilder, buildrequest) -> defer.Deferred:
     """A builder's canStartBuild. Buildbot asks a worker whether it can start a build only when it lists the
     builder's idle workers, then hands them out to the builder's waiting requests without asking again;
     a unit's answer changes as soon as another unit of its host starts a build, so ask at each request."""
-    return workerforbuilder.worker.canStartBuild()
+    return workerforbuilder.worker.host_has_slot()
 
 
 def make_workers(relay: RelayConfig, secrets_dir: Path) -> list[HostUnitWorker]:

@@ -5,6 +5,7 @@
 
 `since` is in seconds since the epoch: when the device's last unit went, or, when none of its units has connected
 since the master started, when the master started (or the reconfig that added them); never_connected says which.
+A device counts as disconnected while none of its units is connected to any of the cluster's masters.
 A backend no host offers has no units at all: it is inactive, not disconnected, and not listed.
 """
 
@@ -23,13 +24,17 @@ class DisconnectedResource(JsonResource):
         super().__init__(master)
         self.backends = backends
 
+    @defer.inlineCallbacks
     def answer(self, request):
         presence = self.master.service_manager.namedServices.get(PRESENCE_SERVICE)
-        outages = presence.outages() if presence is not None else []
-        return defer.succeed({"backends": [
+        outages = []
+        if presence is not None:
+            yield presence.refresh()  # units connected to the other masters now
+            outages = presence.outages()
+        return {"backends": [
             {"backend": backend["name"], "device": outage.device, "since": outage.since,
              "never_connected": outage.never_connected}
             for outage in outages
             for backend in self.backends()
             if backend["device"] == outage.device
-        ]})
+        ]}
