@@ -34,7 +34,7 @@ from buildbot.util.tuplematch import matchTuple
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
-from crcr.buildmaster.coalescing import announce_approval
+from crcr.buildmaster.coalescing import note_approval
 from crcr.buildmaster.covered_step import CoveredCommits
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.masterconfig import build_master_config
@@ -107,8 +107,8 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.master = await fakemaster.make_master(self, wantData=True, basedir=basedir,  # SQLite in memory
                                                    with_secrets={GITHUB_TOKEN: TOKEN})
         self.master.botmaster.shuttingDown = False  # as Buildbot's BotMaster has it; its fake lacks it
-        # The fake mq's message validator knows no message of the relay's (the collapses), and its schema of
-        # buildrequests messages predates what Buildbot 4 produces (it asks for brid, bsid, buildername).
+        # The fake mq's schema of buildrequests messages predates what Buildbot 4 produces (it asks for brid, bsid,
+        # buildername).
         self.master.mq.verifyMessages = False
         self.load_config(Path(basedir))
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name="host-alpha-0")])
@@ -312,8 +312,8 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         first = await self.upstream(SILENT, 1)  # commit 0's request is collapsed into it
         await self.master.data.updates.claimBuildRequests([first])
         second = await self.upstream(SILENT, 2)
-        announce_approval(self.master, SILENT, await self.master.data.get(("buildrequests", second)),
-                          await self.master.data.get(("buildrequests", first)))
+        await note_approval(self.master, await self.master.data.get(("buildrequests", second)),
+                            await self.master.data.get(("buildrequests", first)))
         await self.deliver()
         self.assertEqual(await self.request_of(SILENT, (0, 1, 2)), {0: first, 1: first, 2: second})
 
