@@ -653,6 +653,26 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(await self.request_of(SILENT, (1,)), {1: second})
         self.assertNotEqual(first, second)
 
+    async def test_a_commit_collapsed_while_the_master_was_down_goes_where_the_collapser_put_it_not_to_a_rebuild(self):
+        """A rebuild carries the scheduler and branch of the buildset it repeats, yet nothing is collapsed into it:
+        the request a collapsed one went into is the one the collapser approved (noted in the store), not merely
+        the next request of its scheduler and branch."""
+        built = await self.upstream(SILENT, 0)
+        buildid, _ = await self.start_build(built)
+        await self.finish_build(buildid, SUCCESS, {"smoke": SUCCESS})
+        await self.upstream(SILENT, 1)
+        await self.deliver()
+        await self.stop_ledger()
+        _, rebuilt = await self.master.data.updates.rebuildBuildrequest(
+            await self.master.data.get(("buildrequests", built)))
+        newer = await self.upstream(SILENT, 2)  # Buildbot collapses commit 1's request into it, not the rebuild's
+        self.master.mq.clearProductions()
+
+        await self.restart_ledger()
+
+        self.assertEqual(await self.request_of(SILENT, (1,)), {1: newer})
+        self.assertNotIn(newer, rebuilt.values())
+
     async def test_an_interrupted_build_collapsed_into_a_commit_pushed_while_the_master_was_down_is_covered(self):
         """Killed mid-build, a newer commit pushed while the master is down: at the start, Buildbot ends the build
         RETRY and puts its request back, then the newer commit's request collapses it, all before the ledger has
