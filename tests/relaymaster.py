@@ -71,3 +71,16 @@ def render(resource, path: str):
     getChildForRequest(resource, request).render(request)
     body = yield request.deferred
     return request, body
+
+
+async def another_relay_master(testcase, first, *services, prefix: str):
+    """A second started fake master on `first`'s database (made by relay_master): another master of the cluster, or
+    `first` after a restart, holding `services`. Its database is neither cleaned nor upgraded: it is first's."""
+    basedir = tempfile.mkdtemp(prefix=prefix)
+    testcase.addCleanup(shutil.rmtree, basedir, True)
+    master = await fakemaster.make_master(testcase, wantData=True, basedir=basedir, auto_upgrade=False,
+                                          auto_clean=False, db_url=f"sqlite:///{first.basedir}/state.sqlite")
+    await hold_services(master, *services)
+    testcase.addCleanup(master.stopService)
+    await master.startService()
+    return master

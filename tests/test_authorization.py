@@ -22,13 +22,14 @@ from buildbot.test.util.www import WwwTestMixin
 from buildbot.www.authz import Forbidden
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker
-from crcr.buildmaster.authorization import cancelled_by, relay_authz
+from crcr.buildmaster.authorization import relay_authz
 from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler
 from crcr.buildmaster.www import RelayApplication
 from crcr.buildmaster.www.rest_errors import RelayRestApi
 from crcr.config.errors import shown
 from crcr.config.loader import load_relay_config
-from relaymaster import relay_plugin, www_root
+from crcr.store.service import RelayStore
+from relaymaster import hold_services, relay_plugin, www_root
 
 ANONYMOUS = {"anonymous": True}
 REFUSED = {"error": "not signed in: you need to have role 'signed-in'"}
@@ -99,7 +100,6 @@ class RelayAuthzTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
         self.setup_test_reactor()
         relay, settings = relay_files(self.mktemp_path(), **self.env)
         self.master = yield self.make_master(authz=relay_authz(relay, settings))
-        self.master.www.authz = self.master.authz  # where the relay's reporters look for it, as on a real master
         # The force endpoints find the relay's force schedulers among the master's.
         backends = {b.name: b for b in relay.backends}
         schedulers = [make(backends[name], settings) for make in (force_scheduler, bisect_scheduler)
@@ -124,6 +124,11 @@ class RelayAuthzTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
             fakedb.Build(id=BETA_BUILD, builderid=BETA_BUILDER, buildrequestid=22, masterid=88,
                          workerid=LAB_OTHER_UNIT),
         ])
+        # Where an allowed stop or cancel notes who did it.
+        self.store = RelayStore()
+        yield hold_services(self.master, self.store)
+        yield self.master.service_manager.startService()
+        self.addCleanup(self.master.service_manager.stopService)
 
     def mktemp_path(self) -> Path:
         path = tempfile.mkdtemp(prefix="crcr-authz-")
@@ -385,18 +390,26 @@ class SignInRequired(RelayAuthzTest):
 
 
 class WhoStopped(RelayAuthzTest):
+    """Who stopped or cancelled a build request is noted in the relay's store, where every master's reporters read
+    it."""
+
+    @defer.inlineCallbacks
+    def cancelled_by(self, brid: int):
+        ending = yield self.store.ending_of(brid)
+        return ending and ending.cancelled_by
+
     @defer.inlineCallbacks
     def test_an_allowed_stop_or_cancel_notes_who_for_the_build_request(self):
         yield self.answer(USERS["alice"], f"builds/{ALPHA_BUILD}", "stop")
         yield self.answer(USERS["root"], f"buildrequests/{BETA_QUEUED}", "cancel")
-        self.assertEqual(cancelled_by(self.master, 21), "alice")
-        self.assertEqual(cancelled_by(self.master, BETA_QUEUED), "root")
+        self.assertEqual((yield self.cancelled_by(21)), "alice")
+        self.assertEqual((yield self.cancelled_by(BETA_QUEUED)), "root")
 
     @defer.inlineCallbacks
     def test_the_first_stop_is_the_one_noted(self):
         yield self.answer(USERS["alice"], f"builds/{ALPHA_BUILD}", "stop")
         yield self.answer(USERS["root"], f"builds/{ALPHA_BUILD}", "stop")
-        self.assertEqual(cancelled_by(self.master, 21), "alice")
+        self.assertEqual((yield self.cancelled_by(21)), "alice")
 
     @defer.inlineCallbacks
     def test_a_refused_stop_and_other_actions_note_nobody(self):
@@ -404,8 +417,8 @@ class WhoStopped(RelayAuthzTest):
         yield self.answer(ANONYMOUS, f"buildrequests/{ALPHA_QUEUED}", "cancel")
         yield self.answer(USERS["alice"], f"builds/{ALPHA_BUILD}", "rebuild")
         yield self.answer(USERS["carol"], f"workers/{LAB_UNIT}", "stop")
-        self.assertEqual(self.master.authz.cancelled_by, {})
-        self.assertIsNone(cancelled_by(self.master, 21))
+        for brid in (21, ALPHA_QUEUED):
+            self.assertIsNone((yield self.store.ending_of(brid)))
 
 
 def visible_fields(spec: dict) -> list[str]:

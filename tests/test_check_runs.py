@@ -14,7 +14,6 @@ from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.reporter import ReporterTestMixin
 
-from crcr.buildmaster.pull_requests import PullRequestRelay
 from crcr.github.check_runs import GitHubCheckRuns
 from crcr.github.outbox_sender import OutboxSender
 from crcr.github.reporters import check_run_generators
@@ -48,10 +47,9 @@ class CheckRunsTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
         self.reporter_test_project, self.reporter_test_revision = REPO, HEAD
         self.master = yield fakemaster.make_master(self, wantData=True, wantDb=True, wantMq=True)
         self.master.config.buildbotURL = URL
-        self.master.service_manager = self.master  # where cancel_reason finds the relay's PR service
-        self.pull_requests = PullRequestRelay(backends=[], github_repo=REPO, github_api_url=API, upstream_url="")
-        yield self.pull_requests.setServiceParent(self.master)
-        yield RelayStore().setServiceParent(self.master)
+        self.master.service_manager = self.master  # where the formatters find the store
+        self.store = RelayStore()
+        yield self.store.setServiceParent(self.master)
         yield leadership().setServiceParent(self.master)  # a master alone leads: it reports every event
         self.master.masterid = REPORTER_MASTER_ID  # the master running the builds ReporterTestMixin makes
         self.github = GitHubResource(self.reactor)
@@ -160,7 +158,7 @@ class CheckRunsTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
     @defer.inlineCallbacks
     def test_a_superseded_build_is_neutral_and_says_by_what(self):
         build = yield self.insert_build_new()
-        self.pull_requests.cancel_reasons[11] = "Superseded by 1a2b3c4d5e"
+        yield self.store.note_end_reason(11, "Superseded by 1a2b3c4d5e", NOW)  # by the pull request service
         yield self.finish(build, CANCELLED)
         self.assert_posted({"details_url": BUILD_PAGE, "status": "completed", "conclusion": "neutral",
                             "output": {"title": "Superseded by 1a2b3c4d5e",
@@ -169,7 +167,7 @@ class CheckRunsTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
     @defer.inlineCallbacks
     def test_a_build_cancelled_otherwise_is_cancelled(self):
         build = yield self.insert_build_new()
-        self.pull_requests.cancel_reasons[11] = "Closed"
+        yield self.store.note_end_reason(11, "Closed", NOW)
         yield self.finish(build, CANCELLED)
         self.assert_posted({"details_url": BUILD_PAGE, "status": "completed", "conclusion": "cancelled",
                             "output": {"title": "Closed",

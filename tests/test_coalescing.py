@@ -2,8 +2,8 @@
 real Builders and schedulers on a fake master with a real (SQLite) database, and Buildbot's own
 BuildRequestCollapser run as it runs when a scheduler adds a buildset.
 
-With `queue: newest`, an upstream request still waiting when a newer upstream request of the same branch arrives
-is completed SKIPPED, and the collapse is announced for the ledger; forced and bisection requests are never
+With `queue: newest`, an upstream request still waiting when a newer upstream request of the same branch arrives is
+completed SKIPPED, and the collapse is noted in the store for the ledger; forced and bisection requests are never
 collapsed and never collapse others. With `queue: every`, nothing collapses.
 """
 
@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import sqlalchemy as sa
 from buildbot.config.master import MasterConfig
 from buildbot.process.builder import Builder
 from buildbot.process.properties import Properties
@@ -20,13 +21,14 @@ from buildbot.process.results import SKIPPED, SUCCESS
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
-from buildbot.util.tuplematch import matchTuple
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
-from crcr.buildmaster.coalescing import COLLAPSE_APPROVED_FILTER, collapse_approved_key
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.names import bisect_scheduler_name, force_scheduler_name, upstream_scheduler_name
+from crcr.store.service import RelayStore
+from crcr.store.tables import collapses
+from relaymaster import hold_services
 
 UPSTREAM_URL = "file:///srv/upstream/pytorch.git"
 PROJECT = "pytorch/pytorch"
@@ -41,6 +43,9 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
     async def setUp(self):
         self.setup_test_reactor()
         self.master = await fakemaster.make_master(self, wantData=True)
+        await hold_services(self.master, RelayStore())  # where the collapser notes its approvals
+        await self.master.service_manager.startService()
+        self.addCleanup(self.master.service_manager.stopService)
         root = Path(tempfile.mkdtemp(prefix="crcr-queue-"))  # trial's mktemp() writes under the current directory
         self.addCleanup(shutil.rmtree, root)
         dirs = make_dirs(root)
@@ -109,26 +114,23 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
         requests = await self.master.data.get(("builders", self.builderids[backend], "buildrequests"))
         return sorted(r["buildrequestid"] for r in requests if not r["claimed"] and not r["complete"])
 
-    def announced(self) -> list[tuple[int, int]]:
-        """(old request, new request) of each collapse announced for the ledger."""
-        found = []
-        for key, message in self.master.mq.productions:
-            if matchTuple(key, COLLAPSE_APPROVED_FILTER):
-                self.assertEqual(key, collapse_approved_key(message["old_brid"]))
-                self.assertEqual((message["backend"], message["builderid"]), ("newest", self.builderids["newest"]))
-                found.append((message["old_brid"], message["new_brid"]))
-        return found
+    async def announced(self) -> list[tuple[int, int]]:
+        """(old request, new request) of each collapse approved for the ledger, as the store holds them."""
+        rows = await self.master.db.pool.do(
+            lambda conn: conn.execute(sa.select(collapses.c.old_brid, collapses.c.new_brid)
+                                      .order_by(collapses.c.old_brid)).all())
+        return [tuple(row) for row in rows]
 
     # With queue: newest.
 
-    async def test_waiting_upstream_requests_are_collapsed_into_the_newest_and_announced(self):
+    async def test_waiting_upstream_requests_are_collapsed_into_the_newest_and_noted(self):
         first = await self.upstream("newest")
         second = await self.upstream("newest")
         third = await self.upstream("newest")
 
         self.assertEqual(await self.skipped("newest"), [first, second])
         self.assertEqual(await self.waiting("newest"), [third])
-        self.assertEqual(self.announced(), [(first, second), (second, third)])
+        self.assertEqual(await self.announced(), [(first, second), (second, third)])
 
     async def test_an_upstream_request_of_another_branch_is_not_collapsed(self):
         on_main = await self.upstream("newest", "main")
@@ -136,7 +138,7 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(await self.skipped("newest"), [])
         self.assertEqual(await self.waiting("newest"), [on_main, on_release])
-        self.assertEqual(self.announced(), [])
+        self.assertEqual(await self.announced(), [])
 
     async def test_a_forced_request_is_never_collapsed_nor_collapses_an_upstream_one(self):
         upstream_before = await self.upstream("newest")
@@ -146,7 +148,7 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(await self.skipped("newest"), [upstream_before], "only into the newer upstream request")
         self.assertEqual(await self.waiting("newest"), [forced, forced_again, upstream_after])
-        self.assertEqual(self.announced(), [(upstream_before, upstream_after)])
+        self.assertEqual(await self.announced(), [(upstream_before, upstream_after)])
 
     async def test_a_bisection_request_is_never_collapsed_nor_collapses_an_upstream_one(self):
         upstream_before = await self.upstream("newest")
@@ -158,7 +160,7 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(await self.skipped("newest"), [upstream_before])
         self.assertEqual(await self.waiting("newest"), [step, upstream_after])
-        self.assertEqual(self.announced(), [(upstream_before, upstream_after)])
+        self.assertEqual(await self.announced(), [(upstream_before, upstream_after)])
 
     async def test_a_rebuild_is_never_collapsed_nor_collapses_an_upstream_one(self):
         """The build page's Rebuild button copies the upstream buildset, its scheduler property included."""
@@ -178,7 +180,7 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(await self.skipped("newest"), [waiting])
         self.assertEqual(await self.waiting("newest"), [rebuild, newer])
-        self.assertEqual(self.announced(), [(waiting, newer)])
+        self.assertEqual(await self.announced(), [(waiting, newer)])
 
     async def test_a_request_already_claimed_by_a_unit_is_not_collapsed(self):
         building = await self.upstream("newest")
@@ -188,7 +190,7 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(await self.skipped("newest"), [])
         self.assertEqual(await self.waiting("newest"), [waiting])
-        self.assertEqual(self.announced(), [])
+        self.assertEqual(await self.announced(), [])
 
     # With queue: every.
 
@@ -197,4 +199,4 @@ class QueuePolicyTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(await self.skipped("every"), [])
         self.assertEqual(await self.waiting("every"), requests)
-        self.assertEqual(self.announced(), [])
+        self.assertEqual(await self.announced(), [])

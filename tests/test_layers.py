@@ -3,6 +3,7 @@ figures run without Buildbot."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -34,3 +35,15 @@ def test_every_module_lives_in_a_layer():
     top_level = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "names.py"))
     assert top_level == [], f"modules outside the layer folders {LAYERS}: {top_level}"
     assert sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(LAYERS)
+
+
+def test_github_reads_the_relays_state_from_the_store_not_from_the_buildmaster_services():
+    """What the reporters post depends on state every master shares (the store), never on a service's memory: the
+    reporters may run on another master than the service that ended a build."""
+    importing = []
+    for path in sorted((PACKAGE / "github").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            importing += [f"{path.name}: {name}" for name in names if name.startswith("crcr.buildmaster")]
+    assert importing == []

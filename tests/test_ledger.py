@@ -34,7 +34,7 @@ from buildbot.util.tuplematch import matchTuple
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
-from crcr.buildmaster.coalescing import announce_approval
+from crcr.buildmaster.coalescing import note_approval
 from crcr.buildmaster.covered_step import CoveredCommits
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.masterconfig import build_master_config
@@ -107,8 +107,8 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.master = await fakemaster.make_master(self, wantData=True, basedir=basedir,  # SQLite in memory
                                                    with_secrets={GITHUB_TOKEN: TOKEN})
         self.master.botmaster.shuttingDown = False  # as Buildbot's BotMaster has it; its fake lacks it
-        # The fake mq's message validator knows no message of the relay's (the collapses), and its schema of
-        # buildrequests messages predates what Buildbot 4 produces (it asks for brid, bsid, buildername).
+        # The fake mq's schema of buildrequests messages predates what Buildbot 4 produces (it asks for brid, bsid,
+        # buildername).
         self.master.mq.verifyMessages = False
         self.load_config(Path(basedir))
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name="host-alpha-0")])
@@ -312,8 +312,8 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         first = await self.upstream(SILENT, 1)  # commit 0's request is collapsed into it
         await self.master.data.updates.claimBuildRequests([first])
         second = await self.upstream(SILENT, 2)
-        announce_approval(self.master, SILENT, await self.master.data.get(("buildrequests", second)),
-                          await self.master.data.get(("buildrequests", first)))
+        await note_approval(self.master, await self.master.data.get(("buildrequests", second)),
+                            await self.master.data.get(("buildrequests", first)))
         await self.deliver()
         self.assertEqual(await self.request_of(SILENT, (0, 1, 2)), {0: first, 1: first, 2: second})
 
@@ -669,6 +669,26 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(await self.request_of(SILENT, (1, 2, 3)), {1: third, 2: third, 3: third})
         self.assertEqual((await self.row(SILENT, 2)).seen_at, arrived_at)
         self.assertNotEqual(second, third)
+
+    async def test_a_commit_collapsed_while_the_master_was_down_goes_where_the_collapser_put_it_not_to_a_rebuild(self):
+        """A rebuild carries the scheduler and branch of the buildset it repeats, yet nothing is collapsed into it:
+        the request a collapsed one went into is the one the collapser approved (noted in the store), not merely
+        the next request of its scheduler and branch."""
+        built = await self.upstream(SILENT, 0)
+        buildid, _ = await self.start_build(built)
+        await self.finish_build(buildid, SUCCESS, {"smoke": SUCCESS})
+        await self.upstream(SILENT, 1)
+        await self.deliver()
+        await self.stop_ledger()
+        _, rebuilt = await self.master.data.updates.rebuildBuildrequest(
+            await self.master.data.get(("buildrequests", built)))
+        newer = await self.upstream(SILENT, 2)  # Buildbot collapses commit 1's request into it, not the rebuild's
+        self.master.mq.clearProductions()
+
+        await self.restart_ledger()
+
+        self.assertEqual(await self.request_of(SILENT, (1,)), {1: newer})
+        self.assertNotIn(newer, rebuilt.values())
 
     async def test_an_interrupted_build_collapsed_into_a_commit_pushed_while_the_master_was_down_is_covered(self):
         """Killed mid-build, a newer commit pushed while the master is down: at the start, Buildbot ends the build

@@ -33,11 +33,11 @@ from configfiles import make_dirs, settings_for, write_backend, write_worker, wr
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.presence import PRESENCE_SERVICE, DevicePresence, Outage
 from crcr.buildmaster.stale import (
-    STALE_SERVICE, WatchedBackend, duration, overdue_text, stale_text, stop_reason, sweep_interval,
+    STALE_SERVICE, WatchedBackend, duration, overdue_text, stale_text, sweep_interval,
 )
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
-from crcr.github.status_text import describe
+from crcr.github.status_text import ENDING, describe
 from crcr.names import (
     LEADERSHIP_SERVICE, LEDGER_SERVICE, STORE_SERVICE, bisect_scheduler_name, force_scheduler_name, pull_request_ref,
     pull_request_scheduler_name, status_context, upstream_scheduler_name,
@@ -533,9 +533,10 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
 
         reason = "Stopped by the relay: still running 10 min past the backend's 1 h timeout"
         self.assertEqual(stops, [(build.buildid, reason)])
-        self.assertEqual(stop_reason(self.master, brid), reason)
+        ending = await self.store.ending_of(brid)  # where any master's reporter reads it
+        self.assertEqual(ending.reason, reason)
         self.assertEqual(describe({"build": {"complete": True, "results": CANCELLED, "buildrequestid": brid},
-                                   "master": self.master}), reason, "the text of its final status")
+                                   ENDING: ending}), reason, "the text of its final status")
         self.builders[REPORTING].building.remove(build)  # the unit answered: the build ended
         await self.pass_time(10 * SWEEP)
         self.assertEqual(len(stops), 1, "stopped once")

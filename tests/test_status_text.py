@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS, WARNINGS
 
-from crcr.buildmaster.authorization import RelayAuthz
-from crcr.buildmaster.stale import STALE_SERVICE
-from crcr.github.status_text import GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
+from crcr.github.status_text import ENDING, GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
+from crcr.store.endings import Ending
 from crcr.suites.results import SuiteResults
 from crcr.names import (
-    BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUESTS_SERVICE, PULL_REQUEST_PROPERTY, TESTS_PROPERTY,
+    BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, TESTS_PROPERTY,
 )
 
 PREPARE = ["checkout upstream", "prepare build folder", "setup 1", "setup 2"]
@@ -133,53 +130,44 @@ def test_text_at_the_limit_is_not_cut():
     assert describe_finished_build(build(FAILURE, (name, FAILURE))) == f"Failed in {name}"
 
 
-def master_with(cancel_reasons: dict[int, str] | None, cancelled_by: dict[int, str] | None = None) -> SimpleNamespace:
-    """What the formatter's context holds as 'master', as far as the status text reads it: the relay's pull-request
-    service, with why it cancelled which build requests (None: no such service, as with no pull requests set up),
-    and the web service's Authz, with who stopped or cancelled which build requests through the UI or REST API."""
-    services = {} if cancel_reasons is None else {PULL_REQUESTS_SERVICE: SimpleNamespace(cancel_reasons=cancel_reasons)}
-    authz = RelayAuthz()
-    authz.cancelled_by.update(cancelled_by or {})
-    return SimpleNamespace(service_manager=SimpleNamespace(namedServices=services), www=SimpleNamespace(authz=authz))
-
-
 def test_describe_queued_and_cancelled_build_requests():
     """The build request generator passes a partial build: no 'complete' while queued, cancelled on cancel."""
-    master = master_with(None)
-    assert describe({"build": {"properties": {}}, "master": master}) == QUEUED
-    assert describe({"build": {"complete": True, "results": CANCELLED, "buildrequest": {"buildrequestid": 5}},
-                     "master": master}) == "Cancelled"
-    assert describe({"build": build(SUCCESS, ("suite smoke", SUCCESS)), "master": master}) == "The only suite passed"
+    assert describe({"build": {"properties": {}}}) == QUEUED
+    cancelled = {"complete": True, "results": CANCELLED, "buildrequest": {"buildrequestid": 5}}
+    assert describe({"build": cancelled}) == "Cancelled"
+    assert describe({"build": cancelled, ENDING: None}) == "Cancelled", "nobody noted why"
+    assert describe({"build": build(SUCCESS, ("suite smoke", SUCCESS))}) == "The only suite passed"
 
 
 def test_a_superseded_pull_request_build_says_by_what_queued_or_running():
-    master = master_with({5: "Superseded by 1a2b3c4d5e", 6: "Closed"})
+    superseded = Ending("Superseded by 1a2b3c4d5e", None)
     queued = {"complete": True, "results": CANCELLED, "buildrequest": {"buildrequestid": 5}}  # the request generator's
     running = {**build(CANCELLED, ("suite smoke", CANCELLED)), "buildrequestid": 5}  # a build's, from the data API
 
-    assert describe({"build": queued, "master": master}) == "Superseded by 1a2b3c4d5e"
-    assert describe({"build": running, "master": master}) == "Superseded by 1a2b3c4d5e"
-    assert describe({"build": {**running, "buildrequestid": 4}, "master": master}) == "Cancelled", "cancelled by a user"
+    assert describe({"build": queued, ENDING: superseded}) == "Superseded by 1a2b3c4d5e"
+    assert describe({"build": running, ENDING: superseded}) == "Superseded by 1a2b3c4d5e"
+    assert describe({"build": running, ENDING: Ending("Superseded by 1a2b3c4d5e", "octocat")}) == \
+        "Superseded by 1a2b3c4d5e", "the relay's reason before the person's name"
 
 
 def test_a_build_a_person_stopped_or_cancelled_names_them():
-    master = master_with({}, cancelled_by={4: "octocat", 5: "alice"})
     queued = {"complete": True, "results": CANCELLED, "buildrequest": {"buildrequestid": 4}}  # cancelled unclaimed
     running = {**build(CANCELLED, ("suite smoke", CANCELLED)), "buildrequestid": 5}  # stopped
 
-    assert describe({"build": queued, "master": master}) == "Cancelled by octocat"
-    assert describe({"build": running, "master": master}) == "Cancelled by alice"
-    assert describe({"build": {**running, "buildrequestid": 6}, "master": master}) == "Cancelled"
+    assert describe({"build": queued, ENDING: Ending(None, "octocat")}) == "Cancelled by octocat"
+    assert describe({"build": running, ENDING: Ending(None, "alice")}) == "Cancelled by alice"
 
 
 def test_a_build_the_relay_stopped_past_its_timeout_says_why():
     reason = "Stopped by the relay: still running 10 min past the backend's 3 h timeout"
-    master = master_with({})
-    master.service_manager.namedServices[STALE_SERVICE] = SimpleNamespace(stop_reasons={5: reason})
     stopped = {**build(CANCELLED, ("suite smoke", CANCELLED)), "buildrequestid": 5}
 
-    assert describe({"build": stopped, "master": master}) == reason
-    assert describe({"build": {**stopped, "buildrequestid": 6}, "master": master}) == "Cancelled"
+    assert describe({"build": stopped, ENDING: Ending(reason, None)}) == reason
+
+
+def test_only_a_cancelled_build_says_why_it_ended():
+    assert describe({"build": build(SUCCESS, ("suite smoke", SUCCESS)), ENDING: Ending("Closed", "alice")}) == \
+        "The only suite passed"
 
 
 def with_tests(done: dict, **suites: dict) -> dict:

@@ -29,6 +29,7 @@ from twisted.internet import defer
 from crcr.buildmaster.request_targets import NotThere, control_target, data_endpoint
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
+from crcr.names import STORE_SERVICE
 
 ADMIN_ROLE = "admin"
 SIGNED_IN_ROLE = "signed-in"
@@ -121,13 +122,8 @@ class RelayAuthz(Authz):
 
     Why here: this is the one place Buildbot hands over both the endpoint and the signed-in user. What Buildbot
     passes on to the stop itself is a free-text reason (the UI sends none: 'no reason'), and a request cancelled
-    before a worker claimed it keeps no reason at all. The notes are in memory, as the pull-request service's cancel
-    reasons are: the reporters read them within moments of the stop. A reconfig builds a new Authz, so a stop in the
-    seconds before one is reported as 'Cancelled' alone."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.cancelled_by: dict[int, str] = {}  # buildrequest id -> user name
+    before a worker claimed it keeps no reason at all. The note goes to the relay's store before the stop is done,
+    so that the reporter of whichever master runs the build reads it, also after a restart."""
 
     @defer.inlineCallbacks
     def assertUserAllowed(self, ep, action, options, userDetails):
@@ -147,8 +143,8 @@ class RelayAuthz(Authz):
             raise Forbidden(unicode2bytes(f"{who}: {bytes2unicode(refused.message)}")) from None
         if action in STOP_ACTIONS and username and isinstance(endpoint, (BuildEndpoint, BuildRequestEndpoint)) \
                 and target is not None:
-            # The first stop is the one that took effect.
-            self.cancelled_by.setdefault(target["buildrequestid"], username)
+            store = self.master.service_manager.namedServices[STORE_SERVICE]
+            yield store.note_canceller(target["buildrequestid"], username, self.master.reactor.seconds())
 
     @defer.inlineCallbacks
     def _control_target(self, ep, endpoint, kwargs, userDetails):
@@ -162,9 +158,3 @@ class RelayAuthz(Authz):
             except Forbidden:
                 return None
             raise InvalidPathError(str(missing)) from None
-
-
-def cancelled_by(master, buildrequestid: int) -> str | None:
-    """Who stopped or cancelled the build request through the UI or REST API; None when no person did."""
-    authz = getattr(getattr(master, "www", None), "authz", None)
-    return authz.cancelled_by.get(buildrequestid) if isinstance(authz, RelayAuthz) else None

@@ -4,7 +4,8 @@ Buildbot's BuildRequestCollapser (buildbot/process/buildrequest.py) runs when a 
 builder's collapseRequests function about each unclaimed older request of the builder, then claims those it
 approved and completes them SKIPPED. With `queue: newest`, only requests of the backend's upstream scheduler
 are collapsed, and only into a newer one of that scheduler; forced, bisection, rebuilt and pull-request requests
-never are, and nothing is collapsed into them: their builds answer a question about one exact commit.
+never are, and nothing is collapsed into them: their builds answer a question about one exact commit. Each approval
+is noted in the relay's store, where the ledger (on whichever master leads, now or after a restart) finds it.
 """
 
 from __future__ import annotations
@@ -15,16 +16,9 @@ from buildbot.process.buildrequest import BuildRequest
 from buildbot.util.twisted import async_to_deferred
 
 from crcr.config.models import QUEUE_EVERY, Backend
-from crcr.names import upstream_scheduler_name
+from crcr.names import STORE_SERVICE, upstream_scheduler_name
 
-# The message announcing that a request may be collapsed into a newer one (see announce_approval), and a
-# filter for master.mq.startConsuming that matches every such message.
-COLLAPSE_APPROVED_FILTER = ("crcr", "collapses", None, "approved")
 KNOWN_BUILDSETS = 10_000  # remembered per backend; far more than a queue holds
-
-
-def collapse_approved_key(old_brid: int) -> tuple[str, ...]:
-    return ("crcr", "collapses", str(old_brid), "approved")
 
 
 def collapse_requests(backend: Backend) -> Callable | Literal[False]:
@@ -51,7 +45,7 @@ def collapse_requests(backend: Backend) -> Callable | Literal[False]:
         # Buildbot's own test: the new request is the newer one, of the same branch, repository and project.
         if not await BuildRequest.canBeCollapsed(master, new_br, old_br):
             return False
-        announce_approval(master, backend.name, new_br, old_br)
+        await note_approval(master, new_br, old_br)
         return True
 
     return collapse_into_newer_upstream
@@ -69,19 +63,12 @@ async def asked_by(master, br: dict, scheduler: str) -> bool:
     return buildset["rebuilt_buildid"] is None
 
 
-def announce_approval(master, backend: str, new_br: dict, old_br: dict) -> None:
-    """Tell the ledger that the old request's commit is to be covered by the new request's build.
+async def note_approval(master, new_br: dict, old_br: dict) -> None:
+    """Note for the ledger that the old request's commit is to be covered by the new request's build.
 
     An approval, not yet a collapse: the collapser claims the old request only after every answer, and a unit
     may have claimed it meanwhile, in which case it builds after all (it is then not completed SKIPPED).
-    A listener must treat a request that starts its own build as built, whatever was announced for it.
+    A reader must treat a request that starts its own build as built, whatever was approved for it.
     """
-    master.mq.produce(
-        collapse_approved_key(old_br["buildrequestid"]),
-        {
-            "old_brid": old_br["buildrequestid"],
-            "new_brid": new_br["buildrequestid"],
-            "builderid": new_br["builderid"],
-            "backend": backend,
-        },
-    )
+    store = master.service_manager.namedServices[STORE_SERVICE]
+    await store.approve_collapse(old_br["buildrequestid"], new_br["buildrequestid"], master.reactor.seconds())

@@ -1,10 +1,10 @@
 """The ledger service: every upstream commit of every backend, from its arrival to its final verdict.
 
-A commit arrives with its build request (of the backend's upstream or force scheduler). With `queue: newest`
-its request may be collapsed into a newer one (coalescing.py announces the approval, Buildbot then completes
-the old request SKIPPED, unless a unit claimed it first): the newer request's build then covers it, and when
-that build ends the ledger gives the covered commit its verdict, posted to GitHub as the build's own is
-(GitHub's reporter posts only for the commit a build checked out):
+A commit arrives with its build request (of the backend's upstream or force scheduler). With `queue: newest` its
+request may be collapsed into a newer one (coalescing.py notes the approval in the store, Buildbot then completes
+the old request SKIPPED, unless a unit claimed it first): the newer request's build then covers it, and when that
+build ends the ledger gives the covered commit its verdict, posted to GitHub as the build's own is (GitHub's
+reporter posts only for the commit a build checked out):
 - the build passed: success, 'Not built alone; <sha> on top of it passed';
 - it has new failures and a known good commit lies more than one commit back: the bisector takes the range,
   and the covered commits stay pending ('Bisecting ...') until it decides them;
@@ -27,7 +27,6 @@ from twisted.internet import defer
 
 from crcr.bisection.plan import Bisection
 from crcr.buildmaster.bisector import Bisector
-from crcr.buildmaster.coalescing import COLLAPSE_APPROVED_FILTER
 from crcr.buildmaster.services.ordered import OrderedLeaderService
 from crcr.github import status_text
 from crcr.github.commit_status import post_status
@@ -63,7 +62,6 @@ class CommitLedger(OrderedLeaderService, StateMixin):
         self.web_url = web_url.rstrip("/") + "/"
 
     def __init__(self, *args, **kwargs):
-        self._approved: dict[int, int] = {}  # old request -> the newer one it may be collapsed into
         self._last_request: int | None = None
         self.bisector = Bisector(self)
         super().__init__(*args, **kwargs)
@@ -74,7 +72,6 @@ class CommitLedger(OrderedLeaderService, StateMixin):
 
     def subscriptions(self):
         return [(("buildrequests", None, "new"), self._request_added),
-                (COLLAPSE_APPROVED_FILTER, self._collapse_approved),
                 (("builds", None, "finished"), self._build_finished),
                 (("buildrequests", None, "complete"), self._request_completed)]
 
@@ -121,11 +118,6 @@ class CommitLedger(OrderedLeaderService, StateMixin):
             order=["buildrequestid"])
         for request in later:
             yield self._request_added(None, request)
-
-    def _collapse_approved(self, key, approval):
-        # Only an approval: a unit may claim the old request before the collapser does, and build it after all.
-        # Its commits move when the collapser completes it SKIPPED (_request_completed).
-        self._approved[approval["old_brid"]] = approval["new_brid"]
 
     @defer.inlineCallbacks
     def build_started(self, brid: int, backend: str, sha: str):
@@ -184,9 +176,12 @@ class CommitLedger(OrderedLeaderService, StateMixin):
     def _request_completed(self, key, request):
         """A request collapsed into a newer one hands its commits over; a request cancelled before any build of
         it gives its commits the 'Cancelled' its own commit got."""
-        newer = self._approved.pop(request["buildrequestid"], None)
-        if request["results"] == SKIPPED and newer is not None:
-            yield self.store.move_to_request(request["buildrequestid"], newer)
+        if request["results"] == SKIPPED:
+            # Only an approval is noted: a unit may claim the old request before the collapser does, and build it
+            # after all; its commits move when the collapser completes it SKIPPED.
+            newer = yield self.store.collapsed_into(request["buildrequestid"])
+            if newer is not None:
+                yield self.store.move_to_request(request["buildrequestid"], newer)
             return
         if request["results"] != CANCELLED:
             return  # built: its build decided
@@ -235,28 +230,12 @@ class CommitLedger(OrderedLeaderService, StateMixin):
         if finished:
             yield self._build_finished(None, finished[-1])
         elif request["results"] == SKIPPED:
-            newer = yield self._collapsed_into(request)
+            newer = yield self.store.collapsed_into(brid)
             if newer is not None:
                 yield self.store.move_to_request(brid, newer)
                 yield self._settle(newer)
         else:
             yield self._request_completed(None, request)
-
-    @defer.inlineCallbacks
-    def _collapsed_into(self, request):
-        """The request a collapsed upstream request went into: Buildbot's collapser runs as each request is
-        added, so it is the next request of the same scheduler and branch on the builder."""
-        asked = yield self._asked(request)
-        if asked is None:
-            return None
-        _, scheduler, stamp = asked
-        later = yield self.master.data.get(("builders", request["builderid"], "buildrequests"))
-        for candidate in sorted(later, key=lambda r: r["buildrequestid"]):
-            if candidate["buildrequestid"] > request["buildrequestid"]:
-                other = yield self._asked(candidate)
-                if other and other[1] == scheduler and other[2]["branch"] == stamp["branch"]:
-                    return candidate["buildrequestid"]
-        return None
 
     # --- reading Buildbot's data ---
 

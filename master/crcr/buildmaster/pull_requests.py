@@ -6,8 +6,8 @@ the reporters find PR builds by it) with the PR's head fetched from the upstream
 refs/pull/<n>/head: the worker needs no access to the fork.
 
 A PR keeps one head in the queue per backend: building a new head cancels the PR's requests and builds of older
-heads. Why each was cancelled ('Superseded by 1a2b3c4d5e') is kept for the reporters, which post it as the
-cancelled build's final status; in memory, as the reporters read it within moments of the cancel.
+heads. Why each was cancelled ('Superseded by 1a2b3c4d5e') is noted in the relay's store for the reporters, which
+post it as the cancelled build's final status: on whichever master reports it, also after a restart.
 """
 
 from __future__ import annotations
@@ -24,16 +24,10 @@ from crcr.buildmaster.pr_policy import BackendRules, Decision, PullRequest, deci
 from crcr.github.commit_status import post_status
 from crcr.github.permissions import PermissionUnknown, can_write
 from crcr.names import (
-    GITHUB_DESCRIPTION_LIMIT, PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, pull_request_scheduler_name,
+    GITHUB_DESCRIPTION_LIMIT, PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, STORE_SERVICE, pull_request_scheduler_name,
 )
 
 PROPERTY_SOURCE = "pull request"
-
-
-def cancel_reason(master, buildrequestid: int) -> str | None:
-    """Why the relay cancelled a PR build request ('Superseded by 1a2b3c4d5e'); None when it did not."""
-    service = master.service_manager.namedServices.get(PULL_REQUESTS_SERVICE)
-    return service.cancel_reasons.get(buildrequestid) if service is not None else None
 
 
 class PullRequestScheduler(ReconfigurableBaseScheduler):
@@ -55,7 +49,6 @@ class PullRequestRelay(service.BuildbotService):
         self.github_repo, self.github_api_url, self.upstream_url = github_repo, github_api_url, upstream_url
 
     def __init__(self, *args, **kwargs):
-        self.cancel_reasons: dict[int, str] = {}
         # Events about one PR can arrive together (labeled right after opened): one at a time, in order.
         self._lock = defer.DeferredLock()
         super().__init__(*args, **kwargs)
@@ -131,7 +124,8 @@ class PullRequestRelay(service.BuildbotService):
         for brid, sha, complete, _ in requests:
             if complete or (decision.cancel_other_heads_only and sha == pr.head_sha):
                 continue
-            self.cancel_reasons[brid] = decision.cancel
+            yield self.master.service_manager.namedServices[STORE_SERVICE].note_end_reason(
+                brid, decision.cancel, self.master.reactor.seconds())
             # Buildbot's cancel stops the request's build when a unit has claimed it already.
             yield self.master.data.control("cancel", {"reason": decision.cancel}, ("buildrequests", brid))
             cancelled += 1

@@ -11,12 +11,13 @@ once per outage of its device: the commits told are kept in Buildbot's state tab
 the device connects again.
 
 Overdue builds. A build still running `timeout_grace` seconds past its backend's timeout is stopped with Buildbot's
-stop, its reason ('Stopped by the relay: still running 10 min past the backend's 3 h timeout') kept for its final
-status. The timeout is the worker's to enforce (each step's maxTime), so a build outlives it only when its unit
-stops answering while its connection stays up (a frozen host, not yet dropped by the keepalive watch) or when a
-step waits on the master. So the relay first asks the unit: one that answers gets Buildbot's stop; one that does
-not has its command ended as if its connection were lost (Buildbot's own way out of a command nobody answers) and
-its build stopped, CANCELLED, and is disconnected once the build has ended; it reconnects when it can.
+stop, its reason ('Stopped by the relay: still running 10 min past the backend's 3 h timeout') noted in the relay's
+store for its final status, which any master's reporter may post. The timeout is the worker's to enforce (each
+step's maxTime), so a build outlives it only when its unit stops answering while its connection stays up (a frozen
+host, not yet dropped by the keepalive watch) or when a step waits on the master. So the relay first asks the unit:
+one that answers gets Buildbot's stop; one that does not has its command ended as if its connection were lost
+(Buildbot's own way out of a command nobody answers) and its build stopped, CANCELLED, and is disconnected once the
+build has ended; it reconnects when it can.
 """
 
 from __future__ import annotations
@@ -106,17 +107,10 @@ def nothing_pending_services(relay: RelayConfig, settings: Settings) -> list:
             StaleWatch(watched, settings.timeout_grace, settings.github_repo, settings.web_url)]
 
 
-def stop_reason(master, buildrequestid: int) -> str | None:
-    """Why the relay stopped the build of a request ('Stopped by the relay: ...'); None when it did not."""
-    watch = master.service_manager.namedServices.get(STALE_SERVICE)
-    return watch.stop_reasons.get(buildrequestid) if watch is not None else None
-
-
 class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
     name = STALE_SERVICE
 
     def __init__(self, *args, **kwargs):
-        self.stop_reasons: dict[int, str] = {}  # build request -> why the relay stopped its build; for the reporters
         self._told: dict[str, list[str]] = {}
         self._asked: dict[int, Asked] = {}  # waiting requests seen, by id (what a request asks never changes)
         self._started: dict[int, float] = {}  # running builds' start, by build id
@@ -275,8 +269,8 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
     @defer.inlineCallbacks
     def _stop(self, builder, build, reason: str):
         log.msg(f"crcr: stopping build {build.number} of {builder.name}: {reason}")
-        for request in build.requests:
-            self.stop_reasons[request.id] = reason
+        for request in build.requests:  # for the reporters, on whichever master reports the build
+            yield self.store.note_end_reason(request.id, reason, self.master.reactor.seconds())
         unit = build.workerforbuilder.worker
         if (yield self._answers(unit)):
             yield self.master.data.control("stop", {"reason": reason}, ("builds", build.buildid))

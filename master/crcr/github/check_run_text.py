@@ -1,13 +1,13 @@
 """What a pull request build's check run says at each of its events: its status, its conclusion, and its output
 (a title, and a summary in Markdown: the counts, the newly failing tests with links to their suite's log, the
-baseline their failures were compared with). A formatter function: its context has the build and the master."""
+baseline their failures were compared with). A formatter function: its context has the build and, when it was
+cancelled, why (formatting.FormatterWithEnding)."""
 
 from __future__ import annotations
 
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
-from crcr.buildmaster.pull_requests import cancel_reason
-from crcr.github.status_text import buildrequest_id, describe
+from crcr.github.status_text import ENDING, describe
 from crcr.names import (
     BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX, TESTS_PROPERTY,
     suite_step_name,
@@ -27,7 +27,7 @@ SUPERSEDED = "Superseded"  # how the relay's cancel reason of a PR build a newer
 
 def check_run_fields(context: dict) -> dict:
     """The check run's status, conclusion (when completed) and output for the build (or build request) reported."""
-    build, master = context["build"], context["master"]
+    build = context["build"]
     if not build.get("complete"):
         if "buildid" not in build:
             return _unfinished("queued", describe(context))
@@ -36,7 +36,8 @@ def check_run_fields(context: dict) -> dict:
     if build["results"] == RETRY:  # Buildbot asks for the build again: the check run waits for it
         return _unfinished("queued", describe(context))
     conclusion = CONCLUSIONS.get(build["results"], "action_required")
-    if build["results"] == CANCELLED and (cancel_reason(master, buildrequest_id(build)) or "").startswith(SUPERSEDED):
+    ending = context.get(ENDING)
+    if build["results"] == CANCELLED and ending is not None and (ending.reason or "").startswith(SUPERSEDED):
         conclusion = "neutral"  # a newer push replaced it: not this PR's verdict, and nothing to act on
     return {"status": "completed", "conclusion": conclusion,
             "output": {"title": describe(context), "summary": _summary(build)}}

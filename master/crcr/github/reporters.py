@@ -16,7 +16,7 @@ from crcr.config.settings import Settings
 from crcr.github.check_run_text import check_run_fields
 from crcr.github.check_runs import GitHubCheckRuns
 from crcr.github.commit_status import OutboxStatusPush
-from crcr.github.formatting import FormatterWithMaster
+from crcr.github.formatting import FormatterWithEnding
 from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import describe
 from crcr.names import (
@@ -61,8 +61,8 @@ def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
 
 def _status_push(reporting: list, schedulers: list[str]) -> OutboxStatusPush:
     builders = [b.name for b in reporting]
-    # describe gets the master: a cancelled PR build's status says why the relay cancelled it.
-    describe_build = FormatterWithMaster(describe, "plain", want_steps=True)
+    # describe gets why a cancelled build ended: its status says why the relay cancelled it, or who did.
+    describe_build = FormatterWithEnding(describe, "plain", want_steps=True)
     # The repository comes from the change's `project` (settings.github_repo), set by the poller, the force
     # schedulers and the pull request service, so a local mirror still reports to the right repository.
     return OutboxStatusPush(
@@ -85,8 +85,8 @@ def check_run_generators(builders: list[str] | None, schedulers: list[str] | Non
     """Each event of a build request of `builders` asked for by `schedulers`: the check run's fields as the
     formatter's body. The finished build's summary links each newly failing test to its suite's log (want_logs
     gives the logs' URLs, not their contents)."""
-    fields = FormatterWithMaster(check_run_fields, "json")
-    fields_with_logs = FormatterWithMaster(check_run_fields, "json", want_steps=True, want_logs=True)
+    fields = FormatterWithEnding(check_run_fields, "json")
+    fields_with_logs = FormatterWithEnding(check_run_fields, "json", want_steps=True, want_logs=True)
     return [
         BuildRequestGenerator(builders=builders, schedulers=schedulers, formatter=fields),
         BuildStartEndStatusGenerator(builders=builders, schedulers=schedulers, start_formatter=fields,

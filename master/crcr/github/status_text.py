@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
-from crcr.buildmaster.authorization import cancelled_by
-from crcr.buildmaster.pull_requests import cancel_reason
-from crcr.buildmaster.stale import stop_reason
 from crcr.names import (
     BASELINES_PROPERTY, GITHUB_DESCRIPTION_LIMIT, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX,
     TESTS_PROPERTY,
@@ -14,6 +11,7 @@ from crcr.names import (
 from crcr.suites.results import SHORT_SHA, PullRequestBase, SuiteResults, describe_counts
 
 QUEUED = "Queued, waiting for a worker with the backend's device"
+ENDING = "ending"  # the formatter's context key of a cancelled request's store.endings.Ending (formatting.py)
 
 
 def _shorten(text: str) -> str:
@@ -82,18 +80,16 @@ def buildrequest_id(build: dict) -> int:
 def describe(context: dict) -> str:
     """Formatter function for both build requests (queued or cancelled) and finished builds. A build the relay
     cancelled itself says why ('Superseded by 1a2b3c4d5e', 'Stopped by the relay: ...'); one a person stopped or
-    cancelled, who."""
+    cancelled, who (the context's ENDING)."""
     build = context["build"]
     if not build.get("complete"):
         return QUEUED
-    if build["results"] == CANCELLED:
-        master, buildrequestid = context["master"], buildrequest_id(build)
-        reason = cancel_reason(master, buildrequestid) or stop_reason(master, buildrequestid)
-        if reason:
-            return _shorten(reason)
-        person = cancelled_by(master, buildrequestid)
-        if person:
-            return f"Cancelled by {person}"
+    ending = context.get(ENDING)
+    if build["results"] == CANCELLED and ending is not None:
+        if ending.reason:
+            return _shorten(ending.reason)
+        if ending.cancelled_by:
+            return f"Cancelled by {ending.cancelled_by}"
     return describe_finished_build(build)
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from buildbot.util import service
 from twisted.internet import defer
 
-from crcr.store import bisections, commits, deliveries, health_queries, history, leadership, outbox
+from crcr.store import (
+    bisections, collapses, commits, deliveries, endings, health_queries, history, leadership, outbox,
+)
 from crcr.store.migrate import upgrade_tables
 
 
@@ -77,6 +79,13 @@ class RelayStore(service.BuildbotService):
     take_or_renew_leadership = _through_pool(leadership.take_or_renew)
     give_up_leadership = _through_pool(leadership.give_up)
     current_leader = _through_pool(leadership.current)
+
+    note_end_reason = _through_pool(endings.note_reason)
+    note_canceller = _through_pool(endings.note_canceller)
+    ending_of = _through_pool(endings.ending)
+
+    approve_collapse = _through_pool(collapses.approve_collapse)
+    collapsed_into = _through_pool(collapses.collapsed_into)
 
     claim_delivery = _through_pool(deliveries.claim_delivery)
     release_delivery = _through_pool(deliveries.release_delivery)

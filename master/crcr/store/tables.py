@@ -212,6 +212,29 @@ test_outcomes = sa.Table(
 )
 
 
+# Why a build request ended, when the relay or a person ended it (store/endings.py): one row per request.
+request_endings = sa.Table(
+    "crcr_request_endings",
+    metadata,
+    sa.Column("buildrequestid", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("reason", sa.Text),  # the relay's: 'Superseded by 1a2b3c4d5e', 'Stopped by the relay: ...'
+    sa.Column("cancelled_by", sa.Text),  # the user who stopped or cancelled it in the UI or REST API
+    sa.Column("noted_at", sa.BigInteger, nullable=False),
+    sa.Index("crcr_request_endings_noted_at", "noted_at"),
+)
+
+# The collapses the queue policy approved (store/collapses.py): an old request's commits go to the newer request
+# if Buildbot completes the old one SKIPPED.
+collapses = sa.Table(
+    "crcr_collapses",
+    metadata,
+    sa.Column("old_brid", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("new_brid", sa.Integer, nullable=False),
+    sa.Column("approved_at", sa.BigInteger, nullable=False),
+    sa.Index("crcr_collapses_approved_at", "approved_at"),
+)
+
+
 def check_value(field: str, value: str, allowed: tuple[str, ...]) -> None:
     """A mistyped state would be stored silently and never match a query: refuse it."""
     if value not in allowed:
