@@ -176,11 +176,11 @@ def claim(conn, row_id: int, now: float) -> bool:
     return claimed == 1
 
 
-def delivered(conn, row_id: int, outage_over_at: float, now: float | None = None) -> None:
+def delivered(conn, row_id: int, outage_over_at: float) -> None:
     """GitHub took it, so it answers again: the rows waiting out an outage's back-off fall due at `outage_over_at`
     (now, or the end of a pause GitHub asked for), each still behind its target's earlier rows (due()). The row
-    stays, sent, as its target's last state (for KEEP_SENT), replacing the one sent before."""
-    now = outage_over_at if now is None else now
+    stays, sent, as its target's last state (for KEEP_SENT from `outage_over_at`), replacing the one sent before."""
+    now = outage_over_at
     row = conn.execute(sa.select(github_outbox).where(_o.id == row_id)).first()
     if row is not None:
         conn.execute(github_outbox.delete().where(
