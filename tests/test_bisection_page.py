@@ -25,7 +25,7 @@ from twisted.trial import unittest
 from conftest import E2E_WORKERS, backend, make_upstream, prepare_relay, running, suite
 from crcr.bisection.plan import Bisection as Plan
 from crcr.config.errors import shown
-from crcr.store.bisections import add_step, create_bisection, update_bisection, update_step
+from crcr.store.bisections import add_step, create_bisection, end_step, update_bisection
 from crcr.store.service import RelayStore
 from relaymaster import relay_master, relay_plugin, render
 from webui import click_when_ready, open_page, page_text, wait_for_element, wait_for_texts
@@ -57,8 +57,8 @@ def store_bisection(conn, backend_name: str, good: str, plan: Plan, taken: list[
         sha = plan.commits[index]
         stepid = add_step(conn, bisectionid, index, sha, list(recorded.step.tests), started_at=at + 100 + 600 * number,
                           brid=500 + number)
-        update_step(conn, stepid, buildid=buildids.get(sha), outcome=recorded.verdict, results=outcomes,
-                    ended_at=at + 500 + 600 * number)
+        end_step(conn, stepid, buildid=buildids.get(sha), outcome=recorded.verdict, results=outcomes,
+                 ended_at=at + 500 + 600 * number)
     if done:
         update_bisection(conn, bisectionid, state="done", result=asdict(plan.result()), ended_at=at + 2000)
     return bisectionid
@@ -147,7 +147,7 @@ class BisectionsResourceTest(TestReactorMixin, unittest.TestCase):
             bisectionid = create_bisection(conn, "alpha", "main", sha(0), sha(4), plan.to_json(), started_at=1000,
                                            requested_by="octocat")
             done = add_step(conn, bisectionid, first.index, first.sha, [TEST_ADD], started_at=1001, brid=1)
-            update_step(conn, done, buildid=31, outcome="good", results={TEST_ADD: "passed"}, ended_at=1100)
+            end_step(conn, done, buildid=31, outcome="good", results={TEST_ADD: "passed"}, ended_at=1100)
             add_step(conn, bisectionid, waiting.index, waiting.sha, [TEST_ADD], started_at=1101, brid=77)
             return bisectionid
 
@@ -251,7 +251,7 @@ def bisected(tmp_path_factory, github):
         abandoned = create_bisection(conn, PAGE_BACKEND, "main", good, commits[-1], stopped.to_json(),
                                      started_at=time.time() - 1800, requested_by="octocat")
         stepid = add_step(conn, abandoned, skipped.index, skipped.sha, [TEST_ADD], started_at=time.time() - 1700)
-        update_step(conn, stepid, outcome="skipped", ended_at=time.time() - 1200)
+        end_step(conn, stepid, buildid=None, outcome="skipped", ended_at=time.time() - 1200)
         update_bisection(conn, abandoned, state="abandoned", ended_at=time.time() - 1100)
     finally:
         conn.close()

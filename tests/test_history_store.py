@@ -113,7 +113,7 @@ def test_prune_drops_decided_commits_and_ended_bisections_older_than_the_horizon
     update_bisection(db, old, state="done", ended_at=1000)
     running = create_bisection(db, "alpha", "main", A, B, plan={}, started_at=900)
     add_step(db, running, position=0, sha=A, tests=["t"], started_at=900)
-    recent = create_bisection(db, "alpha", "main", A, B, plan={}, started_at=900)
+    recent = create_bisection(db, "alpha", "main", B, A, plan={}, started_at=900)  # another range
     update_bisection(db, recent, state="abandoned", ended_at=2000)
 
     counts = prune(db, before=1500)

@@ -34,6 +34,7 @@ from buildbot.util.tuplematch import matchTuple
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
+from crcr.bisection.plan import Bisection
 from crcr.buildmaster.coalescing import note_approval
 from crcr.buildmaster.covered_step import CoveredCommits
 from crcr.buildmaster.ledger import CommitLedger
@@ -462,10 +463,89 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
 
         (running,) = await self.store.running_bisections()
         _, steps = await self.store.bisection_with_steps(running.id)
-        self.assertEqual([(s.sha, s.outcome) for s in steps], [(asked[0], "interrupted"), (asked[0], "pending")])
+        # Its row is pending again (one step per commit), with the new request.
+        self.assertEqual([(s.sha, s.outcome) for s in steps], [(asked[0], "pending")])
+        self.assertNotEqual(steps[0].brid, request["buildrequestid"])
         self.assertEqual(await self.step_revisions(), asked, "the same commit is built again")
         row = await self.store.find_commit(SILENT, commits[0])
         self.assertEqual(row.state, "pending", "its commits still wait for the bisection")
+
+    # --- two masters leading for a moment, and a change of leader mid-bisection ---
+
+    @property
+    def leadership(self):
+        return self.master.service_manager.namedServices[LEADERSHIP_SERVICE]
+
+    async def test_two_leaders_starting_the_same_bisection_start_one_and_ask_one_build(self):
+        _, _, buildid = await self.bisecting_three_commits()
+        (running,) = await self.store.running_bisections()
+        plan = Bisection.from_json(running.plan)
+
+        # Another master leading for a moment decided the same build's new failures: the same range and tests.
+        again = await self.ledger.bisector._start(SILENT, running.branch, running.good_sha, running.bad_sha,
+                                                  list(plan.commits), list(plan.tests), trigger_buildid=buildid)
+
+        self.assertEqual(again, running.id)
+        self.assertEqual(len(await self.store.running_bisections()), 1)
+        _, steps = await self.store.bisection_with_steps(running.id)
+        self.assertEqual(len(steps), 1)
+        self.assertEqual(len(await self.waiting_requests(SILENT)), 1, "one build of the step's commit")
+
+    async def test_a_master_taking_the_lead_goes_on_with_a_bisection_whose_step_ended_meanwhile(self):
+        commits, broken, _ = await self.bisecting_three_commits()
+        (request,) = await self.waiting_requests(SILENT)
+        await self.leadership._lose()  # another master leads, then dies after the step's build ended
+        step = await self.store.step_of_request(request["buildrequestid"])
+        outcome = "failed" if commits.index(step.sha) >= 1 else "passed"  # broken by commit two: one step more
+        step_build, _ = await self.start_build(request["buildrequestid"])
+        await self.finish_build(step_build, SUCCESS, {"smoke": SUCCESS},
+                                **{TEST_OUTCOMES_PROPERTY: {"smoke": {broken: outcome}}})
+        await self.deliver()
+        step = await self.store.step_of_request(request["buildrequestid"])
+        self.assertEqual(step.outcome, "pending", "heard by a master that does not lead")
+
+        await self.leadership._gain()
+        await self.ledger.in_order(lambda: None)
+
+        (running,) = await self.store.running_bisections()
+        _, steps = await self.store.bisection_with_steps(running.id)
+        (waiting,) = await self.waiting_requests(SILENT)
+        verdict = "bad" if outcome == "failed" else "good"
+        self.assertEqual([(s.outcome, s.brid, s.buildid) for s in steps], [
+            (verdict, request["buildrequestid"], step_build), ("pending", waiting["buildrequestid"], None)])
+
+    async def test_a_step_its_leader_recorded_but_never_asked_is_asked_by_the_next_leader(self):
+        plan = Bisection([sha(1), sha(2), sha(3)], ["smoke"])
+        step = plan.next_step()
+        await self.leadership._lose()
+        bisectionid = await self.store.create_bisection(SILENT, "main", sha(0), sha(3), plan.to_json(), 100)
+        await self.store.add_step(bisectionid, step.index, step.sha, list(step.tests), 100)  # ... and died here
+
+        await self.leadership._gain()
+        await self.ledger.in_order(lambda: None)
+
+        _, steps = await self.store.bisection_with_steps(bisectionid)
+        (request,) = await self.waiting_requests(SILENT)
+        self.assertEqual([(s.sha, s.outcome, s.brid) for s in steps], [(step.sha, "pending", request["buildrequestid"])])
+        self.assertEqual(await self.step_revisions(), [step.sha])
+
+    async def test_a_step_asked_by_two_leaders_at_once_keeps_one_request_and_cancels_the_other(self):
+        plan = Bisection([sha(1), sha(2), sha(3)], ["smoke"])
+        step = plan.next_step()
+        await self.leadership._lose()
+        bisectionid = await self.store.create_bisection(SILENT, "main", sha(0), sha(3), plan.to_json(), 100)
+        stepid = await self.store.add_step(bisectionid, step.index, step.sha, list(step.tests), 100)
+        bisection, _ = await self.store.bisection_with_steps(bisectionid)
+        scheduler = self.master.scheduler_manager.namedServices[bisect_scheduler_name(SILENT)]
+
+        # The old leader asks the step's build as the new one, catching up, asks it too.
+        for _ in range(2):
+            await self.ledger.bisector._ask(scheduler, bisection, 3, stepid, step.index, step.sha, step.tests)
+
+        first, second = sorted(r["buildrequestid"] for r in await self.waiting_requests(SILENT))
+        self.assertEqual((await self.store.step_of_request(first)).id, stepid)
+        cancels = [key for key, _ in self.master.mq.productions if key[0] == "control" and key[-1] == "cancel"]
+        self.assertEqual(cancels, [("control", "buildrequests", str(second), "cancel")], "Buildbot's botmaster does")
 
     async def test_a_step_cancelled_by_a_user_abandons_the_bisection_and_decides_its_commits(self):
         commits, *_ = await self.bisecting_three_commits()

@@ -188,3 +188,72 @@ def test_a_check_runs_id_is_remembered_per_build_request(db):
 def test_an_unknown_kind_is_refused(db):
     with pytest.raises(ValueError, match="kind must be one of status, check_run"):
         enqueue(db, "comment", REPO, A, ALPHA, {}, now=100)
+
+
+# --- identical posts: once, even from two masters leading for a moment ---
+
+
+def test_an_identical_state_written_twice_is_one_row(db):
+    first = status(db, A, "pending", now=100)
+
+    assert status(db, A, "pending", now=101) == first, "the second master's write"
+    claim(db, first, now=102)
+    assert status(db, A, "pending", now=103) == first, "being sent: not sent again after it"
+    assert states(waiting(db)) == [("a", ALPHA, "pending")]
+
+
+def test_a_state_github_took_is_not_sent_again_and_a_different_later_one_is(db):
+    pending = status(db, A, "pending", now=100)
+    claim(db, pending, now=101)
+    delivered(db, pending, outage_over_at=102)
+
+    assert status(db, A, "pending", now=103) == pending
+    assert waiting(db) == [], "GitHub has it"
+    status(db, A, "success", now=104)
+    status(db, A, "success", now=105)
+    assert states(due(db, now=105, limit=10)) == [("a", ALPHA, "success")]
+
+
+def test_a_state_github_had_before_another_replaced_it_goes_again_in_order(db):
+    building = status(db, A, "pending", now=100)
+    claim(db, building, now=101)
+    delivered(db, building, outage_over_at=102)
+    interrupted = enqueue(db, "status", REPO, A, ALPHA, {"state": "pending", "description": "Interrupted"}, now=103)
+    claim(db, interrupted, now=104)
+
+    again = status(db, A, "pending", now=105)  # the retry builds: GitHub must show 'pending' again
+
+    assert again not in (building, interrupted)
+    delivered(db, interrupted, outage_over_at=106)
+    assert [(r.id, r.payload["description"]) for r in due(db, now=106, limit=10)] == [(again, "pending")]
+
+
+def test_a_state_waiting_behind_the_one_github_has_goes_when_that_one_is_wanted_again(db):
+    success = status(db, A, "success", now=100)
+    claim(db, success, now=101)
+    delivered(db, success, outage_over_at=102)
+    status(db, A, "failure", now=103)
+
+    assert status(db, A, "success", now=104) == success
+    assert waiting(db) == [], "GitHub ends with success already"
+
+
+def test_a_check_runs_identity_is_its_build_request_and_fields(db):
+    queued = {"status": "queued", "details_url": "http://relay/#/builders/1/builds/1"}
+    first = enqueue(db, "check_run", REPO, A, ALPHA, queued, now=100, brid=7)
+
+    assert enqueue(db, "check_run", REPO, A, ALPHA, dict(queued), now=101, brid=7) == first
+    other = enqueue(db, "check_run", REPO, A, ALPHA, queued, now=102, brid=8)
+    assert other != first
+    assert [(r.brid, r.payload["status"]) for r in due(db, now=103, limit=10)] == [(7, "queued"), (8, "queued")]
+
+
+def test_a_given_up_state_does_not_hold_back_the_same_state_written_again(db):
+    refused = status(db, A, "pending", now=100)
+    claim(db, refused, now=101)
+    give_up(db, refused, now=102, problem="HTTP 422")
+
+    again = status(db, A, "pending", now=103)
+
+    assert again != refused
+    assert states(due(db, now=103, limit=10)) == [("a", ALPHA, "pending")]

@@ -19,8 +19,8 @@ from twisted.trial import unittest
 from conftest import backend, prepare_relay, suite
 from crcr.store import migrate, outbox, tables
 from crcr.store.bisections import (
-    add_step, bisection_with_steps, bisections_triggered_by, create_bisection, recent_bisections, running_bisections, step_of_request,
-    update_bisection, update_step,
+    add_step, ask_step, bisection_with_steps, bisections_triggered_by, create_bisection, recent_bisections, running_bisections, step_of_request,
+    end_step, update_bisection,
 )
 from crcr.store.commits import (
     commits_of_request, decide, decided_since, find_commit, mark_started, move_to_request, record_arrival,
@@ -230,7 +230,8 @@ def test_a_bisection_runs_until_it_is_done_with_its_result(db):
 
 
 def test_recent_bisections_are_a_backends_newest_first(db):
-    ids = [create_bisection(db, name, "main", A, B, {}, started_at=100) for name in ("alpha", "beta", "alpha", "alpha")]
+    ids = [create_bisection(db, name, "main", A, bad, {}, started_at=100)
+           for name, bad in (("alpha", B), ("beta", B), ("alpha", C), ("alpha", D))]
 
     assert [b.id for b in recent_bisections(db, "alpha", limit=2)] == [ids[3], ids[2]]
     assert [b.id for b in recent_bisections(db, "beta", limit=10)] == [ids[1]]
@@ -242,8 +243,8 @@ def test_a_bisections_steps_are_found_by_their_build_request(db):
     first = add_step(db, bisectionid, position=1, sha=B, tests=tests, started_at=110, brid=41)
     second = add_step(db, bisectionid, position=0, sha=A, tests=tests, started_at=120)
 
-    update_step(db, first, buildid=77, outcome="bad", results={"test_x.py::test_add": "failure"}, ended_at=200)
-    update_step(db, second, brid=42)
+    assert end_step(db, first, buildid=77, outcome="bad", results={"test_x.py::test_add": "failure"}, ended_at=200)
+    assert ask_step(db, second, brid=42)
 
     found = step_of_request(db, 41)
     assert (found.id, found.position, found.sha, found.buildid, found.outcome) == (first, 1, B, 77, "bad")
@@ -255,7 +256,83 @@ def test_a_bisections_steps_are_found_by_their_build_request(db):
     _, steps = bisection_with_steps(db, bisectionid)
     assert [s.id for s in steps] == [first, second]
     with pytest.raises(ValueError, match="must be one of"):
-        update_step(db, second, outcome="flaky")
+        end_step(db, second, buildid=None, outcome="flaky", ended_at=300)
+
+
+def test_a_running_bisection_of_a_range_is_created_once(db):
+    first = create_bisection(db, "alpha", "main", A, C, {"leader": 1}, started_at=100, trigger_buildid=12)
+
+    assert create_bisection(db, "alpha", "main", A, C, {"leader": 2}, started_at=101, trigger_buildid=12) == first
+    assert [(b.id, b.plan) for b in running_bisections(db)] == [(first, {"leader": 1})]
+    assert create_bisection(db, "beta", "main", A, C, {}, started_at=102) != first, "another backend's"
+    update_bisection(db, first, state="abandoned", ended_at=200)
+    assert create_bisection(db, "alpha", "main", A, C, {}, started_at=300) != first, "bisected again by hand"
+
+
+def test_a_step_of_a_commit_is_added_and_asked_once(db):
+    bisectionid = create_bisection(db, "alpha", "main", A, D, {}, started_at=100)
+    stepid = add_step(db, bisectionid, position=1, sha=B, tests=["t"], started_at=110)
+
+    assert add_step(db, bisectionid, position=1, sha=B, tests=["t"], started_at=111) is None, "asked already"
+    assert ask_step(db, stepid, brid=41)
+    assert not ask_step(db, stepid, brid=42), "another master's request came second"
+    assert end_step(db, stepid, buildid=7, outcome="interrupted", ended_at=120)
+    assert not end_step(db, stepid, buildid=7, outcome="interrupted", ended_at=121), "its end recorded once"
+
+    assert add_step(db, bisectionid, position=1, sha=B, tests=["t"], started_at=130) == stepid, "asked again"
+    assert add_step(db, bisectionid, position=1, sha=B, tests=["t"], started_at=131) is None
+    _, (step,) = bisection_with_steps(db, bisectionid)
+    assert (step.outcome, step.brid, step.buildid, step.started_at, step.ended_at) == ("pending", None, None, 130, None)
+
+
+def test_the_unique_keys_migration_merges_what_two_leaders_wrote_twice(tmp_path):
+    db = open_database(f"sqlite:///{tmp_path / 'state.sqlite'}", tmp_path)
+    try:
+        merges_what_two_leaders_wrote_twice(db)
+    finally:
+        db.close()
+
+
+@pytest.mark.e2e
+def test_the_unique_keys_migration_merges_on_postgresql(tmp_path, postgres):
+    db = open_database(postgres.url, tmp_path)
+    try:
+        merges_what_two_leaders_wrote_twice(db)
+        bisectionid = create_bisection(db, "beta", "main", A, C, {}, started_at=100)
+        assert create_bisection(db, "beta", "main", A, C, {}, started_at=101) == bisectionid
+        assert add_step(db, bisectionid, position=0, sha=B, tests=[], started_at=110) is not None
+        assert add_step(db, bisectionid, position=0, sha=B, tests=[], started_at=111) is None
+    finally:
+        db.close()
+
+
+def merges_what_two_leaders_wrote_twice(db):
+    upgrade_tables(db, to="007")
+    bisection_rows = [dict(backend="alpha", branch="main", good_sha=A, bad_sha=C, started_at=100 + n, state=state,
+                           plan="{}") for n, state in enumerate(("running", "running", "done"))]
+    db.execute(tables.bisections.insert(), bisection_rows)
+    step = dict(bisectionid=1, position=0, sha=B, tests="[]", started_at=110)
+    db.execute(tables.bisection_steps.insert(), [
+        {**step, "brid": 41, "outcome": "pending"}, {**step, "brid": 42, "buildid": 8, "outcome": "good",
+                                                     "results": "{}", "ended_at": 150},
+        {**step, "sha": C, "brid": 43, "outcome": "interrupted"}, {**step, "sha": C, "brid": 44, "outcome": "pending"},
+    ])
+    post = dict(kind="status", repo="o/r", sha=A, context="crcr/alpha", created_at=100, updated_at=100, attempts=0,
+                next_attempt_at=100)
+    db.execute(sa.insert(sa.table("crcr_github_outbox", *map(sa.column, post), sa.column("payload"))), [
+        {**post, "payload": '{"state": "pending"}'}, {**post, "payload": '{"state": "pending"}'},
+        {**post, "payload": '{"state": "success"}'},
+    ])
+    db.commit()
+
+    upgrade_tables(db)
+
+    assert [(b.id, b.state) for b in recent_bisections(db, "alpha", 10)] == [(3, "done"), (2, "abandoned"),
+                                                                            (1, "running")]
+    _, steps = bisection_with_steps(db, 1)
+    assert [(s.id, s.sha, s.brid, s.outcome) for s in steps] == [(1, B, 42, "good"), (3, C, 44, "pending")]
+    assert [(r.id, r.payload["state"]) for r in outbox.waiting(db)] == [(1, "pending"), (3, "success")]
+    assert outbox.enqueue(db, "status", "o/r", A, "crcr/alpha", {"state": "success"}, now=200) == 3
 
 
 # --- RelayStore in a master (Buildbot's harness, its real database layer on a SQLite file) ---

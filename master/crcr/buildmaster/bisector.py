@@ -9,7 +9,10 @@ is recorded, and the next step asked, until each test has its first bad commit. 
 that was not built alone gets its verdict. The state lives in the relay's tables (store/bisections.py), so a
 restarted master goes on where it stood.
 
-It runs inside the ledger (ledger.py), one message at a time.
+It runs inside the ledger (ledger.py), one message at a time, on the relay's leader only; a master that takes the
+lead resumes the running bisections (resume(), from the ledger's catching up). Two masters leading for a moment
+start a bisection, ask a step's build and record its end once (store/bisections.py's unique keys): the second
+finds the row there and does nothing more.
 """
 
 from __future__ import annotations
@@ -147,15 +150,15 @@ class Bisector:
 
     @defer.inlineCallbacks
     def _start(self, backend, branch, good, bad, commits, tests, trigger_buildid=None, requested_by=None):
-        plan = Bisection(commits, tests)
         bisectionid = yield self.store.create_bisection(
-            backend, branch, good, bad, plan.to_json(), self.ledger.now(), trigger_buildid=trigger_buildid,
-            requested_by=requested_by,
+            backend, branch, good, bad, Bisection(commits, tests).to_json(), self.ledger.now(),
+            trigger_buildid=trigger_buildid, requested_by=requested_by,
         )
         log.msg(f"crcr bisector: bisection {bisectionid} of {backend}: {len(commits)} commits after {good[:10]} "
                 f"up to {bad[:10]}, {len(tests)} tests")
+        # The stored plan: the range's running bisection may be another master's, steps ahead.
         bisection, _ = yield self.store.bisection_with_steps(bisectionid)
-        yield self._advance(bisection, plan)
+        yield self._advance(bisection, Bisection.from_json(bisection.plan))
         return bisectionid
 
     # --- each step ---
@@ -166,24 +169,43 @@ class Bisector:
         if step is None:
             yield self._finish(bisection, plan)
             return
-        scheduler = self.master.scheduler_manager.namedServices.get(bisect_scheduler_name(bisection.backend))
-        if scheduler is None:  # the backend is gone (its file removed at a reconfig)
-            yield self._abandon(bisection, f"backend {bisection.backend} is no longer configured")
+        scheduler = yield self._scheduler(bisection)
+        if scheduler is None:
             return
         stepid = yield self.store.add_step(bisection.id, step.index, step.sha, list(step.tests), self.ledger.now())
+        if stepid is None:
+            return  # asked already (by another master leading for a moment): its end goes on
+        yield self._ask(scheduler, bisection, len(plan.commits), stepid, step.index, step.sha, step.tests)
+
+    @defer.inlineCallbacks
+    def _scheduler(self, bisection):
+        """The backend's bisect scheduler; None, the bisection abandoned, when the backend is gone (its file removed
+        at a reconfig)."""
+        scheduler = self.master.scheduler_manager.namedServices.get(bisect_scheduler_name(bisection.backend))
+        if scheduler is None:
+            yield self._abandon(bisection, f"backend {bisection.backend} is no longer configured")
+        return scheduler
+
+    @defer.inlineCallbacks
+    def _ask(self, scheduler, bisection, commits: int, stepid: int, index: int, sha: str, tests):
+        """Asks the build of a step; when another master's request for it was recorded first, cancels its own."""
         properties = Properties()
         properties.setProperty(BISECTION_PROPERTY, bisection.id, "crcr")
-        properties.setProperty(ONLY_TESTS_PROPERTY, only_tests(step.tests), "crcr")
+        properties.setProperty(ONLY_TESTS_PROPERTY, only_tests(tests), "crcr")
         _, brids = yield scheduler.addBuildsetForSourceStamps(
             waited_for=False,
             sourcestamps=[{"codebase": "", "repository": self.ledger.upstream_url, "branch": bisection.branch,
-                           "revision": step.sha, "project": self.ledger.github_repo}],
-            reason=f"bisection {bisection.id}: commit {step.index + 1} of {len(plan.commits)}",
+                           "revision": sha, "project": self.ledger.github_repo}],
+            reason=f"bisection {bisection.id}: commit {index + 1} of {commits}",
             properties=properties,
             builderNames=[bisection.backend],
             priority=BISECTION_PRIORITY,
         )
-        yield self.store.update_step(stepid, brid=next(iter(brids.values())))
+        brid = next(iter(brids.values()))
+        if not (yield self.store.ask_step(stepid, brid)):
+            log.msg(f"crcr bisector: step {stepid} of bisection {bisection.id} was asked by another master too: "
+                    f"request {brid} cancelled")
+            yield self.master.data.control("cancel", {"reason": "asked twice"}, ("buildrequests", brid))
 
     @defer.inlineCallbacks
     def step_finished(self, build: dict):
@@ -193,8 +215,8 @@ class Bisector:
         bisection, step = found
         if build["results"] == CANCELLED and self.master.botmaster.shuttingDown:
             # Buildbot stops running builds with the master: not a user's cancel. resume() asks for it again.
-            yield self.store.update_step(step.id, buildid=build["buildid"], outcome="interrupted",
-                                         ended_at=self.ledger.now())
+            yield self.store.end_step(step.id, buildid=build["buildid"], outcome="interrupted",
+                                      ended_at=self.ledger.now())
             return
         if build["results"] == CANCELLED:
             yield self._abandon(bisection, f"its build of {step.sha[:10]} was cancelled")
@@ -206,8 +228,9 @@ class Bisector:
             plan.record(step.position, outcomes)
         else:
             plan.record_skip(step.position)
-        yield self.store.update_step(step.id, buildid=build["buildid"], outcome=plan.steps[-1].verdict,
-                                     results=outcomes, ended_at=self.ledger.now())
+        if not (yield self.store.end_step(step.id, buildid=build["buildid"], outcome=plan.steps[-1].verdict,
+                                          results=outcomes, ended_at=self.ledger.now())):
+            return  # another master leading for a moment recorded this end, and goes on
         yield self.store.update_bisection(bisection.id, plan=plan.to_json())
         yield self._advance(bisection, plan)
 
@@ -283,9 +306,11 @@ class Bisector:
                 yield self._advance(bisection, Bisection.from_json(bisection.plan))
                 continue
             step = pending[-1]
-            if step.brid is None:  # the master stopped between recording the step and asking its build
-                yield self.store.update_step(step.id, outcome="skipped", ended_at=self.ledger.now())
-                yield self._advance(bisection, Bisection.from_json(bisection.plan))
+            if step.brid is None:  # the leader stopped between recording the step and asking its build
+                scheduler = yield self._scheduler(bisection)
+                if scheduler is not None:
+                    commits = len(Bisection.from_json(bisection.plan).commits)
+                    yield self._ask(scheduler, bisection, commits, step.id, step.position, step.sha, step.tests)
                 continue
             request = yield self.master.data.get(("buildrequests", step.brid))
             if request is None or not request["complete"]:

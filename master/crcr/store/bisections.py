@@ -2,6 +2,11 @@
 
 The planner's state (plan), the result, a step's tests and its results are stored as JSON: these functions take
 and give the decoded values. Each function takes a SQLAlchemy connection and commits what it writes.
+
+Two masters leading for a moment (store/leadership.py) may both start the same bisection or ask the same step:
+unique keys make the second write nothing. A range has one running bisection (creating it again gives the running
+one), a bisection one step per commit (adding it again gives None: its build is asked already), and a step's end
+is recorded once (end_step: the first master to record it goes on with the bisection).
 """
 
 from __future__ import annotations
@@ -10,6 +15,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
+
+from crcr.store.inserts import insert_unless_present
 from crcr.store.tables import BISECTION_STATES, STEP_OUTCOMES, bisection_steps, bisections, check_value
 
 
@@ -46,13 +54,18 @@ class BisectionStep:
 
 def create_bisection(conn, backend: str, branch: str, good_sha: str, bad_sha: str, plan: Any, started_at: float,
                      trigger_buildid: int | None = None, requested_by: str | None = None) -> int:
-    """A running bisection of (good_sha, bad_sha]; returns its id."""
-    inserted = conn.execute(bisections.insert().values(
-        backend=backend, branch=branch, good_sha=good_sha, bad_sha=bad_sha, trigger_buildid=trigger_buildid,
-        requested_by=requested_by, started_at=int(started_at), state="running", plan=json.dumps(plan),
-    ))
+    """A running bisection of (good_sha, bad_sha]; returns its id, or the running one's of the same range."""
+    bisectionid = insert_unless_present(
+        conn, bisections, backend=backend, branch=branch, good_sha=good_sha, bad_sha=bad_sha,
+        trigger_buildid=trigger_buildid, requested_by=requested_by, started_at=int(started_at), state="running",
+        plan=json.dumps(plan),
+    )
+    if bisectionid is None:
+        b = bisections.c
+        bisectionid = conn.execute(sa.select(b.id).where(
+            b.backend == backend, b.good_sha == good_sha, b.bad_sha == bad_sha, b.state == "running")).scalar_one()
     conn.commit()
-    return inserted.inserted_primary_key[0]
+    return bisectionid
 
 
 def update_bisection(conn, bisectionid: int, *, plan: Any = None, state: str | None = None, result: Any = None,
@@ -97,28 +110,42 @@ def bisection_with_steps(conn, bisectionid: int) -> tuple[Bisection, list[Bisect
 
 def add_step(conn, bisectionid: int, position: int, sha: str, tests: Any, started_at: float,
              brid: int | None = None) -> int:
-    """A pending step building `sha`; returns its id."""
-    inserted = conn.execute(bisection_steps.insert().values(
-        bisectionid=bisectionid, position=position, sha=sha, brid=brid, tests=json.dumps(tests), outcome="pending",
-        started_at=int(started_at),
-    ))
+    """A pending step building `sha`; returns its id, for the caller to ask its build. None when the bisection has
+    a step of `sha` already, asked by another call: no second build. A step whose build was interrupted (the master
+    stopped) is pending again, for its build to be asked again."""
+    values = {"position": position, "brid": brid, "tests": json.dumps(tests), "outcome": "pending",
+              "started_at": int(started_at)}
+    stepid = insert_unless_present(conn, bisection_steps, bisectionid=bisectionid, sha=sha, **values)
+    if stepid is None:
+        s = bisection_steps.c
+        interrupted = conn.execute(sa.select(s.id).where(
+            s.bisectionid == bisectionid, s.sha == sha, s.outcome == "interrupted")).scalar()
+        taken = interrupted is not None and conn.execute(
+            bisection_steps.update().where(s.id == interrupted, s.outcome == "interrupted")
+            .values(**values, buildid=None, results=None, ended_at=None)).rowcount == 1
+        stepid = interrupted if taken else None
     conn.commit()
-    return inserted.inserted_primary_key[0]
+    return stepid
 
 
-def update_step(conn, stepid: int, *, brid: int | None = None, buildid: int | None = None, outcome: str | None = None,
-                results: Any = None, ended_at: float | None = None) -> None:
-    """Changes the fields given (not None); the others stay."""
-    if outcome is not None:
-        check_value("outcome", outcome, STEP_OUTCOMES)
-    values = {
-        "brid": brid,
-        "buildid": buildid,
-        "outcome": outcome,
-        "results": None if results is None else json.dumps(results),
-        "ended_at": None if ended_at is None else int(ended_at),
-    }
-    _update(conn, bisection_steps, stepid, values)
+def end_step(conn, stepid: int, *, buildid: int | None, outcome: str, results: Any = None, ended_at: float) -> bool:
+    """Records the end of a pending step's build; False when its end was recorded already (by another master)."""
+    check_value("outcome", outcome, STEP_OUTCOMES)
+    s = bisection_steps.c
+    ended = conn.execute(bisection_steps.update().where(s.id == stepid, s.outcome == "pending").values(
+        buildid=buildid, outcome=outcome, results=None if results is None else json.dumps(results),
+        ended_at=int(ended_at))).rowcount
+    conn.commit()
+    return ended == 1
+
+
+def ask_step(conn, stepid: int, brid: int) -> bool:
+    """Records the build request of a step asked no build yet; False when another master's request was recorded
+    first (the caller cancels its own)."""
+    s = bisection_steps.c
+    asked = conn.execute(bisection_steps.update().where(s.id == stepid, s.brid.is_(None)).values(brid=brid)).rowcount
+    conn.commit()
+    return asked == 1
 
 
 def step_of_request(conn, brid: int) -> BisectionStep | None:

@@ -28,22 +28,23 @@ def migration_scripts() -> ScriptDirectory:
 MIGRATION_LOCK = 0x63726372
 
 
-def upgrade_tables(conn) -> None:
-    """Runs the migrations the database has not had yet; nothing when it has them all."""
+def upgrade_tables(conn, to: str | None = None) -> None:
+    """Runs the migrations the database has not had yet (up to revision `to`, a test's older tables; the newest
+    by default); nothing when it has them all."""
     if conn.dialect.name == "postgresql":
         conn.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
         try:
-            _upgrade(conn)
+            _upgrade(conn, to)
         finally:
             conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK})
             conn.commit()
     else:  # SQLite: a master of its own
-        _upgrade(conn)
+        _upgrade(conn, to)
 
 
-def _upgrade(conn) -> None:
+def _upgrade(conn, to: str | None) -> None:
     scripts = migration_scripts()
-    newest = scripts.get_current_head()
+    newest = to or scripts.get_current_head()
     # _upgrade_revs is what alembic's own upgrade command and Buildbot's model.upgrade call: the steps from `current`.
     context = MigrationContext.configure(
         conn,

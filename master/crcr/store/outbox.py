@@ -15,12 +15,21 @@ A row whose last try found GitHub down (`outage`) waits out its back-off only un
 outage is over for every row then, not for each at its own doubled wait. A row refused for a reason of its own (a
 401) keeps its wait, and a pause GitHub asked for (postpone_all) holds whatever succeeds meanwhile.
 
+An identical post is made once, even by two masters leading for a moment: a state identical to the newest its
+target has (waiting, being sent, or the last GitHub took, kept KEEP_SENT) is not written again. Identical means the
+same target and the same payload: for a commit status its repo, sha, context, state, description and target_url;
+for a check run its repo, sha, name and build request, and every field it sends (status, conclusion, output,
+details_url). A unique key on state_key (a digest of both) holds one row per (target, state) besides the given up
+ones, so that of two masters writing the same state at once the second writes nothing. A different state still
+goes out after the ones before it, in order; so does a state GitHub had before another replaced it.
+
 Rows hold what GitHub must get, never a token. Times are epoch seconds (the master's clock). Each function takes a
 SQLAlchemy connection and commits what it writes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -28,10 +37,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from crcr.store.inserts import insert_unless_present
 from crcr.store.tables import OUTBOX_KINDS, check_value, github_check_runs, github_outbox
 
 CLAIM_EXPIRY = 60  # seconds; above the sender's attempt timeout (30 s)
 KEEP_GIVEN_UP = 7 * 24 * 3600
+KEEP_SENT = 24 * 3600  # a target's last delivered state, refused again for this long: longer than any takeover
 KEEP_CHECK_RUN_IDS = 30 * 24 * 3600  # a build request's check run is updated for as long as it builds: days at most
 
 _o = github_outbox.c
@@ -54,10 +65,25 @@ class OutboxRow:
     sending_since: int | None
     last_problem: str | None
     given_up_at: int | None
+    state_key: str | None
+    sent_at: int | None  # GitHub took it: its target's last state, no longer waiting
 
 
 def _row(r) -> OutboxRow:
     return OutboxRow(**{**r._mapping, "payload": json.loads(r.payload)})
+
+
+def state_key(kind: str, repo: str, sha: str, context: str, brid: int | None, payload: dict) -> str:
+    """What two identical posts share (the module's docstring says what identical means): a digest, the unique key
+    being one column (a status's missing build request, a NULL, would make a key of the target's columns never
+    match)."""
+    identity = json.dumps([kind, repo, sha, context, brid, payload], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(identity.encode()).hexdigest()
+
+
+def _unsent():
+    """Rows waiting for GitHub: neither taken by it nor given up."""
+    return sa.and_(_o.given_up_at.is_(None), _o.sent_at.is_(None))
 
 
 def _same_target(kind: str, repo: str, sha: str, context: str, brid: int | None):
@@ -73,23 +99,36 @@ def enqueue(conn, kind: str, repo: str, sha: str, context: str, payload: dict, n
             brid: int | None = None, not_before: float = 0) -> int:
     """The newest state of a target to deliver, not before `not_before` (a pause GitHub asked for); the id of its
     row. It replaces the target's state still waiting (keeping that row's place, attempts and next attempt: GitHub's
-    trouble is no newer for it)."""
+    trouble is no newer for it). A state GitHub has, or is being sent, with nothing sent after it, is not written
+    again: the states waiting after it go instead."""
     check_value("kind", kind, OUTBOX_KINDS)
-    waiting = conn.execute(
-        sa.select(_o.id)
-        .where(_same_target(kind, repo, sha, context, brid), _o.given_up_at.is_(None), sa.not_(_being_sent(now)))
-        .order_by(_o.id)
-    ).scalars().all()
-    values = {"payload": json.dumps(payload), "updated_at": int(now)}
+    key = state_key(kind, repo, sha, context, brid, payload)
+    target = _same_target(kind, repo, sha, context, brid)
+    rows = conn.execute(
+        sa.select(_o.id, _o.state_key, _o.sent_at, _being_sent(now).label("being_sent"))
+        .where(target, _o.given_up_at.is_(None)).order_by(_o.id)
+    ).all()
+    same = next((row for row in rows if row.state_key == key), None)
+    if same is not None:
+        later = [row for row in rows if row.id > same.id]
+        if not any(row.being_sent for row in later):  # GitHub ends with this state already
+            conn.execute(github_outbox.delete().where(_o.id.in_([row.id for row in later])))
+            conn.commit()
+            return same.id
+        # Sent before, and another state is being sent after it: it goes again, in a row of its own.
+        conn.execute(github_outbox.delete().where(_o.id == same.id))
+    waiting = [row.id for row in rows if row.sent_at is None and not row.being_sent and row is not same]
+    values = {"payload": json.dumps(payload), "updated_at": int(now), "state_key": key}
     if waiting:
         row_id, *older_states = waiting  # more than one only after a sender died mid-attempt
         conn.execute(github_outbox.update().where(_o.id == row_id).values(**values, sending_since=None))
         conn.execute(github_outbox.delete().where(_o.id.in_(older_states)))
     else:
-        row_id = conn.execute(github_outbox.insert().values(
-            kind=kind, repo=repo, sha=sha, context=context, brid=brid, created_at=int(now), attempts=0,
-            next_attempt_at=math.ceil(max(now, not_before)), **values,
-        )).inserted_primary_key[0]
+        row_id = insert_unless_present(
+            conn, github_outbox, kind=kind, repo=repo, sha=sha, context=context, brid=brid, created_at=int(now),
+            attempts=0, next_attempt_at=math.ceil(max(now, not_before)), **values)
+        if row_id is None:  # another master wrote the same state meanwhile
+            row_id = conn.execute(sa.select(_o.id).where(_o.state_key == key, _o.given_up_at.is_(None))).scalar_one()
     conn.commit()
     return row_id
 
@@ -98,7 +137,7 @@ def _first_of_its_target():
     """Rows that no earlier waiting row of the same target holds back."""
     earlier = github_outbox.alias("earlier")
     return ~sa.exists().where(
-        earlier.c.given_up_at.is_(None), earlier.c.kind == _o.kind, earlier.c.repo == _o.repo,
+        earlier.c.given_up_at.is_(None), earlier.c.sent_at.is_(None), earlier.c.kind == _o.kind, earlier.c.repo == _o.repo,
         earlier.c.sha == _o.sha, earlier.c.context == _o.context, earlier.c.brid.is_not_distinct_from(_o.brid),
         earlier.c.id < _o.id,
     )
@@ -108,7 +147,7 @@ def due(conn, now: float, limit: int, kinds: tuple[str, ...] = OUTBOX_KINDS) -> 
     """Up to `limit` rows to send now, oldest first: each the first of its target, its time come, not being sent."""
     rows = conn.execute(
         sa.select(github_outbox)
-        .where(_o.kind.in_(kinds), _o.given_up_at.is_(None), _o.next_attempt_at <= int(now),
+        .where(_o.kind.in_(kinds), _unsent(), _o.next_attempt_at <= int(now),
                sa.not_(_being_sent(now)), _first_of_its_target())
         .order_by(_o.id)
         .limit(limit)
@@ -122,7 +161,7 @@ def next_due_at(conn, kinds: tuple[str, ...] = OUTBOX_KINDS) -> int | None:
     when = sa.case((_o.sending_since.is_(None), _o.next_attempt_at), (lapses > _o.next_attempt_at, lapses),
                    else_=_o.next_attempt_at)
     return conn.execute(
-        sa.select(sa.func.min(when)).where(_o.kind.in_(kinds), _o.given_up_at.is_(None), _first_of_its_target())
+        sa.select(sa.func.min(when)).where(_o.kind.in_(kinds), _unsent(), _first_of_its_target())
     ).scalar()
 
 
@@ -130,7 +169,7 @@ def claim(conn, row_id: int, now: float) -> bool:
     """Marks the row as being sent by the caller; False when it is gone, given up, or another sender has it."""
     claimed = conn.execute(
         github_outbox.update()
-        .where(_o.id == row_id, _o.given_up_at.is_(None), sa.not_(_being_sent(now)))
+        .where(_o.id == row_id, _unsent(), sa.not_(_being_sent(now)))
         .values(sending_since=int(now))
     ).rowcount
     conn.commit()
@@ -139,11 +178,18 @@ def claim(conn, row_id: int, now: float) -> bool:
 
 def delivered(conn, row_id: int, outage_over_at: float) -> None:
     """GitHub took it, so it answers again: the rows waiting out an outage's back-off fall due at `outage_over_at`
-    (now, or the end of a pause GitHub asked for), each still behind its target's earlier rows (due())."""
-    conn.execute(github_outbox.delete().where(_o.id == row_id))
+    (now, or the end of a pause GitHub asked for), each still behind its target's earlier rows (due()). The row
+    stays, sent, as its target's last state (for KEEP_SENT from `outage_over_at`), replacing the one sent before."""
+    now = outage_over_at
+    row = conn.execute(sa.select(github_outbox).where(_o.id == row_id)).first()
+    if row is not None:
+        conn.execute(github_outbox.delete().where(
+            _same_target(row.kind, row.repo, row.sha, row.context, row.brid), _o.sent_at.is_not(None)))
+        conn.execute(github_outbox.update().where(_o.id == row_id).values(sent_at=int(now), sending_since=None))
+    conn.execute(github_outbox.delete().where(_o.sent_at < int(now) - KEEP_SENT))
     when = math.ceil(outage_over_at)
     conn.execute(github_outbox.update()
-                 .where(_o.outage, _o.given_up_at.is_(None), _o.next_attempt_at > when)
+                 .where(_o.outage, _unsent(), _o.next_attempt_at > when)
                  .values(next_attempt_at=when, outage=False))
     conn.commit()
 
@@ -167,7 +213,7 @@ def _settle(conn, row_id: int, values) -> None:
         return
     newer = conn.execute(
         sa.select(_o.id).where(_same_target(row.kind, row.repo, row.sha, row.context, row.brid),
-                               _o.given_up_at.is_(None), _o.id > row_id).order_by(_o.id.desc())
+                               _unsent(), _o.id > row_id).order_by(_o.id.desc())
     ).scalars().first()
     keep = row_id if newer is None else newer
     conn.execute(github_outbox.update().where(_o.id == keep).values(**values(row)))
@@ -190,7 +236,7 @@ def postpone_all(conn, until: float, problem: str) -> int:
     post succeeds meanwhile (the rows moved wait for the pause now, not an outage's back-off); how many moved."""
     moved = conn.execute(
         github_outbox.update()
-        .where(_o.given_up_at.is_(None), _o.next_attempt_at < int(until))
+        .where(_unsent(), _o.next_attempt_at < int(until))
         .values(next_attempt_at=int(until), outage=False, last_problem=problem)
     ).rowcount
     conn.commit()
@@ -198,7 +244,7 @@ def postpone_all(conn, until: float, problem: str) -> int:
 
 
 def _waiting():
-    return _o.given_up_at.is_(None)
+    return _unsent()
 
 
 def _given_up_lately(now: float):

@@ -68,7 +68,8 @@ class RelayStore(service.BuildbotService):
     bisections_triggered_by = _through_pool(bisections.bisections_triggered_by)
     bisection_with_steps = _through_pool(bisections.bisection_with_steps)
     add_step = _through_pool(bisections.add_step)
-    update_step = _through_pool(bisections.update_step)
+    end_step = _through_pool(bisections.end_step)
+    ask_step = _through_pool(bisections.ask_step)
     step_of_request = _through_pool(bisections.step_of_request)
 
     record_build = _through_pool(history.record_build)

@@ -66,6 +66,9 @@ bisections = sa.Table(
     sa.Column("state", sa.String(STATE_LENGTH), nullable=False),
     sa.Column("plan", sa.Text, nullable=False),
     sa.Column("result", sa.Text),
+    # One running bisection of a range: two masters leading for a moment start it once (store/bisections.py).
+    sa.Index("crcr_bisections_running_range", "backend", "good_sha", "bad_sha", unique=True,
+             sqlite_where=sa.text("state = 'running'"), postgresql_where=sa.text("state = 'running'")),
 )
 
 bisection_steps = sa.Table(
@@ -84,6 +87,7 @@ bisection_steps = sa.Table(
     sa.Column("ended_at", sa.BigInteger),
     sa.Index("crcr_bisection_steps_bisectionid", "bisectionid"),
     sa.Index("crcr_bisection_steps_brid", "brid"),
+    sa.Index("crcr_bisection_steps_commit", "bisectionid", "sha", unique=True),  # each commit built once
 )
 
 webhook_deliveries = sa.Table(
@@ -117,6 +121,10 @@ github_outbox = sa.Table(
     sa.Column("sending_since", sa.BigInteger),  # claimed by a sender
     sa.Column("last_problem", sa.Text),
     sa.Column("given_up_at", sa.BigInteger),
+    sa.Column("state_key", sa.String(64)),  # outbox.state_key: one row not given up per (target, state)
+    sa.Column("sent_at", sa.BigInteger),  # GitHub took it: kept as its target's last state, to refuse it again
+    sa.Index("crcr_github_outbox_state_key", "state_key", unique=True,
+             sqlite_where=sa.text("given_up_at IS NULL"), postgresql_where=sa.text("given_up_at IS NULL")),
     sa.Index("crcr_github_outbox_target", "kind", "repo", "sha", "context", "brid"),
     sa.Index("crcr_github_outbox_next_attempt_at", "next_attempt_at"),
 )
