@@ -49,14 +49,16 @@ unit: venv
 	$(call run_pytest,-m "not e2e")
 
 # Benchmarks, never asserted in tests: each compares, in one run, crcr with vanilla Buildbot doing the same
-# work (day.py: queue: newest with queue: every; health.py: the health views with Buildbot's builders listing)
-# and prints the ratios beside the targets (this machine is shared and noisy). About 90 minutes.
-bench: venv
+# work (day.py: queue: newest with queue: every; health.py: the health views with Buildbot's builders listing;
+# cluster.py: one master with two on PostgreSQL and the router, then kill -9 of the leader) and prints the
+# ratios beside the targets (this machine is shared and noisy). About two hours.
+bench: venv router-venv
 	$(PY) bench/checkout.py
 	$(PY) bench/fanout.py
 	$(PY) bench/builds.py
 	$(PY) bench/day.py
 	$(PY) bench/health.py
+	$(PY) bench/cluster.py
 
 clean: stop
 	rm -rf .state

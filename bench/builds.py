@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import threading
 import time
-import urllib.request
 from pathlib import Path
 
-from relays import CrcrSide, Fleet, Side, VanillaSide, median, percentile, print_table
+from relays import CrcrSide, Fleet, RestProbe, Side, VanillaSide, median, percentile, print_table
 from harness import wait_until
 
 PER_BUILD_TARGET = 1.1
 BUILD_FIELDS = "&".join(f"field={f}" for f in ("buildid", "complete", "started_at", "complete_at", "results"))
 # What the UI asks for while the waterfall is open.
-REST_PROBES = ("builds?order=-buildid&limit=50", "builders", "workers", "buildrequests?complete=false&limit=50")
+REST_PROBES = tuple(f"api/v2/{path}" for path in (
+    "builds?order=-buildid&limit=50", "builders", "workers", "buildrequests?complete=false&limit=50"))
 
 
 def final_statuses(side: Side, shas: list[str]) -> tuple[int, int, int]:
@@ -62,28 +61,11 @@ def push_to_final(side: Side, pushes: int) -> list[float]:
     return waits
 
 
-class RestProbe(threading.Thread):
-    """Asks the REST API what the UI asks, one request after another, timing each, until stopped."""
-
-    def __init__(self, side: Side):
-        super().__init__(daemon=True)
-        self.side, self.latencies, self.stopped = side, [], threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.is_set():
-            for path in REST_PROBES:
-                began = time.monotonic()
-                with urllib.request.urlopen(self.side.web_url + "api/v2/" + path, timeout=120) as r:
-                    r.read()
-                self.latencies.append(time.monotonic() - began)
-            self.stopped.wait(0.2)
-
-
 def burst(side: Side, commits: int) -> dict:
     """`commits` new commits pushed at once; every backend builds each of them."""
     before = last_buildid(side)
     shas = [side.upstream.commit(f"Burst change {n}", push=False) for n in range(commits)]
-    probe = RestProbe(side)
+    probe = RestProbe(side.web_url, REST_PROBES)
     pushed = time.monotonic()
     side.upstream.push("main")
     probe.start()
@@ -91,8 +73,7 @@ def burst(side: Side, commits: int) -> dict:
     wait_until(lambda: sum(b["complete"] for b in builds_after(side, before)) >= expected, 3600,
                f"{side.label}: {expected} builds to finish", interval=1)
     drained = time.monotonic() - pushed
-    probe.stopped.set()
-    probe.join()
+    probe.stop()
     try:  # the last final statuses follow the last build's end by a moment; any still missing are counted
         wait_until(lambda: final_statuses(side, shas)[2] == 0, 60, "every final status", interval=0.5)
     except AssertionError:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import os
 import random
 import re
 import tempfile
@@ -142,11 +141,6 @@ class DaySide(CrcrSide):
         wait_until(lambda: first_poll_done(f"sqlite:///{DB_FILE}", self.basedir), 120,
                    "the upstream poller's first poll")
         return took
-
-    def cpu_seconds(self) -> float:
-        """The master process's CPU time so far (user and system, from /proc)."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def builder_id(self, policy: str) -> int:
         return self.get(f"builders?name={self.backends[policy]}")["builders"][0]["builderid"]

@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import http.client
+import os
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -116,6 +119,9 @@ class Side:
     def pid(self) -> int:
         return mastercontrol.require_running(self.basedir)
 
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pid)
+
     def rss_mib(self) -> float:
         status = Path(f"/proc/{self.pid}/status").read_text()
         kib = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
@@ -216,6 +222,41 @@ class CrcrSide(Side):
 
 class StartFailed(RuntimeError):
     pass
+
+
+def cpu_seconds(pid: int) -> float:
+    """Process `pid`'s CPU time so far (user and system, from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class RestProbe(threading.Thread):
+    """Asks a master's web server `paths` (under its URL), one request after another, timing each, until stopped; a
+    request not answered (an error, a timeout) is counted as failed, not timed."""
+
+    def __init__(self, web_url: str, paths: tuple[str, ...]):
+        super().__init__(daemon=True)
+        self.web_url, self.paths = web_url, paths
+        self.latencies: list[float] = []
+        self.failed = 0
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            for path in self.paths:
+                began = time.monotonic()
+                try:
+                    with urllib.request.urlopen(self.web_url + path, timeout=120) as r:
+                        r.read()
+                except (OSError, http.client.HTTPException):
+                    self.failed += 1
+                    continue
+                self.latencies.append(time.monotonic() - began)
+            self.stopped.wait(0.2)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join()
 
 
 def median(values: list[float]) -> float:
