@@ -8,9 +8,9 @@ units on both, and the fake GitHub recording every request. One story, since eac
   counted only its own connections would post "No ... unit connected".
 - 1. P1..P3: one build per (commit, backend) across the masters, one bisection with one step per commit; both
   masters' /metrics count the same units.
-- 2. `crcr force` and `crcr bisect` on B, which does not poll upstream: each builds its exact revision.
-- 3. kill -9 of A, the leader, running the poller and the schedulers, while both held units are mid-suite with a
-  commit queued; K4 pushed after: B takes over within CRCR_TAKEOVER_AFTER plus a tick, A's interrupted build is
+- 2. `crcr force` on each master (one never polled upstream) and `crcr bisect` on B: exact revisions built.
+- 3. kill -9 of the leader (A or B), while both held units are mid-suite with a
+  commit queued; K4 pushed after: the other master takes over within CRCR_TAKEOVER_AFTER plus a tick, A's interrupted build is
   built again, every commit gets its verdict within 2 minutes.
 - 4. The router killed: the masters exit 75 (their supervisor, this test, starts them again); R1 pushed while
   the router is down gets its verdict once everything is back.
@@ -33,7 +33,7 @@ from buildbot.process.results import RETRY, SUCCESS
 from cluster import Router, another_master, unit_of
 from conftest import backend, make_upstream, prepare_relay, suite
 from crcr.store import tables
-from crcr.names import status_context, suite_step_name
+from crcr.names import force_scheduler_name, status_context, suite_step_name
 from harness import holding, kill_9, open_gate, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -57,6 +57,15 @@ def posted(github, sha: str, name: str) -> list[tuple[str, str]]:
 
 def settled(github, shas: list[str]) -> bool:
     return all((took := posted(github, sha, name)) and took[-1][0] in FINAL for sha in shas for name in (HELD, QUICK))
+
+
+def wait_settled(github, shas: list[str], timeout: float, what: str, masters) -> None:
+    try:
+        wait_until(lambda: settled(github, shas), timeout, what)
+    except AssertionError as e:
+        seen = {(name, sha[:10]): posted(github, sha, name) for sha in shas for name in (HELD, QUICK)}
+        logs = "\n".join(f"--- {m.basedir.name} ---\n{m.log_tail(40)}" for m in masters)
+        raise AssertionError(f"{e}\nGitHub has: {seen}\n{logs}") from None
 
 
 def metric(master, name: str, device: str) -> float | None:
@@ -83,6 +92,13 @@ def bisections(database) -> list:
 def bisection_steps(database) -> list:
     with database.connect() as conn:
         return conn.execute(sa.select(tables.bisection_steps)).all()
+
+
+def leading(database) -> str:
+    """The master directory of the relay's leader (Buildbot names a master <host>:<basedir>)."""
+    with database.connect() as conn:
+        name = conn.execute(sa.select(tables.leader.c.master_name)).scalar_one()
+    return name.split(":", 1)[1]
 
 
 def exits_with(master, pid: int, code: int) -> None:
@@ -136,7 +152,7 @@ def test_two_masters_relay_every_commit_once_and_survive_losing_the_leader_and_t
 
     try:
         router.start()
-        a.start()  # first: A runs the poller and the schedulers, and leads
+        a.start()
         b.start()
         for unit in units:
             unit.start()
@@ -153,41 +169,45 @@ def test_two_masters_relay_every_commit_once_and_survive_losing_the_leader_and_t
         open_gate(gates, HELD, "p")
         open_gate(gates, QUICK, "p")
         first = [p1, p2, p3]
-        wait_until(lambda: settled(github, first), 240, "a final status of P1..P3 on both backends")
+        wait_settled(github, first, 240, "a final status of P1..P3 on both backends", masters)
         (automatic,) = wait_until(lambda: [x for x in bisections(database) if x.state == "done"], 180,
                                   "the leader's bisection of quick's break to end")
         assert [c["sha"] for c in json.loads(automatic.result)["culprits"]] == [p2], automatic.result
         assert posted(github, p2, QUICK)[-1][0] == "failure", posted(github, p2, QUICK)
         assert posted(github, p1, QUICK)[-1][0] == "success", posted(github, p1, QUICK)
 
-        # 2. force and bisect on B, which never polled upstream.
-        b.crcr("force", QUICK, p1, "--url", b.web_url)
-        wait_until(lambda: [r for sha, r, bis, sched in upstream_builds(b, QUICK) if sha == p1 and r is not None
-                            and sched and sched.startswith("force")], 180, "the forced build of P1")
+        # 2. force on each master (one of them never polled upstream), and bisect on B.
+        for master in masters:
+            master.crcr("force", QUICK, p1, "--url", master.web_url)
+        wait_until(lambda: len([r for sha, r, bis, sched in upstream_builds(b, QUICK) if sha == p1 and r is not None
+                                and sched == force_scheduler_name(QUICK)]) == 2, 180, "the two forced builds of P1")
         started = b.crcr("bisect", QUICK, p1, p3, "--url", b.web_url).stdout
         assert started.startswith("bisection "), started
 
         # 3. kill -9 of the leader with both held units mid-suite and a commit queued.
         k = push("k", 3)
-        mid_suite(b, HELD, "held", 2)
+        mid_suite(a, HELD, "held", 2)
+        leader, survivor = (a, b) if leading(database) == str(a.basedir) else (b, a)
         killed_at = time.monotonic()
-        kill_9(a.basedir)
+        kill_9(leader.basedir)
         (k4,) = push("k", 1)
         open_gate(gates, HELD, "k")
         open_gate(gates, QUICK, "k")
         kill_round = [*k, k4]
-        wait_until(lambda: settled(github, kill_round), TAKEOVER_BOUND + 60, "a final status of K1..K4 on B")
+        wait_settled(github, kill_round, TAKEOVER_BOUND + 60, "a final status of K1..K4 after the leader's death",
+                     masters)
         took = time.monotonic() - killed_at
         assert took <= TAKEOVER_BOUND, f"the verdicts after the leader's death took {took:.0f}s"
-        interrupted = [(sha, r) for sha, r, bis, _ in upstream_builds(b, HELD) if sha in k and r == RETRY]
-        assert len(interrupted) == 1, upstream_builds(b, HELD)
-        rebuilt = [r for sha, r, bis, _ in upstream_builds(b, HELD) if sha == interrupted[0][0] and r != RETRY]
-        assert rebuilt == [SUCCESS], upstream_builds(b, HELD)
+        interrupted = [(sha, r) for sha, r, bis, _ in upstream_builds(survivor, HELD) if sha in k and r == RETRY]
+        assert len(interrupted) == 1, upstream_builds(survivor, HELD)
+        rebuilt = [r for sha, r, bis, _ in upstream_builds(survivor, HELD) if sha == interrupted[0][0] and r != RETRY]
+        assert rebuilt == [SUCCESS], upstream_builds(survivor, HELD)
+        assert leading(database) == str(survivor.basedir)
 
-        # 4. the router killed: B exits 75; this test, as a supervisor would, starts everything again.
-        b_pid = int((b.basedir / "twistd.pid").read_text())
+        # 4. the router killed: the survivor exits 75; this test, as a supervisor would, starts everything again.
+        survivor_pid = int((survivor.basedir / "twistd.pid").read_text())
         os.killpg(int((router.directory / "router.pid").read_text()), signal.SIGKILL)
-        exits_with(b, b_pid, 75)
+        exits_with(survivor, survivor_pid, 75)
         (r1,) = push("r", 1)
         open_gate(gates, HELD, "r")
         open_gate(gates, QUICK, "r")
@@ -195,13 +215,13 @@ def test_two_masters_relay_every_commit_once_and_survive_losing_the_leader_and_t
         router.start()
         a.start()
         b.start()
-        wait_until(lambda: settled(github, [r1]), 240, "R1's verdicts after the router came back")
+        wait_settled(github, [r1], 240, "R1's verdicts after the router came back", masters)
 
         # Throughout: one build per (commit, backend) outside bisections and forced builds (RETRY ones aside), ...
         everything = first + kill_round + [r1]
         for name in (HELD, QUICK):
             built = [sha for sha, r, bis, sched in upstream_builds(b, name)
-                     if r != RETRY and bis is None and not (sched or "").startswith("force")]
+                     if r != RETRY and bis is None and sched != force_scheduler_name(name)]
             assert len(built) == len(set(built)), (name, built)
         # ... one automatic bisection of the break, the hand one beside it, each commit asked once per bisection, ...
         assert [x.trigger_buildid is not None for x in bisections(database)] == [True, False]
