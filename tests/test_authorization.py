@@ -28,7 +28,7 @@ from crcr.buildmaster.www import RelayApplication
 from crcr.buildmaster.www.rest_errors import RelayRestApi
 from crcr.config.errors import shown
 from crcr.config.loader import load_relay_config
-from relaymaster import relay_plugin, www_root
+from relaymaster import mirror_on, relay_plugin, www_root
 
 ANONYMOUS = {"anonymous": True}
 REFUSED = {"error": "not signed in: you need to have role 'signed-in'"}
@@ -100,6 +100,8 @@ class RelayAuthzTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
         relay, settings = relay_files(self.mktemp_path(), **self.env)
         self.master = yield self.make_master(authz=relay_authz(relay, settings))
         self.master.www.authz = self.master.authz  # where the relay's reporters look for it, as on a real master
+        # No upstream here: a form's revision that names a commit or branch is refused for it.
+        yield mirror_on(self.master, f"file://{self.mktemp_path()}/no-upstream.git")
         # The force endpoints find the relay's force schedulers among the master's.
         backends = {b.name: b for b in relay.backends}
         schedulers = [make(backends[name], settings) for make in (force_scheduler, bisect_scheduler)
