@@ -101,6 +101,11 @@ class UpstreamMirrorTest(unittest.TestCase):
 
         self.assertIn(f"could not fetch main from upstream {gone}: ", str(refused.exception))
 
+    async def test_a_followed_branch_upstream_has_not_cut_yet_holds_up_no_other(self):
+        mirror = await self.mirror_of(self.upstream.url, branches=("main", "release/9.9"))
+
+        self.assertEqual((await mirror.resolve(self.second, ["main"])).sha, self.second)
+
     async def test_only_the_followed_branches_without_tags(self):
         self.upstream.git("tag", "v1", self.first)
         self.upstream.git("push", "-q", "origin", "v1")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from buildbot.process.buildstep import BuildStep
 from buildbot.process.results import SUCCESS
 from twisted.internet import defer
+from twisted.python import log
 
 from crcr.buildmaster import revisions
 from crcr.buildmaster.upstream_mirror import upstream_mirror
@@ -61,5 +62,6 @@ class CoveredCommits(BuildStep):
 
         try:
             return (yield upstream_mirror(self.master).answer(subjects))
-        except revisions.RevisionError:
+        except revisions.RevisionError as e:
+            log.msg(f"crcr covered commits: no subjects: {e}")
             return {}

@@ -141,13 +141,25 @@ class UpstreamMirror(service.BuildbotService):
         async with self._lock:
             if self.fetches == fetches_before:  # else one began after the question was asked: it holds the answer
                 self.fetches += 1
-                refspecs = [f"+refs/heads/{branch}:refs/heads/{branch}" for branch in self.branches]
-                code, _, err = await self._git_upstream([*FETCH, "--prune", self.upstream_url, *refspecs, "--"])
-                self._fetch_failure = None if code == 0 else (
-                    f"could not fetch {', '.join(self.branches)} from upstream {self.upstream_url}: {err}")
+                self._fetch_failure = await self._fetch_branches()
                 await self._tidy()
             if self._fetch_failure:
                 raise RevisionError(self._fetch_failure)
+
+    async def _fetch_branches(self) -> str | None:
+        """Fetches those followed branches upstream has (one not cut yet must not hold up the others, as git fetch
+        of a missing ref fails whole); why it failed, or None."""
+        wanted = [f"refs/heads/{branch}" for branch in self.branches]
+        code, out, err = await self._git_upstream(["ls-remote", "--heads", self.upstream_url, *wanted])
+        present = [ref for ref in (line.split()[-1] for line in out.splitlines()) if ref in wanted]
+        if code == 0 and present:
+            code, _, err = await self._git_upstream([*FETCH, "--prune", self.upstream_url,
+                                                     *(f"+{ref}:{ref}" for ref in present), "--"])
+        if code != 0:
+            failure = f"could not fetch {', '.join(self.branches)} from upstream {self.upstream_url}: {err}"
+            log.msg(f"crcr upstream mirror: {failure}")
+            return failure
+        return None
 
     def _git_upstream(self, args: list[str]):
         return run_git([*STALLED, *args], self.path)
