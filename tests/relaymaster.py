@@ -15,6 +15,7 @@ from twisted.internet import defer
 from twisted.web.resource import getChildForRequest
 
 from crcr.buildmaster.services.leadership import RelayLeadership
+from crcr.buildmaster.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.www import RelayApplication
 from crcr.buildmaster.www.relay import PluginConfiguration
 
@@ -26,6 +27,14 @@ async def hold_services(master, *services) -> None:
     await master.service_manager.setServiceParent(master)
     for relay_service in services:
         await relay_service.setServiceParent(master.service_manager)
+
+
+async def mirror_on(master, upstream_url: str, branches=("main",)) -> UpstreamMirror:
+    """`master` holding its copy of upstream, started (no repository yet: it is made on first need)."""
+    mirror = UpstreamMirror(upstream_url=upstream_url, branches=list(branches))
+    await hold_services(master, mirror)
+    await master.service_manager.startService()
+    return mirror
 
 
 # The master (fakedb.Master) running the builds of Buildbot's ReporterTestMixin.

@@ -24,6 +24,7 @@ from buildbot.www.authz import Forbidden
 from configfiles import make_dirs, settings_for, write_backend, write_worker
 from crcr.buildmaster.authorization import relay_authz
 from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler
+from crcr.buildmaster.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.www import RelayApplication
 from crcr.buildmaster.www.rest_errors import RelayRestApi
 from crcr.config.errors import shown
@@ -124,9 +125,11 @@ class RelayAuthzTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
             fakedb.Build(id=BETA_BUILD, builderid=BETA_BUILDER, buildrequestid=22, masterid=88,
                          workerid=LAB_OTHER_UNIT),
         ])
-        # Where an allowed stop or cancel notes who did it.
+        # Where an allowed stop or cancel notes who did it; and no upstream: a form's revision that names a commit
+        # or branch is refused for it.
         self.store = RelayStore()
-        yield hold_services(self.master, self.store)
+        mirror = UpstreamMirror(upstream_url=f"file://{self.mktemp_path()}/no-upstream.git", branches=["main"])
+        yield hold_services(self.master, self.store, mirror)
         yield self.master.service_manager.startService()
         self.addCleanup(self.master.service_manager.stopService)
 

@@ -30,6 +30,7 @@ from crcr.store.service import RelayStore
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.health import RelayHealth
 from crcr.buildmaster.history_recorder import HistoryRecorder
+from crcr.buildmaster.upstream_mirror import UpstreamMirror
 from buildbot.configurators.janitor import JANITOR_NAME
 from crcr.buildmaster.force_forms import OwnBuildersForceScheduler
 from crcr.buildmaster.schedulers import BisectScheduler
@@ -464,7 +465,7 @@ def test_buildbot_loads_the_generated_config(dirs):
     assert [c.name for c in master.change_sources] == ["upstream"]
     assert {type(s) for s in master.services.values()} == {
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RevisionIndex, RelayStore, RelayLeadership, CommitLedger,
-        PullRequestRelay, DevicePresence, StaleWatch, HostSlotWaker, HistoryRecorder, RelayHealth,
+        PullRequestRelay, DevicePresence, StaleWatch, HostSlotWaker, HistoryRecorder, RelayHealth, UpstreamMirror,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"

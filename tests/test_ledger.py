@@ -19,7 +19,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from buildbot.changes.gitpoller import GitPoller
 from buildbot.config.master import MasterConfig
 from buildbot.process.builder import Builder
 from buildbot.process.buildrequest import BuildRequest
@@ -39,13 +38,15 @@ from crcr.buildmaster.coalescing import note_approval
 from crcr.buildmaster.covered_step import CoveredCommits
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.masterconfig import build_master_config
+from crcr.buildmaster.upstream_mirror import UpstreamMirror, upstream_mirror
 from crcr.buildmaster.www import commit_links
 from crcr.config.errors import shown
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
 from crcr.names import (
-    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, LEADERSHIP_SERVICE, LEDGER_SERVICE, POLLER_WORKDIR, PULL_REQUEST_PROPERTY,
-    STORE_SERVICE, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name,
+    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, LEADERSHIP_SERVICE, LEDGER_SERVICE, PULL_REQUEST_PROPERTY,
+    STORE_SERVICE, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, UPSTREAM_MIRROR_DIR, UPSTREAM_MIRROR_SERVICE,
+    bisect_scheduler_name, force_scheduler_name,
     status_context, suite_step_name, upstream_scheduler_name,
 )
 from crcr.store.service import RelayStore
@@ -70,7 +71,10 @@ def sha(n: int) -> str:
 
 
 def git_commits(repository: str, subjects: list[str]) -> list[str]:
-    """A repository (as the poller's) with one commit per subject on main; their shas, oldest first."""
+    """A repository (standing for the master's upstream mirror) with one commit per subject on main; their shas,
+    oldest first."""
+    os.makedirs(repository)
+
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=repository, check=True, capture_output=True, text=True).stdout
 
@@ -137,6 +141,7 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.store = self.master.config.services[STORE_SERVICE]
         await self.store.setServiceParent(self.master.service_manager)
         await self.master.config.services[LEADERSHIP_SERVICE].setServiceParent(self.master.service_manager)
+        await self.master.config.services[UPSTREAM_MIRROR_SERVICE].setServiceParent(self.master.service_manager)
         await self.start_ledger(self.master.config.services[LEDGER_SERVICE])
         self.addCleanup(self.master.service_manager.stopService)
 
@@ -149,6 +154,9 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.settings = settings_for(dirs, CRCR_UPSTREAM_URL=UPSTREAM_URL, CRCR_UPSTREAM_BRANCHES="main",
                                      CRCR_GITHUB_REPO=PROJECT, CRCR_GITHUB_API_URL=API, CRCR_BUILDBOT_URL=WEB)
         self.master.config = self.configured()
+
+    def mirror_path(self) -> str:
+        return upstream_mirror(self.master).path
 
     def configured(self) -> MasterConfig:
         return MasterConfig.loadFromDict(build_master_config(self.settings), "master.cfg")
@@ -413,9 +421,7 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
     async def bisecting_three_commits(self) -> tuple[list[str], str, int]:
         """Commits one..three queued behind a good one; three's build fails test_new, new since good: a
         bisection of the three starts. Returns the commits, the failing test and three's build."""
-        poller = os.path.join(self.master.basedir, POLLER_WORKDIR)
-        os.makedirs(poller)
-        good, *commits = git_commits(poller, ["good", "one", "two", "three"])
+        good, *commits = git_commits(self.mirror_path(), ["good", "one", "two", "three"])
         requests = [await self.upstream(SILENT, revision=commit) for commit in commits]
         await self.deliver()
         buildid, _ = await self.start_build(requests[-1])
@@ -581,12 +587,7 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
             self.assertEqual((await self.row(SILENT, n)).started_at, self.started, "the first start counts")
 
     async def test_a_bisection_by_hand_names_at_most_100_tests_each_of_a_test_ids_length(self):
-        poller = os.path.join(self.master.basedir, POLLER_WORKDIR)
-        os.makedirs(poller)
-        good, _, bad = git_commits(poller, ["good", "one", "two"])
-        # Where the poller keeps the followed branch, and the form looks for the commits.
-        subprocess.run(["git", "update-ref", GitPoller._tracker_ref(UPSTREAM_URL, "refs/heads/main"), "main"],
-                       cwd=poller, check=True)
+        good, _, bad = git_commits(self.mirror_path(), ["good", "one", "two"])
         too_long = "test/test_smoke.py::test_" + "x" * 1000
         refusals = []
         for tests in ("\n".join(f"test/test_smoke.py::test_{n}" for n in range(101)), too_long):
@@ -831,8 +832,7 @@ class CoveredCommitsStepTest(TestBuildStepMixin, TestReactorMixin, unittest.Test
         self.setup_test_reactor()
         self.reactor.advance(1_000_000)
         await self.setup_test_build_step()
-        os.makedirs(os.path.join(self.master.basedir, POLLER_WORKDIR))
-        self.shas = git_commits(os.path.join(self.master.basedir, POLLER_WORKDIR),
+        self.shas = git_commits(os.path.join(self.master.basedir, UPSTREAM_MIRROR_DIR),
                                 ["Fix the add kernel", "Speed up mul", "Add div"])
         self.settings = settings_for(make_dirs(Path(scratch) / "relay"), CRCR_UPSTREAM_URL=UPSTREAM_URL,
                                      CRCR_UPSTREAM_BRANCHES="main", CRCR_GITHUB_REPO=PROJECT)
@@ -847,6 +847,7 @@ class CoveredCommitsStepTest(TestBuildStepMixin, TestReactorMixin, unittest.Test
         await self.master.service_manager.setServiceParent(self.master)
         self.store = RelayStore()
         await self.store.setServiceParent(self.master.service_manager)
+        await UpstreamMirror(upstream_url=UPSTREAM_URL, branches=["main"]).setServiceParent(self.master.service_manager)
         ledger = CommitLedger(reporting=[], github_repo=PROJECT, upstream_url=UPSTREAM_URL, web_url=WEB)
         await ledger.setServiceParent(self.master.service_manager)
         await self.master.service_manager.startService()

@@ -21,12 +21,13 @@ from crcr.buildmaster.baseline import COMMITS_SEARCHED
 from crcr.buildmaster.budget import BudgetedShellCommand
 from crcr.buildmaster.suite_step import SuiteStep
 from crcr.names import (
-    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR,
+    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
 from crcr.suites.results import SuiteResults
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, rerun_command
-from test_baseline_pull_request import NUMBER, forked_history, poller_repository
+from relaymaster import mirror_on
+from test_baseline_pull_request import NUMBER, forked_history
 
 STARTED = 1304262222  # when the harness's build started (fakedb.Build's default)
 BUILDERID = 100  # the harness's builder
@@ -86,10 +87,9 @@ class StepHarness(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         self.addCleanup(os.chdir, here)
         self.setup_test_reactor()
         yield self.setup_test_build_step()
+        # Upstream out of reach unless a test gives one: a commit the mirror lacks has no history then.
+        self.mirror = yield mirror_on(self.master, f"file://{scratch}/no-upstream.git")
         self.reactor.advance(STARTED + 10)  # ten seconds into the build
-
-    def poller_dir(self) -> str:
-        return os.path.join(self.master.basedir, POLLER_WORKDIR)
 
 
 class SuiteStepHarness(StepHarness):
@@ -105,11 +105,11 @@ class SuiteStepHarness(StepHarness):
         return step
 
     def expect_history(self, *commits: str, exit: int = 0, of: str = SHA, skip: int = 1) -> None:
-        """The master asks the poller's repository for the commits before SHA (`skip` 0: from `of` on)."""
+        """The master asks its upstream mirror for the commits before SHA (`skip` 0: from `of` on)."""
         self.expect_commands(
             ExpectMasterShell(["git", "rev-list", "--first-parent", f"--skip={skip}", f"--max-count={COMMITS_SEARCHED}",
                                of, "--"])
-            .workdir(self.poller_dir())
+            .workdir(self.mirror.path)
             .stdout("".join(f"{c}\n" for c in commits).encode())
             .exit(exit)
         )
@@ -418,7 +418,7 @@ class SuiteStepTest(SuiteStepHarness):
         self.make_step()
         self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")),
                              rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
-        self.expect_history(exit=128)  # a commit the poller has not fetched: no history
+        self.expect_history(exit=128)  # a commit upstream lacks (or out of reach): no history
         self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
         self.expect_log_file("failing tests", (
             "compared with: nothing (no earlier commit has a complete build with this suite's results)\n"
@@ -459,13 +459,13 @@ class SuiteStepTest(SuiteStepHarness):
 class PullRequestStepTest(SuiteStepHarness):
     """A suite step in a build of pull request #7's head: its failures are compared with the base branch's build at
     or before the PR's merge base. Real git repositories: upstream keeping the PR's head at refs/pull/7/head, and
-    the poller's repository on the master, which lacks the PR's head until the step fetches it."""
+    the master's upstream mirror, which lacks the PR's head until the step fetches it."""
 
     @defer.inlineCallbacks
     def setUp(self):
         yield super().setUp()  # into its scratch folder, where the repositories go
         self.history = forked_history(Path(os.getcwd()) / "upstream")
-        poller_repository(self.poller_dir(), self.history.upstream)
+        self.mirror.upstream_url = self.history.upstream.url  # as the settings' upstream, the sourcestamps'
 
     def make_pull_request_step(self, head: str | None = None):
         history = self.history

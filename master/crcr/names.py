@@ -44,6 +44,7 @@ PULL_REQUESTS_SERVICE = "crcr-pull-requests"
 HEALTH_SERVICE = "crcr-health"  # the health figures every view reads (buildmaster/health.py)
 HISTORY_SERVICE = "crcr-history"  # records each finished build of a backend in the test history
 LEADERSHIP_SERVICE = "crcr-leadership"  # which master of several runs the once-per-event duties
+UPSTREAM_MIRROR_SERVICE = "crcr-upstream-mirror"  # the master's own copy of upstream (buildmaster/upstream_mirror.py)
 
 
 def leads(master) -> bool:
@@ -63,9 +64,11 @@ PREPARE_STEP = "prepare build folder"  # empties the results folder, ships the s
 SUITE_STEP_PREFIX = "suite "
 SETUP_STEP_PREFIX = "setup "
 
-# The upstream GitPoller: its name (its state in the database) and its bare repository in the master directory.
+# The upstream GitPoller: its name (its state in the database) and its bare repository in the master directory,
+# which only the poller reads; the relay's lookups go to each master's own copy of upstream.
 POLLER_NAME = "upstream"
 POLLER_WORKDIR = "gitpoller-upstream"
+UPSTREAM_MIRROR_DIR = "upstream-mirror.git"
 
 
 # A test as a bisection names it: '<suite>::<pytest node id>', or '<suite>' for a suite run whole.

@@ -4,7 +4,7 @@ nearest earlier commit of that branch.
 
 Build numbers do not follow history: a forced build of an old commit is the newest build, and a
 rebuild of a commit is newer than that commit's first build. So the history comes from git (the
-upstream poller's bare repository on the master holds every commit of the followed branches) and
+master's upstream mirror holds every commit of the followed branches, fetched when it lacks one) and
 the builds at those commits from the database, nearest commits first, without a round trip to a worker.
 
 Buildbot's schema cannot find builds by commit but by reading each build of a builder in turn: a cost
@@ -16,7 +16,6 @@ table, over the commit each build checked out, created once at start (RevisionIn
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -24,8 +23,9 @@ from buildbot.util import runprocess, service
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.revisions import SHA
-from crcr.names import BISECTION_PROPERTY, POLLER_WORKDIR, PULL_REQUEST_PROPERTY, TESTS_PROPERTY
+from crcr.buildmaster.revisions import SHA, NotFetched, RevisionError
+from crcr.buildmaster.upstream_mirror import upstream_mirror
+from crcr.names import BISECTION_PROPERTY, PULL_REQUEST_PROPERTY, TESTS_PROPERTY
 from crcr.suites.results import SuiteResults
 
 # How far back the history is searched. Through the revision index a search costs what the commits
@@ -74,12 +74,20 @@ def earlier_commits(master, sha: str, including: bool = False):
     merged side branches), nearest first."""
     skip = 0 if including else 1
     command = ["git", "rev-list", "--first-parent", f"--skip={skip}", f"--max-count={COMMITS_SEARCHED}", sha, "--"]
-    code, out, err = yield runprocess.run_process(master.reactor, command, workdir=os.path.join(master.basedir, POLLER_WORKDIR))
-    if code != 0:
-        # A commit the poller has not fetched (yet): no history, so no baseline; say why in the master's log.
-        log.msg(f"crcr baseline: no history for {sha}: {' '.join(command)} exited {code}: {err.decode().strip()}")
+
+    @defer.inlineCallbacks
+    def history(repository: str):
+        code, out, err = yield runprocess.run_process(master.reactor, command, workdir=repository)
+        if code != 0:
+            raise NotFetched(f"{' '.join(command)} exited {code}: {err.decode().strip()}")
+        return out.decode().split()
+
+    try:
+        return (yield upstream_mirror(master).answer(history))
+    except RevisionError as e:
+        # A commit upstream does not have (any more), or upstream out of reach: no baseline; say why in the log.
+        log.msg(f"crcr baseline: no history for {sha}: {e}")
         return []
-    return out.decode().split()
 
 
 def builds_at(conn, model, builderid: int, commits: list[str]) -> list[tuple[int, int, str]]:

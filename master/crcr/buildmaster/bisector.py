@@ -17,7 +17,6 @@ finds the row there and does nothing more.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict
 
 from buildbot.process.properties import Properties
@@ -27,10 +26,11 @@ from twisted.python import log
 
 from crcr.bisection.plan import Bisection, final_verdicts
 from crcr.buildmaster import revisions
+from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.github import status_text
 from crcr.health.links import bisection_page
 from crcr.names import (
-    BASELINES_PROPERTY, BISECTION_PRIORITY, BISECTION_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR,
+    BASELINES_PROPERTY, BISECTION_PRIORITY, BISECTION_PROPERTY, ONLY_TESTS_PROPERTY,
     SUITE_SEPARATOR, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, bisect_scheduler_name, key_of,
 )
 from crcr.suites.asked_tests import ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE
@@ -91,7 +91,7 @@ class Bisector:
         return self.ledger.web_url + bisection_page(bisectionid)
 
     def _range(self, good: str, bad: str):
-        return revisions.first_parent_range(good, bad, os.path.join(self.master.basedir, POLLER_WORKDIR))
+        return upstream_mirror(self.master).first_parent_range(good, bad)
 
     # --- starting ---
 

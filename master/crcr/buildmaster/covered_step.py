@@ -4,14 +4,14 @@ started (the latency's middle figure)."""
 
 from __future__ import annotations
 
-import os
-
 from buildbot.process.buildstep import BuildStep
 from buildbot.process.results import SUCCESS
 from twisted.internet import defer
+from twisted.python import log
 
 from crcr.buildmaster import revisions
-from crcr.names import BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, PULL_REQUEST_PROPERTY
+from crcr.buildmaster.upstream_mirror import upstream_mirror
+from crcr.names import BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, PULL_REQUEST_PROPERTY
 
 
 def _an_upstream_commits_build(step) -> bool:
@@ -50,11 +50,18 @@ class CoveredCommits(BuildStep):
 
     @defer.inlineCallbacks
     def _titles(self, shas: list[str]):
-        """Each commit's subject line, from the poller's repository; none when it cannot tell."""
-        code, out, _ = yield revisions.run_git(
-            ["log", "--no-walk=unsorted", "--format=%H %s", *shas, "--"],
-            os.path.join(self.master.basedir, POLLER_WORKDIR),
-        )
-        if code != 0:
+        """Each commit's subject line, from the master's upstream mirror; none when it cannot tell."""
+
+        @defer.inlineCallbacks
+        def subjects(repository: str):
+            code, out, err = yield revisions.run_git(["log", "--no-walk=unsorted", "--format=%H %s", *shas, "--"],
+                                                     repository)
+            if code != 0:
+                raise revisions.NotFetched(err)
+            return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+        try:
+            return (yield upstream_mirror(self.master).answer(subjects))
+        except revisions.RevisionError as e:
+            log.msg(f"crcr covered commits: no subjects: {e}")
             return {}
-        return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)

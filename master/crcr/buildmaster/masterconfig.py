@@ -21,6 +21,7 @@ from crcr.github.reporters import github_status_reporters
 from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler
 from crcr.buildmaster.secrets import SecretsDirectory
 from crcr.buildmaster.services.leadership import RelayLeadership
+from crcr.buildmaster.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.stale import nothing_pending_services
 from crcr.buildmaster.upstream_scheduler import upstream_scheduler
 from crcr.config.settings import Settings, load_settings
@@ -62,6 +63,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "builders": make_builders(relay, settings),
         "services": [
             *github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive), RevisionIndex(),
+            UpstreamMirror(upstream_url=settings.upstream_url, branches=list(settings.upstream_branches)),
             RelayStore(), RelayLeadership(takeover_after=settings.takeover_after),
             CommitLedger(reporting=[b.name for b in active if b.reports_to_github], github_repo=settings.github_repo,
                          upstream_url=settings.upstream_url, web_url=settings.web_url),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from buildbot.plugins import util
 from buildbot.process.results import FAILURE
 from buildbot.schedulers.forcesched import ValidationErrorCollector
@@ -12,8 +10,9 @@ from twisted.internet import defer
 from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import builds_at
 from crcr.buildmaster.force_forms import OwnBuildersForceScheduler, PriorityParameter
+from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.names import (
-    BISECTION_PROPERTY, LEDGER_SERVICE, POLLER_WORKDIR, REQUESTED_REVISION_PROPERTY, SUITE_SEPARATOR,
+    BISECTION_PROPERTY, LEDGER_SERVICE, REQUESTED_REVISION_PROPERTY, SUITE_SEPARATOR,
     SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of,
 )
 from crcr.config.errors import shown
@@ -60,12 +59,7 @@ class UpstreamRevisionForceScheduler(OwnBuildersForceScheduler):
         if stamp and stamp.get("revision"):
             typed = stamp["revision"]
             try:
-                resolved = yield revisions.resolve(
-                    typed,
-                    self.settings.upstream_url,
-                    os.path.join(self.master.basedir, POLLER_WORKDIR),
-                    self.followed_branches,
-                )
+                resolved = yield upstream_mirror(self.master).resolve(typed, self.followed_branches)
             except revisions.RevisionError as e:
                 collector.errors["revision"] = str(e)
             else:
@@ -143,16 +137,13 @@ class BisectScheduler(OwnBuildersForceScheduler):
         collector = ValidationErrorCollector()
         # Refused as every form's reason is, though a bisection keeps who asked for it, not why.
         yield collector.collectValidationErrors("reason", self.reason.getFromKwargs, listed)
-        poller = os.path.join(self.master.basedir, POLLER_WORKDIR)
+        mirror = upstream_mirror(self.master)
         good = yield collector.collectValidationErrors(
-            "good", revisions.resolve, str(given.get("good") or ""), self.settings.upstream_url, poller,
-            self.followed_branches)
+            "good", mirror.resolve, str(given.get("good") or ""), self.followed_branches)
         bad = yield collector.collectValidationErrors(
-            "bad", revisions.resolve, str(given.get("bad") or ""), self.settings.upstream_url, poller,
-            self.followed_branches)
+            "bad", mirror.resolve, str(given.get("bad") or ""), self.followed_branches)
         collector.maybeRaiseCollectedErrors()
-        commits = yield collector.collectValidationErrors(
-            "bad", revisions.first_parent_range, good.sha, bad.sha, poller)
+        commits = yield collector.collectValidationErrors("bad", mirror.first_parent_range, good.sha, bad.sha)
         collector.maybeRaiseCollectedErrors()
         tests = yield collector.collectValidationErrors(
             "tests", self._tests, str(given.get("tests") or ""), good.sha, bad.sha)

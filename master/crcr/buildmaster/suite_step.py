@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 from buildbot.process.results import FAILURE, SKIPPED, SUCCESS, WARNINGS
 from buildbot.steps.worker import CompositeStepMixin
@@ -13,8 +12,9 @@ from twisted.internet import defer
 from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import Baseline, find_baseline
 from crcr.buildmaster.budget import BudgetedShellCommand
+from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.names import (
-    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY, POLLER_WORKDIR,
+    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
 from crcr.suites.asked_tests import (
@@ -195,9 +195,8 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         if self.getProperty(MERGE_BASE_PROPERTY):  # an earlier suite of this build found it: same head, same base
             return self.getProperty(MERGE_BASE_PROPERTY)
         try:
-            merge_base = yield revisions.pull_request_merge_base(
-                pull_request["number"], built or "", pull_request["base_sha"], self.getProperty("repository"),
-                os.path.join(self.master.basedir, POLLER_WORKDIR))
+            merge_base = yield upstream_mirror(self.master).pull_request_merge_base(
+                pull_request["number"], built or "", pull_request["base_sha"])
         except revisions.RevisionError as e:
             merge_base, self.no_merge_base = None, str(e)
         self.setProperty(MERGE_BASE_PROPERTY, merge_base, "crcr")
