@@ -734,6 +734,17 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(await self.request_of(SILENT, (1,)), {1: second})
         self.assertNotEqual(first, second)
 
+    async def test_a_commit_arriving_before_a_new_relay_first_leads_is_recorded(self):
+        """A new relay's first master takes the lead a tick after its schedulers start: a commit the poller found
+        meanwhile is recorded, not skipped as older than the relay."""
+        await self.stop_ledger()
+        first = await self.upstream(SILENT, 1)
+        self.master.mq.clearProductions()
+
+        await self.restart_ledger()
+
+        self.assertEqual(await self.request_of(SILENT, (1,)), {1: first})
+
     async def test_commits_arriving_while_no_master_led_are_recorded_when_one_leads(self):
         """Between two leaders (one stopped, the next not yet leading) schedulers on other masters go on adding
         requests: the next leader records their commits, with when they arrived, and settles the collapsed one."""

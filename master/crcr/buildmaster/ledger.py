@@ -107,12 +107,12 @@ class CommitLedger(OrderedLeaderService, StateMixin):
 
     @defer.inlineCallbacks
     def _catch_up_arrivals(self):
-        """The requests added since the last one recorded, in order; a new relay records them from now on."""
+        """The requests added since the last one recorded, in order: from the newest request of the ledger's rows
+        when no watermark was kept yet (a relay upgraded), from the first on a new relay (a request added before
+        its first leader took the lead)."""
         self._last_request = yield self.getState(LAST_REQUEST, None)
         if self._last_request is None:
-            newest = yield self.master.data.get(("buildrequests",), order=["-buildrequestid"], limit=1)
-            yield self._recorded_up_to(newest[0]["buildrequestid"] if newest else 0)
-            return
+            self._last_request = (yield self.store.newest_request()) or 0
         later = yield self.master.data.get(
             ("buildrequests",), filters=[resultspec.Filter("buildrequestid", "gt", [self._last_request])],
             order=["buildrequestid"])

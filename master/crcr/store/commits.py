@@ -133,5 +133,11 @@ def pending_commits(conn, backend: str | None = None) -> list[CommitRow]:
     return _rows(conn, query.order_by(commits.c.seen_at, commits.c.id))
 
 
+def newest_request(conn) -> int | None:
+    """The newest build request a commit was recorded with: where the ledger's arrivals stood before it kept a
+    watermark of its own."""
+    return conn.execute(sa.select(sa.func.max(commits.c.brid))).scalar()
+
+
 def _rows(conn, query) -> list[CommitRow]:
     return [CommitRow(**row._mapping) for row in conn.execute(query)]

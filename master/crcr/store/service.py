@@ -55,6 +55,7 @@ class RelayStore(service.BuildbotService):
     mark_started = _through_pool(commits.mark_started)
     take_into_request = _through_pool(commits.take_into_request)
     pending_commits = _through_pool(commits.pending_commits)
+    newest_request = _through_pool(commits.newest_request)
     commits_of_request = _through_pool(commits.commits_of_request)
     find_commit = _through_pool(commits.find_commit)
     decide = _through_pool(commits.decide)

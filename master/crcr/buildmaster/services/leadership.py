@@ -85,8 +85,11 @@ class RelayLeadership(service.BuildbotService):
     def _start_ticking(self):
         self._ticking = task.LoopingCall(self._tick)
         self._ticking.clock = self.master.reactor
-        self._tick_done = self._ticking.start(self._interval(), now=True)
+        self._tick_done = self._ticking.start(self._interval(), now=False)
         self._tick_done.addErrback(log.err, "crcr leadership: ticking")
+        # The first tick at once, once the master has started: the store, and the duties told of the lead, are
+        # services too, started in no set order.
+        self.master.initLock.run(self._tick).addErrback(log.err, "crcr leadership: the first tick")
 
     @defer.inlineCallbacks
     def stopService(self):
