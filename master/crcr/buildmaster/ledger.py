@@ -88,13 +88,15 @@ class CommitLedger(OrderedLeaderService, StateMixin):
 
     # --- what Buildbot tells ---
 
-    @defer.inlineCallbacks
     def _request_added(self, key, request):
+        return self._record_request(request, self.now())
+
+    @defer.inlineCallbacks
+    def _record_request(self, request, seen_at: float):
         asked = yield self._asked(request)
         if asked is not None:
             backend, scheduler, stamp = asked
             if scheduler in (upstream_scheduler_name(backend), force_scheduler_name(backend)):
-                seen_at = datetime2epoch(request["submitted_at"]) if request.get("submitted_at") else self.now()
                 yield self.store.record_arrival(backend, stamp["revision"], stamp["branch"] or "", seen_at,
                                                 brid=request["buildrequestid"], description=status_text.QUEUED)
         yield self._recorded_up_to(request["buildrequestid"])
@@ -117,7 +119,8 @@ class CommitLedger(OrderedLeaderService, StateMixin):
             ("buildrequests",), filters=[resultspec.Filter("buildrequestid", "gt", [self._last_request])],
             order=["buildrequestid"])
         for request in later:
-            yield self._request_added(None, request)
+            # When it was asked: the data API's time (a message's over the router is epoch seconds instead).
+            yield self._record_request(request, datetime2epoch(request["submitted_at"]))
 
     @defer.inlineCallbacks
     def build_started(self, brid: int, backend: str, sha: str):
