@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
 
-from harness import Relay, WorkerProcess, free_port, run, venv_env, VENV_BIN, wait_until
+from harness import Relay, WorkerProcess, free_port, run, venv_env, VENV_BIN
 
 
 class Router:
@@ -43,25 +42,3 @@ def worker_port(master: Relay) -> int:
 def unit_of(master: Relay, unit: WorkerProcess, root: Path) -> WorkerProcess:
     """`unit` made to connect to `master` instead, in a folder of its own under `root`."""
     return WorkerProcess(root / unit.name, unit.name, unit.password, worker_port(master))
-
-
-@contextmanager
-def running_cluster(router: Router, masters: list[Relay], units: list[WorkerProcess]):
-    """The router, then each master, then the units; every unit connected (to whichever master) on exit of the
-    start; all stopped at the end."""
-    try:
-        router.start()
-        for master in masters:
-            master.start()
-        for unit in units:
-            unit.start()
-        names = {unit.name for unit in units}
-        wait_until(lambda: names <= {w["name"] for w in masters[0].get("workers")["workers"] if w["connected_to"]},
-                   90, "every unit to connect")
-        yield masters
-    finally:
-        for unit in units:
-            unit.stop()
-        for master in masters:
-            master.stop()
-        router.stop()
