@@ -228,14 +228,16 @@ def test_two_masters_relay_every_commit_once_and_survive_losing_the_leader_and_t
         assert [x.trigger_buildid is not None for x in bisections(database)] == [True, False]
         steps = [(step.bisectionid, step.sha) for step in bisection_steps(database)]
         assert len(steps) == len(set(steps)), steps
-        # ... one final state per (commit, context) and nothing after it (P1 of quick: one per build, its own and
-        # the two forced), no identical post twice in a row, no stale error.
+        # ... one final state per (commit, context) and nothing after it (P1 of quick was built again by hand: its
+        # forced builds' verdicts follow, the outbox keeping the newest of a target's states not yet sent), no
+        # identical post twice in a row, no stale error.
         for sha in everything:
             for name in (HELD, QUICK):
                 statuses = posted(github, sha, name)
                 finals = [s for s in statuses if s[0] in FINAL]
-                builds = 3 if (sha, name) == (p1, QUICK) else 1
-                assert len(finals) == builds and statuses[-1] == finals[-1], (name, sha[:10], statuses)
+                forced = (sha, name) == (p1, QUICK)
+                assert (len(finals) >= 2 if forced else len(finals) == 1) and statuses[-1] == finals[-1], \
+                    (name, sha[:10], statuses)
                 assert all(x != y for x, y in zip(statuses, statuses[1:])), f"posted twice: {name} {sha[:10]} {statuses}"
                 assert not [s for s in statuses if s[0] == "error"], (name, sha[:10], statuses)
 
