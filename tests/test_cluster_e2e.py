@@ -59,7 +59,10 @@ def posted(github, sha: str, name: str) -> list[tuple[str, str]]:
 
 
 def settled(github, shas: list[str]) -> bool:
-    return all((took := posted(github, sha, name)) and took[-1][0] in FINAL for sha in shas for name in (HELD, QUICK))
+    """Whether every commit × backend has a verdict as its latest status (a stale error is none: the build's
+    verdict replaces it)."""
+    return all((took := posted(github, sha, name)) and took[-1][0] in FINAL and STALE not in took[-1][1]
+               for sha in shas for name in (HELD, QUICK))
 
 
 def wait_settled(github, shas: list[str], timeout: float, what: str, masters) -> None:
