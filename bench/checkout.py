@@ -27,7 +27,7 @@ KIB, MIB = 1024, 1024 * 1024
 MASTER_CFG = '''# -*- python -*-
 import json, os
 from buildbot.plugins import schedulers, steps, util, worker
-from crcr.buildmaster.checkout import UpstreamCheckout
+from crcr.buildmaster.steps.checkout import UpstreamCheckout
 
 spec = json.load(open(os.path.join(basedir, "spec.json")))
 # The arguments factory.py gives the checkout; vanilla adds the filter crcr's step always uses.

@@ -7,7 +7,7 @@ from buildbot.process.results import FAILURE, SUCCESS
 from buildbot.test.steps import ExpectDownloadFile, ExpectMkdir, ExpectRemoteRef, ExpectRmdir
 from twisted.internet import defer
 
-from crcr.buildmaster.build_folder import PrepareBuildFolder
+from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
 from test_suite_step import StepHarness
 
 PLUGIN = "def pytest_configure(config):\n    pass\n"

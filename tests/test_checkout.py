@@ -14,7 +14,7 @@ from buildbot.test.util.sourcesteps import SourceStepMixin
 from twisted.internet import defer
 from twisted.trial import unittest
 
-from crcr.buildmaster.checkout import WITNESSES, UpstreamCheckout
+from crcr.buildmaster.steps.checkout import WITNESSES, UpstreamCheckout
 
 URL = "git://mirror.example.org/pytorch.git"
 SHA = "a" * 40

@@ -35,7 +35,7 @@ from twisted.trial import unittest
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.bisection.plan import Bisection
 from crcr.buildmaster.coalescing import note_approval
-from crcr.buildmaster.covered_step import CoveredCommits
+from crcr.buildmaster.steps.covered import CoveredCommits
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.upstream_mirror import UpstreamMirror, upstream_mirror
@@ -212,7 +212,7 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         for name, (value, source) in properties.items():
             await self.master.data.updates.setBuildProperty(buildid, name, value, source)
         if BISECTION_PROPERTY in properties:
-            return buildid, []  # the first step is skipped in a bisection build (covered_step.py)
+            return buildid, []  # the first step is skipped in a bisection build (steps/covered.py)
         covered = await self.ledger.build_started(brid, backend, buildset["sourcestamps"][0]["revision"])
         return buildid, covered
 

@@ -7,7 +7,7 @@ from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.steps import TestBuildStepMixin
 from twisted.trial import unittest
 
-from crcr.buildmaster.pull_request_step import PullRequestLink
+from crcr.buildmaster.steps.pull_request import PullRequestLink
 from crcr.names import PULL_REQUEST_PROPERTY
 
 PR = {"number": 5, "url": "https://github.com/pytorch/pytorch/pull/5", "title": "Fix the add kernel",

@@ -18,8 +18,8 @@ from twisted.internet import defer, error
 from twisted.trial import unittest
 
 from crcr.buildmaster.baseline import COMMITS_SEARCHED
-from crcr.buildmaster.budget import BudgetedShellCommand
-from crcr.buildmaster.suite_step import SuiteStep
+from crcr.buildmaster.steps.budget import BudgetedShellCommand
+from crcr.buildmaster.steps.suite import SuiteStep
 from crcr.names import (
     BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,

@@ -29,7 +29,7 @@ from twisted.internet import defer
 from crcr.buildmaster.request_targets import NotThere, control_target, data_endpoint
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
-from crcr.names import STORE_SERVICE
+from crcr.store.service import relay_store
 
 ADMIN_ROLE = "admin"
 SIGNED_IN_ROLE = "signed-in"
@@ -143,7 +143,7 @@ class RelayAuthz(Authz):
             raise Forbidden(unicode2bytes(f"{who}: {bytes2unicode(refused.message)}")) from None
         if action in STOP_ACTIONS and username and isinstance(endpoint, (BuildEndpoint, BuildRequestEndpoint)) \
                 and target is not None:
-            store = self.master.service_manager.namedServices[STORE_SERVICE]
+            store = relay_store(self.master)
             yield store.note_canceller(target["buildrequestid"], username, self.master.reactor.seconds())
 
     @defer.inlineCallbacks

@@ -16,7 +16,8 @@ from buildbot.process.buildrequest import BuildRequest
 from buildbot.util.twisted import async_to_deferred
 
 from crcr.config.models import QUEUE_EVERY, Backend
-from crcr.names import STORE_SERVICE, upstream_scheduler_name
+from crcr.names import upstream_scheduler_name
+from crcr.store.service import relay_store
 
 KNOWN_BUILDSETS = 10_000  # remembered per backend; far more than a queue holds
 
@@ -70,5 +71,5 @@ async def note_approval(master, new_br: dict, old_br: dict) -> None:
     may have claimed it meanwhile, in which case it builds after all (it is then not completed SKIPPED).
     A reader must treat a request that starts its own build as built, whatever was approved for it.
     """
-    store = master.service_manager.namedServices[STORE_SERVICE]
+    store = relay_store(master)
     await store.approve_collapse(old_br["buildrequestid"], new_br["buildrequestid"], master.reactor.seconds())

@@ -9,13 +9,13 @@ from buildbot.plugins import util
 from crcr.config.models import Backend
 from crcr.suites.selection import PLUGIN_FILE, pytest_command
 from crcr.config.settings import Settings
-from crcr.buildmaster.budget import BudgetedShellCommand
-from crcr.buildmaster.build_folder import PrepareBuildFolder
-from crcr.buildmaster.checkout import UpstreamCheckout
-from crcr.buildmaster.covered_step import CoveredCommits
-from crcr.buildmaster.pull_request_step import PullRequestLink
+from crcr.buildmaster.steps.budget import BudgetedShellCommand
+from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
+from crcr.buildmaster.steps.checkout import UpstreamCheckout
+from crcr.buildmaster.steps.covered import CoveredCommits
+from crcr.buildmaster.steps.pull_request import PullRequestLink
 from crcr.buildmaster.relay_build import RelayBuild
-from crcr.buildmaster.suite_step import SuiteStep
+from crcr.buildmaster.steps.suite import SuiteStep
 from crcr.buildmaster.www import commit_links
 from crcr.names import (
     CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, PREPARE_STEP, PULL_REQUEST_STEP, SETUP_STEP_PREFIX,

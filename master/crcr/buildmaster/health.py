@@ -21,7 +21,8 @@ from crcr.health.one_commit import commit_page, pick_commit, sha_prefix
 from crcr.health.one_test import test_page
 from crcr.health.ranges import DEFAULT_RANGE, LONGEST_RANGE, range_seconds
 from crcr.health.summary import BackendInfo, summary
-from crcr.names import HEALTH_SERVICE, STORE_SERVICE
+from crcr.names import HEALTH_SERVICE
+from crcr.store.service import relay_store
 
 __all__ = ["HealthQueryError", "RelayHealth", "health_backends"]
 
@@ -85,7 +86,7 @@ class RelayHealth(service.BuildbotService):
 
     @property
     def _store(self):
-        return self.master.service_manager.namedServices[STORE_SERVICE]
+        return relay_store(self.master)
 
     def _now(self) -> int:
         return int(self.master.reactor.seconds())

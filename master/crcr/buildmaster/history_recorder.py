@@ -16,11 +16,12 @@ from twisted.internet import defer
 
 from crcr.buildmaster.services.ordered import OrderedLeaderService
 from crcr.names import (
-    BACKEND_PROPERTY, BISECTION_PROPERTY, HISTORY_SERVICE, PULL_REQUEST_PROPERTY, STORE_SERVICE, SUITE_STEP_PREFIX,
+    BACKEND_PROPERTY, BISECTION_PROPERTY, HISTORY_SERVICE, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX,
     TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, force_scheduler_name, pull_request_scheduler_name,
     upstream_scheduler_name,
 )
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
+from crcr.store.service import relay_store
 from crcr.suites import asked_tests
 from crcr.suites.results import SuiteResults
 
@@ -126,7 +127,7 @@ class HistoryRecorder(OrderedLeaderService):
 
     @property
     def store(self):
-        return self.master.service_manager.namedServices[STORE_SERVICE]
+        return relay_store(self.master)
 
     def subscriptions(self):
         return [(("builds", None, "finished"), self._finished)]

@@ -16,7 +16,7 @@ from buildbot.process.results import SUCCESS
 from twisted.internet import defer
 
 from crcr.buildmaster.force_forms import OwnBuildersForceScheduler
-from crcr.names import STORE_SERVICE
+from crcr.store.service import relay_store
 
 DAY = 24 * 3600
 JANITOR_FORCE_NAME = JANITOR_NAME + "_force"  # as JanitorConfigurator names its force scheduler
@@ -33,7 +33,7 @@ class PruneHistory(BuildStep):
 
     @defer.inlineCallbacks
     def run(self):
-        store = self.master.service_manager.namedServices[STORE_SERVICE]
+        store = relay_store(self.master)
         counts = yield store.prune_history(self.master.reactor.seconds() - self.history_days * DAY)
         yield self.addCompleteLog("pruned", f"Rows older than {self.history_days} days deleted from the relay's tables:\n"
                                   + "".join(f"  {table}: {n}\n" for table, n in sorted(counts.items())))

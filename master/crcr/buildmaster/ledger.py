@@ -32,8 +32,9 @@ from crcr.github import status_text
 from crcr.github.commit_status import post_status
 from crcr.health.links import build_url
 from crcr.names import (
-    BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, STORE_SERVICE, force_scheduler_name, upstream_scheduler_name,
+    BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, force_scheduler_name, upstream_scheduler_name,
 )
+from crcr.store.service import relay_store
 
 # GitHub's state for a finished build, as Buildbot's GitHubStatusPush posts it (RETRY: built again, no verdict).
 GITHUB_STATES = {SUCCESS: "success", WARNINGS: "success", SKIPPED: "success", FAILURE: "failure"}
@@ -68,7 +69,7 @@ class CommitLedger(OrderedLeaderService, StateMixin):
 
     @property
     def store(self):
-        return self.master.service_manager.namedServices[STORE_SERVICE]
+        return relay_store(self.master)
 
     def subscriptions(self):
         return [(("buildrequests", None, "new"), self._request_added),

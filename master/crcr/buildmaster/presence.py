@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
+from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.store.cluster_workers import connected_elsewhere
 
 PRESENCE_SERVICE = "crcr-device-presence"
@@ -36,7 +36,7 @@ class Outage:
     never_connected: bool
 
 
-class DevicePresence(service.BuildbotService):
+class DevicePresence(MessageConsumer):
     name = PRESENCE_SERVICE
 
     def __init__(self, *args, **kwargs):
@@ -45,7 +45,6 @@ class DevicePresence(service.BuildbotService):
         self._elsewhere: set[str] = set()  # units connected to another live master, at the last refresh
         self._seen_connected: set[str] = set()  # units connected anywhere, at the last refresh
         self._reading = defer.DeferredLock()  # refreshes apply in the order they read
-        self._consumers = []
         super().__init__(*args, **kwargs)
 
     def checkConfig(self, units_by_device: dict[str, list[str]]):
@@ -59,21 +58,15 @@ class DevicePresence(service.BuildbotService):
             for unit in units:
                 self._gone_since.setdefault(unit, now)
 
+    def subscriptions(self):
+        return [(("workers", None, "connected"), self._changed),
+                (("workers", None, "disconnected"), self._disconnected),
+                (("masters", None, None), self._changed)]
+
     @defer.inlineCallbacks
     def startService(self):
         yield super().startService()
         yield self.refresh()  # the units connected before this service listened
-        for key, note in ((("workers", None, "connected"), self._changed),
-                          (("workers", None, "disconnected"), self._disconnected),
-                          (("masters", None, None), self._changed)):
-            self._consumers.append((yield self.master.mq.startConsuming(note, key)))
-
-    @defer.inlineCallbacks
-    def stopService(self):
-        for consumer in self._consumers:
-            consumer.stopConsuming()
-        self._consumers = []
-        yield super().stopService()
 
     def _disconnected(self, key, worker: dict) -> defer.Deferred:
         self._gone_since[worker["name"]] = self.master.reactor.seconds()

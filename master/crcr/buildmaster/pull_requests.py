@@ -24,8 +24,9 @@ from crcr.buildmaster.pr_policy import BackendRules, Decision, PullRequest, deci
 from crcr.github.commit_status import post_status
 from crcr.github.permissions import PermissionUnknown, can_write
 from crcr.names import (
-    GITHUB_DESCRIPTION_LIMIT, PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, STORE_SERVICE, pull_request_scheduler_name,
+    GITHUB_DESCRIPTION_LIMIT, PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, pull_request_scheduler_name,
 )
+from crcr.store.service import relay_store
 
 PROPERTY_SOURCE = "pull request"
 
@@ -124,7 +125,7 @@ class PullRequestRelay(service.BuildbotService):
         for brid, sha, complete, _ in requests:
             if complete or (decision.cancel_other_heads_only and sha == pr.head_sha):
                 continue
-            yield self.master.service_manager.namedServices[STORE_SERVICE].note_end_reason(
+            yield relay_store(self.master).note_end_reason(
                 brid, decision.cancel, self.master.reactor.seconds())
             # Buildbot's cancel stops the request's build when a unit has claimed it already.
             yield self.master.data.control("cancel", {"reason": decision.cancel}, ("buildrequests", brid))

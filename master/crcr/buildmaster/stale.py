@@ -37,7 +37,8 @@ from crcr.buildmaster.workers import unit_workers_by_device
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.github.commit_status import post_status
-from crcr.names import STORE_SERVICE, force_scheduler_name, pull_request_scheduler_name, upstream_scheduler_name
+from crcr.names import force_scheduler_name, pull_request_scheduler_name, upstream_scheduler_name
+from crcr.store.service import relay_store
 
 STALE_SERVICE = "crcr-stale-watch"
 TOLD_STATE = "told"  # {backend: [shas told in the current outage of its device]}
@@ -145,7 +146,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
 
     @property
     def store(self):
-        return self.master.service_manager.namedServices[STORE_SERVICE]
+        return relay_store(self.master)
 
     @defer.inlineCallbacks
     def sweep(self):

@@ -22,7 +22,8 @@ from twisted.python import log
 
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET, secret_problem
 from crcr.config.settings import Settings
-from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE, STORE_SERVICE
+from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE
+from crcr.store.service import relay_store
 from crcr.store.tables import DELIVERY_LENGTH
 
 DIALECT = "github"
@@ -111,7 +112,7 @@ class RelayGitHubEventHandler(GitHubEventHandler):
             log.msg(f"crcr: GitHub webhook about {repository!r}, not {options['github_repo']}: nothing done ({about})")
             return f"not about {options['github_repo']}: nothing done"
 
-        store = self.master.service_manager.namedServices[STORE_SERVICE]
+        store = relay_store(self.master)
         if not (yield store.claim_delivery(delivery, event, received_at=time.time())):
             log.msg(f"crcr: GitHub webhook redelivered, already acted on: {about}")
             return f"delivery {delivery} already acted on"

@@ -19,14 +19,14 @@ from pathlib import Path
 
 from buildbot.plugins import worker
 from buildbot.process.workerforbuilder import States
-from buildbot.util import service
 from twisted.internet import defer
 
 from crcr.buildmaster.secrets import FileSecret
+from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password
-from crcr.store.cluster_workers import builds_running_elsewhere
 from crcr.names import ADMIN_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
+from crcr.store.cluster_workers import builds_running_elsewhere
 
 
 class HostUnitWorker(worker.Worker):
@@ -75,27 +75,14 @@ class HostUnitWorker(worker.Worker):
                     self.botmaster.maybeStartBuildsForWorker(unit.name)
 
 
-class HostSlotWaker(service.BuildbotService):
+class HostSlotWaker(MessageConsumer):
     """Wakes this master's units of a capped host when another master's build on one of its units ends (that
     master's buildFinished wakes only its own units): the slot it frees may be this master's to take."""
 
     name = "crcr-host-slot-waker"
 
-    def __init__(self, *args, **kwargs):
-        self._consumer = None
-        super().__init__(*args, **kwargs)
-
-    @defer.inlineCallbacks
-    def startService(self):
-        yield super().startService()
-        self._consumer = yield self.master.mq.startConsuming(self._build_finished, ("builds", None, "finished"))
-
-    @defer.inlineCallbacks
-    def stopService(self):
-        if self._consumer is not None:
-            self._consumer.stopConsuming()
-            self._consumer = None
-        yield super().stopService()
+    def subscriptions(self):
+        return [(("builds", None, "finished"), self._build_finished)]
 
     def _build_finished(self, key, build: dict) -> None:
         if build["masterid"] == self.master.masterid:

@@ -11,7 +11,7 @@ from buildbot.reporters.message import MessageFormatterFunction
 from twisted.internet import defer
 
 from crcr.github.status_text import ENDING, buildrequest_id
-from crcr.names import STORE_SERVICE
+from crcr.store.service import relay_store
 
 
 class FormatterWithEnding(MessageFormatterFunction):
@@ -19,5 +19,5 @@ class FormatterWithEnding(MessageFormatterFunction):
     def buildAdditionalContext(self, master, ctx):
         build = ctx["build"]
         if build.get("complete") and build["results"] == CANCELLED:
-            store = master.service_manager.namedServices[STORE_SERVICE]
+            store = relay_store(master)
             ctx[ENDING] = yield store.ending_of(buildrequest_id(build))

@@ -39,8 +39,8 @@ from twisted.web.client import Agent, HTTPConnectionPool, _HTTP11ClientFactory
 
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.app import ACCEPT, GitHubApp
-from crcr.names import STORE_SERVICE
 from crcr.store.outbox import KEEP_GIVEN_UP, OutboxRow
+from crcr.store.service import relay_store
 
 OUTBOX_SENDER = "crcr-github-outbox"
 ATTEMPT_TIMEOUT = 30  # seconds; GitHub ends a REST request itself after 10
@@ -150,7 +150,7 @@ class OutboxSender(service.BuildbotService):
 
     @property
     def _store(self):
-        return self.master.service_manager.namedServices[STORE_SERVICE]
+        return relay_store(self.master)
 
     def _now(self) -> float:
         return self.master.reactor.seconds()

@@ -2,7 +2,7 @@
 
 Buildbot starts the configured services in no set order, so a service may call the store before it has started:
 every call waits until the tables are up to date, then runs in Buildbot's database threads (master.db.pool).
-Other services find it as master.service_manager.namedServices["crcr-store"] (where Buildbot keeps them).
+Other services reach it through relay_store(master), the one way to the relay's tables.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from buildbot.util import service
 from twisted.internet import defer
 
+from crcr.names import STORE_SERVICE
 from crcr.store import (
     bisections, collapses, commits, deliveries, endings, health_queries, history, leadership, outbox,
 )
@@ -28,8 +29,13 @@ def _through_pool(function):
     return method
 
 
+def relay_store(master) -> RelayStore:
+    """The master's store, among the configured services (where Buildbot keeps them)."""
+    return master.service_manager.namedServices[STORE_SERVICE]
+
+
 class RelayStore(service.BuildbotService):
-    name = "crcr-store"
+    name = STORE_SERVICE
 
     def __init__(self):
         super().__init__()

@@ -20,7 +20,8 @@ from buildbot.util import epoch2datetime, service
 from twisted.internet import defer, task
 from twisted.python import log
 
-from crcr.names import LEADERSHIP_SERVICE, STORE_SERVICE, leads
+from crcr.names import LEADERSHIP_SERVICE, leads
+from crcr.store.service import relay_store
 
 TICKS_PER_TAKEOVER = 5  # a live master marks itself alive this many times within takeover_after
 
@@ -71,7 +72,7 @@ class RelayLeadership(service.BuildbotService):
 
     @property
     def _store(self):
-        return self.master.service_manager.namedServices[STORE_SERVICE]
+        return relay_store(self.master)
 
     def _interval(self) -> float:
         return self.takeover_after / TICKS_PER_TAKEOVER

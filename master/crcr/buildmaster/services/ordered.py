@@ -10,24 +10,19 @@ while no master of this one's led, and the messages arriving meanwhile wait thei
 
 from __future__ import annotations
 
-from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
+from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.buildmaster.services.leadership import LeaderDuty
 
 
-class OrderedLeaderService(LeaderDuty, service.BuildbotService):
+class OrderedLeaderService(LeaderDuty, MessageConsumer):
     """Subclasses give subscriptions() and catch_up()."""
 
     def __init__(self, *args, **kwargs):
         self._lock = defer.DeferredLock()
-        self._consumers = []
         super().__init__(*args, **kwargs)
-
-    def subscriptions(self) -> list[tuple[tuple, object]]:
-        """(mq filter, handler(key, message)) of each kind of message the service handles."""
-        raise NotImplementedError
 
     def catch_up(self) -> defer.Deferred:
         """What happened while no master of this one's led; called in turn, once the master has started."""
@@ -36,16 +31,7 @@ class OrderedLeaderService(LeaderDuty, service.BuildbotService):
     @defer.inlineCallbacks
     def startService(self):
         yield super().startService()
-        for key, handler in self.subscriptions():
-            self._consumers.append((yield self.master.mq.startConsuming(self._when_leading(handler), key)))
         yield self.start_duty()
-
-    @defer.inlineCallbacks
-    def stopService(self):
-        for consumer in self._consumers:
-            consumer.stopConsuming()
-        self._consumers = []
-        yield super().stopService()
 
     def lead(self):
         self._in_turn(self._catch_up_once_started)  # not waited for: it waits for the master's start
@@ -70,7 +56,7 @@ class OrderedLeaderService(LeaderDuty, service.BuildbotService):
         done.addErrback(log.err, f"crcr {self.name}: {function.__name__}")
         return done
 
-    def _when_leading(self, handler):
+    def handling(self, handler):
         def handle(key, message):
             if not self.leads():
                 return defer.succeed(None)  # the leader handles it; catching up covers a change of leader

@@ -11,7 +11,7 @@ from twisted.internet import defer
 
 from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import Baseline, find_baseline
-from crcr.buildmaster.budget import BudgetedShellCommand
+from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.names import (
     BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
