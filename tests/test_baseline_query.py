@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from buildbot.db.model import Model
 
-from crcr.buildmaster.baseline import REVISION_INDEX, builds_at, builds_at_query, create_revision_index
+from crcr.store.buildbot_tables import REVISION_INDEX, builds_at, builds_at_query, create_revision_index
 
 
 class Tables:  # what master.db.model offers the query: Buildbot's tables by name

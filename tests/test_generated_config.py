@@ -24,7 +24,6 @@ from crcr.github.outbox_sender import OutboxSender
 from crcr.buildmaster.liveness import SilentWorkerWatch
 from crcr.buildmaster.presence import DevicePresence
 from crcr.buildmaster.stale import StaleWatch, WatchedBackend
-from crcr.buildmaster.baseline import RevisionIndex
 from crcr.buildmaster.services.leadership import RelayLeadership
 from crcr.store.service import RelayStore
 from crcr.buildmaster.ledger import CommitLedger
@@ -464,7 +463,7 @@ def test_buildbot_loads_the_generated_config(dirs):
     ]
     assert [c.name for c in master.change_sources] == ["upstream"]
     assert {type(s) for s in master.services.values()} == {
-        OutboxStatusPush, OutboxSender, SilentWorkerWatch, RevisionIndex, RelayStore, RelayLeadership, CommitLedger,
+        OutboxStatusPush, OutboxSender, SilentWorkerWatch, RelayStore, RelayLeadership, CommitLedger,
         PullRequestRelay, DevicePresence, StaleWatch, HostSlotWaker, HistoryRecorder, RelayHealth, UpstreamMirror,
     }
     assert master.collapseRequests is False

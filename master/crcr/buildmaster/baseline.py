@@ -10,22 +10,21 @@ the builds at those commits from the database, nearest commits first, without a 
 Buildbot's schema cannot find builds by commit but by reading each build of a builder in turn: a cost
 that grows with every build (0.8 s per suite at 20,000 builds of a builder, holding up every other
 database write of a SQLite master meanwhile). So crcr adds one index to Buildbot's build_properties
-table, over the commit each build checked out, created once at start (RevisionIndex).
+table, over the commit each build checked out, made as the store starts (store/buildbot_tables.py).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-import sqlalchemy as sa
-from buildbot.util import runprocess, service
+from buildbot.util import runprocess
 from twisted.internet import defer
 from twisted.python import log
 
 from crcr.buildmaster.revisions import SHA, NotFetched, RevisionError
 from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.names import BISECTION_PROPERTY, PULL_REQUEST_PROPERTY, TESTS_PROPERTY
+from crcr.store.buildbot_tables import builds_at
 from crcr.suites.results import SuiteResults
 
 # How far back the history is searched. Through the revision index a search costs what the commits
@@ -34,8 +33,6 @@ COMMITS_SEARCHED = 500
 # Commits asked about per query, nearest first (within SQLite's oldest limit of 999 parameters): the nearest
 # usually has a build, and each commit finds the builds of every backend, so later ones are asked only when needed.
 COMMITS_PER_QUERY = 50
-REVISION_INDEX = "crcr_build_revisions"
-REVISION_PROPERTY = "got_revision"  # the commit a build checked out, set by its Git step
 
 
 @dataclass(frozen=True)
@@ -88,46 +85,3 @@ def earlier_commits(master, sha: str, including: bool = False):
         # A commit upstream does not have (any more), or upstream out of reach: no baseline; say why in the log.
         log.msg(f"crcr baseline: no history for {sha}: {e}")
         return []
-
-
-def builds_at(conn, model, builderid: int, commits: list[str]) -> list[tuple[int, int, str]]:
-    """(buildid, number, commit) of the builder's complete builds at any of `commits`."""
-    rows = conn.execute(builds_at_query(model, builderid, commits))
-    return [(row.id, row.number, json.loads(row.value)) for row in rows]
-
-
-def builds_at_query(model, builderid: int, commits: list[str]):
-    """The builds at `commits` through the revision index, then those of this builder. The property's name is
-    written out, not a parameter, so that the databases see it match the index's condition; and `+ 0` keeps
-    SQLite from going through the builder's builds instead (its index on builderid, number)."""
-    builds, revision = model.builds, model.build_properties
-    return (
-        sa.select(builds.c.id, builds.c.number, revision.c.value)
-        .select_from(revision.join(builds, revision.c.buildid == builds.c.id))
-        .where(
-            revision.c.name == sa.literal_column(f"'{REVISION_PROPERTY}'"),
-            revision.c.value.in_([json.dumps(commit) for commit in commits]),  # property values are JSON
-            builds.c.builderid + 0 == builderid,
-            builds.c.complete_at.isnot(None),
-        )
-    )
-
-
-def create_revision_index(conn) -> None:
-    """The index of each build's checked-out commit (a partial index, of SQLite and PostgreSQL: the other
-    properties' values can be too long for one); nothing when it is there already."""
-    conn.execute(sa.text(
-        f"CREATE INDEX IF NOT EXISTS {REVISION_INDEX} ON build_properties (value) WHERE name = '{REVISION_PROPERTY}'"
-    ))
-    conn.commit()
-
-
-class RevisionIndex(service.BuildbotService):
-    """Creates the revision index as the master starts, before any build looks for a baseline."""
-
-    name = "crcr-revision-index"
-
-    @defer.inlineCallbacks
-    def startService(self):
-        yield self.master.db.pool.do(create_revision_index)
-        yield super().startService()

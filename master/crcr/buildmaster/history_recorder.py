@@ -9,7 +9,6 @@ its record); recording is idempotent, so a build seen both ways is recorded once
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from buildbot.process.results import RETRY, SKIPPED
 from buildbot.reporters.utils import getDetailsForBuild
 from twisted.internet import defer
@@ -20,6 +19,7 @@ from crcr.names import (
     TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, force_scheduler_name, pull_request_scheduler_name,
     upstream_scheduler_name,
 )
+from crcr.store import buildbot_tables
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 from crcr.store.service import relay_store
 from crcr.suites import asked_tests
@@ -113,13 +113,6 @@ def _not_passed(results: SuiteResults) -> list[tuple[str, str, bool]]:
     return failing + [(test, "flaky", False) for test in results.flaky]
 
 
-def finished_since(conn, model, since: int) -> list[int]:
-    """The ids of Buildbot's builds that ended at or after `since`, oldest first."""
-    builds = model.builds
-    query = sa.select(builds.c.id).where(builds.c.complete_at >= since).order_by(builds.c.complete_at, builds.c.id)
-    return list(conn.execute(query).scalars())
-
-
 class HistoryRecorder(OrderedLeaderService):
     """On the leader only: every master hears every build's end."""
 
@@ -148,7 +141,7 @@ class HistoryRecorder(OrderedLeaderService):
         """Records the builds that ended unrecorded while no master of this one's led (down, or another leading)."""
         newest = yield self.store.newest_recorded_at()
         since = int((self.master.reactor.seconds() if newest is None else newest) - LOOK_BACK)
-        ended = yield self.master.db.pool.do(finished_since, self.master.db.model, since)
+        ended = yield self.master.db.pool.do(buildbot_tables.finished_since, self.master.db.model, since)
         recorded = yield self.store.recorded_buildids(since)
         for buildid in ended:
             if buildid not in recorded:

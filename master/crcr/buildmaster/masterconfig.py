@@ -5,7 +5,6 @@ from __future__ import annotations
 from buildbot.config.errors import ConfigErrors
 from twisted.python import log
 
-from crcr.buildmaster.baseline import RevisionIndex
 from crcr.buildmaster.builders import make_builders
 from crcr.buildmaster.changesource import upstream_poller
 from crcr.config.errors import ConfigError
@@ -62,7 +61,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         ],
         "builders": make_builders(relay, settings),
         "services": [
-            *github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive), RevisionIndex(),
+            *github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive),
             UpstreamMirror(upstream_url=settings.upstream_url, branches=list(settings.upstream_branches)),
             RelayStore(), RelayLeadership(takeover_after=settings.takeover_after),
             CommitLedger(reporting=[b.name for b in active if b.reports_to_github], github_repo=settings.github_repo,

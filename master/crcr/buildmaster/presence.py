@@ -21,7 +21,7 @@ from twisted.internet import defer
 from twisted.python import log
 
 from crcr.buildmaster.services.consumer import MessageConsumer
-from crcr.store.cluster_workers import connected_elsewhere
+from crcr.store.buildbot_tables import connected_elsewhere
 
 PRESENCE_SERVICE = "crcr-device-presence"
 

@@ -12,7 +12,6 @@ post it as the cancelled build's final status: on whichever master reports it, a
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from buildbot.process.properties import Properties
 from buildbot.process.results import CANCELLED
 from buildbot.schedulers.base import ReconfigurableBaseScheduler
@@ -26,6 +25,7 @@ from crcr.github.permissions import PermissionUnknown, can_write
 from crcr.names import (
     GITHUB_DESCRIPTION_LIMIT, PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, pull_request_scheduler_name,
 )
+from crcr.store import buildbot_tables
 from crcr.store.service import relay_store
 
 PROPERTY_SOURCE = "pull request"
@@ -136,18 +136,5 @@ class PullRequestRelay(service.BuildbotService):
     def _requests(self, backend: str, ref: str):
         """(brid, revision, complete, results) of every build request of `backend` for the PR's ref."""
         builderid = yield self.master.data.updates.findBuilderId(backend)
-        rows = yield self.master.db.pool.do(_requests_of, self.master.db.model, builderid, ref)
+        rows = yield self.master.db.pool.do(buildbot_tables.requests_of_ref, self.master.db.model, builderid, ref)
         return rows
-
-
-def _requests_of(conn, model, builderid: int, ref: str) -> list[tuple[int, str, bool, int]]:
-    # The data API cannot filter build requests by sourcestamp: one query over Buildbot's tables instead.
-    requests, sets, stamps = model.buildrequests, model.buildset_sourcestamps, model.sourcestamps
-    query = (
-        sa.select(requests.c.id, stamps.c.revision, requests.c.complete, requests.c.results)
-        .select_from(requests.join(sets, sets.c.buildsetid == requests.c.buildsetid)
-                     .join(stamps, stamps.c.id == sets.c.sourcestampid))
-        .where(requests.c.builderid == builderid, stamps.c.branch == ref)
-        .order_by(requests.c.id)
-    )
-    return [(row.id, row.revision, bool(row.complete), row.results) for row in conn.execute(query)]

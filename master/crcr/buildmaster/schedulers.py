@@ -8,7 +8,6 @@ from buildbot.schedulers.forcesched import ValidationErrorCollector
 from twisted.internet import defer
 
 from crcr.buildmaster import revisions
-from crcr.buildmaster.baseline import builds_at
 from crcr.buildmaster.force_forms import OwnBuildersForceScheduler, PriorityParameter
 from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.names import (
@@ -19,6 +18,7 @@ from crcr.config.errors import shown
 from crcr.config.limits import MAX_BISECTED_TESTS, MAX_NODE_ID
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
+from crcr.store.buildbot_tables import builds_at
 
 
 class UpstreamRevisionForceScheduler(OwnBuildersForceScheduler):

@@ -19,7 +19,7 @@ from twisted.internet import defer
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
 from crcr.names import upstream_scheduler_name
-from crcr.store.upstream_changes import changes_after
+from crcr.store.buildbot_tables import changes_after
 
 LAST_CHANGE = "last_changeid"  # the scheduler's state: the newest change it has dealt with
 

@@ -26,7 +26,7 @@ from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password
 from crcr.names import ADMIN_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
-from crcr.store.cluster_workers import builds_running_elsewhere
+from crcr.store.buildbot_tables import builds_running_elsewhere
 
 
 class HostUnitWorker(worker.Worker):

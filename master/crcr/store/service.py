@@ -12,7 +12,7 @@ from twisted.internet import defer
 
 from crcr.names import STORE_SERVICE
 from crcr.store import (
-    bisections, collapses, commits, deliveries, endings, health_queries, history, leadership, outbox,
+    bisections, buildbot_tables, collapses, commits, deliveries, endings, health_queries, history, leadership, outbox,
 )
 from crcr.store.migrate import upgrade_tables
 
@@ -44,6 +44,7 @@ class RelayStore(service.BuildbotService):
     @defer.inlineCallbacks
     def startService(self):
         yield self.master.db.pool.do(upgrade_tables)  # a failure stops the master's start, and Buildbot logs it
+        yield self.master.db.pool.do(buildbot_tables.create_revision_index)
         waiting, self._waiting = self._waiting or [], None
         for call in waiting:
             call.callback(None)

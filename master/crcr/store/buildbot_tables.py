@@ -1,0 +1,106 @@
+"""The relay's queries on Buildbot's own tables, all in one place: what Buildbot's data API cannot ask (builds by
+the commit they checked out, build requests by sourcestamp, the changes after one, the cluster's connections) or
+asks too slowly; and the one index the relay adds to Buildbot's schema, over the commit each build checked out.
+The store makes that index at each start (IF NOT EXISTS) rather than in one of its migrations: Buildbot's own
+migrations may rebuild a table on SQLite (alembic's batch mode copies it), dropping the indexes they do not know.
+
+The cluster's connections: Buildbot writes a row in connected_workers as a worker connects and deletes it as it
+goes, but never deletes a dead master's rows (its housekeeping deconfigures the dead master's workers, not its
+connections): only the rows of masters counted active say anything. A master's own connections are in its
+memory, which is right even when rows of its previous run (a crash) remain; so these ask about the other masters.
+"""
+
+from __future__ import annotations
+
+import json
+
+import sqlalchemy as sa
+
+REVISION_INDEX = "crcr_build_revisions"
+REVISION_PROPERTY = "got_revision"  # the commit a build checked out, set by its Git step
+
+
+def builds_at(conn, model, builderid: int, commits: list[str]) -> list[tuple[int, int, str]]:
+    """(buildid, number, commit) of the builder's complete builds at any of `commits`."""
+    rows = conn.execute(builds_at_query(model, builderid, commits))
+    return [(row.id, row.number, json.loads(row.value)) for row in rows]
+
+
+def builds_at_query(model, builderid: int, commits: list[str]):
+    """The builds at `commits` through the revision index, then those of this builder. The property's name is
+    written out, not a parameter, so that the databases see it match the index's condition; and `+ 0` keeps
+    SQLite from going through the builder's builds instead (its index on builderid, number)."""
+    builds, revision = model.builds, model.build_properties
+    return (
+        sa.select(builds.c.id, builds.c.number, revision.c.value)
+        .select_from(revision.join(builds, revision.c.buildid == builds.c.id))
+        .where(
+            revision.c.name == sa.literal_column(f"'{REVISION_PROPERTY}'"),
+            revision.c.value.in_([json.dumps(commit) for commit in commits]),  # property values are JSON
+            builds.c.builderid + 0 == builderid,
+            builds.c.complete_at.isnot(None),
+        )
+    )
+
+
+def create_revision_index(conn) -> None:
+    """The index of each build's checked-out commit (a partial index, of SQLite and PostgreSQL: the other
+    properties' values can be too long for one); nothing when it is there already."""
+    conn.execute(sa.text(
+        f"CREATE INDEX IF NOT EXISTS {REVISION_INDEX} ON build_properties (value) WHERE name = '{REVISION_PROPERTY}'"
+    ))
+    conn.commit()
+
+
+def finished_since(conn, model, since: int) -> list[int]:
+    """The ids of Buildbot's builds that ended at or after `since`, oldest first."""
+    builds = model.builds
+    query = sa.select(builds.c.id).where(builds.c.complete_at >= since).order_by(builds.c.complete_at, builds.c.id)
+    return list(conn.execute(query).scalars())
+
+
+def requests_of_ref(conn, model, builderid: int, ref: str) -> list[tuple[int, str, bool, int]]:
+    """(brid, revision, complete, results) of each of the builder's build requests for `ref` (a pull request's),
+    oldest first: the data API cannot filter build requests by sourcestamp."""
+    requests, sets, stamps = model.buildrequests, model.buildset_sourcestamps, model.sourcestamps
+    query = (
+        sa.select(requests.c.id, stamps.c.revision, requests.c.complete, requests.c.results)
+        .select_from(requests.join(sets, sets.c.buildsetid == requests.c.buildsetid)
+                     .join(stamps, stamps.c.id == sets.c.sourcestampid))
+        .where(requests.c.builderid == builderid, stamps.c.branch == ref)
+        .order_by(requests.c.id)
+    )
+    return [(row.id, row.revision, bool(row.complete), row.results) for row in conn.execute(query)]
+
+
+def changes_after(conn, model, changeid: int) -> list[int]:
+    """The ids of the changes recorded after change `changeid`, oldest first."""
+    changes = model.changes
+    query = sa.select(changes.c.changeid).where(changes.c.changeid > changeid).order_by(changes.c.changeid)
+    return [row.changeid for row in conn.execute(query)]
+
+
+def _other_active_masters(model, masterid: int):
+    masters = model.masters
+    return sa.select(masters.c.id).where(masters.c.active != 0, masters.c.id != masterid)
+
+
+def connected_elsewhere(conn, model, masterid: int) -> set[str]:
+    """The names of the workers connected to a live master other than `masterid`."""
+    connected, workers = model.connected_workers, model.workers
+    query = (sa.select(workers.c.name).distinct()
+             .select_from(connected.join(workers, connected.c.workerid == workers.c.id))
+             .where(connected.c.masterid.in_(_other_active_masters(model, masterid))))
+    return {row.name for row in conn.execute(query)}
+
+
+def builds_running_elsewhere(conn, model, masterid: int, workerids: list[int]) -> int:
+    """How many builds live masters other than `masterid` run on the workers `workerids` (Buildbot's builds_workerid
+    index finds them)."""
+    if not workerids:
+        return 0
+    builds = model.builds
+    query = (sa.select(sa.func.count()).select_from(builds)
+             .where(builds.c.complete_at.is_(None), builds.c.workerid.in_(workerids),
+                    builds.c.masterid.in_(_other_active_masters(model, masterid))))
+    return conn.execute(query).scalar_one()
