@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -433,3 +435,37 @@ def test_a_master_on_postgresql_creates_the_tables_for_a_round_trip(tmp_path, up
         assert outbox.check_run_id(conn, "o/r", A, 8) == 4242
     finally:
         conn.close()
+
+
+@pytest.mark.e2e
+def test_masters_starting_together_on_postgresql_migrate_once(tmp_path, postgres):
+    """Several masters started at once each upgrade the relay's tables at their start: one runs the migrations,
+    the others wait for its advisory lock and find them done."""
+    barrier = threading.Barrier(3)
+    failures = []
+
+    def start_a_master():
+        db = open_database(postgres.url, tmp_path)
+        try:
+            barrier.wait(timeout=30)
+            upgrade_tables(db)
+        except Exception as e:  # noqa: BLE001 - reported below with the others
+            failures.append(repr(e))
+        finally:
+            db.close()
+
+    masters = [threading.Thread(target=start_a_master, daemon=True) for _ in range(3)]
+    for master in masters:
+        master.start()
+    deadline = time.monotonic() + 60
+    for master in masters:
+        master.join(timeout=max(0, deadline - time.monotonic()))
+
+    assert not [master for master in masters if master.is_alive()], "a master's start hangs in the migrations"
+    assert failures == []
+    db = open_database(postgres.url, tmp_path)
+    try:
+        head = migrate.migration_scripts().get_current_head()
+        assert db.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars().all() == [head]
+    finally:
+        db.close()
