@@ -66,14 +66,16 @@ class DevicePresence(MessageConsumer):
     @defer.inlineCallbacks
     def startService(self):
         yield super().startService()
-        yield self.refresh()  # the units connected before this service listened
+        # The units connected before this service listened; not waited for, as a read of Buildbot's tables must
+        # not hold up the master's start (a busy database: the master would not come to its units).
+        self._changed(None, {})
 
     def _disconnected(self, key, worker: dict) -> defer.Deferred:
         self._gone_since[worker["name"]] = self.master.reactor.seconds()
         return self._changed(key, worker)
 
     def _changed(self, key, message: dict) -> defer.Deferred:
-        """A unit connected to a master, or a master started or was counted dead."""
+        """A unit connected to a master, or a master started or was counted dead (or this service started)."""
         return self.refresh().addErrback(log.err, "crcr: while reading the cluster's connected units")
 
     def refresh(self) -> defer.Deferred:
