@@ -1,5 +1,5 @@
-"""A relay service that listens to Buildbot's message queue while it runs: the presence of units, the host
-slots' waker, and (through OrderedLeaderService) the ledger and the test history."""
+"""A relay service that listens to Buildbot's message queue while it runs: the leadership, the presence of units,
+the host slots' waker, and (through OrderedLeaderService) the ledger and the test history."""
 
 from __future__ import annotations
 

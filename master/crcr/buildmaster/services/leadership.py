@@ -16,10 +16,11 @@ released schedulers and poller at once: a dead master's work moves within takeov
 
 from __future__ import annotations
 
-from buildbot.util import epoch2datetime, service
+from buildbot.util import epoch2datetime
 from twisted.internet import defer, task
 from twisted.python import log
 
+from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.names import LEADERSHIP_SERVICE, leads
 from crcr.store.service import relay_store
 
@@ -47,7 +48,7 @@ class LeaderDuty:
             yield self.lead()
 
 
-class RelayLeadership(service.BuildbotService):
+class RelayLeadership(MessageConsumer):
     name = LEADERSHIP_SERVICE
 
     def checkConfig(self, takeover_after: int):
@@ -63,8 +64,6 @@ class RelayLeadership(service.BuildbotService):
     def __init__(self, *args, **kwargs):
         self.leading = False
         self._ticking: task.LoopingCall | None = None
-        self._tick_done: defer.Deferred | None = None
-        self._consumer = None
         # Since when this master has ticked without a miss: it judges others only once that spans takeover_after.
         self._steady_since: float | None = None
         self._last_tick: float | None = None
@@ -77,26 +76,24 @@ class RelayLeadership(service.BuildbotService):
     def _interval(self) -> float:
         return self.takeover_after / TICKS_PER_TAKEOVER
 
+    def subscriptions(self):
+        return [(("masters", None, "stopped"), self._master_stopped)]
+
     @defer.inlineCallbacks
     def startService(self):
         yield super().startService()
-        self._consumer = yield self.master.mq.startConsuming(self._master_stopped, ("masters", None, "stopped"))
         self._start_ticking()
 
     def _start_ticking(self):
         self._ticking = task.LoopingCall(self._tick)
         self._ticking.clock = self.master.reactor
-        self._tick_done = self._ticking.start(self._interval(), now=False)
-        self._tick_done.addErrback(log.err, "crcr leadership: ticking")
+        self._ticking.start(self._interval(), now=False).addErrback(log.err, "crcr leadership: ticking")
         # The first tick at once, once the master has started: the store, and the duties told of the lead, are
         # services too, started in no set order.
         self.master.initLock.run(self._tick).addErrback(log.err, "crcr leadership: the first tick")
 
     @defer.inlineCallbacks
     def stopService(self):
-        if self._consumer is not None:
-            self._consumer.stopConsuming()
-            self._consumer = None
         if self._ticking is not None and self._ticking.running:
             self._ticking.stop()
         if self.leading:
