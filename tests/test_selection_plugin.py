@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from crcr.config.models import Suite
-from crcr.suites.results import outcomes_by_test, parse_junit
-from crcr.suites.selection import ONLY_TESTS_VARIABLE, PLUGIN_FILE, only_tests_command, pytest_command, rerun_command
+from crcr.suites.results import RERUNS_PROPERTY, parse_junit, read_junit
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, PLUGIN_FILE, only_tests_command, pytest_command
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
 
 PLUGIN_DIR = PLUGIN_FILE.parent
@@ -332,9 +332,9 @@ def run_relay_command(checkout: Path, command: str, **step_env: str) -> subproce
 
 
 @pytest.mark.parametrize("checkout_config", [{"pytest.ini": CHECKOUT_PYTEST_INI}, {}], ids=["pytest-ini", "no-config"])
-def test_suite_and_rerun_run_in_the_checkout_alone_whatever_folder_holds_it(tmp_path, checkout_config):
+def test_a_suite_runs_in_the_checkout_alone_whatever_folder_holds_it(tmp_path, checkout_config):
     checkout = nested_checkout(tmp_path, checkout_config)
-    suite = Suite(name="ops", pytest={"files": ["test/test_ops.py"]})
+    suite = Suite(name="ops", pytest={"files": ["test/test_ops.py"]}, reruns=1)
 
     result = run_relay_command(checkout, pytest_command(suite, {"files": {}}, "../results/ops.xml"))
 
@@ -348,18 +348,93 @@ def test_suite_and_rerun_run_in_the_checkout_alone_whatever_folder_holds_it(tmp_
     results = parse_junit((checkout.parent / "results" / "ops.xml").read_bytes())
     assert results.failing == failing, "node ids relative to the checkout, with its own pytest.ini applied"
     assert results.passed == 3 - len(strict)
+    assert f"{len(failing)} rerun" in result.stdout, "each failed test was run again, in the same session"
 
-    rerun = run_relay_command(checkout, rerun_command(results.failing, "../results/ops.rerun1.xml"))
 
-    assert rerun.returncode == 1, rerun.stdout + rerun.stderr
-    assert parse_junit((checkout.parent / "results" / "ops.rerun1.xml").read_bytes()).failing == failing
+# A test that fails on its first attempt only, counted in a file beside the checkout; one whose module-scoped
+# fixture fails the first time only (pytest keeps a failed fixture's error for its scope); one that fails each
+# time, after a test storing state on its instance (each attempt gets a fresh one).
+RERUN_TESTS = """
+from pathlib import Path
+import pytest
+
+def first_attempt(name):
+    counter = Path(__file__).parents[2] / f"{name}.attempts"
+    attempts = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(attempts))
+    return attempts == 1
+
+@pytest.fixture(scope="module")
+def device():
+    assert not first_attempt("device"), "the device was not ready"
+
+def test_flaky():
+    assert not first_attempt("flaky")
+
+def test_flaky_setup(device):
+    pass
+
+class TestState:
+    def test_fails_each_time(self):
+        assert not hasattr(self, "tried"), "the failed attempt's instance again"
+        self.tried = True
+        assert False, "broken for good"
+
+def test_passes():
+    pass
+"""
+
+
+def test_a_failed_test_runs_again_in_the_same_session_and_junit_says_so(tmp_path):
+    checkout = nested_checkout(tmp_path, {"pytest.ini": "[pytest]\n"})
+    (checkout / "test" / "test_ops.py").write_text(RERUN_TESTS)
+    suite = Suite(name="ops", pytest={"files": ["test/test_ops.py"]}, reruns=2)
+
+    result = run_relay_command(checkout, pytest_command(suite, {"files": {}}, "../results/ops.xml"))
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 failed, 3 passed, 4 rerun" in result.stdout, "flaky tests pass; the failing one ran three times"
+    assert "AssertionError: broken for good" in result.stdout
+    assert "AssertionError: the failed attempt's instance again" not in result.stdout
+    xml = (checkout.parent / "results" / "ops.xml").read_bytes()
+    cases = {case.get("name"): case for case in ET.fromstring(xml).iter("testcase")}
+    assert len(cases) == 4 == len(list(ET.fromstring(xml).iter("testcase"))), "one testcase per test"
+    reruns = {name: [p.get("value") for p in case.iter("property") if p.get("name") == RERUNS_PROPERTY]
+              for name, case in cases.items()}
+    assert reruns == {"test_flaky": ["1"], "test_flaky_setup": ["1"], "test_fails_each_time": ["2"], "test_passes": []}
+    results = parse_junit(xml)
+    assert (results.passed, results.failing, results.flaky) == (
+        1, ["test/test_ops.py::TestState::test_fails_each_time"],
+        ["test/test_ops.py::test_flaky", "test/test_ops.py::test_flaky_setup"])
+
+
+def test_without_reruns_a_failed_test_runs_once(tmp_path):
+    checkout = nested_checkout(tmp_path, {"pytest.ini": "[pytest]\n"})
+    (checkout / "test" / "test_ops.py").write_text(RERUN_TESTS)
+    suite = Suite(name="ops", pytest={"files": ["test/test_ops.py"]}, reruns=0)
+
+    result = run_relay_command(checkout, pytest_command(suite, {"files": {}}, "../results/ops.xml"))
+
+    assert "2 failed, 1 passed, 1 error in" in result.stdout, result.stdout + result.stderr
+    assert "--crcr-reruns" not in result.stdout
+
+
+def test_past_the_rerun_limit_failed_tests_run_once(tmp_path):
+    checkout = nested_checkout(tmp_path, {"pytest.ini": "[pytest]\n"})
+    (checkout / "test" / "test_ops.py").write_text(RERUN_TESTS)
+
+    result = run_relay_command(checkout, "python -m crcr_selection test/test_ops.py --crcr-reruns=2 --crcr-rerun-limit=1")
+
+    # test_flaky, the first to fail, alone runs again.
+    assert "1 failed, 2 passed, 1 error, 1 rerun in" in result.stdout, result.stdout + result.stderr
 
 
 def run_only(checkout: Path, *node_ids: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
     """A bisection's run of `node_ids`, as the suite step starts it; each reported test's outcome."""
-    result = run_relay_command(checkout, only_tests_command("../results/ops.xml"),
+    result = run_relay_command(checkout, only_tests_command("../results/ops.xml", reruns=0),
                                **{ONLY_TESTS_VARIABLE: json.dumps(node_ids)})
-    return result, outcomes_by_test((checkout.parent / "results" / "ops.xml").read_bytes())
+    report = read_junit((checkout.parent / "results" / "ops.xml").read_bytes())
+    return result, {**report.outcomes, **{file: f"collection error: {e}" for file, e in report.collection_errors.items()}}
 
 
 def test_only_the_asked_tests_run_with_the_suites_selection_and_tests_this_commit_lacks_stop_no_other(checkout):
@@ -383,7 +458,7 @@ def test_a_module_that_fails_to_import_stops_none_of_the_other_asked_tests(check
     result, outcomes = run_only(checkout, "test/test_broken.py::test_x", "test/test_torch.py::TestTorch::test_to")
 
     assert outcomes == {
-        "test/test_broken.py::test.test_broken": "errored",  # pytest's report of the module's collection error
+        "test/test_broken.py": "collection error: ModuleNotFoundError: No module named 'module_this_commit_lacks'",
         "test/test_torch.py::TestTorch::test_to": "passed",
     }, result.stdout + result.stderr
 

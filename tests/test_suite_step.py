@@ -24,9 +24,10 @@ from crcr.names import (
     BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
-from crcr.suites.results import SuiteResults
-from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, rerun_command
+from crcr.suites.results import RERUNS_PROPERTY, SuiteResults
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command
 from relaymaster import mirror_on
+from test_testresults import COLLECTION_ERROR_XML
 from test_baseline_pull_request import NUMBER, forked_history
 
 STARTED = 1304262222  # when the harness's build started (fakedb.Build's default)
@@ -40,9 +41,11 @@ SUITE_TIMEOUT, STALL_TIMEOUT = 600, 60
 
 def junit(**outcomes: str) -> str:
     """JUnit XML as pytest writes it with junit_family=xunit1, for tests of test/test_ops.py named by
-    their function: passed, failed, errored, skipped or xfailed."""
+    their function: passed, failed, errored, skipped, xfailed, or flaky (failed, then passed when the plugin ran
+    it again)."""
     bodies = {
         "passed": "",
+        "flaky": f'<properties><property name="{RERUNS_PROPERTY}" value="1" /></properties>',
         "failed": '<failure message="assert False">E   assert False</failure>',
         "errored": '<error message="error at setup of test">fixture not found</error>',
         "skipped": '<skipped type="pytest.skip" message="not here">skipped</skipped>',
@@ -62,10 +65,6 @@ def ids(*names: str) -> list[str]:
 
 def run_suite(command: str = COMMAND, max_time: int = SUITE_TIMEOUT) -> ExpectShell:
     return ExpectShell(workdir=WORKDIR, command=command, timeout=STALL_TIMEOUT, max_time=max_time)
-
-
-def rerun(*names: str, attempt: int = 1, max_time: int = SUITE_TIMEOUT) -> ExpectShell:
-    return run_suite(rerun_command(ids(*names), f"../results/ops.rerun{attempt}.xml"), max_time)
 
 
 def upload(path: str, content: str | None) -> ExpectUploadFile:
@@ -116,7 +115,7 @@ class SuiteStepHarness(StepHarness):
 
     @defer.inlineCallbacks
     def add_build(self, buildid: int, number: int, sha: str, failing: list[str] | None = None, complete=True,
-                  timed_out=False, suite="ops", bisection: int | None = None, pull_request: dict | None = None):
+                  timed_out=False, broken="", suite="ops", bisection: int | None = None, pull_request: dict | None = None):
         """An earlier build of the builder at `sha`, with the suite's results when `failing` is given; a build
         of that bisection, or of that pull request, when `bisection` or `pull_request` is given."""
         rows = [
@@ -131,7 +130,7 @@ class SuiteStepHarness(StepHarness):
             rows.append(fakedb.BuildProperty(buildid=buildid, name=PULL_REQUEST_PROPERTY, value=pull_request,
                                              source="crcr"))
         if failing is not None:
-            results = SuiteResults(failing=failing, timed_out=timed_out).as_property()
+            results = SuiteResults(failing=failing, timed_out=timed_out, broken=broken).as_property()
             rows.append(fakedb.BuildProperty(buildid=buildid, name=TESTS_PROPERTY, value={suite: results}, source="crcr"))
         yield self.master.db.insert_test_data(rows)
 
@@ -165,15 +164,15 @@ class SuiteStepTest(SuiteStepHarness):
 
     @defer.inlineCallbacks
     def test_pytest_exit_codes_beyond_test_failures_fail_the_suite(self):
-        # One step per exit code, in one build. A collection error (exit 2) leaves an XML with the broken module as errored.
+        # One step per exit code, in one build.
         for rc, meaning in [(2, "interrupted"), (3, "pytest internal error"), (4, "pytest usage error"),
                             (5, "no tests collected")]:
             self.make_step()
-            xml = junit(test_a="passed") if rc != 2 else junit(test_a="errored")
-            self.expect_commands(run_suite().exit(rc), upload(JUNIT, xml))
+            self.expect_commands(run_suite().exit(rc), upload(JUNIT, junit(test_a="passed")))
             self.expect_history()
-            self.expect_outcome(FAILURE, f"ops: exit code {rc} ({meaning})")
+            self.expect_outcome(FAILURE, f"ops: exit code {rc} ({meaning}); 1 passed")
         yield self.run_step()
+        self.assertEqual(self.recorded()["broken"], "exit code 5 (no tests collected)")
 
     @defer.inlineCallbacks
     def test_no_junit_xml_leaves_the_exit_code_to_decide(self):
@@ -191,7 +190,7 @@ class SuiteStepTest(SuiteStepHarness):
         self.make_step(is_pytest=False, command="./run_my_tests.sh", reruns=0)
         self.expect_commands(run_suite("./run_my_tests.sh").exit(3), upload(JUNIT, junit(test_a="passed")))
         self.expect_history()
-        self.expect_outcome(FAILURE, "ops: exit code 3")
+        self.expect_outcome(FAILURE, "ops: exit code 3; 1 passed")
         yield self.run_step()
 
     # --- stalls and time ---
@@ -237,87 +236,53 @@ class SuiteStepTest(SuiteStepHarness):
         self.expect_outcome(FAILURE, "ops: timed out after 300s")
         yield self.run_step()
 
-    @defer.inlineCallbacks
-    def test_no_time_left_for_a_rerun_leaves_the_tests_failing(self):
-        self.make_step()
-        slow = run_suite().exit(1)
-        slow.behavior(lambda _: self.reactor.advance(SUITE_TIMEOUT))
-        self.expect_commands(slow, upload(JUNIT, junit(test_a="failed")))
-        self.expect_history()
-        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
-        yield self.run_step()
-
-    # --- reruns ---
+    # --- reruns (by the plugin, in the suite's own pytest session) and what did not run ---
 
     @defer.inlineCallbacks
-    def test_a_test_the_rerun_ran_and_saw_pass_is_flaky(self):
+    def test_a_test_that_failed_then_passed_when_run_again_is_flaky(self):
         self.make_step()
-        self.expect_commands(
-            run_suite().exit(1), upload(JUNIT, junit(test_a="passed", test_b="failed")),
-            rerun("test_b").exit(0), upload("../results/ops.rerun1.xml", junit(test_b="passed")),
-        )
+        self.expect_commands(run_suite().exit(0), upload(JUNIT, junit(test_a="passed", test_b="flaky")))
         self.expect_history()
         self.expect_outcome(WARNINGS, "ops: 1 passed, 1 flaky")
         yield self.run_step()
         self.assertEqual((self.recorded()["failing"], self.recorded()["flaky"]), ([], ids("test_b")))
 
     @defer.inlineCallbacks
-    def test_a_test_missing_from_the_rerun_stays_failing(self):
+    def test_a_test_that_failed_each_time_is_failing(self):
         self.make_step()
-        self.expect_commands(
-            run_suite().exit(1), upload(JUNIT, junit(test_b="failed", test_c="failed")),
-            rerun("test_b", "test_c").exit(0), upload("../results/ops.rerun1.xml", junit(test_c="passed")),
-        )
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed", test_c="flaky", test_d="errored")))
         self.expect_history()
-        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new), 1 flaky")
+        self.expect_outcome(FAILURE, "ops: 0 passed, 2 failed (2 new), 1 flaky")
         yield self.run_step()
-        self.assertEqual((self.recorded()["failing"], self.recorded()["flaky"]), (ids("test_b"), ids("test_c")))
+        self.assertEqual((self.recorded()["failing"], self.recorded()["flaky"]), (ids("test_b", "test_d"), ids("test_c")))
+        self.assertEqual(self.recorded()["errored"], ids("test_d"))
 
     @defer.inlineCallbacks
-    def test_a_rerun_that_did_not_run_leaves_every_test_failing(self):
-        # E.g. exit code 4: the node ids were not found, so nothing ran; its XML is not even read. One step per code.
-        for rc in (2, 3, 4, 5):
-            self.make_step(reruns=2)
-            self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")), rerun("test_b").exit(rc))
-            self.expect_history()
-            self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
-        yield self.run_step()
-
-    @defer.inlineCallbacks
-    def test_a_rerun_without_xml_leaves_the_tests_failing(self):
+    def test_too_many_failures_are_a_breakage_not_flakes(self):
         self.make_step()
-        self.expect_commands(
-            run_suite().exit(1), upload(JUNIT, junit(test_b="failed")),
-            rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", None),
-        )
-        self.expect_history()
-        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
-        yield self.run_step()
-
-    @defer.inlineCallbacks
-    def test_each_rerun_runs_what_still_fails_and_flakes_add_up(self):
-        self.make_step(reruns=2)
-        self.expect_commands(
-            run_suite().exit(1), upload(JUNIT, junit(test_a="failed", test_b="failed", test_c="errored")),
-            rerun("test_a", "test_b", "test_c").exit(1),
-            upload("../results/ops.rerun1.xml", junit(test_a="passed", test_b="failed", test_c="errored")),
-            rerun("test_b", "test_c", attempt=2).exit(1),
-            upload("../results/ops.rerun2.xml", junit(test_b="passed", test_c="errored")),
-        )
-        self.expect_history()
-        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new), 2 flaky")
-        yield self.run_step()
-        self.assertEqual(self.recorded()["flaky"], ids("test_a", "test_b"))
-        self.assertEqual(self.recorded()["errored"], ids("test_c"))
-
-    @defer.inlineCallbacks
-    def test_too_many_failures_are_a_breakage_not_rerun(self):
-        self.make_step()
-        many = {f"test_{i}": "failed" for i in range(201)}
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(**many)))
+        many = {f"test_{i}": "failed" for i in range(200)}
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(**many, test_flaky="flaky")))
         self.expect_history()
         self.expect_outcome(FAILURE, "ops: 0 passed, 201 failed (201 new)")
         yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_file_that_fails_to_import_is_named_by_its_error_and_fails_the_suite(self):
+        # As pytest --continue-on-collection-errors has it: the other files' tests ran and count. Without it,
+        # pytest exits 2 (interrupted): the error is named all the same, not the exit code.
+        error = ("test/test_ufuncs.py: ImportError: cannot import name 'ufuncs_and_refs' from 'mylib.testing.ops_db' "
+                 "(/venv/lib/python3.11/site-packages/mylib/testing/ops_db.py)")
+        for rc in (1, 2):
+            self.make_step()
+            self.expect_commands(run_suite().exit(rc), upload(JUNIT, COLLECTION_ERROR_XML.read_text()))
+            self.expect_history()
+            self.expect_outcome(FAILURE, f"ops: {error}; 1 passed, 1 failed (1 new), 1 flaky")
+        yield self.run_step()
+        recorded = self.recorded()
+        self.assertEqual(recorded["failing"], ["test/test_views.py::TestViews::test_reshape"], "no test named after the module")
+        self.assertEqual((recorded["collection_errors"], recorded["broken"]), ({"test/test_ufuncs.py": error[21:]}, error))
+        self.assertIn(f"could not be collected (their tests did not run):\n  {error}\n",
+                      self.get_nth_step(1).logs["failing tests"].stdout)
 
     # --- baseline and verdicts ---
 
@@ -329,11 +294,10 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.add_build(3, 3, parent, failing=ids("test_known", "test_fixed"), complete=False)
         self.make_step()
         xml = junit(test_known="failed", test_ok="passed")
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, xml),
-                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, xml))
         self.expect_history(parent, grandparent)
         self.expect_outcome(WARNINGS, "ops: 1 passed, 1 failed (0 new)")
-        self.expect_log_file("junit.xml", xml)  # the suite's own run, written while the rerun ran
+        self.expect_log_file("junit.xml", xml)
         self.expect_log_file("failing tests", (
             f"compared with: build 2 of commit {parent}\n"
             "still failing:\n  test/test_ops.py::test_known\n"
@@ -350,20 +314,36 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.add_build(2, 2, "f" * 40, failing=ids("test_other"))  # a later commit, built after
         yield self.add_build(3, 3, SHA, failing=ids("test_other"))  # this very commit, built before
         self.make_step()
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")),
-                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")))
         self.expect_history("b" * 40, older)  # b…: a parent without a build
         self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new)")
         yield self.run_step()
         self.assertEqual(self.recorded()["fixed"], [])
 
     @defer.inlineCallbacks
+    def test_a_suite_that_did_not_run_is_nobodys_baseline(self):
+        # Build N could not import the test file: test_known did not fail there because it did not run. N+1
+        # compares with N-1, where it failed too: neither new nor fixed, and nothing "fixed since" N.
+        before_the_break, broken = "a" * 40, "b" * 40
+        yield self.add_build(1, 1, before_the_break, failing=ids("test_known"))
+        yield self.add_build(2, 2, broken, failing=[], broken="test/test_ops.py: ImportError: cannot import name 'x'")
+        self.make_step()
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")))
+        self.expect_history(broken, before_the_break)
+        self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new)")
+        self.expect_log_file("failing tests", (
+            f"compared with: build 1 of commit {before_the_break}\n"
+            "still failing:\n  test/test_ops.py::test_known\n"
+        ))
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(BASELINES_PROPERTY), {"ops": before_the_break})
+
+    @defer.inlineCallbacks
     def test_a_baseline_far_back_in_the_history_is_found(self):
         history = [f"{n:040x}" for n in range(1, COMMITS_SEARCHED + 1)]  # asked about COMMITS_PER_QUERY at a time
         yield self.add_build(1, 1, history[-1], failing=ids("test_known"))
         self.make_step()
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")),
-                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")))
         self.expect_history(*history)
         self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new)")
         yield self.run_step()
@@ -375,8 +355,7 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.add_build(2, 2, timed_out, failing=[], timed_out=True)
         yield self.add_build(3, 3, other_suite, failing=[], suite="another")
         self.make_step()
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")),
-                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")))
         self.expect_history(other_suite, timed_out, older)
         self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new)")
         yield self.run_step()
@@ -389,8 +368,7 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.add_build(1, 1, older, failing=ids("test_known"))
         yield self.add_build(2, 2, bisected, failing=[], bisection=7)
         self.make_step()
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")),
-                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")))
         self.expect_history(bisected, older)
         self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new)")
         self.expect_log_file("failing tests", (
@@ -406,8 +384,7 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.add_build(1, 1, older, failing=ids("test_known"))
         yield self.add_build(2, 2, built_as_a_pr, failing=[], pull_request={"number": 3, "base_branch": "main"})
         self.make_step()
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")),
-                             rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_known="failed")))
         self.expect_history(built_as_a_pr, older)
         self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new)")
         yield self.run_step()
@@ -416,8 +393,7 @@ class SuiteStepTest(SuiteStepHarness):
     @defer.inlineCallbacks
     def test_without_a_baseline_every_failure_is_new(self):
         self.make_step()
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")),
-                             rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")))
         self.expect_history(exit=128)  # a commit upstream lacks (or out of reach): no history
         self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
         self.expect_log_file("failing tests", (
@@ -430,16 +406,14 @@ class SuiteStepTest(SuiteStepHarness):
     @defer.inlineCallbacks
     def test_a_revision_that_is_not_a_sha_is_never_handed_to_git(self):
         self.make_step(revision="--all")
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")),
-                             rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")))
         self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
         yield self.run_step()
 
     @defer.inlineCallbacks
     def test_validate_mode_records_new_failures_without_failing(self):
         self.make_step(mode="validate")
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")),
-                             rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed")))
         self.expect_history()
         self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (1 new)")
         yield self.run_step()
@@ -479,8 +453,7 @@ class PullRequestStepTest(SuiteStepHarness):
 
     def expect_failing(self, *names: str):
         failing = {name: "failed" for name in names}
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(**failing)),
-                             rerun(*names).exit(1), upload("../results/ops.rerun1.xml", junit(**failing)))
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(**failing)))
 
     @defer.inlineCallbacks
     def test_failures_are_compared_with_the_build_of_the_merge_base(self):
@@ -562,15 +535,15 @@ class PullRequestStepTest(SuiteStepHarness):
 BISECTION = 7
 
 
-def run_asked(*names: str) -> ExpectShell:
+def run_asked(*names: str, reruns: int = 1) -> ExpectShell:
     """A pytest suite running only the asked tests of test/test_ops.py."""
-    return run_asked_ids(*ids(*names))
+    return run_asked_ids(*ids(*names), reruns=reruns)
 
 
-def run_asked_ids(*node_ids: str) -> ExpectShell:
+def run_asked_ids(*node_ids: str, reruns: int = 1) -> ExpectShell:
     """A pytest suite running only the asked tests: the plugin takes them from the environment."""
-    return ExpectShell(workdir=WORKDIR, command=only_tests_command(JUNIT), env={ONLY_TESTS_VARIABLE: json.dumps(node_ids)},
-                       timeout=STALL_TIMEOUT, max_time=SUITE_TIMEOUT)
+    return ExpectShell(workdir=WORKDIR, command=only_tests_command(JUNIT, reruns),
+                       env={ONLY_TESTS_VARIABLE: json.dumps(node_ids)}, timeout=STALL_TIMEOUT, max_time=SUITE_TIMEOUT)
 
 
 class BisectionStepTest(SuiteStepHarness):
@@ -595,8 +568,7 @@ class BisectionStepTest(SuiteStepHarness):
     def test_a_pytest_suite_runs_exactly_the_asked_tests_and_records_each_outcome(self):
         self.make_asked_step({"ops": ids("test_a", "test_b")})
         xml = junit(test_a="passed", test_b="failed")
-        self.expect_commands(run_asked("test_a", "test_b").exit(1), upload(JUNIT, xml),
-                             rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
+        self.expect_commands(run_asked("test_a", "test_b").exit(1), upload(JUNIT, xml))
         self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 failed, 1 passed")
         self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "passed", ids("test_b")[0]: "failed"}})
         self.expect_log_file("junit.xml", xml)
@@ -618,8 +590,7 @@ class BisectionStepTest(SuiteStepHarness):
     @defer.inlineCallbacks
     def test_a_failed_test_that_passes_when_run_again_is_flaky(self):
         self.make_asked_step({"ops": ids("test_a", "test_b")})
-        self.expect_commands(run_asked("test_a", "test_b").exit(1), upload(JUNIT, junit(test_a="passed", test_b="failed")),
-                             rerun("test_b").exit(0), upload("../results/ops.rerun1.xml", junit(test_b="passed")))
+        self.expect_commands(run_asked("test_a", "test_b").exit(0), upload(JUNIT, junit(test_a="passed", test_b="flaky")))
         self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 flaky, 1 passed")
         self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "passed", ids("test_b")[0]: "flaky"}})
         yield self.run_step()
@@ -628,7 +599,7 @@ class BisectionStepTest(SuiteStepHarness):
     def test_each_outcome_is_as_the_junit_xml_says(self):
         self.make_asked_step({"ops": ids("test_a", "test_b", "test_c", "test_d")}, reruns=0)
         xml = junit(test_a="errored", test_b="skipped", test_c="xfailed", test_d="passed")
-        self.expect_commands(run_asked("test_a", "test_b", "test_c", "test_d").exit(1), upload(JUNIT, xml))
+        self.expect_commands(run_asked("test_a", "test_b", "test_c", "test_d", reruns=0).exit(1), upload(JUNIT, xml))
         self.expect_outcome(FAILURE, "ops: 4 asked tests: 1 errored, 1 passed, 1 xfailed, 1 skipped")
         self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": dict(zip(ids("test_a", "test_b", "test_c", "test_d"),
                                                                       ["errored", "skipped", "xfailed", "passed"]))})
@@ -650,8 +621,8 @@ class BisectionStepTest(SuiteStepHarness):
         collection_error = ('<testcase classname="" name="test.test_ops" file="test/test_ops.py" time="0">'
                             '<error message="collection failure">ModuleNotFoundError</error></testcase>')
         xml = junit().replace("</testsuite>", collection_error + "</testsuite>")
-        self.expect_commands(run_asked_ids(ids("test_a")[0], "test/test_other.py::test_b").exit(1), upload(JUNIT, xml))
-        self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 errored, 1 not run")
+        self.expect_commands(run_asked_ids(ids("test_a")[0], "test/test_other.py::test_b", reruns=0).exit(1), upload(JUNIT, xml))
+        self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 errored, 1 not run; test/test_ops.py: ModuleNotFoundError")
         self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "errored", "test/test_other.py::test_b": "not run"}})
         yield self.run_step()
 
@@ -682,8 +653,7 @@ class BisectionStepTest(SuiteStepHarness):
     @defer.inlineCallbacks
     def test_a_pytest_suite_asked_whole_runs_its_own_command(self):
         self.make_asked_step({"ops": []})
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_a="passed", test_b="failed")),
-                             rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_a="passed", test_b="failed")))
         self.expect_outcome(FAILURE, "ops: whole suite: 1 failed, 1 passed")
         self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "passed", ids("test_b")[0]: "failed"}})
         yield self.run_step()

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
 from crcr.suites.results import (
-    SuiteResults, compare, describe_counts, outcomes_by_test, parse_junit, totals, with_rerun,
+    MAX_RERUN_TESTS, RERUNS_PROPERTY, SuiteResults, compare, describe_counts, error_line, parse_junit, read_junit, totals,
 )
 from harness import run
+
+# The shape of pytest's JUnit XML (xunit1) when a test file fails to import and another file's tests run
+# (--continue-on-collection-errors), one of them flaky: written by hand after a real run.
+COLLECTION_ERROR_XML = Path(__file__).parent / "junit" / "collection_error.xml"
+IMPORT_ERROR = ("ImportError: cannot import name 'ufuncs_and_refs' from 'mylib.testing.ops_db' "
+                "(/venv/lib/python3.11/site-packages/mylib/testing/ops_db.py)")
 
 TESTS = '''
 import pytest
@@ -52,19 +59,45 @@ def test_counts_and_node_ids_of_every_outcome(junit):
     assert results.errored == ["test/test_a.py::test_setup_error"]
 
 
-def test_only_tests_the_rerun_ran_and_saw_pass_are_flaky():
-    first = SuiteResults(passed=5, failing=["a", "b", "c", "d", "e"], errored=["c", "d"])
-    rerun = {"a": "passed", "b": "failed", "c": "passed", "e": "skipped"}  # d did not run at all
+def test_a_file_that_fails_to_import_is_a_collection_error_not_a_test():
+    results = parse_junit(COLLECTION_ERROR_XML.read_bytes())
 
-    merged = with_rerun(first, rerun)
+    assert results.collection_errors == {"test/test_ufuncs.py": IMPORT_ERROR}
+    assert (results.passed, results.failing, results.flaky) == (
+        1, ["test/test_views.py::TestViews::test_reshape"], ["test/test_views.py::TestViews::test_flaky"]
+    ), "the other file's tests count"
+    assert not results.ran
 
-    assert (merged.failing, merged.errored, merged.flaky) == (["b", "d", "e"], ["d"], ["a", "c"])
-    again = with_rerun(merged, {"b": "passed", "d": "errored", "e": "failed"})
-    assert (again.failing, again.flaky) == (["d", "e"], ["a", "c", "b"]), "flaky tests add up over reruns"
+
+def test_the_error_of_a_collection_failure_is_its_last_e_line():
+    assert error_line("Traceback:\n  x.py:1: in <module>\nE   SyntaxError: invalid syntax\n") == "SyntaxError: invalid syntax"
+    assert error_line("something went wrong\n  while collecting\n") == "while collecting"
 
 
-def test_outcome_of_each_test_in_a_rerun(junit):
-    outcomes = outcomes_by_test(junit)
+def flaky_junit(failing: int, flaky: int) -> str:
+    def case(name: str, body: str) -> str:
+        return f'<testcase classname="test.test_a" name="{name}" file="test/test_a.py">{body}</testcase>'
+    rerun = f'<properties><property name="{RERUNS_PROPERTY}" value="1"/></properties>'
+    cases = [case(f"test_f{i}", '<failure message="no">E   no</failure>' + rerun) for i in range(failing)]
+    cases += [case(f"test_p{i}", rerun) for i in range(flaky)]
+    return f'<testsuites><testsuite name="pytest">{"".join(cases)}</testsuite></testsuites>'
+
+
+def test_a_test_that_failed_then_passed_when_run_again_is_flaky_one_that_failed_each_time_is_failing():
+    results = parse_junit(flaky_junit(failing=1, flaky=2))
+
+    assert (results.passed, results.failing, results.flaky) == (0, ["test/test_a.py::test_f0"],
+                                                                 ["test/test_a.py::test_p0", "test/test_a.py::test_p1"])
+
+
+def test_more_failures_than_the_rerun_limit_are_a_breakage_without_flakes():
+    results = parse_junit(flaky_junit(failing=MAX_RERUN_TESTS, flaky=1))
+
+    assert (len(results.failing), results.flaky) == (MAX_RERUN_TESTS + 1, [])
+
+
+def test_outcome_of_each_test(junit):
+    outcomes = read_junit(junit).outcomes
 
     assert outcomes["test/test_a.py::TestA::test_ok"] == "passed"
     assert outcomes["test/test_a.py::TestA::test_fail"] == "failed"
@@ -79,6 +112,12 @@ def test_new_still_failing_and_fixed_against_the_previous_build():
     assert (now.new, now.fixed) == (["a"], ["c"])
     first = compare(SuiteResults(failing=["a"]), None)
     assert (first.new, first.fixed) == (["a"], [])
+
+
+def test_a_suite_that_did_not_run_whole_fixed_nothing():
+    broken = SuiteResults(failing=["a"], collection_errors={"test/test_b.py": "ImportError: b"}, broken="test/test_b.py: ...")
+
+    assert (compare(broken, SuiteResults(failing=["b", "c"])).fixed) == []
 
 
 def test_counts_over_suites_read_as_maintainers_expect():

@@ -45,8 +45,8 @@ class Baseline:
 @defer.inlineCallbacks
 def find_baseline(master, builderid: int, sha: str | None, suite: str, including: bool = False):
     """The Baseline of `suite` in a build at `sha`: the nearest earlier commit in `sha`'s first-parent
-    history with a complete build of this builder holding `suite`'s results (not timed out, not a bisection
-    build, not a pull request's); None without one. `including`: `sha` itself counts (a PR's merge base)."""
+    history with a complete build of this builder holding `suite`'s results (of a suite that ran whole: not
+    timed out, not stopped by a collection or usage error; not a bisection build, not a pull request's); None without one. `including`: `sha` itself counts (a PR's merge base)."""
     history = (yield earlier_commits(master, sha, including)) if sha and SHA.match(sha) else []
     position = {commit: index for index, commit in enumerate(history)}
     for start in range(0, len(history), COMMITS_PER_QUERY):
@@ -60,8 +60,9 @@ def find_baseline(master, builderid: int, sha: str | None, suite: str, including
             if PULL_REQUEST_PROPERTY in properties:
                 continue  # it tested a PR's head, whatever commit that is
             results = (properties.get(TESTS_PROPERTY, ({},))[0] or {}).get(suite)
-            if results and not results["timed_out"]:
-                return Baseline(commit, number, SuiteResults.from_property(results))
+            found = SuiteResults.from_property(results) if results else None
+            if found and found.ran:  # not timed out, not stopped by a collection or usage error
+                return Baseline(commit, number, found)
     return None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from crcr.suites.results import dotted_module
+from crcr.suites.results import JUnitReport
 
 PASSED, FAILED, ERRORED, FLAKY, XFAILED, SKIPPED, NOT_RUN = "passed", "failed", "errored", "flaky", "xfailed", "skipped", "not run"
 # The order of the counts in a summary: what the bisection looks for first.
@@ -23,22 +23,16 @@ def only_tests_problem(value) -> str | None:
     return "is not {suite: [node ids]}"
 
 
-def asked_outcomes(asked: list[str], outcomes: dict[str, str], flaky: list[str]) -> dict[str, str]:
-    """Each asked test's outcome ([] asks every test the run reported): as its JUnit XML says (`outcomes`),
-    flaky when it failed and then passed when run again, errored when its module failed to import, 'not run'
-    when the run did not report it."""
+def asked_outcomes(asked: list[str], report: JUnitReport) -> dict[str, str]:
+    """Each asked test's outcome ([] asks every test the run reported): as its JUnit XML says (flaky when it
+    failed and then passed when run again), errored when its file could not be collected, 'not run' when the
+    run did not report it."""
     def outcome(test: str) -> str:
-        if test in flaky:
-            return FLAKY
-        return outcomes.get(test) or outcomes.get(collection_error_id(test.split("::", 1)[0]), NOT_RUN)
+        if test in report.outcomes:
+            return report.outcomes[test]
+        return ERRORED if test.split("::", 1)[0] in report.collection_errors else NOT_RUN
 
-    return {test: outcome(test) for test in asked or outcomes}
-
-
-def collection_error_id(file: str) -> str:
-    """The node id that pytest's JUnit XML (xunit1) gives the collection error of `file`: no class, the
-    module's dotted name (results.node_id reads it so)."""
-    return f"{file}::{dotted_module(file)}"
+    return {test: outcome(test) for test in asked or report.outcomes}
 
 
 def describe_outcomes(outcomes: dict[str, str]) -> str:

@@ -5,10 +5,18 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from junitparser import Attr, Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
+from junitparser import Attr, Error, Failure, JUnitXml, Properties, Skipped, TestCase, TestSuite
 
 # pytest's junit_family=xunit1 writes each test's file; junitparser's documented way to read an extra attribute.
 TestCase.file = Attr("file")
+# The testcase property the selection plugin writes on a test it ran again after it failed: how often
+# (worker_plugin/crcr_selection.py's RERUNS_PROPERTY).
+RERUNS_PROPERTY = "crcr_reruns"
+# The message of the <error> pytest's junitxml writes for a file (or class) that could not be collected.
+COLLECTION_FAILURE = "collection failure"
+# More failures than this are a breakage, not flakes: the plugin runs none of the later ones again, and none
+# counts as flaky (parse_junit).
+MAX_RERUN_TESTS = 200
 
 
 @dataclass
@@ -22,6 +30,15 @@ class SuiteResults:
     new: list[str] = field(default_factory=list)  # failing now, not in the previous build
     fixed: list[str] = field(default_factory=list)  # failing in the previous build, not now
     timed_out: bool = False
+    # Files pytest could not collect (an import error, say), each with its error's line: their tests did not run.
+    collection_errors: dict[str, str] = field(default_factory=dict)
+    # Why the suite did not run as a whole ("" when it did): it is then nobody's baseline (baseline.py).
+    broken: str = ""
+
+    @property
+    def ran(self) -> bool:
+        """Ran whole: its results can be a later build's baseline."""
+        return not (self.broken or self.timed_out or self.collection_errors)
 
     def as_property(self) -> dict:
         return asdict(self)
@@ -46,54 +63,88 @@ def dotted_module(file: str) -> str:
     return file.removesuffix(".py").replace("/", ".")
 
 
-def outcomes_by_test(text: str | bytes) -> dict[str, str]:
-    """Each test's node id and outcome: passed, failed, errored, skipped or xfailed (pytest writes an
-    xfail as <skipped type="pytest.xfail">)."""
+@dataclass
+class JUnitReport:
+    """What a suite's JUnit XML says: each test's outcome by node id (passed, failed, errored, skipped,
+    xfailed, or flaky: failed, then passed when the plugin ran it again), and the files that could not be
+    collected, each with its error (a collection error is no test: pytest names its testcase after the module)."""
+
+    outcomes: dict[str, str]
+    collection_errors: dict[str, str]
+
+
+def read_junit(text: str | bytes) -> JUnitReport:
     xml = JUnitXml.fromstring(text if isinstance(text, bytes) else text.encode())
-    outcomes = {}
+    outcomes, collection_errors = {}, {}
     for suite in [xml] if isinstance(xml, TestSuite) else list(xml):
         for case in suite:
-            result = case.result
-            if any(isinstance(r, Error) for r in result):
-                outcome = "errored"
-            elif any(isinstance(r, Failure) for r in result):
-                outcome = "failed"
-            elif any(isinstance(r, Skipped) and r.type == "pytest.xfail" for r in result):
-                outcome = "xfailed"
-            elif any(isinstance(r, Skipped) for r in result):
-                outcome = "skipped"
+            errors = [r for r in case.result if isinstance(r, Error)]
+            if any(e.message == COLLECTION_FAILURE for e in errors):
+                collection_errors[_collected_file(case)] = error_line(errors[0].text or "")
             else:
-                outcome = "passed"
-            outcomes[node_id(case)] = outcome
-    return outcomes
+                outcomes[node_id(case)] = _outcome(case)
+    return JUnitReport(outcomes, collection_errors)
+
+
+def _outcome(case) -> str:
+    """pytest writes an xfail as <skipped type="pytest.xfail">."""
+    result = case.result
+    if any(isinstance(r, Error) for r in result):
+        return "errored"
+    if any(isinstance(r, Failure) for r in result):
+        return "failed"
+    if any(isinstance(r, Skipped) and r.type == "pytest.xfail" for r in result):
+        return "xfailed"
+    if any(isinstance(r, Skipped) for r in result):
+        return "skipped"
+    properties = case.child(Properties)
+    rerun = properties is not None and any(p.name == RERUNS_PROPERTY for p in properties)
+    return "flaky" if rerun else "passed"
+
+
+def _collected_file(case) -> str:
+    """The file of a collection error's testcase: xunit1 writes it; without it, the dotted name as a path."""
+    if case.file:
+        return case.file
+    return ".".join(part for part in (case.classname, case.name) if part).replace(".", "/") + ".py"
+
+
+def error_line(traceback: str) -> str:
+    """The error itself from pytest's report of a collection error: its last 'E   ' line (the exception,
+    'ImportError: cannot import name ...'), else its last line."""
+    lines = [line.strip() for line in traceback.splitlines() if line.strip()]
+    marked = [line[1:].strip() for line in lines if line.startswith("E ")]
+    return (marked or lines or ["(no message)"])[-1]
 
 
 def parse_junit(text: str | bytes) -> SuiteResults:
-    """Counts and failing node ids."""
-    outcomes = outcomes_by_test(text).items()
+    """Counts, failing node ids, flaky ones and collection errors. More failures than MAX_RERUN_TESTS are a
+    breakage: a test among them that passed when run again still counts as failing."""
+    report = read_junit(text)
+    outcomes = report.outcomes.items()
     count = Counter(outcome for _, outcome in outcomes)
+    breakage = count["failed"] + count["errored"] + count["flaky"] > MAX_RERUN_TESTS
+    failing = ("failed", "errored", "flaky") if breakage else ("failed", "errored")
     return SuiteResults(
         passed=count["passed"], skipped=count["skipped"], xfailed=count["xfailed"],
-        failing=[test for test, outcome in outcomes if outcome in ("failed", "errored")],
+        failing=[test for test, outcome in outcomes if outcome in failing],
         errored=[test for test, outcome in outcomes if outcome == "errored"],
+        flaky=[] if breakage else [test for test, outcome in outcomes if outcome == "flaky"],
+        collection_errors=report.collection_errors,
     )
 
 
-def with_rerun(results: SuiteResults, rerun: dict[str, str]) -> SuiteResults:
-    """Failing tests that the rerun ran and saw pass are flaky: neither passed nor failing. A test the
-    rerun did not run (missing from its outcomes) stays failing."""
-    flaky = [t for t in results.failing if rerun.get(t) == "passed"]
-    results.failing = [t for t in results.failing if t not in flaky]
-    results.errored = [t for t in results.errored if t not in flaky]
-    results.flaky = [*results.flaky, *flaky]
-    return results
+def describe_collection_errors(errors: dict[str, str]) -> str:
+    """'test/test_a.py: ImportError: cannot import name ...', one file after another."""
+    return "; ".join(f"{file}: {error}" for file, error in errors.items())
 
 
 def compare(results: SuiteResults, previous: SuiteResults | None) -> SuiteResults:
-    """New and fixed failures against the previous build; without one, every failure is new."""
+    """New and fixed failures against the previous build; without one, every failure is new. A suite that did
+    not run whole fixed nothing: what it did not report may not have run."""
     before = set(previous.failing) if previous else set()
     results.new = [t for t in results.failing if t not in before]
-    results.fixed = sorted(before - set(results.failing)) if previous else []
+    results.fixed = sorted(before - set(results.failing)) if previous and results.ran else []
     return results
 
 

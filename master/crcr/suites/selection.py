@@ -15,6 +15,7 @@ from crcr.config.errors import ConfigError, shown
 from crcr.config.readfiles import SKIP_LIST_LIMIT, read_text, refuse_outside
 from crcr.config.paths import display_path
 from crcr.config.models import Backend, Suite
+from crcr.suites.results import MAX_RERUN_TESTS
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
 
 PLUGIN_FILE = Path(__file__).parent / "worker_plugin" / "crcr_selection.py"
@@ -84,7 +85,7 @@ def pytest_command(suite: Suite, spec: dict, junit_file: str) -> str:
     checkout and loads the plugin. Globs in `files` stay unquoted for the shell."""
     selection = suite.pytest
     files = [*selection.files, *(f for f in spec["files"] if f not in selection.files)]
-    args = _report_args(junit_file)
+    args = _report_args(junit_file) + rerun_args(suite.reruns)
     if selection.keyword:
         args += ["-k", selection.keyword]
     for node_id in selection.deselect:
@@ -93,17 +94,18 @@ def pytest_command(suite: Suite, spec: dict, junit_file: str) -> str:
     return " ".join([RUNNER, *files, shlex.join(args)])
 
 
-def rerun_command(node_ids: list[str], junit_file: str) -> str:
-    """The failed tests once more, the same way, into their own JUnit file."""
-    return f"{RUNNER} " + shlex.join([*_report_args(junit_file), *node_ids])
+def rerun_args(reruns: int) -> list[str]:
+    """The plugin's options that run a failed test again, at once in the same pytest session (its module is
+    not imported and collected again), `reruns` times at most."""
+    return [f"--crcr-reruns={reruns}", f"--crcr-rerun-limit={MAX_RERUN_TESTS}"] if reruns else []
 
 
-def only_tests_command(junit_file: str) -> str:
+def only_tests_command(junit_file: str, reruns: int) -> str:
     """The tests named by ONLY_TESTS_VARIABLE, the same way, into the suite's JUnit file. Not as node ids on
     the command line, where one that this commit lacks (a test added later) stops pytest from running any:
     the runner collects their files that exist and the plugin keeps only the named tests. Nor does a module
     that fails to import stop the others: each asked test gets its own outcome."""
-    return f"{RUNNER} " + shlex.join([*_report_args(junit_file), "--continue-on-collection-errors"])
+    return f"{RUNNER} " + shlex.join([*_report_args(junit_file), *rerun_args(reruns), "--continue-on-collection-errors"])
 
 
 def _report_args(junit_file: str) -> list[str]:

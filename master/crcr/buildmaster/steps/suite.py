@@ -18,17 +18,16 @@ from crcr.names import (
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
 from crcr.suites.asked_tests import (
-    ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
+    FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
 )
 from crcr.suites.results import (
-    PullRequestBase, SuiteResults, compare, describe_counts, outcomes_by_test, parse_junit, totals, with_rerun,
+    JUnitReport, PullRequestBase, SuiteResults, compare, describe_collection_errors, describe_counts, parse_junit,
+    read_junit, totals,
 )
-from crcr.suites.selection import ONLY_TESTS_VARIABLE, PYTEST_RAN, only_tests_command, rerun_command
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, PYTEST_RAN, only_tests_command
 
 # pytest's exit codes beyond 0 (passed) and 1 (tests failed).
 PYTEST_EXIT_CODES = {2: "interrupted", 3: "pytest internal error", 4: "pytest usage error", 5: "no tests collected"}
-# More failures than this are a breakage, not flakes: they are not run again.
-MAX_RERUN_TESTS = 200
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
 
 
@@ -40,12 +39,12 @@ def _needed_in_this_build(step: SuiteStep) -> bool:
 
 
 class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
-    """One suite: its command (retried once if it stalls), then its tests from its JUnit XML, failed
-    tests run again to tell flakes, and the failures compared with those of the nearest earlier commit (in a pull
+    """One suite: its command (retried once if it stalls; in a pytest suite the plugin runs a failed test again
+    at once to tell flakes), then its tests from its JUnit XML, and the failures compared with those of the nearest earlier commit (in a pull
     request's build: its merge base with its base branch, or the nearest earlier commit of that branch).
     In a bisection build, only the tests it asks about, each one's outcome recorded (_run_asked).
 
-    maxTime bounds the whole step, retry and reruns included: each command gets what is left of it."""
+    maxTime bounds the whole step, retry included: each command gets what is left of it."""
 
     def __init__(self, suite_name: str, mode: str, junit_file: str, is_pytest: bool, reruns: int, **kwargs):
         self.suite_name, self.mode, self.junit_file = suite_name, mode, junit_file
@@ -70,20 +69,17 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         if xml is None:
             result = SUCCESS if cmd.rc == 0 else FAILURE
             return (yield self._finish(None, result, "no JUnit XML" if cmd.rc == 0 else f"{self._exit(cmd.rc)}, no JUnit XML"))
-        # The log's database writes go on while the tests are read, the failed ones run again and the baseline
-        # is looked up, rather than each waiting its turn after the other.
+        # The log's database writes go on while the tests are read and the baseline is looked up, rather than
+        # each waiting its turn after the other.
         junit_logged = self.addCompleteLog("junit.xml", xml)
         try:
             results = parse_junit(xml)
-            # The command failed beyond its tests: a crash, a usage error, a collection error, no tests collected.
-            broken = (cmd.rc != 0 and not results.failing) or (self.is_pytest and cmd.rc not in PYTEST_RAN)
-            if not broken:
-                yield self._rerun_failed(results)
+            results.broken = self._broken(cmd.rc, results)
             yield self._compare(results)
         finally:
             yield junit_logged
-        if broken:
-            return (yield self._finish(results, FAILURE, self._exit(cmd.rc)))
+        if results.broken:
+            return (yield self._finish(results, FAILURE, f"{results.broken}; {describe_counts([results], self._pull_request_base())}"))
         if results.new and self.mode == "gating":
             result = FAILURE
         elif results.failing or results.flaky:
@@ -95,7 +91,7 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
     @defer.inlineCallbacks
     def _run_asked(self):
         """A bisection build's suite: the asked tests only (a command suite, or a suite asked with [], runs
-        whole), failed ones run again to tell flakes, each one's outcome recorded. No baseline: nothing to
+        whole), failed ones run again by the plugin to tell flakes, each one's outcome recorded. No baseline: nothing to
         compare with, and time saved. SUCCESS when each asked test passed; the bisection reads the outcomes."""
         only = self.getProperty(ONLY_TESTS_PROPERTY)
         problem = only_tests_problem(only)
@@ -104,32 +100,31 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             return FAILURE
         asked = only[self.suite_name]
         if self.is_pytest and asked:
-            cmd, timed_out = yield self._run(only_tests_command(self.junit_file),
+            cmd, timed_out = yield self._run(only_tests_command(self.junit_file, self.reruns),
                                              {**self.env, ONLY_TESTS_VARIABLE: json.dumps(asked)})
         else:
             cmd, timed_out = yield self._run(self.command)
         if timed_out:
-            found = asked_outcomes(asked, {}, []) or {WHOLE_SUITE: NOT_RUN}
+            found = asked_outcomes(asked, JUnitReport({}, {})) or {WHOLE_SUITE: NOT_RUN}
             return (yield self._finish_asked(found, f"{timed_out}; {_asked_counts(asked, found)}" if asked else timed_out))
 
         xml = yield self.getFileContentFromWorker(self.junit_file)
-        outcomes, failing = {}, SuiteResults()
+        report = JUnitReport({}, {})
         if xml is not None:
             junit_logged = self.addCompleteLog("junit.xml", xml)
             try:
-                outcomes = outcomes_by_test(xml)
-                failing.failing = [test for test in asked or outcomes if outcomes.get(test) in (FAILED, ERRORED)]
-                if not self.is_pytest or cmd.rc in PYTEST_RAN:
-                    yield self._rerun_failed(failing)
+                report = read_junit(xml)
             finally:
                 yield junit_logged
-        found = asked_outcomes(asked, outcomes, failing.flaky)
+        found = asked_outcomes(asked, report)
         if not found:  # run whole and no test reported: the exit code decides
             found = {WHOLE_SUITE: PASSED if cmd.rc == 0 else FAILED}
             why = "" if cmd.rc == 0 else f": {self._exit(cmd.rc)}"
             return (yield self._finish_asked(found, f"whole suite {found[WHOLE_SUITE]}{why}" + (", no JUnit XML" if xml is None else "")))
         summary = _asked_counts(asked, found)
-        if self.is_pytest and cmd.rc not in PYTEST_RAN:
+        if report.collection_errors:
+            summary += f"; {describe_collection_errors(report.collection_errors)}"
+        elif self.is_pytest and cmd.rc not in PYTEST_RAN:
             summary += f"; {self._exit(cmd.rc)}"
         return (yield self._finish_asked(found, summary))
 
@@ -145,6 +140,16 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         self.descriptionDone = [f"{self.suite_name}: {summary}"]
         return SUCCESS if all_passed(found) else FAILURE
 
+    def _broken(self, rc: int, results: SuiteResults) -> str:
+        """Why the suite did not run whole ("" when it did): files it could not collect (named by their errors,
+        not by pytest's exit code 2), or a command that failed beyond its tests (a crash, a usage error, no
+        tests collected)."""
+        if results.collection_errors:
+            return describe_collection_errors(results.collection_errors)
+        if (rc != 0 and not results.failing) or (self.is_pytest and rc not in PYTEST_RAN):
+            return self._exit(rc)
+        return ""
+
     def _exit(self, rc: int) -> str:
         why = PYTEST_EXIT_CODES.get(rc) if self.is_pytest else None
         return f"exit code {rc}" + (f" ({why})" if why else "")
@@ -156,22 +161,6 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             return super().getResultSummary()
         # The summary already says what happened; Buildbot would append '(failure) (timed out)'.
         return {"step": " ".join(self.descriptionDone)}
-
-    @defer.inlineCallbacks
-    def _rerun_failed(self, results: SuiteResults):
-        """Run failing tests again; those a rerun ran and saw pass become flaky. A rerun that did not
-        run its tests (pytest's exit code 2 or more, a timeout) leaves them failing and ends the reruns."""
-        for attempt in range(1, self.reruns + 1):
-            if not results.failing or len(results.failing) > MAX_RERUN_TESTS:
-                return
-            rerun_file = self.junit_file.removesuffix(".xml") + f".rerun{attempt}.xml"
-            cmd = yield self._attempt(f"stdio (rerun {attempt} of failed tests)", rerun_command(results.failing, rerun_file))
-            if cmd is None or cmd.remote_failure_reason or cmd.rc not in PYTEST_RAN:
-                return
-            xml = yield self.getFileContentFromWorker(rerun_file)
-            if xml is None:
-                return
-            with_rerun(results, outcomes_by_test(xml))
 
     @defer.inlineCallbacks
     def _compare(self, results: SuiteResults):
@@ -270,6 +259,7 @@ def _asked_counts(asked: list[str], found: dict[str, str]) -> str:
 
 def _failure_report(results: SuiteResults) -> str:
     known = [t for t in results.failing if t not in results.new]
-    sections = [("new failures", results.new), ("still failing", known), ("flaky", results.flaky),
-                ("fixed since that build", results.fixed)]
+    errors = [f"{file}: {error}" for file, error in results.collection_errors.items()]
+    sections = [("could not be collected (their tests did not run)", errors), ("new failures", results.new),
+                ("still failing", known), ("flaky", results.flaky), ("fixed since that build", results.fixed)]
     return "".join(f"{title}:\n" + "".join(f"  {t}\n" for t in tests) for title, tests in sections if tests)

@@ -15,6 +15,9 @@ plugin loads, so it must be said on its command line.
 
 The plugin reads the JSON spec named by the CRCR_SELECTION variable; without the variable it does nothing.
 
+With --crcr-reruns=N a failed test is run again at once, in this session, up to N times (Reruns): a test that
+then passes is flaky. Its JUnit testcase says how often it was run again (the RERUNS_PROPERTY property).
+
 A bisection names the only tests to run in CRCR_ONLY_TESTS, a JSON list of node ids: the runner collects
 their files that exist and the plugin deselects every other test. pytest given the node ids themselves
 would run none of them when one is missing (a test added by a later commit than the one under test).
@@ -41,6 +44,7 @@ from pathlib import Path
 
 import iniconfig
 import pytest
+from _pytest.runner import runtestprotocol
 
 try:
     import tomllib
@@ -61,6 +65,8 @@ CONFIG_FILES = (
     ("tox.ini", ("pytest",)),
     ("setup.cfg", ("tool:pytest", "pytest")),
 )
+# A JUnit testcase property: how often the test was run again after failing (absent: it was not).
+RERUNS_PROPERTY = "crcr_reruns"
 MODES = ("mandatory_success", "xfail", "xfail_strict", "skip")
 
 # Device types whose instantiated classes and methods PyTorch names (common_device_type.py): the
@@ -155,7 +161,18 @@ def _toml_table(tables: dict, dotted: str):
     return tables
 
 
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("crcr", "crcr relay")
+    group.addoption("--crcr-reruns", type=int, default=0, metavar="N",
+                    help="run a failed test again, at once and up to N times; passing then, it is flaky")
+    group.addoption("--crcr-rerun-limit", type=int, default=None, metavar="TESTS",
+                    help="no reruns once more than TESTS tests have failed: a breakage, not flakes")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("crcr_reruns") > 0:
+        config.pluginmanager.register(Reruns(config.getoption("crcr_reruns"), config.getoption("crcr_rerun_limit")),
+                                      "crcr-reruns")
     only = _only_tests()
     if only is not None:
         config.pluginmanager.register(OnlyTests(only), "crcr-only-tests")
@@ -321,6 +338,66 @@ class OnlyTests:
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = [item for item in items if item.nodeid in self.node_ids]
+
+
+class Reruns:
+    """A failed test is run again at once, in this session: its module is imported and collected once (a
+    second pytest process of the failed tests would import and collect it again: seconds per module on
+    PyTorch's). The failed attempts are logged with pytest-rerunfailures' outcome 'rerun' (the terminal
+    shows R, PyTorch's conftest.py lists them), so JUnit has one testcase per test: the last attempt's, with
+    RERUNS_PROPERTY when there was more than one.
+
+    Not pytest-rerunfailures itself, shipped beside this file: it is 1,400 lines (xdist, a socket server)
+    needing pytest >= 8.2 where a backend's environment may pin an older pytest, it writes nothing about a
+    rerun into JUnit, and PyTorch's CI environments often have it installed already: a second copy under its
+    module name would shadow that one or clash with its options."""
+
+    def __init__(self, reruns: int, limit: int | None):
+        self.reruns, self.limit = reruns, limit
+        self.failed_tests = 0  # tests that failed their first attempt
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem) -> bool:
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        if _failed(reports):
+            self.failed_tests += 1
+        reruns = 0
+        while _failed(reports) and reruns < self.reruns and (self.limit is None or self.failed_tests <= self.limit):
+            _fresh_start(item, setup_failed=reports[0].failed)
+            for report in reports:
+                if report.failed:
+                    report.outcome = "rerun"
+                    item.ihook.pytest_runtest_logreport(report=report)
+            reports = runtestprotocol(item, nextitem=nextitem, log=False)
+            reruns += 1
+        if reruns:
+            reports[-1].user_properties.append((RERUNS_PROPERTY, reruns))  # the teardown's: JUnit writes them
+        for report in reports:
+            item.ihook.pytest_runtest_logreport(report=report)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
+    def pytest_report_teststatus(self, report):
+        if report.outcome == "rerun":
+            return "rerun", "R", ("RERUN", {"yellow": True})
+        return None
+
+
+def _failed(reports) -> bool:
+    return any(report.failed for report in reports)
+
+
+def _fresh_start(item, setup_failed: bool) -> None:
+    """What a rerun needs to be a new attempt rather than a replay of the failed one. A setup that failed may
+    have failed in a fixture of a wider scope (the module's, say), whose error pytest keeps for every later
+    test of that scope: everything is torn down, so every fixture is set up again. Otherwise only the test's
+    instance goes (pytest >= 8 keeps one per test), so nothing the failed attempt stored on `self` stays."""
+    if setup_failed:
+        item.session._setupstate.teardown_exact(None)
+    if getattr(item, "_instance", None) is not None:
+        del item._instance
+        item._obj = None
 
 
 def _name_index(rules: list[dict]) -> dict[tuple[str, str], list[int]]:
