@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS, WARNINGS
 
+from crcr.github.check_run_text import check_run_fields
 from crcr.github.status_text import ENDING, GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
 from crcr.store.endings import Ending
 from crcr.suites.results import SuiteResults
@@ -198,6 +199,28 @@ def test_a_timed_out_suite_is_counted():
     done = with_tests(build(FAILURE, *prepared(), ("suite hang", FAILURE)), hang={"timed_out": True})
 
     assert describe_finished_build(done) == "0 passed, 1 timed out"
+
+
+IMPORT_ERROR = "test/test_binary_ufuncs.py: ImportError: cannot import name 'binary_ufuncs_and_refs' from 'torch.testing'"
+
+
+def test_a_suite_that_could_not_import_a_test_file_says_its_error_not_a_test():
+    done = with_tests(
+        build(FAILURE, *prepared(), ("suite ufuncs", FAILURE), ("suite nn", SUCCESS)),
+        ufuncs={"collection_errors": {"test/test_binary_ufuncs.py": IMPORT_ERROR[28:]}, "broken": IMPORT_ERROR},
+        nn={"passed": 12},
+    )
+
+    assert describe_finished_build(done) == f"12 passed; ufuncs: {IMPORT_ERROR}"
+
+
+def test_the_check_run_says_which_suites_did_not_run_whole():
+    done = with_tests(build(FAILURE, *prepared(), ("suite ufuncs", FAILURE)),
+                      ufuncs={"broken": IMPORT_ERROR, "collection_errors": {"test/test_binary_ufuncs.py": "ImportError"}})
+
+    summary = check_run_fields({"build": done})["output"]["summary"]
+
+    assert f"### Did not run whole\n\n- ufuncs: {IMPORT_ERROR}\n\n" in summary, summary
 
 
 MERGE_BASE, BASE_BUILT = "1a2b3c4d5e" + "0" * 30, "0f0e0d0c0b" + "1" * 30

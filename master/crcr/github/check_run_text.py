@@ -53,7 +53,7 @@ def _summary(build: dict) -> str:
     if not tested:
         return "No test results: see the build page for what its steps did."
     suites = {name: SuiteResults.from_property(value) for name, value in tested.items()}
-    sections = [_counts(suites), _new_failures(suites, _suite_logs(build)), _baseline(properties)]
+    sections = [_counts(suites), _not_run(suites), _new_failures(suites, _suite_logs(build)), _baseline(properties)]
     summary = "\n\n".join(s for s in sections if s)
     return summary if len(summary) <= SUMMARY_LIMIT else summary[: SUMMARY_LIMIT - 1] + "…"
 
@@ -67,6 +67,13 @@ def _counts(suites: dict[str, SuiteResults]) -> str:
     rows.append(f"| **all** | {counts['passed']} | {counts['failed'] + counts['errored']} | {counts['new']} | "
                 f"{sum(len(s.fixed) for s in suites.values())} | {counts['skipped']} | {counts['flaky']} |")
     return "\n".join(rows)
+
+
+def _not_run(suites: dict[str, SuiteResults]) -> str:
+    """The suites that did not run whole, and why: a file that could not be collected is no test, and its
+    tests are neither failing nor fixed."""
+    broken = [f"- {name}: {s.broken}" for name, s in suites.items() if s.broken]
+    return "\n".join(["### Did not run whole", "", *broken]) if broken else ""
 
 
 def _suite_logs(build: dict) -> dict[str, str]:

@@ -43,11 +43,14 @@ def describe_finished_build(build: dict) -> str:
     properties = build.get("properties") or {}
     tested = properties.get(TESTS_PROPERTY, [None])[0]
     if tested and results in (SUCCESS, WARNINGS, FAILURE):
-        # Test by test: '1843 passed, 3 failed (2 new), 120 skipped'; suites failed without test results named.
-        suite_results = [SuiteResults.from_property(r) for r in tested.values()]
-        counts = describe_counts(suite_results, _pull_request_base(properties))
+        # Test by test: '1843 passed, 3 failed (2 new), 120 skipped'; then why a suite did not run whole ('ops:
+        # test/test_a.py: ImportError: ...'); suites failed without test results named.
+        suite_results = {name: SuiteResults.from_property(r) for name, r in tested.items()}
+        counts = describe_counts(list(suite_results.values()), _pull_request_base(properties))
+        broken = [f"; {name}: {r.broken}" for name, r in suite_results.items() if r.broken]
         unexplained = [name for name in failed_suites if name not in tested]
-        return _shorten(counts + (f"; {_suites_failed(unexplained, len(suites)).lower()}" if unexplained else ""))
+        return _shorten(counts + "".join(broken)
+                        + (f"; {_suites_failed(unexplained, len(suites)).lower()}" if unexplained else ""))
     if results in (SUCCESS, WARNINGS):
         return "The only suite passed" if len(suites) == 1 else _shorten(f"All {len(suites)} suites passed")
     if results == EXCEPTION:
