@@ -1,7 +1,8 @@
 """What a pytest suite runs: its pytest command line, and the spec of the selection plugin shipped with it.
 
 The plugin (worker_plugin/crcr_selection.py) applies what pytest's own options cannot: a skip list
-(reported as skipped, not silently dropped) and torch-spyre's per-test modes and tags.
+(reported as skipped, not silently dropped), torch-spyre's per-test modes and tags, and the variants
+its supported dtypes and edits leave out (deselected, and counted).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def selection_spec(backend: Backend, suite: Suite, backends_dir: Path) -> dict:
             spec["skip"] = [{"nodeid": node_id, "reason": selection.skip_list} for node_id in read_skip_list(path)]
     if selection.torch_spyre:
         with _named_in(f"{where}: {field}.torch_spyre", backends_dir, selection.torch_spyre) as path:
-            spec["files"] = selection_rules(load_test_suite_config(path))["files"]
+            spec.update(selection_rules(load_test_suite_config(path)))
     return spec
 
 
