@@ -524,4 +524,5 @@ def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_
     )
     assert suite["timeout"] == 600  # seconds without output before the run counts as stalled
     assert (suite["mode"], suite["reruns"], suite["is_pytest"]) == ("validate", 1, True)
+    assert suite["selection_report"] == "../results/ops.selection.json"  # the plugin's, beside --junitxml
     assert {"CRCR_SELECTION", "PYTHONPATH"} <= set(suite["env"])

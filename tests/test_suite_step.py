@@ -34,6 +34,7 @@ BUILDERID = 100  # the harness's builder
 SHA = "c" * 40
 COMMAND = "python -m crcr_selection test/test_ops.py -o junit_family=xunit1 --junitxml=../results/ops.xml -rfE"
 JUNIT = "../results/ops.xml"
+SELECTION_REPORT = "../results/ops.selection.json"
 WORKDIR = "upstream"
 SUITE_TIMEOUT, STALL_TIMEOUT = 600, 60
 
@@ -192,6 +193,54 @@ class SuiteStepTest(SuiteStepHarness):
         self.expect_commands(run_suite("./run_my_tests.sh").exit(3), upload(JUNIT, junit(test_a="passed")))
         self.expect_history()
         self.expect_outcome(FAILURE, "ops: exit code 3")
+        yield self.run_step()
+
+    # --- names that select no test (the selection plugin's report beside the JUnit XML) ---
+
+    def report_unmatched(self, step: SuiteStep, *names: str) -> str:
+        """The plugin's report of config names that match no test; the step set to read it."""
+        step.selection_report = SELECTION_REPORT
+        return json.dumps({"unmatched": [{"kind": "config name", "name": n, "file": "test/test_ops.py"} for n in names],
+                           "deselected_by_edits": 12})
+
+    @defer.inlineCallbacks
+    def test_names_matching_no_test_are_a_warning_listed_in_a_log(self):
+        report = self.report_unmatched(self.make_step(), "TestOps::test_a", "TestOps::test_b", "TestOps::test_c", "TestOps::test_gone")
+        xml = junit(test_a="passed")
+        self.expect_commands(run_suite().exit(0), upload(JUNIT, xml), upload(SELECTION_REPORT, report))
+        self.expect_history()
+        self.expect_outcome(WARNINGS, "ops: 1 passed; 4 names match no test: test/test_ops.py TestOps::test_a, "
+                                      "test/test_ops.py TestOps::test_b, test/test_ops.py TestOps::test_c and 1 more")
+        self.expect_log_file("names matching no test", (
+            "the test-suite config, -k, files and --deselect name these, and no collected test answers to them:\n"
+            + "".join(f"  test/test_ops.py TestOps::test_{n}\n" for n in ("a", "b", "c", "gone"))))
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_names_matching_no_test_never_lighten_a_failure(self):
+        report = self.report_unmatched(self.make_step(reruns=0), "TestOps::test_gone")
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_a="failed")), upload(SELECTION_REPORT, report))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new); 1 name matches no test: test/test_ops.py TestOps::test_gone")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_without_a_report_or_unmatched_names_nothing_is_said(self):
+        for report in (None, json.dumps({"unmatched": [], "deselected_by_edits": 0})):  # None: an older plugin
+            self.make_step().selection_report = SELECTION_REPORT
+            self.expect_commands(run_suite().exit(0), upload(JUNIT, junit(test_a="passed")), upload(SELECTION_REPORT, report))
+            self.expect_history()
+            self.expect_outcome(SUCCESS, "ops: 1 passed")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_an_unreadable_report_is_logged_and_changes_nothing(self):
+        self.make_step().selection_report = SELECTION_REPORT
+        self.expect_commands(run_suite().exit(0), upload(JUNIT, junit(test_a="passed")), upload(SELECTION_REPORT, "[1]"))
+        self.expect_history()
+        self.expect_outcome(SUCCESS, "ops: 1 passed")
+        self.expect_log_file("names matching no test", f"unreadable {SELECTION_REPORT}: expected "
+                             '{"unmatched": [{"kind": ..., "name": ..., "file": ...}, ...]}\n')
         yield self.run_step()
 
     # --- stalls and time ---

@@ -17,6 +17,7 @@ from crcr.config.readfiles import SKIP_LIST_LIMIT, read_text, refuse_outside
 from crcr.config.paths import display_path
 from crcr.config.models import Backend, Suite
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
+from crcr.suites.worker_plugin.crcr_selection import described_unmatched
 
 PLUGIN_FILE = Path(__file__).parent / "worker_plugin" / "crcr_selection.py"
 PLUGIN_MODULE = PLUGIN_FILE.stem
@@ -92,6 +93,21 @@ def pytest_command(suite: Suite, spec: dict, junit_file: str) -> str:
         args += ["--deselect", node_id]
     # Validated paths and globs (no spaces or quotes); everything else is quoted.
     return " ".join([RUNNER, *files, shlex.join(args)])
+
+
+def selection_report_file(junit_file: str) -> str:
+    """Where the plugin reports the names that select no test: beside the suite's JUnit XML file."""
+    return junit_file.removesuffix(".xml") + ".selection.json"
+
+
+def unmatched_names(report: str | bytes) -> list[str]:
+    """The names the plugin's report says select no collected test, as its own summary line says them
+    ('test/test_a.py TestA::test_b', "-k 'foo'"); ValueError when the text is no such report."""
+    data = json.loads(report)
+    entries = data.get("unmatched") if isinstance(data, dict) else None
+    if not (isinstance(entries, list) and all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries)):
+        raise ValueError('expected {"unmatched": [{"kind": ..., "name": ..., "file": ...}, ...]}')
+    return [described_unmatched(entry) for entry in entries]
 
 
 def rerun_command(node_ids: list[str], junit_file: str) -> str:

@@ -23,10 +23,12 @@ from crcr.suites.asked_tests import (
 from crcr.suites.results import (
     PullRequestBase, SuiteResults, compare, describe_counts, outcomes_by_test, parse_junit, totals, with_rerun,
 )
-from crcr.suites.selection import ONLY_TESTS_VARIABLE, PYTEST_RAN, only_tests_command, rerun_command
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, PYTEST_RAN, only_tests_command, rerun_command, unmatched_names
 
 # pytest's exit codes beyond 0 (passed) and 1 (tests failed).
 PYTEST_EXIT_CODES = {2: "interrupted", 3: "pytest internal error", 4: "pytest usage error", 5: "no tests collected"}
+# How many names that select no test the step's summary shows; its log lists them all.
+UNMATCHED_SHOWN = 3
 # More failures than this are a breakage, not flakes: they are not run again.
 MAX_RERUN_TESTS = 200
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
@@ -47,9 +49,11 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
 
     maxTime bounds the whole step, retry and reruns included: each command gets what is left of it."""
 
-    def __init__(self, suite_name: str, mode: str, junit_file: str, is_pytest: bool, reruns: int, **kwargs):
+    def __init__(self, suite_name: str, mode: str, junit_file: str, is_pytest: bool, reruns: int,
+                 selection_report: str | None = None, **kwargs):
         self.suite_name, self.mode, self.junit_file = suite_name, mode, junit_file
         self.is_pytest, self.reruns = is_pytest, reruns
+        self.selection_report = selection_report  # the selection plugin's report file: names that select no test
         self.baseline: Baseline | None = None  # what the failures were compared with
         self.merge_base: str | None = None  # a pull request build's, once found
         self.no_merge_base = ""  # why a pull request build's merge base was not found
@@ -70,6 +74,7 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         if xml is None:
             result = SUCCESS if cmd.rc == 0 else FAILURE
             return (yield self._finish(None, result, "no JUnit XML" if cmd.rc == 0 else f"{self._exit(cmd.rc)}, no JUnit XML"))
+        unmatched = yield self._names_matching_no_test()
         # The log's database writes go on while the tests are read, the failed ones run again and the baseline
         # is looked up, rather than each waiting its turn after the other.
         junit_logged = self.addCompleteLog("junit.xml", xml)
@@ -83,14 +88,39 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         finally:
             yield junit_logged
         if broken:
-            return (yield self._finish(results, FAILURE, self._exit(cmd.rc)))
+            return (yield self._finish(results, FAILURE, self._exit(cmd.rc) + unmatched))
         if results.new and self.mode == "gating":
             result = FAILURE
         elif results.failing or results.flaky:
             result = WARNINGS  # recorded and shown, but known failures (or validate mode) keep the build green
         else:
-            result = SUCCESS
-        return (yield self._finish(results, result, describe_counts([results], self._pull_request_base())))
+            result = WARNINGS if unmatched else SUCCESS
+        return (yield self._finish(results, result, describe_counts([results], self._pull_request_base()) + unmatched))
+
+    @defer.inlineCallbacks
+    def _names_matching_no_test(self):
+        """'; 3 names match no test: ...' for the summary, from the selection plugin's report, with a log that
+        lists them all; '' without a report (a command suite, an older plugin) or without such names."""
+        if self.selection_report is None:
+            return ""
+        report = yield self.getFileContentFromWorker(self.selection_report)
+        if report is None:
+            return ""
+        try:
+            names = unmatched_names(report)
+        except ValueError as e:
+            yield self.addCompleteLog("names matching no test", f"unreadable {self.selection_report}: {e}\n")
+            return ""
+        if not names:
+            return ""
+        yield self.addCompleteLog("names matching no test", (
+            "the test-suite config, -k, files and --deselect name these, and no collected test answers to them:\n"
+            + "".join(f"  {name}\n" for name in names)
+        ))
+        more = len(names) - UNMATCHED_SHOWN
+        shown = ", ".join(names[:UNMATCHED_SHOWN]) + (f" and {more} more" if more > 0 else "")
+        counted = "1 name matches" if len(names) == 1 else f"{len(names)} names match"
+        return f"; {counted} no test: {shown}"
 
     @defer.inlineCallbacks
     def _run_asked(self):
