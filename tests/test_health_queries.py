@@ -14,7 +14,8 @@ from crcr.store.health_queries import (
     decided_after, failing_now, latest_streaks, metrics_rows, queued_now, summary_rows, test_rows,
 )
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow, record_build
-from test_store import db  # noqa: F401  (the fixture: a migrated SQLite file)
+from crcr.store.migrate import upgrade_tables
+from test_store import db, open_database  # noqa: F401  (the fixture: a migrated SQLite file)
 
 NOW = 2_000_000_000
 HOUR, DAY = 3600, 86400
@@ -114,6 +115,22 @@ def test_the_tests_failing_at_the_tip_are_the_newest_upstream_commits_not_a_late
     assert [(run.buildid, run.title) for run in found.streak_runs] == [
         (3, "Commit 3"), (2, "Commit 2"), (5, "Commit 1"), (1, "Commit 1"), (4, "Commit 0")]
     assert metrics_rows(db, ["b"], NOW).failing == found.failing
+
+
+@pytest.mark.e2e
+def test_upstream_order_is_read_alike_on_postgresql(tmp_path, postgres):
+    conn = open_database(postgres.url, tmp_path)
+    try:
+        upgrade_tables(conn)
+        failing_over_three_commits_then_an_old_one_forced(conn)
+
+        found = summary_rows(conn, ["b"], NOW - DAY, NOW - DAY)
+
+        assert (found.streaks["b"].latest.sha, found.streaks["b"].since.sha) == (sha(3), sha(0))
+        assert found.failing == [BadOutcome("b", "ops", TEST, "failed", 3)]
+        assert [run.buildid for run in found.streak_runs] == [3, 2, 5, 1, 4]
+    finally:
+        conn.close()
 
 
 def test_a_commit_forced_before_its_push_was_polled_takes_its_place_when_its_change_comes(db):
