@@ -379,6 +379,27 @@ def test_a_summary_row_holds_the_backends_figures_over_the_range():
     assert (idle["builds"], idle["pass_rate"], idle["queue"]["length"]) == (0, None, 0)
 
 
+def test_a_failure_persisting_over_three_commits_keeps_the_backend_failing_while_their_verdicts_say_0_new():
+    # TEST broke in commit 1 (its verdict: failure, 1 new) and still fails in 2 and 3 (success, "0 new").
+    failing = [BadOutcome(BACKEND, "ops", TEST, "failed", b) for b in (3, 2, 1)]
+    streaks = {BACKEND: Streak(commit(3, "success", buildid=3), commit(2, "success")),
+               "green": Streak(commit(9, backend="green"), commit(9, backend="green"))}
+    rows = SummaryRows(streaks=streaks, deciding_builds={}, decided=[], builds={}, queued=[], failing=failing[:1],
+                       streak_runs=[suite_run(b, b, NOW - (4 - b) * HOUR) for b in (3, 2, 1)],
+                       streak_outcomes=failing)
+    infos = [BackendInfo("green", "L2", "npu", ""), BackendInfo(BACKEND, "L2", "npu", "")]
+
+    found = summary(infos, rows, "7d", NOW, {}, GITHUB)["backends"]
+
+    assert [(r["backend"], r["state"], r["latest"]["state"]) for r in found] == [
+        (BACKEND, "known_failures", "success"), ("green", "passing", "success")]
+    assert found[0]["failing_since"] == {"sha": sha(1), "title": "Commit 1", "commit_url": GITHUB + sha(1),
+                                         "since": NOW - 3 * HOUR}
+    figures = metrics(infos, MetricsRows({}, streaks, {}, [], {}, failing[:1], 0, 0, None), NOW, {})
+    assert {name: b["state"] for name, b in figures["backends"].items()} == {
+        BACKEND: "known_failures", "green": "passing"}
+
+
 # --- one test, one commit, metrics ---
 
 
