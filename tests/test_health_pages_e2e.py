@@ -80,6 +80,9 @@ def test_the_summary_shows_the_red_backend_first_with_its_figures_and_links(hist
     rows = table.find_elements(By.XPATH, "tbody/tr")
     assert [row.get_attribute("data-backend") for row in rows] == ["red", "green"], "worst first"
     red = rows[0]
+    state = figure(red, "state")
+    assert state.find_element(By.XPATH, ".//span[@data-state]").text == "failing"
+    assert "1 test failing since" in state.text and "C2: breaks test_b" in state.text
     latest = figure(red, "latest")
     assert latest.find_element(By.XPATH, ".//span[@data-state]").text == "failure"
     assert latest.find_element(By.XPATH, ".//a[code]").get_attribute("href") == github_commit(github, bad)
@@ -125,11 +128,13 @@ def test_the_backend_page_has_its_charts_failing_test_and_matrix_with_links(hist
 
     matrix = browser.find_elements(By.XPATH, "//table[@data-crcr='matrix']/tbody/tr")
     assert [row.get_attribute("data-sha") for row in matrix] == [bad, good], "newest first"
-    assert [th.text for th in browser.find_elements(By.XPATH, "//table[@data-crcr='matrix']/thead/tr/th")][4:] == [
-        "core", "extra"]
+    assert [th.text for th in browser.find_elements(By.XPATH, "//table[@data-crcr='matrix']/thead/tr/th")] == [
+        "commit", "title", "author", "seen", "verdict", "build", "core", "extra"]
     newest = matrix[0]
     assert newest.find_element(By.XPATH, "td[1]//a").get_attribute("href") == github_commit(github, bad)
-    assert newest.find_element(By.XPATH, "td[3]//span[@data-state]").text == "failure"
+    assert (newest.find_element(By.XPATH, "td[2]").text, newest.find_element(By.XPATH, "td[3]").text) == (
+        "C2: breaks test_b", "Upstream"), "its title and author, as upstream's change has them"
+    assert newest.find_element(By.XPATH, "td[5]//span[@data-state]").text == "failure"
     core = newest.find_element(By.XPATH, "td[@data-suite='core']")
     assert core.text == "1 failed (1 new)"
     cell_link = core.find_element(By.TAG_NAME, "a")

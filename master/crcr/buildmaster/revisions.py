@@ -86,6 +86,16 @@ def _resolve_sha(revision: str, repository: str, branches: list[str]):
     raise NotFetched(f"commit '{revision}' is not on any followed upstream branch ({', '.join(branches)})")
 
 
+@defer.inlineCallbacks
+def title_and_author(sha: str, repository: str):
+    """(title, author's name) of a commit the repository holds; (None, None) when it does not."""
+    code, out, _ = yield run_git(["show", "--no-patch", "--format=%s%x00%an", sha, "--"], repository)
+    if code != 0 or "\0" not in out:
+        return None, None
+    title, author = out.split("\0", 1)
+    return title or None, author or None
+
+
 # A bisection of more commits than this is refused: the relay's baselines look no further back either.
 MAX_BISECTED_COMMITS = 500
 

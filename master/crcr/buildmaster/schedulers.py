@@ -11,8 +11,8 @@ from crcr.buildmaster import revisions
 from crcr.buildmaster.force_forms import OwnBuildersForceScheduler, PriorityParameter
 from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.names import (
-    BISECTION_PROPERTY, LEDGER_SERVICE, REQUESTED_REVISION_PROPERTY, SUITE_SEPARATOR,
-    SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of,
+    BISECTION_PROPERTY, COMMIT_AUTHOR_PROPERTY, COMMIT_TITLE_PROPERTY, LEDGER_SERVICE, REQUESTED_REVISION_PROPERTY,
+    SUITE_SEPARATOR, SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of,
 )
 from crcr.config.errors import shown
 from crcr.config.limits import MAX_BISECTED_TESTS, MAX_NODE_ID
@@ -65,6 +65,11 @@ class UpstreamRevisionForceScheduler(OwnBuildersForceScheduler):
             else:
                 stamp.update(revision=resolved.sha, branch=resolved.branch)
                 properties.setProperty(REQUESTED_REVISION_PROPERTY, typed, "Force Build Form")
+                # For the Health tables: a commit no upstream change brought has its title only from here.
+                title, author = yield upstream_mirror(self.master).title_and_author(resolved.sha)
+                if title is not None:
+                    properties.setProperty(COMMIT_TITLE_PROPERTY, title, "Force Build Form")
+                    properties.setProperty(COMMIT_AUTHOR_PROPERTY, author, "Force Build Form")
         return properties, changeids, sourcestamps
 
 

@@ -1,7 +1,7 @@
 """The relay's queries on Buildbot's own tables, all in one place: what Buildbot's data API cannot ask (builds by
-the commit they checked out, build requests by sourcestamp, the changes after one, the cluster's connections) or
-asks too slowly; and the one index the relay adds to Buildbot's schema, over the commit each build checked out.
-The store makes that index at each start (IF NOT EXISTS) rather than in one of its migrations: Buildbot's own
+the commit they checked out, build requests by sourcestamp, the changes after one, the change that brought a
+commit, the cluster's connections) or asks too slowly; and the one index the relay adds to Buildbot's schema,
+over the commit each build checked out. The store makes that index at each start (IF NOT EXISTS) rather than in one of its migrations: Buildbot's own
 migrations may rebuild a table on SQLite (alembic's batch mode copies it), dropping the indexes they do not know.
 
 The cluster's connections: Buildbot writes a row in connected_workers as a worker connects and deletes it as it
@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 
 import sqlalchemy as sa
+
+from crcr.store.commits import Origin, author_name, headline
 
 REVISION_INDEX = "crcr_build_revisions"
 REVISION_PROPERTY = "got_revision"  # the commit a build checked out, set by its Git step
@@ -71,6 +73,18 @@ def requests_of_ref(conn, model, builderid: int, ref: str) -> list[tuple[int, st
         .order_by(requests.c.id)
     )
     return [(row.id, row.revision, bool(row.complete), row.results) for row in conn.execute(query)]
+
+
+def origin_of(conn, model, revision: str) -> Origin:
+    """The commit's place in upstream order and its title and author, from the earliest change that brought it
+    (Buildbot indexes changes by revision); an empty Origin when no change did."""
+    changes = model.changes
+    query = (sa.select(changes.c.changeid, changes.c.comments, changes.c.author)
+             .where(changes.c.revision == revision).order_by(changes.c.changeid).limit(1))
+    row = conn.execute(query).first()
+    if row is None:
+        return Origin()
+    return Origin(row.changeid, headline(row.comments), author_name(row.author))
 
 
 def changes_after(conn, model, changeid: int) -> list[int]:

@@ -46,9 +46,15 @@ commits = sa.Table(
     sa.Column("how", sa.String(STATE_LENGTH)),
     sa.Column("brid", sa.Integer),
     sa.Column("buildid", sa.Integer),
+    # Upstream order: the id of Buildbot's change that brought the commit; None for a commit no change brought
+    # (forced, older than the relay's first poll), which is older than every commit that has one.
+    sa.Column("position", sa.BigInteger),
+    sa.Column("title", sa.Text),  # the first line of its message
+    sa.Column("author", sa.Text),  # its author's name
     sa.Index("crcr_commits_backend_sha", "backend", "sha", unique=True),
     sa.Index("crcr_commits_brid", "brid"),
     sa.Index("crcr_commits_backend_decided_at", "backend", "decided_at"),
+    sa.Index("crcr_commits_backend_position", "backend", "position"),
 )
 
 bisections = sa.Table(
