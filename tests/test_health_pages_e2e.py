@@ -2,8 +2,9 @@
 pytest builds of two upstream commits.
 
 `red` runs suites `core` (test_ok passes, test_b passes until C2 breaks it, test_long passes and has an id longer
-than a Buildbot log's line) and `extra` (always passes); `green` runs `extra` only. C1 passes everywhere; C2 fails red's test_b. So red is failing since C2 (one build failing, no
-bisection: C2 is alone after its good baseline), 1 of 2 commits passed; green is all green. The big known history
+than a Buildbot log's line) and `extra` (always passes); `green` runs `extra` only. C1 passes everywhere; C2 fails
+red's test_b. So red is failing since C2 (one build failing, no bisection: C2 is alone after its good baseline), 1 of
+2 commits passed; green is all green. The big known history
 (bisection, covered commit, flake) is test_health_e2e's; this one checks what each page shows and where its links
 lead, the build page's too.
 """

@@ -23,7 +23,8 @@ def test_a_file_is_kept_byte_for_byte_per_build_and_suite(db):
     assert find(db, 7, "ops") == ODD
     assert find(db, 7, "views") == b"<testsuites/>"
     assert find(db, 8, "ops") is None
-    assert db.execute(sa.select(tables.junit_files.c.size).where(tables.junit_files.c.suite == "ops")).scalar() == len(ODD)
+    size = sa.select(tables.junit_files.c.size).where(tables.junit_files.c.suite == "ops")
+    assert db.execute(size).scalar() == len(ODD)
 
 
 def test_a_suites_file_kept_again_replaces_the_first(db):

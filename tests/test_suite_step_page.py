@@ -37,7 +37,8 @@ class SuiteStepPageTest(SuiteStepHarness):
         self.assertEqual((yield self.kept_junit()), xml)
         long_id = f"test/test_ops.py::{LONG}"
         self.assertEqual((yield self.links(step)), [
-            JUNIT_LINK, (f"new failure: {long_id[:200]}… ({len(long_id)} characters)", links.test_page(BACKEND, long_id)),
+            JUNIT_LINK,
+            (f"new failure: {long_id[:200]}… ({len(long_id)} characters)", links.test_page(BACKEND, long_id)),
         ])
         self.assertNotIn("junit.xml", step.logs, "a log would cut the file's long lines")
 

@@ -29,8 +29,8 @@ class JunitFileResource(JsonResource):
         buildid, suite = _file_of([p.decode(errors="replace") for p in request.postpath])
         content = yield self.store().junit_file(buildid, suite)
         if content is None:
-            raise Error(404, (f"build {buildid} has no JUnit XML of suite {shown(suite)} kept: none was written, it was "
-                              "too large to keep, or it was older than the history the relay keeps").encode())
+            raise Error(404, (f"build {buildid} has no JUnit XML of suite {shown(suite)} kept: none was written, it "
+                              "was too large to keep, or it was older than the history the relay keeps").encode())
         request.setHeader(b"content-disposition", f'attachment; filename="{suite}-build{buildid}.xml"'.encode())
         return content
 
