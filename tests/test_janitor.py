@@ -79,7 +79,7 @@ class PruneHistoryTest(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         self.expect_log_file("pruned", (
             "Rows older than 90 days deleted from the relay's tables:\n"
             "  crcr_bisection_steps: 0\n  crcr_bisections: 0\n  crcr_builds: 1\n  crcr_commits: 1\n"
-            "  crcr_suite_runs: 0\n  crcr_test_outcomes: 0\n"
+            "  crcr_junit_files: 0\n  crcr_suite_runs: 0\n  crcr_test_outcomes: 0\n"
         ))
 
         await self.run_step()

@@ -18,12 +18,16 @@ from twisted.internet import defer, error
 from twisted.trial import unittest
 
 from crcr.buildmaster.baseline import COMMITS_SEARCHED
+from crcr.buildmaster.steps import junit_file
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
+from crcr.buildmaster.steps.junit_file import BytesWriter
 from crcr.buildmaster.steps.suite import SuiteStep
+from crcr.health import links
 from crcr.names import (
-    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
+    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
+from crcr.store.service import RelayStore
 from crcr.suites.results import SuiteResults
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, rerun_command
 from relaymaster import mirror_on
@@ -31,6 +35,8 @@ from test_baseline_pull_request import NUMBER, forked_history
 
 STARTED = 1304262222  # when the harness's build started (fakedb.Build's default)
 BUILDERID = 100  # the harness's builder
+BUILDID, BUILD_NUMBER = 92, 13  # the harness's FakeBuild's
+BACKEND = "alpha"
 SHA = "c" * 40
 COMMAND = "python -m crcr_selection test/test_ops.py -o junit_family=xunit1 --junitxml=../results/ops.xml -rfE"
 JUNIT = "../results/ops.xml"
@@ -69,10 +75,12 @@ def rerun(*names: str, attempt: int = 1, max_time: int = SUITE_TIMEOUT) -> Expec
     return run_suite(rerun_command(ids(*names), f"../results/ops.rerun{attempt}.xml"), max_time)
 
 
-def upload(path: str, content: str | None) -> ExpectUploadFile:
-    """The step reading a file of the worker's; None: the file does not exist."""
+def upload(path: str, content: str | bytes | None) -> ExpectUploadFile:
+    """The step reading a file of the worker's; None: the file does not exist. The suite's JUnit XML is read as bytes
+    (kept as the worker wrote it), a rerun's as text."""
+    writer = BytesWriter if path == JUNIT else StringFileWriter
     expect = ExpectUploadFile(workersrc=path, workdir=WORKDIR, blocksize=32 * 1024, maxsize=None,
-                              writer=ExpectRemoteRef(StringFileWriter))
+                              writer=ExpectRemoteRef(writer))
     return expect.upload_string(content).exit(0) if content is not None else expect.exit(1)
 
 
@@ -89,7 +97,8 @@ class StepHarness(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         self.setup_test_reactor()
         yield self.setup_test_build_step()
         # Upstream out of reach unless a test gives one: a commit the mirror lacks has no history then.
-        self.mirror = yield mirror_on(self.master, f"file://{scratch}/no-upstream.git")
+        self.store = RelayStore()  # where a suite keeps its JUnit XML
+        self.mirror = yield mirror_on(self.master, f"file://{scratch}/no-upstream.git", also=[self.store])
         self.reactor.advance(STARTED + 10)  # ten seconds into the build
 
 
@@ -102,6 +111,7 @@ class SuiteStepHarness(StepHarness):
             timeout=STALL_TIMEOUT,
         ))
         self.build.setProperty("got_revision", revision, "Git")
+        self.build.setProperty(BACKEND_PROPERTY, BACKEND, "Builder")
         self.build.getBuilderId = lambda: defer.succeed(BUILDERID)  # as Buildbot's Build has it; its FakeBuild lacks it
         return step
 
@@ -139,6 +149,15 @@ class SuiteStepHarness(StepHarness):
     def recorded(self) -> dict:
         return self.build.getProperty(TESTS_PROPERTY)["ops"]
 
+    def kept_junit(self) -> defer.Deferred:
+        """The suite's JUnit XML the build page links to, as the store keeps it."""
+        return self.store.junit_file(BUILDID, "ops")
+
+    @defer.inlineCallbacks
+    def links(self, step: SuiteStep) -> list[tuple[str, str]]:
+        """The step's URLs, which the build page shows under it, in order."""
+        return [(url["name"], url["url"]) for url in (yield self.master.data.get(("steps", step.stepid)))["urls"]]
+
 
 class SuiteStepTest(SuiteStepHarness):
     # --- the run and its exit ---
@@ -150,8 +169,8 @@ class SuiteStepTest(SuiteStepHarness):
         self.expect_commands(run_suite().exit(0), upload(JUNIT, xml))
         self.expect_history()
         self.expect_outcome(SUCCESS, "ops: 1 passed, 1 skipped, 1 xfailed")
-        self.expect_log_file("junit.xml", xml)
         yield self.run_step()
+        self.assertEqual((yield self.kept_junit()), xml.encode())
         self.assertEqual(self.build.getProperty(TOTALS_PROPERTY), {
             "passed": 1, "failed": 0, "errored": 0, "new": 0, "skipped": 1, "xfailed": 1, "flaky": 0, "timed out": 0})
 
@@ -376,19 +395,23 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.add_build(1, 1, grandparent, failing=ids("test_x"))
         yield self.add_build(2, 2, parent, failing=ids("test_known", "test_fixed"))
         yield self.add_build(3, 3, parent, failing=ids("test_known", "test_fixed"), complete=False)
-        self.make_step()
+        step = self.make_step()
         xml = junit(test_known="failed", test_ok="passed")
         self.expect_commands(run_suite().exit(1), upload(JUNIT, xml),
                              rerun("test_known").exit(1), upload("../results/ops.rerun1.xml", junit(test_known="failed")))
         self.expect_history(parent, grandparent)
         self.expect_outcome(WARNINGS, "ops: 1 passed, 1 failed (0 new)")
-        self.expect_log_file("junit.xml", xml)  # the suite's own run, written while the rerun ran
         self.expect_log_file("failing tests", (
             f"compared with: build 2 of commit {parent}\n"
             "still failing:\n  test/test_ops.py::test_known\n"
             "fixed since that build:\n  test/test_ops.py::test_fixed\n"
         ))
         yield self.run_step()
+        self.assertEqual((yield self.kept_junit()), xml.encode(), "the suite's own run, kept while the rerun ran")
+        self.assertEqual((yield self.links(step)), [
+            ("junit.xml", f"plugins/crcr/junit/{BUILDID}/ops.xml"),
+            ("still failing: test/test_ops.py::test_known", links.test_page(BACKEND, "test/test_ops.py::test_known")),
+        ])
         self.assertEqual((self.recorded()["new"], self.recorded()["fixed"]), ([], ids("test_fixed")))
         self.assertEqual(self.build.getProperty(BASELINES_PROPERTY), {"ops": parent}, "where a bisection would start")
 
@@ -648,7 +671,6 @@ class BisectionStepTest(SuiteStepHarness):
                              rerun("test_b").exit(1), upload("../results/ops.rerun1.xml", junit(test_b="failed")))
         self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 failed, 1 passed")
         self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "passed", ids("test_b")[0]: "failed"}})
-        self.expect_log_file("junit.xml", xml)
         self.expect_log_file("asked tests", (
             f"bisection {BISECTION} asked for these tests (no comparison with an earlier build):\n"
             "  test/test_ops.py::test_a: passed\n"
@@ -656,6 +678,7 @@ class BisectionStepTest(SuiteStepHarness):
         ))
         yield self.run_step()
         self.assertIsNone(self.build.getProperty(TESTS_PROPERTY), "a bisection build's partial results are not the suite's")
+        self.assertEqual((yield self.kept_junit()), xml.encode())
 
     @defer.inlineCallbacks
     def test_every_asked_test_passing_is_success(self):

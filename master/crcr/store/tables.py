@@ -226,6 +226,22 @@ test_outcomes = sa.Table(
 )
 
 
+# Each suite's JUnit XML as the worker wrote it, byte for byte (store/junit_files.py), kept `history_days`.
+junit_files = sa.Table(
+    "crcr_junit_files",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("buildid", sa.Integer, nullable=False),  # Buildbot's
+    sa.Column("stepid", sa.Integer, nullable=False),  # Buildbot's: the suite step that read it
+    sa.Column("suite", sa.String(MAX_NAME), nullable=False),
+    sa.Column("content", sa.LargeBinary, nullable=False),  # the file's bytes, valid XML or not
+    sa.Column("size", sa.BigInteger, nullable=False),  # len(content), read without the content
+    sa.Column("stored_at", sa.BigInteger, nullable=False),
+    sa.Index("crcr_junit_files_build_suite", "buildid", "suite", unique=True),  # its URL: build and suite
+    sa.Index("crcr_junit_files_stored_at", "stored_at"),
+)
+
+
 # Why a build request ended, when the relay or a person ended it (store/endings.py): one row per request.
 request_endings = sa.Table(
     "crcr_request_endings",

@@ -12,11 +12,15 @@ from twisted.internet import defer
 from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import Baseline, find_baseline
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
+from crcr.buildmaster.steps.junit_file import (
+    FAILING_LOG, failing_test_links, junit_link, too_large_to_keep, worker_file_bytes,
+)
 from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.names import (
-    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
+    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
+from crcr.store.service import relay_store
 from crcr.suites.asked_tests import (
     ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
 )
@@ -57,6 +61,7 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         self.baseline: Baseline | None = None  # what the failures were compared with
         self.merge_base: str | None = None  # a pull request build's, once found
         self.no_merge_base = ""  # why a pull request build's merge base was not found
+        self.junit_note = ""  # what the summary adds of the JUnit XML: too large to keep
         super().__init__(doStepIf=_needed_in_this_build, **kwargs)
 
     @defer.inlineCallbacks
@@ -70,14 +75,14 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         if timed_out:
             return (yield self._finish(SuiteResults(timed_out=True), FAILURE, timed_out))
 
-        xml = yield self.getFileContentFromWorker(self.junit_file)
+        xml = yield worker_file_bytes(self, self.junit_file)
         if xml is None:
             result = SUCCESS if cmd.rc == 0 else FAILURE
             return (yield self._finish(None, result, "no JUnit XML" if cmd.rc == 0 else f"{self._exit(cmd.rc)}, no JUnit XML"))
         unmatched = yield self._names_matching_no_test()
-        # The log's database writes go on while the tests are read, the failed ones run again and the baseline
+        # The file's database write goes on while the tests are read, the failed ones run again and the baseline
         # is looked up, rather than each waiting its turn after the other.
-        junit_logged = self.addCompleteLog("junit.xml", xml)
+        junit_kept = self._keep_junit(xml)
         try:
             results = parse_junit(xml)
             # The command failed beyond its tests: a crash, a usage error, a collection error, no tests collected.
@@ -86,7 +91,7 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
                 yield self._rerun_failed(results)
             yield self._compare(results)
         finally:
-            yield junit_logged
+            yield junit_kept
         if broken:
             return (yield self._finish(results, FAILURE, self._exit(cmd.rc) + unmatched))
         if results.new and self.mode == "gating":
@@ -142,17 +147,17 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             found = asked_outcomes(asked, {}, []) or {WHOLE_SUITE: NOT_RUN}
             return (yield self._finish_asked(found, f"{timed_out}; {_asked_counts(asked, found)}" if asked else timed_out))
 
-        xml = yield self.getFileContentFromWorker(self.junit_file)
+        xml = yield worker_file_bytes(self, self.junit_file)
         outcomes, failing = {}, SuiteResults()
         if xml is not None:
-            junit_logged = self.addCompleteLog("junit.xml", xml)
+            junit_kept = self._keep_junit(xml)
             try:
                 outcomes = outcomes_by_test(xml)
                 failing.failing = [test for test in asked or outcomes if outcomes.get(test) in (FAILED, ERRORED)]
                 if not self.is_pytest or cmd.rc in PYTEST_RAN:
                     yield self._rerun_failed(failing)
             finally:
-                yield junit_logged
+                yield junit_kept
         found = asked_outcomes(asked, outcomes, failing.flaky)
         if not found:  # run whole and no test reported: the exit code decides
             found = {WHOLE_SUITE: PASSED if cmd.rc == 0 else FAILED}
@@ -172,7 +177,7 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             f"bisection {self.getProperty(BISECTION_PROPERTY)} asked for these tests (no comparison with an earlier build):\n"
             + "".join(f"  {test or '(the whole suite)'}: {outcome}\n" for test, outcome in found.items())
         ))
-        self.descriptionDone = [f"{self.suite_name}: {summary}"]
+        self.descriptionDone = [f"{self.suite_name}: {summary}{self.junit_note}"]
         return SUCCESS if all_passed(found) else FAILURE
 
     def _exit(self, rc: int) -> str:
@@ -272,9 +277,29 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             self.setProperty(TOTALS_PROPERTY, totals([SuiteResults.from_property(r) for r in recorded.values()]), "crcr")
             report = _failure_report(results)
             if report:
-                yield self.addCompleteLog("failing tests", self._compared_with() + report)
-        self.descriptionDone = [f"{self.suite_name}: {summary}"]
+                yield self.addCompleteLog(FAILING_LOG, self._compared_with() + report)
+                yield self._link_failing_tests(results)
+        self.descriptionDone = [f"{self.suite_name}: {summary}{self.junit_note}"]
         return result
+
+    @defer.inlineCallbacks
+    def _keep_junit(self, xml: bytes):
+        """The worker's file, as it wrote it, in the relay's store, linked from the step; one too large is only said."""
+        too_large = too_large_to_keep(xml)
+        if too_large:
+            self.junit_note = f"; {too_large}"
+            return
+        yield relay_store(self.master).keep_junit_file(self.build.buildid, self.stepid, self.suite_name, xml,
+                                                       self.master.reactor.seconds())
+        yield self.addURL(*junit_link(self.build.buildid, self.suite_name))
+
+    @defer.inlineCallbacks
+    def _link_failing_tests(self, results: SuiteResults):
+        """The failing tests under the step on the build page, each to its health page (Buildbot shows a step's URLs
+        without a click, its logs folded)."""
+        log = ((yield self.build.getBuilderId()), self.build.number, self.number)
+        for name, url in failing_test_links(self.getProperty(BACKEND_PROPERTY), results, log):
+            yield self.addURL(name, url)
 
     def _compared_with(self) -> str:
         pull_request = self.getProperty(PULL_REQUEST_PROPERTY)
