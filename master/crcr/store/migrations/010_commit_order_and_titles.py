@@ -16,7 +16,7 @@ from alembic import op
 from crcr.store.commits import author_name, headline
 
 revision = "010"
-down_revision = "008"
+down_revision = "009"
 branch_labels = None
 depends_on = None
 
