@@ -1,5 +1,5 @@
 """Buildbot's fake master holding the relay's services, for the unit tests of pieces that find them on the master
-(the plugin's resources, the history recorder, the janitor's step), and the crcr plugin's resources asked on it."""
+(the plugin's resources, the history recorder, the janitor), and the crcr plugin's resources asked on it."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ from crcr.config.errors import shown
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
 from crcr.names import (
-    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, COMMIT_AUTHOR_PROPERTY, COMMIT_TITLE_PROPERTY,
+    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, FORCED_CHANGE_CATEGORY,
     LEADERSHIP_SERVICE, LEDGER_SERVICE, PULL_REQUEST_PROPERTY,
     STORE_SERVICE, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, UPSTREAM_MIRROR_DIR, UPSTREAM_MIRROR_SERVICE,
     bisect_scheduler_name, force_scheduler_name,
@@ -305,12 +305,14 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
 
     async def test_a_commit_forced_before_its_push_was_polled_takes_its_place_when_its_change_comes(self):
         await self.upstream(SILENT, 1)
-        await self.asked_of(force_scheduler_name(SILENT), SILENT, 2,
-                            properties={COMMIT_TITLE_PROPERTY: "Fix add", COMMIT_AUTHOR_PROPERTY: "A U Thor"})
+        await self.master.data.updates.addChange(  # as the force scheduler adds it (forced_changes.py)
+            author="A U Thor <a@example.com>", revision=sha(2), branch="main", repository=UPSTREAM_URL,
+            project=PROJECT, comments="Fix add\n\nwith a body", category=FORCED_CHANGE_CATEGORY)
+        await self.asked_of(force_scheduler_name(SILENT), SILENT, 2)
         await self.deliver()
         forced = await self.row(SILENT, 2)
         self.assertEqual((forced.position, forced.title, forced.author), (None, "Fix add", "A U Thor"),
-                         "no change brought it: no place upstream yet, the title its force form read")
+                         "no upstream change brought it: no place upstream yet, the title of the change its force added")
 
         await self.upstream(SILENT, 2)
         await self.deliver()

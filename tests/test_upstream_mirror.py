@@ -63,14 +63,6 @@ class UpstreamMirrorTest(unittest.TestCase):
 
         self.assertEqual(self.mirror.fetches, 1)
 
-    async def test_a_commits_title_and_author_are_read_from_what_the_mirror_holds_without_a_fetch(self):
-        await self.mirror.resolve(self.second, ["main"])
-        unfetched = self.upstream.commit("pushed since\n\nwith a body")
-
-        self.assertEqual(await self.mirror.title_and_author(self.second), ("second", "Upstream"))
-        self.assertEqual(await self.mirror.title_and_author(unfetched), (None, None))
-        self.assertEqual(self.mirror.fetches, 1)
-
     async def test_an_unknown_sha_is_refused_as_before(self):
         with self.assertRaises(RevisionError) as refused:
             await self.mirror.resolve("e" * 40, ["main"])

@@ -32,7 +32,7 @@ from crcr.github import status_text
 from crcr.github.commit_status import post_status
 from crcr.health.links import build_url
 from crcr.names import (
-    BACKEND_PROPERTY, BISECTION_PROPERTY, COMMIT_AUTHOR_PROPERTY, COMMIT_TITLE_PROPERTY, LEDGER_SERVICE,
+    BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE,
     force_scheduler_name, upstream_scheduler_name,
 )
 from crcr.store.buildbot_tables import origin_of
@@ -99,23 +99,13 @@ class CommitLedger(OrderedLeaderService, StateMixin):
     def _record_request(self, request, seen_at: float):
         asked = yield self._asked(request)
         if asked is not None:
-            backend, scheduler, stamp, properties = asked
+            backend, scheduler, stamp, _ = asked
             if scheduler in (upstream_scheduler_name(backend), force_scheduler_name(backend)):
-                origin = yield self._origin(stamp["revision"], properties)
+                origin = yield self.master.db.pool.do(origin_of, self.master.db.model, stamp["revision"])
                 yield self.store.record_arrival(backend, stamp["revision"], stamp["branch"] or "", seen_at,
                                                 brid=request["buildrequestid"], description=status_text.QUEUED,
                                                 origin=origin)
         yield self._recorded_up_to(request["buildrequestid"])
-
-    @defer.inlineCallbacks
-    def _origin(self, sha: str, properties: dict):
-        """The commit's place in upstream order, title and author from the change that brought it; a commit no
-        change brought (forced) has no place, and the title its force form read."""
-        origin = yield self.master.db.pool.do(origin_of, self.master.db.model, sha)
-        if origin.title is None:
-            origin = Origin(origin.position, properties.get(COMMIT_TITLE_PROPERTY, (None,))[0],
-                            properties.get(COMMIT_AUTHOR_PROPERTY, (None,))[0])
-        return origin
 
     @defer.inlineCallbacks
     def _recorded_up_to(self, brid: int):

@@ -86,14 +86,29 @@ def _resolve_sha(revision: str, repository: str, branches: list[str]):
     raise NotFetched(f"commit '{revision}' is not on any followed upstream branch ({', '.join(branches)})")
 
 
+@dataclass(frozen=True)
+class Commit:
+    """A commit as the upstream poller describes it in a Change."""
+
+    author: str  # 'Name <email>'
+    committer: str
+    when: int  # the commit's time, epoch seconds
+    message: str
+
+
+# Commit's fields apart by NULs, which no commit holds; the message last.
+COMMIT_FORMAT = "%an <%ae>%x00%cn <%ce>%x00%ct%x00%B"
+
+
 @defer.inlineCallbacks
-def title_and_author(sha: str, repository: str):
-    """(title, author's name) of a commit the repository holds; (None, None) when it does not."""
-    code, out, _ = yield run_git(["show", "--no-patch", "--format=%s%x00%an", sha, "--"], repository)
-    if code != 0 or "\0" not in out:
-        return None, None
-    title, author = out.split("\0", 1)
-    return title or None, author or None
+def describe_commit(sha: str, repository: str):
+    """The Commit `sha` of `repository`; NotFetched when the repository lacks it."""
+    code, out, err = yield run_git(["show", "--no-patch", f"--format={COMMIT_FORMAT}", f"{sha}^{{commit}}", "--"],
+                                   repository)
+    if code != 0:
+        raise NotFetched(f"no commit '{sha}': {err}")
+    author, committer, when, message = out.split("\0", 3)
+    return Commit(author=author, committer=committer, when=int(when), message=message.strip())
 
 
 # A bisection of more commits than this is refused: the relay's baselines look no further back either.

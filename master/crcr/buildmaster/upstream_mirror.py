@@ -79,13 +79,11 @@ class UpstreamMirror(service.BuildbotService):
         revision = revisions.typed_revision(typed)
         return await self.answer(lambda path: revisions.resolve(revision, self.upstream_url, path, branches))
 
-    async def title_and_author(self, sha: str):
-        """(title, author's name) of a commit the mirror holds, (None, None) when it does not: no fetch for it."""
-        await self._created()
-        return await revisions.title_and_author(sha, self.path)
-
     def first_parent_range(self, good: str, bad: str):
         return self.answer(lambda path: revisions.first_parent_range(good, bad, path))
+
+    def describe_commit(self, sha: str):
+        return self.answer(lambda path: revisions.describe_commit(sha, path))
 
     async def pull_request_merge_base(self, number: int, head_sha: str, base_sha: str) -> str:
         """The commit where pull request `number`'s head left its base branch (git merge-base), its head and base

@@ -16,6 +16,7 @@ import json
 
 import sqlalchemy as sa
 
+from crcr.names import FORCED_CHANGE_CATEGORY
 from crcr.store.commits import Origin, author_name, headline
 
 REVISION_INDEX = "crcr_build_revisions"
@@ -76,15 +77,18 @@ def requests_of_ref(conn, model, builderid: int, ref: str) -> list[tuple[int, st
 
 
 def origin_of(conn, model, revision: str) -> Origin:
-    """The commit's place in upstream order and its title and author, from the earliest change that brought it
-    (Buildbot indexes changes by revision); an empty Origin when no change did."""
+    """The commit's place in upstream order, from the earliest upstream change that brought it (Buildbot indexes
+    changes by revision), and its title and author from the earliest change of it, the one the relay adds for a
+    forced commit too (which gives no place: it is added when forced, not when pushed); an empty Origin when no
+    change has it."""
     changes = model.changes
-    query = (sa.select(changes.c.changeid, changes.c.comments, changes.c.author)
-             .where(changes.c.revision == revision).order_by(changes.c.changeid).limit(1))
-    row = conn.execute(query).first()
-    if row is None:
+    query = (sa.select(changes.c.changeid, changes.c.comments, changes.c.author, changes.c.category)
+             .where(changes.c.revision == revision).order_by(changes.c.changeid))
+    rows = conn.execute(query).fetchall()
+    if not rows:
         return Origin()
-    return Origin(row.changeid, headline(row.comments), author_name(row.author))
+    upstream = [row.changeid for row in rows if row.category != FORCED_CHANGE_CATEGORY]
+    return Origin(upstream[0] if upstream else None, headline(rows[0].comments), author_name(rows[0].author))
 
 
 def changes_after(conn, model, changeid: int) -> list[int]:
