@@ -608,3 +608,75 @@ def test_a_rerun_of_some_tests_of_a_file_finds_none_of_its_other_names_missing(o
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads((ops_checkout.parent / "results.rerun1.selection.json").read_text()) == {
         "unmatched": [], "deselected_by_edits": 0}
+
+
+# PyTorch's test_binary_ufuncs.py shape: a module-level function adds test_<op>_not_implemented methods to the
+# class before instantiation; and module-level test functions, which a config names without a class.
+TEST_GENERATED = '''
+import unittest
+
+
+class TestBinaryUfuncs(unittest.TestCase):
+    def test_add(self):
+        raise AssertionError("listed as xfail")
+
+
+def generate_not_implemented_tests(cls):
+    for op in ("__add__", "__mul__"):
+        setattr(cls, f"test_{op}_not_implemented", lambda self: None)
+
+
+generate_not_implemented_tests(TestBinaryUfuncs)
+
+
+def test_module_level():
+    raise AssertionError("listed as xfail by its bare name")
+
+
+def test_module_unlisted():
+    raise AssertionError("unlisted: skipped")
+'''
+
+BARE_NAMES_CONFIG = """
+test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_binary_ufuncs.py
+      unlisted_test_mode: skip
+      tests:
+        - names:
+            - generate_not_implemented_tests
+          mode: mandatory_success
+          edits:
+            dtypes:
+              exclude:
+                - name: float64
+        - names: [TestBinaryUfuncs::test_add, test_module_level, test_module_gone]
+          mode: xfail
+"""
+
+
+def test_names_without_a_class_name_module_level_tests_and_a_non_test_function_passes_through(tmp_path):
+    root = tmp_path / "upstream"
+    (root / "test").mkdir(parents=True)
+    (root / "test" / "test_binary_ufuncs.py").write_text(TEST_GENERATED)
+    (tmp_path / "spyre.yaml").write_text(BARE_NAMES_CONFIG)
+    spec = {"device": "cpu", **selection_rules(load_test_suite_config(tmp_path / "spyre.yaml"))}
+    (tmp_path / "selection.json").write_text(json.dumps(spec))
+
+    result = run_pytest(root)
+
+    unlisted = "skipped: skipped by the test-suite config (unlisted_test_mode skip)"
+    xfail = "xfailed: expected to fail by the test-suite config (mode xfail)"
+    assert outcomes(root) == {
+        "TestBinaryUfuncs::test_add": xfail,
+        "TestBinaryUfuncs::test___add___not_implemented": unlisted,
+        "TestBinaryUfuncs::test___mul___not_implemented": unlisted,
+        "test_binary_ufuncs::test_module_level": xfail,
+        "test_binary_ufuncs::test_module_unlisted": unlisted,
+    }, result.stdout
+    # generate_not_implemented_tests is no test function pytest collects: it selects nothing, as in
+    # torch-spyre, and is no name gone missing; a test function's name that matches nothing is.
+    assert selection_report(root)["unmatched"] == [
+        {"kind": "config name", "name": "test_module_gone", "file": "test/test_binary_ufuncs.py"}]
+    assert "crcr selection: 1 name matches no test: test/test_binary_ufuncs.py test_module_gone" in result.stdout
+
