@@ -592,6 +592,17 @@ def test_names_keywords_files_and_deselections_that_select_nothing_are_reported(
     assert {"kind": "keyword", "name": "no_such_test", "file": None} in selection_report(ops_checkout)["unmatched"]
 
 
+def test_a_file_that_fails_to_import_is_reported_by_its_error_not_as_matching_no_test(ops_checkout):
+    (ops_checkout / "test" / "test_broken.py").write_text("from torch_testing import binary_ufuncs_and_refs\n")
+
+    result = run_pytest(ops_checkout, "test/test_broken.py")
+
+    assert "ERROR collecting test/test_broken.py" in result.stdout, result.stdout
+    # pytest collected nothing, of the broken file nor of test/ holding it: neither names nothing.
+    assert "collected 0 items / 1 error" in result.stdout
+    assert selection_report(ops_checkout)["unmatched"] == [], result.stdout
+
+
 def test_a_spec_with_malformed_edits_or_supported_lists_is_refused():
     plugin = load_plugin_module()
     rules = {"unlisted": "skip", "rules": [{"names": ["TestA::test_b"], "mode": "skip", "edits": {"ops": {"include": "add"}}}]}

@@ -323,7 +323,12 @@ class Selection:
         self.decisions: dict[str, tuple[str, str]] = {}
         self.left_out = 0  # variants deselected by the supported dtypes and edits
         self.unmatched: list[dict] = []  # what selects no collected test, as the report lists it
+        self.collection_errors: list[str] = []  # node ids of what failed to collect (a module that fails to import)
         self._relative_paths: dict[Path, str | None] = {}
+
+    def pytest_collectreport(self, report) -> None:
+        if report.failed:
+            self.collection_errors.append(report.nodeid)
 
     @pytest.hookimpl(tryfirst=True)  # before the mark plugin deselects by -m, so tags count
     def pytest_collection_modifyitems(self, config, items) -> None:
@@ -440,7 +445,8 @@ class Selection:
         return unmatched
 
     def _unmatched_options(self, config, items) -> list[dict]:
-        """The -k expression, files and --deselect node ids of the command line that select no collected test."""
+        """The -k expression, files and --deselect node ids of the command line that select no collected test.
+        A file that failed to collect, or a folder holding one, is reported by its collection error instead."""
         unmatched = []
         keyword = config.getoption("keyword", None)
         if keyword:
@@ -451,6 +457,7 @@ class Selection:
             if expression is not None and not any(expression.evaluate(KeywordMatcher.from_item(item)) for item in items):
                 unmatched.append({"kind": KEYWORD, "name": keyword, "file": None})
         collected = {item.path.resolve() for item in items}
+        collected |= {Path(config.rootpath, nodeid.split("::", 1)[0]).resolve() for nodeid in self.collection_errors}
         given = {str(arg) for arg in config.invocation_params.args}
         for arg in config.args:
             if "::" in arg or arg not in given:  # a node id pytest reports if missing; testpaths
