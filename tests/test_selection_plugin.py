@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+import pytorch_files
 from crcr.config.models import Suite
 from crcr.suites.results import outcomes_by_test, parse_junit
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, PLUGIN_FILE, only_tests_command, pytest_command, rerun_command
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
+from test_spyre_config import BARE_NAMES
 
 PLUGIN_DIR = PLUGIN_FILE.parent
 
@@ -648,29 +650,11 @@ def test_module_unlisted():
     raise AssertionError("unlisted: skipped")
 '''
 
-BARE_NAMES_CONFIG = """
-test_suite_config:
-  files:
-    - path: ${TORCH_ROOT}/test/test_binary_ufuncs.py
-      unlisted_test_mode: skip
-      tests:
-        - names:
-            - generate_not_implemented_tests
-          mode: mandatory_success
-          edits:
-            dtypes:
-              exclude:
-                - name: float64
-        - names: [TestBinaryUfuncs::test_add, test_module_level, test_module_gone]
-          mode: xfail
-"""
-
-
 def test_names_without_a_class_name_module_level_tests_and_a_non_test_function_passes_through(tmp_path):
     root = tmp_path / "upstream"
     (root / "test").mkdir(parents=True)
     (root / "test" / "test_binary_ufuncs.py").write_text(TEST_GENERATED)
-    (tmp_path / "spyre.yaml").write_text(BARE_NAMES_CONFIG)
+    (tmp_path / "spyre.yaml").write_text(BARE_NAMES)
     spec = {"device": "cpu", **selection_rules(load_test_suite_config(tmp_path / "spyre.yaml"))}
     (tmp_path / "selection.json").write_text(json.dumps(spec))
 
@@ -691,3 +675,60 @@ def test_names_without_a_class_name_module_level_tests_and_a_non_test_function_p
         {"kind": "config name", "name": "test_module_gone", "file": "test/test_binary_ufuncs.py"}]
     assert "crcr selection: 1 name matches no test: test/test_binary_ufuncs.py test_module_gone" in result.stdout
 
+
+def instantiated_stand_in(source: str) -> str:
+    """A module with the test classes and methods of a PyTorch test file as PyTorch instantiates them on the
+    CPU (TestFooCPU::test_bar_cpu), each test passing, and its functions outside any class: the real names
+    under pytest, without torch."""
+    lines = ["import unittest"]
+    for klass, methods in pytorch_files.methods_by_class(source).items():
+        lines += [f"class {klass}CPU(unittest.TestCase):", "    pass"]
+        lines += [f"    def {method}_cpu(self): pass" for method in methods]
+    lines += [f"def {function}(*args): pass" for function in pytorch_files.module_functions(source)]
+    return "\n".join(lines) + "\n"
+
+
+def run_on_stand_in(tmp_path: Path, test_file: str, config: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    """The plugin with `config` over the stand-in of a real PyTorch test file; pytest's run and the plugin's report."""
+    root = tmp_path / "upstream"
+    (root / "test").mkdir(parents=True)
+    source = (pytorch_files.pytorch_tests() / test_file).read_text()
+    (root / test_file).write_text(instantiated_stand_in(source))
+    spec = {"device": "cpu", "skip": [], **selection_rules(load_test_suite_config(config))}
+    (tmp_path / "selection.json").write_text(json.dumps(spec))
+    result = run_pytest(root, test_file)
+    return result, selection_report(root)
+
+
+def test_the_names_of_torch_spyres_view_ops_config_that_pytorchs_file_lacks_are_those_reported(tmp_path):
+    pytorch_files.pytorch_tests()
+    config = pytorch_files.TORCH_SPYRE_CONFIGS / "test_view_ops_config.yaml"
+    classes = pytorch_files.methods_by_class((pytorch_files.PYTORCH_TESTS / "test/test_view_ops.py").read_text())
+    defined = {f"{klass}::{method}" for klass, methods in classes.items() for method in methods}
+    named = [name for rule in selection_rules(load_test_suite_config(config))["files"]["test/test_view_ops.py"]["rules"]
+             for name in rule["names"]]
+    lacking = list(dict.fromkeys(name for name in named if name not in defined))
+    # Renamed, moved or not yet in this copy of PyTorch's file.
+    assert lacking == ["TestViewOps::test_reshape", "TestViewOps::test_as_strided_overflow_storage_offset",
+                       "TestViewOps::test_maybe_view_chunk_cat"]
+
+    result, report = run_on_stand_in(tmp_path, "test/test_view_ops.py", config)
+
+    assert report["unmatched"] == [{"kind": "config name", "name": name, "file": "test/test_view_ops.py"} for name in lacking]
+    assert "crcr selection: 3 names match no test: test/test_view_ops.py TestViewOps::test_reshape, " in result.stdout
+
+
+def test_a_name_without_a_class_over_pytorchs_binary_ufuncs_passes_through_or_names_a_module_level_test(tmp_path):
+    source = (pytorch_files.pytorch_tests() / "test/test_binary_ufuncs.py").read_text()
+    # A function outside the class that adds TestBinaryUfuncs' test_<op>_not_implemented methods: no test itself.
+    assert "generate_not_implemented_tests" in pytorch_files.module_functions(source)
+    (tmp_path / "spyre.yaml").write_text(BARE_NAMES)
+
+    result, report = run_on_stand_in(tmp_path, "test/test_binary_ufuncs.py", tmp_path / "spyre.yaml")
+
+    # TestBinaryUfuncs::test_add is there; PyTorch's file has no test function outside its class.
+    assert report["unmatched"] == [{"kind": "config name", "name": name, "file": "test/test_binary_ufuncs.py"}
+                                   for name in ("test_module_level", "test_module_gone")], result.stdout
+    found = outcomes(tmp_path / "upstream")
+    assert found["TestBinaryUfuncsCPU::test_add_cpu"] == "passed"  # xfail, and an allowed unexpected pass
+    assert found["TestBinaryUfuncsCPU::test_sub_cpu"] == "skipped: skipped by the test-suite config (unlisted_test_mode skip)"
