@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+import pytorch_files
 from crcr.config.models import Suite
 from crcr.suites.results import outcomes_by_test, parse_junit
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, PLUGIN_FILE, only_tests_command, pytest_command, rerun_command
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
+from test_spyre_config import BARE_NAMES
 
 PLUGIN_DIR = PLUGIN_FILE.parent
 
@@ -592,6 +594,17 @@ def test_names_keywords_files_and_deselections_that_select_nothing_are_reported(
     assert {"kind": "keyword", "name": "no_such_test", "file": None} in selection_report(ops_checkout)["unmatched"]
 
 
+def test_a_file_that_fails_to_import_is_reported_by_its_error_not_as_matching_no_test(ops_checkout):
+    (ops_checkout / "test" / "test_broken.py").write_text("from torch_testing import binary_ufuncs_and_refs\n")
+
+    result = run_pytest(ops_checkout, "test/test_broken.py")
+
+    assert "ERROR collecting test/test_broken.py" in result.stdout, result.stdout
+    # pytest collected nothing, of the broken file nor of test/ holding it: neither names nothing.
+    assert "collected 0 items / 1 error" in result.stdout
+    assert selection_report(ops_checkout)["unmatched"] == [], result.stdout
+
+
 def test_a_spec_with_malformed_edits_or_supported_lists_is_refused():
     plugin = load_plugin_module()
     rules = {"unlisted": "skip", "rules": [{"names": ["TestA::test_b"], "mode": "skip", "edits": {"ops": {"include": "add"}}}]}
@@ -608,3 +621,114 @@ def test_a_rerun_of_some_tests_of_a_file_finds_none_of_its_other_names_missing(o
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads((ops_checkout.parent / "results.rerun1.selection.json").read_text()) == {
         "unmatched": [], "deselected_by_edits": 0}
+
+
+# PyTorch's test_binary_ufuncs.py shape: a module-level function adds test_<op>_not_implemented methods to the
+# class before instantiation; and module-level test functions, which a config names without a class.
+TEST_GENERATED = '''
+import unittest
+
+
+class TestBinaryUfuncs(unittest.TestCase):
+    def test_add(self):
+        raise AssertionError("listed as xfail")
+
+
+def generate_not_implemented_tests(cls):
+    for op in ("__add__", "__mul__"):
+        setattr(cls, f"test_{op}_not_implemented", lambda self: None)
+
+
+generate_not_implemented_tests(TestBinaryUfuncs)
+
+
+def test_module_level():
+    raise AssertionError("listed as xfail by its bare name")
+
+
+def test_module_unlisted():
+    raise AssertionError("unlisted: skipped")
+'''
+
+def test_names_without_a_class_name_module_level_tests_and_a_non_test_function_passes_through(tmp_path):
+    root = tmp_path / "upstream"
+    (root / "test").mkdir(parents=True)
+    (root / "test" / "test_binary_ufuncs.py").write_text(TEST_GENERATED)
+    (tmp_path / "spyre.yaml").write_text(BARE_NAMES)
+    spec = {"device": "cpu", **selection_rules(load_test_suite_config(tmp_path / "spyre.yaml"))}
+    (tmp_path / "selection.json").write_text(json.dumps(spec))
+
+    result = run_pytest(root)
+
+    unlisted = "skipped: skipped by the test-suite config (unlisted_test_mode skip)"
+    xfail = "xfailed: expected to fail by the test-suite config (mode xfail)"
+    assert outcomes(root) == {
+        "TestBinaryUfuncs::test_add": xfail,
+        "TestBinaryUfuncs::test___add___not_implemented": unlisted,
+        "TestBinaryUfuncs::test___mul___not_implemented": unlisted,
+        "test_binary_ufuncs::test_module_level": xfail,
+        "test_binary_ufuncs::test_module_unlisted": unlisted,
+    }, result.stdout
+    # generate_not_implemented_tests is no test function pytest collects: it selects nothing, as in
+    # torch-spyre, and is no name gone missing; a test function's name that matches nothing is.
+    assert selection_report(root)["unmatched"] == [
+        {"kind": "config name", "name": "test_module_gone", "file": "test/test_binary_ufuncs.py"}]
+    assert "crcr selection: 1 name matches no test: test/test_binary_ufuncs.py test_module_gone" in result.stdout
+
+
+def instantiated_stand_in(source: str) -> str:
+    """A module with the test classes and methods of a PyTorch test file as PyTorch instantiates them on the
+    CPU (TestFooCPU::test_bar_cpu), each test passing, and its functions outside any class: the real names
+    under pytest, without torch."""
+    lines = ["import unittest"]
+    for klass, methods in pytorch_files.methods_by_class(source).items():
+        lines += [f"class {klass}CPU(unittest.TestCase):", "    pass"]
+        lines += [f"    def {method}_cpu(self): pass" for method in methods]
+    lines += [f"def {function}(*args): pass" for function in pytorch_files.module_functions(source)]
+    return "\n".join(lines) + "\n"
+
+
+def run_on_stand_in(tmp_path: Path, test_file: str, config: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    """The plugin with `config` over the stand-in of a real PyTorch test file; pytest's run and the plugin's report."""
+    root = tmp_path / "upstream"
+    (root / "test").mkdir(parents=True)
+    source = (pytorch_files.pytorch_tests() / test_file).read_text()
+    (root / test_file).write_text(instantiated_stand_in(source))
+    spec = {"device": "cpu", "skip": [], **selection_rules(load_test_suite_config(config))}
+    (tmp_path / "selection.json").write_text(json.dumps(spec))
+    result = run_pytest(root, test_file)
+    return result, selection_report(root)
+
+
+def test_the_names_of_torch_spyres_view_ops_config_that_pytorchs_file_lacks_are_those_reported(tmp_path):
+    pytorch_files.pytorch_tests()
+    config = pytorch_files.TORCH_SPYRE_CONFIGS / "test_view_ops_config.yaml"
+    classes = pytorch_files.methods_by_class((pytorch_files.PYTORCH_TESTS / "test/test_view_ops.py").read_text())
+    defined = {f"{klass}::{method}" for klass, methods in classes.items() for method in methods}
+    named = [name for rule in selection_rules(load_test_suite_config(config))["files"]["test/test_view_ops.py"]["rules"]
+             for name in rule["names"]]
+    lacking = list(dict.fromkeys(name for name in named if name not in defined))
+    # Renamed, moved or not yet in this copy of PyTorch's file.
+    assert lacking == ["TestViewOps::test_reshape", "TestViewOps::test_as_strided_overflow_storage_offset",
+                       "TestViewOps::test_maybe_view_chunk_cat"]
+
+    result, report = run_on_stand_in(tmp_path, "test/test_view_ops.py", config)
+
+    assert report["unmatched"] == [{"kind": "config name", "name": name, "file": "test/test_view_ops.py"} for name in lacking]
+    assert "crcr selection: 3 names match no test: test/test_view_ops.py TestViewOps::test_reshape, " in result.stdout
+
+
+def test_a_name_without_a_class_over_pytorchs_binary_ufuncs_passes_through_or_names_a_module_level_test(tmp_path):
+    source = (pytorch_files.pytorch_tests() / "test/test_binary_ufuncs.py").read_text()
+    # A function outside the class that adds TestBinaryUfuncs' test_<op>_not_implemented methods: no test itself.
+    assert "generate_not_implemented_tests" in pytorch_files.module_functions(source)
+    (tmp_path / "spyre.yaml").write_text(BARE_NAMES)
+
+    result, report = run_on_stand_in(tmp_path, "test/test_binary_ufuncs.py", tmp_path / "spyre.yaml")
+
+    # TestBinaryUfuncs::test_add is there; PyTorch's file has no test function outside its class.
+    assert report["unmatched"] == [{"kind": "config name", "name": name, "file": "test/test_binary_ufuncs.py"}
+                                   for name in ("test_module_level", "test_module_gone")], result.stdout
+    found = outcomes(tmp_path / "upstream")
+    assert found["TestBinaryUfuncsCPU::test_add_cpu"] == "passed"  # xfail, and an allowed unexpected pass
+    assert found["TestBinaryUfuncsCPU::test_sub_cpu"] == "skipped: skipped by the test-suite config (unlisted_test_mode skip)"

@@ -120,6 +120,34 @@ def test_ops_edits_translate_with_dotted_op_names(tmp_path):
     assert rule["edits"] == {"ops": {"include": ["add"], "exclude": ["nn.functional.relu"]}}
 
 
+# As in torch-spyre's test_binary_ufuncs config: a name without a class, here PyTorch's module-level
+# function that adds TestBinaryUfuncs' test_<op>_not_implemented methods (itself no test).
+BARE_NAMES = """test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_binary_ufuncs.py
+      unlisted_test_mode: skip
+      tests:
+        - names:
+            - generate_not_implemented_tests
+          mode: mandatory_success
+          edits:
+            dtypes:
+              exclude:
+                - name: float64
+        - names: [TestBinaryUfuncs::test_add, test_module_level, test_module_gone]
+          mode: xfail
+"""
+
+
+def test_names_without_a_class_load_as_torch_spyre_loads_them(tmp_path):
+    rules = selection_rules(load_test_suite_config(write(tmp_path, BARE_NAMES)))["files"]["test/test_binary_ufuncs.py"]
+    assert rules["rules"] == [
+        {"names": ["generate_not_implemented_tests"], "mode": "mandatory_success", "tags": [],
+         "edits": {"dtypes": {"include": [], "exclude": ["float64"]}}},
+        {"names": ["TestBinaryUfuncs::test_add", "test_module_level", "test_module_gone"], "mode": "xfail", "tags": []},
+    ]
+
+
 @pytest.mark.parametrize("name", sorted(FIXTURE_COUNTS))
 def test_runtime_parts_pass_through_untouched(fixtures, name):
     raw = yaml.safe_load((fixtures / name).read_text())["test_suite_config"]
@@ -195,6 +223,8 @@ test_suite_config:
 
 FILE_HEAD = "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_view_ops.py\n"
 MODES = "should be 'mandatory_success', 'xfail', 'xfail_strict' or 'skip'"
+TEST_NAME_RULE = ("must be 'Class::method', a test class and one of its test methods, or 'function', a test "
+                  "function outside any class")
 
 INVALID = {
     "bad mode": (
@@ -213,15 +243,13 @@ INVALID = {
         FILE_HEAD + "      tests:\n        - names: []\n",
         "test_suite_config.files[0].tests[0].names: must not be empty",
     ),
-    "a name without ::": (
-        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view, test_reshape]\n",
-        "test_suite_config.files[0].tests[0].names[1]: must be 'Class::method', a test class and one of its "
-        "test methods (got 'test_reshape')",
+    "a name with two classes": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view, TestA::TestB::test_c]\n",
+        f"test_suite_config.files[0].tests[0].names[1]: {TEST_NAME_RULE} (got 'TestA::TestB::test_c')",
     ),
     "a name pattern": (
         FILE_HEAD + "      tests:\n        - names: ['TestViewOps::test_view.*']\n",
-        "test_suite_config.files[0].tests[0].names[0]: must be 'Class::method', a test class and one of its "
-        "test methods (got 'TestViewOps::test_view.*')",
+        f"test_suite_config.files[0].tests[0].names[0]: {TEST_NAME_RULE} (got 'TestViewOps::test_view.*')",
     ),
     "a tag that is no marker": (
         FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n          tags: [model-a]\n",

@@ -32,9 +32,12 @@ DEFAULT_UNLISTED_MODE: Mode = "mandatory_success"
 
 TORCH_ROOT = "${TORCH_ROOT}/"
 
+# A name without a class names a test function outside any class, as torch-spyre reads it since it
+# took configs of such files; torch-spyre's own test_binary_ufuncs config has one that is no test at all.
 TEST_NAME = described_pattern(
-    r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*$",
-    "must be 'Class::method', a test class and one of its test methods",
+    r"^([A-Za-z_][A-Za-z0-9_]*::)?[A-Za-z_][A-Za-z0-9_]*$",
+    "must be 'Class::method', a test class and one of its test methods, or 'function', a test function "
+    "outside any class",
 )
 TAG = described_pattern(
     r"^[A-Za-z_][A-Za-z0-9_]*$", "must be letters, digits and '_', starting with a letter or '_' (a pytest marker)"

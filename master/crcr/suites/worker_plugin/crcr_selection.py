@@ -31,7 +31,8 @@ would run none of them when one is missing (a test added by a later commit than 
 
 Paths and node ids are relative to the directory pytest runs in (the upstream checkout), whatever
 rootdir pytest was given. A test of a listed file takes the mode of the first rule naming it, else the
-file's `unlisted` mode; it carries the tags of every rule naming it, as markers (`-m core`).
+file's `unlisted` mode; it carries the tags of every rule naming it, as markers (`-m core`). A name
+without a class ('test_x') names a test function outside any class.
 
 Variants (PyTorch's instantiated names: test_x_cpu_float16, test_x_add_cpu_float16) that the supported
 dtypes and the naming rules' edits leave out are deselected (docs/backends.md has the rules). Config
@@ -44,6 +45,7 @@ and, beside the JUnit XML file (<junit>.xml), in <junit>.selection.json:
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -321,7 +323,12 @@ class Selection:
         self.decisions: dict[str, tuple[str, str]] = {}
         self.left_out = 0  # variants deselected by the supported dtypes and edits
         self.unmatched: list[dict] = []  # what selects no collected test, as the report lists it
+        self.collection_errors: list[str] = []  # node ids of what failed to collect (a module that fails to import)
         self._relative_paths: dict[Path, str | None] = {}
+
+    def pytest_collectreport(self, report) -> None:
+        if report.failed:
+            self.collection_errors.append(report.nodeid)
 
     @pytest.hookimpl(tryfirst=True)  # before the mark plugin deselects by -m, so tags count
     def pytest_collection_modifyitems(self, config, items) -> None:
@@ -358,7 +365,7 @@ class Selection:
                 mode, why = self.files[path]["unlisted"], "unlisted"
                 _apply(item, mode, f"unlisted_test_mode {mode}")
             self.decisions[item.nodeid] = (why, mode)
-        self.unmatched = self._unmatched_names(answered) + options_unmatched
+        self.unmatched = self._unmatched_names(answered, config.getini("python_functions")) + options_unmatched
         self.left_out = len(left_out)
         if left_out:
             config.hook.pytest_deselected(items=left_out)
@@ -424,18 +431,22 @@ class Selection:
                 naming.setdefault(i, key)
         return naming
 
-    def _unmatched_names(self, answered: dict[str, set[tuple[str, str]]]) -> list[dict]:
+    def _unmatched_names(self, answered: dict[str, set[tuple[str, str]]], test_functions: list[str]) -> list[dict]:
         """The config's names no test answers to, in the files collected whole that have a test (a file that
-        failed to import says so by its collection error)."""
+        failed to import says so by its collection error). A name without a class that pytest would not
+        collect as a test function (`test_functions`, its python_functions) passes through: torch-spyre's
+        configs name PyTorch's generate_not_implemented_tests, which selects nothing there either."""
         unmatched = []
         for path, keys in answered.items():
-            for key in self.index[path]:
-                if key not in keys:
-                    unmatched.append({"kind": CONFIG_NAME, "name": "::".join(key), "file": path})
+            for klass, method in self.index[path]:
+                if (klass, method) in keys or not (klass or _collected_as_test(method, test_functions)):
+                    continue
+                unmatched.append({"kind": CONFIG_NAME, "name": "::".join(filter(None, (klass, method))), "file": path})
         return unmatched
 
     def _unmatched_options(self, config, items) -> list[dict]:
-        """The -k expression, files and --deselect node ids of the command line that select no collected test."""
+        """The -k expression, files and --deselect node ids of the command line that select no collected test.
+        A file that failed to collect, or a folder holding one, is reported by its collection error instead."""
         unmatched = []
         keyword = config.getoption("keyword", None)
         if keyword:
@@ -446,6 +457,7 @@ class Selection:
             if expression is not None and not any(expression.evaluate(KeywordMatcher.from_item(item)) for item in items):
                 unmatched.append({"kind": KEYWORD, "name": keyword, "file": None})
         collected = {item.path.resolve() for item in items}
+        collected |= {Path(config.rootpath, nodeid.split("::", 1)[0]).resolve() for nodeid in self.collection_errors}
         given = {str(arg) for arg in config.invocation_params.args}
         for arg in config.args:
             if "::" in arg or arg not in given:  # a node id pytest reports if missing; testpaths
@@ -473,10 +485,11 @@ class Selection:
         return path, f"{path}::{rest}" if rest else path
 
     def _names_of(self, item) -> list[tuple[str, str]]:
-        """Every (Class, method) a config may use for this test; parametrize ids do not count."""
+        """Every (Class, method) a config may use for this test, ('', function) for a function outside any
+        class; parametrize ids do not count."""
         cls = getattr(item, "cls", None)
         if cls is None:
-            return []
+            return [("", getattr(item, "originalname", item.name))]
         klass, method = cls.__name__, getattr(item, "originalname", item.name)
         names = [(klass, method)]
         # PyTorch builds each instantiated test with functools.wraps around its template, so the
@@ -510,12 +523,22 @@ class OnlyTests:
 
 
 def _name_index(rules: list[dict]) -> dict[tuple[str, str], list[int]]:
+    """(Class, method) -> the rules naming it; ('', function) for a name without a class."""
     index: dict[tuple[str, str], list[int]] = {}
     for i, rule in enumerate(rules):
         for name in rule["names"]:
-            klass, _, method = name.partition("::")
+            klass, _, method = name.rpartition("::")
             index.setdefault((klass, method), []).append(i)
     return index
+
+
+def _collected_as_test(name: str, options: list[str]) -> bool:
+    """Whether pytest collects a function of this name, by its python_functions prefixes and globs (as
+    pytest's PyCollector matches them)."""
+    return any(
+        name.startswith(option) or (any(c in option for c in "*?[") and fnmatch.fnmatch(name, option))
+        for option in options
+    )
 
 
 def _without_params(nodeid: str) -> str:
