@@ -26,6 +26,9 @@ collect_ignore = ["upstream_tree"]
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: starts real master and worker processes")
+    config.addinivalue_line(
+        "markers", "needs_torch: runs PyTorch's tests on a worker, with the Python CRCR_TEST_TORCH_PYTHON names (skipped "
+        "without torch)")
 
 
 def suite(name: str, test_file: str) -> dict:

@@ -1,5 +1,5 @@
 """Buildbot's fake master holding the relay's services, for the unit tests of pieces that find them on the master
-(the plugin's resources, the history recorder, the janitor's step), and the crcr plugin's resources asked on it."""
+(the plugin's resources, the history recorder, the janitor), and the crcr plugin's resources asked on it."""
 
 from __future__ import annotations
 
@@ -29,10 +29,11 @@ async def hold_services(master, *services) -> None:
         await relay_service.setServiceParent(master.service_manager)
 
 
-async def mirror_on(master, upstream_url: str, branches=("main",)) -> UpstreamMirror:
-    """`master` holding its copy of upstream, started (no repository yet: it is made on first need)."""
+async def mirror_on(master, upstream_url: str, branches=("main",), also=()) -> UpstreamMirror:
+    """`master` holding its copy of upstream, started (no repository yet: it is made on first need), and the
+    services `also`."""
     mirror = UpstreamMirror(upstream_url=upstream_url, branches=list(branches))
-    await hold_services(master, mirror)
+    await hold_services(master, mirror, *also)
     await master.service_manager.startService()
     return mirror
 

@@ -189,8 +189,7 @@ def test_no_form_acts_on_another_backends_builder(lab):
 def test_what_is_not_there_is_404_and_an_unexpected_error_says_it_is_logged(lab, verdicts):
     missing = lab.relay.rpc("forceschedulers/force-gamma", "force", revision="main")
     assert (missing["status"], missing["error"]["message"]) == (404, "no force form 'force-gamma' (the forms: "
-                                                                 "__Janitor_force, bisect-alpha, bisect-beta, "
-                                                                 "force-alpha, force-beta)")
+                                                                 "bisect-alpha, bisect-beta, force-alpha, force-beta)")
     # Buildbot's stop of a build named by its builder's name reads a builder id that such a path does not have.
     (build,) = lab.relay.builds_of("beta", verdicts[0])
     unexpected = lab.relay.rpc(f"builders/beta/builds/{build['number']}", "stop")

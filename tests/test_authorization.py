@@ -386,6 +386,17 @@ class SignInRequired(RelayAuthzTest):
             ("/api/relay", 403, REFUSED), ("/api/relay", 200, {"backends": [{"name": "alpha", "device": "alpha"}]}),
         ])
 
+    @defer.inlineCallbacks
+    def test_a_suites_junit_xml_needs_sign_in_too(self):
+        yield self.store.keep_junit_file(ALPHA_BUILD, 1, "ops", b"<testsuites/>", 0)
+        app = self.serve_the_web_root()
+        self.master.service_manager.namedServices[self.store.name] = self.store  # where the file is read
+        answers = []
+        for user in (ANONYMOUS, USERS["alice"]):
+            request = self.get(user, app.resource, f"/junit/{ALPHA_BUILD}/ops.xml")
+            answers.append((request.responseCode, (yield request.deferred)))
+        self.assertEqual(answers, [(403, json.dumps(REFUSED).encode()), (200, b"<testsuites/>")])
+
     def test_server_sent_events_need_sign_in_too(self):
         self.serve_the_web_root()
         self.assertEqual(self.events(ANONYMOUS), (403, json.dumps(REFUSED).encode(), []))

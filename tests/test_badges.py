@@ -46,26 +46,29 @@ def widths(svg: str) -> tuple[int, int, int]:
     return int(parsed(svg).get("width")), int(left.get("width")), int(right.get("width"))
 
 
-@pytest.mark.parametrize(("state", "pending", "message", "colour"), [
-    ("success", False, "passing", COLOURS["passing"]),
-    ("failure", False, "failing", COLOURS["failing"]),
-    ("error", False, "error", COLOURS["error"]),
-    (None, True, "pending", COLOURS["pending"]),
-    (None, False, "no verdict yet", COLOURS["none"]),
+@pytest.mark.parametrize(("state", "failing", "pending", "message", "colour"), [
+    ("passing", 0, False, "passing", COLOURS["passing"]),
+    ("failing", 2, False, "2 failing", COLOURS["failing"]),
+    ("failing", 0, False, "failing", COLOURS["failing"]),  # a broken build: no test counted
+    ("known_failures", 3, False, "3 failing", COLOURS["known_failures"]),  # its commits' statuses say "0 new"
+    ("error", 0, False, "error", COLOURS["error"]),
+    (None, 0, True, "pending", COLOURS["pending"]),
+    (None, 0, False, "no verdict yet", COLOURS["none"]),
 ])
-def test_the_verdict_badge_says_the_latest_verdict_in_its_colour(state, pending, message, colour):
-    svg = verdict_badge("ok-alpha", state, pending=pending)
+def test_the_verdict_badge_says_the_backends_state_in_its_colour(state, failing, pending, message, colour):
+    svg = verdict_badge("ok-alpha", state, failing, pending=pending)
     assert texts(svg) == ["crcr ok-alpha", message]
     assert right_colour(svg) == colour
     assert parsed(svg).find(f"{SVG}title").text == f"crcr ok-alpha: {message}"
 
 
 def test_a_verdict_shows_even_while_newer_commits_are_pending():
-    assert texts(verdict_badge("ok-alpha", "failure", pending=True)) == ["crcr ok-alpha", "failing"]
+    assert texts(verdict_badge("ok-alpha", "failing", 1, pending=True)) == ["crcr ok-alpha", "1 failing"]
 
 
-def test_the_colours_are_distinct_per_verdict():
+def test_the_colours_are_distinct_per_state_but_known_failures_and_error_both_orange():
     assert len({COLOURS[k] for k in ("passing", "failing", "error", "pending", "none")}) == 5
+    assert COLOURS["known_failures"] == COLOURS["error"]
 
 
 @pytest.mark.parametrize(("p95", "message"), [
@@ -95,7 +98,7 @@ def test_an_unknown_backend_gets_a_badge_saying_so():
 
 def test_markup_in_a_name_is_escaped_not_interpreted():
     name = '<script>&"x\''
-    for svg in (verdict_badge(name, "success", pending=False), no_backend_badge(name)):
+    for svg in (verdict_badge(name, "passing", 0, pending=False), no_backend_badge(name)):
         assert "<script>" not in svg
         assert texts(svg)[0] == f"crcr {name}"
         assert parsed(svg).get("aria-label") == f"crcr {name}: {texts(svg)[1]}"
@@ -107,7 +110,8 @@ def test_a_very_long_name_is_shortened():
 
 
 def test_the_halves_are_as_wide_as_their_texts():
-    narrow, wide = verdict_badge("ii", "success", pending=False), verdict_badge("WWWWWWWW", "success", pending=False)
+    narrow, wide = verdict_badge("ii", "passing", 0, pending=False), verdict_badge("WWWWWWWW", "passing", 0,
+                                                                              pending=False)
     total, left, right = widths(narrow)
     assert total == left + right
     assert widths(wide)[1] > left + 50

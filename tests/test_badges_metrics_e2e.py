@@ -1,7 +1,7 @@
 """Badges and /metrics end to end: a real master, real workers, a real git upstream and real pytest runs.
 
 One upstream commit is built by a passing backend and a failing one (one upstream test fails). The README badges
-then say "passing" and "failing", the "validated within" badge says that commit's time to verdict, and /metrics
+then say "passing" and "1 failing", the "validated within" badge says that commit's time to verdict, and /metrics
 counts the commits, the failing test, the latency and the units exactly. With CRCR_REQUIRE_SIGN_IN an anonymous
 reader gets none of the relay's data from any endpoint (REST, /ws, /sse, the badges, /metrics, the plugin's JSON,
 the UI's page and /config), and a signed-in one gets them, in the UI too.
@@ -76,7 +76,7 @@ def test_badges_and_metrics_show_a_built_commit(tmp_path, github):
         sha = upstream.commit("Upstream change the badges show")
         for name in (OK, BAD):
             master.wait_for_finished_build(name, sha)
-        verdicts = {OK: "passing", BAD: "failing"}
+        verdicts = {OK: "passing", BAD: "1 failing"}
         for name, verdict in verdicts.items():
             wait_until(lambda: badge(master, f"badges/{name}.svg") == (200, SVG_TYPE, [f"crcr {name}", verdict]),
                        30, f"{name}'s badge to say {verdict}")
@@ -94,6 +94,7 @@ def test_badges_and_metrics_show_a_built_commit(tmp_path, github):
             assert found[("crcr_queue_length", (("backend", name),))] == 0
         assert found[("crcr_failing_tests", (("backend", OK),))] == 0
         assert found[("crcr_failing_tests", (("backend", BAD),))] == 1
+        assert found[("crcr_backend_state", (("backend", BAD), ("state", "failing")))] == 1
         assert found[("crcr_commit_verdict_latency_seconds_count", (("backend", OK),))] == 1
         assert found[("crcr_commit_verdict_latency_seconds_sum", (("backend", OK),))] == latency
         assert found[("crcr_units_connected", (("device", "bm"),))] == 2

@@ -29,8 +29,8 @@ from crcr.store.service import RelayStore
 from crcr.buildmaster.ledger import CommitLedger
 from crcr.buildmaster.health import RelayHealth
 from crcr.buildmaster.history_recorder import HistoryRecorder
+from crcr.buildmaster.janitor import RelayJanitor
 from crcr.buildmaster.upstream_mirror import UpstreamMirror
-from buildbot.configurators.janitor import JANITOR_NAME
 from crcr.buildmaster.force_forms import OwnBuildersForceScheduler
 from crcr.buildmaster.schedulers import BisectScheduler
 from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
@@ -449,22 +449,22 @@ def test_buildbot_loads_the_generated_config(dirs):
 
     master = load_with_buildbot(config_for(dirs))
 
-    # Buildbot's janitor: its builder, worker (the master's own LocalWorker) and nightly and force schedulers.
-    assert [b.name for b in master.builders] == ["alpha", "beta", "delta", JANITOR_NAME]
+    # The backends' builders, schedulers and workers only: the janitor is a service (no builder, no LocalWorker).
+    assert [b.name for b in master.builders] == ["alpha", "beta", "delta"]
     assert sorted(master.schedulers) == sorted(
         [f"{kind}-{b}" for kind in ("upstream", "force", "bisect") for b in ("alpha", "beta", "delta")] + ["pr-delta"]
-        + [JANITOR_NAME, f"{JANITOR_NAME}_force"]
     )
     # Every force form acts on its own builders only (force_forms.py): Buildbot's would build any builderid's.
     forms = [s for s in master.schedulers.values() if isinstance(s, ForceScheduler)]
-    assert len(forms) == 7 and all(isinstance(form, OwnBuildersForceScheduler) for form in forms)
+    assert len(forms) == 6 and all(isinstance(form, OwnBuildersForceScheduler) for form in forms)
     assert [w.workername for w in master.workers] == [
-        "host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0", "host-ab-beta-0", JANITOR_NAME
+        "host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0", "host-ab-beta-0"
     ]
     assert [c.name for c in master.change_sources] == ["upstream"]
     assert {type(s) for s in master.services.values()} == {
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RelayStore, RelayLeadership, CommitLedger,
-        PullRequestRelay, DevicePresence, StaleWatch, HostSlotWaker, HistoryRecorder, RelayHealth, UpstreamMirror,
+        PullRequestRelay, DevicePresence, StaleWatch, HostSlotWaker, HistoryRecorder, RelayJanitor, RelayHealth,
+        UpstreamMirror,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"
@@ -479,7 +479,7 @@ def test_buildbot_loads_the_committed_config(tmp_path):
     write_worker_password(secrets, "demo-local")
     master = load_with_buildbot(build_master_config(load_settings(environ={"CRCR_SECRETS_DIR": str(secrets)})))
 
-    assert [b.name for b in master.builders] == ["demo", JANITOR_NAME]
+    assert [b.name for b in master.builders] == ["demo"]
 
 
 def test_buildbot_has_no_warning_about_the_config(dirs):
@@ -525,4 +525,5 @@ def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_
     )
     assert suite["timeout"] == 600  # seconds without output before the run counts as stalled
     assert (suite["mode"], suite["reruns"], suite["is_pytest"]) == ("validate", 1, True)
+    assert suite["selection_report"] == "../results/ops.selection.json"  # the plugin's, beside --junitxml
     assert {"CRCR_SELECTION", "PYTHONPATH"} <= set(suite["env"])

@@ -8,8 +8,10 @@ suite that always passes. The history of `hist`:
   (a flake). C4's build fails with test_b new: the relay bisects C2..C4 and names C3 the first bad commit.
 - C5 is held while C6 and C7 arrive: C7's build covers C6 (a covered commit, no bisection: test_b is a known
   failure by then, so C5's and C7's builds are green with warnings).
-So: 8 commits decided (C0, C1, C2 and C5..C7 success; C3 and C4 failure), 5 builds of upstream commits (C0, C1, C4,
-C5, C7), test_b failing since C4's build with C3 its first bad commit, the flake flaky in 3 builds (C4, C5, C7).
+- Then a person forces C1 again: an older commit, whose build passes everything and ends last.
+So: 8 commits decided (C0, C1, C2 and C5..C7 success; C3 and C4 failure), 6 builds of upstream commits (C0, C1, C4,
+C5, C7, and C1 forced), test_b failing since C4's build with C3 its first bad commit, the flake flaky in 3 builds
+(C4, C5, C7). The backend has known failures: test_b still fails at C7, whose own verdict passed ("0 new").
 """
 
 from __future__ import annotations
@@ -96,6 +98,13 @@ def history(tmp_path_factory, github):
         held_while_more_arrive(5, {6: None, 7: None})
         wait_until(lambda: decided(database, "hist", list(shas.values()))
                    and decided(database, "calm", [shas[7]]), 300, "every commit decided")
+        # Long after C7, a person forces C1 again: an older commit, whose build passes test_b and ends last. It
+        # changes neither the backend's latest verdict nor its failing tests: C7's, the newest upstream.
+        earlier = master.build_ids("hist", shas[1])
+        answer = master.rpc("forceschedulers/force-hist", "force", revision=shas[1], reason="re-test C1")
+        assert "error" not in answer, answer
+        master.wait_for_finished_build("hist", shas[1], ignore=earlier, timeout=120)
+        wait_until(lambda: ledger(database, "hist")[shas[1]].how == "forced", 60, "C1's forced verdict")
         # GitHub has every status: the outbox's figures, which every summary carries, stay as they are.
         wait_until(lambda: health(master)["outbox"]["waiting"] == 0, 120, "the GitHub outbox to empty")
         yield master, github, shas, database
@@ -150,21 +159,26 @@ def the_bisection(database) -> int:
 def test_the_summary_puts_the_backend_with_failures_first_with_its_figures(history):
     master, github, shas, database = history
     summary = health(master, "?range=7d")
-    assert [row["backend"] for row in summary["backends"]] == ["hist", "calm"], "worst pass rate first"
+    assert [row["backend"] for row in summary["backends"]] == ["hist", "calm"], "a test still failing first"
     row = summary["backends"][0]
-    assert (row["latest"]["state"], row["latest"]["sha"]) == ("success", shas[7])
+    assert (row["latest"]["state"], row["latest"]["sha"], row["latest"]["title"]) == ("success", shas[7], "C7"), \
+        "the newest upstream commit's verdict, not the forced C1's"
+    # test_b broke in C3 (first seen failing in C4's build) and still fails at C7, whose own verdict is "0 new".
+    assert (row["state"], row["failing_since"]["sha"], row["failing_since"]["title"]) == (
+        "known_failures", shas[4], "C4")
     assert (row["latest"]["since_sha"], row["latest"]["since"]) == (shas[5], ledger(database, "hist")[shas[5]].decided_at)
     assert row["latest"]["commit_url"] == commit_url(github, shas[7])
     assert row["verdicts"] == {"success": 6, "failure": 2, "error": 0}
     assert row["pass_rate"] == 0.75
-    assert (row["builds"], row["timeouts"], row["timeout_rate"]) == (5, 0, 0.0)
+    assert (row["builds"], row["timeouts"], row["timeout_rate"]) == (6, 0, 0.0), "C1's forced build counts"
     assert row["failing_tests"] == 1
     assert row["queue"]["length"] == 0 and row["queue"]["oldest_sha"] is None
     assert row["units"] == {"connected": 1, "declared": 1}
     spent = latencies(database, "hist")
     assert row["latency"] == {"decided": 8, "p50": nearest_rank(spent, 50), "p95": nearest_rank(spent, 95)}
     calm = summary["backends"][1]
-    assert (calm["pass_rate"], calm["failing_tests"], calm["latest"]["state"]) == (1.0, 0, "success")
+    assert (calm["pass_rate"], calm["failing_tests"], calm["latest"]["state"], calm["state"]) == (
+        1.0, 0, "success", "passing")
 
 
 def test_the_backend_page_names_the_failing_test_its_first_bad_commit_and_the_flake(history):
@@ -178,7 +192,7 @@ def test_the_backend_page_names_the_failing_test_its_first_bad_commit_and_the_fl
     assert failing["first_bad"] == {"sha": shas[3], "commit_url": commit_url(github, shas[3]),
                                     "bisection": bisection, "bisection_url": f"#/bisections/{bisection}"}
     (flaky,) = page["flaky"]
-    assert (flaky["suite"], flaky["test"], flaky["flaky_runs"], flaky["runs"]) == ("extra", TEST_FLAKE, 3, 5)
+    assert (flaky["suite"], flaky["test"], flaky["flaky_runs"], flaky["runs"]) == ("extra", TEST_FLAKE, 3, 6)
     assert [b["id"] for b in page["bisections"]] == [bisection]
     assert page["bisections"][0]["culprits"] == [shas[3]]
     assert page["pull_requests"] == []
@@ -189,9 +203,11 @@ def test_the_matrix_shows_each_commit_how_it_was_decided_and_its_suites(history)
     matrix = health(master, "/hist")["matrix"]
     assert matrix["suites"] == ["core", "extra"]
     rows = {row["sha"]: row for row in matrix["commits"]}
-    assert [row["sha"] for row in matrix["commits"]] == [shas[n] for n in range(7, -1, -1)], "newest first"
+    assert [row["sha"] for row in matrix["commits"]] == [shas[n] for n in range(7, -1, -1)], "newest upstream first"
+    assert [(row["title"], row["author"]) for row in matrix["commits"]] == [
+        *((f"C{n}", "Upstream") for n in range(7, 0, -1)), ("C0: every test passes", "Upstream")]
     assert {n: (rows[shas[n]]["state"], rows[shas[n]]["how"]) for n in range(8)} == {
-        0: ("success", "built"), 1: ("success", "built"), 2: ("success", "bisected"), 3: ("failure", "bisected"),
+        0: ("success", "built"), 1: ("success", "forced"), 2: ("success", "bisected"), 3: ("failure", "bisected"),
         4: ("failure", "built"), 5: ("success", "built"), 6: ("success", "covered"), 7: ("success", "built"),
     }
     assert rows[shas[6]]["covered_by"] == shas[7]
@@ -236,11 +252,12 @@ def svg_texts(body: bytes) -> list[str]:
     return [t.strip() for t in ET.fromstring(body).itertext() if t.strip()]
 
 
-def test_the_badges_show_the_latest_verdict_and_the_7_day_p95(history):
+def test_the_badges_show_the_backends_state_and_the_7_day_p95(history):
     master, _, _, database = history
     code, kind, body = fetch(master, "badges/hist.svg")
     assert (code, kind.split(";")[0]) == (200, "image/svg+xml")
-    assert "passing" in svg_texts(body)
+    assert "1 failing" in svg_texts(body), "never 'passing' while test_b fails, though C7's own verdict passed"
+    assert "passing" in svg_texts(fetch(master, "badges/calm.svg")[2])
     code, _, body = fetch(master, "badges/hist/validated.svg")
     p95 = nearest_rank(latencies(database, "hist"), 95)
     shown = svg_texts(body)
@@ -268,6 +285,8 @@ def test_metrics_give_the_histories_numbers(history):
     assert value("crcr_queue_length", backend="hist") == 0
     assert value("crcr_bisections", backend="hist", state="done") == 1
     assert value("crcr_failing_tests", backend="hist") == 1
+    assert value("crcr_backend_state", backend="hist", state="known_failures") == 1
+    assert value("crcr_backend_state", backend="hist", state="passing") == 0
     assert value("crcr_units_connected", device="hist") == 1
 
 
@@ -282,6 +301,9 @@ def test_crcr_status_prints_the_pages_numbers(history):
     assert listed == shown
     one = master.crcr("status", "hist", shas[3][:10]).stdout
     assert shas[3][:10] in one and "failure" in one and "bisected" in one
+    page = master.crcr("status", "hist").stdout
+    assert f'state: known failures, 1 test failing since {shas[4][:10]} "C4", ' in page, page
+    assert f'latest verdict: success at {shas[7][:10]} "C7", ' in page, "C7, not the forced C1"
     unknown = master.crcr("status", "nosuch", check=False)
     assert unknown.returncode == 1 and "no backend 'nosuch'" in unknown.stderr
 

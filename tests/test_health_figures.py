@@ -18,6 +18,7 @@ from crcr.health.plans import first_bad, read_plans
 from crcr.health.queue import queue_length_at, queue_now
 from crcr.health.ranges import bucket_starts, range_seconds
 from crcr.health.series import series
+from crcr.health.state import backend_state
 from crcr.health.summary import BackendInfo, badness, summary
 from crcr.health.verdicts import decided_within, latency, latest_verdict, pass_rate, verdict_counts
 from crcr.store.bisections import Bisection
@@ -44,7 +45,8 @@ def commit(n: int, state: str = "success", seen_at: int = NOW - HOUR, decided_at
            backend: str = BACKEND) -> CommitRow:
     return CommitRow(id=n, backend=backend, sha=sha(n), branch="main", seen_at=seen_at, started_at=started_at,
                      decided_at=decided_at, state=state, description=f"{state} {n}",
-                     how=how if decided_at else None, brid=None, buildid=buildid)
+                     how=how if decided_at else None, brid=None, buildid=buildid, position=n, title=f"Commit {n}",
+                     author="A U Thor")
 
 
 def build(buildid: int, n: int, complete_at: int, kind: str = "upstream", results: int = 0,
@@ -56,7 +58,7 @@ def build(buildid: int, n: int, complete_at: int, kind: str = "upstream", result
 
 def suite_run(buildid: int, n: int, complete_at: int, suite: str = "ops", kind: str = "upstream") -> SuiteRun:
     return SuiteRun(suite=suite, buildid=buildid, complete_at=complete_at, kind=kind, sha=sha(n), builderid=5,
-                    number=buildid + 100)
+                    number=buildid + 100, backend=BACKEND, title=f"Commit {n}", position=n)
 
 
 def decided(state: str, latency_: int, decided_at: int = NOW - HOUR, backend: str = BACKEND) -> Decided:
@@ -123,9 +125,9 @@ def test_the_latest_verdict_says_since_when_its_state_stands_and_links_its_build
     since = commit(7, "failure", decided_at=NOW - 5 * HOUR)
 
     assert latest_verdict(Streak(latest, since), build(42, 9, NOW - HOUR), GITHUB) == {
-        "state": "failure", "sha": sha(9), "commit_url": GITHUB + sha(9), "description": "failure 9",
-        "how": "built", "decided_at": NOW - HOUR, "build_url": "#/builders/5/builds/142",
-        "since": NOW - 5 * HOUR, "since_sha": sha(7), "since_commit_url": GITHUB + sha(7),
+        "state": "failure", "sha": sha(9), "title": "Commit 9", "author": "A U Thor", "commit_url": GITHUB + sha(9),
+        "description": "failure 9", "how": "built", "decided_at": NOW - HOUR, "build_url": "#/builders/5/builds/142",
+        "since": NOW - 5 * HOUR, "since_sha": sha(7), "since_title": "Commit 7", "since_commit_url": GITHUB + sha(7),
     }
     assert latest_verdict(Streak(latest, since), None, GITHUB)["build_url"] is None  # its build pruned
     assert latest_verdict(None, None, GITHUB) is None
@@ -209,7 +211,7 @@ def test_a_failing_test_has_failed_since_the_first_build_of_its_streak_and_its_f
 
     assert found == [{
         "test": TEST, "suite": "ops", "since": NOW - 3 * HOUR, "first_failing_sha": sha(7),
-        "first_failing_commit_url": GITHUB + sha(7), "first_failing_build_url": "#/builders/5/builds/107",
+        "first_failing_title": "Commit 7", "first_failing_commit_url": GITHUB + sha(7), "first_failing_build_url": "#/builders/5/builds/107",
         "builds_failing": 3,
         "first_bad": {"sha": sha(6), "commit_url": GITHUB + sha(6), "bisection": 2,
                       "bisection_url": "#/bisections/2"},
@@ -286,7 +288,7 @@ def test_the_matrix_marks_covered_and_bisected_commits_and_shows_each_suites_cou
     rows = {row["sha"]: row for row in found["commits"]}
     assert [row["sha"] for row in found["commits"]] == [sha(n) for n in (6, 5, 4, 3, 2)]
     assert rows[sha(6)] == {
-        "sha": sha(6), "commit_url": GITHUB + sha(6), "seen_at": NOW - HOUR, "state": "failure", "how": "built",
+        "sha": sha(6), "title": "Commit 6", "author": "A U Thor", "commit_url": GITHUB + sha(6), "seen_at": NOW - HOUR, "state": "failure", "how": "built",
         "description": "failure 6", "covered_by": None, "bisected": True, "build_url": "#/builders/5/builds/120",
         "build_number": 120, "build_kind": "upstream",
         "cells": {"ops": {"results": "failure", "passed": 10, "failed": 3, "flaky": 1, "skipped": 2, "new": 2,
@@ -324,16 +326,25 @@ def test_the_matrix_shows_for_a_commit_a_bisection_decided_the_bisections_newest
 
 
 def row_of(name: str, state: str | None, rate: float | None) -> dict:
-    return {"backend": name, "latest": {"state": state} if state else None, "pass_rate": rate}
+    return {"backend": name, "state": state, "pass_rate": rate}
 
 
-def test_the_summary_puts_red_backends_first_then_undecided_then_green_each_by_pass_rate_then_name():
-    rows = [row_of("green-high", "success", 0.9), row_of("green-low", "success", 0.2),
-            row_of("red-none", "failure", None), row_of("red-b", "error", 0.5), row_of("red-a", "failure", 0.5),
-            row_of("red-low", "failure", 0.1), row_of("undecided", None, None)]
+def test_the_summary_puts_failing_backends_first_then_known_failures_and_errors_then_undecided_then_passing():
+    rows = [row_of("green-high", "passing", 0.9), row_of("green-low", "passing", 0.2),
+            row_of("red-none", "failing", None), row_of("orange-b", "error", 0.5), row_of("red-a", "failing", 0.5),
+            row_of("red-low", "failing", 0.1), row_of("undecided", None, None), row_of("orange-a", "known_failures", 1.0)]
 
     assert [r["backend"] for r in sorted(rows, key=badness)] == [
-        "red-low", "red-a", "red-b", "red-none", "undecided", "green-low", "green-high"]
+        "red-low", "red-a", "red-none", "orange-b", "orange-a", "undecided", "green-low", "green-high"]
+
+
+@pytest.mark.parametrize("latest, failing, state", [
+    ("failure", 2, "failing"), ("failure", 0, "failing"),  # new failures, or a broken build
+    ("success", 3, "known_failures"), ("error", 1, "known_failures"),  # "0 new", still failing at the tip
+    ("error", 0, "error"), ("success", 0, "passing"), (None, 0, None), (None, 2, None),
+])
+def test_the_backends_state_is_its_newest_verdict_unless_tests_still_fail_at_its_tip(latest, failing, state):
+    assert backend_state(latest, failing) == state
 
 
 def test_a_summary_row_holds_the_backends_figures_over_the_range():
@@ -345,14 +356,18 @@ def test_a_summary_row_holds_the_backends_figures_over_the_range():
         builds={BACKEND: (4, 1)},
         queued=[Queued(BACKEND, sha(11), NOW - 300, None, None)],
         failing=[BadOutcome(BACKEND, "ops", TEST, "failed", 42)],
+        streak_runs=[suite_run(42, 9, NOW), suite_run(41, 8, NOW - HOUR)],
+        streak_outcomes=[BadOutcome(BACKEND, "ops", TEST, "failed", 42)],
     )
 
     found = summary(infos, rows, "24h", NOW, {"npu": {"connected": 1, "declared": 2}}, GITHUB)
 
     assert (found["now"], found["range"], found["ranges"]) == (NOW, "24h", ["24h", "7d", "30d"])
-    idle, npu = found["backends"]  # no verdict yet comes before green
+    npu, idle = found["backends"]  # tests failing at the tip come before no verdict yet
     assert {k: v for k, v in npu.items() if k != "latest"} == {
         "backend": BACKEND, "level": "L2", "device": "npu", "description": "An NPU", "page": "#/health/npu",
+        "state": "known_failures",  # its newest verdict passed, TEST failing since 9 all the same
+        "failing_since": {"sha": sha(9), "title": "Commit 9", "commit_url": GITHUB + sha(9), "since": NOW},
         "latency": {"decided": 2, "p50": 600, "p95": 1200}, "verdicts": {"success": 1, "failure": 1, "error": 0},
         "pass_rate": 0.5, "builds": 4, "timeouts": 1, "timeout_rate": 0.25,
         "queue": {"length": 1, "oldest_sha": sha(11), "oldest_seen_at": NOW - 300, "oldest_age": 300},
@@ -360,7 +375,29 @@ def test_a_summary_row_holds_the_backends_figures_over_the_range():
     }
     assert (npu["latest"]["since_sha"], npu["latest"]["build_url"]) == (sha(8), "#/builders/5/builds/142")
     assert idle["latest"] is None and idle["units"] == {"connected": 0, "declared": 0}
+    assert (idle["state"], idle["failing_since"]) == (None, None)
     assert (idle["builds"], idle["pass_rate"], idle["queue"]["length"]) == (0, None, 0)
+
+
+def test_a_failure_persisting_over_three_commits_keeps_the_backend_failing_while_their_verdicts_say_0_new():
+    # TEST broke in commit 1 (its verdict: failure, 1 new) and still fails in 2 and 3 (success, "0 new").
+    failing = [BadOutcome(BACKEND, "ops", TEST, "failed", b) for b in (3, 2, 1)]
+    streaks = {BACKEND: Streak(commit(3, "success", buildid=3), commit(2, "success")),
+               "green": Streak(commit(9, backend="green"), commit(9, backend="green"))}
+    rows = SummaryRows(streaks=streaks, deciding_builds={}, decided=[], builds={}, queued=[], failing=failing[:1],
+                       streak_runs=[suite_run(b, b, NOW - (4 - b) * HOUR) for b in (3, 2, 1)],
+                       streak_outcomes=failing)
+    infos = [BackendInfo("green", "L2", "npu", ""), BackendInfo(BACKEND, "L2", "npu", "")]
+
+    found = summary(infos, rows, "7d", NOW, {}, GITHUB)["backends"]
+
+    assert [(r["backend"], r["state"], r["latest"]["state"]) for r in found] == [
+        (BACKEND, "known_failures", "success"), ("green", "passing", "success")]
+    assert found[0]["failing_since"] == {"sha": sha(1), "title": "Commit 1", "commit_url": GITHUB + sha(1),
+                                         "since": NOW - 3 * HOUR}
+    figures = metrics(infos, MetricsRows({}, streaks, {}, [], {}, failing[:1], 0, 0, None), NOW, {})
+    assert {name: b["state"] for name, b in figures["backends"].items()} == {
+        BACKEND: "known_failures", "green": "passing"}
 
 
 # --- one test, one commit, metrics ---
@@ -433,7 +470,8 @@ def test_a_commits_page_tells_how_it_was_decided_and_its_builds_failing_tests():
     )
 
     assert commit_page(rows, GITHUB) == {
-        "backend": BACKEND, "sha": sha(4), "commit_url": GITHUB + sha(4), "state": "failure",
+        "backend": BACKEND, "sha": sha(4), "title": "Commit 4", "author": "A U Thor", "commit_url": GITHUB + sha(4),
+        "state": "failure",
         "description": "failure 4", "how": "covered", "seen_at": NOW - 2 * HOUR, "started_at": NOW - 90 * 60,
         "decided_at": NOW, "latency": 2 * HOUR, "covered_by": sha(5), "build_url": "#/builders/5/builds/110",
         "build_kind": "upstream",
@@ -446,7 +484,8 @@ def test_a_commits_page_tells_how_it_was_decided_and_its_builds_failing_tests():
 
 def test_metrics_give_every_backend_all_its_states_even_at_zero():
     rows = MetricsRows(
-        states={BACKEND: {"pending": 2, "success": 5}}, latencies={BACKEND: [300, 60]},
+        states={BACKEND: {"pending": 2, "success": 5}}, streaks={BACKEND: Streak(commit(5), commit(1))},
+        latencies={BACKEND: [300, 60]},
         queued=[Queued(BACKEND, sha(1), NOW - 120, None, None)], bisection_states={BACKEND: {"done": 1}},
         failing=[BadOutcome(BACKEND, "ops", TEST, "failed", 3)], outbox_waiting=3, outbox_given_up=1,
         outbox_oldest=NOW - 50,
@@ -455,10 +494,11 @@ def test_metrics_give_every_backend_all_its_states_even_at_zero():
 
     assert metrics(infos, rows, NOW, {"npu": {"connected": 1, "declared": 1}}) == {
         "backends": {
-            BACKEND: {"commits": {"pending": 2, "success": 5, "failure": 0, "error": 0}, "latencies": [60, 300],
+            BACKEND: {"state": "known_failures",
+                      "commits": {"pending": 2, "success": 5, "failure": 0, "error": 0}, "latencies": [60, 300],
                       "queue_length": 1, "oldest_queued_age": 120,
                       "bisections": {"running": 0, "done": 1, "abandoned": 0}, "failing_tests": 1},
-            "idle": {"commits": {"pending": 0, "success": 0, "failure": 0, "error": 0}, "latencies": [],
+            "idle": {"state": None, "commits": {"pending": 0, "success": 0, "failure": 0, "error": 0}, "latencies": [],
                      "queue_length": 0, "oldest_queued_age": None,
                      "bisections": {"running": 0, "done": 0, "abandoned": 0}, "failing_tests": 0},
         },

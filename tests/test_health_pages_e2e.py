@@ -1,11 +1,12 @@
 """The health pages in headless Chromium over a small real history: a real master, one unit per backend, real
 pytest builds of two upstream commits.
 
-`red` runs suites `core` (test_ok passes, test_b passes until C2 breaks it) and `extra` (always passes); `green`
-runs `extra` only. C1 passes everywhere; C2 fails red's test_b. So red is failing since C2 (one build failing, no
-bisection: C2 is alone after its good baseline), 1 of 2 commits passed; green is all green. The big known history
+`red` runs suites `core` (test_ok passes, test_b passes until C2 breaks it, test_long passes and has an id longer
+than a Buildbot log's line) and `extra` (always passes); `green` runs `extra` only. C1 passes everywhere; C2 fails
+red's test_b. So red is failing since C2 (one build failing, no bisection: C2 is alone after its good baseline), 1 of
+2 commits passed; green is all green. The big known history
 (bisection, covered commit, flake) is test_health_e2e's; this one checks what each page shows and where its links
-lead.
+lead, the build page's too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from urllib.parse import quote
+from xml.etree import ElementTree
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -24,8 +26,10 @@ from webui import click_when_ready, open_page, wait_for_element, wait_for_texts
 pytestmark = pytest.mark.e2e
 
 HOSTS = {"page-lab": {"devices": {"red": 1, "green": 1}, "admin": "Page Lab <lab@example.com>"}}
-CORE = ("from pathlib import Path\n\n\ndef test_ok():\n    assert True\n\n\n"
-        "def test_b():\n    assert Path(__file__).with_name('b.txt').read_text() == 'ok\\n'\n")
+CORE = ("from pathlib import Path\n\nimport pytest\n\n\ndef test_ok():\n    assert True\n\n\n"
+        "def test_b():\n    assert Path(__file__).with_name('b.txt').read_text() == 'ok\\n'\n\n\n"
+        "@pytest.mark.parametrize('x', ['a' * 5000])\ndef test_long(x):\n    assert x\n")
+LONG_ID = "test_long[" + "a" * 5000 + "]"  # longer than the 4,096 characters of a Buildbot log's line
 EXTRA = "def test_c():\n    assert True\n"
 TEST_B = "test/test_core.py::test_b"
 
@@ -44,6 +48,7 @@ def history(tmp_path_factory, github):
     }
     upstream.commit("Before the relay: the poller's starting point")
     master, workers = prepare_relay(root / "relay", upstream, github, backends, hosts=HOSTS)
+    (red_unit,) = [worker for worker in workers if "-red-" in worker.name]
     with running(master, workers):
         good = upstream.commit("C1: every test passes", {"test/test_core.py": CORE, "test/test_extra.py": EXTRA,
                                                           "test/b.txt": "ok\n"})
@@ -53,7 +58,7 @@ def history(tmp_path_factory, github):
         master.wait_for_finished_build("green", bad, timeout=120)
         # The verdicts and the history are written as the builds end: wait until the page's figures have them.
         wait_until(lambda: health(master)["backends"][0]["latest"], 60, "red's verdict on C2")
-        yield {"relay": master, "good": good, "bad": bad, "builds": builds}
+        yield {"relay": master, "good": good, "bad": bad, "builds": builds, "red_unit": red_unit}
 
 
 def health(master, path: str = "") -> dict:
@@ -80,6 +85,9 @@ def test_the_summary_shows_the_red_backend_first_with_its_figures_and_links(hist
     rows = table.find_elements(By.XPATH, "tbody/tr")
     assert [row.get_attribute("data-backend") for row in rows] == ["red", "green"], "worst first"
     red = rows[0]
+    state = figure(red, "state")
+    assert state.find_element(By.XPATH, ".//span[@data-state]").text == "failing"
+    assert "1 test failing since" in state.text and "C2: breaks test_b" in state.text
     latest = figure(red, "latest")
     assert latest.find_element(By.XPATH, ".//span[@data-state]").text == "failure"
     assert latest.find_element(By.XPATH, ".//a[code]").get_attribute("href") == github_commit(github, bad)
@@ -125,17 +133,19 @@ def test_the_backend_page_has_its_charts_failing_test_and_matrix_with_links(hist
 
     matrix = browser.find_elements(By.XPATH, "//table[@data-crcr='matrix']/tbody/tr")
     assert [row.get_attribute("data-sha") for row in matrix] == [bad, good], "newest first"
-    assert [th.text for th in browser.find_elements(By.XPATH, "//table[@data-crcr='matrix']/thead/tr/th")][4:] == [
-        "core", "extra"]
+    assert [th.text for th in browser.find_elements(By.XPATH, "//table[@data-crcr='matrix']/thead/tr/th")] == [
+        "commit", "title", "author", "seen", "verdict", "build", "core", "extra"]
     newest = matrix[0]
     assert newest.find_element(By.XPATH, "td[1]//a").get_attribute("href") == github_commit(github, bad)
-    assert newest.find_element(By.XPATH, "td[3]//span[@data-state]").text == "failure"
+    assert (newest.find_element(By.XPATH, "td[2]").text, newest.find_element(By.XPATH, "td[3]").text) == (
+        "C2: breaks test_b", "Upstream"), "its title and author, as upstream's change has them"
+    assert newest.find_element(By.XPATH, "td[5]//span[@data-state]").text == "failure"
     core = newest.find_element(By.XPATH, "td[@data-suite='core']")
     assert core.text == "1 failed (1 new)"
     cell_link = core.find_element(By.TAG_NAME, "a")
     assert "results_FAILURE" in cell_link.get_attribute("class"), "in Buildbot's colour of a failure"
     assert cell_link.get_attribute("href") == build_link(relay, builds["bad"])
-    assert matrix[1].find_element(By.XPATH, "td[@data-suite='core']").text == "2 passed"
+    assert matrix[1].find_element(By.XPATH, "td[@data-suite='core']").text == "3 passed"
     assert not browser.find_elements(By.XPATH, "//*[@data-crcr='pull-requests']"), "red is L2: no PR builds"
     browser.save_screenshot(str(tmp_path / "health-backend.png"))
 
@@ -165,3 +175,24 @@ def test_the_menu_and_the_home_page_lead_to_the_health_pages(history, browser, t
     click_when_ready(browser, "//a[contains(@class, 'bb-sidebar-item')][normalize-space(.)='Health']",
                      "a Health entry in the menu")
     wait_for_texts(browser, ["Health of the backends", "red", "green"], "the summary page")
+
+
+def test_the_build_page_names_the_failing_test_and_links_the_workers_own_junit_xml(history, browser, tmp_path):
+    relay = history["relay"]
+    open_page(browser, build_link(relay, history["builds"]["bad"]))
+    core = "//li[contains(@class, 'bb-build-summary-step-line')][contains(., 'suite core')]"
+    failing = wait_for_element(browser, f"{core}//a[normalize-space(.)='new failure: {TEST_B}']",
+                               "test_b's link under the suite's step, without a click")
+    assert failing.is_displayed()
+    assert failing.get_attribute("href") == f"{relay.web_url}#/health/red/test?id={quote(TEST_B, safe='')}"
+    browser.save_screenshot(str(tmp_path / "build-page.png"))
+
+    junit = wait_for_element(browser, f"{core}//a[normalize-space(.)='junit.xml']", "the suite's junit.xml link")
+    with urllib.request.urlopen(junit.get_attribute("href"), timeout=30) as answer:
+        downloaded, headers = answer.read(), answer.headers
+    assert headers["Content-Type"] == "application/xml"
+    assert headers["Content-Disposition"].startswith('attachment; filename="core-build')
+    (written,) = history["red_unit"].basedir.glob("*/results/core.xml")  # the bad build's, red's latest
+    assert downloaded == written.read_bytes()
+    names = [case.get("name") for case in ElementTree.fromstring(downloaded).iter("testcase")]
+    assert LONG_ID in names and "test_b" in names

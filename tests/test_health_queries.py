@@ -8,13 +8,14 @@ import pytest
 from crcr.bisection.plan import Bisection as Plan
 from crcr.store import outbox
 from crcr.store.bisections import create_bisection, update_bisection
-from crcr.store.commits import decide, mark_started, record_arrival
+from crcr.store.commits import Origin, decide, find_commit, mark_started, record_arrival
 from crcr.store.health_queries import (
     BadOutcome, Decided, FlakyCount, Queued, backend_rows, build_counts, commit_rows, commits_by_prefix,
     decided_after, failing_now, latest_streaks, metrics_rows, queued_now, summary_rows, test_rows,
 )
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow, record_build
-from test_store import db  # noqa: F401  (the fixture: a migrated SQLite file)
+from crcr.store.migrate import upgrade_tables
+from test_store import db, open_database  # noqa: F401  (the fixture: a migrated SQLite file)
 
 NOW = 2_000_000_000
 HOUR, DAY = 3600, 86400
@@ -25,13 +26,14 @@ def sha(n: int) -> str:
     return f"{n:040x}"
 
 
-def arrive(conn, backend: str, n: int, seen_at: int, brid: int | None = None) -> None:
-    assert record_arrival(conn, backend, sha(n), "main", seen_at, brid=brid)
+def arrive(conn, backend: str, n: int, seen_at: int, brid: int | None = None, position: int | None = None) -> None:
+    assert record_arrival(conn, backend, sha(n), "main", seen_at, brid=brid,
+                          origin=Origin(position, f"Commit {n}", "A U Thor"))
 
 
 def arrive_and_decide(conn, backend: str, n: int, state: str, seen_at: int, decided_at: int,
-                      buildid: int | None = None, how: str = "built") -> None:
-    arrive(conn, backend, n, seen_at)
+                      buildid: int | None = None, how: str = "built", position: int | None = None) -> None:
+    arrive(conn, backend, n, seen_at, position=position)
     assert decide(conn, backend, sha(n), state, f"{state} {n}", how, buildid, decided_at)
 
 
@@ -78,6 +80,84 @@ def test_the_latest_verdict_is_the_newest_arrival_decided_whenever_it_was_decide
     found = latest_streaks(db, ["b"])["b"]
 
     assert (found.latest.sha, found.since.sha) == (sha(3), sha(3))
+
+
+def failing_over_three_commits_then_an_old_one_forced(db) -> None:
+    """Commits 1, 2, 3 in upstream order (their changes 11, 12, 13): TEST breaks in 1 (a new failure) and still
+    fails in 2 and 3 (0 new: 'success'); then a person forces commit 0, older than the relay's first poll (no change
+    brought it), and rebuilds commit 1: both pass everything and complete last."""
+    for n in (1, 2, 3):
+        arrive_and_decide(db, "b", n, "failure" if n == 1 else "success", NOW - (10 - n) * HOUR,
+                          NOW - (9 - n) * HOUR, buildid=n, position=10 + n)
+        record(db, n, "b", n, NOW - (9 - n) * HOUR, suites={"ops": {TEST: "failed"}})
+    arrive_and_decide(db, "b", 0, "success", NOW - 2 * HOUR, NOW - HOUR, buildid=4, how="forced")
+    record(db, 4, "b", 0, NOW - HOUR, kind="forced")
+    assert decide(db, "b", sha(1), "success", "rebuilt", "forced", 5, NOW - 30 * 60)
+    record(db, 5, "b", 1, NOW - 30 * 60, kind="forced")
+
+
+def test_a_forced_build_of_an_older_commit_is_not_the_latest_verdict_however_late_it_is_decided(db):
+    failing_over_three_commits_then_an_old_one_forced(db)
+
+    found = latest_streaks(db, ["b"])["b"]
+
+    # Every verdict is 'success' now (1 rebuilt): the run goes back to the forced commit, the oldest upstream.
+    assert (found.latest.sha, found.latest.title, found.since.sha) == (sha(3), "Commit 3", sha(0))
+
+
+def test_the_tests_failing_at_the_tip_are_the_newest_upstream_commits_not_a_later_forced_builds(db):
+    failing_over_three_commits_then_an_old_one_forced(db)
+
+    found = summary_rows(db, ["b"], NOW - DAY, NOW - DAY)
+
+    assert found.failing == [BadOutcome("b", "ops", TEST, "failed", 3)]
+    # Walking back from the tip in upstream order, the forced builds come last: the older commits' runs.
+    assert [(run.buildid, run.title) for run in found.streak_runs] == [
+        (3, "Commit 3"), (2, "Commit 2"), (5, "Commit 1"), (1, "Commit 1"), (4, "Commit 0")]
+    assert metrics_rows(db, ["b"], NOW).failing == found.failing
+
+
+@pytest.mark.e2e
+def test_upstream_order_is_read_alike_on_postgresql(tmp_path, postgres):
+    conn = open_database(postgres.url, tmp_path)
+    try:
+        upgrade_tables(conn)
+        failing_over_three_commits_then_an_old_one_forced(conn)
+
+        found = summary_rows(conn, ["b"], NOW - DAY, NOW - DAY)
+
+        assert (found.streaks["b"].latest.sha, found.streaks["b"].since.sha) == (sha(3), sha(0))
+        assert found.failing == [BadOutcome("b", "ops", TEST, "failed", 3)]
+        assert [run.buildid for run in found.streak_runs] == [3, 2, 5, 1, 4]
+    finally:
+        conn.close()
+
+
+def test_a_commit_forced_before_its_push_was_polled_takes_its_place_when_its_change_comes(db):
+    arrive_and_decide(db, "b", 1, "success", NOW - 3 * HOUR, NOW - 2 * HOUR, position=11)
+    assert record_arrival(db, "b", sha(2), "main", NOW - HOUR, origin=Origin(None, "Forced", None))
+    assert decide(db, "b", sha(2), "failure", "forced", "forced", None, NOW - 30 * 60)
+    assert latest_streaks(db, ["b"])["b"].latest.sha == sha(1), "no place yet: older than every placed commit"
+
+    assert not record_arrival(db, "b", sha(2), "main", NOW, origin=Origin(12, "Its title", "A U Thor"))
+
+    row = find_commit(db, "b", sha(2))
+    assert (row.position, row.title, row.author, row.seen_at) == (12, "Forced", "A U Thor", NOW - HOUR)
+    assert latest_streaks(db, ["b"])["b"].latest.sha == sha(2)
+    assert not record_arrival(db, "b", sha(2), "main", NOW, origin=Origin(40, "Rebuilt", None))
+    assert find_commit(db, "b", sha(2)).position == 12, "a commit's place never moves"
+
+
+def test_the_matrix_lists_commits_in_upstream_order_forced_older_ones_last(db):
+    arrive(db, "b", 3, NOW - 3 * HOUR, position=30)
+    arrive(db, "b", 0, NOW - 2 * HOUR)  # forced
+    arrive(db, "b", 1, NOW - HOUR, position=10)  # forced before its push was polled: its change came late
+    arrive(db, "b", 4, NOW - 30 * 60, position=40)
+
+    found = backend_rows(db, "b", NOW - DAY, NOW - 30 * DAY).matrix_commits
+
+    assert [(c.sha, c.title, c.author) for c in found] == [
+        (sha(n), f"Commit {n}", "A U Thor") for n in (4, 3, 1, 0)]
 
 
 # --- the summary's other reads ---
@@ -164,8 +244,8 @@ def test_a_backends_rows_hold_its_streaks_flaky_tests_matrix_and_pull_requests(d
 
     found = backend_rows(db, "b", NOW - DAY, NOW - 30 * DAY)
 
-    assert [(run.buildid, run.suite) for run in found.streak_runs] == [(3, "ops"), (2, "ops"), (1, "ops"), (10, "ops")]
-    assert sorted((o.buildid, o.test) for o in found.streak_outcomes) == [(2, TEST), (3, TEST)]
+    assert [(run.buildid, run.suite) for run in found.summary.streak_runs] == [(3, "ops"), (2, "ops"), (1, "ops"), (10, "ops")]
+    assert sorted((o.buildid, o.test) for o in found.summary.streak_outcomes) == [(2, TEST), (3, TEST)]
     assert found.flaky == [FlakyCount("ops", OTHER, 2, NOW - 6 * HOUR)]
     assert found.runs_in_range == {"ops": 3 + 25, "nn": 3}
     assert [c.sha for c in found.matrix_commits] == [sha(50), sha(3), sha(2), sha(1)]

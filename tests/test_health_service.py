@@ -34,8 +34,8 @@ BUILDERID = 7
 A, B, C = ("a1" * 20, "b2" * 20, "c3" * 20)
 HOUR = 3600
 
-ROW_KEYS = {"backend", "level", "device", "description", "page", "latest", "latency", "verdicts", "pass_rate",
-            "builds", "timeouts", "timeout_rate", "queue", "units", "failing_tests"}
+ROW_KEYS = {"backend", "level", "device", "description", "page", "state", "failing_since", "latest", "latency",
+            "verdicts", "pass_rate", "builds", "timeouts", "timeout_rate", "queue", "units", "failing_tests"}
 
 
 def test_the_results_words_are_buildbots():
@@ -120,11 +120,13 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
         red = found["backends"][0]
         assert set(red) == ROW_KEYS
         assert red["latest"] == {
-            "state": "failure", "sha": B, "commit_url": f"https://github.com/{PROJECT}/commit/{B}",
+            "state": "failure", "sha": B, "title": None, "author": None,  # no change brought it here
+            "commit_url": f"https://github.com/{PROJECT}/commit/{B}",
             "description": "failure", "how": "built", "decided_at": self.now - 2 * HOUR,
             "build_url": f"#/builders/{BUILDERID}/builds/2", "since": self.now - 2 * HOUR, "since_sha": B,
-            "since_commit_url": f"https://github.com/{PROJECT}/commit/{B}",
+            "since_title": None, "since_commit_url": f"https://github.com/{PROJECT}/commit/{B}",
         }
+        assert red["state"] == "failing"
         assert red["units"] == {"connected": 0, "declared": 2}
         assert (red["failing_tests"], red["builds"], red["pass_rate"]) == (1, 2, 0.5)
 
@@ -229,7 +231,8 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
             "backend", "test", "suite", "now", "state", "failing_since", "first_failing_sha", "first_bad",
             "flaky_runs", "counts", "runs"}
         assert set(await self.health.commit(RED, A)) == {
-            "backend", "sha", "commit_url", "state", "description", "how", "seen_at", "started_at", "decided_at",
+            "backend", "sha", "title", "author", "commit_url", "state", "description", "how", "seen_at", "started_at",
+            "decided_at",
             "latency", "covered_by", "build_url", "build_kind", "bisections", "failing", "flaky", "cells"}
 
     async def test_an_unknown_backend_is_not_found(self):

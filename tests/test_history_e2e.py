@@ -1,23 +1,22 @@
 """The test history end to end: a real relay (master, worker, git upstream) records a finished build with a failing
-and a flaky test in its own tables, and its janitor, forced by an admin (and only by one), prunes what is older
-than the history's horizon and keeps the rest."""
+and a flaky test in its own tables, and its janitor, run at a master's start after a night without it, prunes what
+is older than the history's horizon and keeps the rest."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 
 import pytest
 
-from conftest import FAILURE, SUCCESS, backend, prepare_relay, running
-from crcr.config.users import add_user, users_file
+from conftest import FAILURE, backend, prepare_relay, running
+from crcr.buildmaster.janitor import JANITOR_SERVICE, LAST_PRUNE
 from harness import Upstream, wait_until
 
 pytestmark = pytest.mark.e2e
 
 BACKEND = "hist-alpha"
-MAINTAINER = ("octocat", "octocat-password")  # the backend's maintainer: not an admin
-JANITOR = "__Janitor"  # Buildbot's JanitorConfigurator names its builder so
 DAY = 86400
 TESTS = {
     "test/test_history.py": """
@@ -50,7 +49,6 @@ def lab(tmp_path_factory, github):
                                                   "timeout": 120}], env={"FLAKY_DIR": str(flaky_dir)})}
     hosts = {"history-lab": {"devices": {"alpha": 1}, "admin": "History Lab <history@example.com>"}}
     relay, workers = prepare_relay(root, upstream, github, backends, hosts=hosts, CRCR_UPSTREAM_BRANCHES="main")
-    add_user(users_file(root / "secrets"), *MAINTAINER)
     with running(relay, workers):
         yield relay, upstream, relay.basedir / "state.sqlite"
 
@@ -72,10 +70,12 @@ def test_a_finished_build_is_recorded_with_its_failing_and_flaky_tests(lab):
         ("test/test_history.py::test_broken", "failed", 1), ("test/test_history.py::test_flake", "flaky", 0)]
 
 
-def test_the_janitor_forced_by_an_admin_prunes_what_is_older_than_the_horizon(lab):
+def test_a_master_starting_after_a_night_without_the_janitor_prunes_what_is_older_than_the_horizon(lab):
     relay, upstream, database = lab
     recent = rows(database, "SELECT buildid FROM crcr_builds")
     assert recent, "the build of the test before"
+    assert not [b for b in relay.get("builders")["builders"] if "anitor" in b["name"]], "the janitor is no builder"
+    relay.stop()
     old = int(time.time()) - 91 * DAY  # the default horizon is 90 days
     with sqlite3.connect(database, timeout=30) as conn:  # history as a relay that ran for months has it
         conn.execute("INSERT INTO crcr_builds (buildid, backend, builderid, number, sha, branch, kind, results, "
@@ -85,18 +85,18 @@ def test_the_janitor_forced_by_an_admin_prunes_what_is_older_than_the_horizon(la
                      "VALUES (999999, ?, 'ops', 'test/test_history.py::test_broken', 'failed', 1, ?)", (BACKEND, old))
         conn.execute("INSERT INTO crcr_commits (backend, sha, branch, seen_at, started_at, decided_at, state, how) "
                      "VALUES (?, ?, 'main', ?, ?, ?, 'success', 'built')", (BACKEND, "0" * 40, old, old, old))
+        # The janitor's last prune two days ago: the relay was down at the last midnight.
+        conn.execute("UPDATE object_state SET value_json = ? WHERE name = ? AND objectid IN "
+                     "(SELECT id FROM objects WHERE name = ?)",
+                     (json.dumps({"at": time.time() - 2 * DAY, "pruned": {}}), LAST_PRUNE, JANITOR_SERVICE))
 
-    refused = relay.rpc(f"forceschedulers/{JANITOR}_force", "force", as_user=MAINTAINER)
-    assert refused["status"] == 403, "only an admin may run the janitor"
-    assert relay.get(f"builders/{relay.builder_id(JANITOR)}/builds")["builds"] == []
-    relay.rpc(f"forceschedulers/{JANITOR}_force", "force")  # as the admin
+    relay.start()
 
-    (janitor,) = wait_until(lambda: [b for b in relay.get(f"builders/{relay.builder_id(JANITOR)}/builds")["builds"]
-                                     if b["complete"]] or None, 60, "the janitor's build")
-    assert janitor["results"] == SUCCESS
-    assert [(s["name"], s["results"], s["state_string"]) for s in relay.steps(janitor)][-1] == (
-        "RelayHistoryJanitor", SUCCESS, "pruned 1 build, 1 commit older than 90 days")
+    wait_until(lambda: rows(database, "SELECT count(*) FROM crcr_commits WHERE sha = ?", "0" * 40) == [(0,)], 60,
+               "the janitor's prune at start")
     assert rows(database, "SELECT buildid FROM crcr_builds") == recent
     assert rows(database, "SELECT count(*) FROM crcr_test_outcomes WHERE buildid = 999999") == [(0,)]
-    assert rows(database, "SELECT count(*) FROM crcr_commits WHERE sha = ?", "0" * 40) == [(0,)]
     assert rows(database, "SELECT count(*) FROM crcr_test_outcomes") == [(2,)], "the recent build's tests stay"
+    assert "crcr janitor: deleted what is older than 90 days: log chunks: 0, build data: 0, crcr_bisection_steps: 0, " \
+           "crcr_bisections: 0, crcr_builds: 1, crcr_commits: 1, crcr_junit_files: 0, crcr_suite_runs: 0, crcr_test_outcomes: 1" \
+        in (relay.basedir / "twistd.log").read_text()

@@ -32,7 +32,7 @@ from crcr.suites.results import SuiteResults
 from test_ledger import PROJECT, UPSTREAM_URL, deliver_produced, sha
 
 ALPHA = "alpha"
-JANITOR = "janitor"
+OTHER = "other"  # a builder that is no backend's
 WORKERID = 1
 START = 1_000_000
 ADD, MUL, DIV, SUB = (f"test/test_ops.py::test_{name}" for name in ("add", "mul", "div", "sub"))
@@ -47,7 +47,7 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         self.master = await fakemaster.make_master(self, wantData=True, basedir=basedir)  # SQLite in memory
         self.master.mq.verifyMessages = False  # its schema of buildrequests messages predates Buildbot 4's
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name="host-alpha-0")])
-        self.builderids = {name: await self.master.data.updates.findBuilderId(name) for name in (ALPHA, JANITOR)}
+        self.builderids = {name: await self.master.data.updates.findBuilderId(name) for name in (ALPHA, OTHER)}
         self.store = RelayStore()
         await hold_services(self.master, self.store, leadership())
         await self.master.service_manager.startService()
@@ -77,7 +77,7 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         brid = brids[self.builderids[builder]]
         await self.master.data.updates.claimBuildRequests([brid])
         buildid, _ = await self.master.data.updates.addBuild(self.builderids[builder], brid, WORKERID)
-        if builder != JANITOR:
+        if builder != OTHER:
             properties[BACKEND_PROPERTY] = builder  # the builder's own property
         properties["scheduler"] = scheduler
         if tested is not None:
@@ -207,7 +207,7 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
 
     async def test_a_build_to_be_retried_and_a_build_of_another_builder_are_not_recorded(self):
         await self.build(upstream_scheduler_name(ALPHA), RETRY, {"ops": RETRY})
-        await self.build("janitor", SUCCESS, {}, builder=JANITOR)
+        await self.build("other", SUCCESS, {}, builder=OTHER)
         await self.deliver()
 
         self.assertEqual(await self.rows(tables.builds), [])
@@ -229,7 +229,7 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         self.reactor.advance(3600)
         missed = [await self.build(upstream_scheduler_name(ALPHA), FAILURE, {"ops": FAILURE},
                                    tested={"ops": SuiteResults(failing=[ADD], new=[ADD])}) for _ in range(2)]
-        await self.build("janitor", SUCCESS, {}, builder=JANITOR)
+        await self.build("other", SUCCESS, {}, builder=OTHER)
         self.master.mq.clearProductions()
 
         await self.start_recorder()

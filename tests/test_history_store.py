@@ -96,7 +96,7 @@ def test_prune_drops_the_history_older_than_the_horizon(db):
 
     assert prune(db, before=1500) == {
         "crcr_builds": 1, "crcr_suite_runs": 1, "crcr_test_outcomes": 2, "crcr_commits": 0, "crcr_bisections": 0,
-        "crcr_bisection_steps": 0,
+        "crcr_bisection_steps": 0, "crcr_junit_files": 0,
     }
 
     assert [r["buildid"] for r in rows(db, tables.builds)] == [8]

@@ -1,88 +1,152 @@
-"""The relay's janitor: Buildbot's JanitorConfigurator (build logs past the horizon, nightly) with the relay's own
-step on the same builder, which prunes the test history, the ledger's decided commits and ended bisections past
-the horizon. The step under Buildbot's step harness with the relay's real store on the harness's master."""
+"""The relay's janitor: a service of the leader's that deletes, nightly, Buildbot's build logs and build data and the
+relay's history older than the horizon; a master that leads after a night without a prune prunes at once. A fake
+master and clock, with the relay's real store and leadership on a real SQLite database."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from datetime import timedelta
+from datetime import datetime
 
-from buildbot.configurators.janitor import JANITOR_NAME, LogChunksJanitor
 from buildbot.process.results import SUCCESS
-from buildbot.schedulers.timed import Nightly
+from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
-from buildbot.test.steps import TestBuildStepMixin
-from buildbot.worker.local import LocalWorker
+from buildbot.test.util.logging import LoggingMixin
 from twisted.trial import unittest
 
-from crcr.buildmaster.force_forms import OwnBuildersForceScheduler
-from crcr.buildmaster.janitor import PruneHistory, RelayJanitor
+from crcr.buildmaster.janitor import JANITOR_SERVICE, LAST_PRUNE, RelayJanitor, midnight_after, midnight_before
+from crcr.names import LEADERSHIP_SERVICE, STORE_SERVICE
 from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.history import BuildRow, record_build
 from crcr.store.service import RelayStore
-from relaymaster import hold_services
+from relaymaster import another_relay_master, leadership, relay_master
 
 DAY = 86400
-NOW = 400 * DAY
+HOUR = 3600
+NOW = datetime(2026, 3, 10, 15, 0).timestamp()  # 3 pm on the master's clock
+MIDNIGHT = datetime(2026, 3, 11).timestamp()
+OLD, RECENT = NOW - 91 * DAY, NOW - 89 * DAY  # either side of the 90 days' horizon
+PRUNED_ALL = {"log chunks": 1, "build data": 1, "crcr_bisection_steps": 0, "crcr_bisections": 0, "crcr_builds": 1,
+              "crcr_commits": 1, "crcr_junit_files": 0, "crcr_suite_runs": 0, "crcr_test_outcomes": 0}
 
 
-def test_the_janitor_prunes_logs_and_the_relays_history_on_one_nightly_builder():
-    config = {"builders": [], "schedulers": [], "workers": []}
-
-    RelayJanitor(history_days=90).configure(config)
-
-    (builder,) = config["builders"]
-    assert builder.name == JANITOR_NAME
-    log_step, prune_step = builder.factory.steps
-    assert log_step.step_class is LogChunksJanitor and log_step.kwargs == {"logHorizon": timedelta(days=90)}
-    assert prune_step.step_class is PruneHistory and prune_step.kwargs == {"history_days": 90}
-    nightly, force = config["schedulers"]
-    assert isinstance(nightly, Nightly) and nightly.builderNames == [JANITOR_NAME]
-    assert isinstance(force, OwnBuildersForceScheduler) and force.builderNames == [JANITOR_NAME]
-    (worker,) = config["workers"]
-    assert isinstance(worker, LocalWorker) and worker.name == JANITOR_NAME
+def test_midnights_are_the_masters_local_ones():
+    assert midnight_before(NOW) == datetime(2026, 3, 10).timestamp() and midnight_after(NOW) == MIDNIGHT
+    assert midnight_before(MIDNIGHT) == MIDNIGHT and midnight_after(MIDNIGHT) == datetime(2026, 3, 12).timestamp()
 
 
-def build(buildid: int, complete_at: int) -> BuildRow:
-    return BuildRow(buildid=buildid, backend="alpha", builderid=1, number=buildid, sha="a" * 40, branch="main",
-                    kind="upstream", results=SUCCESS, state_string="build successful", started_at=complete_at - 60,
-                    complete_at=complete_at, timed_out=False)
+def buildbot_rows(buildid: int, complete_at: float) -> list:
+    """A build of Buildbot's that ended at `complete_at`, with a step's log of one chunk and one build datum."""
+    return [fakedb.Buildset(id=buildid), fakedb.BuildRequest(id=buildid, buildsetid=buildid, builderid=1),
+            fakedb.Build(id=buildid, buildrequestid=buildid, builderid=1, masterid=fakedb.FakeDBConnector.MASTER_ID,
+                         workerid=1, started_at=int(complete_at) - 60, complete_at=int(complete_at)),
+            fakedb.Step(id=buildid, buildid=buildid, started_at=int(complete_at) - 60),
+            fakedb.Log(id=buildid, stepid=buildid, num_lines=1),
+            fakedb.LogChunk(logid=buildid, first_line=0, last_line=0, content="output"),
+            fakedb.BuildData(buildid=buildid, name="data", value=b"x", source="test")]
 
 
-class PruneHistoryTest(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
+def relay_history(conn, buildid: int, complete_at: float) -> None:
+    """The relay's rows of a build that ended at `complete_at`: the build, its commit decided then."""
+    sha = f"{buildid:040x}"
+    record_build(conn, BuildRow(buildid=buildid, backend="alpha", builderid=1, number=buildid, sha=sha, branch="main",
+                                kind="upstream", results=SUCCESS, state_string="build successful",
+                                started_at=int(complete_at) - 60, complete_at=int(complete_at), timed_out=False),
+                 [], [])
+    record_arrival(conn, "alpha", sha, "main", seen_at=complete_at - 120)
+    decide(conn, "alpha", sha, "success", "ok", "built", buildid=buildid, decided_at=complete_at)
+
+
+class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
     async def setUp(self):
-        # fakemaster makes its basedir relative to the working directory: keep it out of the checkout.
-        here, scratch = os.getcwd(), tempfile.mkdtemp(prefix="crcr-janitor-")
-        os.chdir(scratch)
-        self.addCleanup(shutil.rmtree, scratch, True)
-        self.addCleanup(os.chdir, here)
         self.setup_test_reactor()
         self.reactor.advance(NOW)
-        await self.setup_test_build_step()
-        self.store = RelayStore()
-        await hold_services(self.master, self.store)
-        await self.master.service_manager.startService()
-        self.addCleanup(self.master.service_manager.stopService)
+        self.setUpLogging()
+        self.janitor = RelayJanitor(history_days=90)
+        rows = [fakedb.Builder(id=1, name="alpha"), fakedb.Worker(id=1, name="host-alpha-0")]
+        self.master = await relay_master(self, RelayStore(), leadership(), prefix="crcr-janitor-", rows=rows)
+        await self.master.initLock.run(lambda: None)  # the leadership's first tick: this master leads
 
-    async def test_it_prunes_what_ended_before_the_horizon_and_says_how_much(self):
-        def history(conn):
-            record_build(conn, build(1, NOW - 91 * DAY), [], [])
-            record_build(conn, build(2, NOW - 89 * DAY), [], [])
-            record_arrival(conn, "alpha", "a" * 40, "main", seen_at=NOW - 100 * DAY)
-            decide(conn, "alpha", "a" * 40, "success", "ok", "built", buildid=1, decided_at=NOW - 91 * DAY)
+    async def add_history(self, buildid: int, complete_at: float) -> None:
+        await self.master.db.insert_test_data(buildbot_rows(buildid, complete_at))
+        await self.master.db.pool.do(relay_history, buildid, complete_at)
 
-        await self.master.db.pool.do(history)
-        self.setup_step(PruneHistory(history_days=90))
-        self.expect_outcome(SUCCESS, "pruned 1 build, 1 commit older than 90 days")
-        self.expect_log_file("pruned", (
-            "Rows older than 90 days deleted from the relay's tables:\n"
-            "  crcr_bisection_steps: 0\n  crcr_bisections: 0\n  crcr_builds: 1\n  crcr_commits: 1\n"
-            "  crcr_suite_runs: 0\n  crcr_test_outcomes: 0\n"
-        ))
+    async def kept(self, master=None) -> dict[str, set]:
+        """What is left of each build: its log chunks, its build data, its row in the relay's history, its commit."""
+        db = (master or self.master).db
 
-        await self.run_step()
+        def left(conn):
+            model = db.model
+            return {"log chunks": {r.logid for r in conn.execute(model.logchunks.select())},
+                    "build data": {r.buildid for r in conn.execute(model.build_data.select())}}
 
-        self.assertEqual(await self.store.recorded_buildids(0), {2})
-        self.assertIsNone(await self.master.db.pool.do(find_commit, "alpha", "a" * 40))
+        kept = await db.pool.do(left)
+        store = (master or self.master).service_manager.namedServices[STORE_SERVICE]
+        kept["history"] = await store.recorded_buildids(0)
+        kept["commits"] = {b for b in (1, 2) if await db.pool.do(find_commit, "alpha", f"{b:040x}") is not None}
+        return kept
+
+    async def start_janitor(self, master=None) -> RelayJanitor:
+        janitor = RelayJanitor(history_days=90)
+        await janitor.setServiceParent((master or self.master).service_manager)
+        return janitor
+
+    async def test_a_relay_never_pruned_prunes_at_start_then_every_midnight(self):
+        await self.add_history(1, OLD)
+        await self.add_history(2, RECENT)
+
+        janitor = await self.start_janitor()
+        self.reactor.advance(0)
+
+        self.assertEqual(await self.kept(), {"log chunks": {2}, "build data": {2}, "history": {2}, "commits": {2}})
+        self.assertLogged("crcr janitor: deleted what is older than 90 days: log chunks: 1, build data: 1, "
+                          "crcr_bisection_steps: 0, crcr_bisections: 0, crcr_builds: 1, crcr_commits: 1, "
+                          "crcr_junit_files: 0, crcr_suite_runs: 0, crcr_test_outcomes: 0")
+        self.assertEqual(await janitor.getState(LAST_PRUNE), {"at": NOW, "pruned": PRUNED_ALL})
+
+        self.reactor.advance(MIDNIGHT - NOW)
+        self.assertEqual((await janitor.getState(LAST_PRUNE))["at"], MIDNIGHT)
+        self.reactor.advance(DAY - 1)  # build 2 ended past the horizon 9 hours ago, but it is not midnight yet
+        self.assertEqual((await self.kept())["history"], {2})
+        self.reactor.advance(1)
+        self.assertEqual(await self.kept(), {"log chunks": set(), "build data": set(), "history": set(),
+                                             "commits": set()})
+
+    async def test_a_master_leading_the_same_day_waits_for_midnight_and_one_after_a_missed_night_prunes_at_once(self):
+        await self.add_history(1, OLD)
+        await self.start_janitor()
+        self.reactor.advance(0)
+        await self.add_history(2, OLD)  # after the day's prune
+        await self.stop_leading(self.master)
+
+        self.reactor.advance(HOUR)
+        second = await self.another_master()
+        self.assertEqual((await self.kept(second))["log chunks"], {2}, "pruned already today")
+        await self.stop_leading(second)
+
+        self.reactor.advance(2 * DAY)  # no master led at midnight
+        third = await self.another_master()
+        self.assertEqual(await self.kept(third), {"log chunks": set(), "build data": set(), "history": set(),
+                                                  "commits": set()})
+
+    async def another_master(self):
+        """Another master of the relay's, which takes the lead, with its janitor."""
+        master = await another_relay_master(self, self.master, RelayStore(), leadership(), prefix="crcr-janitor-")
+        await master.initLock.run(lambda: None)
+        await self.start_janitor(master)
+        self.reactor.advance(0)
+        return master
+
+    async def stop_leading(self, master) -> None:
+        """`master` stops its janitor and gives up the lead (as it does when it stops)."""
+        for name in (JANITOR_SERVICE, LEADERSHIP_SERVICE):
+            await master.service_manager.namedServices[name].disownServiceParent()
+
+    async def test_a_master_that_no_longer_leads_prunes_no_more(self):
+        janitor = await self.start_janitor()
+        self.reactor.advance(0)
+        await self.add_history(1, OLD)
+
+        await self.master.service_manager.namedServices[LEADERSHIP_SERVICE].disownServiceParent()  # gives up the lead
+        self.reactor.advance(MIDNIGHT - NOW)
+
+        self.assertEqual((await self.kept())["log chunks"], {1})
+        self.assertEqual((await janitor.getState(LAST_PRUNE))["at"], NOW)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from buildbot.config.master import MasterConfig
 from buildbot.process.builder import Builder
+from buildbot.process.properties import Properties
 from buildbot.process.buildrequest import BuildRequest
 from buildbot.process.results import CANCELLED, FAILURE, RETRY, SKIPPED, SUCCESS
 from buildbot.test import fakedb
@@ -44,7 +45,8 @@ from crcr.config.errors import shown
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
 from crcr.names import (
-    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, LEADERSHIP_SERVICE, LEDGER_SERVICE, PULL_REQUEST_PROPERTY,
+    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, FORCED_CHANGE_CATEGORY,
+    LEADERSHIP_SERVICE, LEDGER_SERVICE, PULL_REQUEST_PROPERTY,
     STORE_SERVICE, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, UPSTREAM_MIRROR_DIR, UPSTREAM_MIRROR_SERVICE,
     bisect_scheduler_name, force_scheduler_name,
     status_context, suite_step_name, upstream_scheduler_name,
@@ -186,13 +188,15 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         _, brids = await scheduler.addBuildsetForChanges(reason="upstream commit", changeids=[changeid])
         return brids[self.builderids[backend]]
 
-    async def asked_of(self, scheduler_name: str, backend: str, n: int, revision: str | None = None) -> int:
-        """A request for commit sha(n) (or `revision`) asked of a force-like scheduler (force-, bisect-<backend>)."""
+    async def asked_of(self, scheduler_name: str, backend: str, n: int, revision: str | None = None,
+                       properties: dict | None = None) -> int:
+        """A request for commit sha(n) (or `revision`) asked of a force-like scheduler (force-, bisect-<backend>),
+        with the `properties` its form would set."""
         scheduler = self.master.config.schedulers[scheduler_name]
         _, brids = await scheduler.addBuildsetForSourceStamps(
             sourcestamps=[{"codebase": "", "branch": "main", "revision": revision or sha(n), "repository": UPSTREAM_URL,
                            "project": PROJECT}],
-            reason="asked", builderNames=[backend],
+            reason="asked", builderNames=[backend], properties=Properties(**(properties or {})),
         )
         return brids[self.builderids[backend]]
 
@@ -289,6 +293,33 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
 
         row = await self.row(SILENT, 1)
         self.assertEqual((row.seen_at, row.brid), (seen, first))
+
+    async def test_a_commit_takes_its_place_upstream_its_title_and_author_from_the_change_that_brought_it(self):
+        await self.upstream(SILENT, 1)
+        await self.upstream(SILENT, 2)
+        await self.deliver()
+
+        first, second = await self.row(SILENT, 1), await self.row(SILENT, 2)
+        self.assertLess(first.position, second.position)
+        self.assertEqual((second.title, second.author), (f"commit {sha(2)[:10]}", "Upstream"))
+
+    async def test_a_commit_forced_before_its_push_was_polled_takes_its_place_when_its_change_comes(self):
+        await self.upstream(SILENT, 1)
+        await self.master.data.updates.addChange(  # as the force scheduler adds it (forced_changes.py)
+            author="A U Thor <a@example.com>", revision=sha(2), branch="main", repository=UPSTREAM_URL,
+            project=PROJECT, comments="Fix add\n\nwith a body", category=FORCED_CHANGE_CATEGORY)
+        await self.asked_of(force_scheduler_name(SILENT), SILENT, 2)
+        await self.deliver()
+        forced = await self.row(SILENT, 2)
+        self.assertEqual((forced.position, forced.title, forced.author), (None, "Fix add", "A U Thor"),
+                         "no upstream change brought it: no place upstream yet, the title of the change its force added")
+
+        await self.upstream(SILENT, 2)
+        await self.deliver()
+
+        row = await self.row(SILENT, 2)
+        self.assertGreater(row.position, (await self.row(SILENT, 1)).position)
+        self.assertEqual((row.title, row.brid), ("Fix add", forced.brid), "the rest of its row stays")
 
     async def test_a_bisection_request_records_no_commit(self):
         await self.asked_of(bisect_scheduler_name(SILENT), SILENT, 1)

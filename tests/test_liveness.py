@@ -15,7 +15,6 @@ from buildbot.test.fake.fakeprotocol import FakeConnection
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.logging import LoggingMixin
 from buildbot.worker import Worker
-from buildbot.worker.local import LocalWorker
 
 from crcr.buildmaster.liveness import MISSED_KEEPALIVES, SilentWorkerWatch
 
@@ -86,17 +85,3 @@ class SilentWorkerWatchTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
         self.assertFalse(new.dropped)
         self.advance(2 * KEEPALIVE)  # the first check saw it; three keepalives later it is still silent
         self.assertTrue(new.dropped)
-
-    @defer.inlineCallbacks
-    def test_the_masters_own_worker_is_never_dropped(self):
-        """The janitor's LocalWorker runs in the master and connects itself: its connection sends no keepalives,
-        and nothing would connect it again."""
-        local = LocalWorker("__Janitor")
-        yield local.setServiceParent(self.master.workers)
-        self.master.workers.workers[local.name] = local
-        self.assertIsNotNone(local.conn)
-
-        self.advance(10 * LIMIT)
-
-        self.assertIsNotNone(local.conn)
-        self.assertNotLogged("silent for")

@@ -12,6 +12,7 @@ HOUR = 3600
 FIGURES = {
     "backends": {
         "ok-alpha": {
+            "state": "known_failures",
             "commits": {"pending": 2, "success": 5, "failure": 1, "error": 0},
             "latencies": [240, 300, 1000, 2 * HOUR, 3 * 86400],
             "queue_length": 1,
@@ -20,6 +21,7 @@ FIGURES = {
             "failing_tests": 3,
         },
         "ok-beta": {
+            "state": None,
             "commits": {"pending": 0, "success": 0, "failure": 0, "error": 0},
             "latencies": [],
             "queue_length": 0,
@@ -53,6 +55,17 @@ def test_each_backend_s_commits_by_state_queue_bisections_and_failing_tests():
         assert found[("crcr_queue_length", (("backend", backend),))] == figures["queue_length"]
         assert found[("crcr_failing_tests", (("backend", backend),))] == figures["failing_tests"]
     assert found[("crcr_oldest_queued_age_seconds", (("backend", "ok-alpha"),))] == 95
+
+
+def test_each_backend_s_state_is_one_of_its_states_set_to_1():
+    found = samples(FIGURES)
+
+    def state(backend):
+        return {s: found[("crcr_backend_state", (("backend", backend), ("state", s)))]
+                for s in ("failing", "known_failures", "error", "passing")}
+
+    assert state("ok-alpha") == {"failing": 0, "known_failures": 1, "error": 0, "passing": 0}
+    assert set(state("ok-beta").values()) == {0}, "no verdict yet: no state"
 
 
 def test_an_empty_queue_has_no_oldest_age():

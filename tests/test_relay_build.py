@@ -95,7 +95,7 @@ class RelayBuildTest(TestReactorMixin, unittest.TestCase):
         write_worker(dirs.workers, "host", devices={"alpha": 1})
         write_worker_password(dirs.secrets, "host")
         config = MasterConfig.loadFromDict(build_master_config(settings_for(dirs)), "master.cfg")
-        (builder_config,) = [b for b in config.builders if b.name == BACKEND]  # the janitor's is Buildbot's
+        (builder_config,) = [b for b in config.builders if b.name == BACKEND]
         return builder_config
 
     def waiting_builder_config(self, build_class=RelayBuild, always_run=False, first=None) -> BuilderConfig:

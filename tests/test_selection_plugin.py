@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+import pytorch_files
 from crcr.config.models import Suite
 from crcr.suites.results import RERUNS_PROPERTY, parse_junit, read_junit
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, PLUGIN_FILE, only_tests_command, pytest_command
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
+from test_spyre_config import BARE_NAMES
 
 PLUGIN_DIR = PLUGIN_FILE.parent
 
@@ -497,3 +499,301 @@ def load_plugin_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# Instantiated names as PyTorch builds them from test_binary_ufuncs.py and test_view_ops.py (on CPU; on the
+# backend, 'spyre'): (method, its template, what lies between them and the device, the dtypes after it).
+REAL_NAMES = [
+    ("test_contig_vs_transposed_add_cpu_float16", "test_contig_vs_transposed", "add", ["float16"]),
+    # OpInfo 'div' with variant 'no_rounding_mode': its full name with '.' written '_'.
+    ("test_contig_vs_transposed_div_no_rounding_mode_cpu_bfloat16", "test_contig_vs_transposed",
+     "div_no_rounding_mode", ["bfloat16"]),
+    ("test_type_promotion__refs_sub_cpu", "test_type_promotion", "_refs_sub", []),  # @ops(dtypes=OpDTypes.none)
+    ("test_heaviside_complex_cpu_complex64_complex128", "test_heaviside_complex", "", ["complex64", "complex128"]),
+    ("test_zeta_cpu_bool_float16", "test_zeta", "", ["bool", "float16"]),
+    ("test_conj_self_cpu_bfloat16", "test_conj_self", "", ["bfloat16"]),
+    ("test_view_as_real_cpu_complex64", "test_view_as_real", "", ["complex64"]),
+    ("test_unbind_cpu", "test_unbind", "", []),
+    ("test_copy_float16_spyre_float16", "test_copy_float16", "", ["float16"]),
+    ("test_float8_cast_spyre_float8_e4m3fn", "test_float8_cast", "", ["float8_e4m3fn"]),
+    ("test_unbind", "test_unbind", "", []),  # not instantiated: nothing to read
+]
+
+
+@pytest.mark.parametrize("method, template, op, dtypes", REAL_NAMES, ids=[n[0] for n in REAL_NAMES])
+def test_the_op_and_dtypes_of_a_real_instantiated_name(method, template, op, dtypes):
+    plugin = load_plugin_module()
+    assert plugin.variant_of(method, template, ("spyre", *plugin.GENERIC_DEVICES)) == (op, dtypes)
+
+
+# torch-spyre's own test_binary_ufuncs.yaml: its global lists and its first group's edits.
+SPYRE_BINARY_UFUNCS = (["float16", "int64"], ["add", "mul", "sub", "gcd"],
+                       {"ops": {"include": ["add"], "exclude": ["gcd"]},
+                        "dtypes": {"include": ["float32"], "exclude": ["bfloat16"]}})
+
+
+@pytest.mark.parametrize("edits, op, dtypes, runs", [
+    (None, "", ["float16"], True),
+    (None, "", [], True),  # a test without a dtype
+    (None, "", ["float32"], False),  # not a supported dtype
+    (None, "", ["float16", "float32"], False),  # every dtype of a tuple must be
+    (None, "gcd", ["float16"], True),  # ops are read only for a group with ops edits: may be a @parametrize value
+    (SPYRE_BINARY_UFUNCS[2], "add", ["float32"], True),  # an included dtype
+    (SPYRE_BINARY_UFUNCS[2], "mul", ["int64"], True),  # a supported op
+    (SPYRE_BINARY_UFUNCS[2], "gcd", ["float16"], False),  # an excluded op
+    (SPYRE_BINARY_UFUNCS[2], "div_no_rounding_mode", ["float16"], False),  # not a supported op
+    (SPYRE_BINARY_UFUNCS[2], "add", ["bfloat16"], False),  # an excluded dtype
+    (SPYRE_BINARY_UFUNCS[2], "_refs_sub", [], False),  # '_refs.sub' is not 'sub'
+    (SPYRE_BINARY_UFUNCS[2], "", ["float16"], True),  # not an @ops variant
+    ({"ops": {"include": ["div", "nn.functional.relu"]}}, "div_floor_rounding", ["int64"], True),  # an op's variant
+    ({"ops": {"include": ["nn.functional.relu"]}}, "nn_functional_relu", ["float16"], True),
+    ({"ops": {"exclude": ["div"]}}, "divide_no_rounding_mode", ["float16"], False),  # 'divide' is no supported op
+])
+def test_variants_the_supported_lists_and_edits_let_run(edits, op, dtypes, runs):
+    supported_dtypes, supported_ops, _ = SPYRE_BINARY_UFUNCS
+    assert load_plugin_module().Variants(supported_dtypes, supported_ops, edits).allow(op, dtypes) is runs
+
+
+def test_without_supported_lists_only_the_exclusions_leave_variants_out():
+    variants = load_plugin_module().Variants(None, None, {"ops": {"include": ["add"], "exclude": ["gcd"]},
+                                                          "dtypes": {"include": ["float32"], "exclude": ["int8"]}})
+    assert [variants.allow(op, [dtype]) for op, dtype in [("sub", "complex64"), ("gcd", "float16"), ("add", "int8")]] == [
+        True, False, False]
+
+
+# An @ops test as PyTorch instantiates it: a copy per op and dtype, wrapped (functools.wraps) around the template.
+TEST_BINARY_UFUNCS = '''
+import functools
+import unittest
+
+
+class TestBinaryUfuncsSPYRE(unittest.TestCase):
+    def test_bitwise_ops_spyre_int64(self):
+        pass
+
+    def test_bitwise_ops_spyre_int8(self):
+        raise AssertionError("int8 is not a supported dtype")
+
+    def test_not_broadcastable_spyre(self):
+        pass
+
+
+def _contig_vs_transposed(self, op, dtype):
+    assert (op, dtype) in RUN, f"{op} {dtype} is not a variant the config names"
+
+
+_contig_vs_transposed.__name__ = "test_contig_vs_transposed"
+RUN = {(op, dtype) for op in ("add", "mul") for dtype in ("float16", "float32", "int64")}
+for op in ("add", "mul", "gcd", "sub", "div_no_rounding_mode"):
+    for dtype in ("float16", "float32", "bfloat16", "int64"):
+        instantiated = functools.wraps(_contig_vs_transposed)(
+            lambda self, op=op, dtype=dtype: _contig_vs_transposed(self, op, dtype))
+        setattr(TestBinaryUfuncsSPYRE, f"test_contig_vs_transposed_{op}_spyre_{dtype}", instantiated)
+'''
+
+EDITS_CONFIG = """
+test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_binary_ufuncs.py
+      unlisted_test_mode: skip
+      tests:
+        - names: [TestBinaryUfuncs::test_contig_vs_transposed, TestBinaryUfuncs::test_renamed_upstream]
+          edits:
+            ops:
+              include: [{name: add, description: not in the supported ops}]
+              exclude: [{name: gcd}]
+            dtypes:
+              include: [{name: float32}]
+              exclude: [{name: bfloat16}]
+            functions: {cpu_move: [{name: assertEqual}]}
+  global:
+    supported_dtypes: [{name: float16}, {name: int64}]
+    supported_ops: [{name: mul}, {name: gcd}]
+"""
+
+
+@pytest.fixture
+def ops_checkout(tmp_path) -> Path:
+    root = tmp_path / "upstream"
+    (root / "test").mkdir(parents=True)
+    (root / "test" / "test_binary_ufuncs.py").write_text(TEST_BINARY_UFUNCS)
+    (root / "benchmarks").mkdir()  # beside test/: pytest given a folder and a file in it collects neither
+    (root / "benchmarks" / "test_empty.py").write_text("# no tests here\n")
+    (tmp_path / "spyre.yaml").write_text(EDITS_CONFIG)
+    spec = {"device": "spyre", "skip": [], **selection_rules(load_test_suite_config(tmp_path / "spyre.yaml"))}
+    (tmp_path / "selection.json").write_text(json.dumps(spec))
+    return root
+
+
+def selection_report(checkout: Path) -> dict:
+    return json.loads((checkout.parent / "results.selection.json").read_text())
+
+
+def test_a_config_with_edits_runs_exactly_the_op_and_dtype_variants_it_names(ops_checkout):
+    result = run_pytest(ops_checkout)
+
+    variants = {f"TestBinaryUfuncsSPYRE::test_contig_vs_transposed_{op}_spyre_{dtype}": "passed"
+                for op in ("add", "mul") for dtype in ("float16", "float32", "int64")}
+    unlisted = "skipped: skipped by the test-suite config (unlisted_test_mode skip)"
+    assert outcomes(ops_checkout) == {
+        **variants,
+        "TestBinaryUfuncsSPYRE::test_bitwise_ops_spyre_int64": unlisted,
+        "TestBinaryUfuncsSPYRE::test_not_broadcastable_spyre": unlisted,
+    }, result.stdout
+    assert result.returncode == 0
+    # 20 variants of which 6 run, and the unlisted test in an unsupported dtype.
+    assert "6 passed, 2 skipped, 15 deselected in" in result.stdout
+    assert "; 15 deselected by the supported dtypes and edits" in result.stdout
+    assert selection_report(ops_checkout) == {
+        "unmatched": [{"kind": "config name", "name": "TestBinaryUfuncs::test_renamed_upstream",
+                       "file": "test/test_binary_ufuncs.py"}],
+        "deselected_by_edits": 15,
+    }
+
+
+def test_names_keywords_files_and_deselections_that_select_nothing_are_reported(ops_checkout):
+    result = run_pytest(ops_checkout, "benchmarks/test_empty.py", "-k", "bitwise or no_such_test",
+                        "--deselect", "test/test_binary_ufuncs.py::TestBinaryUfuncsSPYRE::test_not_broadcastable_spyre",
+                        "--deselect", "test/test_binary_ufuncs.py::TestGone")
+
+    assert selection_report(ops_checkout)["unmatched"] == [
+        {"kind": "config name", "name": "TestBinaryUfuncs::test_renamed_upstream", "file": "test/test_binary_ufuncs.py"},
+        {"kind": "file", "name": "benchmarks/test_empty.py", "file": "benchmarks/test_empty.py"},
+        {"kind": "deselect", "name": "test/test_binary_ufuncs.py::TestGone", "file": "test/test_binary_ufuncs.py"},
+    ]
+    assert ("crcr selection: 3 names match no test: test/test_binary_ufuncs.py TestBinaryUfuncs::test_renamed_upstream, "
+            "benchmarks/test_empty.py, --deselect test/test_binary_ufuncs.py::TestGone") in result.stdout
+
+    run_pytest(ops_checkout, "-k", "no_such_test")
+
+    assert {"kind": "keyword", "name": "no_such_test", "file": None} in selection_report(ops_checkout)["unmatched"]
+
+
+def test_a_file_that_fails_to_import_is_reported_by_its_error_not_as_matching_no_test(ops_checkout):
+    (ops_checkout / "test" / "test_broken.py").write_text("from torch_testing import binary_ufuncs_and_refs\n")
+
+    result = run_pytest(ops_checkout, "test/test_broken.py")
+
+    assert "ERROR collecting test/test_broken.py" in result.stdout, result.stdout
+    # pytest collected nothing, of the broken file nor of test/ holding it: neither names nothing.
+    assert "collected 0 items / 1 error" in result.stdout
+    assert selection_report(ops_checkout)["unmatched"] == [], result.stdout
+
+
+def test_a_spec_with_malformed_edits_or_supported_lists_is_refused():
+    plugin = load_plugin_module()
+    rules = {"unlisted": "skip", "rules": [{"names": ["TestA::test_b"], "mode": "skip", "edits": {"ops": {"include": "add"}}}]}
+    assert plugin._spec_problem({"files": {"test/test_a.py": rules}}) == (
+        "files.test/test_a.py.rules[0].edits: expected ops and dtypes, each with include and exclude names")
+    assert plugin._spec_problem({"supported_dtypes": "float16"}) == "supported_dtypes: expected a list of names"
+
+
+# PyTorch's test_binary_ufuncs.py shape: a module-level function adds test_<op>_not_implemented methods to the
+# class before instantiation; and module-level test functions, which a config names without a class.
+TEST_GENERATED = '''
+import unittest
+
+
+class TestBinaryUfuncs(unittest.TestCase):
+    def test_add(self):
+        raise AssertionError("listed as xfail")
+
+
+def generate_not_implemented_tests(cls):
+    for op in ("__add__", "__mul__"):
+        setattr(cls, f"test_{op}_not_implemented", lambda self: None)
+
+
+generate_not_implemented_tests(TestBinaryUfuncs)
+
+
+def test_module_level():
+    raise AssertionError("listed as xfail by its bare name")
+
+
+def test_module_unlisted():
+    raise AssertionError("unlisted: skipped")
+'''
+
+def test_names_without_a_class_name_module_level_tests_and_a_non_test_function_passes_through(tmp_path):
+    root = tmp_path / "upstream"
+    (root / "test").mkdir(parents=True)
+    (root / "test" / "test_binary_ufuncs.py").write_text(TEST_GENERATED)
+    (tmp_path / "spyre.yaml").write_text(BARE_NAMES)
+    spec = {"device": "cpu", **selection_rules(load_test_suite_config(tmp_path / "spyre.yaml"))}
+    (tmp_path / "selection.json").write_text(json.dumps(spec))
+
+    result = run_pytest(root)
+
+    unlisted = "skipped: skipped by the test-suite config (unlisted_test_mode skip)"
+    xfail = "xfailed: expected to fail by the test-suite config (mode xfail)"
+    assert outcomes(root) == {
+        "TestBinaryUfuncs::test_add": xfail,
+        "TestBinaryUfuncs::test___add___not_implemented": unlisted,
+        "TestBinaryUfuncs::test___mul___not_implemented": unlisted,
+        "test_binary_ufuncs::test_module_level": xfail,
+        "test_binary_ufuncs::test_module_unlisted": unlisted,
+    }, result.stdout
+    # generate_not_implemented_tests is no test function pytest collects: it selects nothing, as in
+    # torch-spyre, and is no name gone missing; a test function's name that matches nothing is.
+    assert selection_report(root)["unmatched"] == [
+        {"kind": "config name", "name": "test_module_gone", "file": "test/test_binary_ufuncs.py"}]
+    assert "crcr selection: 1 name matches no test: test/test_binary_ufuncs.py test_module_gone" in result.stdout
+
+
+def instantiated_stand_in(source: str) -> str:
+    """A module with the test classes and methods of a PyTorch test file as PyTorch instantiates them on the
+    CPU (TestFooCPU::test_bar_cpu), each test passing, and its functions outside any class: the real names
+    under pytest, without torch."""
+    lines = ["import unittest"]
+    for klass, methods in pytorch_files.methods_by_class(source).items():
+        lines += [f"class {klass}CPU(unittest.TestCase):", "    pass"]
+        lines += [f"    def {method}_cpu(self): pass" for method in methods]
+    lines += [f"def {function}(*args): pass" for function in pytorch_files.module_functions(source)]
+    return "\n".join(lines) + "\n"
+
+
+def run_on_stand_in(tmp_path: Path, test_file: str, config: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    """The plugin with `config` over the stand-in of a real PyTorch test file; pytest's run and the plugin's report."""
+    root = tmp_path / "upstream"
+    (root / "test").mkdir(parents=True)
+    source = (pytorch_files.pytorch_tests() / test_file).read_text()
+    (root / test_file).write_text(instantiated_stand_in(source))
+    spec = {"device": "cpu", "skip": [], **selection_rules(load_test_suite_config(config))}
+    (tmp_path / "selection.json").write_text(json.dumps(spec))
+    result = run_pytest(root, test_file)
+    return result, selection_report(root)
+
+
+def test_the_names_of_torch_spyres_view_ops_config_that_pytorchs_file_lacks_are_those_reported(tmp_path):
+    pytorch_files.pytorch_tests()
+    config = pytorch_files.TORCH_SPYRE_CONFIGS / "test_view_ops_config.yaml"
+    classes = pytorch_files.methods_by_class((pytorch_files.PYTORCH_TESTS / "test/test_view_ops.py").read_text())
+    defined = {f"{klass}::{method}" for klass, methods in classes.items() for method in methods}
+    named = [name for rule in selection_rules(load_test_suite_config(config))["files"]["test/test_view_ops.py"]["rules"]
+             for name in rule["names"]]
+    lacking = list(dict.fromkeys(name for name in named if name not in defined))
+    # Renamed, moved or not yet in this copy of PyTorch's file.
+    assert lacking == ["TestViewOps::test_reshape", "TestViewOps::test_as_strided_overflow_storage_offset",
+                       "TestViewOps::test_maybe_view_chunk_cat"]
+
+    result, report = run_on_stand_in(tmp_path, "test/test_view_ops.py", config)
+
+    assert report["unmatched"] == [{"kind": "config name", "name": name, "file": "test/test_view_ops.py"} for name in lacking]
+    assert "crcr selection: 3 names match no test: test/test_view_ops.py TestViewOps::test_reshape, " in result.stdout
+
+
+def test_a_name_without_a_class_over_pytorchs_binary_ufuncs_passes_through_or_names_a_module_level_test(tmp_path):
+    source = (pytorch_files.pytorch_tests() / "test/test_binary_ufuncs.py").read_text()
+    # A function outside the class that adds TestBinaryUfuncs' test_<op>_not_implemented methods: no test itself.
+    assert "generate_not_implemented_tests" in pytorch_files.module_functions(source)
+    (tmp_path / "spyre.yaml").write_text(BARE_NAMES)
+
+    result, report = run_on_stand_in(tmp_path, "test/test_binary_ufuncs.py", tmp_path / "spyre.yaml")
+
+    # TestBinaryUfuncs::test_add is there; PyTorch's file has no test function outside its class.
+    assert report["unmatched"] == [{"kind": "config name", "name": name, "file": "test/test_binary_ufuncs.py"}
+                                   for name in ("test_module_level", "test_module_gone")], result.stdout
+    found = outcomes(tmp_path / "upstream")
+    assert found["TestBinaryUfuncsCPU::test_add_cpu"] == "passed"  # xfail, and an allowed unexpected pass
+    assert found["TestBinaryUfuncsCPU::test_sub_cpu"] == "skipped: skipped by the test-suite config (unlisted_test_mode skip)"

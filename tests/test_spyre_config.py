@@ -81,11 +81,71 @@ def test_the_small_config_translates_to_exactly_its_rules(fixtures):
                         "mode": "mandatory_success",
                         "tags": [],
                     },
-                    {"names": ["TestTorchDeviceType::test_bfloat16_neg_abs"], "mode": "mandatory_success", "tags": []},
+                    {
+                        "names": ["TestTorchDeviceType::test_bfloat16_neg_abs"],
+                        "mode": "mandatory_success",
+                        "tags": [],
+                        "edits": {"dtypes": {"include": ["float16", "bfloat16", "float32"], "exclude": []}},
+                    },
                 ],
             }
-        }
+        },
+        "supported_dtypes": ["float16", "bfloat16", "float32"],
     }
+
+
+def test_edits_and_supported_names_translate_for_the_plugin(fixtures):
+    rules = selection_rules(load_test_suite_config(fixtures / "test_view_ops_config.yaml"))
+    edited = {r["names"][0]: r["edits"] for r in rules["files"]["test/test_view_ops.py"]["rules"] if "edits" in r}
+    assert edited == {
+        "TestViewOps::test_conj_self": {
+            "dtypes": {"include": ["bfloat16", "int16", "int32", "float32", "float64", "int8", "uint8"], "exclude": []}
+        },
+        "TestOldViewOps::test_transposes_errors": {"dtypes": {"include": [], "exclude": ["int64"]}},
+    }
+    assert rules["supported_dtypes"] == ["float16", "int64"]
+    assert rules["supported_ops"] == ["add", "mul", "sub"]
+
+
+def test_ops_edits_translate_with_dotted_op_names(tmp_path):
+    path = write(tmp_path, FILE_HEAD + """      tests:
+        - names: [TestBinaryUfuncs::test_contig_vs_transposed]
+          edits:
+            ops:
+              include: [{name: add, description: injected}]
+              exclude: [{name: nn.functional.relu}]
+            functions: {cpu_move: [{name: assertEqual}]}
+""")
+    rule = selection_rules(load_test_suite_config(path))["files"]["test/test_view_ops.py"]["rules"][0]
+    assert rule["edits"] == {"ops": {"include": ["add"], "exclude": ["nn.functional.relu"]}}
+
+
+# As in torch-spyre's test_binary_ufuncs config: a name without a class, here PyTorch's module-level
+# function that adds TestBinaryUfuncs' test_<op>_not_implemented methods (itself no test).
+BARE_NAMES = """test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_binary_ufuncs.py
+      unlisted_test_mode: skip
+      tests:
+        - names:
+            - generate_not_implemented_tests
+          mode: mandatory_success
+          edits:
+            dtypes:
+              exclude:
+                - name: float64
+        - names: [TestBinaryUfuncs::test_add, test_module_level, test_module_gone]
+          mode: xfail
+"""
+
+
+def test_names_without_a_class_load_as_torch_spyre_loads_them(tmp_path):
+    rules = selection_rules(load_test_suite_config(write(tmp_path, BARE_NAMES)))["files"]["test/test_binary_ufuncs.py"]
+    assert rules["rules"] == [
+        {"names": ["generate_not_implemented_tests"], "mode": "mandatory_success", "tags": [],
+         "edits": {"dtypes": {"include": [], "exclude": ["float64"]}}},
+        {"names": ["TestBinaryUfuncs::test_add", "test_module_level", "test_module_gone"], "mode": "xfail", "tags": []},
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE_COUNTS))
@@ -93,20 +153,23 @@ def test_runtime_parts_pass_through_untouched(fixtures, name):
     raw = yaml.safe_load((fixtures / name).read_text())["test_suite_config"]
     body = load_test_suite_config(fixtures / name).test_suite_config
 
-    assert body.global_ == raw["global"]
+    # What is read is kept whole: torch-spyre's runtime gets the config file itself.
+    assert body.global_.model_dump(exclude_unset=True) == raw["global"]
     assert body.labels == raw.get("labels")
     for entry, raw_entry in zip(body.files, raw["files"], strict=True):
-        assert [g.edits for g in entry.tests] == [t.get("edits") for t in raw_entry["tests"]]
+        assert [g.edits and g.edits.model_dump(exclude_unset=True) for g in entry.tests] == [
+            t.get("edits") for t in raw_entry["tests"]
+        ]
 
 
 def test_view_ops_keeps_its_labels_tolerances_and_dtype_edits(fixtures):
     body = load_test_suite_config(fixtures / "test_view_ops_config.yaml").test_suite_config
     assert body.labels == ["trunk"]
-    assert body.global_["supported_ops"][0] == {
+    assert body.global_.supported_ops[0].model_dump() == {
         "name": "add",
         "dtypes": [{"name": "float16", "precision": {"atol": "1e-3", "rtol": "1e-3"}}, {"name": "int64"}],
     }
-    assert body.files[0].tests[6].edits == {"dtypes": {"exclude": [{"name": "int64"}]}}
+    assert body.files[0].tests[6].edits.model_dump(exclude_unset=True) == {"dtypes": {"exclude": [{"name": "int64"}]}}
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -160,6 +223,8 @@ test_suite_config:
 
 FILE_HEAD = "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_view_ops.py\n"
 MODES = "should be 'mandatory_success', 'xfail', 'xfail_strict' or 'skip'"
+TEST_NAME_RULE = ("must be 'Class::method', a test class and one of its test methods, or 'function', a test "
+                  "function outside any class")
 
 INVALID = {
     "bad mode": (
@@ -178,15 +243,13 @@ INVALID = {
         FILE_HEAD + "      tests:\n        - names: []\n",
         "test_suite_config.files[0].tests[0].names: must not be empty",
     ),
-    "a name without ::": (
-        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view, test_reshape]\n",
-        "test_suite_config.files[0].tests[0].names[1]: must be 'Class::method', a test class and one of its "
-        "test methods (got 'test_reshape')",
+    "a name with two classes": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view, TestA::TestB::test_c]\n",
+        f"test_suite_config.files[0].tests[0].names[1]: {TEST_NAME_RULE} (got 'TestA::TestB::test_c')",
     ),
     "a name pattern": (
         FILE_HEAD + "      tests:\n        - names: ['TestViewOps::test_view.*']\n",
-        "test_suite_config.files[0].tests[0].names[0]: must be 'Class::method', a test class and one of its "
-        "test methods (got 'TestViewOps::test_view.*')",
+        f"test_suite_config.files[0].tests[0].names[0]: {TEST_NAME_RULE} (got 'TestViewOps::test_view.*')",
     ),
     "a tag that is no marker": (
         FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n          tags: [model-a]\n",
@@ -248,6 +311,40 @@ INVALID = {
         FILE_HEAD + "    - path: ${TORCH_ROOT}/test/test_view_ops.py\n",
         "test_suite_config.files: files[0] and files[1] both have path '${TORCH_ROOT}/test/test_view_ops.py'; "
         "merge them",
+    ),
+    "an edit of an unknown kind": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n          edits: {dtype: {}}\n",
+        "test_suite_config.files[0].tests[0].edits.dtype: unknown key (did you mean 'dtypes'?); the known keys are "
+        "ops, dtypes, functions, modules",
+    ),
+    "a dtype edit that is no dtype": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n"
+        "          edits: {dtypes: {exclude: [{name: float61}]}}\n",
+        "test_suite_config.files[0].tests[0].edits.dtypes.exclude[0].name: 'float61' is not a torch dtype name "
+        "(float16, bfloat16, int64, complex64, ...)",
+    ),
+    "a dtype edit without its name": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n          edits: {dtypes: {include: [float32]}}\n",
+        "test_suite_config.files[0].tests[0].edits.dtypes.include[0]: should be a mapping of fields (got 'float32')",
+    ),
+    "an op edit that is no op name": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n"
+        "          edits: {ops: {include: [{name: 'nn.functional.relu '}]}}\n",
+        "test_suite_config.files[0].tests[0].edits.ops.include[0].name: must be an OpInfo name: letters, digits and "
+        "'_', parts joined by '.' (nn.functional.relu) (got 'nn.functional.relu ')",
+    ),
+    "an edit's include that is no list": (
+        FILE_HEAD + "      tests:\n        - names: [TestViewOps::test_view]\n          edits: {ops: {include: add}}\n",
+        "test_suite_config.files[0].tests[0].edits.ops.include: should be a valid list (got 'add')",
+    ),
+    "a supported dtype that is no dtype": (
+        FILE_HEAD + "  global:\n    supported_dtypes: [{name: float16}, {name: half}]\n",
+        "test_suite_config.global.supported_dtypes[1].name: 'half' is not a torch dtype name "
+        "(float16, bfloat16, int64, complex64, ...)",
+    ),
+    "a supported op without its name": (
+        FILE_HEAD + "  global:\n    supported_ops: [{dtypes: [{name: float16}]}]\n",
+        "test_suite_config.global.supported_ops[0].name: required field is missing",
     ),
     "an empty file": ("", "test_suite_config: required field is missing"),
     "not YAML": (

@@ -39,8 +39,8 @@ from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import ENDING, describe
 from crcr.names import (
-    LEADERSHIP_SERVICE, LEDGER_SERVICE, STORE_SERVICE, bisect_scheduler_name, force_scheduler_name, pull_request_ref,
-    pull_request_scheduler_name, status_context, upstream_scheduler_name,
+    LEADERSHIP_SERVICE, LEDGER_SERVICE, STORE_SERVICE, UPSTREAM_MIRROR_SERVICE, bisect_scheduler_name,
+    force_scheduler_name, pull_request_ref, pull_request_scheduler_name, status_context, upstream_scheduler_name,
 )
 from test_ledger import API, PROJECT, TOKEN, UPSTREAM_URL, WEB, GitHubAPI, deliver_produced, sha
 
@@ -298,9 +298,11 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.master.config = MasterConfig.loadFromDict(build_master_config(self.settings), "master.cfg")
 
     async def start_services(self, config) -> None:
-        """The store, the leadership, the ledger, the device presence and the watch of `config`, started as the master's start
-        does: a restart when they were running."""
-        for name in (STORE_SERVICE, LEADERSHIP_SERVICE, LEDGER_SERVICE, PRESENCE_SERVICE, STALE_SERVICE):
+        """The store, the leadership, the ledger, the device presence, the watch and the upstream mirror (where the
+        force form looks commits up) of `config`, started as the master's start does: a restart when they were
+        running."""
+        for name in (STORE_SERVICE, LEADERSHIP_SERVICE, LEDGER_SERVICE, PRESENCE_SERVICE, STALE_SERVICE,
+                     UPSTREAM_MIRROR_SERVICE):
             running = self.master.service_manager.namedServices.get(name)
             if running is not None:
                 await running.disownServiceParent()

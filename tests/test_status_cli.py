@@ -63,7 +63,8 @@ def relay():
 def row(backend: str, **figures) -> dict:
     """A summary row of RelayHealth's shape: a backend with no verdict, no build, nothing queued; `figures` replace."""
     return {"backend": backend, "level": "L1", "device": "cpu", "description": f"{backend} backend",
-            "page": f"#/health/{backend}", "latest": None, "latency": {"decided": 0, "p50": None, "p95": None},
+            "page": f"#/health/{backend}", "state": None, "failing_since": None, "latest": None,
+            "latency": {"decided": 0, "p50": None, "p95": None},
             "verdicts": {"success": 0, "failure": 0, "error": 0}, "pass_rate": None, "builds": 0, "timeouts": 0,
             "timeout_rate": None,
             "queue": {"length": 0, "oldest_sha": None, "oldest_seen_at": None, "oldest_age": None},
@@ -71,22 +72,24 @@ def row(backend: str, **figures) -> dict:
 
 
 def latest(state: str, sha: str, decided_ago: int, since_sha: str, since_ago: int, how="built",
-           description="", build="#/builders/2/builds/7") -> dict:
-    return {"state": state, "sha": sha, "commit_url": GITHUB + sha, "description": description, "how": how,
-            "decided_at": NOW - decided_ago, "build_url": build, "since": NOW - since_ago, "since_sha": since_sha,
+           description="", build="#/builders/2/builds/7", title=None, since_title=None) -> dict:
+    return {"state": state, "sha": sha, "title": title, "author": None, "commit_url": GITHUB + sha,
+            "description": description, "how": how, "decided_at": NOW - decided_ago, "build_url": build,
+            "since": NOW - since_ago, "since_sha": since_sha, "since_title": since_title,
             "since_commit_url": GITHUB + since_sha}
 
 
 BETA = row(
     "beta", level="L3", device="xpu", description="Intel GPUs",
-    latest=latest("failure", B, 3600, C, 7260, description="2 tests failed"),
+    state="failing", latest=latest("failure", B, 3600, C, 7260, description="2 tests failed", title="Speed up mul"),
+    failing_since={"sha": C, "title": "Break add", "commit_url": GITHUB + C, "since": NOW - 7260},
     latency={"decided": 3, "p50": 750, "p95": 3900}, verdicts={"success": 2, "failure": 1, "error": 0},
     pass_rate=2 / 3, builds=5, timeouts=1, timeout_rate=0.2,
     queue={"length": 2, "oldest_sha": D, "oldest_seen_at": NOW - 7260, "oldest_age": 7260},
     units={"connected": 1, "declared": 2}, failing_tests=2,
 )
 ALPHA = row(
-    "alpha", latest=latest("success", A, 600, E, 90000), latency={"decided": 4, "p50": 300, "p95": 542},
+    "alpha", state="passing", latest=latest("success", A, 600, E, 90000), latency={"decided": 4, "p50": 300, "p95": 542},
     verdicts={"success": 4, "failure": 0, "error": 0}, pass_rate=1.0, builds=6, timeout_rate=0.0,
     units={"connected": 2, "declared": 2},
 )
@@ -102,13 +105,13 @@ def test_the_summary_one_line_per_backend_worst_first_then_the_outbox(crcr, rela
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines() == [
         f"Backends, worst first; latency, pass rate, builds and timeouts over the last 7d ({relay.url}/#/health):",
-        "BACKEND  VERDICT     SINCE                  P50      P95    PASS RATE   BUILDS  TIMEOUTS  "
+        "BACKEND  STATE       SINCE                  P50      P95    PASS RATE   BUILDS  TIMEOUTS  "
         "QUEUE                           UNITS  FAILING TESTS",
-        "beta     failure     cccccccccc, 2h 1m ago  12m 30s  1h 5m  67% (2/3)   5       1 (20%)   "
+        "beta     failing     cccccccccc, 2h 1m ago  12m 30s  1h 5m  67% (2/3)   5       1 (20%)   "
         "2, oldest dddddddddd 2h 1m ago  1/2    2",
         "gamma    no verdict  -                      -        -      -           0       -         "
         "0                               0/1    0",
-        "alpha    success     eeeeeeeeee, 1d 1h ago  5m       9m 2s  100% (4/4)  6       0 (0%)    "
+        "alpha    passing     eeeeeeeeee, 1d 1h ago  5m       9m 2s  100% (4/4)  6       0 (0%)    "
         "0                               2/2    0",
         "GitHub outbox: nothing waiting",
     ]
@@ -156,12 +159,12 @@ BACKEND_PAGE = {
     "series": {"bucket_seconds": 86400, "buckets": []},
     "failing": [
         {"test": "tests/test_ops.py::test_add", "suite": "unit", "since": NOW - 7260, "first_failing_sha": C,
-         "first_failing_commit_url": GITHUB + C, "first_failing_build_url": "#/builders/2/builds/5",
+         "first_failing_title": "Break add", "first_failing_commit_url": GITHUB + C, "first_failing_build_url": "#/builders/2/builds/5",
          "builds_failing": 2, "first_bad": {"sha": E, "commit_url": GITHUB + E, "bisection": 4,
                                             "bisection_url": "#/bisections/4"},
          "page": "#/health/beta/test?id=tests/test_ops.py%3A%3Atest_add"},
         {"test": "tests/test_ops.py::test_mul", "suite": "unit", "since": NOW - 3600, "first_failing_sha": B,
-         "first_failing_commit_url": GITHUB + B, "first_failing_build_url": "#/builders/2/builds/7",
+         "first_failing_title": None, "first_failing_commit_url": GITHUB + B, "first_failing_build_url": "#/builders/2/builds/7",
          "builds_failing": 1, "first_bad": None, "page": "#/health/beta/test?id=tests/test_ops.py%3A%3Atest_mul"},
     ],
     "flaky": [{"test": "tests/test_nn.py::test_dropout", "suite": "unit", "flaky_runs": 2, "runs": 9,
@@ -190,7 +193,8 @@ def test_a_backend_its_figures_windows_failing_and_flaky_tests_bisections_and_pu
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines() == [
         f"beta (L3, xpu): Intel GPUs ({u}/#/health/beta)",
-        "latest verdict: failure at bbbbbbbbbb, decided 1h ago: 2 tests failed",
+        'state: failing, 2 tests failing since cccccccccc "Break add", 2h 1m ago',
+        'latest verdict: failure at bbbbbbbbbb "Speed up mul", decided 1h ago: 2 tests failed',
         "  failure since cccccccccc, 2h 1m ago",
         f"  its build: {u}/#/builders/2/builds/7",
         "last 7d: 3 commits decided (2 success, 1 failure, 0 error), pass rate 67%; latency p50 12m 30s, "
@@ -201,7 +205,8 @@ def test_a_backend_its_figures_windows_failing_and_flaky_tests_bisections_and_pu
         "7d     3        12m 30s  1h 5m  67%",
         "30d    0        -        -      -",
         "failing tests (2):",
-        f"  tests/test_ops.py::test_add (unit): failing for 2 builds, since cccccccccc 2h 1m ago; first bad commit "
+        '  tests/test_ops.py::test_add (unit): failing for 2 builds, since cccccccccc "Break add" 2h 1m ago; '
+        "first bad commit "
         f"eeeeeeeeee (bisection 4, {u}/#/bisections/4)",
         "  tests/test_ops.py::test_mul (unit): failing for 1 build, since bbbbbbbbbb 1h ago; not bisected",
         "flakiest tests over the last 7d:",
@@ -228,7 +233,8 @@ def test_a_backend_with_nothing_to_tell(crcr, relay):
 
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[1:4] == [
+    assert lines[1:5] == [
+        "state: no verdict",
         "latest verdict: none yet",
         "last 24h: no commit decided; 0 builds",
         "now: no commit queued; units 0 of 1 connected; 0 failing tests",
@@ -237,7 +243,8 @@ def test_a_backend_with_nothing_to_tell(crcr, relay):
 
 
 COMMIT = {
-    "backend": "beta", "sha": B, "commit_url": GITHUB + B, "state": "failure", "description": "2 tests failed",
+    "backend": "beta", "sha": B, "title": "Speed up mul", "author": "A U Thor", "commit_url": GITHUB + B,
+    "state": "failure", "description": "2 tests failed",
     "how": "covered", "seen_at": NOW - 7200, "started_at": NOW - 6000, "decided_at": NOW - 3480, "latency": 3720,
     "covered_by": C, "build_url": "#/builders/2/builds/7", "build_kind": "upstream", "bisections": [4],
     "failing": [{"test": "tests/test_ops.py::test_add", "suite": "unit", "outcome": "failed", "new": True},
@@ -262,7 +269,7 @@ def test_a_commit_its_verdict_how_it_was_decided_and_its_failing_tests(crcr, rel
         "decided: covered by the build of cccccccccc, a newer commit",
         "seen 2025-12-03 12:00:00 UTC, decided 2025-12-03 13:02:00 UTC: latency 1h 2m",
         f"build: {u}/#/builders/2/builds/7",
-        f"commit: {GITHUB}{B}",
+        f'commit: {GITHUB}{B} "Speed up mul" by A U Thor',
         f"bisections: 4 ({u}/#/bisections/4)",
         "failing tests (2):",
         "  tests/test_ops.py::test_add (unit): failed, new",
@@ -300,7 +307,7 @@ def test_a_bisected_commits_build_is_said_to_be_the_bisections(crcr, relay):
 def test_a_pending_commit(crcr, relay):
     waiting = {**COMMIT, "state": "pending", "description": "", "how": None, "started_at": None, "decided_at": None,
                "latency": None, "covered_by": None, "build_url": None, "build_kind": None, "bisections": [],
-               "failing": [], "flaky": [],
+               "failing": [], "flaky": [], "title": None, "author": None,  # no change brought it
                "cells": {}}
     relay.answers[f"{HEALTH}/beta/commits/{B}"] = (200, waiting)
 

@@ -65,8 +65,8 @@ def test_crcr_status_says_what_the_relays_health_json_says(tmp_path, github):
     assert f"  {FAILING} (broken): failed, new" in lines, commit.stdout
 
     header, red = summary.stdout.splitlines()[1:3]
-    assert header.split()[:3] == ["BACKEND", "VERDICT", "SINCE"]
-    assert red.split()[:3] == [BACKEND, "failure", f"{sha[:10]},"], summary.stdout
+    assert header.split()[:3] == ["BACKEND", "STATE", "SINCE"]
+    assert red.split()[:3] == [BACKEND, "failing", f"{sha[:10]},"], summary.stdout
     assert summary.stdout.splitlines()[-1] == "GitHub outbox: nothing waiting"
 
     assert (unknown.returncode, unknown.stdout, unknown.stderr) == (

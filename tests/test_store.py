@@ -308,6 +308,31 @@ def test_the_unique_keys_migration_merges_on_postgresql(tmp_path, postgres):
         db.close()
 
 
+def test_the_commits_kept_take_their_place_upstream_and_title_from_buildbots_changes(tmp_path):
+    db = open_database(f"sqlite:///{tmp_path / 'state.sqlite'}", tmp_path)
+    try:
+        upgrade_tables(db, to="008")
+        changes = sa.Table("changes", sa.MetaData(), *(sa.Column(c, sa.Text) for c in ("revision", "comments", "author")),
+                           sa.Column("changeid", sa.Integer, primary_key=True))  # Buildbot's, as far as read
+        changes.create(db)
+        db.execute(changes.insert(), [
+            {"changeid": 7, "revision": B, "comments": "Fix add\n\nA body", "author": "A U Thor <a@example.com>"},
+            {"changeid": 9, "revision": B, "comments": "The same commit on another branch", "author": "Other"},
+            {"changeid": 8, "revision": C, "comments": "", "author": "B Other <b@example.com>"},
+        ])
+        old = sa.table("crcr_commits", *map(sa.column, ("backend", "sha", "branch", "seen_at", "state")))
+        db.execute(old.insert(), [dict(backend="alpha", sha=sha, branch="main", seen_at=100, state="pending")
+                                  for sha in (A, B, C)])  # A: forced, no change brought it
+        db.commit()
+
+        upgrade_tables(db)
+
+        assert [(r.position, r.title, r.author) for r in (find_commit(db, "alpha", sha) for sha in (A, B, C))] == [
+            (None, None, None), (7, "Fix add", "A U Thor"), (8, None, "B Other")]
+    finally:
+        db.close()
+
+
 def merges_what_two_leaders_wrote_twice(db):
     upgrade_tables(db, to="007")
     bisection_rows = [dict(backend="alpha", branch="main", good_sha=A, bad_sha=C, started_at=100 + n, state=state,

@@ -18,12 +18,16 @@ from twisted.internet import defer, error
 from twisted.trial import unittest
 
 from crcr.buildmaster.baseline import COMMITS_SEARCHED
+from crcr.buildmaster.steps import junit_file
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
+from crcr.buildmaster.steps.junit_file import BytesWriter
 from crcr.buildmaster.steps.suite import SuiteStep
+from crcr.health import links
 from crcr.names import (
-    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
+    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
+from crcr.store.service import RelayStore
 from crcr.suites.results import RERUNS_PROPERTY, SuiteResults
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command
 from relaymaster import mirror_on
@@ -32,9 +36,12 @@ from test_baseline_pull_request import NUMBER, forked_history
 
 STARTED = 1304262222  # when the harness's build started (fakedb.Build's default)
 BUILDERID = 100  # the harness's builder
+BUILDID, BUILD_NUMBER = 92, 13  # the harness's FakeBuild's
+BACKEND = "alpha"
 SHA = "c" * 40
 COMMAND = "python -m crcr_selection test/test_ops.py -o junit_family=xunit1 --junitxml=../results/ops.xml -rfE"
 JUNIT = "../results/ops.xml"
+SELECTION_REPORT = "../results/ops.selection.json"
 WORKDIR = "upstream"
 SUITE_TIMEOUT, STALL_TIMEOUT = 600, 60
 
@@ -67,10 +74,12 @@ def run_suite(command: str = COMMAND, max_time: int = SUITE_TIMEOUT) -> ExpectSh
     return ExpectShell(workdir=WORKDIR, command=command, timeout=STALL_TIMEOUT, max_time=max_time)
 
 
-def upload(path: str, content: str | None) -> ExpectUploadFile:
-    """The step reading a file of the worker's; None: the file does not exist."""
+def upload(path: str, content: str | bytes | None) -> ExpectUploadFile:
+    """The step reading a file of the worker's; None: the file does not exist. The suite's JUnit XML is read as bytes
+    (kept as the worker wrote it), the selection plugin's report as text."""
+    writer = BytesWriter if path == JUNIT else StringFileWriter
     expect = ExpectUploadFile(workersrc=path, workdir=WORKDIR, blocksize=32 * 1024, maxsize=None,
-                              writer=ExpectRemoteRef(StringFileWriter))
+                              writer=ExpectRemoteRef(writer))
     return expect.upload_string(content).exit(0) if content is not None else expect.exit(1)
 
 
@@ -87,7 +96,8 @@ class StepHarness(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         self.setup_test_reactor()
         yield self.setup_test_build_step()
         # Upstream out of reach unless a test gives one: a commit the mirror lacks has no history then.
-        self.mirror = yield mirror_on(self.master, f"file://{scratch}/no-upstream.git")
+        self.store = RelayStore()  # where a suite keeps its JUnit XML
+        self.mirror = yield mirror_on(self.master, f"file://{scratch}/no-upstream.git", also=[self.store])
         self.reactor.advance(STARTED + 10)  # ten seconds into the build
 
 
@@ -100,6 +110,7 @@ class SuiteStepHarness(StepHarness):
             timeout=STALL_TIMEOUT,
         ))
         self.build.setProperty("got_revision", revision, "Git")
+        self.build.setProperty(BACKEND_PROPERTY, BACKEND, "Builder")
         self.build.getBuilderId = lambda: defer.succeed(BUILDERID)  # as Buildbot's Build has it; its FakeBuild lacks it
         return step
 
@@ -137,6 +148,15 @@ class SuiteStepHarness(StepHarness):
     def recorded(self) -> dict:
         return self.build.getProperty(TESTS_PROPERTY)["ops"]
 
+    def kept_junit(self) -> defer.Deferred:
+        """The suite's JUnit XML the build page links to, as the store keeps it."""
+        return self.store.junit_file(BUILDID, "ops")
+
+    @defer.inlineCallbacks
+    def links(self, step: SuiteStep) -> list[tuple[str, str]]:
+        """The step's URLs, which the build page shows under it, in order."""
+        return [(url["name"], url["url"]) for url in (yield self.master.data.get(("steps", step.stepid)))["urls"]]
+
 
 class SuiteStepTest(SuiteStepHarness):
     # --- the run and its exit ---
@@ -148,8 +168,8 @@ class SuiteStepTest(SuiteStepHarness):
         self.expect_commands(run_suite().exit(0), upload(JUNIT, xml))
         self.expect_history()
         self.expect_outcome(SUCCESS, "ops: 1 passed, 1 skipped, 1 xfailed")
-        self.expect_log_file("junit.xml", xml)
         yield self.run_step()
+        self.assertEqual((yield self.kept_junit()), xml.encode())
         self.assertEqual(self.build.getProperty(TOTALS_PROPERTY), {
             "passed": 1, "failed": 0, "errored": 0, "new": 0, "skipped": 1, "xfailed": 1, "flaky": 0, "timed out": 0})
 
@@ -191,6 +211,54 @@ class SuiteStepTest(SuiteStepHarness):
         self.expect_commands(run_suite("./run_my_tests.sh").exit(3), upload(JUNIT, junit(test_a="passed")))
         self.expect_history()
         self.expect_outcome(FAILURE, "ops: exit code 3; 1 passed")
+        yield self.run_step()
+
+    # --- names that select no test (the selection plugin's report beside the JUnit XML) ---
+
+    def report_unmatched(self, step: SuiteStep, *names: str) -> str:
+        """The plugin's report of config names that match no test; the step set to read it."""
+        step.selection_report = SELECTION_REPORT
+        return json.dumps({"unmatched": [{"kind": "config name", "name": n, "file": "test/test_ops.py"} for n in names],
+                           "deselected_by_edits": 12})
+
+    @defer.inlineCallbacks
+    def test_names_matching_no_test_are_a_warning_listed_in_a_log(self):
+        report = self.report_unmatched(self.make_step(), "TestOps::test_a", "TestOps::test_b", "TestOps::test_c", "TestOps::test_gone")
+        xml = junit(test_a="passed")
+        self.expect_commands(run_suite().exit(0), upload(JUNIT, xml), upload(SELECTION_REPORT, report))
+        self.expect_history()
+        self.expect_outcome(WARNINGS, "ops: 1 passed; 4 names match no test: test/test_ops.py TestOps::test_a, "
+                                      "test/test_ops.py TestOps::test_b, test/test_ops.py TestOps::test_c and 1 more")
+        self.expect_log_file("names matching no test", (
+            "the test-suite config, -k, files and --deselect name these, and no collected test answers to them:\n"
+            + "".join(f"  test/test_ops.py TestOps::test_{n}\n" for n in ("a", "b", "c", "gone"))))
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_names_matching_no_test_never_lighten_a_failure(self):
+        report = self.report_unmatched(self.make_step(reruns=0), "TestOps::test_gone")
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_a="failed")), upload(SELECTION_REPORT, report))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new); 1 name matches no test: test/test_ops.py TestOps::test_gone")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_without_a_report_or_unmatched_names_nothing_is_said(self):
+        for report in (None, json.dumps({"unmatched": [], "deselected_by_edits": 0})):  # None: an older plugin
+            self.make_step().selection_report = SELECTION_REPORT
+            self.expect_commands(run_suite().exit(0), upload(JUNIT, junit(test_a="passed")), upload(SELECTION_REPORT, report))
+            self.expect_history()
+            self.expect_outcome(SUCCESS, "ops: 1 passed")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_an_unreadable_report_is_logged_and_changes_nothing(self):
+        self.make_step().selection_report = SELECTION_REPORT
+        self.expect_commands(run_suite().exit(0), upload(JUNIT, junit(test_a="passed")), upload(SELECTION_REPORT, "[1]"))
+        self.expect_history()
+        self.expect_outcome(SUCCESS, "ops: 1 passed")
+        self.expect_log_file("names matching no test", f"unreadable {SELECTION_REPORT}: expected "
+                             '{"unmatched": [{"kind": ..., "name": ..., "file": ...}, ...]}\n')
         yield self.run_step()
 
     # --- stalls and time ---
@@ -292,18 +360,22 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.add_build(1, 1, grandparent, failing=ids("test_x"))
         yield self.add_build(2, 2, parent, failing=ids("test_known", "test_fixed"))
         yield self.add_build(3, 3, parent, failing=ids("test_known", "test_fixed"), complete=False)
-        self.make_step()
+        step = self.make_step()
         xml = junit(test_known="failed", test_ok="passed")
         self.expect_commands(run_suite().exit(1), upload(JUNIT, xml))
         self.expect_history(parent, grandparent)
         self.expect_outcome(WARNINGS, "ops: 1 passed, 1 failed (0 new)")
-        self.expect_log_file("junit.xml", xml)
         self.expect_log_file("failing tests", (
             f"compared with: build 2 of commit {parent}\n"
             "still failing:\n  test/test_ops.py::test_known\n"
             "fixed since that build:\n  test/test_ops.py::test_fixed\n"
         ))
         yield self.run_step()
+        self.assertEqual((yield self.kept_junit()), xml.encode(), "the suite's own run, kept as the worker wrote it")
+        self.assertEqual((yield self.links(step)), [
+            ("junit.xml", f"plugins/crcr/junit/{BUILDID}/ops.xml"),
+            ("still failing: test/test_ops.py::test_known", links.test_page(BACKEND, "test/test_ops.py::test_known")),
+        ])
         self.assertEqual((self.recorded()["new"], self.recorded()["fixed"]), ([], ids("test_fixed")))
         self.assertEqual(self.build.getProperty(BASELINES_PROPERTY), {"ops": parent}, "where a bisection would start")
 
@@ -571,7 +643,6 @@ class BisectionStepTest(SuiteStepHarness):
         self.expect_commands(run_asked("test_a", "test_b").exit(1), upload(JUNIT, xml))
         self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 failed, 1 passed")
         self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "passed", ids("test_b")[0]: "failed"}})
-        self.expect_log_file("junit.xml", xml)
         self.expect_log_file("asked tests", (
             f"bisection {BISECTION} asked for these tests (no comparison with an earlier build):\n"
             "  test/test_ops.py::test_a: passed\n"
@@ -579,6 +650,7 @@ class BisectionStepTest(SuiteStepHarness):
         ))
         yield self.run_step()
         self.assertIsNone(self.build.getProperty(TESTS_PROPERTY), "a bisection build's partial results are not the suite's")
+        self.assertEqual((yield self.kept_junit()), xml.encode())
 
     @defer.inlineCallbacks
     def test_every_asked_test_passing_is_success(self):

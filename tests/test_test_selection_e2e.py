@@ -74,6 +74,7 @@ SPYRE_CONFIG = {
                     {"names": ["TestOps::test_mandatory"], "mode": "mandatory_success", "tags": ["core"]},
                     {"names": ["TestOps::test_expected_failure"], "mode": "xfail"},
                     {"names": ["TestOps::test_strict_but_passes"], "mode": "xfail_strict"},
+                    {"names": ["TestOps::test_renamed_upstream"], "mode": "xfail"},  # matches no test
                     {"names": ["TestOps::test_skipped_by_config"], "mode": "skip",
                      "edits": {"dtypes": {"include": [{"name": "float16"}]}}},
                 ],
@@ -192,6 +193,9 @@ def test_torch_spyre_modes_each_behave_as_specified(lab):
     assert results["failing"] == ["test/test_spyre_like.py::TestOps::test_strict_but_passes"]
     assert build["results"] == FAILURE
     assert description(github, sha, "spyre-alpha") == "1 passed, 1 failed (1 new), 2 skipped, 1 xfailed"
+    # The plugin's report beside the JUnit XML, read back from the worker.
+    assert suite_step(relay, build, "spyre-like")["state_string"].endswith(
+        "; 1 name matches no test: test/test_spyre_like.py TestOps::test_renamed_upstream")
 
 
 def test_a_new_failure_fails_a_gating_suite_and_is_known_in_the_next_build(lab):

@@ -64,6 +64,16 @@ def test_force_build_from_the_ui_builds_the_typed_revision(relay, upstream, gith
     force_from_ui(relay, browser, "ok-beta", first[:10])
     build = relay.wait_for_finished_build("ok-beta", first, ignore=earlier)
     assert build["results"] == SUCCESS
+    # Buildbot's console and grid show it under its commit's title, as any build, though the poller never reported
+    # that commit (it predates the relay).
+    title = upstream.git("log", "-1", "--format=%s", first)
+    link = f"/builders/{build['builderid']}/builds/{build['number']}"
+    open_page(browser, relay.web_url + "#/console")  # a row of each commit
+    row = wait_for_element(browser, f"//tr[.//a[contains(@href, '{link}')]]", "the forced build in the console")
+    assert title in row.text and "Unknown revision" not in row.text, row.text
+    open_page(browser, relay.web_url + "#/grid")  # a column of each commit, which the grid leaves out without a change
+    wait_for_element(browser, f"//a[contains(@href, '{link}')]", "the forced build in the grid")
+    assert title in page_text(browser)
     assert wait_until(
         lambda: [s["state"] for s in github.statuses(first, status_context("ok-beta"))][-1:] == ["success"],
         30,

@@ -20,6 +20,7 @@ from buildbot.util import service
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
+from crcr.names import FORCED_CHANGE_CATEGORY
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.upstream_scheduler import LAST_CHANGE
 from crcr.names import upstream_scheduler_name
@@ -132,3 +133,21 @@ class UpstreamSchedulerTest(TestReactorMixin, unittest.TestCase):
         await self.master.mq.wait_consumed()
 
         self.assertEqual(await self.built("alpha"), ["2" * 40])
+
+    async def test_a_change_the_relay_added_for_a_forced_commit_asks_no_build_caught_up_or_delivered(self):
+        await self.stop(await self.start("alpha"))
+        caught_up = await self.forced_change(1)
+        await self.start("alpha")
+        delivered = await self.forced_change(2)
+        self.master.mq.callConsumer(("changes", str(delivered), "new"), {"changeid": delivered})
+        await self.master.mq.wait_consumed()
+
+        self.assertEqual(await self.built("alpha"), [])
+        self.assertLess(caught_up, delivered)
+
+    async def forced_change(self, n: int) -> int:
+        """The change forced_changes.py adds for upstream commit n, built by a force form."""
+        return await self.master.data.updates.addChange(
+            author="Upstream <up@example.com>", revision=f"{n:x}" * 40, branch="main", repository=UPSTREAM_URL,
+            project=PROJECT, comments=f"commit {n}", category=FORCED_CHANGE_CATEGORY,
+        )

@@ -23,6 +23,9 @@ TOTALS_PROPERTY = "crcr_test_totals"
 BASELINES_PROPERTY = "crcr_baselines"
 # What the user typed on a force build, before it was pinned to an exact commit.
 REQUESTED_REVISION_PROPERTY = "crcr_requested_revision"
+# The category of the change the relay adds for a forced commit no upstream change brought (so that the console and
+# grid show it): no scheduler acts on it, and it gives the commit no place in upstream order.
+FORCED_CHANGE_CATEGORY = "crcr-forced"
 
 # A bisection build: one upstream commit, only the tests its bisection asks about, no baseline, no GitHub status.
 BISECTION_PROPERTY = "crcr_bisection"  # the bisection's id

@@ -46,7 +46,8 @@ class Baseline:
 def find_baseline(master, builderid: int, sha: str | None, suite: str, including: bool = False):
     """The Baseline of `suite` in a build at `sha`: the nearest earlier commit in `sha`'s first-parent
     history with a complete build of this builder holding `suite`'s results (of a suite that ran whole: not
-    timed out, not stopped by a collection or usage error; not a bisection build, not a pull request's); None without one. `including`: `sha` itself counts (a PR's merge base)."""
+    timed out, not stopped by a collection or usage error; not a bisection build, not a pull request's); None
+    without one. `including`: `sha` itself counts (a PR's merge base)."""
     history = (yield earlier_commits(master, sha, including)) if sha and SHA.match(sha) else []
     position = {commit: index for index, commit in enumerate(history)}
     for start in range(0, len(history), COMMITS_PER_QUERY):

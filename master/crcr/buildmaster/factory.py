@@ -7,7 +7,7 @@ import json
 from buildbot.plugins import util
 
 from crcr.config.models import Backend
-from crcr.suites.selection import PLUGIN_FILE, pytest_command
+from crcr.suites.selection import PLUGIN_FILE, pytest_command, selection_report_file
 from crcr.config.settings import Settings
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
@@ -103,6 +103,7 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
                 mode=suite.mode,
                 junit_file=junit_file,
                 is_pytest=suite.pytest is not None,
+                selection_report=selection_report_file(junit_file) if suite.pytest else None,
                 reruns=suite.reruns if suite.pytest else 0,
                 command=pytest_command(suite, spec, junit_file) if suite.pytest else suite.command,
                 workdir=UPSTREAM_DIR,

@@ -1,4 +1,4 @@
-"""What every force form of the relay shares (force-<backend>, bisect-<backend>, the janitor's): it acts on its own
+"""What every force form of the relay shares (force-<backend> and bisect-<backend>): it acts on its own
 builders only, and its reason and priority are bounded as the backend files' fields are (Buildbot's would take a
 priority its database cannot hold, a 500, and a reason of any length).
 

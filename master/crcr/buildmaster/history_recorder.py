@@ -50,7 +50,7 @@ def build_kind(backend: str, properties: dict) -> str | None:
 
 def history_rows(build: dict) -> tuple[BuildRow, list[SuiteRunRow], list[TestOutcomeRow]] | None:
     """The rows of a finished build read with its properties and steps; None when the history does not keep it:
-    a builder that is no backend's (the janitor's), a build Buildbot builds again (RETRY), another scheduler's."""
+    a builder that is no backend's, a build Buildbot builds again (RETRY), another scheduler's."""
     properties = build["properties"]
     backend = properties.get(BACKEND_PROPERTY, (None,))[0]
     kind = None if backend is None else build_kind(backend, properties)

@@ -1,60 +1,109 @@
-"""The relay's janitor: one nightly builder, visible in the UI and forceable by admins, that deletes what is
-older than the `history_days` setting: Buildbot's build logs (its JanitorConfigurator's step) and the relay's own
-rows (PruneHistory): the test history, the ledger's decided commits and the ended bisections with their steps.
+"""The relay's janitor: a service of the leader's that deletes, nightly, what is older than the `history_days`
+setting: Buildbot's build logs and build data (what the steps of Buildbot's JanitorConfigurator delete) and the
+relay's own rows (store.prune_history): the test history, the ledger's decided commits and the ended bisections
+with their steps. Buildbot's own build rows stay (small without their logs).
 
-Buildbot's janitor keeps its builds' own rows (builds, steps, properties): the relay's history tables are what
-the health pages read.
+A service rather than Buildbot's JanitorConfigurator, whose builder and LocalWorker the UI listed among the
+backends' builders and workers.
+
+Nightly at hour 0 of the master's clock, on the leader only. When the last prune ran is kept in the database
+(Buildbot's object state, the same for every master): a master that takes the lead, or starts, with no prune since
+the last midnight (its leader was down then) prunes at once.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, time, timedelta
 
-from buildbot.configurators.janitor import JANITOR_NAME, JanitorConfigurator
-from buildbot.process.buildstep import BuildStep
-from buildbot.process.results import SUCCESS
+from buildbot.util import service
+from buildbot.util.state import StateMixin
 from twisted.internet import defer
+from twisted.python import log
 
-from crcr.buildmaster.force_forms import OwnBuildersForceScheduler
+from crcr.buildmaster.services.leadership import LeaderDuty
 from crcr.store.service import relay_store
 
 DAY = 24 * 3600
-JANITOR_FORCE_NAME = JANITOR_NAME + "_force"  # as JanitorConfigurator names its force scheduler
-# The summary's names of the tables a reader cares about; the log lists every table.
-SUMMARY = (("crcr_builds", "build"), ("crcr_commits", "commit"), ("crcr_bisections", "bisection"))
+JANITOR_SERVICE = "crcr-janitor"
+LAST_PRUNE = "last_prune"  # {"at": when it ran (epoch seconds), "pruned": {what: how many}}
 
 
-class PruneHistory(BuildStep):
-    name = "RelayHistoryJanitor"  # as Buildbot names the janitor's steps (LogChunksJanitor)
+def midnight_before(now: float) -> float:
+    """The latest midnight of the master's local clock at or before `now`."""
+    return datetime.combine(datetime.fromtimestamp(now).date(), time()).timestamp()
 
-    def __init__(self, history_days: int, **kwargs):
-        super().__init__(**kwargs)
+
+def midnight_after(now: float) -> float:
+    return datetime.combine(datetime.fromtimestamp(now).date() + timedelta(days=1), time()).timestamp()
+
+
+def pruned_text(pruned: dict[str, int]) -> str:
+    return ", ".join(f"{what}: {count}" for what, count in pruned.items())
+
+
+class RelayJanitor(LeaderDuty, service.BuildbotService, StateMixin):
+    name = JANITOR_SERVICE
+
+    def __init__(self, *args, **kwargs):
+        self._next = None  # the next prune's IDelayedCall, while this master leads
+        super().__init__(*args, **kwargs)
+
+    def checkConfig(self, history_days: int):
+        pass
+
+    def reconfigService(self, history_days: int):
         self.history_days = history_days
 
     @defer.inlineCallbacks
-    def run(self):
-        store = relay_store(self.master)
-        counts = yield store.prune_history(self.master.reactor.seconds() - self.history_days * DAY)
-        yield self.addCompleteLog("pruned", f"Rows older than {self.history_days} days deleted from the relay's tables:\n"
-                                  + "".join(f"  {table}: {n}\n" for table, n in sorted(counts.items())))
-        pruned = [f"{counts[table]} {noun}{'s' * (counts[table] != 1)}" for table, noun in SUMMARY if counts[table]]
-        self.descriptionDone = [f"pruned {', '.join(pruned) or 'nothing'} older than {self.history_days} days"]
-        return SUCCESS
+    def startService(self):
+        yield super().startService()
+        yield self.start_duty()
 
+    def stopService(self):
+        self._cancel()
+        return super().stopService()
 
-class RelayJanitor(JanitorConfigurator):
-    """Buildbot's janitor builder (build logs past the horizon, nightly at midnight, and its force scheduler),
-    with PruneHistory added to its steps, and a force form that, as the relay's others, acts on its own builder
-    only."""
+    @defer.inlineCallbacks
+    def lead(self):
+        last = yield self.getState(LAST_PRUNE, None)
+        now = self.master.reactor.seconds()
+        missed = last is None or last["at"] < midnight_before(now)
+        self._schedule(now if missed else midnight_after(now))
 
-    def __init__(self, history_days: int):
-        super().__init__(logHorizon=timedelta(days=history_days))
-        self.history_days = history_days
+    def follow(self):
+        self._cancel()
+        return defer.succeed(None)
 
-    def configure(self, config_dict):
-        super().configure(config_dict)
-        (builder,) = [b for b in config_dict["builders"] if b.name == JANITOR_NAME]
-        builder.factory.addStep(PruneHistory(history_days=self.history_days))
-        schedulers = config_dict["schedulers"]
-        (force,) = [i for i, s in enumerate(schedulers) if s.name == JANITOR_FORCE_NAME]
-        schedulers[force] = OwnBuildersForceScheduler(name=JANITOR_FORCE_NAME, builderNames=[JANITOR_NAME])
+    def _schedule(self, at: float) -> None:
+        self._cancel()
+        reactor = self.master.reactor
+        self._next = reactor.callLater(max(0.0, at - reactor.seconds()), self._nightly)
+
+    def _cancel(self) -> None:
+        if self._next is not None and self._next.active():
+            self._next.cancel()
+        self._next = None
+
+    @defer.inlineCallbacks
+    def _nightly(self):
+        self._next = None
+        try:
+            yield self.prune()
+        except Exception:
+            log.err(None, "crcr janitor: pruning failed; tried again next night")
+        if self.running and self.leads():
+            self._schedule(midnight_after(self.master.reactor.seconds()))
+
+    @defer.inlineCallbacks
+    def prune(self):
+        """Deletes what is older than the horizon, logs how much of each kind and keeps it with the time (LAST_PRUNE);
+        returns {what: how many}."""
+        now = self.master.reactor.seconds()
+        horizon = int(now - self.history_days * DAY)
+        db = self.master.db
+        pruned = {"log chunks": (yield db.logs.deleteOldLogChunks(horizon)),
+                  "build data": (yield db.build_data.deleteOldBuildData(horizon))}
+        pruned.update(sorted((yield relay_store(self.master).prune_history(horizon)).items()))
+        log.msg(f"crcr janitor: deleted what is older than {self.history_days} days: {pruned_text(pruned)}")
+        yield self.setState(LAST_PRUNE, {"at": now, "pruned": pruned})
+        return pruned

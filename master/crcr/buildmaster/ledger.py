@@ -32,8 +32,11 @@ from crcr.github import status_text
 from crcr.github.commit_status import post_status
 from crcr.health.links import build_url
 from crcr.names import (
-    BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, force_scheduler_name, upstream_scheduler_name,
+    BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE,
+    force_scheduler_name, upstream_scheduler_name,
 )
+from crcr.store.buildbot_tables import origin_of
+from crcr.store.commits import Origin
 from crcr.store.service import relay_store
 
 # GitHub's state for a finished build, as Buildbot's GitHubStatusPush posts it (RETRY: built again, no verdict).
@@ -96,10 +99,12 @@ class CommitLedger(OrderedLeaderService, StateMixin):
     def _record_request(self, request, seen_at: float):
         asked = yield self._asked(request)
         if asked is not None:
-            backend, scheduler, stamp = asked
+            backend, scheduler, stamp, _ = asked
             if scheduler in (upstream_scheduler_name(backend), force_scheduler_name(backend)):
+                origin = yield self.master.db.pool.do(origin_of, self.master.db.model, stamp["revision"])
                 yield self.store.record_arrival(backend, stamp["revision"], stamp["branch"] or "", seen_at,
-                                                brid=request["buildrequestid"], description=status_text.QUEUED)
+                                                brid=request["buildrequestid"], description=status_text.QUEUED,
+                                                origin=origin)
         yield self._recorded_up_to(request["buildrequestid"])
 
     @defer.inlineCallbacks
@@ -197,7 +202,7 @@ class CommitLedger(OrderedLeaderService, StateMixin):
         asked = yield self._asked(request)
         if not rows or asked is None:
             return
-        backend, scheduler, stamp = asked
+        backend, scheduler, stamp, _ = asked
         cancelled = status_text.describe_finished_build({"results": CANCELLED})
         how_own = "forced" if scheduler == force_scheduler_name(backend) else "built"
         for row in rows:
@@ -251,11 +256,12 @@ class CommitLedger(OrderedLeaderService, StateMixin):
 
     @defer.inlineCallbacks
     def _asked(self, request):
-        """(backend, scheduler, sourcestamp) of a build request; None for a builder that is no backend's."""
+        """(backend, scheduler, sourcestamp, properties) of a build request; None for a builder that is no
+        backend's."""
         builder = yield self.master.data.get(("builders", request["builderid"]))
         buildset = yield self.master.data.get(("buildsets", request["buildsetid"]))
         properties = yield self.master.data.get(("buildsets", request["buildsetid"], "properties"))
         if builder is None or buildset is None or not buildset["sourcestamps"]:
             return None
-        return builder["name"], properties.get("scheduler", (None,))[0], buildset["sourcestamps"][0]
+        return builder["name"], properties.get("scheduler", (None,))[0], buildset["sourcestamps"][0], properties
 

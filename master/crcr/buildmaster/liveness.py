@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from buildbot.util import service
-from buildbot.worker.local import LocalWorker
 from twisted.internet import defer, task
 from twisted.python import log
 
@@ -52,8 +51,7 @@ class SilentWorkerWatch(service.BuildbotService):
         seen = {}
         for worker in self.master.workers.workers.values():
             conn = worker.conn
-            # The janitor's LocalWorker runs in the master: it sends no keepalives, and nothing would reconnect it.
-            if conn is None or isinstance(worker, LocalWorker):
+            if conn is None:
                 continue
             seen[id(conn)] = self._first_seen.get(id(conn), now)
             silent_for = now - max(worker.lastMessageReceived, seen[id(conn)])

@@ -71,13 +71,11 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                              github_repo=settings.github_repo, github_api_url=settings.github_api_url,
                              upstream_url=settings.upstream_url),
             *nothing_pending_services(relay, settings), HostSlotWaker(),
-            HistoryRecorder(),
+            HistoryRecorder(), RelayJanitor(history_days=settings.history_days),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.
             RelayHealth(backends=health_backends(relay.backends), commit_url=commit_url(settings, "")),
             *([ExitWithTheMaster()] if settings.clustered else []),
         ],
-        # Buildbot's janitor builder (its LocalWorker, nightly and force schedulers), pruning past history_days.
-        "configurators": [RelayJanitor(settings.history_days)],
         "www": www_config(settings, relay),
         "projects": [upstream_project(settings)],
         "revlink": commit_links(settings),

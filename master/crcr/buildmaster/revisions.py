@@ -86,6 +86,31 @@ def _resolve_sha(revision: str, repository: str, branches: list[str]):
     raise NotFetched(f"commit '{revision}' is not on any followed upstream branch ({', '.join(branches)})")
 
 
+@dataclass(frozen=True)
+class Commit:
+    """A commit as the upstream poller describes it in a Change."""
+
+    author: str  # 'Name <email>'
+    committer: str
+    when: int  # the commit's time, epoch seconds
+    message: str
+
+
+# Commit's fields apart by NULs, which no commit holds; the message last.
+COMMIT_FORMAT = "%an <%ae>%x00%cn <%ce>%x00%ct%x00%B"
+
+
+@defer.inlineCallbacks
+def describe_commit(sha: str, repository: str):
+    """The Commit `sha` of `repository`; NotFetched when the repository lacks it."""
+    code, out, err = yield run_git(["show", "--no-patch", f"--format={COMMIT_FORMAT}", f"{sha}^{{commit}}", "--"],
+                                   repository)
+    if code != 0:
+        raise NotFetched(f"no commit '{sha}': {err}")
+    author, committer, when, message = out.split("\0", 3)
+    return Commit(author=author, committer=committer, when=int(when), message=message.strip())
+
+
 # A bisection of more commits than this is refused: the relay's baselines look no further back either.
 MAX_BISECTED_COMMITS = 500
 

@@ -8,11 +8,12 @@ from buildbot.schedulers.forcesched import ValidationErrorCollector
 from twisted.internet import defer
 
 from crcr.buildmaster import revisions
+from crcr.buildmaster.forced_changes import ChangesForStamps
 from crcr.buildmaster.force_forms import OwnBuildersForceScheduler, PriorityParameter
 from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.names import (
-    BISECTION_PROPERTY, LEDGER_SERVICE, REQUESTED_REVISION_PROPERTY, SUITE_SEPARATOR,
-    SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of,
+    BISECTION_PROPERTY, LEDGER_SERVICE, REQUESTED_REVISION_PROPERTY,
+    SUITE_SEPARATOR, SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of,
 )
 from crcr.config.errors import shown
 from crcr.config.limits import MAX_BISECTED_TESTS, MAX_NODE_ID
@@ -21,7 +22,7 @@ from crcr.config.settings import Settings
 from crcr.store.buildbot_tables import builds_at
 
 
-class UpstreamRevisionForceScheduler(OwnBuildersForceScheduler):
+class UpstreamRevisionForceScheduler(ChangesForStamps, OwnBuildersForceScheduler):
     """A force scheduler that pins the typed revision to an exact upstream commit before building it."""
 
     def __init__(self, name: str, builder: str, settings: Settings, branches: list[str]):
@@ -99,7 +100,7 @@ def _hidden_upstream_codebase(settings: Settings) -> util.CodebaseParameter:
     )
 
 
-class BisectScheduler(OwnBuildersForceScheduler):
+class BisectScheduler(ChangesForStamps, OwnBuildersForceScheduler):
     """`bisect-<backend>`: the builder page's 'Bisect' form and `crcr bisect` start a bisection through its
     force(); the bisector asks it for each step's build, so that Buildbot records it as the steps' scheduler."""
 

@@ -82,6 +82,9 @@ class UpstreamMirror(service.BuildbotService):
     def first_parent_range(self, good: str, bad: str):
         return self.answer(lambda path: revisions.first_parent_range(good, bad, path))
 
+    def describe_commit(self, sha: str):
+        return self.answer(lambda path: revisions.describe_commit(sha, path))
+
     async def pull_request_merge_base(self, number: int, head_sha: str, base_sha: str) -> str:
         """The commit where pull request `number`'s head left its base branch (git merge-base), its head and base
         fetched first when the mirror lacks them."""

@@ -16,6 +16,7 @@ from buildbot.changes.changes import Change
 from buildbot.plugins import schedulers, util
 from twisted.internet import defer
 
+from crcr.names import FORCED_CHANGE_CATEGORY
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
 from crcr.names import upstream_scheduler_name
@@ -84,7 +85,9 @@ def upstream_scheduler(backend: Backend, settings: Settings) -> UpstreamSchedule
     # No tree-stable timer: every upstream commit gets its own build and verdict.
     return UpstreamScheduler(
         name=upstream_scheduler_name(backend.name),
-        change_filter=util.ChangeFilter(project=settings.github_repo, branch=backend.branches),
+        # Not the changes the relay adds for the commits it was asked to build (forced_changes.py).
+        change_filter=util.ChangeFilter(project=settings.github_repo, branch=backend.branches,
+                                        category_not_eq=FORCED_CHANGE_CATEGORY),
         treeStableTimer=None,
         builderNames=[backend.name],
     )

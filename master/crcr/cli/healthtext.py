@@ -13,19 +13,23 @@ from crcr.health.links import bisection_page
 from crcr.suites.results import SHORT_SHA
 
 NONE = "-"  # a figure that has no value (no verdict, no build in the range)
+# The backend's state (health/state.py) as the table and the lines say it.
+STATE_WORDS = {"failing": "failing", "known_failures": "known failures", "error": "error", "passing": "passing",
+               None: "no verdict"}
 
 
 def summary_lines(summary: dict, web_url: str) -> list[str]:
     """One line per backend, in the relay's order (worst first), under a header."""
     now = summary["now"]
-    rows = [("BACKEND", "VERDICT", "SINCE", "P50", "P95", "PASS RATE", "BUILDS", "TIMEOUTS", "QUEUE", "UNITS",
+    rows = [("BACKEND", "STATE", "SINCE", "P50", "P95", "PASS RATE", "BUILDS", "TIMEOUTS", "QUEUE", "UNITS",
              "FAILING TESTS")]
     for row in summary["backends"]:
-        latest, latency, queue = row["latest"], row["latency"], row["queue"]
+        latency, queue = row["latency"], row["queue"]
+        since = _since(row)
         rows.append((
             row["backend"],
-            latest["state"] if latest else "no verdict",
-            f"{_short(latest['since_sha'])}, {_ago(now, latest['since'])}" if latest else NONE,
+            STATE_WORDS[row["state"]],
+            f"{_short(since[0])}, {_ago(now, since[1])}" if since else NONE,
             _duration(latency["p50"]),
             _duration(latency["p95"]),
             f"{_percent(row['pass_rate'])} ({row['verdicts']['success']}/{latency['decided']})"
@@ -47,6 +51,7 @@ def backend_lines(page: dict, web_url: str) -> list[str]:
     now, over = page["now"], page["range"]
     lines = [f"{page['backend']} ({page['level']}, {page['device']}): {page['description']} "
              f"({_link(web_url, page['page'])})"]
+    lines += _state_lines(page, now)
     lines += _latest_lines(page["latest"], now, web_url)
     lines.append(f"last {over}: {_decided_text(page)}; {_builds_text(page)}")
     units = page["units"]
@@ -79,7 +84,8 @@ def commit_lines(commit: dict, web_url: str) -> list[str]:
         asked_only = commit["build_kind"] == "bisection"
         bisection = " (the bisection's build of it: only the tests it asked)" if asked_only else ""
         lines.append(f"build: {_link(web_url, commit['build_url'])}{bisection}")
-    lines.append(f"commit: {commit['commit_url']}")
+    by = f" by {commit['author']}" if commit["author"] else ""
+    lines.append(f"commit: {commit['commit_url']}" + (f' "{commit["title"]}"{by}' if commit["title"] else ""))
     if commit["bisections"]:
         lines.append("bisections: " + ", ".join(
             f"{b} ({_link(web_url, bisection_page(b))})" for b in commit["bisections"]))
@@ -100,12 +106,33 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
 
 
+def _since(row: dict) -> tuple[str, int] | None:
+    """(sha, time) the backend's state stands since: the first failing commit of its longest failing test, else
+    the first commit of its run of verdicts."""
+    if row["failing_since"]:
+        return row["failing_since"]["sha"], row["failing_since"]["since"]
+    latest = row["latest"]
+    return (latest["since_sha"], latest["since"]) if latest else None
+
+
+def _state_lines(row: dict, now: int) -> list[str]:
+    """The backend's state, and since which commit tests fail at its tip (whatever its commits' verdicts say)."""
+    line = f"state: {STATE_WORDS[row['state']]}"
+    first = row["failing_since"]
+    if first:
+        line += (f", {counted(row['failing_tests'], 'test')} failing since {_named(first['sha'], first['title'])}, "
+                 f"{_ago(now, first['since'])}")
+    return [line]
+
+
 def _latest_lines(latest: dict | None, now: int, web_url: str) -> list[str]:
     if latest is None:
         return ["latest verdict: none yet"]
     said = f": {latest['description']}" if latest["description"] else ""
-    lines = [f"latest verdict: {latest['state']} at {_short(latest['sha'])}, decided {_ago(now, latest['decided_at'])}"
-             f"{said}", f"  {latest['state']} since {_short(latest['since_sha'])}, {_ago(now, latest['since'])}"]
+    lines = [f"latest verdict: {latest['state']} at {_named(latest['sha'], latest['title'])}, decided "
+             f"{_ago(now, latest['decided_at'])}{said}",
+             f"  {latest['state']} since {_named(latest['since_sha'], latest['since_title'])}, "
+             f"{_ago(now, latest['since'])}"]
     if latest["build_url"]:
         lines.append(f"  its build: {_link(web_url, latest['build_url'])}")
     return lines
@@ -138,7 +165,7 @@ def _failing_text(test: dict, now: int, web_url: str) -> str:
     culprit = (f"first bad commit {_short(bad['sha'])} (bisection {bad['bisection']}, "
                f"{_link(web_url, bad['bisection_url'])})" if bad else "not bisected")
     return (f"{test['test']} ({test['suite']}): failing for {counted(test['builds_failing'], 'build')}, since "
-            f"{_short(test['first_failing_sha'])} {_ago(now, test['since'])}; {culprit}")
+            f"{_named(test['first_failing_sha'], test['first_failing_title'])} {_ago(now, test['since'])}; {culprit}")
 
 
 def _bisection_text(bisection: dict, now: int, web_url: str) -> str:
@@ -185,6 +212,11 @@ def _link(web_url: str, route: str) -> str:
 
 def _short(sha: str) -> str:
     return sha[:SHORT_SHA]
+
+
+def _named(sha: str, title: str | None) -> str:
+    """'1a2b3c4d5e "Fix the add kernel"', or the short sha alone when the title is unknown."""
+    return f'{_short(sha)} "{title}"' if title else _short(sha)
 
 
 def _ago(now: int, at: int) -> str:

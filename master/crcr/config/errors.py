@@ -114,6 +114,8 @@ def _explain(error, model: type[BaseModel] | None = None, derived: Iterable[str]
         return f"must have at most {ctx['max_length']} entries (got {ctx['actual_length']})"
     if kind == "less_than_equal":
         return f"must be at most {LIMIT_HELP.get(ctx['le'], ctx['le'])} (got {shown(value)})"
+    if kind == "model_type":  # pydantic would name the model class, which the user never sees
+        return f"should be a mapping of fields (got {shown(value)})"
     if kind in ("int_type", "int_parsing", "int_from_float"):
         return f"should be a whole number (got {shown(value)})"
     msg = error["msg"]

@@ -1,4 +1,5 @@
-"""README badges as SVG, in shields.io's "flat" style: `crcr <backend> | passing` (the latest verdict) and
+"""README badges as SVG, in shields.io's "flat" style: `crcr <backend> | passing` (the backend's state:
+crcr.health.state) and
 `validated within | 2h 10m` (the 7-day p95 from upstream commit to verdict).
 
 Ours rather than Buildbot's `buildbot-badges` plugin: that one shows the last build of a builder (its results
@@ -14,15 +15,15 @@ import unicodedata
 from xml.sax.saxutils import escape
 
 LABEL_COLOUR = "#555"
-COLOURS = {  # shields.io's named colours
+COLOURS = {  # shields.io's named colours, by the backend's state
     "passing": "#4c1",  # brightgreen
     "failing": "#e05d44",  # red
+    "known_failures": "#fe7d37",  # orange
     "error": "#fe7d37",  # orange
     "pending": "#dfb317",  # yellow
     "none": "#9f9f9f",  # lightgrey
     "validated": "#007ec6",  # blue
 }
-MESSAGES = {"success": "passing", "failure": "failing", "error": "error"}
 HEIGHT = 20
 PADDING = 5  # each side of a text
 FONT_SIZE = 11
@@ -45,11 +46,12 @@ _ADVANCE = {
 }
 
 
-def verdict_badge(backend: str, state: str | None, pending: bool) -> str:
-    """`state`: the latest decided commit's (success, failure, error) or None; `pending`: commits wait for one."""
+def verdict_badge(backend: str, state: str | None, failing_tests: int, pending: bool) -> str:
+    """`state`: the backend's (health.state.STATES) or None before its first verdict; `failing_tests`: at its
+    tip; `pending`: commits wait for a verdict. Never "passing" while a test fails: "3 failing"."""
     if state is not None:
-        message = MESSAGES[state]
-        colour = COLOURS[message]
+        message = f"{failing_tests} failing" if failing_tests else state
+        colour = COLOURS[state]
     elif pending:
         message, colour = "pending", COLOURS["pending"]
     else:

@@ -36,8 +36,9 @@ def bad_set(outcomes: list[BadOutcome]) -> set[tuple[int, str, str]]:
 
 def failing_tests(backend: str, failing: list[BadOutcome], runs: list[SuiteRun], bad: list[BadOutcome],
                   plans: list[ReadPlan], commit_url: str) -> list[dict]:
-    """Each test failing in its suite's newest run, longest failing first. `runs`: the verdict builds' runs of the
-    suites, newest first; `bad`: every failure and error of the failing tests; `plans`: newest first."""
+    """Each test failing at the tip, longest failing first (its first failing commit the oldest upstream). `runs`:
+    the verdict builds' runs of the suites, newest upstream first; `bad`: every failure and error of the failing
+    tests; `plans`: newest first."""
     found = []
     bad_outcomes = bad_set(bad)
     for row in failing:
@@ -45,18 +46,24 @@ def failing_tests(backend: str, failing: list[BadOutcome], runs: list[SuiteRun],
         if streak is None:  # its newest run was recorded meanwhile
             continue
         first = streak.first_failing
-        found.append({
+        found.append((_upstream_place(first), {
             "test": row.test,
             "suite": row.suite,
             "since": first.complete_at,
             "first_failing_sha": first.sha,
+            "first_failing_title": first.title,
             "first_failing_commit_url": commit_url + first.sha,
             "first_failing_build_url": build_url(first.builderid, first.number),
             "builds_failing": streak.builds_failing,
             "first_bad": first_bad(plans, row.suite, row.test, commit_url),
             "page": test_page(backend, row.test),
-        })
-    return sorted(found, key=lambda f: (f["since"], f["suite"], f["test"]))
+        }))
+    return [f for _, f in sorted(found, key=lambda p: (p[0], p[1]["since"], p[1]["suite"], p[1]["test"]))]
+
+
+def _upstream_place(run: SuiteRun) -> int:
+    """A run's commit's place upstream; one no change brought (forced) is older than any placed one."""
+    return -1 if run.position is None else run.position
 
 
 def flakiest(backend: str, counts: list[FlakyCount], runs: dict[str, int], limit: int = FLAKIEST) -> list[dict]:

@@ -19,3 +19,15 @@ def test_page(backend: str, test: str) -> str:
 
 def bisection_page(bisectionid: int) -> str:
     return f"#/bisections/{bisectionid}"
+
+
+def log_page(builderid: int, number: int, step_number: int, log_slug: str) -> str:
+    return f"{build_url(builderid, number)}/steps/{step_number}/logs/{log_slug}"
+
+
+def junit_file(buildid: int, suite: str) -> str:
+    """The suite's JUnit XML as the worker wrote it (www/junit.py), relative to the UI as the routes are."""
+    return f"{JUNIT_PATH}/{buildid}/{suite}.xml"
+
+
+JUNIT_PATH = "plugins/crcr/junit"

@@ -34,7 +34,7 @@ def shown_build(commit: CommitRow, builds: dict[int, BuildRow],
 
 def matrix(commits: list[CommitRow], builds: dict[int, BuildRow], runs: list[SuiteRunRow],
            plans: list[ReadPlan], commit_url: str, *, bisection_builds: dict[str, BuildRow]) -> dict:
-    """`commits` newest first; `builds` their deciding builds by id; `bisection_builds` the newest bisection build
+    """`commits` newest upstream first; `builds` their deciding builds by id; `bisection_builds` the newest bisection build
     by sha of those decided "bisected"; `runs` both's suite runs in the order they were recorded (their suites are
     listed in that order)."""
     suites = list(dict.fromkeys(run.suite for run in runs))
@@ -47,6 +47,8 @@ def matrix(commits: list[CommitRow], builds: dict[int, BuildRow], runs: list[Sui
         build = shown_build(commit, builds, bisection_builds)
         rows.append({
             "sha": commit.sha,
+            "title": commit.title,
+            "author": commit.author,
             "commit_url": commit_url + commit.sha,
             "seen_at": commit.seen_at,
             "state": commit.state,

@@ -1,9 +1,10 @@
-"""The figures /metrics exports: per backend verdict counts, latencies, queue, bisections, failing tests; the
-GitHub outbox; units per device."""
+"""The figures /metrics exports: per backend its state and the tests failing at its tip, verdict counts,
+latencies, queue, bisections; the GitHub outbox; units per device."""
 
 from __future__ import annotations
 
 from crcr.health.queue import queue_now
+from crcr.health.state import backend_state
 from crcr.health.summary import BackendInfo, by_backend
 from crcr.store.health_queries import MetricsRows
 from crcr.store.tables import BISECTION_STATES, VERDICTS
@@ -23,13 +24,15 @@ def metrics(infos: list[BackendInfo], rows: MetricsRows, now: int, units: dict[s
         name = info.name
         queue = queue_now(queued.get(name, []), now)
         states, bisections = rows.states.get(name, {}), rows.bisection_states.get(name, {})
+        streak, failing_tests = rows.streaks.get(name), len(failing.get(name, []))
         backends[name] = {
+            "state": backend_state(streak.latest.state if streak else None, failing_tests),
             "commits": {state: states.get(state, 0) for state in COMMIT_STATES},
             "latencies": sorted(rows.latencies.get(name, [])),
             "queue_length": queue["length"],
             "oldest_queued_age": queue["oldest_age"],
             "bisections": {state: bisections.get(state, 0) for state in BISECTION_STATES},
-            "failing_tests": len(failing.get(name, [])),
+            "failing_tests": failing_tests,
         }
     return {
         "backends": backends,

@@ -40,6 +40,8 @@ def commit_page(rows: CommitRows, commit_url: str) -> dict:
     return {
         "backend": commit.backend,
         "sha": commit.sha,
+        "title": commit.title,
+        "author": commit.author,
         "commit_url": commit_url + commit.sha,
         "state": commit.state,
         "description": commit.description,

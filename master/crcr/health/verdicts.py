@@ -33,13 +33,16 @@ def pass_rate(counts: dict) -> float | None:
 
 
 def latest_verdict(streak: Streak | None, deciding_build: BuildRow | None, commit_url: str) -> dict | None:
-    """The newest decided commit's verdict, and the first commit of the run of verdicts in the same state."""
+    """The newest decided commit's verdict (upstream's newest: never a forced build's older commit), and the first
+    commit of the run of verdicts in the same state."""
     if streak is None:
         return None
     latest, since = streak.latest, streak.since
     return {
         "state": latest.state,
         "sha": latest.sha,
+        "title": latest.title,
+        "author": latest.author,
         "commit_url": commit_url + latest.sha,
         "description": latest.description,
         "how": latest.how,
@@ -47,5 +50,6 @@ def latest_verdict(streak: Streak | None, deciding_build: BuildRow | None, commi
         "build_url": None if deciding_build is None else build_url(deciding_build.builderid, deciding_build.number),
         "since": since.decided_at,
         "since_sha": since.sha,
+        "since_title": since.title,
         "since_commit_url": commit_url + since.sha,
     }

@@ -1,7 +1,7 @@
 """The relay's queries on Buildbot's own tables, all in one place: what Buildbot's data API cannot ask (builds by
-the commit they checked out, build requests by sourcestamp, the changes after one, the cluster's connections) or
-asks too slowly; and the one index the relay adds to Buildbot's schema, over the commit each build checked out.
-The store makes that index at each start (IF NOT EXISTS) rather than in one of its migrations: Buildbot's own
+the commit they checked out, build requests by sourcestamp, the changes after one, the change that brought a
+commit, the cluster's connections) or asks too slowly; and the one index the relay adds to Buildbot's schema,
+over the commit each build checked out. The store makes that index at each start (IF NOT EXISTS) rather than in one of its migrations: Buildbot's own
 migrations may rebuild a table on SQLite (alembic's batch mode copies it), dropping the indexes they do not know.
 
 The cluster's connections: Buildbot writes a row in connected_workers as a worker connects and deletes it as it
@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 
 import sqlalchemy as sa
+
+from crcr.names import FORCED_CHANGE_CATEGORY
+from crcr.store.commits import Origin, author_name, headline
 
 REVISION_INDEX = "crcr_build_revisions"
 REVISION_PROPERTY = "got_revision"  # the commit a build checked out, set by its Git step
@@ -71,6 +74,21 @@ def requests_of_ref(conn, model, builderid: int, ref: str) -> list[tuple[int, st
         .order_by(requests.c.id)
     )
     return [(row.id, row.revision, bool(row.complete), row.results) for row in conn.execute(query)]
+
+
+def origin_of(conn, model, revision: str) -> Origin:
+    """The commit's place in upstream order, from the earliest upstream change that brought it (Buildbot indexes
+    changes by revision), and its title and author from the earliest change of it, the one the relay adds for a
+    forced commit too (which gives no place: it is added when forced, not when pushed); an empty Origin when no
+    change has it."""
+    changes = model.changes
+    query = (sa.select(changes.c.changeid, changes.c.comments, changes.c.author, changes.c.category)
+             .where(changes.c.revision == revision).order_by(changes.c.changeid))
+    rows = conn.execute(query).fetchall()
+    if not rows:
+        return Origin()
+    upstream = [row.changeid for row in rows if row.category != FORCED_CHANGE_CATEGORY]
+    return Origin(upstream[0] if upstream else None, headline(rows[0].comments), author_name(rows[0].author))
 
 
 def changes_after(conn, model, changeid: int) -> list[int]:

@@ -27,22 +27,58 @@ class CommitRow:
     how: str | None  # built | covered | bisected | forced, once decided
     brid: int | None  # the build request that builds or covers it
     buildid: int | None  # the build that decided it
+    position: int | None = None  # upstream order (tables.py); None: older than every commit that has one
+    title: str | None = None  # the first line of its message, when the relay knows it
+    author: str | None = None
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What the relay knows of a commit beside its sha: its place in upstream order (the id of the change that
+    brought it; None when none did) and its title and author (None when unknown)."""
+
+    position: int | None = None
+    title: str | None = None
+    author: str | None = None
 
 
 def record_arrival(conn, backend: str, sha: str, branch: str, seen_at: float, brid: int | None = None,
-                   description: str | None = None) -> bool:
+                   description: str | None = None, origin: Origin = Origin()) -> bool:
     """A pending row for a commit the relay sees; True when it is new. A commit seen again (rebuilt, forced) keeps
-    its row as it is, first seen_at included."""
+    its row as it is, first seen_at included; only what the row did not know of its origin is added (a commit
+    forced before its push was polled takes its place in upstream order when its change comes)."""
     try:
         conn.execute(commits.insert().values(
             backend=backend, sha=sha, branch=branch, seen_at=int(seen_at), state="pending", description=description,
-            brid=brid,
+            brid=brid, position=origin.position, title=origin.title, author=origin.author,
         ))
     except sa.exc.IntegrityError:  # (backend, sha) is unique: inserting is also how two masters agree on one row
         conn.rollback()
+        _complete_origin(conn, backend, sha, origin)
         return False
     conn.commit()
     return True
+
+
+def _complete_origin(conn, backend: str, sha: str, origin: Origin) -> None:
+    c = commits.c
+    for column, value in (("position", origin.position), ("title", origin.title), ("author", origin.author)):
+        if value is not None:
+            conn.execute(commits.update().where(c.backend == backend, c.sha == sha, c[column].is_(None))
+                         .values({column: value}))
+    conn.commit()
+
+
+def headline(message: str | None) -> str | None:
+    """A commit message's first line: its title."""
+    lines = (message or "").strip().splitlines()
+    return lines[0].strip() if lines else None
+
+
+def author_name(author: str | None) -> str | None:
+    """'A U Thor <author@example.com>' (git's, as Buildbot's changes keep it) without the address."""
+    name = (author or "").split("<", 1)[0].strip()
+    return name or None
 
 
 def move_to_request(conn, old_brid: int, new_brid: int) -> int:

@@ -26,6 +26,9 @@ TEST_RUNS = 100
 AMBIGUOUS_SHOWN = 5  # candidates named when a prefix matches several commits
 
 _c, _b, _r, _t = commits.c, builds.c, suite_runs.c, test_outcomes.c
+# Upstream order, newest first: a commit no upstream change brought (forced, older than the relay's first poll;
+# its position None) comes after every commit that has a position, those among themselves by arrival.
+NEWEST_UPSTREAM_FIRST = (sa.func.coalesce(_c.position, -1).desc(), _c.id.desc())
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,8 @@ class Queued:
 
 @dataclass(frozen=True)
 class Streak:
-    """The backend's newest decided commit and the earliest of the decided commits with the same state right
-    before it (itself when the one before differs)."""
+    """The backend's newest decided commit in upstream order and the earliest of the decided commits with the same
+    state right before it (itself when the one before differs)."""
 
     latest: CommitRow
     since: CommitRow
@@ -80,6 +83,9 @@ class SuiteRun:
     sha: str
     builderid: int
     number: int
+    backend: str = ""
+    title: str | None = None  # its commit's, when the ledger knows it
+    position: int | None = None  # its commit's place in upstream order (None: before every placed one)
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,9 @@ class SummaryRows:
     decided: list[Decided]  # decided at or after the asked time
     builds: dict[str, tuple[int, int]]  # backend -> (builds, timed out) completed at or after the asked time
     queued: list[Queued]  # pending, not started
-    failing: list[BadOutcome]  # the failed or errored tests of each suite's newest run
+    failing: list[BadOutcome]  # the failed or errored tests at the tip: in each suite's newest run upstream
+    streak_runs: list[SuiteRun]  # the verdict runs of the suites with a failing test, newest upstream first
+    streak_outcomes: list[BadOutcome]  # every failure or error of the failing tests
 
 
 @dataclass(frozen=True)
@@ -105,11 +113,9 @@ class BackendRows:
     summary: SummaryRows  # of the backend alone, decided over the longest range asked
     builds: list[BuildRow]  # upstream | forced, completed in the range
     queue_history: list[Queued]  # commits queued at some time in the range
-    streak_runs: list[SuiteRun]  # runs of the suites with a failing test, newest first
-    streak_outcomes: list[BadOutcome]  # every failure or error of the failing tests
     flaky: list[FlakyCount]  # in the range, bisection builds left out
     runs_in_range: dict[str, int]  # suite -> runs in the range, bisection builds left out
-    matrix_commits: list[CommitRow]  # newest first
+    matrix_commits: list[CommitRow]  # newest upstream first
     matrix_builds: dict[int, BuildRow]  # the matrix commits' deciding builds, by buildid
     matrix_bisection_builds: dict[str, BuildRow]  # sha -> the newest bisection build of a commit decided "bisected"
     matrix_runs: list[SuiteRunRow]  # the suite runs of both, in the order they were recorded
@@ -139,6 +145,7 @@ class CommitRows:
 @dataclass(frozen=True)
 class MetricsRows:
     states: dict[str, dict[str, int]]  # backend -> state -> commits
+    streaks: dict[str, Streak]  # backends with a decided commit
     latencies: dict[str, list[int]]  # backend -> latencies of its retained decided commits
     queued: list[Queued]
     bisection_states: dict[str, dict[str, int]]  # backend -> state -> bisections
@@ -153,40 +160,41 @@ class MetricsRows:
 
 def summary_rows(conn, backends: list[str], decided_since: int, builds_since: int) -> SummaryRows:
     streaks = latest_streaks(conn, backends)
+    failing = failing_now(conn, backends)
     return SummaryRows(
         streaks=streaks,
         deciding_builds=builds_by_id(conn, {s.latest.buildid for s in streaks.values()} - {None}),
         decided=decided_after(conn, backends, decided_since),
         builds=build_counts(conn, backends, builds_since),
         queued=queued_now(conn, backends),
-        failing=failing_now(conn, backends),
+        failing=failing,
+        streak_runs=suite_runs_of(conn, {(row.backend, row.suite) for row in failing}, VERDICT_KINDS),
+        streak_outcomes=bad_outcomes_of(conn, {(row.backend, row.test) for row in failing}),
     )
 
 
 def latest_streaks(conn, backends: list[str]) -> dict[str, Streak]:
-    decided = sa.and_(_c.decided_at.is_not(None), _c.backend.in_(backends))
-    newest_ids = sa.select(_c.backend, sa.func.max(_c.id).label("id")).where(decided).group_by(_c.backend).subquery()
-    latest = sa.select(_c.backend, _c.id, _c.state).join(newest_ids, _c.id == newest_ids.c.id).subquery()
-    # The newest decided commit of another state before the latest: the streak starts right after it.
-    before = commits.alias("before")
-    breaks = (
-        sa.select(before.c.backend, sa.func.max(before.c.id).label("id"))
-        .join(latest, sa.and_(latest.c.backend == before.c.backend, before.c.id < latest.c.id,
-                              before.c.state != latest.c.state))
-        .where(before.c.decided_at.is_not(None))
-        .group_by(before.c.backend)
-        .subquery()
+    """Each backend's newest decided commit in upstream order (never a forced build's older commit, whenever it
+    was decided) and the start of its run of the same state."""
+    place = sa.func.row_number().over(partition_by=_c.backend, order_by=NEWEST_UPSTREAM_FIRST)
+    ranked = (sa.select(_c.backend, _c.id, _c.state, place.label("place"))
+              .where(_c.decided_at.is_not(None), _c.backend.in_(backends)).cte("ranked"))
+    newest = sa.select(ranked.c.backend, ranked.c.state).where(ranked.c.place == 1).subquery("newest")
+    # The first commit, walking back, of another state than the newest: the run ends right before it.
+    bounds = (
+        sa.select(ranked.c.backend,
+                  sa.func.min(sa.case((ranked.c.state != newest.c.state, ranked.c.place))).label("other"),
+                  sa.func.max(ranked.c.place).label("oldest"))
+        .join(newest, newest.c.backend == ranked.c.backend).group_by(ranked.c.backend).subquery("bounds")
     )
-    starts = conn.execute(
-        sa.select(_c.backend, sa.func.min(_c.id), latest.c.id)
-        .join(latest, latest.c.backend == _c.backend)
-        .outerjoin(breaks, breaks.c.backend == _c.backend)
-        .where(decided, _c.id > sa.func.coalesce(breaks.c.id, 0), _c.id <= latest.c.id)
-        .group_by(_c.backend, latest.c.id)
+    ends = conn.execute(
+        sa.select(ranked.c.backend, ranked.c.id, ranked.c.place).join(bounds, bounds.c.backend == ranked.c.backend)
+        .where(sa.or_(ranked.c.place == 1, ranked.c.place == sa.func.coalesce(bounds.c.other - 1, bounds.c.oldest)))
     ).all()
-    ids = {i for _, since, latest_id in starts for i in (since, latest_id)}
-    rows = {row.id: row for row in _commit_rows(conn, commits.select().where(_c.id.in_(ids)))} if ids else {}
-    return {backend: Streak(rows[latest_id], rows[since]) for backend, since, latest_id in starts}
+    rows = {row.id: row for row in _commit_rows(conn, commits.select().where(_c.id.in_({e.id for e in ends})))}
+    latest = {e.backend: rows[e.id] for e in ends if e.place == 1}
+    since = {e.backend: rows[e.id] for e in sorted(ends, key=lambda e: e.place)}  # the oldest of the two stays
+    return {backend: Streak(row, since[backend]) for backend, row in latest.items()}
 
 
 def decided_after(conn, backends: list[str], since: int) -> list[Decided]:
@@ -211,7 +219,7 @@ def queued_now(conn, backends: list[str]) -> list[Queued]:
 
 
 def failing_now(conn, backends: list[str]) -> list[BadOutcome]:
-    """The failed and errored tests of each suite's newest run in an upstream or forced build."""
+    """The failed and errored tests at the tip: of each suite's newest run in upstream order (_newest_runs)."""
     newest = _newest_runs(conn, backends)
     if not newest:
         return []
@@ -220,18 +228,20 @@ def failing_now(conn, backends: list[str]) -> list[BadOutcome]:
     return [BadOutcome(*row) for row in conn.execute(query) if (row.buildid, row.suite) in newest]
 
 
+# A suite's runs, newest first: of the newest commit upstream, then (a rebuild) the latest to complete.
+NEWEST_RUN_FIRST = (sa.func.coalesce(_c.position, -1).desc(), _r.complete_at.desc(), _r.buildid.desc())
+
+
 def _newest_runs(conn, backends: list[str]) -> set[tuple[int, str]]:
-    """(buildid, suite) of each suite's newest run in the backends' upstream or forced builds; of runs completed in
-    the same second, the later build's. A grouped maximum joined back: twice as fast on SQLite as a window."""
-    verdict_runs = sa.and_(_r.backend.in_(backends), _b.kind.in_(VERDICT_KINDS))
-    newest = (sa.select(_r.backend, _r.suite, sa.func.max(_r.complete_at).label("at"))
-              .join(builds, _b.buildid == _r.buildid).where(verdict_runs).group_by(_r.backend, _r.suite).subquery())
-    query = (sa.select(_r.backend, _r.suite, sa.func.max(_r.buildid))
-             .join(builds, _b.buildid == _r.buildid)
-             .join(newest, sa.and_(newest.c.backend == _r.backend, newest.c.suite == _r.suite,
-                                   newest.c.at == _r.complete_at))
-             .where(verdict_runs).group_by(_r.backend, _r.suite))
-    return {(buildid, suite) for _, suite, buildid in conn.execute(query)}
+    """(buildid, suite) of each suite's newest run in the backends' upstream or forced builds: the run of the newest
+    commit in upstream order, so that a forced build of an older commit, however late it completes, never is."""
+    place = sa.func.row_number().over(partition_by=(_r.backend, _r.suite), order_by=NEWEST_RUN_FIRST)
+    ranked = (sa.select(_r.suite, _r.buildid, place.label("place")).select_from(suite_runs)
+              .join(builds, _b.buildid == _r.buildid)
+              .outerjoin(commits, sa.and_(_c.backend == _r.backend, _c.sha == _b.sha))
+              .where(_r.backend.in_(backends), _b.kind.in_(VERDICT_KINDS)).subquery())
+    query = sa.select(ranked.c.buildid, ranked.c.suite).where(ranked.c.place == 1)
+    return {(buildid, suite) for buildid, suite in conn.execute(query)}
 
 
 # --- one backend ---
@@ -239,9 +249,8 @@ def _newest_runs(conn, backends: list[str]) -> set[tuple[int, str]]:
 
 def backend_rows(conn, backend: str, range_start: int, longest_start: int) -> BackendRows:
     summary = summary_rows(conn, [backend], decided_since=longest_start, builds_since=range_start)
-    failing_tests = {row.test for row in summary.failing}
     matrix_commits = _commit_rows(conn, commits.select().where(_c.backend == backend)
-                                  .order_by(_c.id.desc()).limit(MATRIX_COMMITS))
+                                  .order_by(*NEWEST_UPSTREAM_FIRST).limit(MATRIX_COMMITS))
     deciding = {row.buildid for row in matrix_commits if row.buildid is not None}
     bisected = newest_bisection_builds(conn, backend, {row.sha for row in matrix_commits if row.how == "bisected"})
     shown = deciding | {build.buildid for build in bisected.values()}
@@ -250,8 +259,6 @@ def backend_rows(conn, backend: str, range_start: int, longest_start: int) -> Ba
         builds=_builds(conn, builds.select().where(_b.backend == backend, _b.complete_at >= range_start,
                                                     _b.kind.in_(VERDICT_KINDS)).order_by(_b.complete_at)),
         queue_history=queued_between(conn, backend, range_start),
-        streak_runs=suite_runs_of(conn, backend, {row.suite for row in summary.failing}, VERDICT_KINDS),
-        streak_outcomes=bad_outcomes_of(conn, backend, failing_tests),
         flaky=flaky_counts(conn, backend, range_start),
         runs_in_range=runs_in_range(conn, backend, range_start),
         matrix_commits=matrix_commits,
@@ -284,25 +291,31 @@ def queued_between(conn, backend: str, start: int) -> list[Queued]:
     return [Queued(*row) for row in conn.execute(query)]
 
 
-def suite_runs_of(conn, backend: str, suites: set[str], kinds: tuple[str, ...]) -> list[SuiteRun]:
-    """The runs of `suites` in the backend's builds of `kinds`, newest first."""
+def suite_runs_of(conn, suites: set[tuple[str, str]], kinds: tuple[str, ...]) -> list[SuiteRun]:
+    """The runs of `suites` ((backend, suite) pairs) in their backend's builds of `kinds`, newest first
+    (NEWEST_RUN_FIRST: a build of no commit of the ledger, a pull request's, comes after those of commits)."""
     if not suites:
         return []
     query = (
-        sa.select(_r.suite, _r.buildid, _r.complete_at, _b.kind, _b.sha, _b.builderid, _b.number)
-        .join(builds, _b.buildid == _r.buildid)
-        .where(_r.backend == backend, _r.suite.in_(suites), _b.kind.in_(kinds))
-        .order_by(_r.complete_at.desc(), _r.buildid.desc())
+        sa.select(_r.suite, _r.buildid, _r.complete_at, _b.kind, _b.sha, _b.builderid, _b.number, _r.backend,
+                  _c.title, _c.position)
+        .select_from(suite_runs).join(builds, _b.buildid == _r.buildid)
+        .outerjoin(commits, sa.and_(_c.backend == _r.backend, _c.sha == _b.sha))
+        .where(_r.backend.in_({backend for backend, _ in suites}), _r.suite.in_({suite for _, suite in suites}),
+               _b.kind.in_(kinds))
+        .order_by(_r.backend, *NEWEST_RUN_FIRST)
     )
-    return [SuiteRun(*row) for row in conn.execute(query)]
+    return [run for run in (SuiteRun(*row) for row in conn.execute(query)) if (run.backend, run.suite) in suites]
 
 
-def bad_outcomes_of(conn, backend: str, tests: set[str]) -> list[BadOutcome]:
+def bad_outcomes_of(conn, tests: set[tuple[str, str]]) -> list[BadOutcome]:
+    """Every failure or error of `tests` ((backend, test) pairs)."""
     if not tests:
         return []
     query = (sa.select(_t.backend, _t.suite, _t.test, _t.outcome, _t.buildid)
-             .where(_t.backend == backend, _t.test.in_(tests), _t.outcome.in_(BAD_OUTCOMES)))
-    return [BadOutcome(*row) for row in conn.execute(query)]
+             .where(_t.backend.in_({backend for backend, _ in tests}), _t.test.in_({test for _, test in tests}),
+                    _t.outcome.in_(BAD_OUTCOMES)))
+    return [row for row in (BadOutcome(*row) for row in conn.execute(query)) if (row.backend, row.test) in tests]
 
 
 def _outside_bisections():
@@ -346,8 +359,8 @@ def test_rows(conn, backend: str, test: str) -> TestRows:
     suite = outcomes[0][0].suite if outcomes else None
     return TestRows(
         outcomes=outcomes,
-        suite_runs=suite_runs_of(conn, backend, {suite} if suite else set(), ("upstream", "forced", "pull_request")),
-        streak_outcomes=bad_outcomes_of(conn, backend, {test}),
+        suite_runs=suite_runs_of(conn, {(backend, suite)} if suite else set(), ("upstream", "forced", "pull_request")),
+        streak_outcomes=bad_outcomes_of(conn, {(backend, test)}),
         bisections=backend_bisections(conn, backend),
     )
 
@@ -406,8 +419,8 @@ def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
                                               .where(bc.backend.in_(backends)).group_by(bc.backend, bc.state)):
         bisection_states.setdefault(backend, {})[state] = count
     waiting, given_up, oldest = outbox.counts(conn, now)
-    return MetricsRows(states, latencies, queued_now(conn, backends), bisection_states, failing_now(conn, backends),
-                       waiting, given_up, oldest)
+    return MetricsRows(states, latest_streaks(conn, backends), latencies, queued_now(conn, backends),
+                       bisection_states, failing_now(conn, backends), waiting, given_up, oldest)
 
 
 # --- rows ---

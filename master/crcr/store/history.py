@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 import sqlalchemy as sa
 
 from crcr.store.tables import (
-    BUILD_KINDS, TEST_OUTCOMES, bisection_steps, bisections, builds, check_value, commits, suite_runs, test_outcomes,
+    BUILD_KINDS, TEST_OUTCOMES, bisection_steps, bisections, builds, check_value, commits, junit_files, suite_runs,
+    test_outcomes,
 )
 
 
@@ -96,9 +97,9 @@ def recorded_buildids(conn, since: float) -> set[int]:
 
 
 def prune(conn, before: float) -> dict[str, int]:
-    """Deletes the history that ended before `before`: builds, their suite runs and tests, the ledger's decided
-    commits and the ended bisections with their steps (pending commits and running bisections stay, however old);
-    returns how many rows went from each table."""
+    """Deletes the history that ended before `before`: builds, their suite runs, tests and JUnit files, the ledger's
+    decided commits and the ended bisections with their steps (pending commits and running bisections stay, however
+    old); returns how many rows went from each table."""
     before = int(before)
     ended = sa.select(bisections.c.id).where(bisections.c.ended_at < before)
     deletes = [  # steps before their bisections: they name them (a foreign key)
@@ -108,6 +109,7 @@ def prune(conn, before: float) -> dict[str, int]:
         (test_outcomes, test_outcomes.c.complete_at < before),
         (suite_runs, suite_runs.c.complete_at < before),
         (builds, builds.c.complete_at < before),
+        (junit_files, junit_files.c.stored_at < before),
     ]
     counts = {table.name: conn.execute(table.delete().where(where)).rowcount for table, where in deletes}
     conn.commit()

@@ -12,7 +12,8 @@ from twisted.internet import defer
 
 from crcr.names import STORE_SERVICE
 from crcr.store import (
-    bisections, buildbot_tables, collapses, commits, deliveries, endings, health_queries, history, leadership, outbox,
+    bisections, buildbot_tables, collapses, commits, deliveries, endings, health_queries, history, junit_files, leadership,
+    outbox,
 )
 from crcr.store.migrate import upgrade_tables
 
@@ -84,6 +85,9 @@ class RelayStore(service.BuildbotService):
     newest_recorded_at = _through_pool(history.newest_recorded_at)
     recorded_buildids = _through_pool(history.recorded_buildids)
     prune_history = _through_pool(history.prune)
+
+    keep_junit_file = _through_pool(junit_files.keep)
+    junit_file = _through_pool(junit_files.find)
 
     take_or_renew_leadership = _through_pool(leadership.take_or_renew)
     give_up_leadership = _through_pool(leadership.give_up)

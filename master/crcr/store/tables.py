@@ -46,9 +46,15 @@ commits = sa.Table(
     sa.Column("how", sa.String(STATE_LENGTH)),
     sa.Column("brid", sa.Integer),
     sa.Column("buildid", sa.Integer),
+    # Upstream order: the id of Buildbot's change that brought the commit; None for a commit no change brought
+    # (forced, older than the relay's first poll), which is older than every commit that has one.
+    sa.Column("position", sa.BigInteger),
+    sa.Column("title", sa.Text),  # the first line of its message
+    sa.Column("author", sa.Text),  # its author's name
     sa.Index("crcr_commits_backend_sha", "backend", "sha", unique=True),
     sa.Index("crcr_commits_brid", "brid"),
     sa.Index("crcr_commits_backend_decided_at", "backend", "decided_at"),
+    sa.Index("crcr_commits_backend_position", "backend", "position"),
 )
 
 bisections = sa.Table(
@@ -217,6 +223,22 @@ test_outcomes = sa.Table(
     sa.Index("crcr_test_outcomes_buildid", "buildid"),
     sa.Index("crcr_test_outcomes_backend_complete_at", "backend", "complete_at"),
     sa.Index("crcr_test_outcomes_backend_test", "backend", "test"),
+)
+
+
+# Each suite's JUnit XML as the worker wrote it, byte for byte (store/junit_files.py), kept `history_days`.
+junit_files = sa.Table(
+    "crcr_junit_files",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("buildid", sa.Integer, nullable=False),  # Buildbot's
+    sa.Column("stepid", sa.Integer, nullable=False),  # Buildbot's: the suite step that read it
+    sa.Column("suite", sa.String(MAX_NAME), nullable=False),
+    sa.Column("content", sa.LargeBinary, nullable=False),  # the file's bytes, valid XML or not
+    sa.Column("size", sa.BigInteger, nullable=False),  # len(content), read without the content
+    sa.Column("stored_at", sa.BigInteger, nullable=False),
+    sa.Index("crcr_junit_files_build_suite", "buildid", "suite", unique=True),  # its URL: build and suite
+    sa.Index("crcr_junit_files_stored_at", "stored_at"),
 )
 
 

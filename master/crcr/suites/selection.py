@@ -1,7 +1,8 @@
 """What a pytest suite runs: its pytest command line, and the spec of the selection plugin shipped with it.
 
 The plugin (worker_plugin/crcr_selection.py) applies what pytest's own options cannot: a skip list
-(reported as skipped, not silently dropped) and torch-spyre's per-test modes and tags.
+(reported as skipped, not silently dropped), torch-spyre's per-test modes and tags, and the variants
+its supported dtypes and edits leave out (deselected, and counted).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from crcr.config.paths import display_path
 from crcr.config.models import Backend, Suite
 from crcr.suites.results import MAX_RERUN_TESTS
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
+from crcr.suites.worker_plugin.crcr_selection import described_unmatched
 
 PLUGIN_FILE = Path(__file__).parent / "worker_plugin" / "crcr_selection.py"
 PLUGIN_MODULE = PLUGIN_FILE.stem
@@ -62,7 +64,7 @@ def selection_spec(backend: Backend, suite: Suite, backends_dir: Path) -> dict:
             spec["skip"] = [{"nodeid": node_id, "reason": selection.skip_list} for node_id in read_skip_list(path)]
     if selection.torch_spyre:
         with _named_in(f"{where}: {field}.torch_spyre", backends_dir, selection.torch_spyre) as path:
-            spec["files"] = selection_rules(load_test_suite_config(path))["files"]
+            spec.update(selection_rules(load_test_suite_config(path)))
     return spec
 
 
@@ -92,6 +94,21 @@ def pytest_command(suite: Suite, spec: dict, junit_file: str) -> str:
         args += ["--deselect", node_id]
     # Validated paths and globs (no spaces or quotes); everything else is quoted.
     return " ".join([RUNNER, *files, shlex.join(args)])
+
+
+def selection_report_file(junit_file: str) -> str:
+    """Where the plugin reports the names that select no test: beside the suite's JUnit XML file."""
+    return junit_file.removesuffix(".xml") + ".selection.json"
+
+
+def unmatched_names(report: str | bytes) -> list[str]:
+    """The names the plugin's report says select no collected test, as its own summary line says them
+    ('test/test_a.py TestA::test_b', "-k 'foo'"); ValueError when the text is no such report."""
+    data = json.loads(report)
+    entries = data.get("unmatched") if isinstance(data, dict) else None
+    if not (isinstance(entries, list) and all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries)):
+        raise ValueError('expected {"unmatched": [{"kind": ..., "name": ..., "file": ...}, ...]}')
+    return [described_unmatched(entry) for entry in entries]
 
 
 def rerun_args(reruns: int) -> list[str]:

@@ -1,10 +1,11 @@
 """torch-spyre's `test_suite_config` YAML: which upstream tests a backend runs, and how.
 
 The relay interprets, and strictly validates, the parts that choose and classify tests: the files,
-each file's `unlisted_test_mode`, and per group of tests their `names`, `mode` and `tags`. The
-parts that need the backend's own runtime (`tests[].edits` with dtype and function edits,
-`global` with supported dtypes, ops and tolerances, `labels`) are kept as read and not checked
-beyond being YAML: torch-spyre's test base applies them on the worker.
+each file's `unlisted_test_mode`, per group of tests their `names`, `mode`, `tags` and the `ops` and
+`dtypes` of their `edits`, and the names of `global.supported_dtypes` and `global.supported_ops`.
+The parts that need the backend's own runtime (`edits.functions` and `edits.modules`, the ops'
+dtypes, tolerances and `force_xfail`, the rest of `global`, `labels`) are kept as read and not
+checked beyond being YAML: torch-spyre's test base applies them on the worker.
 
 `selection_rules` turns a config into the JSON the worker-side pytest plugin
 (worker_plugin/crcr_selection.py) reads.
@@ -15,12 +16,14 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from crcr.config.errors import ConfigError, described_pattern, describe_validation_error, shown
 from crcr.config.paths import display_path
 from crcr.config.yamlfiles import read_yaml_mapping
 from crcr.config.models import Strict
+# The dtype names PyTorch writes into test names: those the plugin can read back out of them.
+from crcr.suites.worker_plugin.crcr_selection import DTYPE_NAMES
 
 Mode = Literal["mandatory_success", "xfail", "xfail_strict", "skip"]
 # What a file's tests not named in any group get when the file does not say. torch-spyre's own
@@ -29,17 +32,64 @@ DEFAULT_UNLISTED_MODE: Mode = "mandatory_success"
 
 TORCH_ROOT = "${TORCH_ROOT}/"
 
+# A name without a class names a test function outside any class, as torch-spyre reads it since it
+# took configs of such files; torch-spyre's own test_binary_ufuncs config has one that is no test at all.
 TEST_NAME = described_pattern(
-    r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*$",
-    "must be 'Class::method', a test class and one of its test methods",
+    r"^([A-Za-z_][A-Za-z0-9_]*::)?[A-Za-z_][A-Za-z0-9_]*$",
+    "must be 'Class::method', a test class and one of its test methods, or 'function', a test function "
+    "outside any class",
 )
 TAG = described_pattern(
     r"^[A-Za-z_][A-Za-z0-9_]*$", "must be letters, digits and '_', starting with a letter or '_' (a pytest marker)"
+)
+# An OpInfo's name as in PyTorch's op_db: 'add', 'nn.functional.relu', '_refs.add'.
+OP_NAME = described_pattern(
+    r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$",
+    "must be an OpInfo name: letters, digits and '_', parts joined by '.' (nn.functional.relu)",
 )
 # Tags become pytest markers on the tests: these would skip or xfail them, or break `-m` expressions.
 RESERVED_TAGS = frozenset(
     {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "and", "or", "not"}
 )
+
+
+def _known_dtype(name: str) -> str:
+    if name not in DTYPE_NAMES:
+        raise ValueError(f"{shown(name)} is not a torch dtype name (float16, bfloat16, int64, complex64, ...)")
+    return name
+
+
+DtypeName = Annotated[str, AfterValidator(_known_dtype)]
+OpName = Annotated[str, Field(pattern=OP_NAME)]
+
+
+class EditedOp(Strict):
+    name: OpName
+    description: str | None = None
+
+
+class EditedDtype(Strict):
+    name: DtypeName
+    description: str | None = None
+
+
+class OpEdits(Strict):
+    include: list[EditedOp] = []
+    exclude: list[EditedOp] = []
+
+
+class DtypeEdits(Strict):
+    include: list[EditedDtype] = []
+    exclude: list[EditedDtype] = []
+
+
+class Edits(Strict):
+    """A group's edits: the ops and dtypes the worker plugin selects variants by; the rest passed through."""
+
+    ops: OpEdits | None = None
+    dtypes: DtypeEdits | None = None
+    functions: Any = None  # passed through: torch-spyre's runtime moves these assertions to the CPU
+    modules: Any = None  # passed through: @modules tests are torch-spyre's runtime's
 
 
 class NamedTests(Strict):
@@ -49,7 +99,7 @@ class NamedTests(Strict):
     # torch-spyre's own default for a listed test.
     mode: Mode = "mandatory_success"
     tags: list[Annotated[str, Field(pattern=TAG)]] = []
-    edits: Any = None  # passed through: applied by torch-spyre's runtime
+    edits: Edits | None = None
 
     @field_validator("tags")
     @classmethod
@@ -101,9 +151,34 @@ class SuiteFile(Strict):
         return self.path[len(TORCH_ROOT) :]
 
 
+class SupportedDtype(BaseModel):
+    """A dtype of `global.supported_dtypes`: its name is read; the rest (force_xfail) passes through."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: DtypeName
+
+
+class SupportedOp(BaseModel):
+    """An op of `global.supported_ops`: its name is read; its dtypes, tolerances and force_xfail pass through."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: OpName
+
+
+class Global(BaseModel):
+    """`global`: the supported dtypes and ops are read; the rest (supported_modules, ...) passes through."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    supported_dtypes: list[SupportedDtype] | None = None
+    supported_ops: list[SupportedOp] | None = None
+
+
 class SuiteBody(Strict):
     files: list[SuiteFile] = Field(min_length=1)
-    global_: Any = Field(default=None, alias="global")  # passed through
+    global_: Global | None = Field(default=None, alias="global")
     labels: Any = None  # passed through
 
     @field_validator("files")
@@ -137,17 +212,34 @@ def load_test_suite_config(path: Path) -> TestSuiteConfig:
 
 
 def selection_rules(config: TestSuiteConfig) -> dict:
-    """The `files` part of the worker plugin's JSON spec.
+    """The config's part of the worker plugin's JSON spec.
 
-    Its keys, in the config's order, are the test files to run, relative to the upstream checkout;
-    each has its `unlisted` mode and its `rules` in order (the first rule naming a test decides).
+    `files`: its keys, in the config's order, are the test files to run, relative to the upstream
+    checkout; each has its `unlisted` mode and its `rules` in order (the first rule naming a test
+    decides its mode), a rule with `edits` its ops' and dtypes' names to include and exclude.
+    `supported_dtypes` and `supported_ops`: the names in `global`, when it lists them.
     """
-    return {
+    body = config.test_suite_config
+    rules: dict = {
         "files": {
-            entry.relative_path: {
-                "unlisted": entry.unlisted_test_mode,
-                "rules": [{"names": list(g.names), "mode": g.mode, "tags": list(g.tags)} for g in entry.tests],
-            }
-            for entry in config.test_suite_config.files
+            entry.relative_path: {"unlisted": entry.unlisted_test_mode, "rules": [_rule(g) for g in entry.tests]}
+            for entry in body.files
         }
     }
+    if body.global_ and body.global_.supported_dtypes is not None:
+        rules["supported_dtypes"] = [d.name for d in body.global_.supported_dtypes]
+    if body.global_ and body.global_.supported_ops is not None:
+        rules["supported_ops"] = [op.name for op in body.global_.supported_ops]
+    return rules
+
+
+def _rule(group: NamedTests) -> dict:
+    rule: dict = {"names": list(group.names), "mode": group.mode, "tags": list(group.tags)}
+    edits = {}
+    for kind in ("ops", "dtypes"):
+        edit = getattr(group.edits, kind, None)
+        if edit is not None:
+            edits[kind] = {"include": [e.name for e in edit.include], "exclude": [e.name for e in edit.exclude]}
+    if edits:
+        rule["edits"] = edits
+    return rule

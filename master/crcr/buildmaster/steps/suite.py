@@ -12,11 +12,15 @@ from twisted.internet import defer
 from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import Baseline, find_baseline
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
+from crcr.buildmaster.steps.junit_file import (
+    FAILING_LOG, failing_test_links, junit_link, too_large_to_keep, worker_file_bytes,
+)
 from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.names import (
-    BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
+    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
+from crcr.store.service import relay_store
 from crcr.suites.asked_tests import (
     FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
 )
@@ -24,10 +28,12 @@ from crcr.suites.results import (
     JUnitReport, PullRequestBase, SuiteResults, compare, describe_collection_errors, describe_counts, parse_junit,
     read_junit, totals,
 )
-from crcr.suites.selection import ONLY_TESTS_VARIABLE, PYTEST_RAN, only_tests_command
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, PYTEST_RAN, only_tests_command, unmatched_names
 
 # pytest's exit codes beyond 0 (passed) and 1 (tests failed).
 PYTEST_EXIT_CODES = {2: "interrupted", 3: "pytest internal error", 4: "pytest usage error", 5: "no tests collected"}
+# How many names that select no test the step's summary shows; its log lists them all.
+UNMATCHED_SHOWN = 3
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
 
 
@@ -40,18 +46,22 @@ def _needed_in_this_build(step: SuiteStep) -> bool:
 
 class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
     """One suite: its command (retried once if it stalls; in a pytest suite the plugin runs a failed test again
-    at once to tell flakes), then its tests from its JUnit XML, and the failures compared with those of the nearest earlier commit (in a pull
-    request's build: its merge base with its base branch, or the nearest earlier commit of that branch).
+    at once to tell flakes), then its tests from its JUnit XML, and the failures compared with those of the
+    nearest earlier commit (in a pull request's build: its merge base with its base branch, or the nearest
+    earlier commit of that branch).
     In a bisection build, only the tests it asks about, each one's outcome recorded (_run_asked).
 
     maxTime bounds the whole step, retry included: each command gets what is left of it."""
 
-    def __init__(self, suite_name: str, mode: str, junit_file: str, is_pytest: bool, reruns: int, **kwargs):
+    def __init__(self, suite_name: str, mode: str, junit_file: str, is_pytest: bool, reruns: int,
+                 selection_report: str | None = None, **kwargs):
         self.suite_name, self.mode, self.junit_file = suite_name, mode, junit_file
         self.is_pytest, self.reruns = is_pytest, reruns
+        self.selection_report = selection_report  # the selection plugin's report file: names that select no test
         self.baseline: Baseline | None = None  # what the failures were compared with
         self.merge_base: str | None = None  # a pull request build's, once found
         self.no_merge_base = ""  # why a pull request build's merge base was not found
+        self.junit_note = ""  # what the summary adds of the JUnit XML: too large to keep
         super().__init__(doStepIf=_needed_in_this_build, **kwargs)
 
     @defer.inlineCallbacks
@@ -65,34 +75,61 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         if timed_out:
             return (yield self._finish(SuiteResults(timed_out=True), FAILURE, timed_out))
 
-        xml = yield self.getFileContentFromWorker(self.junit_file)
+        xml = yield worker_file_bytes(self, self.junit_file)
         if xml is None:
             result = SUCCESS if cmd.rc == 0 else FAILURE
             return (yield self._finish(None, result, "no JUnit XML" if cmd.rc == 0 else f"{self._exit(cmd.rc)}, no JUnit XML"))
-        # The log's database writes go on while the tests are read and the baseline is looked up, rather than
+        unmatched = yield self._names_matching_no_test()
+        # The file's database write goes on while the tests are read and the baseline is looked up, rather than
         # each waiting its turn after the other.
-        junit_logged = self.addCompleteLog("junit.xml", xml)
+        junit_kept = self._keep_junit(xml)
         try:
             results = parse_junit(xml)
             results.broken = self._broken(cmd.rc, results)
             yield self._compare(results)
         finally:
-            yield junit_logged
+            yield junit_kept
         if results.broken:
-            return (yield self._finish(results, FAILURE, f"{results.broken}; {describe_counts([results], self._pull_request_base())}"))
+            summary = f"{results.broken}; {describe_counts([results], self._pull_request_base())}"
+            return (yield self._finish(results, FAILURE, summary + unmatched))
         if results.new and self.mode == "gating":
             result = FAILURE
         elif results.failing or results.flaky:
             result = WARNINGS  # recorded and shown, but known failures (or validate mode) keep the build green
         else:
-            result = SUCCESS
-        return (yield self._finish(results, result, describe_counts([results], self._pull_request_base())))
+            result = WARNINGS if unmatched else SUCCESS
+        return (yield self._finish(results, result, describe_counts([results], self._pull_request_base()) + unmatched))
+
+    @defer.inlineCallbacks
+    def _names_matching_no_test(self):
+        """'; 3 names match no test: ...' for the summary, from the selection plugin's report, with a log that
+        lists them all; '' without a report (a command suite, an older plugin) or without such names."""
+        if self.selection_report is None:
+            return ""
+        report = yield self.getFileContentFromWorker(self.selection_report)
+        if report is None:
+            return ""
+        try:
+            names = unmatched_names(report)
+        except ValueError as e:
+            yield self.addCompleteLog("names matching no test", f"unreadable {self.selection_report}: {e}\n")
+            return ""
+        if not names:
+            return ""
+        yield self.addCompleteLog("names matching no test", (
+            "the test-suite config, -k, files and --deselect name these, and no collected test answers to them:\n"
+            + "".join(f"  {name}\n" for name in names)
+        ))
+        more = len(names) - UNMATCHED_SHOWN
+        shown = ", ".join(names[:UNMATCHED_SHOWN]) + (f" and {more} more" if more > 0 else "")
+        counted = "1 name matches" if len(names) == 1 else f"{len(names)} names match"
+        return f"; {counted} no test: {shown}"
 
     @defer.inlineCallbacks
     def _run_asked(self):
         """A bisection build's suite: the asked tests only (a command suite, or a suite asked with [], runs
-        whole), failed ones run again by the plugin to tell flakes, each one's outcome recorded. No baseline: nothing to
-        compare with, and time saved. SUCCESS when each asked test passed; the bisection reads the outcomes."""
+        whole), failed ones run again by the plugin to tell flakes, each one's outcome recorded. No baseline:
+        nothing to compare with, and time saved. SUCCESS when each asked test passed; the bisection reads the outcomes."""
         only = self.getProperty(ONLY_TESTS_PROPERTY)
         problem = only_tests_problem(only)
         if problem:
@@ -108,14 +145,14 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             found = asked_outcomes(asked, JUnitReport({}, {})) or {WHOLE_SUITE: NOT_RUN}
             return (yield self._finish_asked(found, f"{timed_out}; {_asked_counts(asked, found)}" if asked else timed_out))
 
-        xml = yield self.getFileContentFromWorker(self.junit_file)
+        xml = yield worker_file_bytes(self, self.junit_file)
         report = JUnitReport({}, {})
         if xml is not None:
-            junit_logged = self.addCompleteLog("junit.xml", xml)
+            junit_kept = self._keep_junit(xml)
             try:
                 report = read_junit(xml)
             finally:
-                yield junit_logged
+                yield junit_kept
         found = asked_outcomes(asked, report)
         if not found:  # run whole and no test reported: the exit code decides
             found = {WHOLE_SUITE: PASSED if cmd.rc == 0 else FAILED}
@@ -137,7 +174,7 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             f"bisection {self.getProperty(BISECTION_PROPERTY)} asked for these tests (no comparison with an earlier build):\n"
             + "".join(f"  {test or '(the whole suite)'}: {outcome}\n" for test, outcome in found.items())
         ))
-        self.descriptionDone = [f"{self.suite_name}: {summary}"]
+        self.descriptionDone = [f"{self.suite_name}: {summary}{self.junit_note}"]
         return SUCCESS if all_passed(found) else FAILURE
 
     def _broken(self, rc: int, results: SuiteResults) -> str:
@@ -231,9 +268,29 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             self.setProperty(TOTALS_PROPERTY, totals([SuiteResults.from_property(r) for r in recorded.values()]), "crcr")
             report = _failure_report(results)
             if report:
-                yield self.addCompleteLog("failing tests", self._compared_with() + report)
-        self.descriptionDone = [f"{self.suite_name}: {summary}"]
+                yield self.addCompleteLog(FAILING_LOG, self._compared_with() + report)
+                yield self._link_failing_tests(results)
+        self.descriptionDone = [f"{self.suite_name}: {summary}{self.junit_note}"]
         return result
+
+    @defer.inlineCallbacks
+    def _keep_junit(self, xml: bytes):
+        """The worker's file, as it wrote it, in the relay's store, linked from the step; one too large is only said."""
+        too_large = too_large_to_keep(xml)
+        if too_large:
+            self.junit_note = f"; {too_large}"
+            return
+        yield relay_store(self.master).keep_junit_file(self.build.buildid, self.stepid, self.suite_name, xml,
+                                                       self.master.reactor.seconds())
+        yield self.addURL(*junit_link(self.build.buildid, self.suite_name))
+
+    @defer.inlineCallbacks
+    def _link_failing_tests(self, results: SuiteResults):
+        """The failing tests under the step on the build page, each to its health page (Buildbot shows a step's URLs
+        without a click, its logs folded)."""
+        log = ((yield self.build.getBuilderId()), self.build.number, self.number)
+        for name, url in failing_test_links(self.getProperty(BACKEND_PROPERTY), results, log):
+            yield self.addURL(name, url)
 
     def _compared_with(self) -> str:
         pull_request = self.getProperty(PULL_REQUEST_PROPERTY)

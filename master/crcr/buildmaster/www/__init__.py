@@ -15,6 +15,7 @@ from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.buildmaster.www.disconnected import DisconnectedResource
 from crcr.buildmaster.www.events import ReadersEventResource
 from crcr.buildmaster.www.health import SummaryResource
+from crcr.buildmaster.www.junit import JunitFileResource
 from crcr.buildmaster.www.metrics import MetricsResource
 from crcr.buildmaster.www.relay import PluginConfiguration, RelayResource
 from crcr.buildmaster.www.rest_errors import serve_relay_rest_api
@@ -29,7 +30,7 @@ class RelayApplication(Application):
     """The `crcr` www plugin (entry point buildbot.www in pyproject.toml): static/scripts.js replaces the home page
     and adds the bisection pages; api/bisections under the plugin's URL serves their JSON, api/disconnected the
     home page's backends with no unit connected, api/relay what they show of the relay (its configuration, a
-    PluginConfiguration)."""
+    PluginConfiguration); junit/ each suite's JUnit XML as the worker wrote it (www/junit.py)."""
 
     def __init__(self):
         super().__init__(__name__, "crcr relay: home page and bisections")
@@ -38,12 +39,14 @@ class RelayApplication(Application):
         self.disconnected = DisconnectedResource(None, self._backends)
         self.health = SummaryResource(None)
         self.relay = RelayResource(None, lambda: self.config.shown)
+        self.junit = JunitFileResource(None)
         api = Resource()
         api.putChild(b"bisections", self.bisections)
         api.putChild(b"disconnected", self.disconnected)
         api.putChild(b"health", self.health)  # the health pages' JSON and charts (www/health.py)
         api.putChild(b"relay", self.relay)
         self.resource.putChild(b"api", api)
+        self.resource.putChild(b"junit", self.junit)
 
     def setMaster(self, master) -> None:
         super().setMaster(master)
@@ -51,6 +54,7 @@ class RelayApplication(Application):
         self.disconnected.master = master
         self.health.master = master
         self.relay.master = master
+        self.junit.master = master
         put_root_resources(master)
         serve_relay_rest_api()  # Buildbot builds /api after configuring the plugins, on its first configuration
 

@@ -1,6 +1,7 @@
 """README badges at the web root (SVG from crcr.health.badges; see there why not Buildbot's buildbot-badges):
 
-    GET /badges/<backend>.svg             "crcr <backend> | passing" (failing, error, pending, no verdict yet)
+    GET /badges/<backend>.svg             "crcr <backend> | passing" (3 failing, failing, error, pending, no
+                                          verdict yet): the backend's state, never "passing" while tests fail
     GET /badges/<backend>/validated.svg   "validated within | 2h 10m": the 7-day p95 from upstream commit to verdict
 
 An unknown backend answers 404 with a badge saying so, so that a README's broken link shows why. Sent with
@@ -36,11 +37,10 @@ class BadgesResource(ReadResource):
             latency = row["latency"]
             svg = badges.validated_badge(latency["p95"] if latency["decided"] else None)
         else:
-            latest = row["latest"]
-            state = latest["state"] if latest else None
+            state = row["state"]
             # No verdict yet: whether commits wait or build for one, which only the ledger's counts tell.
             pending = state is None and (yield health.metrics())["backends"][name]["commits"]["pending"] > 0
-            svg = badges.verdict_badge(name, state, pending=pending)
+            svg = badges.verdict_badge(name, state, row["failing_tests"], pending=pending)
         request.setHeader(b"cache-control", b"no-cache")
         return svg.encode()
 

@@ -12,6 +12,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from twisted.internet import defer
 
 from crcr.buildmaster.www.reading import ReadResource
+from crcr.health.state import STATES
 
 MINUTE, HOUR, DAY = 60, 3600, 86400
 # From 5 minutes to 2 days: the promises vendors make ("within N hours") fall between.
@@ -42,6 +43,10 @@ class _Figures:
 
     def collect(self):
         backends = self.figures["backends"]
+        states = GaugeMetricFamily("crcr_backend_state", "The backend's state, 1 for the one it is in (all 0 before "
+                                  "its first verdict): failing (its newest upstream verdict a failure), "
+                                  "known_failures (tests still fail at its tip), error, passing",
+                                  labels=["backend", "state"])
         commits = GaugeMetricFamily("crcr_commits", "Upstream commits in the relay's ledger (retained history), "
                                     "by verdict state; pending ones wait or build", labels=["backend", "state"])
         latency = HistogramMetricFamily("crcr_commit_verdict_latency_seconds", "Time from an upstream commit's "
@@ -51,9 +56,11 @@ class _Figures:
                                    "(absent when none waits)", labels=["backend"])
         bisections = GaugeMetricFamily("crcr_bisections", "Bisections retained, by state",
                                        labels=["backend", "state"])
-        failing = GaugeMetricFamily("crcr_failing_tests", "Tests failing in their suite's newest run",
-                                    labels=["backend"])
+        failing = GaugeMetricFamily("crcr_failing_tests", "Tests failing at the backend's tip: in their suite's "
+                                    "run of the newest upstream commit built", labels=["backend"])
         for name, backend in backends.items():
+            for each in STATES:
+                states.add_metric([name, each], int(backend["state"] == each))
             for state, count in backend["commits"].items():
                 commits.add_metric([name, state], count)
             latency.add_metric([name], *_histogram(backend["latencies"]))
@@ -63,7 +70,7 @@ class _Figures:
             for state, count in backend["bisections"].items():
                 bisections.add_metric([name, state], count)
             failing.add_metric([name], backend["failing_tests"])
-        yield from (commits, latency, queue, oldest, bisections, failing)
+        yield from (states, commits, latency, queue, oldest, bisections, failing)
         yield from self._outbox(self.figures["outbox"])
         yield from self._units(self.figures["units"])
 

@@ -25,15 +25,30 @@ would run none of them when one is missing (a test added by a later commit than 
     {"device": "spyre",
      "skip": [{"nodeid": "test/test_a.py::TestA::test_x", "reason": "pr_skip_list.jsonl"}],
      "files": {"test/test_torch.py": {"unlisted": "skip", "rules": [
-         {"names": ["TestTorch::test_to"], "mode": "mandatory_success", "tags": ["core"]}]}}}
+         {"names": ["TestTorch::test_to"], "mode": "mandatory_success", "tags": ["core"]},
+         {"names": ["TestBinaryUfuncs::test_add"], "mode": "xfail", "tags": [],
+          "edits": {"ops": {"include": ["add"], "exclude": ["gcd"]},
+                    "dtypes": {"include": ["float32"], "exclude": ["bfloat16"]}}}]}},
+     "supported_dtypes": ["float16", "int64"],
+     "supported_ops": ["add", "mul"]}
 
 Paths and node ids are relative to the directory pytest runs in (the upstream checkout), whatever
 rootdir pytest was given. A test of a listed file takes the mode of the first rule naming it, else the
-file's `unlisted` mode; it carries the tags of every rule naming it, as markers (`-m core`).
+file's `unlisted` mode; it carries the tags of every rule naming it, as markers (`-m core`). A name
+without a class ('test_x') names a test function outside any class.
+
+Variants (PyTorch's instantiated names: test_x_cpu_float16, test_x_add_cpu_float16) that the supported
+dtypes and the naming rules' edits leave out are deselected (docs/backends.md has the rules). Config
+names, `-k`, files and `--deselect` that select no collected test are listed at the end of collection
+and, beside the JUnit XML file (<junit>.xml), in <junit>.selection.json:
+
+    {"unmatched": [{"kind": "config name", "name": "TestA::test_b", "file": "test/test_a.py"}],
+     "deselected_by_edits": 1158}
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -44,6 +59,9 @@ from pathlib import Path
 
 import iniconfig
 import pytest
+# pytest's own reading of -k, so that an expression is judged as pytest judges it (both since pytest 6).
+from _pytest.mark import KeywordMatcher
+from _pytest.mark.expression import Expression
 from _pytest.runner import runtestprotocol
 
 try:
@@ -68,6 +86,9 @@ CONFIG_FILES = (
 # A JUnit testcase property: how often the test was run again after failing (absent: it was not).
 RERUNS_PROPERTY = "crcr_reruns"
 MODES = ("mandatory_success", "xfail", "xfail_strict", "skip")
+SPEC_KEYS = ("device", "skip", "files", "supported_dtypes", "supported_ops")
+# The kinds of names in the report of those that select no collected test.
+CONFIG_NAME, KEYWORD, FILE, DESELECT = "config name", "keyword", "file", "deselect"
 
 # Device types whose instantiated classes and methods PyTorch names (common_device_type.py): the
 # class gets device_type.upper() (TestFooCPU, TestFooPRIVATEUSE1; torch-spyre's base renames its
@@ -88,6 +109,7 @@ DTYPE_NAMES = sorted(
 # What may follow '<method>_<device>' in an instantiated name: nothing, or '_<dtype>' per dtype
 # (several for tests parametrized over dtype tuples: test_x_cpu_float16_float32).
 DTYPES_TAIL = re.compile("(?:_(?:%s))*" % "|".join(DTYPE_NAMES))
+ONE_DTYPE = re.compile("_(%s)" % "|".join(DTYPE_NAMES))
 
 
 def main(args: list[str]) -> None:
@@ -204,10 +226,13 @@ def _read_spec(path: str) -> dict:
 def _spec_problem(spec) -> str | None:
     """The first thing wrong with the spec, named by its place in it; the relay writes the spec,
     so this only catches a relay and a plugin that disagree."""
-    if not isinstance(spec, dict) or set(spec) - {"device", "skip", "files"}:
-        return "expected an object with device, skip and files"
+    if not isinstance(spec, dict) or set(spec) - set(SPEC_KEYS):
+        return f"expected an object with {', '.join(SPEC_KEYS)}"
     if not isinstance(spec.get("device", ""), str):
         return "device: expected a string"
+    for key in ("supported_dtypes", "supported_ops"):
+        if key in spec and not _names(spec[key]):
+            return f"{key}: expected a list of names"
     for i, entry in enumerate(spec.get("skip", [])):
         if not (isinstance(entry, dict) and all(isinstance(entry.get(k), str) for k in ("nodeid", "reason"))):
             return f"skip[{i}]: expected an object with nodeid and reason"
@@ -217,22 +242,77 @@ def _spec_problem(spec) -> str | None:
         for i, rule in enumerate(rules.get("rules", [])):
             if not (isinstance(rule, dict) and rule.get("mode") in MODES and isinstance(rule.get("names"), list)):
                 return f"files.{path}.rules[{i}]: expected names and a mode, one of {', '.join(MODES)}"
+            edits = rule.get("edits", {})
+            if not (isinstance(edits, dict) and set(edits) <= {"ops", "dtypes"} and all(
+                isinstance(edit, dict) and set(edit) <= {"include", "exclude"} and all(map(_names, edit.values()))
+                for edit in edits.values()
+            )):
+                return f"files.{path}.rules[{i}].edits: expected ops and dtypes, each with include and exclude names"
     return None
 
 
-def instantiated_bases(method: str, devices) -> list[str]:
-    """The test templates PyTorch could have named `method` after: 'test_x' for 'test_x_spyre' or
-    'test_x_spyre_float16'. Every split is tried, as a template name may itself contain a device
-    or dtype ('test_copy_float16_spyre_float16' comes from 'test_copy_float16')."""
-    bases = []
+def _names(value) -> bool:
+    return isinstance(value, list) and all(isinstance(name, str) for name in value)
+
+
+def instantiations(method: str, devices) -> list[tuple[str, list[str]]]:
+    """Each (name before the device, dtypes) PyTorch could have built `method` from: ('test_x', [])
+    for 'test_x_spyre', ('test_x_add', ['float16']) for the @ops variant 'test_x_add_spyre_float16'.
+    Every split is tried, as a template name may itself contain a device or dtype
+    ('test_copy_float16_spyre_float16' comes from 'test_copy_float16')."""
+    found = []
     for device in devices:
         marker = "_" + device
         start = method.find(marker)
         while start > 0:
-            if DTYPES_TAIL.fullmatch(method, start + len(marker)):
-                bases.append(method[:start])
+            tail = start + len(marker)
+            if DTYPES_TAIL.fullmatch(method, tail):
+                found.append((method[:start], ONE_DTYPE.findall(method, tail)))
             start = method.find(marker, start + 1)
-    return bases
+    return found
+
+
+def variant_of(method: str, template: str, devices) -> tuple[str, list[str]]:
+    """What PyTorch put between `template` and the device, and the dtypes after it: ('add', ['float16'])
+    for 'test_x_add_cpu_float16' of 'test_x' (an @ops variant: the op's name, '.' written '_', and
+    its variant's), ('', ['float16', 'float32']) for 'test_x_cpu_float16_float32'; ('', []) for a
+    name PyTorch did not build from `template`."""
+    for base, dtypes in instantiations(method, devices):
+        if base == template:
+            return "", dtypes
+        if base.startswith(template + "_"):
+            return base[len(template) + 1 :], dtypes
+    return "", []
+
+
+class Variants:
+    """Which variants of a test run, by their names: the backend's supported dtypes and, for the tests
+    a rule names, the ops and dtypes its edits include and exclude. A filter only: a variant PyTorch
+    does not build (an op or dtype `include` adds to the test's own) is torch-spyre's runtime's to add."""
+
+    def __init__(self, supported_dtypes, supported_ops, edits: dict | None = None):
+        dtypes, ops = (edits or {}).get("dtypes", {}), (edits or {}).get("ops")
+        self.dtypes = None if supported_dtypes is None else {*supported_dtypes, *dtypes.get("include", [])}
+        self.excluded_dtypes = set(dtypes.get("exclude", []))
+        # Only a rule with ops edits says its tests are @ops tests, whose name has the op after the
+        # template: elsewhere that part may be a @parametrize value.
+        self.reads_ops = ops is not None
+        ops = ops or {}
+        self.ops = None if supported_ops is None else [*supported_ops, *ops.get("include", [])]
+        self.excluded_ops = ops.get("exclude", [])
+
+    def allow(self, op: str, dtypes: list[str]) -> bool:
+        if any(d in self.excluded_dtypes or (self.dtypes is not None and d not in self.dtypes) for d in dtypes):
+            return False
+        if not (self.reads_ops and op):
+            return True
+        return not _names_op(self.excluded_ops, op) and (self.ops is None or _names_op(self.ops, op))
+
+
+def _names_op(names: list[str], op: str) -> bool:
+    """Whether one of the OpInfo names is the op part of a test name: PyTorch writes 'nn.functional.relu'
+    as 'nn_functional_relu', and an OpInfo's variant after its name ('max_reduction_with_dim')."""
+    return any(op == name.replace(".", "_") or op.startswith(name.replace(".", "_") + "_") for name in names)
 
 
 class Selection:
@@ -248,46 +328,164 @@ class Selection:
         self.files = {path: {"rules": [], **entry} for path, entry in spec.get("files", {}).items()}
         # Per file: (Class, method) -> indices of the rules naming it, in order.
         self.index = {path: _name_index(entry["rules"]) for path, entry in self.files.items()}
+        supported_dtypes, supported_ops = spec.get("supported_dtypes"), spec.get("supported_ops")
+        self.unlisted_variants = Variants(supported_dtypes, supported_ops)
+        # Per file, per rule: the variants of the tests it names that run.
+        self.variants = {
+            path: [Variants(supported_dtypes, supported_ops, rule.get("edits")) for rule in entry["rules"]]
+            for path, entry in self.files.items()
+        }
         self.tags = sorted({t for entry in self.files.values() for r in entry["rules"] for t in r.get("tags", [])})
         # nodeid -> (what decided, mode): "rule", "unlisted" or "skip list".
         self.decisions: dict[str, tuple[str, str]] = {}
+        self.left_out = 0  # variants deselected by the supported dtypes and edits
+        self.unmatched: list[dict] = []  # what selects no collected test, as the report lists it
+        self.collection_errors: list[str] = []  # node ids of what failed to collect (a module that fails to import)
         self._relative_paths: dict[Path, str | None] = {}
 
+    def pytest_collectreport(self, report) -> None:
+        if report.failed:
+            self.collection_errors.append(report.nodeid)
+
     @pytest.hookimpl(tryfirst=True)  # before the mark plugin deselects by -m, so tags count
-    def pytest_collection_modifyitems(self, items) -> None:
+    def pytest_collection_modifyitems(self, config, items) -> None:
+        options_unmatched = self._unmatched_options(config, items)
+        # Per file of the config collected whole: the (Class, method) names some test answers to. A file given
+        # by node ids (a rerun's) is collected in part, and the names of its other tests are not missing.
+        answered: dict[str, set[tuple[str, str]]] = {}
+        here = config.invocation_params.dir
+        in_part = {Path(here, arg.split("::", 1)[0]).resolve() for arg in config.args if "::" in arg}
+        kept, left_out = [], []
         for item in items:
             path, nodeid = self._checkout_nodeid(item)
-            reason = self.skips.get(nodeid, self.skips.get(_without_params(nodeid)))
-            if reason is not None:
-                item.add_marker(pytest.mark.skip(reason=f"crcr skip list: {reason}"))
-                self.decisions[item.nodeid] = ("skip list", "skip")
             if path not in self.files:
+                kept.append(item)
+                self._skip_listed(item, nodeid)
                 continue
             rules = self.files[path]["rules"]
-            matched = sorted({i for key in self._names_of(item) for i in self.index[path].get(key, ())})
-            for tag in dict.fromkeys(t for i in matched for t in rules[i].get("tags", [])):
-                item.add_marker(getattr(pytest.mark, tag))
-            if reason is not None:
+            names = [key for key in self._names_of(item) if key in self.index[path]]
+            if item.path.resolve() not in in_part:
+                answered.setdefault(path, set()).update(names)
+            naming = self._rules_naming(path, names)  # rule index -> the (Class, template) it names the test by
+            if not self._runs(path, item, naming):
+                left_out.append(item)
                 continue
-            if matched:
-                mode, why = rules[matched[0]]["mode"], "rule"
+            kept.append(item)
+            for tag in dict.fromkeys(t for i in sorted(naming) for t in rules[i].get("tags", [])):
+                item.add_marker(getattr(pytest.mark, tag))
+            if self._skip_listed(item, nodeid):
+                continue
+            if naming:
+                mode, why = rules[min(naming)]["mode"], "rule"
                 _apply(item, mode, f"mode {mode}")
             else:
                 mode, why = self.files[path]["unlisted"], "unlisted"
                 _apply(item, mode, f"unlisted_test_mode {mode}")
             self.decisions[item.nodeid] = (why, mode)
+        self.unmatched = self._unmatched_names(answered, config.getini("python_functions")) + options_unmatched
+        self.left_out = len(left_out)
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = kept
 
-    def pytest_report_collectionfinish(self, items) -> str:
-        """One line under 'collected N items', even with -q; `items` are what is left after -m and -k."""
+    def pytest_collection_finish(self, session) -> None:
+        """The report beside the JUnit XML file, for the relay to read back (none without --junitxml)."""
+        junit = getattr(session.config.option, "xmlpath", None)
+        if not junit:
+            return
+        path = Path(session.config.invocation_params.dir, junit)
+        report = {"unmatched": self.unmatched, "deselected_by_edits": self.left_out}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.with_name(path.name.removesuffix(".xml") + ".selection.json").write_text(
+            json.dumps(report, indent=1) + "\n", encoding="utf-8"
+        )
+
+    def pytest_report_collectionfinish(self, items) -> list[str]:
+        """Lines under 'collected N items', even with -q; `items` are what is left after -m and -k."""
         decided = [self.decisions[i.nodeid] for i in items if i.nodeid in self.decisions]
         configured = [(why, mode) for why, mode in decided if why != "skip list"]
         modes = Counter(mode for _, mode in configured)
         unlisted = sum(why == "unlisted" for why, _ in configured)
-        return (
+        lines = [
             f"crcr selection: {len(configured)} tests by the test-suite config ({unlisted} unlisted): "
             + ", ".join(f"{modes[m]} {m}" for m in MODES)
             + f"; {len(decided) - len(configured)} skipped by the skip list"
+            + f"; {self.left_out} deselected by the supported dtypes and edits"
+        ]
+        if self.unmatched:
+            counted = "1 name matches" if len(self.unmatched) == 1 else f"{len(self.unmatched)} names match"
+            lines.append(
+                f"crcr selection: {counted} no test: " + ", ".join(described_unmatched(e) for e in self.unmatched)
+            )
+        return lines
+
+    def _skip_listed(self, item, nodeid: str) -> bool:
+        reason = self.skips.get(nodeid, self.skips.get(_without_params(nodeid)))
+        if reason is None:
+            return False
+        item.add_marker(pytest.mark.skip(reason=f"crcr skip list: {reason}"))
+        self.decisions[item.nodeid] = ("skip list", "skip")
+        return True
+
+    def _runs(self, path: str, item, naming: dict[int, tuple[str, str]]) -> bool:
+        """Whether a rule naming the test lets its variant run; for an unlisted test, the supported dtypes."""
+        cls, method = getattr(item, "cls", None), getattr(item, "originalname", item.name)
+        if cls is None or not cls.__name__.endswith(self.class_suffixes):
+            return True  # not instantiated by PyTorch: no variant of anything
+        if not naming:
+            dtypes = next((dtypes for _, dtypes in instantiations(method, self.devices)), [])
+            return self.unlisted_variants.allow("", dtypes)
+        return any(
+            self.variants[path][i].allow(*variant_of(method, template, self.devices))
+            for i, (_, template) in naming.items()
         )
+
+    def _rules_naming(self, path: str, names: list[tuple[str, str]]) -> dict[int, tuple[str, str]]:
+        """The rules naming a test by one of `names`, each with the first it names it by."""
+        naming: dict[int, tuple[str, str]] = {}
+        for key in names:
+            for i in self.index[path][key]:
+                naming.setdefault(i, key)
+        return naming
+
+    def _unmatched_names(self, answered: dict[str, set[tuple[str, str]]], test_functions: list[str]) -> list[dict]:
+        """The config's names no test answers to, in the files collected whole that have a test (a file that
+        failed to import says so by its collection error). A name without a class that pytest would not
+        collect as a test function (`test_functions`, its python_functions) passes through: torch-spyre's
+        configs name PyTorch's generate_not_implemented_tests, which selects nothing there either."""
+        unmatched = []
+        for path, keys in answered.items():
+            for klass, method in self.index[path]:
+                if (klass, method) in keys or not (klass or _collected_as_test(method, test_functions)):
+                    continue
+                unmatched.append({"kind": CONFIG_NAME, "name": "::".join(filter(None, (klass, method))), "file": path})
+        return unmatched
+
+    def _unmatched_options(self, config, items) -> list[dict]:
+        """The -k expression, files and --deselect node ids of the command line that select no collected test.
+        A file that failed to collect, or a folder holding one, is reported by its collection error instead."""
+        unmatched = []
+        keyword = config.getoption("keyword", None)
+        if keyword:
+            try:
+                expression = Expression.compile(keyword)
+            except Exception:  # noqa: BLE001 - ParseError or SyntaxError by pytest's version; its mark plugin says why
+                expression = None
+            if expression is not None and not any(expression.evaluate(KeywordMatcher.from_item(item)) for item in items):
+                unmatched.append({"kind": KEYWORD, "name": keyword, "file": None})
+        collected = {item.path.resolve() for item in items}
+        collected |= {Path(config.rootpath, nodeid.split("::", 1)[0]).resolve() for nodeid in self.collection_errors}
+        given = {str(arg) for arg in config.invocation_params.args}
+        for arg in config.args:
+            if "::" in arg or arg not in given:  # a node id pytest reports if missing; testpaths
+                continue
+            where = Path(config.invocation_params.dir, arg).resolve()
+            if not any(path == where or where in path.parents for path in collected):
+                unmatched.append({"kind": FILE, "name": arg, "file": arg})
+        for prefix in config.getoption("deselect", None) or []:
+            if not any(item.nodeid.startswith(prefix) for item in items):
+                unmatched.append({"kind": DESELECT, "name": prefix, "file": prefix.split("::", 1)[0]})
+        return unmatched
 
     def _checkout_nodeid(self, item) -> tuple[str | None, str]:
         """The test's file and node id relative to the checkout (None and pytest's node id outside it)."""
@@ -304,10 +502,11 @@ class Selection:
         return path, f"{path}::{rest}" if rest else path
 
     def _names_of(self, item) -> list[tuple[str, str]]:
-        """Every (Class, method) a config may use for this test; parametrize ids do not count."""
+        """Every (Class, method) a config may use for this test, ('', function) for a function outside any
+        class; parametrize ids do not count."""
         cls = getattr(item, "cls", None)
         if cls is None:
-            return []
+            return [("", getattr(item, "originalname", item.name))]
         klass, method = cls.__name__, getattr(item, "originalname", item.name)
         names = [(klass, method)]
         # PyTorch builds each instantiated test with functools.wraps around its template, so the
@@ -320,7 +519,7 @@ class Selection:
         for suffix in self.class_suffixes:
             if klass.endswith(suffix) and len(klass) > len(suffix):
                 generic = klass[: -len(suffix)]
-                names += [(generic, base) for base in instantiated_bases(method, self.devices)]
+                names += [(generic, base) for base, _ in instantiations(method, self.devices)]
                 if template and template != method:
                     names.append((generic, template))
         return names
@@ -401,17 +600,38 @@ def _fresh_start(item, setup_failed: bool) -> None:
 
 
 def _name_index(rules: list[dict]) -> dict[tuple[str, str], list[int]]:
+    """(Class, method) -> the rules naming it; ('', function) for a name without a class."""
     index: dict[tuple[str, str], list[int]] = {}
     for i, rule in enumerate(rules):
         for name in rule["names"]:
-            klass, _, method = name.partition("::")
+            klass, _, method = name.rpartition("::")
             index.setdefault((klass, method), []).append(i)
     return index
+
+
+def _collected_as_test(name: str, options: list[str]) -> bool:
+    """Whether pytest collects a function of this name, by its python_functions prefixes and globs (as
+    pytest's PyCollector matches them)."""
+    return any(
+        name.startswith(option) or (any(c in option for c in "*?[") and fnmatch.fnmatch(name, option))
+        for option in options
+    )
 
 
 def _without_params(nodeid: str) -> str:
     """A skip-list entry without [ids] skips every parametrization of its test."""
     return nodeid.split("[", 1)[0]
+
+
+def described_unmatched(entry: dict) -> str:
+    """An entry of the report as the collection's summary line (and the relay) says it."""
+    if entry.get("kind") == CONFIG_NAME:
+        return f"{entry.get('file')} {entry['name']}"
+    if entry.get("kind") == KEYWORD:
+        return f"-k {shlex.quote(entry['name'])}"
+    if entry.get("kind") == DESELECT:
+        return f"--deselect {entry['name']}"
+    return entry["name"]
 
 
 def _apply(item, mode: str, why: str) -> None:

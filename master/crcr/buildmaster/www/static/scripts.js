@@ -323,8 +323,11 @@
     success: "SUCCESS", failure: "FAILURE", error: "EXCEPTION", pending: "PENDING", warnings: "WARNINGS",
     skipped: "SKIPPED", exception: "EXCEPTION", retry: "RETRY", cancelled: "CANCELLED",
     failing: "FAILURE", passing: "SUCCESS", failed: "FAILURE", errored: "EXCEPTION", flaky: "WARNINGS",
-    passed: "SUCCESS",
+    passed: "SUCCESS", known_failures: "WARNINGS",
   };
+  // A backend's state (its tip's, not one commit's verdict: docs/health.md) in words.
+  var STATE_WORDS = { failing: "failing", known_failures: "known failures", error: "error", passing: "passing" };
+  var TITLE_SHOWN = 72;  // characters of a commit's title in a table; the whole one in its tooltip
 
   function healthApi(path) {
     return "plugins/crcr/api/health" + path;
@@ -336,7 +339,7 @@
 
   function StateBadge(props) {
     var badge = h("span", { className: "bb-badge-status results_" + (STATE_CLASSES[props.value] || "UNKNOWN"),
-      "data-state": props.value }, props.value);
+      "data-state": props.value }, props.text || props.value);
     return props.href ? h("a", { href: props.href, title: props.title }, badge) : badge;
   }
 
@@ -387,14 +390,35 @@
       }));
   }
 
-  // The verdict (linked to the build that decided it) and the first commit of its streak, and since when.
+  function CommitTitle(props) {
+    var title = props.title;
+    if (!title) return h(Muted, null, "—");
+    return h("span", { title: title, "data-title": "" },
+      title.length > TITLE_SHOWN ? title.slice(0, TITLE_SHOWN - 1) + "…" : title);
+  }
+
+  // The backend's state, and since which commit tests fail at its tip, whatever its commits' own verdicts say.
+  function BackendState(props) {
+    var row = props.row, first = row.failing_since;
+    if (!row.state) return h(Muted, null, "no verdict yet");
+    var badge = h(StateBadge, { value: row.state, text: STATE_WORDS[row.state] });
+    if (!first) return badge;
+    return h("span", null, badge, h("br"),
+      h("a", { href: row.page }, plural(row.failing_tests, "test") + " failing"), " since ",
+      h(CommitLink, { sha: first.sha, href: first.commit_url }), " ", h(CommitTitle, { title: first.title }),
+      h("br"), h(Muted, null, since(first.since, props.now)));
+  }
+
+  // The newest upstream commit's verdict (linked to the build that decided it), and the first commit of its
+  // streak, and since when.
   function Latest(props) {
     var latest = props.latest, now = props.now;
     if (!latest) return h(Muted, null, "no verdict yet");
     return h("span", null,
       h(StateBadge, { value: latest.state, href: latest.build_url, title: latest.description }),
-      " since ", h(CommitLink, { sha: latest.since_sha, href: latest.since_commit_url }), h("br"),
-      h(Muted, null, since(latest.since, now)));
+      " at ", h(CommitLink, { sha: latest.sha, href: latest.commit_url }), " ", h(CommitTitle, { title: latest.title }),
+      h("br"), h(Muted, null, "since "), h(CommitLink, { sha: latest.since_sha, href: latest.since_commit_url }),
+      h(Muted, null, ", " + since(latest.since, now)));
   }
 
   function Latency(props) {
@@ -442,7 +466,8 @@
 
   // The figures of a summary row, each in a cell carrying its name (data-figure), for a row or a page.
   var FIGURES = [
-    ["latest", "latest verdict", function (row, now) { return h(Latest, { latest: row.latest, now: now }); }],
+    ["state", "state", function (row, now) { return h(BackendState, { row: row, now: now }); }],
+    ["latest", "newest verdict", function (row, now) { return h(Latest, { latest: row.latest, now: now }); }],
     ["latency", "time to verdict", function (row) { return h(Latency, { latency: row.latency }); }],
     ["pass-rate", "pass rate", function (row) { return h(PassRate, { row: row }); }],
     ["builds", "builds", function (row) { return h(Builds, { row: row }); }],
@@ -476,7 +501,9 @@
     var answer = useJson(healthApi("?range=" + range));
     return h("div", { className: "container-fluid", "data-crcr": "health" },
       h("h2", null, "Health of the backends"),
-      h("p", null, "Worst first: red verdicts, then backends without one, then by pass rate. Figures over " +
+      h("p", null, "Worst first: failing (the newest upstream commit's verdict a failure), then tests still " +
+        "failing at the tip or an error, then backends without a verdict, then passing; then by pass rate. A " +
+        "backend's state is its tip's: a commit's own verdict says only what that commit changed. Figures over " +
         rangeWords(range) + "; time to verdict runs from the relay seeing an upstream commit to its verdict."),
       h(RangePicker, { range: range, base: "#/health" }),
       answer.data ? h(HealthTable, { summary: answer.data }) : h(Loading, answer));
@@ -533,7 +560,7 @@
           h("td", null, since(f.since, page.now)),
           h("td", null, f.builds_failing),
           h("td", null, h(CommitLink, { sha: f.first_failing_sha, href: f.first_failing_commit_url }), " ",
-            h(BuildLink, { href: f.first_failing_build_url })),
+            h(CommitTitle, { title: f.first_failing_title }), " ", h(BuildLink, { href: f.first_failing_build_url })),
           h("td", null, h(FirstBad, { first_bad: f.first_bad })));
       })));
   }
@@ -595,12 +622,15 @@
     if (!matrix.commits.length) return h("p", { "data-crcr": "matrix" }, "No upstream commit seen yet.");
     return h("div", { className: "table-responsive" },
       h("table", { className: "table table-sm table-bordered", "data-crcr": "matrix" },
-        h("thead", null, h("tr", null, h("th", null, "commit"), h("th", null, "seen"), h("th", null, "verdict"),
-          h("th", null, "build"), matrix.suites.map(function (s) { return h("th", { key: s }, s); }))),
+        h("thead", null, h("tr", null, ["commit", "title", "author", "seen", "verdict", "build"].map(function (c) {
+          return h("th", { key: c }, c);
+        }), matrix.suites.map(function (s) { return h("th", { key: s }, s); }))),
         h("tbody", null, matrix.commits.map(function (c) {
           return h("tr", { key: c.sha, "data-sha": c.sha },
             h("td", null, h(CommitLink, { sha: c.sha, href: c.commit_url })),
-            h("td", null, when(c.seen_at)),
+            h("td", null, h(CommitTitle, { title: c.title })),
+            h("td", { className: "text-nowrap" }, c.author || h(Muted, null, "—")),
+            h("td", { className: "text-nowrap" }, when(c.seen_at)),
             h("td", null, h(StateBadge, { value: c.state, title: c.description }), " ", h(Muted, null, c.how || ""),
               c.covered_by ? h("span", { "data-marker": "covered" }, " by ", h(CommitLink, { sha: c.covered_by }))
                 : null,
@@ -673,7 +703,7 @@
       h(Charts, { backend: backend, range: range }),
       h(Section, { title: "Failing tests" }, h(FailingTests, { page: page })),
       h(Section, { title: "Flakiest tests" }, h(FlakyTests, { page: page })),
-      h(Section, { title: "The last " + page.matrix.commits.length + " upstream commits" },
+      h(Section, { title: "The last " + page.matrix.commits.length + " upstream commits, newest upstream first" },
         h(Matrix, { matrix: page.matrix })),
       h(Section, { title: "Recent bisections" }, h(RecentBisections, { bisections: page.bisections })),
       hasPullRequests ? h(Section, { title: "Recent pull request builds" },

@@ -1,0 +1,71 @@
+"""A suite's JUnit XML on the build page: read from the worker as bytes, kept in the relay's store exactly as the
+worker wrote it and linked from the step (a Buildbot log would cut its lines at 4,096 characters), and the failing
+tests linked too, so that the build page names them without a click (Buildbot shows a step's URLs under it)."""
+
+from __future__ import annotations
+
+from buildbot.util import unicode2bytes
+from buildbot.util.identifiers import forceIdentifier
+from buildbot.worker.protocols import base
+
+from crcr.health.links import junit_file, log_page, test_page
+from crcr.store.junit_files import MAX_JUNIT_BYTES
+from crcr.suites.results import SuiteResults
+
+JUNIT_LINK = "junit.xml"
+FAILING_LOG = "failing tests"  # the step's log listing every failing test
+MAX_LINKED_TESTS = 20  # each a line on the build page; the rest are in the log
+SHOWN_CHARACTERS = 200  # of a test's id in its link's name (a parametrized id may be thousands long)
+FAILING_LOG_SLUG = forceIdentifier(50, FAILING_LOG)  # as Buildbot's data API names the log
+MEGABYTE = 1024 * 1024
+
+
+class BytesWriter(base.FileWriterImpl):
+    """Where the worker uploads a file to, kept as bytes. Buildbot's StringFileWriter decodes each 32 KiB block on its
+    own: a character split between two blocks, or a file that is not UTF-8, failed the upload."""
+
+    def __init__(self):
+        self.blocks: list[bytes] = []
+
+    def remote_write(self, data):
+        self.blocks.append(unicode2bytes(data))
+
+    def remote_close(self):
+        pass
+
+
+def worker_file_bytes(step, path: str):
+    """A Deferred: the bytes of the worker's file `path` (relative to the step's workdir); None when it cannot be read.
+    CompositeStepMixin.getFileContentFromWorker, with bytes."""
+    writer = BytesWriter()
+    args = {"workdir": step.workdir, "workersrc": path, "writer": writer, "maxsize": None, "blocksize": 32 * 1024}
+    return step.runRemoteCommand("uploadFile", args, abandonOnFailure=False,
+                                 evaluateCommand=lambda cmd: None if cmd.didFail() else b"".join(writer.blocks))
+
+
+def too_large_to_keep(content: bytes) -> str | None:
+    """What the step's summary says of a file the store does not take; None when it takes it."""
+    if len(content) <= MAX_JUNIT_BYTES:
+        return None
+    return f"JUnit XML too large to keep ({len(content) / MEGABYTE:.1f} MB, over {MAX_JUNIT_BYTES // MEGABYTE} MB)"
+
+
+def junit_link(buildid: int, suite: str) -> tuple[str, str]:
+    return JUNIT_LINK, junit_file(buildid, suite)
+
+
+def failing_test_links(backend: str, results: SuiteResults, log: tuple[int, int, int]) -> list[tuple[str, str]]:
+    """(name, url) of the suite's failing tests, new ones first, then still failing, then flaky, each to its health
+    page; past MAX_LINKED_TESTS, one to the step's log of them all (`log`: builderid, build number, step number)."""
+    known = [test for test in results.failing if test not in results.new]
+    listed = ([("new failure", test) for test in results.new] + [("still failing", test) for test in known]
+              + [("flaky", test) for test in results.flaky])
+    links = [(f"{kind}: {_cut(test)}", test_page(backend, test)) for kind, test in listed[:MAX_LINKED_TESTS]]
+    more = len(listed) - MAX_LINKED_TESTS
+    if more > 0:
+        links.append((f"{more} more in the log '{FAILING_LOG}'", log_page(*log, FAILING_LOG_SLUG)))
+    return links
+
+
+def _cut(test: str) -> str:
+    return test if len(test) <= SHOWN_CHARACTERS else f"{test[:SHOWN_CHARACTERS]}… ({len(test)} characters)"
