@@ -593,7 +593,7 @@ def _fresh_start(item, setup_failed: bool) -> None:
     test of that scope: everything is torn down, so every fixture is set up again. Otherwise only the test's
     instance goes (pytest >= 8 keeps one per test), so nothing the failed attempt stored on `self` stays."""
     if setup_failed:
-        item.session._setupstate.teardown_exact(None)
+        item.session._setupstate.teardown_exact(None)  # pytest >= 7's signature
     if getattr(item, "_instance", None) is not None:
         del item._instance
         item._obj = None
