@@ -76,3 +76,13 @@ class PrepareBuildFolderTest(StepHarness):
     def test_a_failure_halts_the_build(self):
         step = PrepareBuildFolder(name="prepare", results_dir="results", shipped_dir="crcr", shipped={})
         self.assertTrue(step.haltOnFailure and step.flunkOnFailure)
+
+
+def test_the_step_names_its_files_without_their_contents():
+    # Buildbot logs each step as str(step) when it releases its locks, every build: with the plugin's source
+    # in it, each build wrote some 30 KB to twistd.log, and the log rotated away what an operator looks for.
+    step = PrepareBuildFolder(name="prepare", results_dir="results", shipped_dir="crcr",
+                              shipped={"crcr_selection.py": PLUGIN, "ops.json": SPEC})
+    described = str(step)
+    assert "pytest_configure" not in described and '"device"' not in described
+    assert "crcr_selection.py" in described and "ops.json" in described and "results" in described

@@ -25,6 +25,13 @@ class PrepareBuildFolder(CompositeStepMixin, BuildStep):
         self.results_dir, self.shipped_dir, self.shipped = results_dir, shipped_dir, shipped
         super().__init__(**kwargs)
 
+    def __str__(self) -> str:
+        # Buildbot's str(step) repeats its arguments, and logs it each build: the files' names, not their contents.
+        return (f"{type(self).__name__}(name={self.name!r}, results_dir={self.results_dir!r}, "
+                f"shipped_dir={self.shipped_dir!r}, shipped={sorted(self.shipped)!r})")
+
+    __repr__ = __str__
+
     @defer.inlineCallbacks
     def run(self):
         # runRmdir and runMkdir answer whether the command failed; a download answers None when it failed.
