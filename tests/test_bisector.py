@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from crcr.buildmaster.bisector import key_of, new_failures, only_tests, outcomes_of
+from crcr.buildmaster.schedulers import failing_in_build
 from crcr.github.status_text import bisecting, covered
 from crcr.names import TESTS_PROPERTY
-from crcr.suites.results import SuiteResults
+from crcr.suites.asked_tests import WHOLE_SUITE, asked_outcomes
+from crcr.suites.results import JUnitReport, SuiteResults
 
 ADD, MUL = "test/test_ops.py::test_add", "test/test_ops.py::TestOps::test_mul"
 
@@ -55,3 +57,22 @@ def test_a_covered_commit_says_which_build_decided_it():
     )
     assert len(covered(sha, "error", "x" * 300)) == 140, "within GitHub's limit"
     assert bisecting(8, sha) == "Bisecting 8 commits for the new failures of 1a2b3c4d5e"
+
+
+def test_a_suite_asked_whole_with_a_file_that_could_not_be_collected_is_errored_as_a_whole():
+    report = JUnitReport({ADD: "passed"}, {"test/test_broken.py": "ImportError: cannot import name 'x'"})
+
+    found = asked_outcomes([], report)
+
+    assert found == {ADD: "passed", WHOLE_SUITE: "errored"}
+    assert outcomes_of(["ops"], {"ops": found}) == {"ops": "errored"}, "the bisection reads the suite as bad"
+    assert asked_outcomes(["test/test_broken.py::test_x"], report) == {"test/test_broken.py::test_x": "errored"}
+
+
+def test_a_build_whose_suite_did_not_run_whole_fails_that_suite_as_a_whole_for_a_bisection():
+    broken = SuiteResults(passed=3, collection_errors={"test/test_broken.py": "ImportError: cannot import name 'x'"})
+    failing = SuiteResults(passed=3, failing=[ADD])
+
+    tested = {"ops": broken.as_property(), "core": failing.as_property(), "smoke": SuiteResults(passed=1).as_property()}
+
+    assert failing_in_build(tested, ["ops", "core", "lint"]) == {"ops", key_of("core", ADD), "lint"}

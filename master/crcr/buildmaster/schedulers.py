@@ -20,6 +20,7 @@ from crcr.config.limits import MAX_BISECTED_TESTS, MAX_NODE_ID
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
 from crcr.store.buildbot_tables import builds_at
+from crcr.suites.results import SuiteResults
 
 
 class UpstreamRevisionForceScheduler(ChangesForStamps, OwnBuildersForceScheduler):
@@ -186,22 +187,28 @@ class BisectScheduler(ChangesForStamps, OwnBuildersForceScheduler):
 
     @defer.inlineCallbacks
     def _failing_at(self, sha: str):
-        """The tests failing in the latest finished build of `sha` (a failed suite without test results as a
-        whole); None without such a build."""
+        """The tests failing in the latest finished build of `sha` (a failed suite without test results, or one
+        that did not run whole, as a whole); None without such a build."""
         builderid = yield self.master.data.updates.findBuilderId(self.builderNames[0])
         builds = yield self.master.db.pool.do(builds_at, self.master.db.model, builderid, [sha])
         for buildid, _, _ in sorted(builds, key=lambda b: -b[1]):
             properties = yield self.master.data.get(("builds", buildid, "properties"))
             if BISECTION_PROPERTY in properties:
                 continue
-            tested = properties.get(TESTS_PROPERTY, ({},))[0] or {}
-            failing = {key_of(suite, node_id) for suite, value in tested.items() for node_id in value["failing"]}
             steps = yield self.master.data.get(("builds", buildid, "steps"))
-            failing |= {step["name"].removeprefix(SUITE_STEP_PREFIX) for step in steps
-                        if step["name"].startswith(SUITE_STEP_PREFIX) and step["results"] == FAILURE
-                        and step["name"].removeprefix(SUITE_STEP_PREFIX) not in tested}
-            return failing
+            failed_suites = [step["name"].removeprefix(SUITE_STEP_PREFIX) for step in steps
+                             if step["name"].startswith(SUITE_STEP_PREFIX) and step["results"] == FAILURE]
+            return failing_in_build(properties.get(TESTS_PROPERTY, ({},))[0] or {}, failed_suites)
         return None
+
+
+def failing_in_build(tested: dict, failed_suites: list[str]) -> set[str]:
+    """The test keys failing in a build, from its TESTS_PROPERTY ({suite: SuiteResults as a property}) and its
+    failed suite steps: a failed suite without test results, or one that did not run whole (a file that could not
+    be collected, a timeout), fails as a whole."""
+    failing = {key_of(suite, node_id) for suite, value in tested.items() for node_id in value["failing"]}
+    failing |= {suite for suite, value in tested.items() if not SuiteResults.from_property(value).ran}
+    return failing | {suite for suite in failed_suites if suite not in tested}
 
 
 def _fails(key: str, failing: set[str]) -> bool:

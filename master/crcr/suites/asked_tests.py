@@ -26,13 +26,17 @@ def only_tests_problem(value) -> str | None:
 def asked_outcomes(asked: list[str], report: JUnitReport) -> dict[str, str]:
     """Each asked test's outcome ([] asks every test the run reported): as its JUnit XML says (flaky when it
     failed and then passed when run again), errored when its file could not be collected, 'not run' when the
-    run did not report it."""
+    run did not report it. A suite asked whole with a file that could not be collected has the whole suite
+    errored too: that file's tests are in no outcome, and the suite is not the one that passed."""
     def outcome(test: str) -> str:
         if test in report.outcomes:
             return report.outcomes[test]
         return ERRORED if test.split("::", 1)[0] in report.collection_errors else NOT_RUN
 
-    return {test: outcome(test) for test in asked or report.outcomes}
+    found = {test: outcome(test) for test in asked or report.outcomes}
+    if not asked and report.collection_errors:
+        found[WHOLE_SUITE] = ERRORED
+    return found
 
 
 def describe_outcomes(outcomes: dict[str, str]) -> str:
