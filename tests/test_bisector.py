@@ -49,6 +49,15 @@ def test_only_new_failures_start_a_bisection_and_flaky_tests_are_not_among_them(
     assert new_failures({}) == {}
 
 
+def test_a_suite_with_a_file_that_could_not_be_collected_is_bisected_whole():
+    broken = SuiteResults(passed=3, failing=[ADD], new=[ADD], collection_errors={"test/test_x.py": "ImportError: x"})
+    properties = {TESTS_PROPERTY: ({"ops": broken.as_property()}, "crcr")}
+
+    keys = [key_of(suite, node_id) for suite, node_ids in new_failures(properties).items() for node_id in node_ids]
+
+    assert keys == ["ops"] and only_tests(keys) == {"ops": []}
+
+
 def test_a_covered_commit_says_which_build_decided_it():
     sha = "1a2b3c4d5e6f7a8b9c0d1a2b3c4d5e6f7a8b9c0d"
     assert covered(sha, "success", "All 3 suites passed") == "Not built alone; 1a2b3c4d5e on top of it passed"

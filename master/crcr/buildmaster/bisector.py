@@ -70,9 +70,18 @@ def outcomes_of(keys, recorded: dict[str, dict[str, str]]) -> dict[str, str]:
 
 
 def new_failures(properties: dict) -> dict[str, list[str]]:
-    """{suite: node ids failing now that passed at its baseline}; tests that passed on rerun (flaky) are not."""
+    """{suite: node ids failing now that passed at its baseline}; tests that passed on rerun (flaky) are not. A
+    suite with a file that could not be collected is bisected whole ([WHOLE_SUITE]): its baseline collected every
+    file (a suite that did not run whole is nobody's baseline), and the break is the import, not a test."""
     tested = properties.get(TESTS_PROPERTY, ({},))[0] or {}
-    return {suite: results.new for suite, value in tested.items() if (results := SuiteResults.from_property(value)).new}
+    found = {}
+    for suite, value in tested.items():
+        results = SuiteResults.from_property(value)
+        if results.collection_errors:
+            found[suite] = [WHOLE_SUITE]
+        elif results.new:
+            found[suite] = results.new
+    return found
 
 
 class Bisector:
