@@ -8,7 +8,9 @@ each backend's own tests:
 - skips: test_mul breaks at C6, and the backend's setup fails at C4 (the first midpoint): C4 is skipped, and
   C6 is still named exactly;
 - two: test_a breaks at C2 and test_b at C7: two culprits, each with its test;
-- flaky: a test that fails once and passes on rerun appears at C3: no bisection, the covered commits pass.
+- flaky: a test that fails once and passes on rerun appears at C3: no bisection, the covered commits pass;
+- imports: C6 removes a name its test module imports: the module cannot be collected, which C8's build names
+  by its ImportError (no test id), and the suite, bisected whole, breaks exactly at C6.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ pytestmark = pytest.mark.e2e
 
 HOLD = 'for _ in $(seq 900); do [ -e "$GATE" ] && exit 0; sleep 0.2; done; echo "the gate never opened" >&2; exit 1'
 SETUP_FLAG = "test/setup.txt"  # the skips backend's setup fails unless it says 'ok'
-BACKENDS = ("exact", "skips", "two", "flaky")
+BACKENDS = ("exact", "skips", "two", "flaky", "imports")
 HOSTS = {"bisect-lab": {"devices": {name: 1 for name in BACKENDS}, "admin": "Bisect Lab <lab@example.com>"}}
 
 
@@ -54,6 +56,8 @@ BASE_TREE = {
     "test/test_skips.py": HEADER + reads("mul", "test_mul") + PASSING,
     "test/test_two.py": HEADER + reads("a", "test_a") + reads("b", "test_b") + PASSING,
     "test/test_flaky.py": HEADER + PASSING,
+    "test/test_imports.py": "from imported_names import ANSWER\n\n\ndef test_answer():\n    assert ANSWER == 42\n",
+    "test/imported_names.py": "ANSWER = 42\n",
     **{f"test/{flag}.txt": "ok\n" for flag in ("add", "mul", "a", "b", "setup")},
 }
 # What each of C1..C8 changes.
@@ -63,7 +67,7 @@ CHANGES = {
     3: {"test/test_flaky.py": HEADER + PASSING + "\n\n" + FLAKY},
     4: {SETUP_FLAG: "the skips backend cannot set up at this commit\n"},
     5: {"test/add.txt": "broken\n", SETUP_FLAG: "ok\n"},
-    6: {"test/mul.txt": "broken\n"},
+    6: {"test/mul.txt": "broken\n", "test/imported_names.py": "RENAMED = 42\n"},
     7: {"test/b.txt": "broken\n"},
     8: {},
 }
@@ -314,3 +318,20 @@ def test_latency_is_recorded_for_built_covered_and_bisected_commits(day):
     shown = master.crcr("latency", "flaky", "--basedir", str(master.basedir)).stdout
     assert "last 24 h:   9 commits decided (2 built, 7 covered)" in shown, shown
     assert "pending: none" in shown
+
+
+def test_a_module_that_cannot_be_imported_is_named_by_its_error_and_bisected_whole(day):
+    master, github, shas, database = day
+    (build,) = master.builds_of("imports", shas[8])
+    (suite,) = [s for s in master.steps(build) if s["name"] == "suite imports"]
+    assert suite["results"] == FAILURE
+    assert "test/test_imports.py: ImportError: cannot import name 'ANSWER'" in suite["state_string"]
+    tested = master.get(f"builds/{build['buildid']}/properties")["properties"][0]["crcr_tests"][0]["imports"]
+    assert tested["failing"] == [] and list(tested["collection_errors"]) == ["test/test_imports.py"], "no test id"
+
+    statuses = final_statuses(github, "imports", shas)
+    assert statuses[6] == ("failure", "First bad commit: broke suite imports")
+    assert statuses[5] == ("success", f"Bisected: before {short(shas, 6)}")
+    (bisection,), steps = bisection_of(database, "imports")
+    assert (bisection.good_sha, bisection.state) == (shas[0], "done"), "C8 compared with C0, which collected it"
+    assert [s.sha for s in steps if s.outcome == "bad"][-1] == shas[6]
