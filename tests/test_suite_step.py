@@ -638,7 +638,7 @@ class BisectionStepTest(SuiteStepHarness):
 
     @defer.inlineCallbacks
     def test_a_pytest_suite_runs_exactly_the_asked_tests_and_records_each_outcome(self):
-        self.make_asked_step({"ops": ids("test_a", "test_b")})
+        step = self.make_asked_step({"ops": ids("test_a", "test_b")})
         xml = junit(test_a="passed", test_b="failed")
         self.expect_commands(run_asked("test_a", "test_b").exit(1), upload(JUNIT, xml))
         self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 failed, 1 passed")
@@ -651,6 +651,10 @@ class BisectionStepTest(SuiteStepHarness):
         yield self.run_step()
         self.assertIsNone(self.build.getProperty(TESTS_PROPERTY), "a bisection build's partial results are not the suite's")
         self.assertEqual((yield self.kept_junit()), xml.encode())
+        self.assertEqual((yield self.links(step)), [
+            ("junit.xml", f"plugins/crcr/junit/{BUILDID}/ops.xml"),
+            ("failed: test/test_ops.py::test_b", links.test_page(BACKEND, "test/test_ops.py::test_b")),
+        ], "the failed asked test is named on the build page")
 
     @defer.inlineCallbacks
     def test_every_asked_test_passing_is_success(self):

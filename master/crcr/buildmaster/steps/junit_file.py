@@ -16,7 +16,6 @@ JUNIT_LINK = "junit.xml"
 FAILING_LOG = "failing tests"  # the step's log listing every failing test
 MAX_LINKED_TESTS = 20  # each a line on the build page; the rest are in the log
 SHOWN_CHARACTERS = 200  # of a test's id in its link's name (a parametrized id may be thousands long)
-FAILING_LOG_SLUG = forceIdentifier(50, FAILING_LOG)  # as Buildbot's data API names the log
 MEGABYTE = 1024 * 1024
 
 
@@ -54,17 +53,24 @@ def junit_link(buildid: int, suite: str) -> tuple[str, str]:
     return JUNIT_LINK, junit_file(buildid, suite)
 
 
-def failing_test_links(backend: str, results: SuiteResults, log: tuple[int, int, int]) -> list[tuple[str, str]]:
-    """(name, url) of the suite's failing tests, new ones first, then still failing, then flaky, each to its health
-    page; past MAX_LINKED_TESTS, one to the step's log of them all (`log`: builderid, build number, step number)."""
+def failing_tests_listed(results: SuiteResults) -> list[tuple[str, str]]:
+    """(kind, test) of the suite's failing tests: new ones first, then still failing, then flaky."""
     known = [test for test in results.failing if test not in results.new]
-    listed = ([("new failure", test) for test in results.new] + [("still failing", test) for test in known]
-              + [("flaky", test) for test in results.flaky])
+    return ([("new failure", test) for test in results.new] + [("still failing", test) for test in known]
+            + [("flaky", test) for test in results.flaky])
+
+
+def test_links(backend: str, listed: list[tuple[str, str]], step: tuple[int, int, int], log_name: str):
+    """(name, url) of each (kind, test) of `listed`, to the test's health page; past MAX_LINKED_TESTS, one to the
+    step's log `log_name` that lists them all (`step`: builderid, build number, step number)."""
     links = [(f"{kind}: {_cut(test)}", test_page(backend, test)) for kind, test in listed[:MAX_LINKED_TESTS]]
     more = len(listed) - MAX_LINKED_TESTS
     if more > 0:
-        links.append((f"{more} more in the log '{FAILING_LOG}'", log_page(*log, FAILING_LOG_SLUG)))
+        links.append((f"{more} more in the log '{log_name}'", log_page(*step, forceIdentifier(50, log_name))))
     return links
+
+
+test_links.__test__ = False  # pytest: not a test function, whatever its name
 
 
 def _cut(test: str) -> str:

@@ -13,7 +13,7 @@ from crcr.buildmaster import revisions
 from crcr.buildmaster.baseline import Baseline, find_baseline
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.junit_file import (
-    FAILING_LOG, failing_test_links, junit_link, too_large_to_keep, worker_file_bytes,
+    FAILING_LOG, failing_tests_listed, junit_link, test_links, too_large_to_keep, worker_file_bytes,
 )
 from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.names import (
@@ -22,7 +22,7 @@ from crcr.names import (
 )
 from crcr.store.service import relay_store
 from crcr.suites.asked_tests import (
-    FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
+    ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
 )
 from crcr.suites.results import (
     JUnitReport, PullRequestBase, SuiteResults, compare, describe_collection_errors, describe_counts, parse_junit,
@@ -35,6 +35,7 @@ PYTEST_EXIT_CODES = {2: "interrupted", 3: "pytest internal error", 4: "pytest us
 # How many names that select no test the step's summary shows; its log lists them all.
 UNMATCHED_SHOWN = 3
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
+ASKED_LOG = "asked tests"  # a bisection build's log of each asked test's outcome
 
 
 def _needed_in_this_build(step: SuiteStep) -> bool:
@@ -170,10 +171,12 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         recorded = dict(self.getProperty(TEST_OUTCOMES_PROPERTY) or {})
         recorded[self.suite_name] = found
         self.setProperty(TEST_OUTCOMES_PROPERTY, recorded, "crcr")
-        yield self.addCompleteLog("asked tests", (
+        yield self.addCompleteLog(ASKED_LOG, (
             f"bisection {self.getProperty(BISECTION_PROPERTY)} asked for these tests (no comparison with an earlier build):\n"
             + "".join(f"  {test or '(the whole suite)'}: {outcome}\n" for test, outcome in found.items())
         ))
+        bad = [(outcome, test) for test, outcome in found.items() if outcome in (FAILED, ERRORED) and test != WHOLE_SUITE]
+        yield self._link_tests(bad, ASKED_LOG)
         self.descriptionDone = [f"{self.suite_name}: {summary}{self.junit_note}"]
         return SUCCESS if all_passed(found) else FAILURE
 
@@ -269,7 +272,7 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             report = _failure_report(results)
             if report:
                 yield self.addCompleteLog(FAILING_LOG, self._compared_with() + report)
-                yield self._link_failing_tests(results)
+                yield self._link_tests(failing_tests_listed(results), FAILING_LOG)
         self.descriptionDone = [f"{self.suite_name}: {summary}{self.junit_note}"]
         return result
 
@@ -285,11 +288,11 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         yield self.addURL(*junit_link(self.build.buildid, self.suite_name))
 
     @defer.inlineCallbacks
-    def _link_failing_tests(self, results: SuiteResults):
-        """The failing tests under the step on the build page, each to its health page (Buildbot shows a step's URLs
-        without a click, its logs folded)."""
-        log = ((yield self.build.getBuilderId()), self.build.number, self.number)
-        for name, url in failing_test_links(self.getProperty(BACKEND_PROPERTY), results, log):
+    def _link_tests(self, listed: list[tuple[str, str]], log_name: str):
+        """The (kind, test)s of `listed` under the step on the build page, each to its health page (Buildbot shows a
+        step's URLs without a click, its logs folded); past a limit, the log `log_name` of them all."""
+        step = ((yield self.build.getBuilderId()), self.build.number, self.number)
+        for name, url in test_links(self.getProperty(BACKEND_PROPERTY), listed, step, log_name):
             yield self.addURL(name, url)
 
     def _compared_with(self) -> str:
