@@ -407,7 +407,7 @@ def test_a_tests_page_counts_its_outcomes_and_lists_its_runs_newest_first():
     def outcome(b: int, n: int, what: str, at: int, kind: str = "upstream"):
         return (TestOutcomeRow(b, BACKEND, "ops", TEST, what, what == "failed", at), build(b, n, at, kind=kind))
 
-    # Builds 1..5 ran its suite: passed (no row), flaky, passed, failed, failed; a bisection build asked it.
+    # Builds 1..5 ran its suite: no row (no failure), flaky, no row, failed, failed; a bisection build asked it.
     runs = [suite_run(b, b, NOW - (6 - b) * HOUR) for b in (5, 4, 3, 2, 1)]
     rows = TestRows(
         outcomes=[outcome(5, 5, "failed", NOW - HOUR), outcome(4, 4, "failed", NOW - 2 * HOUR),
@@ -423,11 +423,11 @@ def test_a_tests_page_counts_its_outcomes_and_lists_its_runs_newest_first():
         "backend": BACKEND, "test": TEST, "suite": "ops", "now": NOW, "state": "failing",
         "failing_since": NOW - 2 * HOUR, "first_failing_sha": sha(4),
         "first_bad": {"sha": sha(4), "commit_url": GITHUB + sha(4), "bisection": 7, "bisection_url": "#/bisections/7"},
-        "flaky_runs": 1, "counts": {"failed": 2, "errored": 0, "flaky": 1, "passed": 3},
+        "flaky_runs": 1, "counts": {"failed": 2, "errored": 0, "flaky": 1, "passed": 1, "no failure": 2},
     }
     assert [(r["buildid"], r["kind"], r["outcome"]) for r in found["runs"]] == [
-        (5, "upstream", "failed"), (9, "bisection", "passed"), (4, "upstream", "failed"), (3, "upstream", "passed"),
-        (2, "upstream", "flaky"), (1, "upstream", "passed")]
+        (5, "upstream", "failed"), (9, "bisection", "passed"), (4, "upstream", "failed"), (3, "upstream", "no failure"),
+        (2, "upstream", "flaky"), (1, "upstream", "no failure")]
     assert found["runs"][0] == {"buildid": 5, "build_url": "#/builders/5/builds/105", "number": 105, "sha": sha(5),
                                 "commit_url": GITHUB + sha(5), "kind": "upstream", "outcome": "failed",
                                 "complete_at": NOW - HOUR}

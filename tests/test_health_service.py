@@ -168,7 +168,7 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
         found = await self.health.test(RED, "test_add.py::test_add")
 
         assert (found["state"], found["suite"], found["first_failing_sha"]) == ("failing", "unit", B)
-        assert [(run["sha"], run["outcome"]) for run in found["runs"]] == [(B, "failed"), (A, "passed")]
+        assert [(run["sha"], run["outcome"]) for run in found["runs"]] == [(B, "failed"), (A, "no failure")]
 
     async def test_a_commit_is_found_by_a_prefix(self):
         await self.history()

@@ -323,7 +323,7 @@
     success: "SUCCESS", failure: "FAILURE", error: "EXCEPTION", pending: "PENDING", warnings: "WARNINGS",
     skipped: "SKIPPED", exception: "EXCEPTION", retry: "RETRY", cancelled: "CANCELLED",
     failing: "FAILURE", passing: "SUCCESS", failed: "FAILURE", errored: "EXCEPTION", flaky: "WARNINGS",
-    passed: "SUCCESS", known_failures: "WARNINGS",
+    passed: "SUCCESS", known_failures: "WARNINGS", "no failure": "SUCCESS",
   };
   // A backend's state (its tip's, not one commit's verdict: docs/health.md) in words.
   var STATE_WORDS = { failing: "failing", known_failures: "known failures", error: "error", passing: "passing" };
@@ -726,7 +726,8 @@
       t.state === "failing" ? h("p", { "data-crcr": "first-bad" }, "First bad commit: ",
         h(FirstBad, { first_bad: t.first_bad })) : null,
       h("p", { "data-crcr": "counts" }, "Over the kept history: " + t.counts.failed + " failed, " + t.counts.errored +
-        " errored, " + t.counts.flaky + " flaky, " + t.counts.passed + " passed; " +
+        " errored, " + t.counts.flaky + " flaky, " + t.counts.passed + " passed, " + t.counts["no failure"] +
+        " with no failure recorded (passed, skipped or not there yet); " +
         plural(t.flaky_runs, "flaky run") + " in the last 30 days."),
       h(Section, { title: "Its runs" }, !t.runs.length ? h("p", null, "No run recorded.") :
         h("table", { className: "table table-sm table-striped", "data-crcr": "runs" },
