@@ -527,3 +527,15 @@ def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_
     assert (suite["mode"], suite["reruns"], suite["is_pytest"]) == ("validate", 1, True)
     assert suite["selection_report"] == "../results/ops.selection.json"  # the plugin's, beside --junitxml
     assert {"CRCR_SELECTION", "PYTHONPATH"} <= set(suite["env"])
+
+
+def test_the_grid_shows_more_commits_than_buildbots_five(dirs):
+    """A backend builds one commit of several (coalescing) and a forced old commit takes a column: Buildbot's default
+    of 5 revisions left backends out of the grid. The UI's frontend config carries the relay's default."""
+    cfg = build_master_config(settings_for(dirs))
+    master = SimpleNamespace(config=SimpleNamespace(buildbotURL=cfg["buildbotURL"], title=cfg["title"],
+                                                    titleURL=cfg["titleURL"], multiMaster=False))
+
+    frontend = json.loads(serialize_www_frontend_config_dict_to_json(get_www_frontend_config_dict(master, cfg["www"])))
+
+    assert frontend["ui_default_config"] == {"Grid.revisionLimit": 30}

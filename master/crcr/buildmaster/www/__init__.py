@@ -103,6 +103,9 @@ def home_page_data(relay: RelayConfig, settings: Settings) -> dict:
     }
 
 
+GRID_REVISIONS = 30  # a user may change it in the UI's settings
+
+
 def www_config(settings: Settings, relay: RelayConfig) -> dict:
     return {
         "port": settings.web_listen,
@@ -110,6 +113,9 @@ def www_config(settings: Settings, relay: RelayConfig) -> dict:
         # database, not the secrets folder, and left there: Buildbot takes it from nowhere else, and the masters of
         # one database share sessions through it (docs/operators.md, Secrets: backups are secrets, rotation).
         "auth": web_auth(settings, github_web_url(settings)),
+        # Buildbot's grid shows 5 commits by default: on a relay, where a backend builds one commit of several
+        # (coalescing) and a forced old commit takes a column of its own, too few to find each backend in.
+        "ui_default_config": {"Grid.revisionLimit": GRID_REVISIONS},
         "plugins": {
             "waterfall_view": {}, "console_view": {}, "grid_view": {},
             # Not in the frontend config, which is everyone's: see www/relay.py.
