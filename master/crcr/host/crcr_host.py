@@ -1,0 +1,841 @@
+#!/usr/bin/env python3
+"""crcr-host: attach a lab host to a crcr relay in one command, and keep it attached.
+
+    python3 crcr-host up --master HOST:PORT --name NAME --device KIND:N [--admin TEXT] [--build-env worker|VENV]
+    python3 crcr-host status | stop | down
+
+`up` makes one Buildbot worker per accelerator unit (`<name>-<kind>-<index>`, as the relay names them), keys them
+with the host's password (the first line of standard input, never an argument: `ps` shows arguments), and runs them
+under a supervisor that restarts a unit that crashes:
+
+* as root on a host booted with systemd (production): a systemd service per unit; builds run as the account
+  `--host-user` (default crcr, created if missing), which cannot read the password: it is in a root-only file that
+  systemd opens as root and hands to each unit on its standard input;
+* as root without systemd (a container, a chroot): supervisord, running as root, does the same: a root shell opens the
+  password file as the unit's standard input, then setpriv drops to the build account;
+* as an unprivileged user (a trial, a laptop): supervisord as that user. Builds run as that user too, so they can
+  read the password; that is why production uses root.
+
+It converges: run again, it changes only what differs (units added or removed when the unit count changed, every unit
+re-keyed and restarted after a new password, nothing at all when nothing changed). `stop` stops the units and keeps
+them; `down` stops and removes everything `up` made (the build account stays).
+
+This one file is all a host needs (the relay serves it at /plugins/crcr/crcr-host): only Python's standard library,
+Python 3.9 or later with venv, and git for the builds. The worker's versions are the relay's own pins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import getpass
+import json
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+# The relay's pins (its requirements.txt; a test keeps them equal): the worker speaks the master's protocol version.
+BUILDBOT_WORKER = "buildbot-worker==4.3.0"
+TWISTED = "twisted==24.11.0"
+PYTEST = "pytest==8.3.4"
+SUPERVISOR = "supervisor==4.3.0"
+
+MANIFEST = "crcr-host.json"
+ROOT_HOST_DIR = "/var/lib/crcr-worker"
+ROOT_HOST_USER = "crcr"
+SYSTEMD_UNIT = "crcr-worker@.service"
+SYSTEMD_DIR = "/etc/systemd/system"
+# Seconds between a unit's keepalives (the relay's worker_keepalive default) and its longest reconnect delay.
+KEEPALIVE = 30
+MAX_RECONNECT_DELAY = 60
+WAIT_FOR_CONNECTION = 120
+# What buildbot-worker logs in twistd.log (buildbot_worker/pb.py and pbutil.py).
+CONNECTED = "Connected to buildmaster; worker is ready"
+REFUSED = "unauthorized login; check worker name and password"
+RETRYING = " will retry in "  # Twisted's reconnecting factory, after a lost or failed connection
+# buildbot.tac reads the password from standard input once, at start: create-worker only takes it as an argument,
+# which it would write into buildbot.tac, where builds read it. The relay's by-hand setup writes the same line.
+TAC_PASSWORD = "import sys; passwd = sys.stdin.readline().strip()  # given on standard input at start"
+PLACEHOLDER = "see-password-file"
+
+# The relay's own rules (crcr/config/models.py), checked here before anything is touched.
+HOST_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+DEVICE = re.compile(r"([a-z0-9][a-z0-9_-]*)(?::([0-9]+))?")
+MAX_UNITS = 64
+WORKER_NAME_LIMIT = 50
+ACCOUNT = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+# Paths go into a systemd unit and a supervisord configuration: refuse what would need quoting in either.
+SAFE_PATH = re.compile(r"/[A-Za-z0-9._/-]*")
+ADDRESS = re.compile(r"[A-Za-z0-9.-]+:[0-9]{1,5}|\[[0-9A-Fa-f:.]+\]:[0-9]{1,5}")
+
+
+class Refused(Exception):
+    """Bad input or a host that cannot run the units: said to the admin, nothing changed."""
+
+
+class LoginRefused(Refused):
+    """The relay refused a unit's login."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What the admin asked for, and where it lives on this host
+
+
+class Host:
+    """The host's folders. host_dir holds the worker venv and one folder per unit (the build account's), and state/
+    (its runner's alone: the password, this tool's manifest, supervisord's files)."""
+
+    def __init__(self, host_dir: str):
+        self.dir = host_dir
+        self.state = os.path.join(host_dir, "state")
+        self.venv = os.path.join(host_dir, "venv")
+        self.home = os.path.join(host_dir, "home")
+        self.password = os.path.join(self.state, "password")
+        self.manifest = os.path.join(self.state, MANIFEST)
+        self.supervisor_conf = os.path.join(self.state, "supervisord.conf")
+
+    def unit(self, name: str) -> str:
+        return os.path.join(self.dir, name)
+
+    def supervisor_venv(self, as_root: bool) -> str:
+        # As root, supervisord runs as root: from a venv builds cannot write (the worker venv is theirs).
+        return os.path.join(self.state, "venv") if as_root else self.venv
+
+    def read_manifest(self) -> dict | None:
+        try:
+            with open(self.manifest, encoding="utf-8") as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return None
+
+
+def default_host_dir() -> str:
+    if os.geteuid() == 0:
+        return ROOT_HOST_DIR
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(data, "crcr-worker")
+
+
+def unit_names(name: str, devices: list[str]) -> list[str]:
+    units = []
+    kinds = set()
+    for text in devices:
+        match = DEVICE.fullmatch(text)
+        if not match:
+            raise Refused(f"--device {text!r}: must be KIND or KIND:COUNT, the kind lowercase letters, digits, '-' "
+                          "and '_' (as `crcr worker register` printed it)")
+        kind, count = match.group(1), int(match.group(2) or 1)
+        if kind in kinds:
+            raise Refused(f"--device {kind}: given twice")
+        if not 1 <= count <= MAX_UNITS:
+            raise Refused(f"--device {text}: a host has 1 to {MAX_UNITS} units of a kind")
+        kinds.add(kind)
+        units += [f"{name}-{kind}-{index}" for index in range(count)]
+    too_long = [u for u in units if len(u) > WORKER_NAME_LIMIT]
+    if too_long:
+        raise Refused(f"the unit name {too_long[0]!r} is longer than Buildbot's {WORKER_NAME_LIMIT} characters")
+    return units
+
+
+def checked_path(path: str, option: str) -> str:
+    path = os.path.abspath(os.path.expanduser(path))
+    if not SAFE_PATH.fullmatch(path):
+        raise Refused(f"{option}: {path!r} must be a path of letters, digits, '.', '_', '-' and '/'")
+    return path
+
+
+class Plan:
+    """What `up` converges to, checked whole before anything is touched."""
+
+    def __init__(self, args, password: str):
+        self.as_root = os.geteuid() == 0
+        if not HOST_NAME.fullmatch(args.name or ""):
+            raise Refused(f"--name {args.name!r}: the host's name as registered: letters, digits, '-' and '_', "
+                          "starting with a letter")
+        if not ADDRESS.fullmatch(args.master or ""):
+            raise Refused(f"--master {args.master!r}: the relay's worker address, HOST:PORT (e.g. relay.example.org:9989)")
+        if not args.device:
+            raise Refused("--device: give each device kind and its unit count, as registered (e.g. --device spyre:2)")
+        if not password:
+            raise Refused("no password on standard input: give the host's password (the here-document "
+                          "`crcr worker register` printed)")
+        if "\n" in password or len(password) > 200:
+            raise Refused("the password on standard input must be one line of at most 200 characters")
+        self.name = args.name
+        self.master = args.master
+        self.units = unit_names(args.name, args.device)
+        self.admin = " ".join((args.admin or "").split())
+        self.password = password
+        self.host = Host(checked_path(args.host_dir or default_host_dir(), "--host-dir"))
+        self.python = checked_path(args.python or sys.executable, "--python")
+        self.user = self._build_account(args.host_user)
+        self.build_env = "worker" if args.build_env in (None, "worker") else checked_path(args.build_env,
+                                                                                              "--build-env")
+        self.supervisor = self._supervisor(args.supervisor)
+
+    def _build_account(self, given: str | None) -> str:
+        if not self.as_root:
+            me = pwd.getpwuid(os.geteuid()).pw_name
+            if given not in (None, me):
+                raise Refused(f"--host-user {given}: only root runs the units as another account; as {me}, the "
+                              "units and their builds run as you (a trial)")
+            return me
+        user = given or ROOT_HOST_USER
+        if user == "root" or (_uid(user) == 0):
+            raise Refused(f"--host-user {user}: builds run code from anyone (any upstream commit, a pull request "
+                          "from a fork), so they never run as root; give an unprivileged account (default "
+                          f"{ROOT_HOST_USER}, created if missing)")
+        if not ACCOUNT.fullmatch(user):
+            raise Refused(f"--host-user {user!r}: a POSIX account name: lowercase letters, digits, '_' and '-'")
+        return user
+
+    def _supervisor(self, given: str) -> str:
+        booted = os.path.isdir("/run/systemd/system")  # sd_booted(3): how systemd's own tools tell
+        if given == "auto":
+            return "systemd" if self.as_root and booted else "supervisord"
+        if given == "systemd" and not (self.as_root and booted):
+            raise Refused("--supervisor systemd: needs root on a host booted with systemd (/run/systemd/system); "
+                          "without it, host up runs the units under supervisord")
+        return given
+
+    @property
+    def build_python_dir(self) -> str:
+        return self.host.venv if self.build_env == "worker" else self.build_env
+
+    def unit_path(self) -> str:
+        """The units' PATH: the builds' Python environment first, so `python` and `pytest` are the chosen ones."""
+        dirs = [os.path.join(self.build_python_dir, "bin"), os.path.join(self.host.venv, "bin"),
+                "/usr/local/bin", "/usr/bin", "/bin"]
+        return ":".join(dict.fromkeys(dirs))
+
+    def unit_home(self) -> str:
+        return self.host.home if self.as_root else os.path.expanduser("~")
+
+
+def _uid(user: str) -> int | None:
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running things, as this process or as the build account
+
+
+class Runner:
+    def __init__(self, plan: Plan):
+        self.plan = plan
+
+    def _as_build_account(self) -> dict:
+        if not self.plan.as_root:
+            return {}
+        account = pwd.getpwnam(self.plan.user)
+        return {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": [], "cwd": "/"}
+
+    def _environment(self, build_account: bool) -> dict:
+        env = dict(os.environ)
+        if build_account and self.plan.as_root:
+            env.update(HOME=self.plan.unit_home(), USER=self.plan.user, LOGNAME=self.plan.user)
+        return env
+
+    def run(self, argv: list[str], what: str, build_account: bool = False, check: bool = True):
+        extra = self._as_build_account() if build_account else {}
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True, env=self._environment(build_account),
+                                    **extra)
+        except OSError as e:  # not there, or not the build account's to run
+            result = subprocess.CompletedProcess(argv, 127, "", f"cannot run {argv[0]}: {e.strerror}")
+        if check and result.returncode != 0:
+            raise Refused(f"{what} failed ({' '.join(argv)}):\n{(result.stdout + result.stderr).strip()}")
+        return result
+
+    def owned_by_build_account(self, path: str) -> None:
+        """For an entry root just made in a folder of root's (so the build account cannot have swapped it)."""
+        if self.plan.as_root:
+            account = pwd.getpwnam(self.plan.user)
+            os.chown(path, account.pw_uid, account.pw_gid)
+
+    @contextlib.contextmanager
+    def acting_as_build_account(self):
+        """Inside the build account's own folders, root acts as that account: a symlink a build planted there then
+        leads nowhere root alone may write, and what is made is the account's."""
+        if not self.plan.as_root:
+            yield
+            return
+        account = pwd.getpwnam(self.plan.user)
+        os.setegid(account.pw_gid)
+        os.seteuid(account.pw_uid)
+        try:
+            yield
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
+
+
+def write_if_changed(path: str, text: str, mode: int) -> bool:
+    """Write text to path (mode from creation: the password is never readable by others, even for an instant);
+    False when it already holds exactly that."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return False
+    except FileNotFoundError:
+        pass
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".crcr-host-")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(temporary, mode)
+    os.replace(temporary, path)
+    return True
+
+
+def makedirs(path: str, mode: int) -> None:
+    os.makedirs(path, exist_ok=True)
+    os.chmod(path, mode)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# up
+
+
+def bring_up(plan: Plan, wait: float) -> list[str]:
+    """Converge the host to the plan; returns what changed (empty: nothing did)."""
+    run = Runner(plan)
+    host = plan.host
+    previous = host.read_manifest() or {}
+    if previous and previous.get("name") != plan.name:
+        raise Refused(f"{host.dir} holds the units of host {previous.get('name')!r}: give another --host-dir, or "
+                      f"`crcr-host down --host-dir {host.dir}` first")
+    changes = []
+    makedirs(host.dir, 0o755)
+    if plan.as_root:
+        changes += ensure_account(plan, run)
+        os.chown(host.dir, 0, 0)  # the build account must not swap root's state/ for its own
+        makedirs(host.home, 0o755)
+        run.owned_by_build_account(host.home)
+    makedirs(host.state, 0o700)
+    check_python(plan, run)
+    changes += ensure_worker_venv(plan, run)
+    check_build_env(plan, run)
+    old_password = read_from(host.password, 0)
+    rekeyed = write_if_changed(host.password, plan.password + "\n", 0o600)
+    if rekeyed and previous:
+        changes.append("new password: every unit re-keyed")
+    changed_units = ensure_units(plan, run)
+    removed = [u for u in previous.get("units", []) if u not in plan.units]
+    if previous.get("supervisor") not in (None, plan.supervisor):
+        SUPERVISORS[previous["supervisor"]](plan, run).remove(previous.get("units", []))
+        changes.append(f"moved from {previous['supervisor']} to {plan.supervisor}")
+    offsets = {u: log_size(host.unit(u)) for u in plan.units}
+    supervisor = SUPERVISORS[plan.supervisor](plan, run)
+    started = supervisor.converge(restart=plan.units if rekeyed else changed_units, removed=removed)
+    for unit in removed:
+        shutil.rmtree(host.unit(unit), ignore_errors=True)
+    new = [u for u in plan.units if u not in previous.get("units", [])]
+    for what, units in (("made", new), ("changed", [u for u in changed_units if u not in new]),
+                        ("removed", removed), ("(re)started", started)):
+        if units:
+            changes.append(f"{what}: {', '.join(units)}")
+    write_manifest(plan)
+    waiting = {u: offsets[u] for u in started}
+    for unit in plan.units:  # units left running must be logged in too
+        if unit not in started:
+            state = connection_state(host, unit)
+            if state == "refused by the relay":
+                raise LoginRefused(refusal(plan, unit))
+            if state != "connected":
+                waiting[unit] = log_size(host.unit(unit))
+    try:
+        wait_for_connections(plan, waiting, wait)
+    except LoginRefused as refused:
+        if not (rekeyed and old_password):
+            raise
+        # A mistyped or stale password must not lock a working host out: it gets its previous one back.
+        write_if_changed(host.password, old_password, 0o600)
+        supervisor.converge(restart=plan.units, removed=[])
+        raise LoginRefused(f"{refused} The units were given back their previous password.") from None
+    return changes
+
+
+def ensure_account(plan: Plan, run: Runner) -> list[str]:
+    if _uid(plan.user) is not None:
+        return []
+    run.run(["useradd", "--system", "--create-home", "--home-dir", plan.host.home, "--shell", "/bin/bash",
+             plan.user], f"creating the build account {plan.user}")
+    return [f"account {plan.user} created"]
+
+
+def check_python(plan: Plan, run: Runner) -> None:
+    result = run.run([plan.python, "-c", "import venv, ensurepip"], "", build_account=True, check=False)
+    if result.returncode != 0:
+        who = f"the build account {plan.user}" if plan.as_root else "this Python"
+        raise Refused(f"{who} cannot make a venv with {plan.python} ({result.stderr.strip().splitlines()[-1:]}): "
+                      "give --python a Python 3.9 or later with venv it can run (Debian: apt install python3-venv)")
+
+
+def worker_version(venv: str, run: Runner) -> str | None:
+    # As the build account: its builds may have changed that venv, and root never runs what they can write.
+    tool = os.path.join(venv, "bin", "buildbot-worker")
+    if not os.access(tool, os.X_OK):
+        return None
+    result = run.run([tool, "--version"], "", build_account=True, check=False)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def ensure_worker_venv(plan: Plan, run: Runner) -> list[str]:
+    """The worker's venv (the build account's: a build with build_env worker installs into it); with supervisord
+    also the supervisor's, in the worker venv for a trial and in root's own state/venv as root."""
+    venv = plan.host.venv
+    changes = []
+    wanted = BUILDBOT_WORKER.split("==")[1]
+    if wanted not in (worker_version(venv, run) or ""):
+        if not os.path.isdir(venv):
+            makedirs(venv, 0o755)
+            run.owned_by_build_account(venv)
+            run.run([plan.python, "-m", "venv", venv], "creating the worker venv", build_account=True)
+        packages = [BUILDBOT_WORKER, TWISTED] + ([PYTEST] if plan.build_env == "worker" else [])
+        run.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", *packages],
+                "installing buildbot-worker", build_account=True)
+        changes.append(f"worker venv {venv} with {BUILDBOT_WORKER}")
+    if plan.supervisor == "supervisord":
+        changes += ensure_supervisor_venv(plan, run)
+    return changes
+
+
+def ensure_supervisor_venv(plan: Plan, run: Runner) -> list[str]:
+    venv = plan.host.supervisor_venv(plan.as_root)
+    supervisord = os.path.join(venv, "bin", "supervisord")
+    if os.access(supervisord, os.X_OK):
+        return []
+    if not os.path.exists(os.path.join(venv, "bin", "python")):
+        run.run([plan.python, "-m", "venv", venv], "creating the supervisor's venv", build_account=not plan.as_root)
+    run.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", SUPERVISOR],
+            "installing supervisord", build_account=not plan.as_root)
+    return [f"supervisord ({SUPERVISOR}) in {venv}"]
+
+
+def check_build_env(plan: Plan, run: Runner) -> None:
+    """Builds run `python -m pytest` with the chosen environment first on PATH: check it is there and has pytest."""
+    python = os.path.join(plan.build_python_dir, "bin", "python")
+    result = run.run([python, "-c", "import pytest"], "", build_account=True, check=False) if os.path.exists(
+        python) else None
+    if result is None or result.returncode != 0:
+        where = "the worker venv" if plan.build_env == "worker" else f"--build-env {plan.build_env}"
+        missing = f"no {python}" if result is None else "`python -c \"import pytest\"` fails there: " + (
+            result.stderr.strip().splitlines() or ["?"])[-1]
+        raise Refused(f"the builds' Python environment ({where}) is not usable: {missing}. Builds run `python -m "
+                      f"pytest` with it first on PATH: make it a venv with pytest ({python} -m pip install pytest), "
+                      "or give --build-env worker (the worker's venv, with pytest)")
+
+
+def desired_tac(plan: Plan, run: Runner) -> str:
+    """buildbot.tac as buildbot-worker's own create-worker writes it (relocatable: it finds its folder itself), for
+    the first unit; the others differ only in their worker name."""
+    with tempfile.TemporaryDirectory(prefix="crcr-host-") as scratch:
+        run.owned_by_build_account(scratch)  # create-worker runs as the build account (see worker_version)
+        made = os.path.join(scratch, "unit")
+        run.run([os.path.join(plan.host.venv, "bin", "buildbot-worker"), "create-worker", "--quiet", "--relocatable",
+                 "--keepalive", str(KEEPALIVE), "--maxdelay", str(MAX_RECONNECT_DELAY), made, plan.master,
+                 plan.units[0], PLACEHOLDER], "buildbot-worker create-worker", build_account=True)
+        with open(os.path.join(made, "buildbot.tac"), encoding="utf-8") as f:
+            tac = f.read()
+    return re.sub(r"^passwd = .*$", lambda _: TAC_PASSWORD, tac, count=1, flags=re.MULTILINE)
+
+
+def ensure_units(plan: Plan, run: Runner) -> list[str]:
+    """Each unit's folder, buildbot.tac and info files (what the UI's Workers page shows); returns the units whose
+    files changed (made or re-pointed), which must be (re)started."""
+    template = desired_tac(plan, run)
+    changed = []
+    for unit in plan.units:
+        folder = plan.host.unit(unit)
+        device = unit[len(plan.name) + 1:].rsplit("-", 1)
+        files = {
+            "buildbot.tac": re.sub(r"^workername = .*$", lambda _: f"workername = {unit!r}", template, count=1,
+                                   flags=re.MULTILINE),
+            "info/admin": (plan.admin or plan.user) + "\n",
+            "info/host": f"{plan.name}: {device[0]} unit {device[1]}\n",
+        }
+        if not os.path.isdir(folder):
+            makedirs(folder, 0o755)
+            run.owned_by_build_account(folder)
+        with run.acting_as_build_account():
+            makedirs(os.path.join(folder, "info"), 0o755)
+            wrote = [name for name, text in files.items() if write_if_changed(os.path.join(folder, name), text, 0o644)]
+        if "buildbot.tac" in wrote:
+            changed.append(unit)
+    return changed
+
+
+def log_size(folder: str) -> int:
+    try:
+        return os.path.getsize(os.path.join(folder, "twistd.log"))
+    except OSError:
+        return 0
+
+
+def wait_for_connections(plan: Plan, offsets: dict, wait: float) -> None:
+    """Until each started unit's twistd.log says it logged in (or that the master refused it)."""
+    deadline = time.monotonic() + wait
+    pending = dict(offsets)
+    while pending:
+        for unit, offset in list(pending.items()):
+            said = read_from(os.path.join(plan.host.unit(unit), "twistd.log"), offset)
+            if REFUSED in said:
+                raise LoginRefused(refusal(plan, unit))
+            if CONNECTED in said:
+                del pending[unit]
+        if pending and time.monotonic() > deadline:
+            raise Refused(f"{', '.join(sorted(pending))} not connected to {plan.master} within {wait:g}s: is the "
+                          "address right and reachable from this host? (each unit's twistd.log says why)")
+        if pending:
+            time.sleep(0.2)
+
+
+def refusal(plan: Plan, unit: str) -> str:
+    return (f"the relay at {plan.master} refused unit {unit}: a wrong password, or a host the running master does not "
+            "know yet (register it, then `crcr master reconfig` on the relay).")
+
+
+def read_from(path: str, offset: int) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if os.path.getsize(path) < offset:  # rotated
+                offset = 0
+            f.seek(offset)
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def write_manifest(plan: Plan) -> None:
+    manifest = {"name": plan.name, "master": plan.master, "units": plan.units, "supervisor": plan.supervisor,
+                "user": plan.user, "build_env": plan.build_env, "as_root": plan.as_root}
+    write_if_changed(plan.host.manifest, json.dumps(manifest, indent=2) + "\n", 0o600)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Supervisors: each starts, restarts, stops and forgets units
+
+
+class Systemd:
+    """A template service, one instance per unit. systemd opens the password file as root and gives it to the unit
+    on standard input; the unit runs as the build account."""
+
+    def __init__(self, plan: Plan, run: Runner):
+        self.plan, self.run = plan, run
+
+    def unit_file(self) -> str:
+        plan = self.plan
+        return f"""\
+# {SYSTEMD_UNIT}: written by crcr-host up; one instance per accelerator unit, named after its worker.
+[Unit]
+Description=crcr relay worker %i
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+User={plan.user}
+WorkingDirectory={plan.host.dir}/%i
+Environment=HOME={plan.unit_home()} PATH={plan.unit_path()}
+ExecStart={plan.host.venv}/bin/buildbot-worker start --nodaemon {plan.host.dir}/%i
+# The host's password, which only root reads: systemd opens it as root, the worker reads it at start.
+StandardInput=file:{plan.host.password}
+Restart=always
+RestartSec=10
+# Stopping a unit stops its build's processes too, so none is left holding the device.
+KillMode=control-group
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+    def systemctl(self, *args: str, check: bool = True):
+        return self.run.run(["systemctl", *args], "systemctl " + " ".join(args), check=check)
+
+    def services(self, units: list[str]) -> list[str]:
+        return [f"crcr-worker@{u}.service" for u in units]
+
+    def converge(self, restart: list[str], removed: list[str]) -> list[str]:
+        if write_if_changed(os.path.join(SYSTEMD_DIR, SYSTEMD_UNIT), self.unit_file(), 0o644):
+            self.systemctl("daemon-reload")
+            restart = self.plan.units
+        self.remove(removed)
+        stopped = [u for u in self.plan.units
+                   if self.systemctl("is-active", "--quiet", *self.services([u]), check=False).returncode != 0]
+        self.systemctl("enable", "--quiet", *self.services(self.plan.units))
+        started = sorted(set(stopped) | set(restart), key=self.plan.units.index)
+        if started:
+            self.systemctl("restart", *self.services(started))
+        return started
+
+    def status(self, units: list[str]) -> dict:
+        return {u: self.systemctl("is-active", *self.services([u]), check=False).stdout.strip() for u in units}
+
+    def stop(self, units: list[str]) -> None:
+        self.systemctl("stop", *self.services(units), check=False)
+
+    def remove(self, units: list[str]) -> None:
+        if units:
+            self.systemctl("disable", "--now", "--quiet", *self.services(units), check=False)
+
+
+class Supervisord:
+    """supervisord (an existing supervisor, pip-installable, the same on any Linux) with one program per unit.
+    As root it runs as root: a root shell opens the password file as the unit's standard input, then setpriv drops
+    to the build account; as a user, everything is that user's."""
+
+    def __init__(self, plan: Plan, run: Runner):
+        self.plan, self.run = plan, run
+        self.venv = plan.host.supervisor_venv(plan.as_root)
+
+    def config(self) -> str:
+        plan, state = self.plan, self.plan.host.state
+        sections = [f"""\
+; written by crcr-host up
+[unix_http_server]
+file={state}/supervisord.sock
+chmod=0700
+
+[supervisord]
+logfile={state}/supervisord.log
+pidfile={state}/supervisord.pid
+childlogdir={state}
+directory={plan.host.dir}
+
+[rpcinterface:supervisor]
+supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
+
+[supervisorctl]
+serverurl=unix://{state}/supervisord.sock
+"""]
+        drop = ""
+        if plan.as_root:
+            account = pwd.getpwnam(plan.user)
+            drop = f"/usr/bin/setpriv --reuid={account.pw_uid} --regid={account.pw_gid} --init-groups -- "
+        for unit in plan.units:
+            folder = plan.host.unit(unit)
+            sections.append(f"""\
+[program:{unit}]
+command=/bin/sh -c "exec {drop}{plan.host.venv}/bin/buildbot-worker start --nodaemon {folder} < {plan.host.password}"
+directory={folder}
+environment=HOME="{plan.unit_home()}",USER="{plan.user}",LOGNAME="{plan.user}",PATH="{plan.unit_path()}"
+autorestart=true
+startsecs=3
+stopwaitsecs=30
+stopasgroup=true
+killasgroup=true
+redirect_stderr=true
+stdout_logfile={state}/{unit}.log
+""")
+        return "\n".join(sections)
+
+    def ctl(self, *args: str, check: bool = True):
+        return self.run.run([os.path.join(self.venv, "bin", "supervisorctl"), "-c", self.plan.host.supervisor_conf,
+                             *args], "supervisorctl " + " ".join(args), check=check)
+
+    def running(self) -> bool:
+        return supervisord_pid(self.plan.host) is not None
+
+    def converge(self, restart: list[str], removed: list[str]) -> list[str]:
+        changed = write_if_changed(self.plan.host.supervisor_conf, self.config(), 0o600)
+        if not self.running():
+            self.run.run([os.path.join(self.venv, "bin", "supervisord"), "-c", self.plan.host.supervisor_conf],
+                         "starting supervisord")
+            wait_for_socket(self)
+            return list(self.plan.units)
+        if changed:
+            self.ctl("update")  # adds, removes and restarts programs whose section changed
+        states = self.status(self.plan.units)
+        started = [u for u in self.plan.units if states.get(u) != "RUNNING" or u in restart]
+        if started:
+            self.ctl("restart", *started, check=False)
+        return started
+
+    def status(self, units: list[str]) -> dict:
+        lines = self.ctl("status", check=False).stdout.splitlines()
+        states = dict(line.split()[:2] for line in lines if len(line.split()) >= 2)
+        return {u: states.get(u, "absent") for u in units}
+
+    def stop(self, units: list[str]) -> None:
+        pid = supervisord_pid(self.plan.host)
+        if pid is not None:
+            os.kill(pid, 15)  # supervisord stops its programs (and their builds' processes), then exits
+            deadline = time.monotonic() + 60
+            while alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+
+    def remove(self, units: list[str]) -> None:
+        self.stop(units)
+
+
+def supervisord_pid(host: Host) -> int | None:
+    try:
+        with open(os.path.join(host.state, "supervisord.pid")) as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if alive(pid) else None
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another account's process holds that pid
+        return True
+
+
+def wait_for_socket(supervisor: Supervisord) -> None:
+    deadline = time.monotonic() + 30
+    while supervisor.ctl("pid", check=False).returncode != 0:
+        if time.monotonic() > deadline:
+            raise Refused(f"supervisord did not start: see {supervisor.plan.host.state}/supervisord.log")
+        time.sleep(0.2)
+
+
+SUPERVISORS = {"systemd": Systemd, "supervisord": Supervisord}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# status, stop, down: read what up left in the manifest
+
+
+class Existing:
+    """A host as `up` left it (its manifest), for status, stop and down."""
+
+    def __init__(self, host_dir: str | None):
+        self.host = Host(checked_path(host_dir or default_host_dir(), "--host-dir"))
+        manifest = self.host.read_manifest()
+        if manifest is None:
+            raise Refused(f"no host set up by crcr-host up in {self.host.dir} (no {self.host.manifest}); give "
+                          "--host-dir as given to up")
+        self.manifest = manifest
+        self.as_root = manifest["as_root"]
+        if self.as_root and os.geteuid() != 0:
+            raise Refused(f"the units in {self.host.dir} are root's services: run this as root")
+        self.supervisor = SUPERVISORS[manifest["supervisor"]](self, Runner(self))
+
+    # What the supervisors read of a plan.
+    @property
+    def units(self) -> list[str]:
+        return self.manifest["units"]
+
+    @property
+    def user(self) -> str:
+        return self.manifest["user"]
+
+
+def connection_state(host: Host, unit: str) -> str:
+    said = read_from(os.path.join(host.unit(unit), "twistd.log"), 0)
+    last = max(said.rfind(CONNECTED), said.rfind(RETRYING), said.rfind(REFUSED))
+    if last < 0:
+        return "never connected"
+    if said.startswith(CONNECTED, last):
+        return "connected"
+    return "refused by the relay" if said.startswith(REFUSED, last) else "disconnected"
+
+
+def cmd_up(args) -> int:
+    plan = Plan(args, read_password())
+    changes = bring_up(plan, args.wait)
+    mode = {("systemd", True): "systemd services", ("supervisord", True): "supervisord as root"}.get(
+        (plan.supervisor, plan.as_root), f"supervisord as {plan.user} (a trial: builds can read the password)")
+    for change in changes:
+        print(f"  {change}")
+    summary = f"{plan.name}: {len(plan.units)} unit{'s' if len(plan.units) != 1 else ''} of {plan.master} " \
+              f"running ({mode}); builds run as {plan.user} with {plan.build_python_dir}/bin first on PATH"
+    print(summary if changes else f"nothing to change. {summary}")
+    return 0
+
+
+def cmd_status(args) -> int:
+    existing = Existing(args.host_dir)
+    states = existing.supervisor.status(existing.units)
+    print(f"{existing.manifest['name']} ({existing.manifest['master']}, {existing.manifest['supervisor']}):")
+    for unit in existing.units:
+        print(f"  {unit}: {states[unit].lower()}, {connection_state(existing.host, unit)}")
+    return 0
+
+
+def cmd_stop(args) -> int:
+    existing = Existing(args.host_dir)
+    existing.supervisor.stop(existing.units)
+    print(f"stopped {len(existing.units)} units of {existing.manifest['name']}; `crcr-host up` starts them again")
+    return 0
+
+
+def cmd_down(args) -> int:
+    existing = Existing(args.host_dir)
+    existing.supervisor.remove(existing.units)
+    if existing.manifest["supervisor"] == "systemd":
+        os.remove(os.path.join(SYSTEMD_DIR, SYSTEMD_UNIT))
+        existing.supervisor.systemctl("daemon-reload", check=False)
+    for unit in existing.units:
+        shutil.rmtree(existing.host.unit(unit), ignore_errors=True)
+    for made in (existing.host.venv, existing.host.state, existing.host.home):
+        shutil.rmtree(made, ignore_errors=True)
+    try:
+        os.rmdir(existing.host.dir)
+    except OSError:
+        pass  # something else lives there
+    print(f"removed the {len(existing.units)} units of {existing.manifest['name']} and what up made in "
+          f"{existing.host.dir}" + (f" (the account {existing.user} is kept)" if existing.as_root else ""))
+    return 0
+
+
+def read_password() -> str:
+    if sys.stdin.isatty():
+        return getpass.getpass("the host's password (from crcr worker register): ").strip()
+    return sys.stdin.readline().strip()
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="crcr-host", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    up = sub.add_parser("up", help="make, key and start the host's units; again: change only what differs",
+                        description="Make one Buildbot worker per unit, key them with the password on standard "
+                        "input, run them under systemd (root) or supervisord, and wait until they log in.")
+    up.add_argument("--master", required=True, metavar="HOST:PORT", help="the relay's worker address")
+    up.add_argument("--name", required=True, help="the host's name, as registered")
+    up.add_argument("--device", action="append", metavar="KIND[:COUNT]", help="as registered (repeatable)")
+    up.add_argument("--admin", help="who runs the host, shown on the relay's Workers page")
+    up.add_argument("--build-env", metavar="worker|VENV",
+                    help="the Python environment builds use, first on their PATH: the worker's venv (default; "
+                    "pytest installed in it) or a venv of yours with torch and pytest")
+    up.add_argument("--host-user", metavar="USER", help=f"as root: the account builds run as (default "
+                    f"{ROOT_HOST_USER}, created if missing; never root)")
+    up.add_argument("--python", metavar="PYTHON", help="the Python the venvs are made with (default: this one)")
+    up.add_argument("--supervisor", choices=("auto", "systemd", "supervisord"), default="auto",
+                    help="auto: systemd as root on a systemd host, supervisord otherwise")
+    up.add_argument("--wait", type=float, default=WAIT_FOR_CONNECTION, metavar="SECONDS",
+                    help="how long to wait for started units to log in")
+    for command, func, summary in (("up", cmd_up, None), ("status", cmd_status, "each unit's state"),
+                                   ("stop", cmd_stop, "stop the units, keep them"),
+                                   ("down", cmd_down, "stop and remove the units and what up made")):
+        command_parser = up if command == "up" else sub.add_parser(command, help=summary, description=summary)
+        command_parser.add_argument("--host-dir", metavar="DIR", help=f"the host's folder (default: as root "
+                                    f"{ROOT_HOST_DIR}, else ~/.local/share/crcr-worker)")
+        command_parser.set_defaults(func=func)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except Refused as e:
+        print(f"crcr-host: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

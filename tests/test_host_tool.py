@@ -1,0 +1,176 @@
+"""The host tool (crcr/host/crcr_host.py) without a relay: what it refuses before touching anything, the names it
+gives units, the pins it installs, and the supervisor files it writes (no password in any of them)."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from crcr.config.models import WorkerHost
+from crcr.host import crcr_host
+
+REPO = Path(__file__).resolve().parents[1]
+TOOL = REPO / "master" / "crcr" / "host" / "crcr_host.py"
+PASSWORD = "s3cret-host-password"
+
+
+def up(tmp_path, *options: str, password: str = PASSWORD, user: bool = False) -> subprocess.CompletedProcess:
+    """`crcr-host up` as a host runs it: this one file, the password on standard input."""
+    args = ["--master", "relay.example.org:9989", "--name", "lab-01", "--device", "demo:2",
+            "--host-dir", str(tmp_path / "host"), *options]
+    return subprocess.run([sys.executable, TOOL, "up", *args], input=password + "\n", capture_output=True, text=True)
+
+
+def test_the_tool_imports_nothing_but_the_standard_library():
+    """A host gets this one file from the relay: it must run without crcr, buildbot or any package installed."""
+    imported = set(re.findall(r"^(?:import|from) ([a-z_]+)", TOOL.read_text(), flags=re.MULTILINE))
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+
+
+def test_its_pins_are_the_relays_own():
+    """The units speak the master's protocol version, and a trial's pytest is the relay's."""
+    pins = dict(line.split("==") for line in (REPO / "requirements.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    for pin in (crcr_host.BUILDBOT_WORKER, crcr_host.TWISTED, crcr_host.PYTEST, crcr_host.SUPERVISOR):
+        name, version = pin.split("==")
+        assert pins.get(name) == version, f"{pin}: requirements.txt pins {name}=={pins.get(name)}"
+
+
+def test_units_are_named_as_the_relay_names_them():
+    host = WorkerHost(name="lab-01", devices={"spyre": 2, "demo": 1}, admin="Lab <lab@example.com>")
+    assert crcr_host.unit_names("lab-01", ["spyre:2", "demo"]) == [u.worker_name for u in host.units]
+
+
+@pytest.mark.parametrize(
+    "options, password, message",
+    [
+        (["--device", "Spyre:2"], PASSWORD, "--device 'Spyre:2': must be KIND or KIND:COUNT"),
+        (["--device", "spyre:65"], PASSWORD, "1 to 64 units"),
+        (["--device", "demo:1"], PASSWORD, "--device demo: given twice"),
+        (["--name", "../etc"], PASSWORD, "--name '../etc': the host's name as registered"),
+        (["--master", "relay.example.org"], PASSWORD, "--master 'relay.example.org': the relay's worker address"),
+        (["--host-dir", "/tmp/a dir"], PASSWORD, "--host-dir: '/tmp/a dir' must be a path of letters"),
+        ([], "", "no password on standard input"),
+    ],
+)
+def test_bad_input_is_refused_by_name_and_nothing_is_made(tmp_path, options, password, message):
+    result = up(tmp_path, *options, password=password)
+    assert result.returncode == 1
+    assert message in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root only: the build account is root's choice")
+def test_root_is_refused_as_the_build_account(tmp_path):
+    result = up(tmp_path, "--host-user", "root")
+    assert result.returncode == 1
+    assert "--host-user root: builds run code from anyone" in result.stderr
+    assert "give an unprivileged account" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="as a user only: root may name the build account")
+def test_a_user_cannot_run_the_units_as_another_account(tmp_path):
+    result = up(tmp_path, "--host-user", "crcr")
+    assert result.returncode == 1 and "only root runs the units as another account" in result.stderr
+
+
+def test_a_build_environment_without_pytest_is_named_with_what_to_do(tmp_path, shared_tmp):
+    """Builds run `python -m pytest` with that environment first on PATH: a venv without pytest is said at once."""
+    venv = shared_tmp / "torch-env"
+    subprocess.run([host_python(), "-m", "venv", "--without-pip", venv], check=True)
+    plan = plan_of(tmp_path, "--build-env", str(venv))
+    with pytest.raises(crcr_host.Refused) as refused:
+        crcr_host.check_build_env(plan, crcr_host.Runner(plan))
+    assert f"--build-env {venv}" in str(refused.value)
+    assert "ModuleNotFoundError: No module named 'pytest'" in str(refused.value)
+    assert f"{venv}/bin/python -m pip install pytest" in str(refused.value)
+
+
+def host_python() -> str:
+    """A Python the build account can run: as root, the system's (this venv's may live in root's home)."""
+    return "/usr/bin/python3" if os.geteuid() == 0 else sys.executable
+
+
+@pytest.fixture
+def shared_tmp():
+    """A folder the build account (nobody, as root) may read: pytest's own are root's alone."""
+    folder = Path(tempfile.mkdtemp(prefix="crcr-host-test-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder)
+
+
+def plan_of(tmp_path, *options: str, user: str | None = "nobody") -> crcr_host.Plan:
+    """A plan as `up` makes it; as root, for the account nobody (which exists everywhere)."""
+    argv = ["up", "--master", "relay.example.org:9989", "--name", "lab-01", "--device", "demo:2",
+            "--host-dir", str(tmp_path / "host"), "--supervisor", "supervisord", *options]
+    if user and os.geteuid() == 0:
+        argv += ["--host-user", user]
+    return crcr_host.Plan(crcr_host.parser().parse_args(argv), PASSWORD)
+
+
+def test_the_units_path_puts_the_build_environment_first(tmp_path):
+    plan = plan_of(tmp_path, "--build-env", "/opt/spyre-env")
+    assert plan.unit_path().split(":")[:2] == ["/opt/spyre-env/bin", f"{tmp_path}/host/venv/bin"]
+    assert plan_of(tmp_path).unit_path().split(":")[0] == f"{tmp_path}/host/venv/bin"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the root layout needs root")
+def test_as_root_systemd_hands_the_root_only_password_file_to_units_that_run_as_the_build_account(tmp_path):
+    plan = plan_of(tmp_path, user="nobody")
+    unit = crcr_host.Systemd(plan, crcr_host.Runner(plan)).unit_file()
+    assert "User=nobody\n" in unit
+    assert f"StandardInput=file:{tmp_path}/host/state/password\n" in unit
+    assert f"ExecStart={tmp_path}/host/venv/bin/buildbot-worker start --nodaemon {tmp_path}/host/%i\n" in unit
+    assert "KillMode=control-group" in unit and "Restart=always" in unit
+    assert PASSWORD not in unit
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the root layout needs root")
+def test_as_root_supervisord_opens_the_password_as_root_then_drops_to_the_build_account(tmp_path):
+    plan = plan_of(tmp_path, user="nobody")
+    config = crcr_host.Supervisord(plan, crcr_host.Runner(plan)).config()
+    nobody = subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True).stdout.strip()
+    assert (f'command=/bin/sh -c "exec /usr/bin/setpriv --reuid={nobody} --regid=' in config)
+    assert f"buildbot-worker start --nodaemon {tmp_path}/host/lab-01-demo-1 < {tmp_path}/host/state/password\"" \
+        in config
+    assert "killasgroup=true" in config and "autorestart=true" in config
+    assert PASSWORD not in config
+
+
+def test_a_changed_file_is_written_whole_with_its_mode_from_the_start(tmp_path):
+    path = tmp_path / "password"
+    assert crcr_host.write_if_changed(str(path), "one\n", 0o600)
+    assert not crcr_host.write_if_changed(str(path), "one\n", 0o600)
+    assert crcr_host.write_if_changed(str(path), "two\n", 0o600)
+    assert path.read_text() == "two\n" and path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["password"]
+
+
+def test_the_connection_state_is_the_units_last_word(tmp_path):
+    unit = tmp_path / "host" / "lab-01-demo-0"
+    unit.mkdir(parents=True)
+    host = crcr_host.Host(str(tmp_path / "host"))
+    assert crcr_host.connection_state(host, "lab-01-demo-0") == "never connected"
+    log = unit / "twistd.log"
+    log.write_text(f"x [-] {crcr_host.REFUSED}\nx [-] {crcr_host.CONNECTED}\n")
+    assert crcr_host.connection_state(host, "lab-01-demo-0") == "connected"
+    log.write_text(log.read_text() + "x [-] <AutoLoginPBFactory at 0x7f>" + crcr_host.RETRYING + "2 seconds\n")
+    assert crcr_host.connection_state(host, "lab-01-demo-0") == "disconnected"
+    log.write_text(log.read_text() + f"x [-] {crcr_host.REFUSED}\n")
+    assert crcr_host.connection_state(host, "lab-01-demo-0") == "refused by the relay"
+
+
+def test_status_of_a_folder_up_never_made_says_what_to_give(tmp_path, capsys):
+    assert crcr_host.main(["status", "--host-dir", str(tmp_path / "elsewhere")]) == 1
+    err = capsys.readouterr().err
+    assert f"no host set up by crcr-host up in {tmp_path}/elsewhere" in err and "--host-dir as given to up" in err
