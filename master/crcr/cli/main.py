@@ -9,6 +9,7 @@ import sys
 
 from crcr.cli.bisect import add_bisect_command
 from crcr.cli.force import add_force_command
+from crcr.cli.host import add_host_command, run_host_tool
 from crcr.cli.latency import add_latency_command
 from crcr.cli.mastercommands import add_master_commands, checked_config
 from crcr.cli.routercommands import add_router_commands
@@ -38,6 +39,7 @@ def parser() -> argparse.ArgumentParser:
     add_master_commands(sub)
     add_router_commands(sub)
     add_worker_commands(sub)
+    add_host_command(sub)
     add_user_commands(sub)
     add_force_command(sub)
     add_bisect_command(sub)
@@ -47,6 +49,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["host"]:  # the host tool parses its own options, --help included
+        return run_host_tool(argv[1:])
     args = parser().parse_args(argv)
     try:
         return args.func(args)
