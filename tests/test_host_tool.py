@@ -174,3 +174,48 @@ def test_status_of_a_folder_up_never_made_says_what_to_give(tmp_path, capsys):
     assert crcr_host.main(["status", "--host-dir", str(tmp_path / "elsewhere")]) == 1
     err = capsys.readouterr().err
     assert f"no host set up by crcr-host up in {tmp_path}/elsewhere" in err and "--host-dir as given to up" in err
+
+
+@pytest.fixture
+def systemctl(tmp_path, monkeypatch):
+    """A stand-in for systemctl (no systemd runs here): it records each call; `is-active` answers from a file."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls, active = tmp_path / "systemctl.calls", tmp_path / "active-units"
+    active.write_text("")
+    (bin_dir / "systemctl").write_text(
+        f'#!/bin/sh\necho "$*" >> {calls}\n'
+        f'if [ "$1" = is-active ]; then grep -qx "$3" {active}; fi\n'
+    )
+    (bin_dir / "systemctl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(crcr_host, "SYSTEMD_DIR", str(tmp_path / "systemd"))
+    (tmp_path / "systemd").mkdir()
+
+    def take_calls() -> list[str]:
+        taken = calls.read_text().splitlines() if calls.exists() else []
+        calls.write_text("")
+        return taken
+
+    return take_calls, active
+
+
+def test_systemd_units_are_enabled_started_once_and_restarted_only_when_something_changed(tmp_path, systemctl):
+    take_calls, active = systemctl
+    plan = plan_of(tmp_path)
+    units = crcr_host.Systemd(plan, crcr_host.Runner(plan))
+    services = ["crcr-worker@lab-01-demo-0.service", "crcr-worker@lab-01-demo-1.service"]
+
+    assert units.converge(restart=[], removed=[]) == ["lab-01-demo-0", "lab-01-demo-1"]
+    assert take_calls() == ["daemon-reload", f"is-active --quiet {services[0]}", f"is-active --quiet {services[1]}",
+                            "enable --quiet " + " ".join(services), "restart " + " ".join(services)]
+    assert (tmp_path / "systemd" / crcr_host.SYSTEMD_UNIT).read_text() == units.unit_file()
+
+    active.write_text("\n".join(services) + "\n")
+    assert units.converge(restart=[], removed=[]) == [], "running and unchanged: nothing restarts"
+    assert not [c for c in take_calls() if c.startswith(("restart", "daemon-reload"))]
+
+    assert units.converge(restart=["lab-01-demo-1"], removed=["lab-01-demo-2"]) == ["lab-01-demo-1"]
+    calls = take_calls()
+    assert "disable --now --quiet crcr-worker@lab-01-demo-2.service" in calls
+    assert f"restart {services[1]}" in calls

@@ -307,12 +307,46 @@ def makedirs(path: str, mode: int) -> None:
 def bring_up(plan: Plan, wait: float) -> list[str]:
     """Converge the host to the plan; returns what changed (empty: nothing did)."""
     run = Runner(plan)
-    host = plan.host
-    previous = host.read_manifest() or {}
+    previous = plan.host.read_manifest() or {}
     if previous and previous.get("name") != plan.name:
-        raise Refused(f"{host.dir} holds the units of host {previous.get('name')!r}: give another --host-dir, or "
-                      f"`crcr-host down --host-dir {host.dir}` first")
-    changes = []
+        raise Refused(f"{plan.host.dir} holds the units of host {previous.get('name')!r}: give another --host-dir, "
+                      f"or `crcr-host down --host-dir {plan.host.dir}` first")
+    changes = prepare_host(plan, run)
+    old_password = read_from(plan.host.password, 0)
+    rekeyed = write_if_changed(plan.host.password, plan.password + "\n", 0o600)
+    if rekeyed and previous:
+        changes.append("new password: every unit re-keyed")
+    changed_units = ensure_units(plan, run)
+    removed = [u for u in previous.get("units", []) if u not in plan.units]
+    if previous.get("supervisor") not in (None, plan.supervisor):
+        SUPERVISORS[previous["supervisor"]](plan, run).remove(previous.get("units", []))
+        changes.append(f"moved from {previous['supervisor']} to {plan.supervisor}")
+    offsets = {u: log_size(plan.host.unit(u)) for u in plan.units}
+    supervisor = SUPERVISORS[plan.supervisor](plan, run)
+    started = supervisor.converge(restart=plan.units if rekeyed else changed_units, removed=removed)
+    for unit in removed:
+        shutil.rmtree(plan.host.unit(unit), ignore_errors=True)
+    new = [u for u in plan.units if u not in previous.get("units", [])]
+    for what, units in (("made", new), ("changed", [u for u in changed_units if u not in new]),
+                        ("removed", removed), ("(re)started", started)):
+        if units:
+            changes.append(f"{what}: {', '.join(units)}")
+    write_manifest(plan)
+    try:
+        wait_for_connections(plan, logins_to_see(plan, started, offsets), wait)
+    except LoginRefused as refused:
+        if not (rekeyed and old_password):
+            raise
+        # A mistyped or stale password must not lock a working host out: it gets its previous one back.
+        write_if_changed(plan.host.password, old_password, 0o600)
+        supervisor.converge(restart=plan.units, removed=[])
+        raise LoginRefused(f"{refused} The units were given back their previous password.") from None
+    return changes
+
+
+def prepare_host(plan: Plan, run: Runner) -> list[str]:
+    """The account, the folders and the venvs, and a check of the builds' Python."""
+    host, changes = plan.host, []
     makedirs(host.dir, 0o755)
     if plan.as_root:
         changes += ensure_account(plan, run)
@@ -323,44 +357,21 @@ def bring_up(plan: Plan, wait: float) -> list[str]:
     check_python(plan, run)
     changes += ensure_worker_venv(plan, run)
     check_build_env(plan, run)
-    old_password = read_from(host.password, 0)
-    rekeyed = write_if_changed(host.password, plan.password + "\n", 0o600)
-    if rekeyed and previous:
-        changes.append("new password: every unit re-keyed")
-    changed_units = ensure_units(plan, run)
-    removed = [u for u in previous.get("units", []) if u not in plan.units]
-    if previous.get("supervisor") not in (None, plan.supervisor):
-        SUPERVISORS[previous["supervisor"]](plan, run).remove(previous.get("units", []))
-        changes.append(f"moved from {previous['supervisor']} to {plan.supervisor}")
-    offsets = {u: log_size(host.unit(u)) for u in plan.units}
-    supervisor = SUPERVISORS[plan.supervisor](plan, run)
-    started = supervisor.converge(restart=plan.units if rekeyed else changed_units, removed=removed)
-    for unit in removed:
-        shutil.rmtree(host.unit(unit), ignore_errors=True)
-    new = [u for u in plan.units if u not in previous.get("units", [])]
-    for what, units in (("made", new), ("changed", [u for u in changed_units if u not in new]),
-                        ("removed", removed), ("(re)started", started)):
-        if units:
-            changes.append(f"{what}: {', '.join(units)}")
-    write_manifest(plan)
+    return changes
+
+
+def logins_to_see(plan: Plan, started: list[str], offsets: dict) -> dict:
+    """The log offset after which each unit must say it logged in: the started ones since before their start, and
+    those left running that are not logged in now. One the relay refuses is said at once, whatever changed."""
     waiting = {u: offsets[u] for u in started}
-    for unit in plan.units:  # units left running must be logged in too
+    for unit in plan.units:
         if unit not in started:
-            state = connection_state(host, unit)
+            state = connection_state(plan.host, unit)
             if state == "refused by the relay":
                 raise LoginRefused(refusal(plan, unit))
             if state != "connected":
-                waiting[unit] = log_size(host.unit(unit))
-    try:
-        wait_for_connections(plan, waiting, wait)
-    except LoginRefused as refused:
-        if not (rekeyed and old_password):
-            raise
-        # A mistyped or stale password must not lock a working host out: it gets its previous one back.
-        write_if_changed(host.password, old_password, 0o600)
-        supervisor.converge(restart=plan.units, removed=[])
-        raise LoginRefused(f"{refused} The units were given back their previous password.") from None
-    return changes
+                waiting[unit] = log_size(plan.host.unit(unit))
+    return waiting
 
 
 def ensure_account(plan: Plan, run: Runner) -> list[str]:
@@ -653,7 +664,7 @@ stdout_logfile={state}/{unit}.log
         if changed:
             self.ctl("update")  # adds, removes and restarts programs whose section changed
         states = self.status(self.plan.units)
-        started = [u for u in self.plan.units if states.get(u) != "RUNNING" or u in restart]
+        started = [u for u in self.plan.units if states.get(u) not in ("RUNNING", "STARTING") or u in restart]
         if started:
             self.ctl("restart", *started, check=False)
         return started
