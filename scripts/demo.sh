@@ -30,7 +30,7 @@ fi
 workers=$state/workers
 mkdir -p "$workers"
 ln -sfn "$root/.venv" "$workers/venv"
-crcr worker show "$host" --host-dir "$workers" --master "localhost:${CRCR_WORKER_PORT:-9989}" |
+crcr worker show "$host" --by-hand --host-dir "$workers" --master "localhost:${CRCR_WORKER_PORT:-9989}" |
   awk -v RS= '/ create-worker /' | bash -e >/dev/null
 for unit in $(crcr worker units "$host"); do
   running "$workers/$unit" || buildbot-worker start --quiet "$workers/$unit" <"$secrets/worker-$host"
@@ -43,3 +43,14 @@ echo "A new upstream commit was pushed; its build appears within a few seconds. 
 echo "To force, rebuild or stop builds, sign in (Anonymous, top right, then Login) as demo, the demo's admin,"
 echo "with the password $(cat "$secrets/demo-password")   (kept in $secrets/demo-password)"
 echo "From the command line: CRCR_PASSWORD=\$(cat $secrets/demo-password) .venv/bin/crcr force demo main --user demo"
+# A lab admin's story on this machine: the demo's settings that differ from the defaults go with the commands.
+settings=""
+for name in CRCR_WEB_PORT CRCR_WORKER_PORT CRCR_SECRETS_DIR CRCR_WORKERS_DIR CRCR_BACKENDS_DIR; do
+  [ -n "${!name:-}" ] && settings+="$name=${!name} "
+done
+echo
+echo "Attach a second local host as a lab admin would: register it and reconfigure the relay,"
+echo "  $settings.venv/bin/crcr worker register demo-second --device demo:2 --admin \"$(id -un) <$(id -un)@localhost>\" --host-dir $state/hosts/demo-second"
+echo "  $settings.venv/bin/crcr master reconfig --basedir $state/master"
+echo "then run, as yourself, the host commands register prints (fetch crcr-host, crcr-host up): a trial host whose two"
+echo "units run under supervisord. 'make stop' stops them too; python3 crcr-host down removes them."

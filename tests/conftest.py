@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+import labhost
+
 from configfiles import make_dirs, write_file, write_secret
 from fakegithub import FakeGitHub
 from crcr.config.users import add_user, users_file
@@ -215,6 +217,26 @@ CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1400,900",
 ]
+
+
+@pytest.fixture(scope="session")
+def lab_host_root():
+    """A folder the test hosts' accounts may read (labhost.shared_root)."""
+    with labhost.shared_root() as root:
+        yield root
+
+
+@pytest.fixture(scope="session")
+def host_env(lab_host_root):
+    """What a test host runs `crcr-host` with (labhost.host_environment)."""
+    return labhost.host_environment(lab_host_root)
+
+
+@pytest.fixture(scope="session")
+def trial_account(lab_host_root, host_env):
+    """An unprivileged account running a trial host (labhost.trial_account)."""
+    with labhost.trial_account(lab_host_root, host_env) as account:
+        yield account
 
 
 @pytest.fixture(scope="session")

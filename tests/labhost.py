@@ -1,0 +1,129 @@
+"""A lab host's side of the tests: the accounts that run `crcr-host`, the commands `crcr worker register` prints for
+the host, and what anyone on the host can see of its processes."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from crcr.host import crcr_host
+from harness import VENV_BIN, run
+
+AS_ROOT = os.geteuid() == 0
+TRIAL_ACCOUNT = "crcr-e2e-trial"
+
+
+def host_commands(printed: str) -> str:
+    """The host side of what register printed: from fetching the tool to the end of the `up` here-document."""
+    lines = printed.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("curl "))
+    end = next(i for i, line in enumerate(lines) if i > start and line == "END")
+    return "\n".join(lines[start:end + 1]) + "\n"
+
+
+def count_commands(script: str) -> int:
+    """Commands an admin types: lines outside comments and here-documents."""
+    count, heredoc = 0, None
+    for line in script.splitlines():
+        if heredoc:
+            heredoc = None if line == heredoc else heredoc
+        elif line.strip() and not line.lstrip().startswith("#"):
+            count += 1
+            found = re.search(r"<<'?(\w+)'?", line)
+            heredoc = found.group(1) if found else None
+    return count
+
+
+class Account:
+    """Who runs the host's commands: an unprivileged account for a trial, root for production."""
+
+    def __init__(self, name: str | None, home: Path, env: dict):
+        self.name, self.home, self.env = name, home, env
+
+    def run(self, argv: list, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        extra = {}
+        env = dict(self.env)
+        if self.name:
+            account = pwd.getpwnam(self.name)
+            extra = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+            env.update(HOME=str(self.home), USER=self.name, LOGNAME=self.name)
+        result = subprocess.run([str(a) for a in argv], input=input, capture_output=True, text=True, env=env,
+                                cwd=self.home, **extra)
+        if check:
+            assert result.returncode == 0, f"{argv} failed:\n{result.stdout}{result.stderr}"
+        return result
+
+    def paste(self, script: str, check: bool = True) -> subprocess.CompletedProcess:
+        """What the admin pastes, into bash on its standard input (so `ps` shows none of it)."""
+        return self.run(["bash", "-e"], input=script, check=check)
+
+    def tool(self, *args: str) -> subprocess.CompletedProcess:
+        return self.run(["python3", self.home / "crcr-host", *args])
+
+
+def delete_account(name: str) -> None:
+    subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+    subprocess.run(["userdel", name], capture_output=True)
+
+
+def process_arguments() -> str:
+    """Every running process's arguments, as `ps` shows them to anyone on the host."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            found.append(cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            pass  # ended meanwhile
+    return "\n".join(found)
+
+
+@contextmanager
+def shared_root() -> Iterator[Path]:
+    """A folder the hosts' accounts may read (the upstream mirror, the wheels): pytest's own are root's alone."""
+    root = Path(tempfile.mkdtemp(prefix="crcr-host-"))
+    root.chmod(0o755)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def host_environment(root: Path) -> dict:
+    """The hosts' environment: pip takes the pinned wheels from a folder (no network), and git trusts the test's
+    mirror, which root owns when the tests run as root (a lab's mirror is its own, or a server)."""
+    wheels = root / "wheels"
+    pins = [crcr_host.BUILDBOT_WORKER, crcr_host.TWISTED, crcr_host.PYTEST, crcr_host.SUPERVISOR]
+    run([VENV_BIN / "pip", "download", "--quiet", "--dest", wheels, *pins])
+    gitconfig = root / "gitconfig"
+    gitconfig.write_text("[safe]\n\tdirectory = *\n")
+    for path in (wheels, *wheels.iterdir(), gitconfig):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    # A host's root has the system's Python first on PATH (this venv's may live in root's home).
+    path = "/usr/local/bin:/usr/bin:/bin" if AS_ROOT else f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    return {"PATH": path, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "GIT_CONFIG_GLOBAL": str(gitconfig),
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "LANG": "C.UTF-8"}
+
+
+@contextmanager
+def trial_account(root: Path, env: dict) -> Iterator[Account]:
+    """An unprivileged account for a trial host: the tests' own, or one made for them when they run as root."""
+    home = root / "trial-home"
+    home.mkdir()
+    if not AS_ROOT:
+        yield Account(None, home, {**os.environ, **env})
+        return
+    delete_account(TRIAL_ACCOUNT)
+    run(["useradd", "--no-create-home", "--home-dir", home, TRIAL_ACCOUNT])
+    shutil.chown(home, TRIAL_ACCOUNT, TRIAL_ACCOUNT)
+    try:
+        yield Account(TRIAL_ACCOUNT, home, env)
+    finally:
+        delete_account(TRIAL_ACCOUNT)

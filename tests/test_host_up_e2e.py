@@ -1,0 +1,163 @@
+"""A lab host attached as a new admin would: `crcr worker register` and a reconfig on the relay, then on the host
+only the commands register printed (fetch the host tool from the relay, `crcr-host up` with the password on standard
+input), run as printed. Real master, real units under a real supervisord, real builds.
+
+The trial runs as an unprivileged account (the test's own, or one made for it when the tests run as root); the
+production layout (root, builds as an account that cannot read the password) runs when the tests are root. Both hosts'
+venvs are made by `up` itself, from a folder of the pinned wheels (PIP_FIND_LINKS): the same packages, no network.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from pathlib import Path
+
+import pytest
+
+from conftest import backend, make_upstream, prepare_relay, suite
+from crcr.host import crcr_host
+from harness import wait_until
+from labhost import AS_ROOT, Account, count_commands, delete_account, host_commands, process_arguments
+
+pytestmark = pytest.mark.e2e
+
+BUILD_ACCOUNT = "crcr-e2e-build"
+# The build of the root host's backend tries to read the host's password: from its file and from its worker's
+# standard input (the worker is the build shell's parent). Either read fails the build.
+TRY_THE_PASSWORD = (
+    'for f in "$PASSWORD_FILE" /proc/$PPID/fd/0; do if cat "$f" >/dev/null 2>&1; then echo "read $f"; exit 1; fi; '
+    'done; echo "the password is out of reach"'
+)
+
+
+@pytest.fixture(scope="module")
+def lab(lab_host_root, github):
+    shared_root = lab_host_root
+    upstream = make_upstream(shared_root / "upstream")
+    backends = {
+        # The documented pattern: a folder of the backend's first on PATH, the host's PATH (its build env) after it.
+        "trial-ok": backend("L1", "trial", [suite("pass", "test/test_pass.py")], setup=["backend-tool"],
+                            env={"PATH": f"{backend_tools(shared_root)}:${{PATH}}"}),
+        "rooted-ok": backend("L1", "rooted", [suite("pass", "test/test_pass.py")], setup=[TRY_THE_PASSWORD],
+                             env={"PASSWORD_FILE": str(rooted_host_dir(shared_root) / "state" / "password")}),
+    }
+    # A relay needs one host able to log in to start; its unit never runs here.
+    spare = {"spare": {"devices": {"spare": 1}, "admin": "Spare <spare@example.com>"}}
+    relay, _ = prepare_relay(shared_root / "relay", upstream, github, backends, hosts=spare)
+    relay.start()
+    yield relay, upstream
+    relay.stop()
+
+
+def backend_tools(shared_root: Path) -> Path:
+    tools = shared_root / "backend-tools"
+    tools.mkdir(exist_ok=True)
+    (tools / "backend-tool").write_text("#!/bin/sh\necho the backend's own tool\n")
+    (tools / "backend-tool").chmod(0o755)
+    return tools
+
+
+def rooted_host_dir(shared_root: Path) -> Path:
+    return shared_root / "rooted-host"
+
+
+def connected(relay, host: str) -> set[str]:
+    return {w["name"] for w in relay.get("workers")["workers"] if w["name"].startswith(host + "-") and
+            w["connected_to"]}
+
+
+def pids(host_dir: Path, units: list[str]) -> dict[str, str]:
+    return {u: (host_dir / u / "twistd.pid").read_text() for u in units}
+
+
+def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(lab, trial_account):
+    relay, upstream = lab
+    host_dir = trial_account.home / "host"
+    units = ["trial-lab-trial-0", "trial-lab-trial-1"]
+    printed = relay.crcr("worker", "register", "trial-lab", "--device", "trial:2", "--admin",
+                         "Trial Lab <trial@example.com>", "--host-dir", host_dir).stdout
+    relay.crcr("master", "reconfig", "--basedir", relay.basedir)
+    password = (Path(relay.env["CRCR_SECRETS_DIR"]) / "worker-trial-lab").read_text().strip()
+
+    script = host_commands(printed)
+    assert count_commands(script) <= 3, f"the host side is more than three commands:\n{script}"
+    assert password not in script.replace(f"\n{password}\nEND", ""), "the password only in the here-document"
+    up = trial_account.paste(script)
+    assert "made: trial-lab-trial-0, trial-lab-trial-1" in up.stdout, up.stdout
+    assert "running (supervisord as" in up.stdout and "a trial: builds can read the password" in up.stdout
+    assert connected(relay, "trial-lab") == set(units), "up returns once both units are logged in"
+    assert password not in process_arguments()
+    assert not [p for p in host_dir.rglob("*.log") if password in p.read_text(errors="replace")]
+
+    # A build runs on the host, with the worker venv's python and pytest (the build environment `worker`).
+    sha = upstream.commit("Built on the trial host")
+    build = relay.wait_for_finished_build("trial-ok", sha)
+    assert build["results"] == 0, relay.log_tail()
+    assert relay.worker_name(build) in units
+
+    # Again: nothing changes, no unit restarts.
+    before = pids(host_dir, units)
+    again = trial_account.paste(script)
+    assert again.stdout.startswith("nothing to change."), again.stdout
+    assert pids(host_dir, units) == before
+
+    # A new password, then the command register printed for it: every unit re-keyed and back.
+    rotated = relay.crcr("worker", "register", "trial-lab", "--rotate-password", "--host-dir", host_dir).stdout
+    relay.crcr("master", "reconfig", "--basedir", relay.basedir)
+    rekey = trial_account.paste(host_commands(rotated))
+    assert "new password: every unit re-keyed" in rekey.stdout, rekey.stdout
+    assert all(pids(host_dir, units)[u] != before[u] for u in units)
+    assert connected(relay, "trial-lab") == set(units)
+
+    # A password the relay does not know (mistyped): refused, and the units keep the one that works.
+    wrong = trial_account.paste(host_commands(rotated).replace(rotated_password(rotated), "not-the-password"),
+                                check=False)
+    assert wrong.returncode == 1
+    assert "refused unit trial-lab-trial-0" in wrong.stderr and "given back their previous password" in wrong.stderr
+    wait_until(lambda: connected(relay, "trial-lab") == set(units), 60, "the units back with the right password")
+
+    status = trial_account.tool("status", "--host-dir", host_dir).stdout
+    assert "trial-lab-trial-0: running, connected" in status and "trial-lab-trial-1: running, connected" in status
+
+    down = trial_account.tool("down", "--host-dir", host_dir)
+    assert "removed the 2 units of trial-lab" in down.stdout
+    assert not host_dir.exists()
+    wait_until(lambda: not connected(relay, "trial-lab"), 30, "the relay to see the units go")
+    assert "supervisord -c " + str(host_dir) not in process_arguments()
+
+
+def rotated_password(printed: str) -> str:
+    lines = printed.splitlines()
+    return lines[lines.index("END") - 1]
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="production's layout (root, a build account) needs the tests to run as root")
+def test_as_root_builds_run_as_an_account_that_cannot_read_the_password(lab, lab_host_root, host_env):
+    relay, upstream = lab
+    shared_root = lab_host_root
+    host_dir = rooted_host_dir(shared_root)
+    root = Account(None, shared_root, {**os.environ, **host_env})
+    delete_account(BUILD_ACCOUNT)  # up makes it
+    try:
+        refused = relay.crcr("worker", "register", "rooted-lab", "--device", "rooted:1", "--admin", "Root Lab",
+                             "--host-user", "root", check=False)
+        assert refused.returncode == 1 and "--host-user root" in refused.stderr
+        printed = relay.crcr("worker", "register", "rooted-lab", "--device", "rooted:1", "--admin", "Root Lab",
+                             "--host-dir", host_dir, "--host-user", BUILD_ACCOUNT).stdout
+        relay.crcr("master", "reconfig", "--basedir", relay.basedir)
+        up = root.paste(host_commands(printed))
+        assert f"account {BUILD_ACCOUNT} created" in up.stdout and "(supervisord as root)" in up.stdout, up.stdout
+        password_file = host_dir / "state" / "password"
+        assert password_file.stat().st_uid == 0 and password_file.stat().st_mode & 0o777 == 0o600
+
+        worker_pid = int((host_dir / "rooted-lab-rooted-0" / "twistd.pid").read_text())
+        assert pwd.getpwuid(os.stat(f"/proc/{worker_pid}").st_uid).pw_name == BUILD_ACCOUNT
+        sha = upstream.commit("Built on the root host")
+        build = relay.wait_for_finished_build("rooted-ok", sha)
+        assert build["results"] == 0, [s["state_string"] for s in relay.steps(build)]
+        assert relay.worker_name(build) == "rooted-lab-rooted-0"
+    finally:
+        if (host_dir / "state").exists():
+            root.run(["python3", Path(crcr_host.__file__), "down", "--host-dir", host_dir])
+        delete_account(BUILD_ACCOUNT)
