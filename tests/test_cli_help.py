@@ -36,7 +36,7 @@ COMMAND_OPTIONS = {
     ("master", "restart"): {"--basedir", "--wait-for-upstream", "--stop-timeout"},
     ("master", "status"): {"--basedir", "--url"},
     ("worker", "register"): {"--master", "--host-dir", "--password-file", "--host-user", "--systemd-unit", "--device", "--maintainer",
-                             "--admin", "--max-builds", "--rotate-password"},
+                             "--admin", "--max-builds", "--rotate-password", "--build-env"},
     ("worker", "show"): {"--master", "--host-dir", "--password-file", "--host-user", "--systemd-unit"},
     ("worker", "list"): {"--url"},
     ("worker", "remove"): set(),

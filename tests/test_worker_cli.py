@@ -74,6 +74,26 @@ def test_register_names_the_hosts_maintainers(dirs, crcr, register):
     assert crcr("check").returncode == 0
 
 
+def test_register_writes_the_build_environment_only_when_it_is_not_the_workers(dirs, crcr, register):
+    assert register("lab1", "--build-env", "/opt/torch/venv").returncode == 0
+    assert register("lab2", "--build-env", "worker").returncode == 0
+
+    assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text())["build_env"] == "/opt/torch/venv"
+    assert "build_env" not in yaml.safe_load((dirs.workers / "lab2.yaml").read_text())
+    assert crcr("check").returncode == 0
+
+
+def test_a_build_environment_that_is_no_absolute_path_is_refused_and_nothing_written(dirs, crcr, register):
+    result = register("lab1", "--build-env", "torch-venv")
+
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        "error: --build-env: must be 'worker' (the worker's own venv) or the path of a venv, which must be an absolute "
+        "path of letters, digits, '.', '_', '-' and '/' (got 'torch-venv')"
+    ), result.stderr
+    assert list(dirs.workers.iterdir()) == [] and list(dirs.secrets.iterdir()) == []
+
+
 def heredoc_bodies(printed: str) -> list[str]:
     """The lines a shell reads as here-document bodies (standard input) rather than as commands."""
     bodies, lines = [], iter(printed.splitlines())
@@ -213,6 +233,17 @@ def test_rotate_password_refuses_to_change_the_maintainers(dirs, crcr, register)
     assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text())["maintainers"] == ["carol"]
     # Repeating the file's own maintainers is no change.
     assert crcr("worker", "register", "lab1", "--rotate-password", "--maintainer", "@carol").returncode == 0
+
+
+def test_rotate_password_refuses_to_change_the_build_environment(dirs, crcr, register):
+    register("lab1")
+
+    result = crcr("worker", "register", "lab1", "--rotate-password", "--build-env", "/opt/torch/venv")
+
+    assert result.returncode == 1
+    assert "error: --build-env: --rotate-password changes only the password" in result.stderr
+    assert "build_env" not in yaml.safe_load((dirs.workers / "lab1.yaml").read_text())
+    assert crcr("worker", "register", "lab1", "--rotate-password", "--build-env", "worker").returncode == 0
 
 
 def test_rotating_an_unknown_host_names_its_file(dirs, crcr, register):

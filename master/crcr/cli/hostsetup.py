@@ -19,8 +19,8 @@ from importlib.metadata import version
 from pathlib import PurePosixPath
 
 from crcr.buildmaster.liveness import MISSED_KEEPALIVES
-from crcr.config.errors import ConfigError
-from crcr.config.models import WorkerHost
+from crcr.config.errors import PATTERN_HELP, ConfigError
+from crcr.config.models import HOST_PATH, WorkerHost
 
 SYSTEMD_UNIT_NAME = "crcr-worker@.service"
 # Reconnect within a minute after a master restart (buildbot-worker's default is five).
@@ -36,7 +36,6 @@ HEREDOC_END = "END"
 # The account and the directory are written into a systemd unit and into shell commands. Rather than quote
 # them for both (systemd reads '%' as a specifier, a newline starts a new directive), refuse what needs quoting.
 HOST_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
-HOST_DIR = re.compile(r"/[A-Za-z0-9._/-]*")
 
 
 def check_host_user(user: str) -> None:
@@ -48,10 +47,8 @@ def check_host_user(user: str) -> None:
 
 
 def check_host_dir(directory: str, option: str = "--host-dir") -> None:
-    if not HOST_DIR.fullmatch(directory):
-        raise ConfigError(
-            f"{option}: must be an absolute path of letters, digits, '.', '_', '-' and '/' (got {directory!r})"
-        )
+    if not re.fullmatch(HOST_PATH, directory):
+        raise ConfigError(f"{option}: {PATTERN_HELP[HOST_PATH]} (got {directory!r})")
 
 
 def read_password_from_stdin(tac: str) -> str:

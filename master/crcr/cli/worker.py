@@ -12,7 +12,7 @@ from crcr.cli.hoststable import devices_text, print_hosts_table
 from crcr.cli.subcommands import add_command
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
-from crcr.config.models import WorkerHost
+from crcr.config.models import BUILD_ENV_WORKER, WorkerHost
 from crcr.config.secretfiles import worker_password
 from crcr.config.settings import Settings, load_settings
 from crcr.config.paths import display_path
@@ -35,7 +35,7 @@ def cmd_register(args) -> int:
     if args.device is None or args.admin is None:
         raise ConfigError("--device and --admin are required to register a new host")
     host = registry.host_from_options(args.name, registry.parse_devices(args.device), args.admin, args.max_builds,
-                                      args.maintainer or [])
+                                      args.maintainer or [], args.build_env or BUILD_ENV_WORKER)
     password = registry.register(settings, host)
     print(
         f"Registered worker host '{host.name}' ({devices_text(host)}; {_slots(host)}) "
@@ -106,9 +106,10 @@ def _refuse_changes_on_rotation(args, host: WorkerHost, settings: Settings) -> N
         "--admin": args.admin,
         "--max-builds": args.max_builds,
         "--maintainer": [login.lstrip("@") for login in args.maintainer] if args.maintainer else None,
+        "--build-env": args.build_env,
     }
     current = {"--device": dict(host.devices), "--admin": host.admin, "--max-builds": host.max_builds,
-               "--maintainer": list(host.maintainers)}
+               "--maintainer": list(host.maintainers), "--build-env": host.build_env}
     changed = [option for option, value in given.items() if value is not None and value != current[option]]
     if changed:
         raise ConfigError(
@@ -185,6 +186,11 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
                           help="a GitHub login (or the relay's user name) who may pause, stop and kill the host's "
                                "units (repeatable)")
     register.add_argument("--max-builds", type=int, help="cap on builds at once (default: one per unit)")
+    register.add_argument(
+        "--build-env", metavar=f"{BUILD_ENV_WORKER}|VENV",
+        help=f"the Python environment builds run in on the host: '{BUILD_ENV_WORKER}', the worker's own venv (the "
+             "host tool installs pytest in it; the default), or the absolute path of a venv of the lab's",
+    )
     register.add_argument("--rotate-password", action="store_true", help="give a registered host a new password")
     host_command("show", cmd_show, "print a registered host's setup again", parents=[setup_options])
     host_command("units", cmd_units, "print a host's unit worker names, one per line (for scripts)")
