@@ -15,6 +15,7 @@ from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.buildmaster.www.disconnected import DisconnectedResource
 from crcr.buildmaster.www.events import ReadersEventResource
 from crcr.buildmaster.www.health import SummaryResource
+from crcr.buildmaster.www.host_tool import HostToolResource
 from crcr.buildmaster.www.junit import JunitFileResource
 from crcr.buildmaster.www.metrics import MetricsResource
 from crcr.buildmaster.www.relay import PluginConfiguration, RelayResource
@@ -30,7 +31,8 @@ class RelayApplication(Application):
     """The `crcr` www plugin (entry point buildbot.www in pyproject.toml): static/scripts.js replaces the home page
     and adds the bisection pages; api/bisections under the plugin's URL serves their JSON, api/disconnected the
     home page's backends with no unit connected, api/relay what they show of the relay (its configuration, a
-    PluginConfiguration); junit/ each suite's JUnit XML as the worker wrote it (www/junit.py)."""
+    PluginConfiguration); junit/ each suite's JUnit XML as the worker wrote it (www/junit.py); crcr-host the host
+    tool a lab admin fetches onto a new host (www/host_tool.py)."""
 
     def __init__(self):
         super().__init__(__name__, "crcr relay: home page and bisections")
@@ -47,6 +49,8 @@ class RelayApplication(Application):
         api.putChild(b"relay", self.relay)
         self.resource.putChild(b"api", api)
         self.resource.putChild(b"junit", self.junit)
+        self.host_tool = HostToolResource()
+        self.resource.putChild(b"crcr-host", self.host_tool)
 
     def setMaster(self, master) -> None:
         super().setMaster(master)
