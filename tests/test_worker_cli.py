@@ -14,6 +14,7 @@ from clirun import InProcessCrcr
 from configfiles import make_dirs, write_backend, write_worker, write_worker_password
 from harness import VENV_BIN, free_port
 from printedsetup import host_with_venv, paragraph, run_paragraph
+from masterfolders import master_folder, process_in  # noqa: F401 (a fixture)
 
 # What the printed create-worker commands pass as the password: buildbot.tac then reads it on standard input.
 PLACEHOLDER = "see-password-file"
@@ -63,6 +64,39 @@ def test_register_prints_the_setup_with_the_configured_master_address(dirs, crcr
     )
     # The host file is valid for `crcr check` right away.
     assert crcr("check").returncode == 0
+
+
+UNKNOWN_BASEDIR = (
+    "crcr master reconfig --basedir DIR (the folder given to crcr master start; the demo's is .state/demo/master)"
+)
+
+
+def reconfig_lines(crcr, register) -> list[str]:
+    """The `crcr master reconfig` line of register, register --rotate-password and remove."""
+    printed = [register("lab1").stdout, crcr("worker", "register", "lab1", "--rotate-password").stdout,
+               crcr("worker", "remove", "lab1").stdout]
+    return [line for out in printed for line in out.splitlines() if "crcr master reconfig" in line]
+
+
+def test_with_no_master_running_the_reconfig_line_says_which_folder_dir_is(dirs, crcr, register):
+    # No master of this checkout runs during the unit tests (the end-to-end ones stop theirs).
+    assert reconfig_lines(crcr, register) == [
+        f"Make the running master accept it, no restart needed: {UNKNOWN_BASEDIR}",
+        f"Reconfigure the master: {UNKNOWN_BASEDIR}; then, on the host:",
+        f"Reconfigure the master, which then disconnects the host's unit workers: {UNKNOWN_BASEDIR}",
+    ]
+
+
+def test_the_reconfig_line_names_the_folder_of_the_master_running(dirs, crcr, register, tmp_path, process_in):
+    running = master_folder(tmp_path / "relay master")
+    process_in(running)
+    command = f"crcr master reconfig --basedir '{running}'"
+
+    assert reconfig_lines(crcr, register) == [
+        f"Make the running master accept it, no restart needed: {command}",
+        f"Reconfigure the master: {command}; then, on the host:",
+        f"Reconfigure the master, which then disconnects the host's unit workers: {command}",
+    ]
 
 
 def test_register_names_the_hosts_maintainers(dirs, crcr, register):

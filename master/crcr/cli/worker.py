@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path, PurePosixPath
 
-from crcr.cli import hostsetup, registry
+from crcr.cli import hostsetup, mastercontrol, registry
 from crcr.cli.hostsetup import HostSetup
 from crcr.cli.hoststable import devices_text, print_hosts_table
 from crcr.cli.subcommands import add_command
@@ -29,7 +30,7 @@ def cmd_register(args) -> int:
         _refuse_changes_on_rotation(args, host, settings)
         password = registry.new_password(settings, host.name)
         print(f"New password for worker host '{host.name}' in {_password_path(settings, host.name)}.")
-        print("Reconfigure the master (crcr master reconfig --basedir DIR); then, on the host:\n")
+        print(f"Reconfigure the master: {_reconfig_command()}; then, on the host:\n")
         print(_setup(args, settings, host, password).rotation_instructions())
         return 0
     if args.device is None or args.admin is None:
@@ -43,7 +44,7 @@ def cmd_register(args) -> int:
         f"{_password_path(settings, host.name)} (never commit it)."
     )
     _warn_idle_devices(settings, host)
-    print("Make the running master accept it, no restart needed: crcr master reconfig --basedir DIR\n")
+    print(f"Make the running master accept it, no restart needed: {_reconfig_command()}\n")
     _print_setup(args, settings, host, password)
     return 0
 
@@ -74,7 +75,7 @@ def cmd_remove(args) -> int:
     settings = load_settings()
     removed = registry.remove(settings, args.name)
     print(f"removed worker host '{args.name}': " + ", ".join(display_path(p) for p in removed))
-    print("Reconfigure the master (crcr master reconfig --basedir DIR); its unit workers are then disconnected.")
+    print(f"Reconfigure the master, which then disconnects the host's unit workers: {_reconfig_command()}")
     return 0
 
 
@@ -82,6 +83,15 @@ def cmd_list(args) -> int:
     settings = load_settings()
     print_hosts_table(settings, args.url or settings.web_url)
     return 0
+
+
+def _reconfig_command() -> str:
+    """The reconfig command with the folder of this checkout's running master, when exactly one runs here."""
+    basedirs = mastercontrol.running_basedirs()
+    if len(basedirs) == 1:
+        return f"crcr master reconfig --basedir {shlex.quote(display_path(basedirs[0]))}"
+    return ("crcr master reconfig --basedir DIR (the folder given to crcr master start; the demo's is "
+            ".state/demo/master)")
 
 
 def _slots(host: WorkerHost) -> str:
