@@ -1,4 +1,6 @@
-"""What a host admin runs on a registered host: create one Buildbot worker per unit, run them under systemd.
+"""What a host admin runs on a registered host by hand (`crcr worker register/show --by-hand`): create one Buildbot
+worker per unit, run them under systemd. These paragraphs are what crcr's host tool does in one command,
+`crcr-host up` (cli/hostup.py prints it by default).
 
 The text is paragraphs of commands, each headed by a `#` line saying who runs it, so each pastes whole into a
 shell. The host's password reaches the host only as standard input (a here-document), never as a command's
@@ -23,6 +25,9 @@ from crcr.config.errors import PATTERN_HELP, ConfigError
 from crcr.config.models import HOST_PATH, WorkerHost
 
 SYSTEMD_UNIT_NAME = "crcr-worker@.service"
+# Where the workers live and who runs builds, by hand and as root with the host tool.
+DEFAULT_HOST_DIR = "/var/lib/crcr-worker"
+DEFAULT_HOST_USER = "crcr"
 # Reconnect within a minute after a master restart (buildbot-worker's default is five).
 MAX_RECONNECT_DELAY = 60
 DEFAULT_PASSWORD_FILE = "/etc/crcr-worker/password"
@@ -43,6 +48,11 @@ def check_host_user(user: str) -> None:
         raise ConfigError(
             "--host-user: must be a POSIX account name: lowercase letters, digits, '_' and '-', starting with a "
             f"letter or '_', at most 32 characters (got {user!r})"
+        )
+    if user == "root":
+        raise ConfigError(
+            "--host-user: builds run code from anyone who can push upstream or open a pull request, and as root they "
+            f"would own the host and read its password; give an unprivileged account (got {user!r})"
         )
 
 

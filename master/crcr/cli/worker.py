@@ -8,7 +8,8 @@ import sys
 from pathlib import Path, PurePosixPath
 
 from crcr.cli import hostsetup, mastercontrol, registry
-from crcr.cli.hostsetup import HostSetup
+from crcr.cli.hostsetup import DEFAULT_HOST_DIR, DEFAULT_HOST_USER, DEFAULT_PASSWORD_FILE, HostSetup
+from crcr.cli.hostup import HostUp
 from crcr.cli.hoststable import devices_text, print_hosts_table
 from crcr.cli.subcommands import add_command
 from crcr.config.errors import ConfigError
@@ -17,10 +18,6 @@ from crcr.config.models import BUILD_ENV_WORKER, WorkerHost
 from crcr.config.secretfiles import worker_password
 from crcr.config.settings import Settings, load_settings
 from crcr.config.paths import display_path
-
-DEFAULT_HOST_DIR = "/var/lib/crcr-worker"
-DEFAULT_HOST_USER = "crcr"
-
 
 def cmd_register(args) -> int:
     settings = load_settings()
@@ -31,7 +28,10 @@ def cmd_register(args) -> int:
         password = registry.new_password(settings, host.name)
         print(f"New password for worker host '{host.name}' in {_password_path(settings, host.name)}.")
         print(f"Reconfigure the master: {_reconfig_command()}; then, on the host:\n")
-        print(_setup(args, settings, host, password).rotation_instructions())
+        if args.by_hand:
+            print(_setup(args, settings, host, password).rotation_instructions())
+        else:
+            print(_host_up(args, settings, host, password).instructions())  # it re-keys the units
         return 0
     if args.device is None or args.admin is None:
         raise ConfigError("--device and --admin are required to register a new host")
@@ -130,24 +130,39 @@ def _refuse_changes_on_rotation(args, host: WorkerHost, settings: Settings) -> N
 
 def _check_setup_options(args) -> None:
     """Refuse options the printed setup cannot carry safely, before anything is written."""
-    hostsetup.check_host_dir(args.host_dir)
-    hostsetup.check_host_dir(args.password_file, "--password-file")
-    hostsetup.check_host_user(args.host_user)
+    if args.host_dir is not None:
+        hostsetup.check_host_dir(args.host_dir)
+    if args.password_file is not None:
+        hostsetup.check_host_dir(args.password_file, "--password-file")
+    if args.host_user is not None:
+        hostsetup.check_host_user(args.host_user)
+    if args.systemd_unit and not args.by_hand:
+        raise ConfigError("--systemd-unit: only with --by-hand (crcr-host up writes its units' systemd unit itself)")
 
 
 def _setup(args, settings: Settings, host: WorkerHost, password: str) -> HostSetup:
+    """The setup by hand, with today's defaults: those of the host tool run as root."""
     return HostSetup(
         host=host,
         password=password,
         master_address=args.master or settings.worker_address,
         keepalive=settings.worker_keepalive,
-        host_dir=PurePosixPath(args.host_dir),  # checked by _check_setup_options
-        host_user=args.host_user,
-        password_file=PurePosixPath(args.password_file),  # checked by _check_setup_options
+        host_dir=PurePosixPath(args.host_dir or DEFAULT_HOST_DIR),  # checked by _check_setup_options
+        host_user=args.host_user or DEFAULT_HOST_USER,
+        password_file=PurePosixPath(args.password_file or DEFAULT_PASSWORD_FILE),  # checked by _check_setup_options
     )
 
 
+def _host_up(args, settings: Settings, host: WorkerHost, password: str) -> HostUp:
+    return HostUp(host=host, password=password, master_address=args.master or settings.worker_address,
+                  web_url=settings.web_url, host_dir=args.host_dir, host_user=args.host_user,
+                  password_file=args.password_file)
+
+
 def _print_setup(args, settings: Settings, host: WorkerHost, password: str) -> None:
+    if not args.by_hand:
+        print(_host_up(args, settings, host, password).instructions())
+        return
     setup = _setup(args, settings, host, password)
     unit_file = None
     if args.systemd_unit:
@@ -165,17 +180,31 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
     commands = worker.add_subparsers(dest="worker_command", required=True, metavar="COMMAND")
 
     setup_options = argparse.ArgumentParser(add_help=False)
+    # Without --host-dir, --host-user and --password-file the host tool chooses them for whoever runs it: as root
+    # with systemd the defaults below (also those of the setup by hand), for a trial as oneself its own.
     setup_options.add_argument("--master", metavar="HOST:PORT", help="where the host connects (default: settings)")
-    setup_options.add_argument("--host-dir", default=DEFAULT_HOST_DIR, metavar="DIR",
-                               help=f"directory of the workers on the host, absolute (default {DEFAULT_HOST_DIR})")
-    setup_options.add_argument("--host-user", default=DEFAULT_HOST_USER, metavar="USER",
-                               help=f"account that runs builds on the host (default {DEFAULT_HOST_USER})")
     setup_options.add_argument(
-        "--password-file", default=hostsetup.DEFAULT_PASSWORD_FILE, metavar="FILE",
-        help="the host's password on the host, absolute, readable by root only; systemd gives it to the workers on "
-        f"their standard input, out of the builds' reach (default {hostsetup.DEFAULT_PASSWORD_FILE})",
+        "--host-dir", metavar="DIR",
+        help=f"directory of the workers on the host, absolute (default {DEFAULT_HOST_DIR} as root; the host tool's "
+             "for a trial)",
     )
-    setup_options.add_argument("--systemd-unit", metavar="FILE", help="also write the systemd unit to FILE")
+    setup_options.add_argument(
+        "--host-user", metavar="USER",
+        help=f"unprivileged account that runs builds on the host (default {DEFAULT_HOST_USER} as root; for a trial, "
+             "whoever runs the host tool)",
+    )
+    setup_options.add_argument(
+        "--password-file", metavar="FILE",
+        help="the host's password on the host, absolute, readable by root only; systemd gives it to the workers on "
+        f"their standard input, out of the builds' reach (default {DEFAULT_PASSWORD_FILE} as root)",
+    )
+    setup_options.add_argument(
+        "--by-hand", action="store_true",
+        help="print the commands the host tool's `up` runs, to paste one by one (useradd, venv, create-worker, the "
+             "password file, systemd), instead of the tool and its one command",
+    )
+    setup_options.add_argument("--systemd-unit", metavar="FILE",
+                               help="with --by-hand: also write the systemd unit to FILE")
 
     def host_command(name: str, func, summary: str, description: str | None = None, parents=()):
         command = add_command(commands, name, func, summary, description, parents)
@@ -184,8 +213,9 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
 
     register = host_command(
         "register", cmd_register, "declare a host, make its password, print its setup",
-        "Declare a host (workers/NAME.yaml) with a new random password, and print the commands its admin runs on "
-        "it. With --rotate-password: a new password for a registered host, and the commands that install it.",
+        "Declare a host (workers/NAME.yaml) with a new random password, and print what its admin runs on it: "
+        "fetch crcr's host tool from the relay and run its one `up` command (--by-hand: the commands it runs). "
+        "With --rotate-password: a new password for a registered host, and the same command, which re-keys it.",
         [setup_options],
     )
     register.add_argument(

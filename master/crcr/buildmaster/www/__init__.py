@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from buildbot.plugins import util
 from buildbot.plugins.db import get_plugins
 from buildbot.www.plugin import Application
@@ -22,6 +24,7 @@ from crcr.buildmaster.www.relay import PluginConfiguration, RelayResource
 from crcr.buildmaster.www.rest_errors import serve_relay_rest_api
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
+from crcr.names import HOST_TOOL_PATH
 
 TITLE = "crcr PyTorch relay"
 PLUGIN_NAME = "crcr"
@@ -50,7 +53,7 @@ class RelayApplication(Application):
         self.resource.putChild(b"api", api)
         self.resource.putChild(b"junit", self.junit)
         self.host_tool = HostToolResource()
-        self.resource.putChild(b"crcr-host", self.host_tool)
+        self.resource.putChild(PurePosixPath(HOST_TOOL_PATH).name.encode(), self.host_tool)
 
     def setMaster(self, master) -> None:
         super().setMaster(master)
