@@ -322,7 +322,7 @@ BAD_FILES = [
     pytest.param(
         "workers/gpu-host.yaml",
         worker_yaml(cpus=8),
-        "{file}: cpus: unknown key; the known keys are devices, max_builds, admin, maintainers",
+        "{file}: cpus: unknown key; the known keys are devices, max_builds, admin, maintainers, build_env",
         id="worker-unknown-key",
     ),
     pytest.param(
@@ -336,6 +336,20 @@ BAD_FILES = [
         worker_yaml(max_builds=0),
         "{file}: max_builds: should be greater than 0 (got 0)",
         id="worker-max-builds-0",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(build_env="venvs/torch"),
+        "{file}: build_env: must be 'worker' (the worker's own venv) or the path of a venv, which must be an "
+        "absolute path of letters, digits, '.', '_', '-' and '/' (got 'venvs/torch')",
+        id="worker-build-env-relative",
+    ),
+    pytest.param(
+        "workers/gpu-host.yaml",
+        worker_yaml(build_env="/opt/torch\nExecStartPre=/bin/sh"),
+        "{file}: build_env: must be 'worker' (the worker's own venv) or the path of a venv, which must be an "
+        "absolute path of letters, digits, '.', '_', '-' and '/' (got '/opt/torch\\nExecStartPre=/bin/sh')",
+        id="worker-build-env-newline",
     ),
     pytest.param(
         "workers/gpu host.yaml",
@@ -660,7 +674,7 @@ def test_every_bad_file_is_reported_in_one_error(tmp_path):
         f"{devices}: devices: required field is missing",
         f"{typo}: admin: required field is missing",
         f"{typo}: admn: unknown key (did you mean 'admin'?); the known keys are devices, max_builds, admin, "
-        "maintainers",
+        "maintainers, build_env",
     ]
 
 
@@ -734,7 +748,8 @@ def test_file_stem_is_the_name_and_defaults_apply(tmp_path):
         suites=[{"name": "smoke", "command": "true"}, {"name": "ops", "command": "true", "timeout": 60}],
     )
     write_worker(dirs.workers, "lab-1", devices={"demo": 2, "npu": 3})
-    write_worker(dirs.workers, "lab-2", devices={"demo": 4}, max_builds=1, maintainers=["@alice", "bob"])
+    write_worker(dirs.workers, "lab-2", devices={"demo": 4}, max_builds=1, maintainers=["@alice", "bob"],
+                 build_env="/opt/torch-2.5/venv")
 
     relay = load_relay_config(settings_for(dirs))
 
@@ -750,6 +765,8 @@ def test_file_stem_is_the_name_and_defaults_apply(tmp_path):
     assert (lab1.name, lab1.max_builds, lab1.build_slots) == ("lab-1", None, 5)
     assert (lab2.name, lab2.max_builds, lab2.build_slots) == ("lab-2", 1, 1)
     assert (lab1.maintainers, lab2.maintainers) == ([], ["alice", "bob"])
+    # Builds run in the worker's own venv unless the host names another.
+    assert (lab1.build_env, lab2.build_env) == ("worker", "/opt/torch-2.5/venv")
     assert [u.worker_name for u in lab1.units] == ["lab-1-demo-0", "lab-1-demo-1", "lab-1-npu-0", "lab-1-npu-1", "lab-1-npu-2"]
 
 

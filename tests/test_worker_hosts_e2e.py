@@ -15,6 +15,7 @@ import yaml
 from buildbot.process.results import RETRY
 
 from conftest import BUDGET_BRANCH, RELEASE_BRANCH, SUCCESS, UNITS_BRANCH, backend, make_upstream, prepare_relay, suite
+from crcr.config.paths import display_path
 from crcr.names import status_context
 from harness import VENV_BIN, Relay, WorkerProcess, run, wait_until
 from printedsetup import host_with_venv, run_paragraph
@@ -46,10 +47,10 @@ class Lab:
         self.workers: dict[str, WorkerProcess] = {}
 
     def register(self, name: str, *options: str) -> str:
-        """`crcr worker register`, then the printed create-worker and password commands run as printed; returns
-        the output."""
+        """`crcr worker register --by-hand`, then the printed create-worker and password commands run as printed;
+        returns the output."""
         host_dir = host_with_venv(self.root / "hosts" / name, VENV_BIN)
-        out = self.relay.crcr("worker", "register", name, *options, *self.host_options(name)).stdout
+        out = self.relay.crcr("worker", "register", name, *options, *self.host_options(name), "--by-hand").stdout
         run_paragraph(out, " create-worker ")
         run_paragraph(out, "/dev/stdin")
         for unit in self.relay.crcr("worker", "units", name).stdout.split():
@@ -148,6 +149,8 @@ def test_register_writes_the_host_file_and_a_private_password_outside_git(lab, g
     unit_file = (lab.root / "crcr-worker@.service").read_text()
     assert f"ExecStart={lab.root}/hosts/gpu-lab/venv/bin/buildbot-worker start --nodaemon" in unit_file
     assert "systemctl enable --now crcr-worker@gpu-lab-gamma-0 crcr-worker@gpu-lab-gamma-1" in gpu_lab["register"]
+    # The reconfig to run names the running master's folder.
+    assert f"crcr master reconfig --basedir {display_path(lab.relay.basedir)}\n" in gpu_lab["register"]
     # In the repository's own secrets directory, git never sees a password.
     assert run(["git", "-C", REPO, "check-ignore", "-q", "secrets/worker-gpu-lab"], check=False).returncode == 0
 
@@ -297,7 +300,8 @@ def test_frozen_host_is_dropped_after_missed_keepalives_and_its_build_retried(la
 
 
 def test_rotated_password_locks_out_the_old_one_and_the_printed_commands_let_the_unit_back_in(lab, solo):
-    out = lab.relay.crcr("worker", "register", "solo", "--rotate-password", *lab.host_options("solo")).stdout
+    out = lab.relay.crcr("worker", "register", "solo", "--rotate-password", *lab.host_options("solo"),
+                         "--by-hand").stdout
     lab.relay.crcr("master", "reconfig", "--basedir", lab.relay.basedir)
     unit = lab.workers[solo]
     unit.stop()

@@ -56,6 +56,10 @@ def leads(master) -> bool:
     leadership = master.service_manager.namedServices.get(LEADERSHIP_SERVICE)
     return leadership is not None and leadership.leading
 
+# Where the relay serves crcr's host tool under its web address (buildmaster/www/host_tool.py), the one file a lab
+# admin fetches onto a new host with the command `crcr worker register` prints.
+HOST_TOOL_PATH = "plugins/crcr/crcr-host"
+
 # GitHub's limit on a commit status description: the relay's status texts and the bisection's verdicts keep to it.
 GITHUB_DESCRIPTION_LIMIT = 140
 

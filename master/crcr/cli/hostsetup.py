@@ -1,4 +1,6 @@
-"""What a host admin runs on a registered host: create one Buildbot worker per unit, run them under systemd.
+"""What a host admin runs on a registered host by hand (`crcr worker register/show --by-hand`): create one Buildbot
+worker per unit, run them under systemd. These paragraphs are what crcr's host tool does in one command,
+`crcr-host up` (cli/hostup.py prints it by default).
 
 The text is paragraphs of commands, each headed by a `#` line saying who runs it, so each pastes whole into a
 shell. The host's password reaches the host only as standard input (a here-document), never as a command's
@@ -19,10 +21,13 @@ from importlib.metadata import version
 from pathlib import PurePosixPath
 
 from crcr.buildmaster.liveness import MISSED_KEEPALIVES
-from crcr.config.errors import ConfigError
-from crcr.config.models import WorkerHost
+from crcr.config.errors import PATTERN_HELP, ConfigError
+from crcr.config.models import HOST_PATH, WorkerHost
 
 SYSTEMD_UNIT_NAME = "crcr-worker@.service"
+# Where the workers live and who runs builds, by hand and as root with the host tool.
+DEFAULT_HOST_DIR = "/var/lib/crcr-worker"
+DEFAULT_HOST_USER = "crcr"
 # Reconnect within a minute after a master restart (buildbot-worker's default is five).
 MAX_RECONNECT_DELAY = 60
 DEFAULT_PASSWORD_FILE = "/etc/crcr-worker/password"
@@ -36,7 +41,6 @@ HEREDOC_END = "END"
 # The account and the directory are written into a systemd unit and into shell commands. Rather than quote
 # them for both (systemd reads '%' as a specifier, a newline starts a new directive), refuse what needs quoting.
 HOST_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
-HOST_DIR = re.compile(r"/[A-Za-z0-9._/-]*")
 
 
 def check_host_user(user: str) -> None:
@@ -45,13 +49,16 @@ def check_host_user(user: str) -> None:
             "--host-user: must be a POSIX account name: lowercase letters, digits, '_' and '-', starting with a "
             f"letter or '_', at most 32 characters (got {user!r})"
         )
+    if user == "root":
+        raise ConfigError(
+            "--host-user: builds run code from anyone who can push upstream or open a pull request, and as root they "
+            f"would own the host and read its password; give an unprivileged account (got {user!r})"
+        )
 
 
 def check_host_dir(directory: str, option: str = "--host-dir") -> None:
-    if not HOST_DIR.fullmatch(directory):
-        raise ConfigError(
-            f"{option}: must be an absolute path of letters, digits, '.', '_', '-' and '/' (got {directory!r})"
-        )
+    if not re.fullmatch(HOST_PATH, directory):
+        raise ConfigError(f"{option}: {PATTERN_HELP[HOST_PATH]} (got {directory!r})")
 
 
 def read_password_from_stdin(tac: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import signal
@@ -99,6 +100,29 @@ def running_pid(basedir: Path) -> int | None:
         pidfile.unlink(missing_ok=True)
         return None
     return pid
+
+
+def running_basedirs() -> list[Path]:
+    """The folders of the masters of this repository's master.cfg running on this machine, found in /proc: a
+    twistd master runs in its folder, whose twistd.pid holds its pid and whose buildbot.tac names the master.cfg.
+    Other checkouts' masters name theirs, so each checkout finds its own."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            folder = Path(os.readlink(proc / "cwd"))
+            if (folder / "twistd.pid").read_text().strip() == proc.name and _runs_our_config(folder / "buildbot.tac"):
+                found.append(folder)
+        except (OSError, ValueError, TypeError, SyntaxError):
+            continue  # gone meanwhile, someone else's, no master folder, or not a tac we can read
+    return sorted(set(found))
+
+
+def _runs_our_config(tac: Path) -> bool:
+    """Whether buildbot.tac sets `configfile` to this repository's master.cfg, read without running the tac."""
+    for statement in ast.parse(tac.read_text(encoding="utf-8")).body:
+        if isinstance(statement, ast.Assign) and [getattr(t, "id", None) for t in statement.targets] == ["configfile"]:
+            return Path(ast.literal_eval(statement.value)).resolve() == MASTER_CFG.resolve()
+    return False
 
 
 def require_running(basedir: Path) -> int:

@@ -12,14 +12,14 @@ from pydantic import ValidationError
 from crcr.config.errors import PATTERN_HELP, ConfigError, describe_validation_error
 from crcr.config.loader import load_model, load_relay_config, unit_name_clashes
 from crcr.config.paths import display_path
-from crcr.config.models import WORKER_NAME, WorkerHost
+from crcr.config.models import BUILD_ENV_WORKER, WORKER_NAME, WorkerHost
 from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.config.settings import Settings
 from crcr.config.writefiles import write_atomically
 
 # What each field is called on the command line, for validation messages.
 OPTION_OF_FIELD = {"name": "NAME", "devices": "--device", "max_builds": "--max-builds", "admin": "--admin",
-                   "maintainers": "--maintainer"}
+                   "maintainers": "--maintainer", "build_env": "--build-env"}
 
 
 def parse_devices(specs: list[str]) -> dict[str, int]:
@@ -37,10 +37,10 @@ def parse_devices(specs: list[str]) -> dict[str, int]:
 
 
 def host_from_options(name: str, devices: dict[str, int], admin: str, max_builds: int | None,
-                      maintainers: list[str] = ()) -> WorkerHost:
+                      maintainers: list[str] = (), build_env: str = BUILD_ENV_WORKER) -> WorkerHost:
     try:
         return WorkerHost(name=name, devices=devices, admin=admin, max_builds=max_builds,
-                          maintainers=list(maintainers))
+                          maintainers=list(maintainers), build_env=build_env)
     except ValidationError as e:
         where = lambda field: OPTION_OF_FIELD.get(field, "host")  # noqa: E731
         raise ConfigError(describe_validation_error(e, where, WorkerHost)) from None
@@ -124,6 +124,8 @@ def _host_yaml(host: WorkerHost) -> str:
         data["maintainers"] = list(host.maintainers)
     if host.max_builds is not None:
         data["max_builds"] = host.max_builds
+    if host.build_env != BUILD_ENV_WORKER:
+        data["build_env"] = host.build_env
     header = (
         f"# Worker host {host.name}, registered with `crcr worker register`.\n"
         "# Its password is secrets/worker-<name> (never committed); each device unit is one Buildbot worker.\n"

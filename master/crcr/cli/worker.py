@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path, PurePosixPath
 
-from crcr.cli import hostsetup, registry
-from crcr.cli.hostsetup import HostSetup
+from crcr.cli import hostsetup, mastercontrol, registry
+from crcr.cli.hostsetup import DEFAULT_HOST_DIR, DEFAULT_HOST_USER, DEFAULT_PASSWORD_FILE, HostSetup
+from crcr.cli.hostup import HostUp
 from crcr.cli.hoststable import devices_text, print_hosts_table
 from crcr.cli.subcommands import add_command
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
-from crcr.config.models import WorkerHost
+from crcr.config.models import BUILD_ENV_WORKER, WorkerHost
 from crcr.config.secretfiles import worker_password
 from crcr.config.settings import Settings, load_settings
 from crcr.config.paths import display_path
-
-DEFAULT_HOST_DIR = "/var/lib/crcr-worker"
-DEFAULT_HOST_USER = "crcr"
-
 
 def cmd_register(args) -> int:
     settings = load_settings()
@@ -29,13 +27,16 @@ def cmd_register(args) -> int:
         _refuse_changes_on_rotation(args, host, settings)
         password = registry.new_password(settings, host.name)
         print(f"New password for worker host '{host.name}' in {_password_path(settings, host.name)}.")
-        print("Reconfigure the master (crcr master reconfig --basedir DIR); then, on the host:\n")
-        print(_setup(args, settings, host, password).rotation_instructions())
+        print(f"Reconfigure the master: {_reconfig_command()}; then, on the host:\n")
+        if args.by_hand:
+            print(_setup(args, settings, host, password).rotation_instructions())
+        else:
+            print(_host_up(args, settings, host, password).instructions())  # it re-keys the units
         return 0
     if args.device is None or args.admin is None:
         raise ConfigError("--device and --admin are required to register a new host")
     host = registry.host_from_options(args.name, registry.parse_devices(args.device), args.admin, args.max_builds,
-                                      args.maintainer or [])
+                                      args.maintainer or [], args.build_env or BUILD_ENV_WORKER)
     password = registry.register(settings, host)
     print(
         f"Registered worker host '{host.name}' ({devices_text(host)}; {_slots(host)}) "
@@ -43,7 +44,7 @@ def cmd_register(args) -> int:
         f"{_password_path(settings, host.name)} (never commit it)."
     )
     _warn_idle_devices(settings, host)
-    print("Make the running master accept it, no restart needed: crcr master reconfig --basedir DIR\n")
+    print(f"Make the running master accept it, no restart needed: {_reconfig_command()}\n")
     _print_setup(args, settings, host, password)
     return 0
 
@@ -74,7 +75,7 @@ def cmd_remove(args) -> int:
     settings = load_settings()
     removed = registry.remove(settings, args.name)
     print(f"removed worker host '{args.name}': " + ", ".join(display_path(p) for p in removed))
-    print("Reconfigure the master (crcr master reconfig --basedir DIR); its unit workers are then disconnected.")
+    print(f"Reconfigure the master, which then disconnects the host's unit workers: {_reconfig_command()}")
     return 0
 
 
@@ -82,6 +83,15 @@ def cmd_list(args) -> int:
     settings = load_settings()
     print_hosts_table(settings, args.url or settings.web_url)
     return 0
+
+
+def _reconfig_command() -> str:
+    """The reconfig command with the folder of this checkout's running master, when exactly one runs here."""
+    basedirs = mastercontrol.running_basedirs()
+    if len(basedirs) == 1:
+        return f"crcr master reconfig --basedir {shlex.quote(display_path(basedirs[0]))}"
+    return ("crcr master reconfig --basedir DIR (the folder given to crcr master start; the demo's is "
+            ".state/demo/master)")
 
 
 def _slots(host: WorkerHost) -> str:
@@ -106,9 +116,10 @@ def _refuse_changes_on_rotation(args, host: WorkerHost, settings: Settings) -> N
         "--admin": args.admin,
         "--max-builds": args.max_builds,
         "--maintainer": [login.lstrip("@") for login in args.maintainer] if args.maintainer else None,
+        "--build-env": args.build_env,
     }
     current = {"--device": dict(host.devices), "--admin": host.admin, "--max-builds": host.max_builds,
-               "--maintainer": list(host.maintainers)}
+               "--maintainer": list(host.maintainers), "--build-env": host.build_env}
     changed = [option for option, value in given.items() if value is not None and value != current[option]]
     if changed:
         raise ConfigError(
@@ -119,24 +130,39 @@ def _refuse_changes_on_rotation(args, host: WorkerHost, settings: Settings) -> N
 
 def _check_setup_options(args) -> None:
     """Refuse options the printed setup cannot carry safely, before anything is written."""
-    hostsetup.check_host_dir(args.host_dir)
-    hostsetup.check_host_dir(args.password_file, "--password-file")
-    hostsetup.check_host_user(args.host_user)
+    if args.host_dir is not None:
+        hostsetup.check_host_dir(args.host_dir)
+    if args.password_file is not None:
+        hostsetup.check_host_dir(args.password_file, "--password-file")
+    if args.host_user is not None:
+        hostsetup.check_host_user(args.host_user)
+    if args.systemd_unit and not args.by_hand:
+        raise ConfigError("--systemd-unit: only with --by-hand (crcr-host up writes its units' systemd unit itself)")
 
 
 def _setup(args, settings: Settings, host: WorkerHost, password: str) -> HostSetup:
+    """The setup by hand, with today's defaults: those of the host tool run as root."""
     return HostSetup(
         host=host,
         password=password,
         master_address=args.master or settings.worker_address,
         keepalive=settings.worker_keepalive,
-        host_dir=PurePosixPath(args.host_dir),  # checked by _check_setup_options
-        host_user=args.host_user,
-        password_file=PurePosixPath(args.password_file),  # checked by _check_setup_options
+        host_dir=PurePosixPath(args.host_dir or DEFAULT_HOST_DIR),  # checked by _check_setup_options
+        host_user=args.host_user or DEFAULT_HOST_USER,
+        password_file=PurePosixPath(args.password_file or DEFAULT_PASSWORD_FILE),  # checked by _check_setup_options
     )
 
 
+def _host_up(args, settings: Settings, host: WorkerHost, password: str) -> HostUp:
+    return HostUp(host=host, password=password, master_address=args.master or settings.worker_address,
+                  web_url=settings.web_url, host_dir=args.host_dir, host_user=args.host_user,
+                  password_file=args.password_file)
+
+
 def _print_setup(args, settings: Settings, host: WorkerHost, password: str) -> None:
+    if not args.by_hand:
+        print(_host_up(args, settings, host, password).instructions())
+        return
     setup = _setup(args, settings, host, password)
     unit_file = None
     if args.systemd_unit:
@@ -154,17 +180,31 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
     commands = worker.add_subparsers(dest="worker_command", required=True, metavar="COMMAND")
 
     setup_options = argparse.ArgumentParser(add_help=False)
+    # Without --host-dir, --host-user and --password-file the host tool chooses them for whoever runs it: as root
+    # with systemd the defaults below (also those of the setup by hand), for a trial as oneself its own.
     setup_options.add_argument("--master", metavar="HOST:PORT", help="where the host connects (default: settings)")
-    setup_options.add_argument("--host-dir", default=DEFAULT_HOST_DIR, metavar="DIR",
-                               help=f"directory of the workers on the host, absolute (default {DEFAULT_HOST_DIR})")
-    setup_options.add_argument("--host-user", default=DEFAULT_HOST_USER, metavar="USER",
-                               help=f"account that runs builds on the host (default {DEFAULT_HOST_USER})")
     setup_options.add_argument(
-        "--password-file", default=hostsetup.DEFAULT_PASSWORD_FILE, metavar="FILE",
-        help="the host's password on the host, absolute, readable by root only; systemd gives it to the workers on "
-        f"their standard input, out of the builds' reach (default {hostsetup.DEFAULT_PASSWORD_FILE})",
+        "--host-dir", metavar="DIR",
+        help=f"directory of the workers on the host, absolute (default {DEFAULT_HOST_DIR} as root; the host tool's "
+             "for a trial)",
     )
-    setup_options.add_argument("--systemd-unit", metavar="FILE", help="also write the systemd unit to FILE")
+    setup_options.add_argument(
+        "--host-user", metavar="USER",
+        help=f"unprivileged account that runs builds on the host (default {DEFAULT_HOST_USER} as root; for a trial, "
+             "whoever runs the host tool)",
+    )
+    setup_options.add_argument(
+        "--password-file", metavar="FILE",
+        help="the host's password on the host, absolute, readable by root only; systemd gives it to the workers on "
+        f"their standard input, out of the builds' reach (default {DEFAULT_PASSWORD_FILE} as root)",
+    )
+    setup_options.add_argument(
+        "--by-hand", action="store_true",
+        help="print the commands the host tool's `up` runs, to paste one by one (useradd, venv, create-worker, the "
+             "password file, systemd), instead of the tool and its one command",
+    )
+    setup_options.add_argument("--systemd-unit", metavar="FILE",
+                               help="with --by-hand: also write the systemd unit to FILE")
 
     def host_command(name: str, func, summary: str, description: str | None = None, parents=()):
         command = add_command(commands, name, func, summary, description, parents)
@@ -173,8 +213,9 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
 
     register = host_command(
         "register", cmd_register, "declare a host, make its password, print its setup",
-        "Declare a host (workers/NAME.yaml) with a new random password, and print the commands its admin runs on "
-        "it. With --rotate-password: a new password for a registered host, and the commands that install it.",
+        "Declare a host (workers/NAME.yaml) with a new random password, and print what its admin runs on it: "
+        "fetch crcr's host tool from the relay and run its one `up` command (--by-hand: the commands it runs). "
+        "With --rotate-password: a new password for a registered host, and the same command, which re-keys it.",
         [setup_options],
     )
     register.add_argument(
@@ -185,6 +226,11 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
                           help="a GitHub login (or the relay's user name) who may pause, stop and kill the host's "
                                "units (repeatable)")
     register.add_argument("--max-builds", type=int, help="cap on builds at once (default: one per unit)")
+    register.add_argument(
+        "--build-env", metavar=f"{BUILD_ENV_WORKER}|VENV",
+        help=f"the Python environment builds run in on the host: '{BUILD_ENV_WORKER}', the worker's own venv (the "
+             "host tool installs pytest in it; the default), or the absolute path of a venv of the lab's",
+    )
     register.add_argument("--rotate-password", action="store_true", help="give a registered host a new password")
     host_command("show", cmd_show, "print a registered host's setup again", parents=[setup_options])
     host_command("units", cmd_units, "print a host's unit worker names, one per line (for scripts)")

@@ -48,6 +48,13 @@ BACKEND_NAME = described_pattern(
 WORKER_NAME = described_pattern(
     r"^[A-Za-z][A-Za-z0-9_-]*$", "must be letters, digits, '-' and '_', starting with a letter"
 )
+# A path on a worker host that the host's commands and systemd units carry unquoted: systemd reads '%' as a
+# specifier and a newline as a new directive, so what would need quoting is refused. Matched whole (re.fullmatch).
+HOST_PATH = described_pattern(
+    r"/[A-Za-z0-9._/-]*", "must be an absolute path of letters, digits, '.', '_', '-' and '/'"
+)
+# A host's build_env meaning the worker's own venv (in which the host tool installs pytest).
+BUILD_ENV_WORKER = "worker"
 # Buildbot refuses worker names longer than this.
 BUILDBOT_NAME_LIMIT = 50
 DEVICE_NAME = described_pattern(
@@ -298,11 +305,24 @@ class WorkerHost(Strict):
     # Who may pause, stop and kill the host's unit workers from the UI or REST API (besides the relay's admins):
     # GitHub logins or user names, as in a backend's maintainers.
     maintainers: list[str] = Field(default=[], max_length=MAX_MAINTAINERS)
+    # The Python environment the host's builds run in: the worker's own venv, or a venv of the lab's (one with
+    # torch, say), by its absolute path on the host. The host tool sets the units up with it.
+    build_env: str = Field(default=BUILD_ENV_WORKER, max_length=MAX_PATH)
 
     @field_validator("maintainers")
     @classmethod
     def _logins(cls, logins: list[str]) -> list[str]:
         return check_logins(logins)
+
+    @field_validator("build_env")
+    @classmethod
+    def _build_env(cls, build_env: str) -> str:
+        if build_env != BUILD_ENV_WORKER and not re.fullmatch(HOST_PATH, build_env):
+            raise ValueError(
+                f"must be '{BUILD_ENV_WORKER}' (the worker's own venv) or the path of a venv, which "
+                f"{PATTERN_HELP[HOST_PATH]} (got {shown(build_env)})"
+            )
+        return build_env
 
     @field_validator("devices")
     @classmethod

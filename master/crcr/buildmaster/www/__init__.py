@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from buildbot.plugins import util
 from buildbot.plugins.db import get_plugins
 from buildbot.www.plugin import Application
@@ -15,12 +17,14 @@ from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.buildmaster.www.disconnected import DisconnectedResource
 from crcr.buildmaster.www.events import ReadersEventResource
 from crcr.buildmaster.www.health import SummaryResource
+from crcr.buildmaster.www.host_tool import HostToolResource
 from crcr.buildmaster.www.junit import JunitFileResource
 from crcr.buildmaster.www.metrics import MetricsResource
 from crcr.buildmaster.www.relay import PluginConfiguration, RelayResource
 from crcr.buildmaster.www.rest_errors import serve_relay_rest_api
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
+from crcr.names import HOST_TOOL_PATH
 
 TITLE = "crcr PyTorch relay"
 PLUGIN_NAME = "crcr"
@@ -30,7 +34,8 @@ class RelayApplication(Application):
     """The `crcr` www plugin (entry point buildbot.www in pyproject.toml): static/scripts.js replaces the home page
     and adds the bisection pages; api/bisections under the plugin's URL serves their JSON, api/disconnected the
     home page's backends with no unit connected, api/relay what they show of the relay (its configuration, a
-    PluginConfiguration); junit/ each suite's JUnit XML as the worker wrote it (www/junit.py)."""
+    PluginConfiguration); junit/ each suite's JUnit XML as the worker wrote it (www/junit.py); crcr-host the host
+    tool a lab admin fetches onto a new host (www/host_tool.py)."""
 
     def __init__(self):
         super().__init__(__name__, "crcr relay: home page and bisections")
@@ -47,6 +52,8 @@ class RelayApplication(Application):
         api.putChild(b"relay", self.relay)
         self.resource.putChild(b"api", api)
         self.resource.putChild(b"junit", self.junit)
+        self.host_tool = HostToolResource()
+        self.resource.putChild(PurePosixPath(HOST_TOOL_PATH).name.encode(), self.host_tool)
 
     def setMaster(self, master) -> None:
         super().setMaster(master)

@@ -1,0 +1,64 @@
+"""What `crcr worker register` and `show` print by default: fetch crcr's host tool from the relay, then its one
+command, `crcr-host up`, which creates, keys and starts every unit worker of the host (the paragraphs of
+cli/hostsetup.py, printed with --by-hand, are what it does).
+
+The host's password reaches the tool as the first line of its standard input, a here-document, never as an
+argument, where `ps` would show it. Where the workers live, which account runs builds and where the password is
+kept are the tool's to choose for whoever runs it (root with systemd, or oneself for a trial), so the command
+carries them only when the relay's admin gave them.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from crcr.cli.hostsetup import DEFAULT_HOST_USER, HEREDOC_END
+from crcr.config.models import BUILD_ENV_WORKER, WorkerHost
+from crcr.names import HOST_TOOL_PATH
+
+TOOL_FILE = "crcr-host"  # what the printed curl saves the tool as, on the host
+
+
+@dataclass(frozen=True)
+class HostUp:
+    host: WorkerHost
+    password: str
+    master_address: str  # host:port of the master's worker port
+    web_url: str  # the relay's web address, ending in '/': where the tool is fetched from
+    # Each None unless given to register or show: the tool then chooses it.
+    host_dir: str | None = None
+    host_user: str | None = None
+    password_file: str | None = None
+
+    def up_arguments(self) -> list[str]:
+        """The `up` command as the host's shell hands it to the tool."""
+        arguments = ["python3", TOOL_FILE, "up", "--master", self.master_address, "--name", self.host.name]
+        for device, count in self.host.devices.items():
+            arguments += ["--device", f"{device}:{count}"]
+        arguments += ["--admin", self.host.admin]
+        if self.host.build_env != BUILD_ENV_WORKER:
+            arguments += ["--build-env", self.host.build_env]
+        return arguments + self._given("--host-dir", "--host-user", "--password-file")
+
+    def _given(self, *options: str) -> list[str]:
+        values = {"--host-dir": self.host_dir, "--host-user": self.host_user, "--password-file": self.password_file}
+        return [word for option in options if values[option] is not None for word in (option, values[option])]
+
+    def instructions(self) -> str:
+        """Fetch the tool, run `up` with the password on its standard input; how to run it again, and its other
+        commands."""
+        account = self.host_user or DEFAULT_HOST_USER
+        return "\n".join([
+            f"# On {self.host.name}: crcr's host tool, served by the relay (one Python file; needs python3 3.9 or "
+            "later with venv, and git)",
+            shlex.join(["curl", "-fsSo", TOOL_FILE, self.web_url + HOST_TOOL_PATH]),
+            f"# As root on a host with systemd (production: builds run as the account {account} and cannot read the "
+            "password),",
+            "# or as yourself for a trial (your builds can read the password): create, key and start the units",
+            f"{shlex.join(self.up_arguments())} <<'{HEREDOC_END}'",
+            self.password,
+            HEREDOC_END,
+            "# Run it again at any time (after --rotate-password, a changed unit count): it changes only what differs.",
+            " ".join([f"# python3 {TOOL_FILE} status | stop | down", *self._given("--host-dir")]),
+        ])
