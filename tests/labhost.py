@@ -74,6 +74,18 @@ def delete_account(name: str) -> None:
     subprocess.run(["userdel", name], capture_output=True)
 
 
+def unit_pid(unit_dir: Path) -> int | None:
+    """The pid of the worker process running the unit in `unit_dir` (a supervised unit writes no twistd.pid)."""
+    wanted = f"\0start\0--nodaemon\0{unit_dir}\0".encode()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if cmdline.read_bytes().endswith(wanted):
+                return int(cmdline.parent.name)
+        except OSError:
+            pass  # ended meanwhile
+    return None
+
+
 def process_arguments() -> str:
     """Every running process's arguments, as `ps` shows them to anyone on the host."""
     found = []
@@ -107,7 +119,7 @@ def host_environment(root: Path) -> dict:
     for path in (wheels, *wheels.iterdir(), gitconfig):
         path.chmod(0o755 if path.is_dir() else 0o644)
     # A host's root has the system's Python first on PATH (this venv's may live in root's home).
-    path = "/usr/local/bin:/usr/bin:/bin" if AS_ROOT else f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" if AS_ROOT else f"{Path(sys.executable).parent}:{os.environ['PATH']}"
     return {"PATH": path, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "GIT_CONFIG_GLOBAL": str(gitconfig),
             "PIP_DISABLE_PIP_VERSION_CHECK": "1", "LANG": "C.UTF-8"}
 

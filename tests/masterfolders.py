@@ -3,6 +3,7 @@ working in it, as a twistd master works in its folder (what `crcr.cli.mastercont
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -23,8 +24,9 @@ def process_in():
     """Starts a process whose working directory is a folder, as twistd runs in its master's; stops them all."""
     started = []
 
-    def start(folder: Path, pid_file: bool = True) -> subprocess.Popen:
-        process = subprocess.Popen(["sleep", "600"], cwd=folder)
+    def start(folder: Path, workers_dir: Path, pid_file: bool = True) -> subprocess.Popen:
+        """`workers_dir`: the host files the master reads (its CRCR_WORKERS_DIR)."""
+        process = subprocess.Popen(["sleep", "600"], cwd=folder, env={**os.environ, "CRCR_WORKERS_DIR": str(workers_dir)})
         started.append(process)
         if pid_file:
             (folder / "twistd.pid").write_text(f"{process.pid}\n")

@@ -18,7 +18,7 @@ import pytest
 from conftest import backend, make_upstream, prepare_relay, suite
 from crcr.host import crcr_host
 from harness import wait_until
-from labhost import AS_ROOT, Account, count_commands, delete_account, host_commands, process_arguments
+from labhost import AS_ROOT, Account, count_commands, delete_account, host_commands, process_arguments, unit_pid
 
 pytestmark = pytest.mark.e2e
 
@@ -42,7 +42,8 @@ def lab(lab_host_root, github):
         "rooted-ok": backend("L1", "rooted", [suite("pass", "test/test_pass.py")], setup=[TRY_THE_PASSWORD],
                              env={"PASSWORD_FILE": str(rooted_host_dir(shared_root) / "state" / "password")}),
     }
-    # A relay needs one host able to log in to start; its unit never runs here.
+    # A relay starts with one backend a host can run: this one, whose unit never runs here.
+    backends["spare-ok"] = backend("L1", "spare", [suite("pass", "test/test_pass.py")])
     spare = {"spare": {"devices": {"spare": 1}, "admin": "Spare <spare@example.com>"}}
     relay, _ = prepare_relay(shared_root / "relay", upstream, github, backends, hosts=spare)
     relay.start()
@@ -53,7 +54,7 @@ def lab(lab_host_root, github):
 def backend_tools(shared_root: Path) -> Path:
     tools = shared_root / "backend-tools"
     tools.mkdir(exist_ok=True)
-    (tools / "backend-tool").write_text("#!/bin/sh\necho the backend's own tool\n")
+    (tools / "backend-tool").write_text("#!/bin/sh\necho the backend tool ran\n")
     (tools / "backend-tool").chmod(0o755)
     return tools
 
@@ -67,8 +68,8 @@ def connected(relay, host: str) -> set[str]:
             w["connected_to"]}
 
 
-def pids(host_dir: Path, units: list[str]) -> dict[str, str]:
-    return {u: (host_dir / u / "twistd.pid").read_text() for u in units}
+def pids(host_dir: Path, units: list[str]) -> dict[str, int | None]:
+    return {u: unit_pid(host_dir / u) for u in units}
 
 
 def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(lab, trial_account):
@@ -98,6 +99,7 @@ def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(
 
     # Again: nothing changes, no unit restarts.
     before = pids(host_dir, units)
+    assert None not in before.values()
     again = trial_account.paste(script)
     assert again.stdout.startswith("nothing to change."), again.stdout
     assert pids(host_dir, units) == before
@@ -142,7 +144,7 @@ def test_as_root_builds_run_as_an_account_that_cannot_read_the_password(lab, lab
     try:
         refused = relay.crcr("worker", "register", "rooted-lab", "--device", "rooted:1", "--admin", "Root Lab",
                              "--host-user", "root", check=False)
-        assert refused.returncode == 1 and "--host-user root" in refused.stderr
+        assert refused.returncode == 1 and "give an unprivileged account (got 'root')" in refused.stderr
         printed = relay.crcr("worker", "register", "rooted-lab", "--device", "rooted:1", "--admin", "Root Lab",
                              "--host-dir", host_dir, "--host-user", BUILD_ACCOUNT).stdout
         relay.crcr("master", "reconfig", "--basedir", relay.basedir)
@@ -151,7 +153,7 @@ def test_as_root_builds_run_as_an_account_that_cannot_read_the_password(lab, lab
         password_file = host_dir / "state" / "password"
         assert password_file.stat().st_uid == 0 and password_file.stat().st_mode & 0o777 == 0o600
 
-        worker_pid = int((host_dir / "rooted-lab-rooted-0" / "twistd.pid").read_text())
+        worker_pid = unit_pid(host_dir / "rooted-lab-rooted-0")
         assert pwd.getpwuid(os.stat(f"/proc/{worker_pid}").st_uid).pw_name == BUILD_ACCOUNT
         sha = upstream.commit("Built on the root host")
         build = relay.wait_for_finished_build("rooted-ok", sha)

@@ -80,7 +80,7 @@ def reconfig_lines(crcr, register) -> list[str]:
 
 
 def test_with_no_master_running_the_reconfig_line_says_which_folder_dir_is(dirs, crcr, register):
-    # No master of this checkout runs during the unit tests (the end-to-end ones stop theirs).
+    # No master reads this test's host files (the end-to-end tests' relays read their own).
     assert reconfig_lines(crcr, register) == [
         f"Make the running master accept it, no restart needed: {UNKNOWN_BASEDIR}",
         f"Reconfigure the master: {UNKNOWN_BASEDIR}; then, on the host:",
@@ -90,7 +90,7 @@ def test_with_no_master_running_the_reconfig_line_says_which_folder_dir_is(dirs,
 
 def test_the_reconfig_line_names_the_folder_of_the_master_running(dirs, crcr, register, tmp_path, process_in):
     running = master_folder(tmp_path / "relay master")
-    process_in(running)
+    process_in(running, dirs.workers)
     command = f"crcr master reconfig --basedir '{running}'"
 
     assert reconfig_lines(crcr, register) == [
@@ -139,22 +139,26 @@ def test_register_leads_with_the_host_tool_and_its_one_command_the_password_on_s
     ]
 
 
-def test_the_up_command_carries_the_hosts_folder_account_and_password_file_only_when_given(dirs, crcr, register):
+def test_the_up_command_carries_the_hosts_folder_and_account_only_when_given(dirs, crcr, register):
     register("lab1")
 
-    shown = crcr("worker", "show", "lab1", "--host-dir", "/srv/ci", "--host-user", "ci",
-                 "--password-file", "/etc/ci/password")
+    shown = crcr("worker", "show", "lab1", "--host-dir", "/srv/ci", "--host-user", "ci")
 
     assert shown.returncode == 0, shown.stderr
-    assert up_arguments(shown.stdout)[-6:] == [
-        "--host-dir", "/srv/ci", "--host-user", "ci", "--password-file", "/etc/ci/password"
-    ]
+    assert up_arguments(shown.stdout)[-4:] == ["--host-dir", "/srv/ci", "--host-user", "ci"]
     assert "production: builds run as the account ci and cannot read the password" in shown.stdout
     assert shown.stdout.endswith("# python3 crcr-host status | stop | down --host-dir /srv/ci\n")
     # Not given, the tool chooses them for whoever runs it (root with systemd, or a trial as oneself).
     default = crcr("worker", "show", "lab1").stdout
-    assert not {"--host-dir", "--host-user", "--password-file", "--build-env"} & set(up_arguments(default))
+    assert not {"--host-dir", "--host-user", "--build-env"} & set(up_arguments(default))
     assert "useradd" not in default and "systemctl" not in default
+
+
+def test_the_password_file_is_a_choice_of_the_setup_by_hand_only(dirs, crcr, register):
+    """crcr-host up keeps the password in its folder's state/, readable by the account running up alone."""
+    register("lab1")
+    shown = crcr("worker", "show", "lab1", "--password-file", "/etc/ci/password")
+    assert shown.returncode == 1 and "--password-file: only with --by-hand" in shown.stderr
 
 
 def test_a_systemd_unit_file_is_written_only_for_the_setup_by_hand(dirs, crcr, register, tmp_path):

@@ -3,8 +3,8 @@ command, `crcr-host up`, which creates, keys and starts every unit worker of the
 cli/hostsetup.py, printed with --by-hand, are what it does).
 
 The host's password reaches the tool as the first line of its standard input, a here-document, never as an
-argument, where `ps` would show it. Where the workers live, which account runs builds and where the password is
-kept are the tool's to choose for whoever runs it (root with systemd, or oneself for a trial), so the command
+argument, where `ps` would show it. Where the workers live and which account runs builds are the tool's to choose
+for whoever runs it (root with systemd, or oneself for a trial), so the command
 carries them only when the relay's admin gave them.
 """
 
@@ -29,7 +29,6 @@ class HostUp:
     # Each None unless given to register or show: the tool then chooses it.
     host_dir: str | None = None
     host_user: str | None = None
-    password_file: str | None = None
 
     def up_arguments(self) -> list[str]:
         """The `up` command as the host's shell hands it to the tool."""
@@ -39,10 +38,10 @@ class HostUp:
         arguments += ["--admin", self.host.admin]
         if self.host.build_env != BUILD_ENV_WORKER:
             arguments += ["--build-env", self.host.build_env]
-        return arguments + self._given("--host-dir", "--host-user", "--password-file")
+        return arguments + self._given("--host-dir", "--host-user")
 
     def _given(self, *options: str) -> list[str]:
-        values = {"--host-dir": self.host_dir, "--host-user": self.host_user, "--password-file": self.password_file}
+        values = {"--host-dir": self.host_dir, "--host-user": self.host_user}
         return [word for option in options if values[option] is not None for word in (option, values[option])]
 
     def instructions(self) -> str:

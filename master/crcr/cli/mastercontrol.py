@@ -16,7 +16,8 @@ from typing import Callable, Iterator
 from crcr.cli.masterdb import check_server
 from crcr.cli.twistdlog import LogFollower
 from crcr.config.paths import REPO_ROOT
-from crcr.config.settings import Settings
+from crcr.config.errors import ConfigError
+from crcr.config.settings import Settings, load_settings
 
 MASTER_CFG = REPO_ROOT / "master" / "master.cfg"
 # Seconds. A master stops once its builds are interrupted and its reporters are done; a reconfiguration of a
@@ -102,19 +103,28 @@ def running_pid(basedir: Path) -> int | None:
     return pid
 
 
-def running_basedirs() -> list[Path]:
-    """The folders of the masters of this repository's master.cfg running on this machine, found in /proc: a
-    twistd master runs in its folder, whose twistd.pid holds its pid and whose buildbot.tac names the master.cfg.
-    Other checkouts' masters name theirs, so each checkout finds its own."""
+def running_basedirs(workers_dir: Path) -> list[Path]:
+    """The folders of the masters of this repository's master.cfg running on this machine that read `workers_dir`
+    (the host files `crcr worker` writes), found in /proc: a twistd master runs in its folder, whose twistd.pid
+    holds its pid and whose buildbot.tac names the master.cfg, and its settings are its environment's. Other
+    checkouts' masters name their own master.cfg, other relays of this checkout read other folders."""
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             folder = Path(os.readlink(proc / "cwd"))
-            if (folder / "twistd.pid").read_text().strip() == proc.name and _runs_our_config(folder / "buildbot.tac"):
+            if (folder / "twistd.pid").read_text().strip() == proc.name and _runs_our_config(folder / "buildbot.tac") \
+                    and _workers_dir_of(proc) == workers_dir:
                 found.append(folder)
-        except (OSError, ValueError, TypeError, SyntaxError):
-            continue  # gone meanwhile, someone else's, no master folder, or not a tac we can read
+        except (OSError, ValueError, TypeError, SyntaxError, ConfigError):
+            continue  # gone meanwhile, someone else's, no master folder, or not a tac or settings we can read
     return sorted(set(found))
+
+
+def _workers_dir_of(proc: Path) -> Path:
+    """The workers folder of the master running as /proc/<pid>, from the CRCR_* variables it was started with."""
+    environ = dict(item.split("=", 1) for item in (proc / "environ").read_text(errors="replace").split("\0")
+                   if "=" in item)
+    return load_settings(environ).workers_dir
 
 
 def _runs_our_config(tac: Path) -> bool:

@@ -27,7 +27,7 @@ def cmd_register(args) -> int:
         _refuse_changes_on_rotation(args, host, settings)
         password = registry.new_password(settings, host.name)
         print(f"New password for worker host '{host.name}' in {_password_path(settings, host.name)}.")
-        print(f"Reconfigure the master: {_reconfig_command()}; then, on the host:\n")
+        print(f"Reconfigure the master: {_reconfig_command(settings)}; then, on the host:\n")
         if args.by_hand:
             print(_setup(args, settings, host, password).rotation_instructions())
         else:
@@ -44,7 +44,7 @@ def cmd_register(args) -> int:
         f"{_password_path(settings, host.name)} (never commit it)."
     )
     _warn_idle_devices(settings, host)
-    print(f"Make the running master accept it, no restart needed: {_reconfig_command()}\n")
+    print(f"Make the running master accept it, no restart needed: {_reconfig_command(settings)}\n")
     _print_setup(args, settings, host, password)
     return 0
 
@@ -75,7 +75,7 @@ def cmd_remove(args) -> int:
     settings = load_settings()
     removed = registry.remove(settings, args.name)
     print(f"removed worker host '{args.name}': " + ", ".join(display_path(p) for p in removed))
-    print(f"Reconfigure the master, which then disconnects the host's unit workers: {_reconfig_command()}")
+    print(f"Reconfigure the master, which then disconnects the host's unit workers: {_reconfig_command(settings)}")
     return 0
 
 
@@ -85,9 +85,10 @@ def cmd_list(args) -> int:
     return 0
 
 
-def _reconfig_command() -> str:
-    """The reconfig command with the folder of this checkout's running master, when exactly one runs here."""
-    basedirs = mastercontrol.running_basedirs()
+def _reconfig_command(settings: Settings) -> str:
+    """The reconfig command with the folder of the running master that reads these host files, when exactly one
+    runs here."""
+    basedirs = mastercontrol.running_basedirs(settings.workers_dir)
     if len(basedirs) == 1:
         return f"crcr master reconfig --basedir {shlex.quote(display_path(basedirs[0]))}"
     return ("crcr master reconfig --basedir DIR (the folder given to crcr master start; the demo's is "
@@ -138,6 +139,9 @@ def _check_setup_options(args) -> None:
         hostsetup.check_host_user(args.host_user)
     if args.systemd_unit and not args.by_hand:
         raise ConfigError("--systemd-unit: only with --by-hand (crcr-host up writes its units' systemd unit itself)")
+    if args.password_file and not args.by_hand:
+        raise ConfigError("--password-file: only with --by-hand (crcr-host up keeps the password in its host folder's "
+                          "state/, which only the account running up reads)")
 
 
 def _setup(args, settings: Settings, host: WorkerHost, password: str) -> HostSetup:
@@ -155,8 +159,7 @@ def _setup(args, settings: Settings, host: WorkerHost, password: str) -> HostSet
 
 def _host_up(args, settings: Settings, host: WorkerHost, password: str) -> HostUp:
     return HostUp(host=host, password=password, master_address=args.master or settings.worker_address,
-                  web_url=settings.web_url, host_dir=args.host_dir, host_user=args.host_user,
-                  password_file=args.password_file)
+                  web_url=settings.web_url, host_dir=args.host_dir, host_user=args.host_user)
 
 
 def _print_setup(args, settings: Settings, host: WorkerHost, password: str) -> None:
