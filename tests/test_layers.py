@@ -13,8 +13,8 @@ import pytest
 import crcr
 
 PACKAGE = Path(crcr.__file__).parent
-LAYERS = ["config", "suites", "bisection", "health", "buildmaster", "github", "cli", "store"]
-PURE_LAYERS = ["config", "suites", "bisection", "health"]  # testable and usable without a master
+LAYERS = ["config", "suites", "bisection", "health", "buildmaster", "github", "cli", "store", "host"]
+PURE_LAYERS = ["config", "suites", "bisection", "health", "host"]  # testable and usable without a master
 
 
 @pytest.mark.parametrize("layer", PURE_LAYERS)
