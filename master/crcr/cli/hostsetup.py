@@ -23,19 +23,18 @@ from pathlib import PurePosixPath
 from crcr.buildmaster.liveness import MISSED_KEEPALIVES
 from crcr.config.errors import PATTERN_HELP, ConfigError
 from crcr.config.models import HOST_PATH, WorkerHost
+from crcr.host import crcr_host
+from crcr.host.crcr_host import systemd_unit
 
-SYSTEMD_UNIT_NAME = "crcr-worker@.service"
+# The host tool's own: the setup by hand is what it does (its unit, its buildbot.tac, its reconnect delay).
+SYSTEMD_UNIT_NAME = crcr_host.SYSTEMD_UNIT
+MAX_RECONNECT_DELAY = crcr_host.MAX_RECONNECT_DELAY
+PASSWORD_PLACEHOLDER = crcr_host.PLACEHOLDER  # what create-worker is given; the printed sed replaces it
+TAC_PASSWORD = crcr_host.TAC_PASSWORD
 # Where the workers live and who runs builds, by hand and as root with the host tool.
-DEFAULT_HOST_DIR = "/var/lib/crcr-worker"
-DEFAULT_HOST_USER = "crcr"
-# Reconnect within a minute after a master restart (buildbot-worker's default is five).
-MAX_RECONNECT_DELAY = 60
+DEFAULT_HOST_DIR = crcr_host.ROOT_HOST_DIR
+DEFAULT_HOST_USER = crcr_host.ROOT_HOST_USER
 DEFAULT_PASSWORD_FILE = "/etc/crcr-worker/password"
-# What create-worker is given as the password; the printed sed replaces it with TAC_PASSWORD.
-PASSWORD_PLACEHOLDER = "see-password-file"
-# buildbot.tac's password: Buildbot's worker takes it only as a create-worker argument, which it writes into
-# buildbot.tac, where builds would read it; this line reads it from standard input instead, once, at start.
-TAC_PASSWORD = "import sys; passwd = sys.stdin.readline().strip()  # given on standard input at start"
 HEREDOC_END = "END"
 
 # The account and the directory are written into a systemd unit and into shell commands. Rather than quote
@@ -129,28 +128,7 @@ class HostSetup:
         ]
 
     def systemd_unit(self) -> str:
-        return f"""\
-# {SYSTEMD_UNIT_NAME}: one instance per accelerator unit, named after its worker
-# (e.g. {self.host.units[0].worker_name}).
-[Unit]
-Description=crcr relay worker %i
-Wants=network-online.target
-After=network-online.target
-
-[Service]
-User={self.host_user}
-WorkingDirectory={self.host_dir}/%i
-ExecStart={self.venv}/bin/buildbot-worker start --nodaemon {self.host_dir}/%i
-# The host's password, which only root reads: systemd opens it as root, the worker reads it at start.
-StandardInput=file:{self.password_file}
-Restart=always
-RestartSec=10
-# Stopping the worker stops its build's processes too, so none is left holding the device.
-KillMode=control-group
-
-[Install]
-WantedBy=multi-user.target
-"""
+        return systemd_unit(self.host_user, str(self.host_dir), str(self.venv), str(self.password_file))
 
     def instructions(self, unit_file: str | None = None) -> str:
         """The text `crcr worker register` prints: every command, in order, ready to paste."""

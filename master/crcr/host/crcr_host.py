@@ -535,6 +535,32 @@ def write_manifest(plan: Plan) -> None:
 # Supervisors: each starts, restarts, stops and forgets units
 
 
+def systemd_unit(user: str, host_dir: str, venv: str, password_file: str, environment: str | None = None) -> str:
+    """The template service of the units (`crcr worker show --by-hand` prints the same)."""
+    environment_line = f"Environment={environment}\n" if environment else ""
+    return f"""\
+# {SYSTEMD_UNIT}: one instance per accelerator unit, named after its worker.
+[Unit]
+Description=crcr relay worker %i
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+User={user}
+WorkingDirectory={host_dir}/%i
+{environment_line}ExecStart={venv}/bin/buildbot-worker start --nodaemon {host_dir}/%i
+# The host's password, which only root reads: systemd opens it as root, the worker reads it at start.
+StandardInput=file:{password_file}
+Restart=always
+RestartSec=10
+# Stopping a unit stops its build's processes too, so none is left holding the device.
+KillMode=control-group
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
 class Systemd:
     """A template service, one instance per unit. systemd opens the password file as root and gives it to the unit
     on standard input; the unit runs as the build account."""
@@ -544,28 +570,8 @@ class Systemd:
 
     def unit_file(self) -> str:
         plan = self.plan
-        return f"""\
-# {SYSTEMD_UNIT}: written by crcr-host up; one instance per accelerator unit, named after its worker.
-[Unit]
-Description=crcr relay worker %i
-Wants=network-online.target
-After=network-online.target
-
-[Service]
-User={plan.user}
-WorkingDirectory={plan.host.dir}/%i
-Environment=HOME={plan.unit_home()} PATH={plan.unit_path()}
-ExecStart={plan.host.venv}/bin/buildbot-worker start --nodaemon {plan.host.dir}/%i
-# The host's password, which only root reads: systemd opens it as root, the worker reads it at start.
-StandardInput=file:{plan.host.password}
-Restart=always
-RestartSec=10
-# Stopping a unit stops its build's processes too, so none is left holding the device.
-KillMode=control-group
-
-[Install]
-WantedBy=multi-user.target
-"""
+        return systemd_unit(plan.user, plan.host.dir, plan.host.venv, plan.host.password,
+                            f"HOME={plan.unit_home()} PATH={plan.unit_path()}")
 
     def systemctl(self, *args: str, check: bool = True):
         return self.run.run(["systemctl", *args], "systemctl " + " ".join(args), check=check)
