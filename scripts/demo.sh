@@ -54,3 +54,7 @@ echo "  $settings.venv/bin/crcr worker register demo-second --device demo:2 --ad
 echo "  $settings.venv/bin/crcr master reconfig --basedir $state/master"
 echo "then run, as yourself, the host commands register prints (fetch crcr-host, crcr-host up): a trial host whose two"
 echo "units run under supervisord. 'make stop' stops them too; python3 crcr-host down removes them."
+if [ "$(id -u)" = 0 ]; then
+  echo "(You are root: run the host commands as an unprivileged user. As root they make the account crcr for builds,"
+  echo "and git refuses to let another account read root's demo upstream.)"
+fi
