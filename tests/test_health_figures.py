@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from crcr.bisection.plan import Bisection as Plan
@@ -480,6 +482,14 @@ def test_a_commits_page_tells_how_it_was_decided_and_its_builds_failing_tests():
         "cells": {"ops": {"results": "success", "passed": 10, "failed": 1, "flaky": 1, "skipped": 2, "new": 1,
                           "timed_out": False}},
     }
+
+
+def test_a_commit_forced_that_upstream_never_brought_has_no_latency_a_forced_rebuild_its_first():
+    old = replace(commit(1, how="forced", seen_at=NOW - 3), position=None)
+    rebuilt = commit(2, how="forced")
+
+    assert commit_page(CommitRows(old, None, [], [], []), GITHUB)["latency"] is None
+    assert commit_page(CommitRows(rebuilt, None, [], [], []), GITHUB)["latency"] == HOUR
 
 
 def test_metrics_give_every_backend_all_its_states_even_at_zero():

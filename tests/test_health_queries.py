@@ -8,7 +8,7 @@ import pytest
 from crcr.bisection.plan import Bisection as Plan
 from crcr.store import outbox
 from crcr.store.bisections import create_bisection, update_bisection
-from crcr.store.commits import Origin, decide, find_commit, mark_started, record_arrival
+from crcr.store.commits import Origin, decide, decided_since, find_commit, mark_started, record_arrival
 from crcr.store.health_queries import (
     BadOutcome, Decided, FlakyCount, Queued, backend_rows, build_counts, commit_rows, commits_by_prefix,
     decided_after, failing_now, latest_streaks, metrics_rows, queued_now, summary_rows, test_rows,
@@ -364,6 +364,25 @@ def test_metrics_rows_count_states_bisections_and_the_outbox(db):
     assert found.bisection_states == {"b": {"done": 1, "running": 1}}
     assert [q.sha for q in found.queued] == [sha(3)]
     assert (found.outbox_waiting, found.outbox_given_up, found.outbox_oldest) == (1, 1, NOW - 40)
+
+
+def upstream_commit_rebuilt_and_an_old_one_forced(db) -> None:
+    """sha(1) came upstream, decided an hour after it was seen, then rebuilt by force; sha(0), older than the
+    relay's first poll (no position), was forced and decided 3 s later."""
+    arrive_and_decide(db, "b", 1, "failure", NOW - 2 * HOUR, NOW - HOUR, position=11)
+    assert not record_arrival(db, "b", sha(1), "main", NOW - 120), "forced again: its row and first seen_at stay"
+    assert decide(db, "b", sha(1), "success", "rebuilt", "forced", 5, NOW - 60)
+    arrive_and_decide(db, "b", 0, "success", NOW - 3, NOW, how="forced")
+
+
+def test_the_figures_leave_out_a_forced_commit_upstream_never_brought_and_keep_a_forced_rebuilds_first_verdict(db):
+    upstream_commit_rebuilt_and_an_old_one_forced(db)
+
+    assert decided_after(db, ["b"], NOW - DAY) == [Decided("b", "success", NOW - 2 * HOUR, NOW - HOUR)]
+    found = metrics_rows(db, ["b"], NOW)
+    assert found.states == {"b": {"success": 1}}
+    assert found.latencies == {"b": [HOUR]}
+    assert [row.sha for row in decided_since(db, NOW - DAY, "b")] == [sha(1)]
 
 
 @pytest.mark.parametrize("backends", [[], ["nobody"]])

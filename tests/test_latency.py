@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from clirun import InProcessCrcr
 from configfiles import write_backend
 from crcr.cli.latency import duration_text
-from crcr.store.commits import CommitRow, decide, mark_started, record_arrival
+from crcr.store.commits import CommitRow, Origin, decide, mark_started, record_arrival
 from crcr.store.latency import DAY, HOUR, backend_latency, nearest_rank, window
 from crcr.store.migrate import upgrade_tables
 from harness import free_port
@@ -117,10 +117,11 @@ def test_durations_read_as_their_two_largest_units(seconds, text):
 
 
 def add_commit(conn, backend: str, n: int, seen: int, started: int | None = None, decided: int | None = None,
-               how: str = "built") -> None:
-    """A commit as the ledger records it: arrival, its build's start, its verdict."""
+               how: str = "built", upstream: bool = True) -> None:
+    """A commit as the ledger records it: arrival (with its place in upstream order unless no upstream change
+    brought it), its build's start, its verdict."""
     sha = f"{n:040x}"
-    record_arrival(conn, backend, sha, "main", seen_at=seen, brid=n)
+    record_arrival(conn, backend, sha, "main", seen_at=seen, brid=n, origin=Origin(position=n if upstream else None))
     if started is not None:
         mark_started(conn, n, started_at=started)
     if decided is not None:
@@ -139,6 +140,9 @@ def fill_ledger(conn, now: int) -> None:
     add_commit(conn, "spyre", 5, seen=now - 3 * DAY - 45, started=now - 3 * DAY - 30, decided=now - 3 * DAY,
                how="forced")
     add_commit(conn, "spyre", 6, seen=now - 10 * DAY, started=now - 10 * DAY, decided=now - 9 * DAY)  # too old
+    # forced, older than the relay's first poll: a user's request, in no figure however quickly decided
+    add_commit(conn, "spyre", 11, seen=now - 10 * MINUTE, started=now - 10 * MINUTE, decided=now - 10 * MINUTE + 3,
+               how="forced", upstream=False)
     # still pending: one building, one queued
     add_commit(conn, "spyre", 7, seen=now - 2 * HOUR - 5 * MINUTE, started=now - HOUR)
     add_commit(conn, "spyre", 8, seen=now - 10 * MINUTE)

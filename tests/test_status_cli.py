@@ -294,6 +294,17 @@ def test_each_way_a_commit_is_decided(crcr, relay, how, started_at, said):
     assert result.stdout.splitlines()[1] == said
 
 
+def test_a_commit_forced_that_upstream_never_brought_is_said_to_count_in_no_figure(crcr, relay):
+    relay.answers[f"{HEALTH}/beta/commits/{B}"] = (200, {**COMMIT, "how": "forced", "covered_by": None,
+                                                         "latency": None})
+
+    result = crcr("status", "beta", B, "--url", relay.url)
+
+    assert result.stdout.splitlines()[2] == (
+        "seen 2025-12-03 12:00:00 UTC, decided 2025-12-03 13:02:00 UTC: no latency, a build asked for a commit no "
+        "upstream push brought counts in no figure")
+
+
 def test_a_bisected_commits_build_is_said_to_be_the_bisections(crcr, relay):
     built = {**COMMIT, "how": "bisected", "covered_by": None, "build_kind": "bisection"}
     relay.answers[f"{HEALTH}/beta/commits/{B}"] = (200, built)

@@ -78,7 +78,9 @@ def commit_lines(commit: dict, web_url: str) -> list[str]:
     lines = [f"{commit['backend']} {commit['sha']}: {verdict}", f"decided: {_how_text(commit)}"]
     times = f"seen {_utc(commit['seen_at'])}"
     if commit["decided_at"] is not None:
-        times += f", decided {_utc(commit['decided_at'])}: latency {duration_text(commit['latency'])}"
+        times += f", decided {_utc(commit['decided_at'])}: " + (
+            "no latency, a build asked for a commit no upstream push brought counts in no figure"
+            if commit["latency"] is None else f"latency {duration_text(commit['latency'])}")
     lines.append(times)
     if commit["build_url"]:
         asked_only = commit["build_kind"] == "bisection"

@@ -49,7 +49,8 @@ def commit_page(rows: CommitRows, commit_url: str) -> dict:
         "seen_at": commit.seen_at,
         "started_at": commit.started_at,
         "decided_at": commit.decided_at,
-        "latency": None if commit.decided_at is None else commit.decided_at - commit.seen_at,
+        # None too for a commit in no figure (a forced build of one no upstream change brought: commits.IN_FIGURES)
+        "latency": None if commit.decided_at is None or not commit.in_figures else commit.decided_at - commit.seen_at,
         "covered_by": covered_by(commit, build),
         "build_url": None if build is None else build_url(build.builderid, build.number),
         "build_kind": None if build is None else build.kind,  # "bisection": its cells hold the asked tests only

@@ -31,6 +31,18 @@ class CommitRow:
     title: str | None = None  # the first line of its message, when the relay knows it
     author: str | None = None
 
+    @property
+    def in_figures(self) -> bool:
+        """Whether the commit counts in the figures of upstream's flow (see IN_FIGURES)."""
+        return self.position is not None or self.how != "forced"
+
+
+# The commits the figures count (time to verdict, pass rate, decided counts): they describe the relay's promise,
+# every upstream commit validated within so long. A forced build of a commit no upstream change brought (older
+# than the relay's first poll) is a user's request, not upstream's flow: it is left out. A forced rebuild of an
+# upstream commit still counts, its latency ending at its first verdict (`decide` keeps that).
+IN_FIGURES = sa.or_(commits.c.position.is_not(None), sa.func.coalesce(commits.c.how, "") != "forced")
+
 
 @dataclass(frozen=True)
 class Origin:
@@ -153,9 +165,9 @@ def _update_pending(conn, backend: str, sha: str, **values) -> bool:
 
 
 def decided_since(conn, since: float, backend: str | None = None) -> list[CommitRow]:
-    """The commits of `backend` (of every backend without one) decided at or after `since`, earliest first: their
-    seen_at, started_at and decided_at are the latency's figures."""
-    query = commits.select().where(commits.c.decided_at >= int(since))
+    """The commits of `backend` (of every backend without one) decided at or after `since` that count in the
+    figures (IN_FIGURES), earliest first: their seen_at, started_at and decided_at are the latency's figures."""
+    query = commits.select().where(commits.c.decided_at >= int(since), IN_FIGURES)
     if backend is not None:
         query = query.where(commits.c.backend == backend)
     return _rows(conn, query.order_by(commits.c.decided_at, commits.c.id))

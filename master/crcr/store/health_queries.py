@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from crcr.store.bisections import Bisection, _bisections
-from crcr.store.commits import CommitRow, _rows as _commit_rows
+from crcr.store.commits import IN_FIGURES, CommitRow, _rows as _commit_rows
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 from crcr.store import outbox
 from crcr.store.tables import bisections, builds, commits, suite_runs, test_outcomes
@@ -198,8 +198,9 @@ def latest_streaks(conn, backends: list[str]) -> dict[str, Streak]:
 
 
 def decided_after(conn, backends: list[str], since: int) -> list[Decided]:
+    """The commits decided at or after `since` that count in the figures (commits.IN_FIGURES)."""
     query = (sa.select(_c.backend, _c.state, _c.seen_at, _c.decided_at)
-             .where(_c.backend.in_(backends), _c.decided_at >= since))
+             .where(_c.backend.in_(backends), _c.decided_at >= since, IN_FIGURES))
     return [Decided(*row) for row in conn.execute(query)]
 
 
@@ -407,11 +408,12 @@ def commit_rows(conn, commit: CommitRow) -> CommitRows:
 def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
     states: dict[str, dict[str, int]] = {}
     for backend, state, count in conn.execute(sa.select(_c.backend, _c.state, sa.func.count())
-                                              .where(_c.backend.in_(backends)).group_by(_c.backend, _c.state)):
+                                              .where(_c.backend.in_(backends), IN_FIGURES)
+                                              .group_by(_c.backend, _c.state)):
         states.setdefault(backend, {})[state] = count
     latencies: dict[str, list[int]] = {}
     for backend, latency in conn.execute(sa.select(_c.backend, _c.decided_at - _c.seen_at)
-                                         .where(_c.backend.in_(backends), _c.decided_at.is_not(None))):
+                                         .where(_c.backend.in_(backends), _c.decided_at.is_not(None), IN_FIGURES)):
         latencies.setdefault(backend, []).append(latency)
     bisection_states: dict[str, dict[str, int]] = {}
     bc = bisections.c
