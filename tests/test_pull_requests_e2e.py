@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 
 from conftest import make_upstream, prepare_relay, running, write_secret
 from harness import holding, wait_until
-from webhooks import WEBHOOK_SECRET, deliver_pull_request, pull_request_event
+from webhooks import WEBHOOK_SECRET, deliver_dispatch, deliver_pull_request, pull_request_event
 from webui import open_page, sign_in, wait_for_element
 
 pytestmark = pytest.mark.e2e
@@ -24,6 +24,8 @@ pytestmark = pytest.mark.e2e
 SUITE = {"name": "pr", "command": "python -m pytest test/test_pr.py -q --junitxml=$CRCR_RESULTS_DIR/pr.xml",
          "timeout": 240}
 LEVELS = {"three": "L3", "four": "L4", "two": "L2"}
+# The downstream repositories of two of them, where PyTorch's relay sends its dispatches.
+REPOS = {"four": "acme/four-backend", "two": "acme/two-backend"}
 HOSTS = {"pr-lab": {"devices": {name: 1 for name in LEVELS}, "admin": "PR Lab <lab@example.com>"}}
 CANCELLED = 6  # Buildbot's result code
 MAINTAINER = "Codertocat"  # the fixtures' sender, who adds the labels
@@ -50,7 +52,8 @@ def relay(tmp_path_factory, upstream, github, gates):
     backends = {
         name: {"description": f"{level} test backend", "maintainers": ["octocat"], "level": level, "device": name,
                "branches": ["main"], "timeout": 300, "queue": "every",
-               "env": {"GATES": str(gates), "BACKEND": name}, "suites": [SUITE]}
+               "env": {"GATES": str(gates), "BACKEND": name}, "suites": [SUITE],
+               **({"repo": REPOS[name]} if name in REPOS else {})}
         for name, level in LEVELS.items()
     }
     master, workers = prepare_relay(root, upstream, github, backends, hosts=HOSTS)
@@ -220,6 +223,22 @@ def test_a_redelivered_event_is_not_acted_on_twice(relay, upstream):
     relay.wait_for_finished_build("four", head)
     send(relay, event, delivery="delivery-27")
     assert len(requests_of(relay, 27)) == 1
+
+
+def test_a_dispatch_of_pytorchs_relay_builds_the_pr_head_once_on_the_backend_of_its_repository(relay, upstream):
+    """PyTorch's relay sends each upstream pull_request event to every downstream repository; a backend's repository
+    webhook hands it to crcr, which builds it for that backend alone, by its level, once per upstream delivery."""
+    head = upstream.pull_request(33, "Relayed by PyTorch's relay", {"test/test_pr.py": PASSING})
+    event = pull_request_event("opened", 33, head, upstream, labels=["ciflow/oot/three"])
+
+    assert deliver_dispatch(relay, event, "upstream-33", repo="Acme/Four-Backend") == 200
+    assert backends_asked(relay, 33) == {"four"}, "not three, whose label the PR has: the dispatch was four's"
+    assert relay.wait_for_finished_build("four", head)["results"] == 0
+    # Dispatched again (PyTorch's relay may), and to an L2 backend's repository (L2 builds no PR): nothing more.
+    assert deliver_dispatch(relay, event, "upstream-33", repo="acme/four-backend") == 200
+    assert deliver_dispatch(relay, event, "upstream-33", repo="acme/two-backend") == 200
+    assert deliver_dispatch(relay, event, "upstream-33", repo="acme/unknown") == 200
+    assert len(requests_of(relay, 33)) == 1
 
 
 def test_a_prs_new_failures_are_those_its_merge_base_did_not_have(relay, upstream, github):

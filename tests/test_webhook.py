@@ -11,6 +11,7 @@ import tempfile
 import uuid
 from unittest import mock
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import sqlalchemy as sa
@@ -38,6 +39,7 @@ from webhooks import sign
 
 SECRET = "the-webhook-secret"
 REPO = "pytorch/pytorch"
+DOWNSTREAM = "torch-spyre/torch-spyre"
 A = "a" * 40
 
 
@@ -54,6 +56,14 @@ class CountingPoller(ReconfigurablePollingChangeSource):
 
 def push(ref: str = "refs/heads/main", repo: str = REPO, **fields) -> dict:
     return {"ref": ref, "before": "0" * 40, "after": A, "deleted": False, "repository": {"full_name": repo}, **fields}
+
+
+def dispatch(event: dict, event_type: str, upstream_delivery: str, repo: str = DOWNSTREAM) -> dict:
+    """A repository_dispatch as PyTorch's relay sends one to a downstream repository (its webhook handler's
+    client_payload: the upstream event's name, its delivery id and its whole payload), as GitHub delivers it."""
+    return {"action": event_type, "branch": "main",
+            "client_payload": {"event_type": event_type, "delivery_id": upstream_delivery, "payload": event},
+            "repository": {"full_name": repo}, "sender": {"login": "pytorch-cross-repo-ci-relay[bot]"}}
 
 
 def pull_request(action: str = "opened", repo: str = REPO) -> dict:
@@ -100,9 +110,11 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
         self.configure()
 
     def configure(self, **env: str) -> None:
-        """The relay's www config (following main and release/2.9 of REPO) as the master loads it."""
+        """The relay's www config (following main and release/2.9 of REPO) as the master loads it; the backend spyre's
+        repository is DOWNSTREAM."""
         settings = settings_for(self.dirs, CRCR_GITHUB_REPO=REPO, CRCR_UPSTREAM_BRANCHES="main,release/2.9", **env)
-        self.master.config.www["change_hook_dialects"] = {"github": github_dialect(settings)}
+        backends = [SimpleNamespace(name="spyre", repo=DOWNSTREAM), SimpleNamespace(name="plain", repo=None)]
+        self.master.config.www["change_hook_dialects"] = {"github": github_dialect(settings, backends)}
         self.resource = ChangeHookResource(dialects=self.master.config.www["change_hook_dialects"], master=self.master)
 
     @defer.inlineCallbacks
@@ -261,6 +273,54 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
         status, _ = yield self.deliver("pull_request", pull_request("opened"))
 
         self.assertEqual(status, 200)
+
+    # --- dispatches of PyTorch's relay ---
+
+    @defer.inlineCallbacks
+    def test_a_relayed_push_to_a_followed_branch_polls_once_however_often_it_is_dispatched(self):
+        relayed = dispatch(push("refs/heads/main"), "push", "upstream-1")
+        status, text = yield self.deliver("repository_dispatch", relayed)
+        self.assertEqual((status, self.poller.polls), (200, 1), text)
+        self.assertIn(f"dispatched to {DOWNSTREAM}: push to main: polling upstream now", text)
+
+        # PyTorch's relay dispatches one upstream delivery again, GitHub delivers it under a new id: nothing more.
+        status, text = yield self.deliver("repository_dispatch", relayed)
+        self.assertEqual((status, self.poller.polls), (200, 1))
+        self.assertIn("upstream delivery upstream-1 already acted on", text)
+        yield self.deliver("repository_dispatch", dispatch(push("refs/heads/main"), "push", "upstream-2"))
+        self.assertEqual(self.poller.polls, 2, "a new upstream delivery acts")
+
+    @defer.inlineCallbacks
+    def test_a_relayed_pull_request_goes_to_the_pull_request_service(self):
+        status, text = yield self.deliver("repository_dispatch", dispatch(pull_request("opened"), "pull_request", "u-7"))
+
+        self.assertEqual(status, 200)
+        self.assertIn(f"dispatched to {DOWNSTREAM}: PR #7 opened", text)
+
+    @defer.inlineCallbacks
+    def test_dispatches_to_other_repositories_or_about_other_upstreams_do_nothing(self):
+        for relayed in (dispatch(push(), "push", "u-a", repo="someone/else"),
+                        dispatch(push(repo="someone/fork"), "push", "u-b"),
+                        dispatch(push(), "check_run", "u-c")):
+            status, text = yield self.deliver("repository_dispatch", relayed)
+            self.assertEqual(status, 200, text)
+        self.assertEqual(self.poller.polls, 0)
+
+    @defer.inlineCallbacks
+    def test_a_dispatch_not_shaped_as_pytorchs_relay_sends_it_is_refused_saying_why(self):
+        for client_payload in (None, {"event_type": "push", "payload": push()}, {"event_type": "push",
+                                                                                "delivery_id": "d", "payload": []}):
+            relayed = {**dispatch(push(), "push", "u"), "client_payload": client_payload}
+            status, text = yield self.deliver("repository_dispatch", relayed)
+            self.assertEqual(status, 400, client_payload)
+            self.assertIn("client_payload", text)
+        self.assertEqual(self.poller.polls, 0)
+
+    @defer.inlineCallbacks
+    def test_an_unsigned_dispatch_is_refused(self):
+        status, _ = yield self.deliver("repository_dispatch", dispatch(push(), "push", "u"), secret="not-the-secret")
+
+        self.assertEqual((status, self.poller.polls), (403, 0))
 
     # --- no secret ---
 

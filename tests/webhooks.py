@@ -111,3 +111,17 @@ def pull_request_event(action: str, number: int, head: str, upstream, labels=(),
 def deliver_pull_request(relay, event: dict, delivery: str | None = None, secret: str = WEBHOOK_SECRET) -> int:
     """POSTs a pull_request_event, signed with `secret`; returns the HTTP status."""
     return deliver(relay, "pull_request", event["fixture"], event["overrides"], secret=secret, delivery=delivery)
+
+
+def deliver_dispatch(relay, event: dict, upstream_delivery: str, repo: str, secret: str = WEBHOOK_SECRET) -> int:
+    """POSTs, as GitHub delivers it to a downstream repository's webhook, the repository_dispatch PyTorch's relay
+    sends `repo` for the pull_request_event `event` (its client_payload: the upstream event's name, the upstream
+    X-GitHub-Delivery `upstream_delivery`, the whole upstream payload); returns the HTTP status."""
+    upstream_payload = rewrite(load_fixture(event["fixture"]), event["overrides"])
+    dispatch = {"action": "pull_request", "branch": "main",
+                "client_payload": {"event_type": "pull_request", "delivery_id": upstream_delivery,
+                                   "payload": upstream_payload},
+                "repository": {"full_name": repo}, "sender": {"login": "pytorch-cross-repo-ci-relay[bot]"}}
+    body = json.dumps(dispatch).encode()
+    return post(relay.web_url, "repository_dispatch", body,
+                {"X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": sign(body, secret)})

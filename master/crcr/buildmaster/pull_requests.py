@@ -54,17 +54,20 @@ class PullRequestRelay(service.BuildbotService):
         self._lock = defer.DeferredLock()
         super().__init__(*args, **kwargs)
 
-    def handle(self, action: str, payload: dict) -> defer.Deferred:
-        """Acts on a pull_request event; returns what it did, for the receiver's log."""
-        return self._lock.run(self._handle, action, payload)
+    def handle(self, action: str, payload: dict, only: frozenset | None = None) -> defer.Deferred:
+        """Acts on a pull_request event for every backend (`only`: those named); returns what it did, for the
+        receiver's log."""
+        return self._lock.run(self._handle, action, payload, only)
 
     @defer.inlineCallbacks
-    def _handle(self, action: str, payload: dict):
+    def _handle(self, action: str, payload: dict, only: frozenset | None):
         pr = PullRequest.from_payload(payload)
         label = (payload.get("label") or {}).get("name")
         sender = (payload.get("sender") or {}).get("login", "")
         done = []
         for rules in self.rules:
+            if only is not None and rules.name not in only:
+                continue
             decision = decide(rules, action, pr, label)
             if decision.labeler_must_write:
                 decision = yield self._approved_by(sender, decision, rules)

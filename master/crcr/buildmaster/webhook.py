@@ -1,5 +1,6 @@
 """GitHub's webhooks at /change_hook/github on the web port: a push to a followed branch makes the upstream poller
-poll now; a pull_request event goes to the relay's pull-request service.
+poll now; a pull_request event goes to the relay's pull-request service; a repository_dispatch that PyTorch's own
+relay sent to a backend's repository does either for that backend (docs/pytorch-relay.md).
 
 Built on Buildbot's change hook (www's change_hook_dialects, its GitHubHandler and GitHubEventHandler), whose
 GitHubEventHandler.process is replaced here: it checks only the old sha1 X-Hub-Signature, turns pushes into changes
@@ -13,6 +14,8 @@ import hashlib
 import hmac
 import json
 import time
+from collections import defaultdict
+from dataclasses import dataclass
 
 from buildbot.plugins import util
 from buildbot.process.properties import Properties
@@ -20,6 +23,7 @@ from buildbot.www.hooks.github import GitHubEventHandler
 from twisted.internet import defer
 from twisted.python import log
 
+from crcr.config.models import Backend
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET, secret_problem
 from crcr.config.settings import Settings
 from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE
@@ -27,6 +31,7 @@ from crcr.store.service import relay_store
 from crcr.store.tables import DELIVERY_LENGTH
 
 DIALECT = "github"
+DISPATCH_EVENT = "repository_dispatch"
 MAX_BODY = 25 * 1024 * 1024  # GitHub does not deliver payloads over 25 MB: anything bigger is not GitHub's
 BRANCH_REF = "refs/heads/"
 
@@ -39,9 +44,10 @@ class Refused(Exception):
         self.status, self.text = status, text
 
 
-def github_dialect(settings: Settings) -> dict:
+def github_dialect(settings: Settings, backends: list[Backend] = ()) -> dict:
     """The options of www's change_hook_dialects["github"]. Without a usable secret the receiver is off (it answers
-    404): said once, at the configuration's load, as the GitHub status reporter says it."""
+    404): said once, at the configuration's load, as the GitHub status reporter says it. `backends`: the active ones,
+    whose `repo` receives PyTorch's relay's dispatches."""
     problem = secret_problem(settings.secrets_dir, GITHUB_WEBHOOK_SECRET)
     if problem is not None:
         log.msg(f"crcr: GitHub webhooks are off: no usable secret '{GITHUB_WEBHOOK_SECRET}' in "
@@ -51,7 +57,17 @@ def github_dialect(settings: Settings) -> dict:
         "secret": None if problem else util.Secret(GITHUB_WEBHOOK_SECRET),  # read through the secrets provider
         "github_repo": settings.github_repo,
         "branches": list(settings.upstream_branches),
+        "dispatched_to": _backends_by_repository(backends),
     }
+
+
+def _backends_by_repository(backends: list[Backend]) -> dict[str, list[str]]:
+    """Each downstream repository (GitHub compares names ignoring case) and the backends it stands for."""
+    found = defaultdict(list)
+    for backend in backends:
+        if backend.repo:
+            found[backend.repo.casefold()].append(backend.name)
+    return dict(found)
 
 
 class RelayGitHubEventHandler(GitHubEventHandler):
@@ -104,6 +120,8 @@ class RelayGitHubEventHandler(GitHubEventHandler):
 
         if event == "ping":
             return "pong"
+        if event == DISPATCH_EVENT:
+            return (yield self._relayed(payload, options, about))
         act = {"push": self.handle_push, "pull_request": self.handle_pull_request}.get(event)
         if act is None:
             return f"the relay does not use {event!r} events"
@@ -125,6 +143,35 @@ class RelayGitHubEventHandler(GitHubEventHandler):
         return done
 
     @defer.inlineCallbacks
+    def _relayed(self, payload: dict, options: dict, about: str):
+        """A repository_dispatch PyTorch's relay sent to a backend's repository: the upstream push or pull_request
+        event it wraps, acted on for the backends of that repository, once per upstream delivery (the relay may
+        dispatch one delivery twice, and GitHub may deliver each dispatch twice)."""
+        repository = (payload.get("repository") or {}).get("full_name") or ""
+        backends = options["dispatched_to"].get(repository.casefold())
+        if not backends:
+            return f"no backend of this relay has repo {repository!r}: nothing done"
+        relayed = relayed_event(payload)
+        act = {"push": self.handle_push, "pull_request": self.handle_pull_request}.get(relayed.event)
+        if act is None:
+            return f"the relay does not use relayed {relayed.event!r} events"
+        upstream = (relayed.payload.get("repository") or {}).get("full_name") or ""
+        if upstream.casefold() != options["github_repo"].casefold():
+            return f"relayed event not about {options['github_repo']}: nothing done"
+        key = relayed.claim_key(repository)
+        store = relay_store(self.master)
+        if not (yield store.claim_delivery(key, DISPATCH_EVENT, received_at=time.time())):
+            log.msg(f"crcr: dispatch of upstream delivery {relayed.delivery} to {repository} already acted on: {about}")
+            return f"upstream delivery {relayed.delivery} already acted on for {repository}"
+        try:
+            done = yield act(relayed.payload, options, only=frozenset(backends))
+        except Exception:
+            yield store.release_delivery(key)
+            raise
+        log.msg(f"crcr: GitHub webhook: dispatched by PyTorch's relay to {repository}: {done} ({about})")
+        return f"dispatched to {repository}: {done}"
+
+    @defer.inlineCallbacks
     def _read_secret(self, secret):
         properties = Properties()
         properties.master = self.master
@@ -134,10 +181,11 @@ class RelayGitHubEventHandler(GitHubEventHandler):
             log.msg(f"crcr: GitHub webhook refused (404): secret '{GITHUB_WEBHOOK_SECRET}' unusable: {e}")
             raise Refused(404, "GitHub webhooks are off on this relay") from None
 
-    def handle_push(self, payload: dict, options: dict) -> str:
+    def handle_push(self, payload: dict, options: dict, only: frozenset | None = None) -> str:
         """A push to a followed branch makes the upstream GitPoller poll now. The receiver adds no changes itself:
         the poller's bookkeeping (the last revision it saw of each branch) is what makes a commit that both the
-        webhook and a poll see one change, so one build. Tags, deletions, other branches: nothing."""
+        webhook and a poll see one change, so one build. Tags, deletions, other branches: nothing. (`only`: a push is
+        every backend's, whoever relayed it.)"""
         ref = payload.get("ref") or ""
         if not ref.startswith(BRANCH_REF):
             return f"{ref}: not a branch, nothing done"
@@ -151,11 +199,39 @@ class RelayGitHubEventHandler(GitHubEventHandler):
         return f"push to {branch}: polling upstream now"
 
     @defer.inlineCallbacks
-    def handle_pull_request(self, payload: dict, options: dict):
+    def handle_pull_request(self, payload: dict, options: dict, only: frozenset | None = None):
+        """`only`: the backends a relayed event is for (each decides by its level, as for GitHub's own)."""
         service = self.master.service_manager.namedServices.get(PULL_REQUESTS_SERVICE)
         if service is None:
             return "pull requests are not built by this relay: nothing done"
-        return (yield service.handle(payload.get("action") or "", payload))
+        return (yield service.handle(payload.get("action") or "", payload, only))
+
+
+@dataclass(frozen=True)
+class RelayedEvent:
+    """What a repository_dispatch of PyTorch's relay carries (its client_payload): the upstream event's name, its
+    X-GitHub-Delivery id, and its whole payload."""
+
+    event: str
+    delivery: str
+    payload: dict
+
+    def claim_key(self, repository: str) -> str:
+        # The deliveries table keeps ids of DELIVERY_LENGTH characters: a digest of the upstream id and the repository.
+        digest = hashlib.sha256(f"{self.delivery}\n{repository.casefold()}".encode()).hexdigest()
+        return f"dispatch:{digest}"[:DELIVERY_LENGTH]
+
+
+def relayed_event(payload: dict) -> RelayedEvent:
+    """The relayed event of a repository_dispatch; Refused (400) when it is not shaped as PyTorch's relay sends it."""
+    carried = payload.get("client_payload")
+    if not isinstance(carried, dict):
+        raise Refused(400, "a repository_dispatch without a client_payload object")
+    event, delivery, inner = carried.get("event_type"), carried.get("delivery_id"), carried.get("payload")
+    if not (isinstance(event, str) and isinstance(delivery, str) and delivery and isinstance(inner, dict)):
+        raise Refused(400, "client_payload must hold event_type and delivery_id strings and a payload object, as "
+                           "PyTorch's relay sends them")
+    return RelayedEvent(event, delivery, inner)
 
 
 def _header(request, name: bytes) -> str:

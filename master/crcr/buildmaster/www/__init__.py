@@ -129,7 +129,7 @@ def www_config(settings: Settings, relay: RelayConfig) -> dict:
             PLUGIN_NAME: PluginConfiguration(home_page_data(relay, settings)),
         },
         # GitHub's webhooks at /change_hook/github; Buildbot's other hooks stay off.
-        "change_hook_dialects": {DIALECT: github_dialect(settings)},
+        "change_hook_dialects": {DIALECT: github_dialect(settings, relay.active_backends)},
         "authz": relay_authz(relay, settings),  # who may do what: the files' maintainers and the admins
     }
 
