@@ -88,6 +88,35 @@ def test_empty_levels_and_keys_other_than_the_levels_are_accepted(tmp_path):
     assert read_allowlist(write_allowlist(tmp_path, "")).grant_for("a/b") is None
 
 
+EVENTS_SYNTAX = """\
+L2:
+  - org2/both
+  - org5/nightly-only:
+      events:
+        - nightly
+  - org6/said-both:
+      events: [pull_request, nightly]
+L3:
+  spyre:
+    torch-spyre/torch-spyre:
+      events: [pull_request]
+L4:
+  - org4/mature: [oncall1]
+"""
+
+
+def test_an_entry_says_what_it_takes_part_in_and_takes_part_in_both_unless_it_does(tmp_path):
+    """RFC-0056's events (pytorch/pytorch PR #197864 marks some L2 backends nightly-only)."""
+    allowlist = read_allowlist(write_allowlist(tmp_path, EVENTS_SYNTAX))
+    assert allowlist.grant_for("org5/nightly-only") == Grant("org5/nightly-only", "L2", None, 3, ("nightly",))
+    assert not allowlist.grant_for("org5/nightly-only").pull_requests
+    assert allowlist.grant_for("org2/both").events == ("pull_request", "nightly")
+    assert allowlist.grant_for("org6/said-both").events == ("pull_request", "nightly")
+    spyre = allowlist.grant_for("torch-spyre/torch-spyre")
+    assert (spyre.level, spyre.label, spyre.events) == ("L3", "ciflow/crcr/spyre", ("pull_request",))
+    assert allowlist.grant_for("org4/mature").events == ("pull_request", "nightly"), "oncalls say nothing of events"
+
+
 def test_pytorchs_real_allowlist():
     if not REAL_ALLOWLIST.is_file():
         pytest.skip(f"PyTorch's allowlist.yml is not at {REAL_ALLOWLIST} (the shared fixtures are not checked out)")
@@ -142,6 +171,12 @@ MALFORMED = [
         "small file huge once read, so the relay refuses it",
         id="alias-bomb",
     ),
+    pytest.param("L2:\n  - a/b:\n      events: [weekly]\n",
+                 "line 3: L2: events: 'weekly' is not one of pull_request, nightly", id="unknown-event"),
+    pytest.param("L2:\n  - a/b:\n      events: nightly\n",
+                 "line 3: L2: events: expected a list of pull_request and nightly", id="events-not-a-list"),
+    pytest.param("L2:\n  - a/b:\n      events: []\n",
+                 "line 3: L2: events: expected a list of pull_request and nightly", id="no-events"),
     pytest.param(
         "L3:\n  spyre: a/b\n",
         "line 2: L3: spyre: expected a mapping of repositories to their oncalls, found 'a/b'",
@@ -312,6 +347,17 @@ def test_crcr_check_passes_a_backend_within_its_grant(tmp_path, crcr_check, synt
     result = crcr_check(dirs, **env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok: 1 backends, 1 worker hosts"
+
+
+def test_crcr_check_refuses_a_pull_request_level_for_a_nightly_only_repository(tmp_path, crcr_check):
+    dirs, env = relay_dirs(tmp_path, "L4:\n  - torch-spyre/torch-spyre:\n      events: [nightly]\n")
+    write_backend(dirs.backends, "spyre", level="L3", repo="torch-spyre/torch-spyre")
+    result = crcr_check(dirs, **env)
+    assert result.returncode == 1
+    assert (f"level: L3 builds pull requests, and upstream's allowlist enrolls torch-spyre/torch-spyre for nightly "
+            f"only (CRCR_ALLOWLIST: {tmp_path / 'allowlist.yml'}, line 2: events)") in result.stderr, result.stderr
+    write_backend(dirs.backends, "spyre", level="L2", repo="torch-spyre/torch-spyre")
+    assert crcr_check(dirs, **env).returncode == 0, "L2 posts commit statuses, no PR results"
 
 
 def test_crcr_check_names_the_line_of_a_malformed_allowlist(tmp_path, crcr_check):

@@ -15,6 +15,15 @@ Two syntaxes are in use. The current one:
 
 and the older one, where every level is a list and an entry may carry its oncalls as text:
 `- org/repo: @oncall1,oncall2`. The oncalls are not used here.
+
+An entry may also say what it takes part in (RFC-0056, pytorch/pytorch PR #197864): a mapping with `events`,
+
+    L2:
+      - org5/nightly-only:
+          events: [nightly]
+
+`pull_request` (PyTorch's relay dispatches upstream's pull-request and push events to it, PR results) and `nightly`
+(scheduled self-reports). An entry without `events` takes part in both.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from crcr.config.readfiles import YAML_LIMIT, read_text
 from crcr.config.yamlfiles import compose_yaml
 
 LEVELS = ("L1", "L2", "L3", "L4")
+EVENTS = ("pull_request", "nightly")
 # PyTorch's relay (pytorch/test-infra, aws/lambda/cross_repo_ci_relay) gives an L3 repository a check run on the PRs
 # that carry ciflow/crcr/<LABEL_NAME>; the allowlist's own comment still says ciflow/oot/, the prefix it replaced.
 L3_LABEL_PREFIX = "ciflow/crcr/"
@@ -54,6 +64,11 @@ class Grant:
     level: str
     label: str | None  # the PR label of an L3 repository listed under a label name (the current syntax)
     line: int
+    events: tuple[str, ...] = EVENTS  # what the repository takes part in (`events:`; both when not said)
+
+    @property
+    def pull_requests(self) -> bool:
+        return "pull_request" in self.events
 
 
 @dataclass(frozen=True)
@@ -110,11 +125,29 @@ class _Reader:
         return self.found
 
     def entry(self, level: str, node: yaml.Node) -> None:
-        if isinstance(node, yaml.MappingNode):  # `- org/repo: <oncalls>`
+        events = EVENTS
+        if isinstance(node, yaml.MappingNode):  # `- org/repo: <oncalls>` or `- org/repo: {events: [...]}`
             if len(node.value) != 1:
                 self.fail(node, f"{level}: each entry names one repository (got {len(node.value)})")
-            node = node.value[0][0]
-        self.add(level, node, label=None)
+            node, value = node.value[0]
+            events = self.events(level, value)
+        self.add(level, node, label=None, events=events)
+
+    def events(self, level: str, value: yaml.Node) -> tuple[str, ...]:
+        """The `events` of an entry's mapping (other keys, such as oncalls, are not used); both without one."""
+        if not isinstance(value, yaml.MappingNode):
+            return EVENTS  # oncalls
+        for key, listed in value.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == "events":
+                names = [item.value for item in listed.value if isinstance(item, yaml.ScalarNode)] \
+                    if isinstance(listed, yaml.SequenceNode) else None
+                if not names or len(names) != len(listed.value):
+                    self.fail(listed, f"{level}: events: expected a list of {' and '.join(EVENTS)}")
+                unknown = [name for name in names if name not in EVENTS]
+                if unknown:
+                    self.fail(listed, f"{level}: events: {shown(unknown[0])} is not one of {', '.join(EVENTS)}")
+                return tuple(name for name in EVENTS if name in names)
+        return EVENTS
 
     def labelled(self, mapping: yaml.MappingNode) -> None:
         """L3 in the current syntax: {LABEL_NAME: {org/repo: [oncalls]}}."""
@@ -126,10 +159,10 @@ class _Reader:
             if not isinstance(repos, yaml.MappingNode):
                 self.fail(repos, f"L3: {name.value}: expected a mapping of repositories to their oncalls, "
                                  f"found {_kind(repos)}")
-            for repo, _oncalls in repos.value:
-                self.add("L3", repo, label=L3_LABEL_PREFIX + name.value)
+            for repo, value in repos.value:
+                self.add("L3", repo, label=L3_LABEL_PREFIX + name.value, events=self.events("L3", value))
 
-    def add(self, level: str, node: yaml.Node, label: str | None) -> None:
+    def add(self, level: str, node: yaml.Node, label: str | None, events: tuple[str, ...] = EVENTS) -> None:
         if not isinstance(node, yaml.ScalarNode):
             self.fail(node, f"{level}: expected a repository, found {_kind(node)}")
         repo = node.value
@@ -139,7 +172,7 @@ class _Reader:
         if earlier is not None:
             self.fail(node, f"{level}: {repo} is listed twice (also on line {earlier.line}); "
                             "a repository has one level")
-        self.found[repo.lower()] = Grant(repo, level, label, _line(node))
+        self.found[repo.lower()] = Grant(repo, level, label, _line(node), events)
 
     def fail(self, node: yaml.Node, problem: str) -> NoReturn:
         raise ConfigError(f"{self.where}: line {_line(node)}: {problem}")

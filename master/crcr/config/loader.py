@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from crcr.config.allowlist import LEVELS, Grant, read_allowlist
 from crcr.config.errors import ConfigError, describe_validation_error
-from crcr.config.models import Backend, WorkerHost
+from crcr.config.models import PULL_REQUEST_LEVELS, Backend, WorkerHost
 from crcr.config.paths import REPO_ROOT, display_path
 from crcr.config.readfiles import refuse_outside
 from crcr.config.secretfiles import problems as secret_dir_problems
@@ -156,6 +156,12 @@ def _grant_problem(backend: Backend, grant: Grant | None, source: str) -> str | 
         return (
             f"level: {backend.level} is above the level upstream's allowlist grants {backend.repo}: {grant.level} "
             f"({source}, line {grant.line}); use {grant.level} or below, or ask PyTorch to raise the repository's level"
+        )
+    if backend.level in PULL_REQUEST_LEVELS and not grant.pull_requests:
+        return (
+            f"level: {backend.level} builds pull requests, and upstream's allowlist enrolls {backend.repo} for "
+            f"{', '.join(grant.events)} only ({source}, line {grant.line}: events): PyTorch shows no PR results of "
+            "it; use L2, or ask PyTorch to add pull_request to its events"
         )
     return None
 
