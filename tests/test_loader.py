@@ -30,8 +30,8 @@ FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "pytorch-oot"
 NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter or digit"
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
 BACKEND_KEYS = (
-    "description, maintainers, level, repo, pr_label, trusted_associations, device, branches, queue, timeout, "
-    "stale_after, setup, env, suites"
+    "description, maintainers, level, repo, pr_label, trusted_associations, device, branches, queue, schedule, "
+    "timeout, stale_after, setup, env, suites"
 )
 SMOKE = {"name": "smoke", "command": "true"}
 

@@ -20,6 +20,7 @@ from crcr.names import FORCED_CHANGE_CATEGORY
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
 from crcr.names import upstream_scheduler_name
+from crcr.buildmaster.scheduled import scheduled
 from crcr.store.buildbot_tables import changes_after
 
 LAST_CHANGE = "last_changeid"  # the scheduler's state: the newest change it has dealt with
@@ -81,7 +82,10 @@ class UpstreamScheduler(schedulers.AnyBranchScheduler):
             yield self.setState(LAST_CHANGE, changeid)
 
 
-def upstream_scheduler(backend: Backend, settings: Settings) -> UpstreamScheduler:
+def upstream_scheduler(backend: Backend, settings: Settings):
+    """What builds a backend's upstream commits: each commit of its branches, or a branch's head on its schedule."""
+    if backend.schedule is not None:
+        return scheduled(backend, settings)
     # No tree-stable timer: every upstream commit gets its own build and verdict.
     return UpstreamScheduler(
         name=upstream_scheduler_name(backend.name),

@@ -182,6 +182,37 @@ class Suite(Strict):
         return self
 
 
+# What a scheduled backend builds (RFC-0056): the head of upstream's nightly branch once a day, or of viable/strict
+# (upstream's newest commit that passed its own CI, so a break there is the backend's) every so often.
+SCHEDULE_BRANCHES = {"nightly": "nightly", "periodic": "viable/strict"}
+NIGHTLY_HOUR = 3  # UTC: PyTorch's nightly branch moves at midnight UTC
+PERIODIC_EVERY = 21600  # seconds: every 6 hours
+
+
+class Schedule(Strict):
+    """`schedule:` of a backend built on a schedule instead of on every commit of its branches."""
+
+    follow: Literal["nightly", "periodic"]
+    hour: int = Field(default=NIGHTLY_HOUR, ge=0, le=23)  # nightly: the hour of the day, UTC
+    every: Seconds = PERIODIC_EVERY  # periodic: seconds between two looks at the branch
+    # The upstream branch whose head is built: nightly's for `nightly`, viable/strict for `periodic` (or main).
+    branch: str = Field(default_factory=lambda data: SCHEDULE_BRANCHES.get(data.get("follow"), "main"),
+                        max_length=MAX_BRANCH_NAME)
+
+    @field_validator("branch")
+    @classmethod
+    def _branch_name(cls, branch: str) -> str:
+        return check_branch_names([branch])[0]
+
+    @model_validator(mode="after")
+    def _fields_of_its_kind(self) -> "Schedule":
+        other = {"nightly": "every", "periodic": "hour"}[self.follow]
+        if other in self.model_fields_set:
+            raise ValueError(f"{other} is for follow: {'periodic' if other == 'every' else 'nightly'}, "
+                             f"not {self.follow}")
+        return self
+
+
 class Backend(Strict):
     name: str = Field(pattern=BACKEND_NAME, max_length=MAX_NAME)
     description: str = Field(min_length=1, max_length=MAX_TEXT)
@@ -206,6 +237,8 @@ class Backend(Strict):
     # Real hardware cannot build each of upstream's ~100 commits a day: the covering build, and a bisection
     # when it has new failures, give every commit its verdict.
     queue: QueuePolicy = QUEUE_NEWEST
+    # None: every upstream commit of `branches`; else the head of one branch on a schedule.
+    schedule: Schedule | None = None
     timeout: Seconds = 10800
     # A build request waiting this long while no unit of the device is connected gets a final error status on
     # GitHub, so that no commit shows pending for ever; it stays queued and builds when a unit returns.
