@@ -122,7 +122,7 @@ class RelayGitHubEventHandler(GitHubEventHandler):
             return "pong"
         if event == DISPATCH_EVENT:
             return (yield self._relayed(payload, options, about))
-        act = {"push": self.handle_push, "pull_request": self.handle_pull_request}.get(event)
+        act = self._handler(event)
         if act is None:
             return f"the relay does not use {event!r} events"
         repository = (payload.get("repository") or {}).get("full_name") or ""
@@ -130,17 +130,29 @@ class RelayGitHubEventHandler(GitHubEventHandler):
             log.msg(f"crcr: GitHub webhook about {repository!r}, not {options['github_repo']}: nothing done ({about})")
             return f"not about {options['github_repo']}: nothing done"
 
-        store = relay_store(self.master)
-        if not (yield store.claim_delivery(delivery, event, received_at=time.time())):
+        acted, done = yield self._once(delivery, event, lambda: act(payload, options))
+        if not acted:
             log.msg(f"crcr: GitHub webhook redelivered, already acted on: {about}")
             return f"delivery {delivery} already acted on"
-        try:
-            done = yield act(payload, options)
-        except Exception:
-            yield store.release_delivery(delivery)  # so that a redelivery acts
-            raise
         log.msg(f"crcr: GitHub webhook: {done} ({about})")
         return done
+
+    def _handler(self, event: str):
+        """What acts on an upstream event of this name, None for one the relay does not use."""
+        return {"push": self.handle_push, "pull_request": self.handle_pull_request}.get(event)
+
+    @defer.inlineCallbacks
+    def _once(self, key: str, event: str, act):
+        """(True, what act() did), unless delivery `key` was acted on before: (False, None). Several masters agree
+        through the store on who acts; a failure releases the key, so that a redelivery acts."""
+        store = relay_store(self.master)
+        if not (yield store.claim_delivery(key, event, received_at=time.time())):
+            return False, None
+        try:
+            return True, (yield act())
+        except Exception:
+            yield store.release_delivery(key)
+            raise
 
     @defer.inlineCallbacks
     def _relayed(self, payload: dict, options: dict, about: str):
@@ -152,22 +164,17 @@ class RelayGitHubEventHandler(GitHubEventHandler):
         if not backends:
             return f"no backend of this relay has repo {repository!r}: nothing done"
         relayed = relayed_event(payload)
-        act = {"push": self.handle_push, "pull_request": self.handle_pull_request}.get(relayed.event)
+        act = self._handler(relayed.event)
         if act is None:
             return f"the relay does not use relayed {relayed.event!r} events"
         upstream = (relayed.payload.get("repository") or {}).get("full_name") or ""
         if upstream.casefold() != options["github_repo"].casefold():
             return f"relayed event not about {options['github_repo']}: nothing done"
-        key = relayed.claim_key(repository)
-        store = relay_store(self.master)
-        if not (yield store.claim_delivery(key, DISPATCH_EVENT, received_at=time.time())):
+        acted, done = yield self._once(relayed.claim_key(repository), DISPATCH_EVENT,
+                                       lambda: act(relayed.payload, options, only=frozenset(backends)))
+        if not acted:
             log.msg(f"crcr: dispatch of upstream delivery {relayed.delivery} to {repository} already acted on: {about}")
             return f"upstream delivery {relayed.delivery} already acted on for {repository}"
-        try:
-            done = yield act(relayed.payload, options, only=frozenset(backends))
-        except Exception:
-            yield store.release_delivery(key)
-            raise
         log.msg(f"crcr: GitHub webhook: dispatched by PyTorch's relay to {repository}: {done} ({about})")
         return f"dispatched to {repository}: {done}"
 
