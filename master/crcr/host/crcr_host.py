@@ -46,6 +46,7 @@ PYTEST = "pytest==8.3.4"
 SUPERVISOR = "supervisor==4.3.0"
 
 MANIFEST = "crcr-host.json"
+BUILD_ENV_WORKER = "worker"  # --build-env: the worker's own venv, in which up installs pytest
 ROOT_HOST_DIR = "/var/lib/crcr-worker"
 ROOT_HOST_USER = "crcr"
 SYSTEMD_UNIT = "crcr-worker@.service"
@@ -174,8 +175,8 @@ class Plan:
         self.host = Host(checked_path(args.host_dir or default_host_dir(), "--host-dir"))
         self.python = checked_path(args.python or sys.executable, "--python")
         self.user = self._build_account(args.host_user)
-        self.build_env = "worker" if args.build_env in (None, "worker") else checked_path(args.build_env,
-                                                                                              "--build-env")
+        self.build_env = BUILD_ENV_WORKER if args.build_env in (None, BUILD_ENV_WORKER) else \
+            checked_path(args.build_env, "--build-env")
         self.supervisor = self._supervisor(args.supervisor)
 
     def _build_account(self, given: str | None) -> str:
@@ -205,7 +206,7 @@ class Plan:
 
     @property
     def build_python_dir(self) -> str:
-        return self.host.venv if self.build_env == "worker" else self.build_env
+        return self.host.venv if self.build_env == BUILD_ENV_WORKER else self.build_env
 
     def unit_path(self) -> str:
         """The units' PATH: the builds' Python environment first, so `python` and `pytest` are the chosen ones."""
@@ -410,7 +411,7 @@ def ensure_worker_venv(plan: Plan, run: Runner) -> list[str]:
             makedirs(venv, 0o755)
             run.owned_by_build_account(venv)
             run.run([plan.python, "-m", "venv", venv], "creating the worker venv", build_account=True)
-        packages = [BUILDBOT_WORKER, TWISTED] + ([PYTEST] if plan.build_env == "worker" else [])
+        packages = [BUILDBOT_WORKER, TWISTED] + ([PYTEST] if plan.build_env == BUILD_ENV_WORKER else [])
         run.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", *packages],
                 "installing buildbot-worker", build_account=True)
         changes.append(f"worker venv {venv} with {BUILDBOT_WORKER}")
@@ -437,7 +438,7 @@ def check_build_env(plan: Plan, run: Runner) -> None:
     result = run.run([python, "-c", "import pytest"], "", build_account=True, check=False) if os.path.exists(
         python) else None
     if result is None or result.returncode != 0:
-        where = "the worker venv" if plan.build_env == "worker" else f"--build-env {plan.build_env}"
+        where = "the worker venv" if plan.build_env == BUILD_ENV_WORKER else f"--build-env {plan.build_env}"
         missing = f"no {python}" if result is None else "`python -c \"import pytest\"` fails there: " + (
             result.stderr.strip().splitlines() or ["?"])[-1]
         raise Refused(f"the builds' Python environment ({where}) is not usable: {missing}. Builds run `python -m "
@@ -602,6 +603,12 @@ class Systemd:
         if units:
             self.systemctl("disable", "--now", "--quiet", *self.services(units), check=False)
 
+    def uninstall(self, units: list[str]) -> None:
+        """`down`: the units gone, and the template service with them."""
+        self.remove(units)
+        os.remove(os.path.join(SYSTEMD_DIR, SYSTEMD_UNIT))
+        self.systemctl("daemon-reload", check=False)
+
 
 class Supervisord:
     """supervisord (an existing supervisor, pip-installable, the same on any Linux) with one program per unit.
@@ -690,6 +697,10 @@ stdout_logfile={state}/{unit}.log
 
     def remove(self, units: list[str]) -> None:
         self.stop(units)
+
+    def uninstall(self, units: list[str]) -> None:
+        """`down`: supervisord stopped; its files are in state/, which down deletes."""
+        self.remove(units)
 
 
 def supervisord_pid(host: Host) -> int | None:
@@ -792,10 +803,7 @@ def cmd_stop(args) -> int:
 
 def cmd_down(args) -> int:
     existing = Existing(args.host_dir)
-    existing.supervisor.remove(existing.units)
-    if existing.manifest["supervisor"] == "systemd":
-        os.remove(os.path.join(SYSTEMD_DIR, SYSTEMD_UNIT))
-        existing.supervisor.systemctl("daemon-reload", check=False)
+    existing.supervisor.uninstall(existing.units)
     for unit in existing.units:
         shutil.rmtree(existing.host.unit(unit), ignore_errors=True)
     for made in (existing.host.venv, existing.host.state, existing.host.home):
