@@ -39,7 +39,7 @@ HEREDOC_END = "END"
 
 # The account and the directory are written into a systemd unit and into shell commands. Rather than quote
 # them for both (systemd reads '%' as a specifier, a newline starts a new directive), refuse what needs quoting.
-HOST_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+HOST_USER = crcr_host.ACCOUNT
 
 
 def check_host_user(user: str) -> None:

@@ -40,6 +40,7 @@ from crcr.config.limits import (
     MAX_TEXT,
     MAX_UNITS_PER_DEVICE,
 )
+from crcr.host import crcr_host
 
 BACKEND_NAME = described_pattern(
     r"^[a-z0-9][a-z0-9-]*$", "must be lowercase letters, digits and '-', starting with a letter or digit"
@@ -50,11 +51,12 @@ WORKER_NAME = described_pattern(
 )
 # A path on a worker host that the host's commands and systemd units carry unquoted: systemd reads '%' as a
 # specifier and a newline as a new directive, so what would need quoting is refused. Matched whole (re.fullmatch).
+# The host tool's own rule (it checks the same paths on the host).
 HOST_PATH = described_pattern(
-    r"/[A-Za-z0-9._/-]*", "must be an absolute path of letters, digits, '.', '_', '-' and '/'"
+    crcr_host.SAFE_PATH.pattern, "must be an absolute path of letters, digits, '.', '_', '-' and '/'"
 )
 # A host's build_env meaning the worker's own venv (in which the host tool installs pytest).
-BUILD_ENV_WORKER = "worker"
+BUILD_ENV_WORKER = crcr_host.BUILD_ENV_WORKER
 # Buildbot refuses worker names longer than this.
 BUILDBOT_NAME_LIMIT = 50
 DEVICE_NAME = described_pattern(
