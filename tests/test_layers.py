@@ -13,7 +13,7 @@ import pytest
 import crcr
 
 PACKAGE = Path(crcr.__file__).parent
-LAYERS = ["config", "suites", "bisection", "health", "buildmaster", "github", "cli", "store", "host"]
+LAYERS = ["config", "suites", "bisection", "health", "buildmaster", "github", "pytorch_relay", "cli", "store", "host"]
 PURE_LAYERS = ["config", "suites", "bisection", "health", "host"]  # testable and usable without a master
 
 

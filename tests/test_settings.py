@@ -66,6 +66,10 @@ OVERRIDES = [
     ("CRCR_HISTORY_DAYS", "400", "history_days", 400),
     ("CRCR_TAKEOVER_AFTER", "30", "takeover_after", 30),
     ("CRCR_MQ_REALM", "relay.labs", "mq_realm", "relay.labs"),
+    ("CRCR_PYTORCH_RELAY_URL", "http://127.0.0.1:9998/github/callback", "pytorch_relay_url",
+     "http://127.0.0.1:9998/github/callback"),
+    ("CRCR_PYTORCH_RELAY_TOKEN_COMMAND", "buildkite-agent oidc request-token --audience pytorch-cross-repo-ci-relay",
+     "pytorch_relay_token_command", "buildkite-agent oidc request-token --audience pytorch-cross-repo-ci-relay"),
 ]
 
 

@@ -113,7 +113,8 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
         """The relay's www config (following main and release/2.9 of REPO) as the master loads it; the backend spyre's
         repository is DOWNSTREAM."""
         settings = settings_for(self.dirs, CRCR_GITHUB_REPO=REPO, CRCR_UPSTREAM_BRANCHES="main,release/2.9", **env)
-        backends = [SimpleNamespace(name="spyre", repo=DOWNSTREAM), SimpleNamespace(name="plain", repo=None)]
+        backends = [SimpleNamespace(name="spyre", repo=DOWNSTREAM, report_to_pytorch=False),
+                    SimpleNamespace(name="plain", repo=None, report_to_pytorch=False)]
         self.master.config.www["change_hook_dialects"] = {"github": github_dialect(settings, backends)}
         self.resource = ChangeHookResource(dialects=self.master.config.www["change_hook_dialects"], master=self.master)
 

@@ -17,6 +17,7 @@ from crcr.buildmaster.router_loss import ExitWithTheMaster
 from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
 from crcr.config.loader import load_checked_relay_config
 from crcr.github.reporters import github_status_reporters
+from crcr.pytorch_relay.reporter import pytorch_relay_reporters
 from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler
 from crcr.buildmaster.secrets import SecretsDirectory
 from crcr.buildmaster.services.leadership import RelayLeadership
@@ -61,7 +62,8 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         ],
         "builders": make_builders(relay, settings),
         "services": [
-            *github_status_reporters(relay, settings), SilentWorkerWatch(settings.worker_keepalive),
+            *github_status_reporters(relay, settings), *pytorch_relay_reporters(relay, settings),
+            SilentWorkerWatch(settings.worker_keepalive),
             UpstreamMirror(upstream_url=settings.upstream_url, branches=list(settings.upstream_branches)),
             RelayStore(), RelayLeadership(takeover_after=settings.takeover_after),
             CommitLedger(reporting=[b.name for b in active if b.reports_to_github], github_repo=settings.github_repo,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ DIALECT = "github"
 DISPATCH_EVENT = "repository_dispatch"
 MAX_BODY = 25 * 1024 * 1024  # GitHub does not deliver payloads over 25 MB: anything bigger is not GitHub's
 BRANCH_REF = "refs/heads/"
+SHA = re.compile(r"^[0-9a-f]{40}$")
+BUILDING_ACTIONS = ("opened", "reopened", "synchronize")  # the pull_request actions PyTorch's relay dispatches but closed
 
 
 class Refused(Exception):
@@ -58,6 +61,7 @@ def github_dialect(settings: Settings, backends: list[Backend] = ()) -> dict:
         "github_repo": settings.github_repo,
         "branches": list(settings.upstream_branches),
         "dispatched_to": _backends_by_repository(backends),
+        "reporting_to_pytorch": frozenset(b.name for b in backends if b.report_to_pytorch),
     }
 
 
@@ -171,12 +175,25 @@ class RelayGitHubEventHandler(GitHubEventHandler):
         if upstream.casefold() != options["github_repo"].casefold():
             return f"relayed event not about {options['github_repo']}: nothing done"
         acted, done = yield self._once(relayed.claim_key(repository), DISPATCH_EVENT,
-                                       lambda: act(relayed.payload, options, only=frozenset(backends)))
+                                       lambda: self._act_relayed(act, relayed, options, frozenset(backends)))
         if not acted:
             log.msg(f"crcr: dispatch of upstream delivery {relayed.delivery} to {repository} already acted on: {about}")
             return f"upstream delivery {relayed.delivery} already acted on for {repository}"
         log.msg(f"crcr: GitHub webhook: dispatched by PyTorch's relay to {repository}: {done} ({about})")
         return f"dispatched to {repository}: {done}"
+
+    @defer.inlineCallbacks
+    def _act_relayed(self, act, relayed: RelayedEvent, options: dict, backends: frozenset):
+        """Before acting, the dispatch is kept for those of `backends` that report to PyTorch's relay: the build of
+        the commit it names reports back to it."""
+        sha = relayed.commit()
+        reporting = backends & options["reporting_to_pytorch"]
+        if sha and reporting:
+            store = relay_store(self.master)
+            for backend in sorted(reporting):
+                yield store.record_dispatch(backend, sha, relayed.event, relayed.delivery, relayed.echo(),
+                                            received_at=time.time())
+        return (yield act(relayed.payload, options, only=backends))
 
     @defer.inlineCallbacks
     def _read_secret(self, secret):
@@ -222,6 +239,36 @@ class RelayedEvent:
     event: str
     delivery: str
     payload: dict
+
+    def commit(self) -> str | None:
+        """The upstream commit the event asks built: a pull request's head, a push's newest commit; None when it
+        asks for none."""
+        if self.event == "pull_request":
+            if self.payload.get("action") not in BUILDING_ACTIONS:  # closed: nothing to build, nor to report
+                return None
+            sha = ((self.payload.get("pull_request") or {}).get("head") or {}).get("sha")
+        else:
+            sha = self.payload.get("after")
+        return sha if isinstance(sha, str) and SHA.match(sha) else None
+
+    def echo(self) -> dict:
+        """What a callback echoes of the upstream event (client_payload.payload): the fields PyTorch's relay and its
+        HUD read (a PR's number, head and labels; the commit, as `head_sha`; the repository), not the whole event
+        (a build property's worth, kept three days)."""
+        payload = self.payload
+        echo = {"repository": {"full_name": (payload.get("repository") or {}).get("full_name")},
+                "head_sha": self.commit()}  # where HUD takes a push's commit from (else it shows the delivery id)
+        if self.event == "pull_request":
+            pr = payload.get("pull_request") or {}
+            echo |= {"action": payload.get("action"), "number": pr.get("number"), "pull_request": {
+                "number": pr.get("number"), "html_url": pr.get("html_url"),
+                "head": {"sha": (pr.get("head") or {}).get("sha"), "ref": (pr.get("head") or {}).get("ref")},
+                "base": {"ref": (pr.get("base") or {}).get("ref")},
+                "labels": [{"name": label.get("name")} for label in pr.get("labels") or [] if isinstance(label, dict)],
+            }}
+        else:
+            echo |= {"ref": payload.get("ref"), "before": payload.get("before"), "after": payload.get("after")}
+        return echo
 
     def claim_key(self, repository: str) -> str:
         # The deliveries table keeps ids of DELIVERY_LENGTH characters: a digest of the upstream id and the repository.

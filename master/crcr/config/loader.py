@@ -166,6 +166,29 @@ def _grant_problem(backend: Backend, grant: Grant | None, source: str) -> str | 
     return None
 
 
+def _reporting_problems(backends: list[Backend], settings: Settings) -> dict[str, str]:
+    """{backend: why it cannot report to PyTorch's relay} for those with report_to_pytorch that cannot."""
+    refused = {}
+    for backend in backends:
+        if backend.report_to_pytorch and (problem := _reporting_problem(backend, settings)):
+            refused[backend.name] = f"{display_path(settings.backends_dir / (backend.name + '.yaml'))}: {problem}"
+    return refused
+
+
+def _reporting_problem(backend: Backend, settings: Settings) -> str | None:
+    if backend.level == "L1":
+        return ("report_to_pytorch: PyTorch's relay ignores the reports of L1 repositories (its HUD shows L2 and up); "
+                "use L2 or above, or remove report_to_pytorch")
+    if backend.repo is None:
+        return ("report_to_pytorch: needs repo: PyTorch's relay takes a report as the repository its OIDC token names, "
+                "e.g. repo: torch-spyre/torch-spyre")
+    if settings.pytorch_relay_token_command is None:
+        return ("report_to_pytorch: no token source: PyTorch's relay accepts only OIDC tokens of GitHub Actions or "
+                "Buildkite, which the relay cannot mint itself; set CRCR_PYTORCH_RELAY_TOKEN_COMMAND to a command "
+                "printing one for $CRCR_DOWNSTREAM_REPO (docs/pytorch-relay.md, 'Tokens')")
+    return None
+
+
 def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) -> RelayConfig:
     """Every file is checked. By default all problems are reported together, in one ConfigError.
     With leave_out_invalid, each backend or host file that is invalid on its own (a backend above its
@@ -174,6 +197,7 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
     malformed allowlist refuses either way."""
     backends, backend_errors = _load_dir(settings.backends_dir, Backend)
     backends, grant_errors = _within_grants(backends, settings)
+    grant_errors |= _reporting_problems(backends, settings)
     workers, worker_errors = _load_dir(settings.workers_dir, WorkerHost)
     clashes = _unit_name_errors(workers, settings.workers_dir)
     selections, selection_errors = _selections(backends, settings.backends_dir)

@@ -241,6 +241,9 @@ class Backend(Strict):
     queue: QueuePolicy = QUEUE_NEWEST
     # None: every upstream commit of `branches`; else the head of one branch on a schedule.
     schedule: Schedule | None = None
+    # Report each build that PyTorch's relay dispatched (and each scheduled one) to that relay, for its HUD, beside
+    # the commit statuses (docs/pytorch-relay.md).
+    report_to_pytorch: bool = False
     timeout: Seconds = 10800
     # A build request waiting this long while no unit of the device is connected gets a final error status on
     # GitHub, so that no commit shows pending for ever; it stays queued and builds when a unit returns.

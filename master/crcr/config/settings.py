@@ -84,6 +84,11 @@ class Settings(BaseModel):
     mq_router_url: str | None = Field(
         default=None, max_length=MAX_URL,
         pattern=described_pattern(r"^wss?://[^\s]+$", "must be a WebSocket URL, e.g. ws://router.internal:8080/ws"))
+    # PyTorch's own relay (docs/pytorch-relay.md): where backends with report_to_pytorch post their callbacks, and
+    # the command that prints an OIDC token for them (none: no backend may report there).
+    pytorch_relay_url: str = Field(
+        pattern=described_pattern(r"^https?://", "must start with http:// or https://"), max_length=MAX_URL)
+    pytorch_relay_token_command: str | None = Field(default=None, min_length=1, max_length=MAX_URL)
     mq_realm: str = Field(default="crcr", pattern=described_pattern(r"^[a-z][a-z0-9_.]*$",
                                                                       "must be a WAMP realm name, e.g. crcr"),
                           max_length=MAX_ADDRESS)

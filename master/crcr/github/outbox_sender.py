@@ -121,6 +121,7 @@ def http_client(reactor):
 
 class OutboxSender(service.BuildbotService):
     name = OUTBOX_SENDER
+    receiver = "GitHub"  # who takes the posts, as the log names it
 
     def checkConfig(self, api_url: str, retry_delay: int, max_delay: int, statuses: bool = True, app_id=None,
                     private_key=None, http=None):
@@ -208,7 +209,7 @@ class OutboxSender(service.BuildbotService):
                 if not self._stopping and (yield self._store.claim_for_github(row.id, self._now())):
                     delivery = self._deliver(row)
                     self._deliveries.add(delivery)
-                    delivery.addErrback(log.err, f"crcr: delivering {_what(row)} to GitHub")
+                    delivery.addErrback(log.err, f"crcr: delivering {self._what(row)} to {self.receiver}")
                     delivery.addBoth(self._delivered, delivery)
             if self._stopping or len(self._deliveries) >= MAX_POSTS_IN_FLIGHT:
                 return  # the end of a post in flight wakes the sender again
@@ -245,15 +246,25 @@ class OutboxSender(service.BuildbotService):
         finally:
             self._attempts.discard(attempt)
         yield self._pause_if_asked(answer)
-        if answer.code // 100 == 2:
-            yield self._store.delivered_to_github(row.id, max(self._now(), self._paused_until))
+        if self._taken(row, answer):
+            yield self._store.delivered_to_github(row.id, max(self._now(), self._paused_until), self.kinds)
         elif _worth_retrying(answer):
             yield self._retry(row, answer.message(), not_before=self._pause_end(answer), outage=_outage(answer))
         else:
             problem = answer.message()
-            log.msg(f"crcr: GitHub refused {_what(row)} of {row.repo}@{row.sha} for good ({problem}); given up "
+            log.msg(f"crcr: {self.receiver} refused {self._what(row)} of {row.repo}@{row.sha} for good ({problem}); given up "
                     f"(crcr status --outbox shows it for {KEEP_GIVEN_UP // 86400} days)")
             yield self._store.give_up_on_github(row.id, self._now(), problem)
+
+    def _taken(self, row: OutboxRow, answer: Answer) -> bool:
+        return answer.code // 100 == 2
+
+    def _what(self, row: OutboxRow) -> str:
+        """The post, as the log names it."""
+        if row.kind == STATUS:
+            return f"'{row.payload.get('state')}' {row.context} on {row.sha[:10]}"
+        state = row.payload.get("conclusion") or row.payload.get("status")
+        return f"check run {row.context} '{state}' on {row.sha[:10]}"
 
     def _attempt(self, row: OutboxRow) -> defer.Deferred:
         return self._post_status(row) if row.kind == STATUS else self._post_check_run(row)
@@ -288,8 +299,8 @@ class OutboxSender(service.BuildbotService):
         """`outage`: GitHub down rather than refusing this post; its next success ends the wait."""
         delay = min(self.retry_delay * 2 ** row.attempts, self.max_delay)
         when = math.ceil(max(self._now() + delay, not_before))
-        log.msg(f"crcr: GitHub did not take {_what(row)} ({problem}); attempt {row.attempts + 1}, "
-                f"next in {when - math.ceil(self._now())}s" + (" or once GitHub takes a post" if outage else ""))
+        log.msg(f"crcr: {self.receiver} did not take {self._what(row)} ({problem}); attempt {row.attempts + 1}, "
+                f"next in {when - math.ceil(self._now())}s" + (f" or once {self.receiver} takes a post" if outage else ""))
         yield self._store.github_failed(row.id, self._now(), when, problem, outage=outage)
 
     def _pause_end(self, answer: Answer) -> float:
@@ -310,22 +321,14 @@ class OutboxSender(service.BuildbotService):
         until = self._pause_end(answer)
         if until > self._now():
             why = answer.message() if answer.code >= 400 else "X-RateLimit-Remaining: 0"
-            log.msg(f"crcr: GitHub asks for a pause ({why}); no post for {math.ceil(until - self._now())}s")
+            log.msg(f"crcr: {self.receiver} asks for a pause ({why}); no post for {math.ceil(until - self._now())}s")
             self._paused_until = max(self._paused_until, until)
-            yield self._store.postpone_github(math.ceil(until), f"GitHub asked for a pause ({why})")
+            yield self._store.postpone_github(math.ceil(until), f"{self.receiver} asked for a pause ({why})", self.kinds)
 
 
 def _seconds(header: str) -> bool:
     """Whether a header's value is a number of seconds: ASCII digits (str.isdigit takes '²', which int() refuses)."""
     return header.isascii() and header.isdigit()
-
-
-def _what(row: OutboxRow) -> str:
-    """The post, as the log names it."""
-    if row.kind == STATUS:
-        return f"'{row.payload.get('state')}' {row.context} on {row.sha[:10]}"
-    state = row.payload.get("conclusion") or row.payload.get("status")
-    return f"check run {row.context} '{state}' on {row.sha[:10]}"
 
 
 def _rate_limited(answer: Answer) -> bool:

@@ -8,6 +8,10 @@ waiting, so that only the newest is sent (a final replaces a pending never sent)
 sending right now: the newer state then waits behind it. A sender claims a row while sending it; the claim of a
 sender that died mid-attempt (kill -9) lapses after CLAIM_EXPIRY.
 
+A callback to PyTorch's relay (kind `callback`; its target a dispatch's delivery and build) is delivered state by
+state: no newer state replaces one waiting, since that relay takes a build's `completed` only after its
+`in_progress`.
+
 A row GitHub refused for good (a 4xx that retrying cannot mend) stays, marked given up, for KEEP_GIVEN_UP, so
 that `crcr status --outbox` can show it; it no longer holds back its target's newer rows.
 
@@ -44,6 +48,8 @@ CLAIM_EXPIRY = 60  # seconds; above the sender's attempt timeout (30 s)
 KEEP_GIVEN_UP = 7 * 24 * 3600
 KEEP_SENT = 24 * 3600  # a target's last delivered state, refused again for this long: longer than any takeover
 KEEP_CHECK_RUN_IDS = 30 * 24 * 3600  # a build request's check run is updated for as long as it builds: days at most
+
+EVERY_STATE_KINDS = ("callback",)  # kinds whose every state is delivered, none replacing another
 
 _o = github_outbox.c
 
@@ -103,6 +109,10 @@ def enqueue(conn, kind: str, repo: str, sha: str, context: str, payload: dict, n
     again: the states waiting after it go instead."""
     check_value("kind", kind, OUTBOX_KINDS)
     key = state_key(kind, repo, sha, context, brid, payload)
+    if kind in EVERY_STATE_KINDS:  # after the states written before it, once
+        row_id = _insert(conn, kind, repo, sha, context, brid, payload, key, now, not_before)
+        conn.commit()
+        return row_id
     target = _same_target(kind, repo, sha, context, brid)
     rows = conn.execute(
         sa.select(_o.id, _o.state_key, _o.sent_at, _being_sent(now).label("being_sent"))
@@ -124,12 +134,19 @@ def enqueue(conn, kind: str, repo: str, sha: str, context: str, payload: dict, n
         conn.execute(github_outbox.update().where(_o.id == row_id).values(**values, sending_since=None))
         conn.execute(github_outbox.delete().where(_o.id.in_(older_states)))
     else:
-        row_id = insert_unless_present(
-            conn, github_outbox, kind=kind, repo=repo, sha=sha, context=context, brid=brid, created_at=int(now),
-            attempts=0, next_attempt_at=math.ceil(max(now, not_before)), **values)
-        if row_id is None:  # another master wrote the same state meanwhile
-            row_id = conn.execute(sa.select(_o.id).where(_o.state_key == key, _o.given_up_at.is_(None))).scalar_one()
+        row_id = _insert(conn, kind, repo, sha, context, brid, payload, key, now, not_before)
     conn.commit()
+    return row_id
+
+
+def _insert(conn, kind, repo, sha, context, brid, payload, key, now, not_before) -> int:
+    """A new row of this state; the row of another master that wrote the same state meanwhile, if one did."""
+    row_id = insert_unless_present(
+        conn, github_outbox, kind=kind, repo=repo, sha=sha, context=context, brid=brid, created_at=int(now),
+        updated_at=int(now), attempts=0, next_attempt_at=math.ceil(max(now, not_before)), state_key=key,
+        payload=json.dumps(payload))
+    if row_id is None:
+        row_id = conn.execute(sa.select(_o.id).where(_o.state_key == key, _o.given_up_at.is_(None))).scalar_one()
     return row_id
 
 
@@ -176,10 +193,11 @@ def claim(conn, row_id: int, now: float) -> bool:
     return claimed == 1
 
 
-def delivered(conn, row_id: int, outage_over_at: float) -> None:
-    """GitHub took it, so it answers again: the rows waiting out an outage's back-off fall due at `outage_over_at`
-    (now, or the end of a pause GitHub asked for), each still behind its target's earlier rows (due()). The row
-    stays, sent, as its target's last state (for KEEP_SENT from `outage_over_at`), replacing the one sent before."""
+def delivered(conn, row_id: int, outage_over_at: float, kinds: tuple[str, ...] = OUTBOX_KINDS) -> None:
+    """GitHub took it, so it answers again: the rows of `kinds` (those the same service takes) waiting out an
+    outage's back-off fall due at `outage_over_at` (now, or the end of a pause GitHub asked for), each still behind
+    its target's earlier rows (due()). The row stays, sent, as its target's last state (for KEEP_SENT from
+    `outage_over_at`), replacing the one sent before."""
     now = outage_over_at
     row = conn.execute(sa.select(github_outbox).where(_o.id == row_id)).first()
     if row is not None:
@@ -189,7 +207,7 @@ def delivered(conn, row_id: int, outage_over_at: float) -> None:
     conn.execute(github_outbox.delete().where(_o.sent_at < int(now) - KEEP_SENT))
     when = math.ceil(outage_over_at)
     conn.execute(github_outbox.update()
-                 .where(_o.outage, _unsent(), _o.next_attempt_at > when)
+                 .where(_o.kind.in_(kinds), _o.outage, _unsent(), _o.next_attempt_at > when)
                  .values(next_attempt_at=when, outage=False))
     conn.commit()
 
@@ -211,7 +229,7 @@ def _settle(conn, row_id: int, values) -> None:
     row = conn.execute(sa.select(github_outbox).where(_o.id == row_id)).first()
     if row is None:
         return
-    newer = conn.execute(
+    newer = None if row.kind in EVERY_STATE_KINDS else conn.execute(
         sa.select(_o.id).where(_same_target(row.kind, row.repo, row.sha, row.context, row.brid),
                                _unsent(), _o.id > row_id).order_by(_o.id.desc())
     ).scalars().first()
@@ -231,12 +249,13 @@ def give_up(conn, row_id: int, now: float, problem: str) -> None:
     conn.commit()
 
 
-def postpone_all(conn, until: float, problem: str) -> int:
-    """GitHub asked for a pause from every post (a rate limit): no row is tried before `until`, not even once a
-    post succeeds meanwhile (the rows moved wait for the pause now, not an outage's back-off); how many moved."""
+def postpone_all(conn, until: float, problem: str, kinds: tuple[str, ...] = OUTBOX_KINDS) -> int:
+    """GitHub asked for a pause from every post (a rate limit): no row of `kinds` (those the same service takes) is
+    tried before `until`, not even once a post succeeds meanwhile (the rows moved wait for the pause now, not an
+    outage's back-off); how many moved."""
     moved = conn.execute(
         github_outbox.update()
-        .where(_unsent(), _o.next_attempt_at < int(until))
+        .where(_o.kind.in_(kinds), _unsent(), _o.next_attempt_at < int(until))
         .values(next_attempt_at=int(until), outage=False, last_problem=problem)
     ).rowcount
     conn.commit()

@@ -12,8 +12,8 @@ from twisted.internet import defer
 
 from crcr.names import STORE_SERVICE
 from crcr.store import (
-    bisections, buildbot_tables, collapses, commits, deliveries, endings, health_queries, history, junit_files, leadership,
-    outbox,
+    bisections, buildbot_tables, collapses, commits, deliveries, dispatches, endings, health_queries, history, junit_files,
+    leadership, outbox,
 )
 from crcr.store.migrate import upgrade_tables
 
@@ -102,6 +102,11 @@ class RelayStore(service.BuildbotService):
 
     claim_delivery = _through_pool(deliveries.claim_delivery)
     release_delivery = _through_pool(deliveries.release_delivery)
+
+    record_dispatch = _through_pool(dispatches.record_dispatch)
+    answer_dispatches = _through_pool(dispatches.answer_dispatches)
+    answered_dispatches = _through_pool(dispatches.answered_by)
+    release_dispatches = _through_pool(dispatches.release_dispatches)
 
     enqueue_for_github = _through_pool(outbox.enqueue)
     outbox_due = _through_pool(outbox.due)

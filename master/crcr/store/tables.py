@@ -22,7 +22,8 @@ DELIVERY_LENGTH = 64  # GitHub's X-GitHub-Delivery ids are GUIDs (36 characters)
 EVENT_LENGTH = 40
 REPO_LENGTH = 255  # "owner/name"
 CONTEXT_LENGTH = 255  # a status's context, a check run's name
-OUTBOX_KINDS = ("status", "check_run")
+# A callback is a report to PyTorch's own relay (pytorch_relay/), not to GitHub, delivered the same way.
+OUTBOX_KINDS = ("status", "check_run", "callback")
 # What a recorded build was for: an upstream commit's own (or covering) build, a forced one, a pull request's, a
 # bisection's (only the tests it asked about).
 BUILD_KINDS = ("upstream", "forced", "pull_request", "bisection")
@@ -105,6 +106,24 @@ webhook_deliveries = sa.Table(
     sa.Column("received_at", sa.BigInteger, nullable=False),
     sa.Index("crcr_webhook_deliveries_delivery", "delivery", unique=True),
     sa.Index("crcr_webhook_deliveries_received_at", "received_at"),
+)
+
+# The upstream events PyTorch's relay dispatched to a backend (store/dispatches.py): what its builds report to.
+relay_dispatches = sa.Table(
+    "crcr_relay_dispatches",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("backend", sa.String(MAX_NAME), nullable=False),
+    sa.Column("sha", sa.String(SHA_LENGTH), nullable=False),  # the upstream commit the event asks built
+    sa.Column("event_type", sa.String(EVENT_LENGTH), nullable=False),
+    sa.Column("delivery_id", sa.String(DELIVERY_LENGTH), nullable=False),  # upstream's X-GitHub-Delivery
+    sa.Column("payload", sa.Text, nullable=False),  # JSON: the upstream event's fields a callback echoes
+    sa.Column("received_at", sa.BigInteger, nullable=False),
+    sa.Column("buildid", sa.Integer),  # the build reporting to it: the first of its commit to start after it came
+    sa.Index("crcr_relay_dispatches_delivery", "backend", "delivery_id", unique=True),
+    sa.Index("crcr_relay_dispatches_commit", "backend", "sha"),
+    sa.Index("crcr_relay_dispatches_received_at", "received_at"),
+    sa.Index("crcr_relay_dispatches_buildid", "buildid"),
 )
 
 # What GitHub must get, until it took it (store/outbox.py); never a token.

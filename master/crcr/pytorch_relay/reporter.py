@@ -1,0 +1,89 @@
+"""Builds reported to PyTorch's relay (backends with `report_to_pytorch`), through the outbox (sender.py):
+
+- a build of a commit that relay dispatched to the backend (a pull request's head, a push's newest commit) answers
+  each dispatch not answered yet: `in_progress` when it starts, `completed` with its conclusion and test counts when
+  it ends (store/dispatches.py says which build answers which);
+- a scheduled build (`schedule:`, RFC-0056) sends one `completed` self-report, `nightly` or `periodic`, the commit
+  tested as its delivery id.
+
+A build Buildbot retries (RETRY) sends no `completed`: its dispatches go to the next build of the commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from buildbot.reporters.base import ReporterBase
+from buildbot.reporters.generators.build import BuildStartEndStatusGenerator
+from buildbot.reporters.message import MessageFormatterFunction
+from twisted.internet import defer
+
+from crcr.config.loader import RelayConfig
+from crcr.config.settings import Settings
+from crcr.github.once import ReportedOnce
+from crcr.names import force_scheduler_name, pull_request_scheduler_name, upstream_scheduler_name
+from crcr.pytorch_relay.callbacks import COMPLETED, IN_PROGRESS, dispatched_body, self_reported_body, workflow
+from crcr.pytorch_relay.sender import CALLBACK, PYTORCH_RELAY_SENDER, PyTorchRelaySender
+from crcr.store.service import relay_store
+
+
+@dataclass(frozen=True)
+class Reporting:
+    """A backend reporting to PyTorch's relay, as its reports need it."""
+
+    repo: str  # its repository: the one the token names
+    follow: str | None  # its schedule's nightly or periodic; None when it follows every commit
+
+
+def pytorch_relay_reporters(relay: RelayConfig, settings: Settings) -> list:
+    """The reporter of the backends that report to PyTorch's relay, and the sender delivering what it writes."""
+    reporting = {b.name: Reporting(b.repo, b.schedule.follow if b.schedule else None)
+                 for b in relay.active_backends if b.report_to_pytorch}
+    if not reporting:
+        return []
+    # Not a bisection's builds: they run a few tests, not the commit's suite.
+    schedulers = [name(b) for b in reporting
+                  for name in (upstream_scheduler_name, force_scheduler_name, pull_request_scheduler_name)]
+    fields = MessageFormatterFunction(workflow, "json")
+    return [
+        PyTorchRelayCallbacks(reporting=reporting, github_repo=settings.github_repo, generators=[
+            BuildStartEndStatusGenerator(builders=list(reporting), schedulers=schedulers, start_formatter=fields,
+                                         end_formatter=fields)]),
+        PyTorchRelaySender(callback_url=settings.pytorch_relay_url, token_command=settings.pytorch_relay_token_command,
+                           retry_delay=settings.outbox_retry_delay, max_delay=settings.outbox_max_delay),
+    ]
+
+
+class PyTorchRelayCallbacks(ReportedOnce, ReporterBase):
+    name = "crcr-pytorch-relay-callbacks"
+
+    def checkConfig(self, reporting, github_repo, generators):
+        super().checkConfig(generators=generators)
+
+    @defer.inlineCallbacks
+    def reconfigService(self, reporting, github_repo, generators):
+        self.reporting, self.github_repo = reporting, github_repo
+        yield super().reconfigService(generators=generators)
+
+    @defer.inlineCallbacks
+    def sendMessage(self, reports):
+        build = reports[0]["builds"][0]
+        fields = reports[0]["body"]  # callbacks.workflow's
+        backend = build["builder"]["name"]  # builders are named after their backend (buildmaster/builders.py)
+        store = relay_store(self.master)
+        if fields is None:  # retried: the next build answers its dispatches
+            yield store.release_dispatches(build["buildid"])
+            return
+        sha = build["buildset"]["sourcestamps"][0]["revision"]
+        if fields["status"] == IN_PROGRESS:
+            dispatches = yield store.answer_dispatches(backend, sha, build["buildid"])
+        else:
+            dispatches = yield store.answered_dispatches(build["buildid"])
+        bodies = [dispatched_body(d.event_type, d.delivery_id, d.payload, fields) for d in dispatches]
+        reporting = self.reporting[backend]
+        scheduler = (build.get("properties") or {}).get("scheduler", [None])[0]
+        if fields["status"] == COMPLETED and reporting.follow and scheduler == upstream_scheduler_name(backend):
+            bodies.append(self_reported_body(reporting.follow, self.github_repo, sha, fields))
+        sender = self.master.service_manager.namedServices[PYTORCH_RELAY_SENDER]
+        for body in bodies:
+            yield sender.enqueue(CALLBACK, reporting.repo, sha, body["delivery_id"], body, brid=build["buildid"])
