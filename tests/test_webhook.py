@@ -31,7 +31,7 @@ from configfiles import make_dirs, settings_for, write_secret
 from crcr.buildmaster.pull_requests import PullRequestRelay
 from crcr.buildmaster.webhook import MAX_BODY, github_dialect
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
-from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE
+from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE, STORE_SERVICE
 from crcr.store.deliveries import KEEP_SECONDS, claim_delivery, release_delivery
 from crcr.store.migrate import upgrade_tables
 from crcr.store.service import RelayStore
@@ -109,11 +109,11 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
         self.addCleanup(log.removeObserver, observer)
         self.configure()
 
-    def configure(self, **env: str) -> None:
+    def configure(self, reporting: bool = False, **env: str) -> None:
         """The relay's www config (following main and release/2.9 of REPO) as the master loads it; the backend spyre's
-        repository is DOWNSTREAM."""
+        repository is DOWNSTREAM (`reporting`: spyre reports to PyTorch's relay)."""
         settings = settings_for(self.dirs, CRCR_GITHUB_REPO=REPO, CRCR_UPSTREAM_BRANCHES="main,release/2.9", **env)
-        backends = [SimpleNamespace(name="spyre", repo=DOWNSTREAM, report_to_pytorch=False),
+        backends = [SimpleNamespace(name="spyre", repo=DOWNSTREAM, report_to_pytorch=reporting),
                     SimpleNamespace(name="plain", repo=None, report_to_pytorch=False)]
         self.master.config.www["change_hook_dialects"] = {"github": github_dialect(settings, backends)}
         self.resource = ChangeHookResource(dialects=self.master.config.www["change_hook_dialects"], master=self.master)
@@ -297,6 +297,29 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(status, 200)
         self.assertIn(f"dispatched to {DOWNSTREAM}: PR #7 opened", text)
+
+    @defer.inlineCallbacks
+    def test_a_dispatch_is_kept_for_the_build_of_its_commit_to_answer_when_the_backend_reports_to_pytorch(self):
+        self.configure(reporting=True)
+        yield self.deliver("repository_dispatch", dispatch(pull_request("opened"), "pull_request", "u-7"))
+        yield self.deliver("repository_dispatch", dispatch(pull_request("opened"), "pull_request", "u-7"))  # again
+        yield self.deliver("repository_dispatch", dispatch(pull_request("closed"), "pull_request", "u-8"))
+        yield self.deliver("repository_dispatch", dispatch(push(), "push", "u-9"))
+
+        answered = yield self.master.service_manager.namedServices[STORE_SERVICE].answer_dispatches("spyre", A, 1)
+        self.assertEqual([(d.event_type, d.delivery_id) for d in answered], [("pull_request", "u-7"), ("push", "u-9")])
+        pr, pushed = (d.payload for d in answered)
+        self.assertEqual(pr["pull_request"], {"number": 7, "html_url": None, "head": {"sha": A, "ref": None},
+                                              "base": {"ref": "main"}, "labels": []})
+        self.assertEqual((pr["head_sha"], pr["repository"], pushed["head_sha"], pushed["after"]),
+                         (A, {"full_name": REPO}, A, A))
+
+    @defer.inlineCallbacks
+    def test_a_backend_that_does_not_report_keeps_no_dispatch(self):
+        yield self.deliver("repository_dispatch", dispatch(push(), "push", "u-9"))
+
+        answered = yield self.master.service_manager.namedServices[STORE_SERVICE].answer_dispatches("spyre", A, 1)
+        self.assertEqual(answered, [])
 
     @defer.inlineCallbacks
     def test_dispatches_to_other_repositories_or_about_other_upstreams_do_nothing(self):
