@@ -34,11 +34,13 @@ HEALTH_JSON = "plugins/crcr/api/health"  # the health pages' JSON, under the rel
 def _state(row: OutboxRow) -> str:
     if row.kind == "status":
         return row.payload.get("state", "?")
-    return row.payload.get("conclusion") or row.payload.get("status", "?")
+    fields = (row.payload.get("workflow") or {}) if row.kind == "callback" else row.payload
+    return fields.get("conclusion") or fields.get("status", "?")
 
 
 def _target(row: OutboxRow) -> str:
-    kind = "status" if row.kind == "status" else f"check run (build request {row.brid})"
+    kind = {"status": "status", "check_run": f"check run (build request {row.brid})",
+            "callback": f"{row.payload.get('event_type')} callback to PyTorch's relay (build {row.brid})"}[row.kind]
     return f"{row.repo}@{row.sha[:10]} {row.context} {kind} '{_state(row)}'"
 
 
