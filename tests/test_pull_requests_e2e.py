@@ -16,6 +16,7 @@ from selenium.webdriver.common.by import By
 
 from conftest import make_upstream, prepare_relay, running, write_secret
 from harness import holding, wait_until
+from pytorchrelay import PyTorchRelayStandIn
 from webhooks import WEBHOOK_SECRET, deliver_dispatch, deliver_pull_request, pull_request_event
 from webui import open_page, sign_in, wait_for_element
 
@@ -24,8 +25,9 @@ pytestmark = pytest.mark.e2e
 SUITE = {"name": "pr", "command": "python -m pytest test/test_pr.py -q --junitxml=$CRCR_RESULTS_DIR/pr.xml",
          "timeout": 240}
 LEVELS = {"three": "L3", "four": "L4", "two": "L2"}
-# The downstream repositories of two of them, where PyTorch's relay sends its dispatches.
+# The downstream repositories of two of them, where PyTorch's relay sends its dispatches; four reports back to it.
 REPOS = {"four": "acme/four-backend", "two": "acme/two-backend"}
+REPORTING = {"four"}
 HOSTS = {"pr-lab": {"devices": {name: 1 for name in LEVELS}, "admin": "PR Lab <lab@example.com>"}}
 CANCELLED = 6  # Buildbot's result code
 MAINTAINER = "Codertocat"  # the fixtures' sender, who adds the labels
@@ -47,16 +49,28 @@ def upstream(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def relay(tmp_path_factory, upstream, github, gates):
+def pytorch_relay():
+    """PyTorch's relay's callback endpoint, allowlisting the two downstream repositories at their levels."""
+    stand_in = PyTorchRelayStandIn(levels={REPOS[name]: LEVELS[name] for name in REPOS})
+    stand_in.start()
+    yield stand_in
+    stand_in.stop()
+
+
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory, upstream, github, gates, pytorch_relay):
     root = tmp_path_factory.mktemp("pr-relay")
     backends = {
         name: {"description": f"{level} test backend", "maintainers": ["octocat"], "level": level, "device": name,
                "branches": ["main"], "timeout": 300, "queue": "every",
                "env": {"GATES": str(gates), "BACKEND": name}, "suites": [SUITE],
-               **({"repo": REPOS[name]} if name in REPOS else {})}
+               **({"repo": REPOS[name]} if name in REPOS else {}),
+               **({"report_to_pytorch": True} if name in REPORTING else {})}
         for name, level in LEVELS.items()
     }
-    master, workers = prepare_relay(root, upstream, github, backends, hosts=HOSTS)
+    master, workers = prepare_relay(root, upstream, github, backends, hosts=HOSTS,
+                                    CRCR_PYTORCH_RELAY_URL=pytorch_relay.url,
+                                    CRCR_PYTORCH_RELAY_TOKEN_COMMAND=pytorch_relay.token_command(root))
     write_secret(root / "secrets", "github-webhook-secret", WEBHOOK_SECRET + "\n")
     github.grant(MAINTAINER, "write")
     github.grant(TRIAGER, "read")  # GitHub's coarse permission of the triage role, which may add labels
@@ -225,20 +239,43 @@ def test_a_redelivered_event_is_not_acted_on_twice(relay, upstream):
     assert len(requests_of(relay, 27)) == 1
 
 
-def test_a_dispatch_of_pytorchs_relay_builds_the_pr_head_once_on_the_backend_of_its_repository(relay, upstream):
+def test_a_dispatch_of_pytorchs_relay_builds_the_pr_head_once_and_reports_back_through_its_outage(
+        relay, upstream, pytorch_relay):
     """PyTorch's relay sends each upstream pull_request event to every downstream repository; a backend's repository
-    webhook hands it to crcr, which builds it for that backend alone, by its level, once per upstream delivery."""
+    webhook hands it to crcr, which builds it for that backend alone, by its level, once per upstream delivery, and
+    reports the build back to PyTorch's relay: in_progress, then completed, however long that relay is down and
+    though it took a callback whose answer was lost."""
     head = upstream.pull_request(33, "Relayed by PyTorch's relay", {"test/test_pr.py": PASSING})
     event = pull_request_event("opened", 33, head, upstream, labels=["ciflow/oot/three"])
+    for repo in REPOS.values():  # what PyTorch's relay records as it dispatches
+        pytorch_relay.dispatched("upstream-33", repo)
+    pytorch_relay.go_down(502)
 
     assert deliver_dispatch(relay, event, "upstream-33", repo="Acme/Four-Backend") == 200
     assert backends_asked(relay, 33) == {"four"}, "not three, whose label the PR has: the dispatch was four's"
-    assert relay.wait_for_finished_build("four", head)["results"] == 0
+    build = relay.wait_for_finished_build("four", head)
+    assert build["results"] == 0
     # Dispatched again (PyTorch's relay may), and to an L2 backend's repository (L2 builds no PR): nothing more.
     assert deliver_dispatch(relay, event, "upstream-33", repo="acme/four-backend") == 200
     assert deliver_dispatch(relay, event, "upstream-33", repo="acme/two-backend") == 200
     assert deliver_dispatch(relay, event, "upstream-33", repo="acme/unknown") == 200
     assert len(requests_of(relay, 33)) == 1
+
+    # PyTorch's relay was down the whole build: its callbacks waited, tried again and again.
+    wait_until(lambda: len(pytorch_relay.requests) >= 2, 30, "the callbacks tried during the outage")
+    assert pytorch_relay.callbacks() == []
+    pytorch_relay.lose_next_answers(1)  # it takes in_progress, and the answer is lost on the way back
+    pytorch_relay.come_back()
+    reported = wait_until(lambda: (lambda c: c if len(c) == 2 else None)(
+        pytorch_relay.callbacks(repo="acme/four-backend", delivery_id="upstream-33")), 60, "both callbacks")
+    assert [c["workflow"]["status"] for c in reported] == ["in_progress", "completed"]
+    done = reported[1]["workflow"]
+    assert (done["conclusion"], done["job_name"], done["run_id"], done["test_results"]) == (
+        "success", "four", str(build["buildid"]), {"passed": 1, "failed": 0, "skipped": 0})
+    assert done["url"].endswith(f"#/builders/{build['builderid']}/builds/{build['number']}")
+    echoed = reported[1]["payload"]
+    assert (echoed["pull_request"]["number"], echoed["pull_request"]["head"]["sha"]) == (33, head)
+    assert pytorch_relay.callbacks(repo="acme/two-backend") == [], "two does not report (nor build PRs)"
 
 
 def test_a_prs_new_failures_are_those_its_merge_base_did_not_have(relay, upstream, github):

@@ -44,14 +44,19 @@ def pytorch_relay_reporters(relay: RelayConfig, settings: Settings) -> list:
     # Not a bisection's builds: they run a few tests, not the commit's suite.
     schedulers = [name(b) for b in reporting
                   for name in (upstream_scheduler_name, force_scheduler_name, pull_request_scheduler_name)]
-    fields = MessageFormatterFunction(workflow, "json")
     return [
-        PyTorchRelayCallbacks(reporting=reporting, github_repo=settings.github_repo, generators=[
-            BuildStartEndStatusGenerator(builders=list(reporting), schedulers=schedulers, start_formatter=fields,
-                                         end_formatter=fields)]),
+        PyTorchRelayCallbacks(reporting=reporting, github_repo=settings.github_repo,
+                              generators=callback_generators(list(reporting), schedulers)),
         PyTorchRelaySender(callback_url=settings.pytorch_relay_url, token_command=settings.pytorch_relay_token_command,
                            retry_delay=settings.outbox_retry_delay, max_delay=settings.outbox_max_delay),
     ]
+
+
+def callback_generators(builders: list[str] | None, schedulers: list[str] | None) -> list:
+    """Each start and end of a build of `builders` asked for by `schedulers`: its callbacks.workflow as the body."""
+    fields = MessageFormatterFunction(workflow, "json")
+    return [BuildStartEndStatusGenerator(builders=builders, schedulers=schedulers, start_formatter=fields,
+                                         end_formatter=fields)]
 
 
 class PyTorchRelayCallbacks(ReportedOnce, ReporterBase):

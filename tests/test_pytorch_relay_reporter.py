@@ -1,0 +1,196 @@
+"""Reporting to PyTorch's relay under Buildbot's reporter harness: a build in Buildbot's fake database goes through
+the relay's generators into the outbox, and the sender posts it to PyTorch's relay, played by a twisted.web resource
+through treq's in-memory agent, each post with the token the token command printed (a process the fake reactor
+plays). The fake clock runs the retries."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from buildbot.process.results import FAILURE, RETRY, SUCCESS
+from buildbot.test.fake import fakemaster
+from buildbot.test.reactor import TestReactorMixin
+from buildbot.test.util.reporter import ReporterTestMixin
+from treq.testing import StubTreq
+from twisted.internet import defer
+from twisted.internet.error import ProcessDone
+from twisted.python.failure import Failure
+from twisted.trial import unittest
+from twisted.web.resource import Resource
+from twisted.web.server import NOT_DONE_YET
+
+from crcr.names import upstream_scheduler_name
+from crcr.pytorch_relay.reporter import PyTorchRelayCallbacks, Reporting, callback_generators
+from crcr.pytorch_relay.sender import PyTorchRelaySender
+from crcr.pytorch_relay.tokens import AUDIENCE
+from crcr.store.outbox import given_up
+from crcr.store.service import RelayStore
+from relaymaster import REPORTER_MASTER_ID, leadership
+
+CALLBACK_URL = "https://relay.pytorch.test/github/callback"
+DOWNSTREAM = "torch-spyre/torch-spyre"
+REPO = "pytorch/pytorch"
+HEAD = "c" * 40
+BUILDER = "Builder0"  # the harness's builder: named after its backend, as the relay's are
+TOKEN_COMMAND = f"{sys.executable} mint-token.py"
+NO_ANSWER = "no answer"
+DUPLICATE = {"detail": "callback rejected: invalid state transition delivery_id=d-1 repo=torch-spyre/torch-spyre "
+                       "status=in_progress"}
+
+
+class CallbackResource(Resource):
+    """PyTorch's relay's POST /github/callback: each request recorded (fake time, body, Authorization), answered
+    with the next scripted answer, else 200 as the relay takes a callback."""
+
+    isLeaf = True
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock, self.answers, self.requests = clock, [], []
+
+    def render(self, request):
+        self.requests.append((self.clock.seconds(), json.loads(request.content.read()),
+                              request.getHeader("Authorization")))
+        code, body = self.answers.pop(0) if self.answers else (200, {"ok": True, "status": "completed"})
+        if code == NO_ANSWER:
+            return NOT_DONE_YET
+        request.setResponseCode(code)
+        return json.dumps(body).encode()
+
+    def posted(self) -> list[tuple[str, str, str]]:
+        """(event_type, delivery_id, status) of each post."""
+        return [(body["event_type"], body["delivery_id"], body["workflow"]["status"]) for _, body, _ in self.requests]
+
+
+class PyTorchRelayReportingTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
+    @defer.inlineCallbacks
+    def setUp(self):
+        self.setup_test_reactor()
+        self.setup_reporter_test()
+        self.reporter_test_project, self.reporter_test_revision = REPO, HEAD
+        self.reporter_test_props.update(revision=HEAD, got_revision=HEAD)
+        self.master = yield fakemaster.make_master(self, wantData=True, wantDb=True, wantMq=True)
+        self.master.config.buildbotURL = "http://relay.test/"
+        self.master.service_manager = self.master  # where the reporter finds the store and the sender
+        self.store = RelayStore()
+        yield self.store.setServiceParent(self.master)
+        yield leadership().setServiceParent(self.master)
+        self.master.masterid = REPORTER_MASTER_ID  # the master running the builds ReporterTestMixin makes
+        self.relay = CallbackResource(self.reactor)
+        self.sender = PyTorchRelaySender(callback_url=CALLBACK_URL, token_command=TOKEN_COMMAND, retry_delay=10,
+                                         max_delay=600, http=StubTreq(self.relay))
+        yield self.sender.setServiceParent(self.master)
+        self.next_pid = 0
+        yield self.start_reporter(follow=None)
+        yield self.master.startService()
+        self.addCleanup(self.master.stopService)
+
+    def start_reporter(self, follow: str | None) -> defer.Deferred:
+        self.reporter = PyTorchRelayCallbacks(reporting={BUILDER: Reporting(DOWNSTREAM, follow)}, github_repo=REPO,
+                                              generators=callback_generators([BUILDER], None))
+        return self.reporter.setServiceParent(self.master)
+
+    def expect_tokens(self, count: int) -> None:
+        """The token command, run for each of the next `count` posts."""
+        env = {**os.environ, "CRCR_DOWNSTREAM_REPO": DOWNSTREAM, "CRCR_OIDC_AUDIENCE": AUDIENCE}
+        for _ in range(count):
+            self.reactor.expect_spawn(sys.executable, (sys.executable, "mint-token.py"), env=env)
+
+    def mint(self, token: str = "oidc-token") -> None:
+        """The token command running now prints `token` and exits."""
+        pid, self.next_pid = self.next_pid, self.next_pid + 1
+        self.reactor.process_send_stdout(pid, token.encode() + b"\n")
+        # The fake reactor's process_done hands a bare ProcessDone; Twisted's own protocols take it in a Failure.
+        self.reactor._processes[pid].processEnded(Failure(ProcessDone(0)))
+
+    @defer.inlineCallbacks
+    def event(self, build: dict, results: int | None = None):
+        if results is None:
+            yield self.reporter._got_event(("builds", 20, "new"), build)
+            return
+        yield self.master.db.builds.finishBuild(20, results)
+        finished = yield self.master.data.get(("builds", 20))
+        yield self.reporter._got_event(("builds", 20, "finished"), finished)
+
+    @defer.inlineCallbacks
+    def test_a_dispatched_build_reports_in_progress_then_completed_with_the_token_printed(self):
+        yield self.store.record_dispatch(BUILDER, HEAD, "pull_request", "d-1", {"head_sha": HEAD}, received_at=0)
+        self.expect_tokens(2)
+        build = yield self.insert_build_new()
+
+        yield self.event(build)
+        self.mint("first-token")
+        yield self.event(build, FAILURE)
+        self.mint("second-token")
+
+        self.assertEqual(self.relay.posted(), [("pull_request", "d-1", "in_progress"),
+                                               ("pull_request", "d-1", "completed")])
+        self.assertEqual([auth for _, _, auth in self.relay.requests], ["Bearer first-token", "Bearer second-token"])
+        completed = self.relay.requests[1][1]
+        self.assertEqual((completed["payload"], completed["workflow"]["conclusion"], completed["workflow"]["run_id"]),
+                         ({"head_sha": HEAD}, "failure", "20"))
+
+    @defer.inlineCallbacks
+    def test_completed_waits_for_in_progress_through_an_outage_and_a_lost_answer(self):
+        yield self.store.record_dispatch(BUILDER, HEAD, "pull_request", "d-1", {}, received_at=0)
+        self.relay.answers = [(502, {"detail": "Internal server error"}), (NO_ANSWER, None), (400, DUPLICATE)]
+        self.expect_tokens(4)
+        build = yield self.insert_build_new()
+        yield self.event(build)
+        self.mint()  # 502
+        yield self.event(build, SUCCESS)  # written behind the in_progress that waits
+        self.assertEqual(self.relay.posted(), [("pull_request", "d-1", "in_progress")])
+
+        self.reactor.advance(10)
+        self.mint()  # taken, but no answer
+        self.reactor.advance(30)  # the attempt's timeout
+        self.reactor.advance(20)
+        self.mint()  # "invalid state transition": the unanswered one got there
+        self.mint()  # completed
+
+        self.assertEqual(self.relay.posted(), [("pull_request", "d-1", "in_progress")] * 3
+                         + [("pull_request", "d-1", "completed")])
+        self.assertEqual(self.successResultOf(self.store.outbox_waiting()), [])
+        refused = self.successResultOf(self.master.db.pool.do(given_up, self.reactor.seconds()))
+        self.assertEqual(refused, [], "the duplicate was taken, not refused")
+
+    @defer.inlineCallbacks
+    def test_a_retried_build_reports_no_end_and_leaves_its_dispatch_to_the_next_build(self):
+        yield self.store.record_dispatch(BUILDER, HEAD, "push", "d-2", {}, received_at=0)
+        self.expect_tokens(1)
+        build = yield self.insert_build_new()
+        yield self.event(build)
+        self.mint()
+
+        yield self.event(build, RETRY)
+
+        self.assertEqual(self.relay.posted(), [("push", "d-2", "in_progress")])
+        answered = yield self.store.answer_dispatches(BUILDER, HEAD, 21)
+        self.assertEqual([d.delivery_id for d in answered], ["d-2"])
+
+    @defer.inlineCallbacks
+    def test_a_build_no_dispatch_asked_for_reports_nothing(self):
+        build = yield self.insert_build_new()
+        yield self.event(build)
+        yield self.event(build, SUCCESS)
+
+        self.assertEqual(self.relay.requests, [])
+
+    @defer.inlineCallbacks
+    def test_a_nightly_build_sends_one_completed_self_report_naming_its_commit(self):
+        yield self.reporter.disownServiceParent()
+        yield self.start_reporter(follow="nightly")
+        self.expect_tokens(1)
+        build = yield self.insert_build_new()
+        yield self.master.db.builds.setBuildProperty(20, "scheduler", upstream_scheduler_name(BUILDER), "Scheduler")
+        build = yield self.master.data.get(("builds", 20))
+
+        yield self.event(build)
+        yield self.event(build, SUCCESS)
+        self.mint()
+
+        self.assertEqual(self.relay.posted(), [("nightly", HEAD, "completed")])
+        payload = self.relay.requests[0][1]["payload"]
+        self.assertEqual(payload, {"repository": {"full_name": REPO}, "head_sha": HEAD})
