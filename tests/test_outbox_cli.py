@@ -68,6 +68,19 @@ def test_the_waiting_rows_with_their_attempts_next_try_and_last_problem(crcr, tm
     )
 
 
+def test_a_callback_to_pytorchs_relay_is_named_with_its_event_build_and_the_relays_refusal(crcr, tmp_path):
+    def refused_callback(conn, now: int) -> None:
+        body = {"event_type": "pull_request", "delivery_id": "d-1", "workflow": {"status": "in_progress"}}
+        row = enqueue(conn, "callback", "torch-spyre/torch-spyre", A, "d-1", body, now=now - 60, brid=812)
+        give_up(conn, row, now=now - 60, problem="HTTP 400: callback rejected: no matching dispatch record")
+
+    result = crcr("status", "--outbox", "--basedir", master_dir(tmp_path, refused_callback))
+
+    assert result.stdout.splitlines()[-1] == (
+        "  torch-spyre/torch-spyre@aaaaaaaaaa d-1 pull_request callback to PyTorch's relay (build 812) 'in_progress': "
+        "given up 1m ago: HTTP 400: callback rejected: no matching dispatch record")
+
+
 def test_nothing_waiting(crcr, tmp_path):
     basedir = master_dir(tmp_path)
 

@@ -74,9 +74,10 @@ class Answer:
         return defer.succeed(json.loads(self.body))
 
     def message(self) -> str:
-        """GitHub's own words on what went wrong."""
+        """GitHub's own words on what went wrong (PyTorch's relay's, FastAPI's, are its `detail`)."""
         try:
-            said = json.loads(self.body).get("message")
+            answer = json.loads(self.body)
+            said = answer.get("message") or answer.get("detail")
         except (ValueError, AttributeError):
             said = None
         return f"HTTP {self.code}: {said or self.body[:200].decode(errors='replace')}"
