@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 
 from conftest import make_upstream, prepare_relay, running, write_secret
 from harness import holding, wait_until
-from pytorchrelay import PyTorchRelayStandIn
+from pytorchrelay import NO_ANSWER, PyTorchRelayStandIn
 from webhooks import WEBHOOK_SECRET, deliver_dispatch, deliver_pull_request, pull_request_event
 from webui import open_page, sign_in, wait_for_element
 
@@ -269,6 +269,9 @@ def test_a_dispatch_of_pytorchs_relay_builds_the_pr_head_once_and_reports_back_t
     reported = wait_until(lambda: (lambda c: c if len(c) == 2 else None)(
         pytorch_relay.callbacks(repo="acme/four-backend", delivery_id="upstream-33")), 60, "both callbacks")
     assert [c["workflow"]["status"] for c in reported] == ["in_progress", "completed"]
+    after_outage = [r.answered for r in pytorch_relay.requests if r.answered != 502]
+    assert after_outage == [NO_ANSWER, 400, 200], "in_progress taken unanswered, its retry a duplicate, then completed"
+    assert "PyTorch's relay refused" not in relay.log_tail(5000), "the duplicate counted as taken, not refused"
     done = reported[1]["workflow"]
     assert (done["conclusion"], done["job_name"], done["run_id"], done["test_results"]) == (
         "success", "four", str(build["buildid"]), {"passed": 1, "failed": 0, "skipped": 0})

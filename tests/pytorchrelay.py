@@ -1,0 +1,320 @@
+"""A stand-in for PyTorch's own relay's callback endpoint (POST /github/callback), the one service besides GitHub the
+tests cannot reach: it checks each callback as that relay's handler does and records what it would forward to HUD.
+
+Its rules are those of pytorch/test-infra at 61a77570f45416dc425c17d4a648376541a84732,
+aws/lambda/cross_repo_ci_relay/: callback/lambda_function.py (route 404/405, JSON 400, the order below),
+utils/jwt_helper.py (the Bearer token: issuer one of the two compiled in, else 401 "Unsupported OIDC issuer";
+RS256, audience pytorch-cross-repo-ci-relay, expiry, else 401 "Invalid authorization token"; a GitHub token's
+`repository` claim, a Buildkite token's pipeline mapped to a repository, else 401/403), callback/callback_handler.py
+(a repository below L2 or not listed: 200 "ignored"; 100 callbacks a minute per repository, else 429; nightly and
+periodic: one `completed`, no dispatch record; else the dispatch record of (delivery, repository), else 400; the
+state machine of utils/redis_helper.py per (delivery, repository, run id, attempt, job): in_progress once, then
+completed once, else 400 "invalid state transition"; run_id not an integer: 500, as the real one fails), and
+utils/hud.py with torchci/lib/crcr/crcrUtils.ts (HUD refuses a callback without workflow.job_name or
+workflow.check_run_id, after the relay wrote its state; the relay answers HUD's 400 as its own).
+
+Stricter than the real relay where that one would pass garbage on to GitHub's check runs or HUD: a completed
+callback's conclusion must be a GitHub check-run conclusion (and an in_progress one has none), its times ISO 8601
+UTC with a Z, its test_results counts.
+
+It plays the issuers too: token() signs with its own key what GitHub Actions or Buildkite would, and token_command()
+is a command printing one, as crcr's CRCR_PYTORCH_RELAY_TOKEN_COMMAND runs it. It can be told to go down (502s, or
+connections closed unanswered) and to lose its next answers after acting (the sender cannot know it got there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+
+from fakegithub import rsa_key_pair
+
+PATH = "/github/callback"
+AUDIENCE = "pytorch-cross-repo-ci-relay"
+GITHUB_ISSUER = "https://token.actions.githubusercontent.com"
+BUILDKITE_ISSUER = "https://agent.buildkite.com"
+SELF_REPORTED = ("nightly", "periodic")
+CONCLUSIONS = ("success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required")
+ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+NO_ANSWER = 0  # Recorded.answered of a request left unanswered
+TOKEN_SCRIPT = Path(__file__).with_name("oidc_token.py")
+
+
+class Refusal(Exception):
+    def __init__(self, status: int, detail: str):
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+@dataclass(frozen=True)
+class Recorded:
+    method: str
+    path: str
+    authorization: str
+    body: dict | None
+    answered: int  # the HTTP status it replied with, or NO_ANSWER
+    detail: str
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024
+
+
+class PyTorchRelayStandIn:
+    def __init__(self, levels: dict[str, str], buildkite_pipelines: dict[tuple[str, str], str] | None = None,
+                 rate_limit: int = 100):
+        """`levels`: the allowlist, downstream repository → L1..L4; `buildkite_pipelines`: ci_providers.yml's
+        (organization_id, pipeline_id) → repository."""
+        self.levels = {repo.casefold(): level for repo, level in levels.items()}
+        self.buildkite_pipelines = buildkite_pipelines or {}
+        self.rate_limit = rate_limit
+        self._key_pem, self._public_key = rsa_key_pair()
+        self._lock = threading.Lock()
+        self._dispatched: set[tuple[str, str]] = set()
+        self._states: dict[tuple, str] = {}
+        self._recent: dict[str, deque] = {}
+        self._down: int | None | bool = False  # False: up; else the answer to give (None: close unanswered)
+        self._faults: list[int | None] = []
+        self._lose_answers = 0
+        self.requests: list[Recorded] = []
+        self.forwarded: list[tuple[str, dict]] = []  # (the repository the token named, the body) HUD got, in order
+        self.ignored: list[dict] = []
+        self._server = _Server(("127.0.0.1", 0), self._handler())
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}{PATH}"
+
+    def start(self) -> "PyTorchRelayStandIn":
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # --- what the tests tell it ---
+
+    def dispatched(self, delivery_id: str, repo: str) -> None:
+        """The DISPATCHED record its webhook side writes once it sent `repo` a repository_dispatch."""
+        with self._lock:
+            key = (delivery_id, repo.casefold())
+            if key in self._dispatched:
+                raise ValueError(f"delivery {delivery_id} already dispatched to {repo}: a duplicate DISPATCHED")
+            self._dispatched.add(key)
+
+    def go_down(self, answer: int | None = 502) -> None:
+        """Every request answered `answer` (None: its connection closed unanswered), unread, until come_back()."""
+        with self._lock:
+            self._down = answer
+
+    def come_back(self) -> None:
+        with self._lock:
+            self._down = False
+
+    def fail_next(self, count: int, answer: int | None = 503) -> None:
+        with self._lock:
+            self._faults += [answer] * count
+
+    def lose_next_answers(self, count: int) -> None:
+        """The next `count` requests acted on (states written, forwarded), their connections closed unanswered."""
+        with self._lock:
+            self._lose_answers += count
+
+    def token(self, repo: str, issuer: str = GITHUB_ISSUER, audience: str = AUDIENCE, lifetime: int = 300,
+              **claims) -> str:
+        """What the issuer would sign for a job of `repo` (GitHub: its `repository` claim)."""
+        now = int(time.time())
+        payload = {"iss": issuer, "aud": audience, "iat": now, "nbf": now, "exp": now + lifetime, **claims}
+        if issuer == GITHUB_ISSUER:
+            payload.setdefault("repository", repo)
+        return jwt.encode(payload, self._key_pem, algorithm="RS256")
+
+    def token_command(self, folder: Path) -> str:
+        """A command printing a token for $CRCR_DOWNSTREAM_REPO with audience $CRCR_OIDC_AUDIENCE, signed with this
+        stand-in's key (written to `folder`, readable by its owner only), as crcr runs its token command."""
+        key = Path(folder) / "pytorch-relay-issuer.pem"
+        key.write_text(self._key_pem)
+        os.chmod(key, 0o600)
+        return f"{sys.executable} {TOKEN_SCRIPT} {key} {GITHUB_ISSUER}"
+
+    # --- what the tests read ---
+
+    def callbacks(self, repo: str | None = None, delivery_id: str | None = None) -> list[dict]:
+        """The callbacks it took and forwarded to HUD, in order (a repository's: the one its token named)."""
+        with self._lock:
+            return [body for verified, body in self.forwarded
+                    if (repo is None or verified == repo.casefold())
+                    and (delivery_id is None or body.get("delivery_id") == delivery_id)]
+
+    # --- the handler's rules ---
+
+    def _handle(self, method: str, path: str, authorization: str, raw: bytes) -> tuple[int, dict]:
+        if path != PATH:
+            raise Refusal(404, "Not found")
+        if method != "POST":
+            raise Refusal(405, "Method not allowed")
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            raise Refusal(400, "Invalid JSON body") from None
+        repo = self._verified_repo(authorization)
+        level = self.levels.get(repo)
+        if level is None or level == "L1":
+            self.ignored.append(body)
+            return 200, {"ok": True, "status": "ignored"}
+        self._within_rate(repo)
+        if body.get("event_type", "") in SELF_REPORTED:
+            status = self._parse(body)[1]
+            if status != "completed":
+                raise Refusal(400, f"nightly/periodic callbacks must have status 'completed', got {status!r}")
+            return self._forward(body, repo, status)
+        delivery_id, status, run_id, run_attempt, job_name = self._parse(body)
+        if (delivery_id, repo) not in self._dispatched:
+            raise Refusal(400, "callback rejected: no matching dispatch record")
+        if status not in ("in_progress", "completed"):
+            raise Refusal(400, f"unknown callback status: {status!r}")
+        key = (delivery_id, repo, run_id, run_attempt, job_name)
+        before = self._states.get(key)
+        if run_id == 0 or before != {"in_progress": None, "completed": "in_progress"}[status]:
+            raise Refusal(400, f"callback rejected: invalid state transition delivery_id={delivery_id} repo={repo} "
+                               f"status={status}")
+        self._states[key] = status  # written before HUD is asked, as the real relay does
+        return self._forward(body, repo, status)
+
+    def _verified_repo(self, authorization: str) -> str:
+        token = authorization.removeprefix("Bearer ").strip()
+        if not token:
+            raise Refusal(401, "Missing authorization token")
+        try:
+            issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
+        except jwt.PyJWTError:
+            raise Refusal(401, "Invalid authorization token") from None
+        if issuer not in (GITHUB_ISSUER, BUILDKITE_ISSUER):
+            raise Refusal(401, f"Unsupported OIDC issuer: {issuer}")
+        try:
+            claims = jwt.decode(token, self._public_key, algorithms=["RS256"], issuer=issuer, audience=AUDIENCE)
+        except jwt.PyJWTError:
+            raise Refusal(401, "Invalid authorization token") from None
+        if issuer == GITHUB_ISSUER:
+            if not claims.get("repository"):
+                raise Refusal(401, "GitHub OIDC token missing 'repository' claim")
+            return claims["repository"].casefold()
+        pipeline = (claims.get("organization_id"), claims.get("pipeline_id"))
+        if None in pipeline:
+            raise Refusal(401, "Buildkite OIDC token missing organization_id or pipeline_id")
+        if pipeline not in self.buildkite_pipelines:
+            raise Refusal(403, "Buildkite pipeline not registered in ci_providers")
+        return self.buildkite_pipelines[pipeline].casefold()
+
+    def _within_rate(self, repo: str) -> None:
+        now = time.monotonic()
+        recent = self._recent.setdefault(repo, deque())
+        while recent and recent[0] < now - 60:
+            recent.popleft()
+        if len(recent) >= self.rate_limit:
+            raise Refusal(429, f"rate limit exceeded for {repo}")
+        recent.append(now)
+
+    @staticmethod
+    def _parse(body: dict) -> tuple[str, str, int, int, str | None]:
+        try:
+            workflow = body["workflow"]
+            delivery_id, status, name = body["delivery_id"], workflow["status"], workflow["name"]
+            run_id, run_attempt = workflow["run_id"], workflow.get("run_attempt", 1)
+        except (KeyError, TypeError) as e:
+            raise Refusal(400, f"callback body missing required field: {e}") from None
+        try:
+            return delivery_id, status, int(run_id), int(run_attempt), workflow.get("job_name")
+        except ValueError:
+            raise Refusal(500, "Internal server error") from None  # the real handler does not catch it
+
+    def _forward(self, body: dict, repo: str, status: str) -> tuple[int, dict]:
+        """HUD's turn: its required fields, and this stand-in's stricter checks of what it would store."""
+        workflow = body["workflow"]
+        for field in ("job_name", "check_run_id"):
+            if workflow.get(field) in (None, ""):
+                raise Refusal(400, f"HUD rejected callback: HTTP 400: Missing required field: workflow.{field}")
+        problem = _shape_problem(workflow, status)
+        if problem:
+            raise Refusal(400, f"HUD rejected callback: HTTP 400: {problem}")
+        self.forwarded.append((repo, body))
+        return 200, {"ok": True, "status": status}
+
+    def _handler(self):
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def do_GET(self):
+                self._answer()
+
+            def do_POST(self):
+                self._answer()
+
+            def _answer(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                authorization = self.headers.get("Authorization") or ""
+                with stand_in._lock:
+                    fault = stand_in._faults.pop(0) if stand_in._faults else stand_in._down
+                    lose = False
+                    if fault is not False:
+                        status, answer = (fault, {"detail": "Service Unavailable"}) if fault else (NO_ANSWER, {})
+                    else:
+                        try:
+                            status, answer = stand_in._handle(self.command, self.path.rstrip("/") or "/",
+                                                              authorization, raw)
+                        except Refusal as refusal:
+                            status, answer = refusal.status, {"detail": refusal.detail}
+                        if stand_in._lose_answers:
+                            stand_in._lose_answers -= 1
+                            lose = True
+                    try:
+                        body = json.loads(raw) if raw else None
+                    except ValueError:
+                        body = None
+                    answered = NO_ANSWER if lose else status
+                    stand_in.requests.append(Recorded(self.command, self.path, authorization, body, answered,
+                                                      str(answer.get("detail", answer.get("status", "")))))
+                if answered == NO_ANSWER:
+                    self.close_connection = True
+                    return
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        return Handler
+
+
+def _shape_problem(workflow: dict, status: str) -> str | None:
+    conclusion = workflow.get("conclusion")
+    if status == "completed" and conclusion not in CONCLUSIONS:
+        return f"workflow.conclusion {conclusion!r} is not a GitHub check-run conclusion"
+    if status == "in_progress" and conclusion is not None:
+        return f"workflow.conclusion {conclusion!r} on an in_progress callback"
+    for field in ("started_at", "completed_at"):
+        if workflow.get(field) is not None and not ISO_UTC.match(str(workflow[field])):
+            return f"workflow.{field} {workflow[field]!r} is not ISO 8601 UTC"
+    counts = workflow.get("test_results")
+    if counts is not None and not (isinstance(counts, dict) and all(
+            isinstance(counts.get(k), int) and counts[k] >= 0 for k in ("passed", "failed", "skipped"))):
+        return f"workflow.test_results {counts!r} are not counts of passed, failed and skipped"
+    return None
