@@ -14,7 +14,8 @@ DELIVERY = "72d3162e-cc78-11e3-81ab-4c9367dc0958"
 
 
 def callback(db, status: str, now: float, delivery: str = DELIVERY, buildid: int = 7) -> int:
-    body = {"event_type": "pull_request", "delivery_id": delivery, "workflow": {"status": status, "run_id": str(buildid)}}
+    body = {"event_type": "pull_request", "delivery_id": delivery,
+            "workflow": {"status": status, "run_id": str(buildid)}}
     return enqueue(db, "callback", DOWNSTREAM, A, delivery, body, now=now, brid=buildid)
 
 

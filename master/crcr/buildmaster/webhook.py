@@ -36,7 +36,8 @@ DISPATCH_EVENT = "repository_dispatch"
 MAX_BODY = 25 * 1024 * 1024  # GitHub does not deliver payloads over 25 MB: anything bigger is not GitHub's
 BRANCH_REF = "refs/heads/"
 SHA = re.compile(r"^[0-9a-f]{40}$")
-BUILDING_ACTIONS = ("opened", "reopened", "synchronize")  # the pull_request actions PyTorch's relay dispatches but closed
+# The pull_request actions PyTorch's relay dispatches, but closed: those that ask for a build.
+BUILDING_ACTIONS = ("opened", "reopened", "synchronize")
 
 
 class Refused(Exception):

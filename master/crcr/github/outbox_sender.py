@@ -253,8 +253,8 @@ class OutboxSender(service.BuildbotService):
             yield self._retry(row, answer.message(), not_before=self._pause_end(answer), outage=_outage(answer))
         else:
             problem = answer.message()
-            log.msg(f"crcr: {self.receiver} refused {self._what(row)} of {row.repo}@{row.sha} for good ({problem}); given up "
-                    f"(crcr status --outbox shows it for {KEEP_GIVEN_UP // 86400} days)")
+            log.msg(f"crcr: {self.receiver} refused {self._what(row)} of {row.repo}@{row.sha} for good ({problem}); "
+                    f"given up (crcr status --outbox shows it for {KEEP_GIVEN_UP // 86400} days)")
             yield self._store.give_up_on_github(row.id, self._now(), problem)
 
     def _taken(self, row: OutboxRow, answer: Answer) -> bool:
@@ -301,7 +301,8 @@ class OutboxSender(service.BuildbotService):
         delay = min(self.retry_delay * 2 ** row.attempts, self.max_delay)
         when = math.ceil(max(self._now() + delay, not_before))
         log.msg(f"crcr: {self.receiver} did not take {self._what(row)} ({problem}); attempt {row.attempts + 1}, "
-                f"next in {when - math.ceil(self._now())}s" + (f" or once {self.receiver} takes a post" if outage else ""))
+                f"next in {when - math.ceil(self._now())}s"
+                + (f" or once {self.receiver} takes a post" if outage else ""))
         yield self._store.github_failed(row.id, self._now(), when, problem, outage=outage)
 
     def _pause_end(self, answer: Answer) -> float:
@@ -324,7 +325,8 @@ class OutboxSender(service.BuildbotService):
             why = answer.message() if answer.code >= 400 else "X-RateLimit-Remaining: 0"
             log.msg(f"crcr: {self.receiver} asks for a pause ({why}); no post for {math.ceil(until - self._now())}s")
             self._paused_until = max(self._paused_until, until)
-            yield self._store.postpone_github(math.ceil(until), f"{self.receiver} asked for a pause ({why})", self.kinds)
+            yield self._store.postpone_github(math.ceil(until), f"{self.receiver} asked for a pause ({why})",
+                                              self.kinds)
 
 
 def _seconds(header: str) -> bool:

@@ -12,8 +12,8 @@ from twisted.internet import defer
 
 from crcr.names import STORE_SERVICE
 from crcr.store import (
-    bisections, buildbot_tables, collapses, commits, deliveries, dispatches, endings, health_queries, history, junit_files,
-    leadership, outbox,
+    bisections, buildbot_tables, collapses, commits, deliveries, dispatches, endings, health_queries, history,
+    junit_files, leadership, outbox,
 )
 from crcr.store.migrate import upgrade_tables
 
