@@ -45,8 +45,9 @@ echo "with the password $(cat "$secrets/demo-password")   (kept in $secrets/demo
 echo "From the command line: CRCR_PASSWORD=\$(cat $secrets/demo-password) .venv/bin/crcr force demo main --user demo"
 # A lab admin's story on this machine: the demo's settings that differ from the defaults go with the commands.
 settings=""
-for name in CRCR_WEB_PORT CRCR_WORKER_PORT CRCR_SECRETS_DIR CRCR_WORKERS_DIR CRCR_BACKENDS_DIR; do
-  [ -n "${!name:-}" ] && settings+="$name=${!name} "
+for name in CRCR_WEB_PORT CRCR_WORKER_PORT CRCR_SECRETS_DIR CRCR_WORKERS_DIR CRCR_BACKENDS_DIR \
+            CRCR_PYTORCH_RELAY_URL CRCR_PYTORCH_RELAY_TOKEN_COMMAND; do
+  [ -n "${!name:-}" ] && settings+="$name=$(printf %q "${!name}") "
 done
 echo
 echo "Attach a second local host as a lab admin would: register it and reconfigure the relay,"

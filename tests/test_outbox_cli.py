@@ -81,6 +81,25 @@ def test_a_callback_to_pytorchs_relay_is_named_with_its_event_build_and_the_rela
         "given up 1m ago: HTTP 400: callback rejected: no matching dispatch record")
 
 
+def test_a_callback_waiting_behind_its_in_progress_says_so_and_names_the_relay_it_waits_for(crcr, tmp_path):
+    def relay_down(conn, now: int) -> None:
+        body = {"event_type": "push", "delivery_id": "d-2", "workflow": {"status": "in_progress"}}
+        row = enqueue(conn, "callback", "acme/demo", A, "d-2", body, now=now - 40, brid=3)
+        claim(conn, row, now=now - 40)
+        failed(conn, row, now=now - 30, next_attempt_at=now + 34, problem="HTTP 502: Service Unavailable", outage=True)
+        done = {**body, "workflow": {"status": "completed", "conclusion": "success"}}
+        enqueue(conn, "callback", "acme/demo", A, "d-2", done, now=now - 38, brid=3)
+
+    result = crcr("status", "--outbox", "--basedir", master_dir(tmp_path, relay_down))
+
+    assert result.stdout.splitlines()[1:] == [
+        "  acme/demo@aaaaaaaaaa d-2 push callback to PyTorch's relay (build 3) 'in_progress': waiting 40s, 1 attempt "
+        "failed, next try in 34s or once PyTorch's relay takes a post; last problem: HTTP 502: Service Unavailable",
+        "  acme/demo@aaaaaaaaaa d-2 push callback to PyTorch's relay (build 3) 'success': waiting 38s, not tried yet, "
+        "after the state before it",
+    ]
+
+
 def test_nothing_waiting(crcr, tmp_path):
     basedir = master_dir(tmp_path)
 

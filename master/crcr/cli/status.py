@@ -48,19 +48,23 @@ def _being_sent(row: OutboxRow, now: int) -> bool:
     return row.sending_since is not None and row.sending_since > now - CLAIM_EXPIRY
 
 
-def _next_try(row: OutboxRow, now: int) -> str:
+def _next_try(row: OutboxRow, now: int, behind: bool) -> str:
     if _being_sent(row, now):
         return "being sent"
+    if behind:
+        return "after the state before it"
     if row.next_attempt_at <= now:
         return "due now"
-    after_outage = " or once GitHub takes a post" if row.outage else ""
+    receiver = "PyTorch's relay" if row.kind == "callback" else "GitHub"
+    after_outage = f" or once {receiver} takes a post" if row.outage else ""
     return f"next try in {duration_text(row.next_attempt_at - now)}{after_outage}"
 
 
-def _waiting_line(row: OutboxRow, now: int) -> str:
+def _waiting_line(row: OutboxRow, now: int, behind: bool = False) -> str:
+    """`behind`: an earlier state of its target waits too, and goes first."""
     tried = f"{counted(row.attempts, 'attempt')} failed" if row.attempts else "not tried yet"
     problem = f"; last problem: {row.last_problem}" if row.last_problem else ""
-    return f"{_target(row)}: waiting {duration_text(now - row.created_at)}, {tried}, {_next_try(row, now)}{problem}"
+    return f"{_target(row)}: waiting {duration_text(now - row.created_at)}, {tried}, {_next_try(row, now, behind)}{problem}"
 
 
 def _waiting_summary(rows: list[OutboxRow], now: int) -> str:
@@ -78,8 +82,11 @@ def outbox_line(waiting: int, oldest_age: int | None, given_up: int = 0) -> str:
 def print_outbox(rows: list[OutboxRow], refused: list[OutboxRow], now: int) -> None:
     print(_waiting_summary(rows, now))
     if rows:
+        targets = set()
         for row in rows:
-            print(f"  {_waiting_line(row, now)}")
+            target = (row.kind, row.repo, row.sha, row.context, row.brid)
+            print(f"  {_waiting_line(row, now, behind=target in targets)}")
+            targets.add(target)
     if refused:
         print(f"GitHub refused for good (shown for {KEEP_GIVEN_UP // 86400} days): {len(refused)}")
         for row in refused:
