@@ -1,19 +1,26 @@
 """A backend on a schedule (`schedule:`): the head of one upstream branch, built by Buildbot's Periodic scheduler
 (shortened to seconds here), once per commit however often the schedule fires; every commit in between is left
-alone, and the head's verdict is reported as any commit's."""
+alone, and the head's verdict is reported as any commit's, and to PyTorch's relay as a self-report; a head with
+new failures is bisected over the commits since the head before it."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
+import sqlalchemy as sa
 
 from conftest import UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
 from harness import wait_until
+from crcr.store.tables import bisection_steps, bisections
 from pytorchrelay import PyTorchRelayStandIn
 
 pytestmark = pytest.mark.e2e
 
 EVERY = 2  # seconds between the schedule's firings
 DOWNSTREAM = "acme/beta-backend"
+BROKEN_JOIN = ("def test_one_plus_one():\n    assert 1 + 1 == 2\n\n\n"
+               "def test_join():\n    assert \"-\".join([\"a\", \"b\"]) == \"a+b\"\n")
 
 
 @pytest.fixture
@@ -22,6 +29,16 @@ def pytorch_relay():
     stand_in.start()
     yield stand_in
     stand_in.stop()
+
+
+def done_bisection(database):
+    with database.connect() as conn:
+        found = conn.execute(sa.select(bisections).where(bisections.c.backend == "periodic-beta")).all()
+        bad = conn.execute(sa.select(bisection_steps.c.sha).where(bisection_steps.c.outcome == "bad")
+                           .order_by(bisection_steps.c.id)).scalars().all()
+    if len(found) != 1 or found[0].state != "done":
+        return None
+    return SimpleNamespace(good_sha=found[0].good_sha, bad_sha=found[0].bad_sha, first_bad=bad[-1] if bad else None)
 
 
 def self_reports(pytorch_relay) -> list[tuple[str, str, str, str]]:
@@ -69,3 +86,18 @@ def test_a_periodic_backend_builds_its_branchs_head_once_per_head_and_reports_it
         assert built == {head, newer}
         wait_until(lambda: len(self_reports(pytorch_relay)) == 2, 30, "the new head's self-report")
         assert self_reports(pytorch_relay)[1] == ("periodic", newer, "completed", "success")
+
+        # Three commits at once, the first breaking test_join: the next head fails, and its bisection, over the
+        # commits between the two heads, names the first.
+        culprit = upstream.commit("Breaks test_join", {"test/test_pass.py": BROKEN_JOIN}, branch=UNITS_BRANCH,
+                                  push=False)
+        upstream.commit("Harmless", {"README.md": "harmless\n"}, branch=UNITS_BRANCH, push=False)
+        broken_head = upstream.commit("Harmless too", {"NOTES.md": "harmless\n"}, branch=UNITS_BRANCH, push=False)
+        upstream.push(UNITS_BRANCH)
+        assert relay.wait_for_finished_build("periodic-beta", broken_head)["results"] == 2
+        database = sa.create_engine(f"sqlite:///{relay.basedir / 'state.sqlite'}")
+        bisection = wait_until(lambda: done_bisection(database), 180, "the bisection between the heads")
+        database.dispose()
+        assert (bisection.good_sha, bisection.bad_sha, bisection.first_bad) == (newer, broken_head, culprit)
+        # PyTorch's relay got the failing head's self-report, and nothing of the bisection's builds.
+        assert self_reports(pytorch_relay)[2:] == [("periodic", broken_head, "completed", "failure")]
