@@ -167,8 +167,40 @@ class PyTorchRelayReportingTest(TestReactorMixin, ReporterTestMixin, unittest.Te
         yield self.event(build, RETRY)
 
         self.assertEqual(self.relay.posted(), [("push", "d-2", "in_progress")])
-        answered = yield self.store.answer_dispatches(BUILDER, HEAD, 21)
+        answered = yield self.store.answer_dispatches(BUILDER, [HEAD], 21)
         self.assertEqual([d.delivery_id for d in answered], ["d-2"])
+
+    @defer.inlineCallbacks
+    def test_a_dispatch_that_came_while_the_build_ran_gets_in_progress_and_completed_at_its_end(self):
+        self.expect_tokens(2)
+        build = yield self.insert_build_new()
+        yield self.event(build)
+        yield self.store.record_dispatch(BUILDER, HEAD, "push", "d-3", {}, received_at=0)
+
+        yield self.event(build, SUCCESS)
+        self.mint()
+        self.mint()
+
+        self.assertEqual(self.relay.posted(), [("push", "d-3", "in_progress"), ("push", "d-3", "completed")])
+        in_progress = self.relay.requests[0][1]["workflow"]
+        self.assertEqual((in_progress["conclusion"], in_progress["completed_at"], "test_results" in in_progress),
+                         (None, None, False))
+
+    @defer.inlineCallbacks
+    def test_a_build_covering_an_earlier_pushs_commit_answers_its_dispatch_too(self):
+        covered = "b" * 40
+        yield self.store.record_arrival(BUILDER, covered, "main", seen_at=0, brid=11)  # the harness's request
+        yield self.store.record_dispatch(BUILDER, covered, "push", "earlier-push", {}, received_at=0)
+        yield self.store.record_dispatch(BUILDER, HEAD, "push", "newest-push", {}, received_at=1)
+        self.expect_tokens(2)
+        build = yield self.insert_build_new()
+
+        yield self.event(build)
+        self.mint()
+        self.mint()
+
+        self.assertEqual(self.relay.posted(), [("push", "earlier-push", "in_progress"),
+                                               ("push", "newest-push", "in_progress")])
 
     @defer.inlineCallbacks
     def test_a_build_no_dispatch_asked_for_reports_nothing(self):

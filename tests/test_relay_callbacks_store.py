@@ -67,26 +67,33 @@ def test_a_starting_build_answers_the_dispatches_of_its_commit_once(db):
     record_dispatch(db, "spyre", B, "push", "other-commit", {"head_sha": B}, received_at=103)
     record_dispatch(db, "other", A, "push", "other-backend", {"head_sha": A}, received_at=103)
 
-    answered = answer_dispatches(db, "spyre", A, buildid=7)
+    answered = answer_dispatches(db, "spyre", [A], buildid=7)
 
     assert [(d.event_type, d.delivery_id) for d in answered] == [("pull_request", DELIVERY), ("push", "push-delivery")]
-    assert answer_dispatches(db, "spyre", A, buildid=8) == [], "a later build of the commit answers none of them"
-    assert answer_dispatches(db, "spyre", A, buildid=7) == answered, "the same start reported again: the same"
+    assert answer_dispatches(db, "spyre", [A], buildid=8) == [], "a later build of the commit answers none of them"
+    assert answer_dispatches(db, "spyre", [A], buildid=7) == answered, "the same start reported again: the same"
     assert answered_by(db, 7) == answered
+
+
+def test_a_build_covering_commits_answers_their_dispatches_too(db):
+    record_dispatch(db, "spyre", A, "push", "first-push", {}, received_at=100)
+    record_dispatch(db, "spyre", B, "push", "second-push", {}, received_at=101)
+
+    assert [d.delivery_id for d in answer_dispatches(db, "spyre", [B, A], buildid=7)] == ["first-push", "second-push"]
 
 
 def test_a_retried_build_leaves_its_dispatches_to_the_next_build(db):
     record_dispatch(db, "spyre", A, "pull_request", DELIVERY, {}, received_at=100)
-    answer_dispatches(db, "spyre", A, buildid=7)
+    answer_dispatches(db, "spyre", [A], buildid=7)
 
     release_dispatches(db, 7)
 
     assert answered_by(db, 7) == []
-    assert [d.delivery_id for d in answer_dispatches(db, "spyre", A, buildid=8)] == [DELIVERY]
+    assert [d.delivery_id for d in answer_dispatches(db, "spyre", [A], buildid=8)] == [DELIVERY]
 
 
 def test_dispatches_older_than_pytorchs_relay_keeps_them_are_dropped(db):
     record_dispatch(db, "spyre", A, "pull_request", DELIVERY, {}, received_at=100)
     record_dispatch(db, "spyre", B, "push", "later", {}, received_at=100 + KEEP_SECONDS + 1)
 
-    assert answer_dispatches(db, "spyre", A, buildid=7) == []
+    assert answer_dispatches(db, "spyre", [A], buildid=7) == []

@@ -306,7 +306,7 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
         yield self.deliver("repository_dispatch", dispatch(pull_request("closed"), "pull_request", "u-8"))
         yield self.deliver("repository_dispatch", dispatch(push(), "push", "u-9"))
 
-        answered = yield self.master.service_manager.namedServices[STORE_SERVICE].answer_dispatches("spyre", A, 1)
+        answered = yield self.master.service_manager.namedServices[STORE_SERVICE].answer_dispatches("spyre", [A], 1)
         self.assertEqual([(d.event_type, d.delivery_id) for d in answered], [("pull_request", "u-7"), ("push", "u-9")])
         pr, pushed = (d.payload for d in answered)
         self.assertEqual(pr["pull_request"], {"number": 7, "html_url": None, "head": {"sha": A, "ref": None},
@@ -318,7 +318,7 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
     def test_a_backend_that_does_not_report_keeps_no_dispatch(self):
         yield self.deliver("repository_dispatch", dispatch(push(), "push", "u-9"))
 
-        answered = yield self.master.service_manager.namedServices[STORE_SERVICE].answer_dispatches("spyre", A, 1)
+        answered = yield self.master.service_manager.namedServices[STORE_SERVICE].answer_dispatches("spyre", [A], 1)
         self.assertEqual(answered, [])
 
     @defer.inlineCallbacks

@@ -43,6 +43,12 @@ def workflow(context: dict) -> dict | None:
     return done if counts is None else {**done, "test_results": counts}
 
 
+def started(completed: dict) -> dict:
+    """The in_progress a completed workflow had, for a dispatch that came when its build was running already."""
+    fields = {name: value for name, value in completed.items() if name != "test_results"}
+    return {**fields, "status": IN_PROGRESS, "conclusion": None, "completed_at": None}
+
+
 def dispatched_body(event_type: str, delivery_id: str, payload: dict, workflow_fields: dict) -> dict:
     """A callback about a dispatch: its client_payload echoed, and the build's workflow."""
     return {"event_type": event_type, "delivery_id": delivery_id, "payload": payload, "workflow": workflow_fields}

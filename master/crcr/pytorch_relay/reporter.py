@@ -1,8 +1,9 @@
 """Builds reported to PyTorch's relay (backends with `report_to_pytorch`), through the outbox (sender.py):
 
-- a build of a commit that relay dispatched to the backend (a pull request's head, a push's newest commit) answers
-  each dispatch not answered yet: `in_progress` when it starts, `completed` with its conclusion and test counts when
-  it ends (store/dispatches.py says which build answers which);
+- a build of a commit that relay dispatched to the backend (a pull request's head, a push's newest commit), or
+  covering it (queue: newest), answers each dispatch not answered yet: `in_progress` when it starts, `completed` with
+  its conclusion and test counts when it ends; a dispatch that came while the build ran gets both at its end
+  (store/dispatches.py says which build answers which);
 - a scheduled build (`schedule:`, RFC-0056) sends one `completed` self-report, `nightly` or `periodic`, the commit
   tested as its delivery id.
 
@@ -22,7 +23,9 @@ from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.github.once import ReportedOnce
 from crcr.names import force_scheduler_name, pull_request_scheduler_name, upstream_scheduler_name
-from crcr.pytorch_relay.callbacks import COMPLETED, IN_PROGRESS, dispatched_body, self_reported_body, workflow
+from crcr.pytorch_relay.callbacks import (
+    COMPLETED, IN_PROGRESS, dispatched_body, self_reported_body, started, workflow,
+)
 from crcr.pytorch_relay.sender import CALLBACK, PYTORCH_RELAY_SENDER, PyTorchRelaySender
 from crcr.store.service import relay_store
 
@@ -80,11 +83,15 @@ class PyTorchRelayCallbacks(ReportedOnce, ReporterBase):
             yield store.release_dispatches(build["buildid"])
             return
         sha = build["buildset"]["sourcestamps"][0]["revision"]
-        if fields["status"] == IN_PROGRESS:
-            dispatches = yield store.answer_dispatches(backend, sha, build["buildid"])
-        else:
-            dispatches = yield store.answered_dispatches(build["buildid"])
-        bodies = [dispatched_body(d.event_type, d.delivery_id, d.payload, fields) for d in dispatches]
+        covered = yield store.commits_of_request(build["buildrequestid"])  # the ledger's: queue: newest
+        shas = [sha, *(c.sha for c in covered if c.sha != sha)]
+        earlier = [] if fields["status"] == IN_PROGRESS else (yield store.answered_dispatches(build["buildid"]))
+        dispatches = yield store.answer_dispatches(backend, shas, build["buildid"])
+        bodies = []
+        for d in dispatches:
+            if fields["status"] == COMPLETED and d not in earlier:  # came while the build ran
+                bodies.append(dispatched_body(d.event_type, d.delivery_id, d.payload, started(fields)))
+            bodies.append(dispatched_body(d.event_type, d.delivery_id, d.payload, fields))
         reporting = self.reporting[backend]
         scheduler = (build.get("properties") or {}).get("scheduler", [None])[0]
         if fields["status"] == COMPLETED and reporting.follow and scheduler == upstream_scheduler_name(backend):

@@ -1,5 +1,5 @@
 """The upstream events PyTorch's relay dispatched to a backend (webhook.py): the first build of the commit an event
-names to start after it came answers it, reporting its progress back to that relay (pytorch_relay/).
+names (or covering it) answers it, reporting its progress back to that relay (pytorch_relay/).
 
 PyTorch's relay keeps a dispatch's record three days (its CRCR_STATUS_TTL) and refuses callbacks of one it no
 longer has: rows older than that are dropped as new ones come. Each function takes a SQLAlchemy connection and
@@ -39,10 +39,10 @@ def record_dispatch(conn, backend: str, sha: str, event_type: str, delivery_id: 
     return row_id is not None
 
 
-def answer_dispatches(conn, backend: str, sha: str, buildid: int) -> list[Dispatch]:
-    """The dispatches this starting build answers: those of its backend and commit no other build answers, and
-    those it took already (its start reported twice)."""
-    conn.execute(relay_dispatches.update().where(_d.backend == backend, _d.sha == sha, _d.buildid.is_(None))
+def answer_dispatches(conn, backend: str, shas: list[str], buildid: int) -> list[Dispatch]:
+    """The dispatches this build answers: those of its backend and of the commits it builds or covers that no other
+    build answers, and those it took already."""
+    conn.execute(relay_dispatches.update().where(_d.backend == backend, _d.sha.in_(shas), _d.buildid.is_(None))
                  .values(buildid=buildid))
     conn.commit()
     return answered_by(conn, buildid)
