@@ -11,11 +11,12 @@ periodic: one `completed`, no dispatch record; else the dispatch record of (deli
 state machine of utils/redis_helper.py per (delivery, repository, run id, attempt, job): in_progress once, then
 completed once, else 400 "invalid state transition"; run_id not an integer: 500, as the real one fails), and
 utils/hud.py with torchci/lib/crcr/crcrUtils.ts (HUD refuses a callback without workflow.job_name or
-workflow.check_run_id, after the relay wrote its state; the relay answers HUD's 400 as its own).
+workflow.check_run_id, after the relay wrote its state; the relay answers HUD's 400 as its own, naming only its
+reason phrase: "HUD rejected callback: HTTP 400: Bad Request").
 
-Stricter than the real relay where that one would pass garbage on to GitHub's check runs or HUD: a completed
-callback's conclusion must be a GitHub check-run conclusion (and an in_progress one has none), its times ISO 8601
-UTC with a Z, its test_results counts.
+Stricter than the real relay where that one would pass garbage on to GitHub's check runs or HUD (refused before
+anything is written, "stricter than PyTorch's relay: ..."): a completed callback's conclusion must be a GitHub
+check-run conclusion (and an in_progress one has none), its times ISO 8601 UTC with a Z, its test_results counts.
 
 It plays the issuers too: token() signs with its own key what GitHub Actions or Buildkite would, and token_command()
 is a command printing one, as crcr's CRCR_PYTORCH_RELAY_TOKEN_COMMAND runs it. It can be told to go down (502s, or
@@ -179,6 +180,7 @@ class PyTorchRelayStandIn:
             status = self._parse(body)[1]
             if status != "completed":
                 raise Refusal(400, f"nightly/periodic callbacks must have status 'completed', got {status!r}")
+            _refuse_garbage(body["workflow"], status)
             return self._forward(body, repo, status)
         delivery_id, status, run_id, run_attempt, job_name = self._parse(body)
         if (delivery_id, repo) not in self._dispatched:
@@ -190,6 +192,7 @@ class PyTorchRelayStandIn:
         if run_id == 0 or before != {"in_progress": None, "completed": "in_progress"}[status]:
             raise Refusal(400, f"callback rejected: invalid state transition delivery_id={delivery_id} repo={repo} "
                                f"status={status}")
+        _refuse_garbage(body["workflow"], status)
         self._states[key] = status  # written before HUD is asked, as the real relay does
         return self._forward(body, repo, status)
 
@@ -241,14 +244,9 @@ class PyTorchRelayStandIn:
             raise Refusal(500, "Internal server error") from None  # the real handler does not catch it
 
     def _forward(self, body: dict, repo: str, status: str) -> tuple[int, dict]:
-        """HUD's turn: its required fields, and this stand-in's stricter checks of what it would store."""
-        workflow = body["workflow"]
-        for field in ("job_name", "check_run_id"):
-            if workflow.get(field) in (None, ""):
-                raise Refusal(400, f"HUD rejected callback: HTTP 400: Missing required field: workflow.{field}")
-        problem = _shape_problem(workflow, status)
-        if problem:
-            raise Refusal(400, f"HUD rejected callback: HTTP 400: {problem}")
+        """HUD's turn: its required fields."""
+        if any(body["workflow"].get(field) in (None, "") for field in ("job_name", "check_run_id")):
+            raise Refusal(400, "HUD rejected callback: HTTP 400: Bad Request")
         self.forwarded.append((repo, body))
         return 200, {"ok": True, "status": status}
 
@@ -302,6 +300,13 @@ class PyTorchRelayStandIn:
                 pass
 
         return Handler
+
+
+def _refuse_garbage(workflow: dict, status: str) -> None:
+    """This stand-in's stricter checks, before anything is written."""
+    problem = _shape_problem(workflow, status)
+    if problem:
+        raise Refusal(400, f"stricter than PyTorch's relay: {problem}")
 
 
 def _shape_problem(workflow: dict, status: str) -> str | None:

@@ -68,8 +68,19 @@ def test_hud_refuses_a_callback_without_job_name_after_the_relay_wrote_its_state
     relay.dispatched("d-1", REPO)
     token = relay.token(REPO)
     assert post(relay, body("in_progress", job_name=None), token).json()["detail"] == (
-        "HUD rejected callback: HTTP 400: Missing required field: workflow.job_name")
+        "HUD rejected callback: HTTP 400: Bad Request")
     assert post(relay, body("in_progress", job_name=None), token).status_code == 400, "its state was written"
+
+
+def test_what_the_relay_would_pass_on_to_github_and_hud_is_refused_here(relay):
+    relay.dispatched("d-1", REPO)
+    token = relay.token(REPO)
+    assert post(relay, body("in_progress", conclusion="success"), token).json()["detail"] == (
+        "stricter than PyTorch's relay: workflow.conclusion 'success' on an in_progress callback")
+    assert post(relay, body("in_progress", started_at="2026-12-04 18:00"), token).status_code == 400
+    assert post(relay, body("in_progress"), token).status_code == 200, "nothing was written for those"
+    assert post(relay, body("completed", conclusion="passed"), token).json()["detail"] == (
+        "stricter than PyTorch's relay: workflow.conclusion 'passed' is not a GitHub check-run conclusion")
 
 
 def test_nightly_is_one_completed_callback_without_dispatch_and_l1_is_ignored(relay):
