@@ -4,7 +4,9 @@ answers the sender counts as taken."""
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from datetime import datetime, timezone
 
@@ -112,7 +114,9 @@ def test_a_backend_that_may_report_loads(tmp_path):
 
 class TokenCommandTest(unittest.TestCase):
     def command(self, script: str) -> str:
-        path = write_file(Path(self.mktemp()), "import os, sys\n" + script)
+        folder = Path(tempfile.mkdtemp(prefix="crcr-token-"))  # trial's mktemp() writes in the current directory
+        self.addCleanup(shutil.rmtree, folder)
+        path = write_file(folder / "mint.py", "import os, sys\n" + script)
         return f"{sys.executable} {path}"
 
     async def test_the_token_is_what_the_command_prints_for_the_repository_and_audience(self):
