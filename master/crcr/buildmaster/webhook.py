@@ -190,9 +190,9 @@ class RelayGitHubEventHandler(GitHubEventHandler):
         sha = relayed.commit()
         reporting = backends & options["reporting_to_pytorch"]
         if sha and reporting:
-            store = relay_store(self.master)
+            store, echo = relay_store(self.master), relayed.echo()
             for backend in sorted(reporting):
-                yield store.record_dispatch(backend, sha, relayed.event, relayed.delivery, relayed.echo(),
+                yield store.record_dispatch(backend, sha, relayed.event, relayed.delivery, echo,
                                             received_at=time.time())
         return (yield act(relayed.payload, options, only=backends))
 

@@ -64,7 +64,8 @@ def _waiting_line(row: OutboxRow, now: int, behind: bool = False) -> str:
     """`behind`: an earlier state of its target waits too, and goes first."""
     tried = f"{counted(row.attempts, 'attempt')} failed" if row.attempts else "not tried yet"
     problem = f"; last problem: {row.last_problem}" if row.last_problem else ""
-    return f"{_target(row)}: waiting {duration_text(now - row.created_at)}, {tried}, {_next_try(row, now, behind)}{problem}"
+    waited = duration_text(now - row.created_at)
+    return f"{_target(row)}: waiting {waited}, {tried}, {_next_try(row, now, behind)}{problem}"
 
 
 def _waiting_summary(rows: list[OutboxRow], now: int) -> str:

@@ -20,7 +20,6 @@ SCHEMA_VERSION = "1"
 WORKFLOW_NAME = "crcr"  # the relay's check runs are named crcr/<downstream repo>/<workflow>/<job>
 RUN_ATTEMPT = "1"  # a build retried is another build: another run
 IN_PROGRESS, COMPLETED = "in_progress", "completed"
-SELF_REPORTED = ("nightly", "periodic")  # RFC-0056's event types, a schedule's `follow`
 
 
 def workflow(context: dict) -> dict | None:
@@ -34,7 +33,7 @@ def workflow(context: dict) -> dict | None:
         "check_run_id": f"{buildid}-{RUN_ATTEMPT}", "started_at": _iso(build.get("started_at")),
     }
     if not build.get("complete"):
-        return {**fields, "status": IN_PROGRESS, "conclusion": None, "completed_at": None}
+        return _in_progress(fields)
     if build["results"] == RETRY:
         return None
     done = {**fields, "status": COMPLETED, "conclusion": CONCLUSIONS.get(build["results"], "action_required"),
@@ -45,7 +44,10 @@ def workflow(context: dict) -> dict | None:
 
 def started(completed: dict) -> dict:
     """The in_progress a completed workflow had, for a dispatch that came when its build was running already."""
-    fields = {name: value for name, value in completed.items() if name != "test_results"}
+    return _in_progress({name: value for name, value in completed.items() if name != "test_results"})
+
+
+def _in_progress(fields: dict) -> dict:
     return {**fields, "status": IN_PROGRESS, "conclusion": None, "completed_at": None}
 
 
