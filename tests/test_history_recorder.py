@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 
-from buildbot.process.results import FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
+from buildbot.process.results import EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
@@ -186,6 +186,7 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual((ops.suite, ops.results, ops.passed, ops.failed, ops.errored, ops.flaky, ops.skipped),
                          ("ops", FAILURE, 1, 1, 1, 1, 1))
         self.assertEqual((lint.suite, lint.results, lint.passed, lint.failed), ("lint", FAILURE, 0, 0))
+        self.assertEqual((ops.broken, lint.broken), (None, None), "its asked tests' outcomes say what each did")
 
     async def test_a_timed_out_suite_marks_the_build_timed_out(self):
         buildid = await self.build(upstream_scheduler_name(ALPHA), FAILURE, {"ops": FAILURE},
@@ -204,6 +205,24 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         runs = await self.suite_runs(buildid)
         self.assertEqual([(run.suite, run.results, run.passed) for run in runs],
                          [("ops", SUCCESS, 3), ("lint", FAILURE, 0)], "a skipped suite did not run")
+
+    async def test_a_suite_that_did_not_run_whole_is_recorded_with_why_as_its_baselines_are_judged(self):
+        error = "ImportError: cannot import name 'gelu'"
+        import_error = f"test/test_nn.py: {error}"
+        tested = {  # as the suite step records them
+            "nn": SuiteResults(passed=3, collection_errors={"test/test_nn.py": error}, broken=import_error),
+            "slow": SuiteResults(timed_out=True),
+            "unit": SuiteResults(passed=5, failing=[ADD], new=[ADD]),
+        }
+        buildid = await self.build(upstream_scheduler_name(ALPHA), FAILURE,
+                                   {"nn": FAILURE, "slow": FAILURE, "unit": FAILURE, "lint": FAILURE,
+                                    "docs": SUCCESS, "gpu": EXCEPTION}, tested=tested)
+        await self.deliver()
+
+        self.assertEqual({run.suite: run.broken for run in await self.suite_runs(buildid)}, {
+            "nn": import_error, "slow": "timed out", "unit": None,
+            "lint": "no test results: failure", "docs": None,  # a command suite that passed ran whole
+            "gpu": "no test results: exception"})
 
     async def test_a_build_to_be_retried_and_a_build_of_another_builder_are_not_recorded(self):
         await self.build(upstream_scheduler_name(ALPHA), RETRY, {"ops": RETRY})

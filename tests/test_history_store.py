@@ -4,6 +4,8 @@ the horizon, the ledger's decided commits and ended bisections included."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import sqlalchemy as sa
 
@@ -60,6 +62,15 @@ def test_a_build_is_recorded_with_its_suites_and_tests(db):
     assert (run["suite"], run["passed"], run["failed"], run["flaky"], run["new"]) == ("ops", 5, 1, 1, 1)
     assert [(r["test"], r["outcome"], r["new"]) for r in rows(db, tables.test_outcomes)] == [
         ("test_ops.py::test_add", "failed", True), ("test_ops.py::test_mul", "flaky", False)]
+
+
+def test_a_suite_run_that_did_not_run_whole_keeps_why(db):
+    why = "test/test_nn.py: ImportError: cannot import name 'gelu'"
+    runs = [suite_run(7, 1000), replace(suite_run(7, 1000, suite="nn"), broken=why)]
+
+    assert record_build(db, build(7, 1000), runs, [])
+
+    assert [(r["suite"], r["broken"]) for r in rows(db, tables.suite_runs)] == [("ops", None), ("nn", why)]
 
 
 def test_a_build_recorded_twice_keeps_one_set_of_rows(db):

@@ -9,7 +9,7 @@ its record); recording is idempotent, so a build seen both ways is recorded once
 
 from __future__ import annotations
 
-from buildbot.process.results import RETRY, SKIPPED
+from buildbot.process.results import RETRY, SKIPPED, SUCCESS, WARNINGS, Results
 from buildbot.reporters.utils import getDetailsForBuild
 from twisted.internet import defer
 
@@ -62,8 +62,9 @@ def history_rows(build: dict) -> tuple[BuildRow, list[SuiteRunRow], list[TestOut
     suites, outcomes = [], []
     for suite, results in _suites_run(build["steps"]):
         counts = _counts(tested.get(suite), asked.get(suite, {}))
+        broken = None if kind == "bisection" else _not_whole(tested.get(suite), results)
         suites.append(SuiteRunRow(buildid=build["buildid"], backend=backend, suite=suite, results=results,
-                                  complete_at=complete_at, **counts))
+                                  complete_at=complete_at, broken=broken, **counts))
         if kind == "bisection":
             found = [(test, outcome, False) for test, outcome in asked.get(suite, {}).items()
                      # the whole-suite pseudo-test: its suite run's results already say how the suite ended
@@ -90,6 +91,18 @@ def _suites_run(steps: list[dict]) -> list[tuple[str, int]]:
     (not needed in this build) ended SKIPPED."""
     return [(step["name"].removeprefix(SUITE_STEP_PREFIX), step["results"]) for step in steps
             if step["name"].startswith(SUITE_STEP_PREFIX) and step["results"] not in (None, SKIPPED)]
+
+
+def _not_whole(tested: SuiteResults | None, results: int) -> str | None:
+    """Why an upstream, forced or pull request build's suite did not run whole, as the baseline search judges it
+    (SuiteResults.ran); or, without test results, why there are none: its step failed or was stopped (a command
+    suite that passed has none, and ran whole). None when it ran whole. (A bisection's runs only its asked tests,
+    whose outcomes say what each did.)"""
+    if tested is None:
+        return None if results in (SUCCESS, WARNINGS) else f"no test results: {Results[results]}"
+    if tested.ran:
+        return None
+    return tested.broken or "timed out"
 
 
 def _counts(tested: SuiteResults | None, asked: dict[str, str]) -> dict:

@@ -52,6 +52,8 @@ class SuiteRunRow:
     new: int  # failing, and not in the baseline's
     timed_out: bool
     complete_at: int  # the build's
+    # Why it did not run whole (None: it did): a test without a row there may not have run, rather than passed.
+    broken: str | None = None
 
 
 @dataclass(frozen=True)

@@ -223,6 +223,7 @@ suite_runs = sa.Table(
     sa.Column("new", sa.Integer, nullable=False),  # failing, and not in the baseline's
     sa.Column("timed_out", sa.Boolean, nullable=False),
     sa.Column("complete_at", sa.BigInteger, nullable=False),  # the build's
+    sa.Column("broken", sa.Text),  # why it did not run whole (null: it did), so its tests' outcomes are not known
     sa.Index("crcr_suite_runs_buildid", "buildid"),
     sa.Index("crcr_suite_runs_backend_complete_at", "backend", "complete_at"),
 )
