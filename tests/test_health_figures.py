@@ -58,9 +58,10 @@ def build(buildid: int, n: int, complete_at: int, kind: str = "upstream", result
                     complete_at=complete_at, timed_out=timed_out)
 
 
-def suite_run(buildid: int, n: int, complete_at: int, suite: str = "ops", kind: str = "upstream") -> SuiteRun:
+def suite_run(buildid: int, n: int, complete_at: int, suite: str = "ops", kind: str = "upstream",
+              broken: str | None = None) -> SuiteRun:
     return SuiteRun(suite=suite, buildid=buildid, complete_at=complete_at, kind=kind, sha=sha(n), builderid=5,
-                    number=buildid + 100, backend=BACKEND, title=f"Commit {n}", position=n)
+                    number=buildid + 100, backend=BACKEND, title=f"Commit {n}", position=n, broken=broken)
 
 
 def decided(state: str, latency_: int, decided_at: int = NOW - HOUR, backend: str = BACKEND) -> Decided:
@@ -233,6 +234,36 @@ def test_the_first_bad_commit_comes_from_the_newest_running_or_done_bisection_na
     assert first_bad(plans, "ops", TEST, GITHUB)["bisection"] == 2
     assert first_bad(plans, "ops", TEST, GITHUB)["sha"] == sha(6)
     assert first_bad(plans, "nn", TEST, GITHUB) is None
+
+
+IMPORT_ERROR = "test/test_nn.py: ImportError: cannot import name 'gelu'"
+
+
+def broken_import_story() -> tuple[list[SuiteRun], list[BadOutcome]]:
+    """C3 breaks TEST; C4 breaks another module's import (its suite did not run whole: no row of TEST); C5 fixes
+    the import while TEST still fails. Newest first, with TEST's failures."""
+    runs = [suite_run(5, 5, NOW - HOUR), suite_run(4, 4, NOW - 2 * HOUR, broken=IMPORT_ERROR),
+            suite_run(3, 3, NOW - 3 * HOUR), suite_run(2, 2, NOW - 4 * HOUR)]
+    return runs, [BadOutcome(BACKEND, "ops", TEST, "failed", b) for b in (5, 3)]
+
+
+def test_a_suite_run_that_did_not_run_whole_neither_ends_nor_counts_in_a_failing_streak():
+    runs, bad = broken_import_story()
+
+    (found,) = failing_tests(BACKEND, bad[:1], runs, bad, [], GITHUB)
+
+    assert (found["first_failing_sha"], found["since"], found["builds_failing"]) == (sha(3), NOW - 3 * HOUR, 2), \
+        "failing since C3, in C3's and C5's builds: C4's run never ran it"
+
+
+def test_a_failure_in_a_suite_that_did_not_run_whole_counts_and_a_whole_run_without_it_ends_the_streak():
+    runs = [suite_run(3, 3, NOW - HOUR, broken="timed out"), suite_run(2, 2, NOW - 2 * HOUR),
+            suite_run(1, 1, NOW - 3 * HOUR)]
+    bad = [BadOutcome(BACKEND, "ops", TEST, "failed", b) for b in (3, 2)]  # failed before the suite timed out
+
+    (found,) = failing_tests(BACKEND, bad[:1], runs, bad, [], GITHUB)
+
+    assert (found["first_failing_sha"], found["builds_failing"]) == (sha(2), 2)
 
 
 def test_failing_tests_are_listed_longest_failing_first():
@@ -425,18 +456,36 @@ def test_a_tests_page_counts_its_outcomes_and_lists_its_runs_newest_first():
         "backend": BACKEND, "test": TEST, "suite": "ops", "now": NOW, "state": "failing",
         "failing_since": NOW - 2 * HOUR, "first_failing_sha": sha(4),
         "first_bad": {"sha": sha(4), "commit_url": GITHUB + sha(4), "bisection": 7, "bisection_url": "#/bisections/7"},
-        "flaky_runs": 1, "counts": {"failed": 2, "errored": 0, "flaky": 1, "passed": 1, "no failure": 2},
+        "flaky_runs": 1,
+        "counts": {"failed": 2, "errored": 0, "flaky": 1, "passed": 1, "no failure": 2, "suite broken": 0},
     }
     assert [(r["buildid"], r["kind"], r["outcome"]) for r in found["runs"]] == [
         (5, "upstream", "failed"), (9, "bisection", "passed"), (4, "upstream", "failed"), (3, "upstream", "no failure"),
         (2, "upstream", "flaky"), (1, "upstream", "no failure")]
     assert found["runs"][0] == {"buildid": 5, "build_url": "#/builders/5/builds/105", "number": 105, "sha": sha(5),
                                 "commit_url": GITHUB + sha(5), "kind": "upstream", "outcome": "failed",
-                                "complete_at": NOW - HOUR}
+                                "broken": None, "complete_at": NOW - HOUR}
+
+
+def test_a_tests_page_shows_a_run_of_its_suite_that_did_not_run_whole_as_such_and_dates_its_failure_before_it():
+    runs, bad = broken_import_story()
+    rows = TestRows(outcomes=[(TestOutcomeRow(b, BACKEND, "ops", TEST, "failed", b == 3, NOW - (6 - b) * HOUR),
+                               build(b, b, NOW - (6 - b) * HOUR)) for b in (5, 3)],
+                    suite_runs=runs, streak_outcomes=bad, bisections=[])
+
+    found = test_page(BACKEND, TEST, rows, NOW, GITHUB)
+
+    assert (found["state"], found["failing_since"], found["first_failing_sha"]) == ("failing", NOW - 3 * HOUR, sha(3))
+    assert [(r["buildid"], r["outcome"], r["broken"]) for r in found["runs"]] == [
+        (5, "failed", None), (4, "suite broken", IMPORT_ERROR), (3, "failed", None), (2, "no failure", None)]
+    assert (found["counts"]["suite broken"], found["counts"]["no failure"]) == (1, 1)
 
 
 def test_a_test_without_rows_is_unknown_and_one_passing_in_its_newest_run_is_passing():
     assert test_page(BACKEND, TEST, TestRows([], [], [], []), NOW, GITHUB)["state"] == "unknown"
+    only_broken = TestRows([(TestOutcomeRow(1, BACKEND, "ops", TEST, "flaky", False, NOW), build(1, 1, NOW))],
+                           [suite_run(1, 1, NOW, broken="timed out")], [], [])
+    assert test_page(BACKEND, TEST, only_broken, NOW, GITHUB)["state"] == "unknown", "no run of it that tells"
     rows = TestRows([(TestOutcomeRow(1, BACKEND, "ops", TEST, "failed", True, NOW - DAY), build(1, 1, NOW - DAY))],
                     [suite_run(2, 2, NOW), suite_run(1, 1, NOW - DAY)],
                     [BadOutcome(BACKEND, "ops", TEST, "failed", 1)], [])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from crcr.bisection.plan import Bisection as Plan
+from crcr.health.failing import failing_tests
 from crcr.store import outbox
 from crcr.store.bisections import create_bisection, update_bisection
 from crcr.store.commits import Origin, decide, decided_since, find_commit, mark_started, record_arrival
@@ -39,15 +40,16 @@ def arrive_and_decide(conn, backend: str, n: int, state: str, seen_at: int, deci
 
 def record(conn, buildid: int, backend: str, n: int, complete_at: int, kind: str = "upstream",
            suites: dict[str, dict[str, str]] | None = None, timed_out: bool = False, results: int = 0,
-           **build_fields) -> None:
-    """A build of sha(n) whose suites ran with the given outcomes ({suite: {test: outcome}}; passed ones unlisted)."""
+           broken: dict[str, str] | None = None, **build_fields) -> None:
+    """A build of sha(n) whose suites ran with the given outcomes ({suite: {test: outcome}}; passed ones unlisted),
+    those in `broken` not whole ({suite: why})."""
     suites = {"ops": {}} if suites is None else suites
     build = BuildRow(buildid=buildid, backend=backend, builderid=3, number=buildid, sha=sha(n), branch="main",
                      kind=kind, results=results, state_string=None, started_at=complete_at - 600,
                      complete_at=complete_at, timed_out=timed_out, **build_fields)
     runs = [SuiteRunRow(buildid, backend, suite, 2 if tests else 0, 10, sum(o == "failed" for o in tests.values()),
                         sum(o == "errored" for o in tests.values()), sum(o == "flaky" for o in tests.values()), 0, 0,
-                        0, False, complete_at) for suite, tests in suites.items()]
+                        0, False, complete_at, (broken or {}).get(suite)) for suite, tests in suites.items()]
     outcomes = [TestOutcomeRow(buildid, backend, suite, test, outcome, outcome == "failed", complete_at)
                 for suite, tests in suites.items() for test, outcome in tests.items()]
     assert record_build(conn, build, runs, outcomes)
@@ -129,6 +131,9 @@ def test_upstream_order_is_read_alike_on_postgresql(tmp_path, postgres):
         assert (found.streaks["b"].latest.sha, found.streaks["b"].since.sha) == (sha(3), sha(0))
         assert found.failing == [BadOutcome("b", "ops", TEST, "failed", 3)]
         assert [run.buildid for run in found.streak_runs] == [3, 2, 5, 1, 4]
+        broken_import_story(conn, tip={TEST: "failed"}, backend="c", first_build=10)
+        assert sorted(failing_now(conn, ["c"]), key=lambda f: f.test) == [
+            BadOutcome("c", "ops", TEST, "failed", 14), BadOutcome("c", "ops", OTHER, "failed", 13)]
     finally:
         conn.close()
 
@@ -204,6 +209,45 @@ def test_the_failing_tests_now_are_those_of_each_suites_newest_upstream_or_force
         BadOutcome("b", "nn", "nn::t", "failed", 1),  # nn ran last in build 1
         BadOutcome("b", "ops", TEST, "errored", 2),
     ]
+
+
+IMPORT_ERROR = "test/test_nn.py: ImportError: cannot import name 'gelu'"
+
+
+def broken_import_story(db, tip: dict[str, str], backend: str = "b", first_build: int = 0) -> None:
+    """Commits 2..5 in upstream order, built by builds first_build + 2..5: C2 passes; C3 breaks TEST and OTHER; C4
+    breaks another module's import, so `ops` did not run whole (`tip`: the tests failing there nonetheless); C5
+    fixes the import and OTHER, TEST still fails. C5 is recorded only when `tip` is empty."""
+    outcomes = {2: {}, 3: {TEST: "failed", OTHER: "failed"}, 4: tip, 5: {TEST: "failed"}}
+    for n in (2, 3, 4) if tip else (2, 3, 4, 5):
+        arrive_and_decide(db, backend, n, "failure" if n in (3, 4) else "success", NOW - (10 - n) * HOUR,
+                          NOW - (9 - n) * HOUR, buildid=first_build + n, position=10 + n)
+        record(db, first_build + n, backend, n, NOW - (9 - n) * HOUR, suites={"ops": outcomes[n]},
+               broken={"ops": IMPORT_ERROR} if n == 4 else None)
+
+
+def test_a_failing_tests_streak_steps_over_a_run_of_its_suite_that_did_not_run_whole(db):
+    broken_import_story(db, tip={})
+
+    rows = summary_rows(db, ["b"], NOW - DAY, NOW - DAY)
+
+    assert rows.failing == [BadOutcome("b", "ops", TEST, "failed", 5)]
+    assert [(run.buildid, run.broken) for run in rows.streak_runs] == [(5, None), (4, IMPORT_ERROR), (3, None),
+                                                                       (2, None)]
+    (failing,) = failing_tests("b", rows.failing, rows.streak_runs, rows.streak_outcomes, [], "u/")
+    assert (failing["first_failing_sha"], failing["builds_failing"]) == (sha(3), 2), "since C3, not C5"
+    assert [(run.buildid, run.broken) for run in test_rows(db, "b", TEST).suite_runs][:2] == [
+        (5, None), (4, IMPORT_ERROR)]
+
+
+def test_at_a_tip_that_did_not_run_whole_the_tests_failing_before_it_still_fail_each_once(db):
+    broken_import_story(db, tip={TEST: "failed"})  # TEST's module imported in C4: it ran and failed
+
+    found = failing_now(db, ["b"])
+
+    assert sorted(found, key=lambda f: f.test) == [
+        BadOutcome("b", "ops", TEST, "failed", 4), BadOutcome("b", "ops", OTHER, "failed", 3)]
+    assert metrics_rows(db, ["b"], NOW).failing == found
 
 
 def test_of_two_runs_completed_in_the_same_second_the_later_build_is_the_newest(db):

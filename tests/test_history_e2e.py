@@ -1,23 +1,29 @@
 """The test history end to end: a real relay (master, worker, git upstream) records a finished build with a failing
 and a flaky test in its own tables, and its janitor, run at a master's start after a night without it, prunes what
-is older than the history's horizon and keeps the rest."""
+is older than the history's horizon and keeps the rest. Then a commit breaks the tests' module's import and the next
+fixes it while test_broken still fails: the broken run is marked so, and the health figures date the failure from
+the first commit, stepping over that run."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import time
+from urllib.parse import quote
 
 import pytest
 
 from conftest import FAILURE, backend, prepare_relay, running
 from crcr.buildmaster.janitor import JANITOR_SERVICE, LAST_PRUNE
 from harness import Upstream, wait_until
+from test_health_e2e import health
+from webui import open_page, sign_in, wait_for_texts
 
 pytestmark = pytest.mark.e2e
 
 BACKEND = "hist-alpha"
 DAY = 86400
+BROKEN = "test/test_history.py::test_broken"
 TESTS = {
     "test/test_history.py": """
 import os
@@ -100,3 +106,32 @@ def test_a_master_starting_after_a_night_without_the_janitor_prunes_what_is_olde
     assert "crcr janitor: deleted what is older than 90 days: log chunks: 0, build data: 0, crcr_bisection_steps: 0, " \
            "crcr_bisections: 0, crcr_builds: 1, crcr_commits: 1, crcr_junit_files: 0, crcr_suite_runs: 0, crcr_test_outcomes: 1" \
         in (relay.basedir / "twistd.log").read_text()
+
+
+def test_a_run_that_did_not_run_whole_is_marked_and_a_failure_is_dated_from_before_it(lab, browser):
+    relay, upstream, database = lab
+    (first,) = [sha for (sha,) in rows(database, "SELECT sha FROM crcr_builds WHERE kind = 'upstream'")]
+    broken = upstream.commit("Breaks the tests' module's import",
+                             {"test/test_history.py": "import no_such_module\n" + TESTS["test/test_history.py"]})
+    relay.wait_for_finished_build(BACKEND, broken, timeout=180)
+    fixed = upstream.commit("Fixes the import; test_broken still fails", TESTS)
+    build = relay.wait_for_finished_build(BACKEND, fixed, timeout=180)
+    wait_until(lambda: rows(database, "SELECT 1 FROM crcr_builds WHERE buildid = ?", build["buildid"]), 30,
+               "the fixed commit's build in the history")
+
+    ((why,),) = rows(database, "SELECT r.broken FROM crcr_suite_runs r JOIN crcr_builds b ON b.buildid = r.buildid "
+                               "WHERE b.sha = ?", broken)
+    assert why == "test/test_history.py: ModuleNotFoundError: No module named 'no_such_module'"
+    (failing,) = health(relay, f"/{BACKEND}")["failing"]
+    assert (failing["test"], failing["first_failing_sha"], failing["builds_failing"]) == (BROKEN, first, 2), \
+        "since the first commit, failing in its build and the fix's: the broken run never ran it"
+    page = health(relay, f"/{BACKEND}/test?id={quote(BROKEN)}")
+    assert (page["state"], page["first_failing_sha"]) == ("failing", first)
+    assert [(run["sha"], run["outcome"], run["broken"]) for run in page["runs"]] == [
+        (fixed, "failed", None), (broken, "suite broken", why), (first, "failed", None)]
+    status = relay.crcr("status", BACKEND).stdout
+    assert f"1 test failing since {first[:10]}" in status and f"{BROKEN} (ops): failing for 2 builds" in status, status
+
+    sign_in(browser, relay)
+    open_page(browser, relay.web_url + f"#/health/{BACKEND}/test?id={quote(BROKEN)}")
+    wait_for_texts(browser, ["suite broken: did not run whole: " + why], "the test's page")

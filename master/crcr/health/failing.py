@@ -14,19 +14,22 @@ FLAKIEST = 20
 @dataclass(frozen=True)
 class FailingStreak:
     first_failing: SuiteRun  # the earliest run of the streak
-    builds_failing: int
+    builds_failing: int  # the runs it failed in
 
 
 def failing_streak(suite: str, test: str, runs: list[SuiteRun], bad: set[tuple[int, str, str]]) -> FailingStreak | None:
     """Walking back the suite's runs (newest first) while the test failed or errored in them; None when it did not
-    in the newest. `bad`: (buildid, suite, test) of each failure or error."""
+    in the newest that tells. A run that did not run whole (a module that failed to import, a timeout) tells
+    nothing of a test it has no failure of: it may not have run there, so the walk steps over that run. `bad`:
+    (buildid, suite, test) of each failure or error."""
     streak = []
     for run in runs:
         if run.suite != suite:
             continue
-        if (run.buildid, suite, test) not in bad:
+        if (run.buildid, suite, test) in bad:
+            streak.append(run)
+        elif run.broken is None:
             break
-        streak.append(run)
     return FailingStreak(streak[-1], len(streak)) if streak else None
 
 

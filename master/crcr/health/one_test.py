@@ -12,31 +12,36 @@ FLAKY_WINDOW = RANGES["30d"]
 # A run of the test's suite without a row of the test: the relay keeps only the outcomes that were not a pass, so
 # the test passed there, was skipped, or did not exist yet; not "passed", which would claim what is not known.
 NO_FAILURE = "no failure"
+# Such a run of a suite that did not run whole (a module that failed to import, a timeout): the test may not have run.
+SUITE_BROKEN = "suite broken"
 
 
 def test_page(backend: str, test: str, rows: TestRows, now: int, commit_url: str) -> dict:
-    """A build's run of the test's suite without a row of the test: NO_FAILURE there; a bisection build runs only
-    the tests it asks about, so only its rows count (where 'passed' is recorded)."""
+    """A build's run of the test's suite without a row of the test: NO_FAILURE there, or SUITE_BROKEN when the suite
+    did not run whole (`broken` says why); a bisection build runs only the tests it asks about, so only its rows
+    count (where 'passed' is recorded)."""
     suite = rows.outcomes[0][0].suite if rows.outcomes else None
     outcome_in = {build.buildid: outcome.outcome for outcome, build in rows.outcomes}
     runs = [
         {"buildid": run.buildid, "build_url": build_url(run.builderid, run.number), "number": run.number,
          "sha": run.sha, "commit_url": commit_url + run.sha, "kind": run.kind,
-         "outcome": outcome_in.get(run.buildid, NO_FAILURE), "complete_at": run.complete_at}
+         "outcome": outcome_in.get(run.buildid, NO_FAILURE if run.broken is None else SUITE_BROKEN),
+         "broken": run.broken, "complete_at": run.complete_at}
         for run in rows.suite_runs
     ]
     runs += [
         {"buildid": build.buildid, "build_url": build_url(build.builderid, build.number), "number": build.number,
          "sha": build.sha, "commit_url": commit_url + build.sha, "kind": build.kind, "outcome": outcome.outcome,
-         "complete_at": build.complete_at}
+         "broken": None, "complete_at": build.complete_at}
         for outcome, build in rows.outcomes if build.kind == "bisection"
     ]
     runs.sort(key=lambda run: (run["complete_at"], run["buildid"]), reverse=True)
     counts = {outcome: sum(1 for run in runs if run["outcome"] == outcome)
-              for outcome in ("failed", "errored", "flaky", "passed", NO_FAILURE)}
+              for outcome in ("failed", "errored", "flaky", "passed", NO_FAILURE, SUITE_BROKEN)}
     verdict_runs = [run for run in rows.suite_runs if run.kind in VERDICT_KINDS]
     streak = failing_streak(suite, test, verdict_runs, bad_set(rows.streak_outcomes)) if suite else None
-    state = "unknown" if not verdict_runs else "failing" if streak else "passing"
+    whole = any(run.broken is None for run in verdict_runs)
+    state = "failing" if streak else "passing" if whole else "unknown"
     return {
         "backend": backend,
         "test": test,

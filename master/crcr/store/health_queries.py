@@ -86,6 +86,7 @@ class SuiteRun:
     backend: str = ""
     title: str | None = None  # its commit's, when the ledger knows it
     position: int | None = None  # its commit's place in upstream order (None: before every placed one)
+    broken: str | None = None  # why the suite did not run whole (None: it did)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ class SummaryRows:
     decided: list[Decided]  # decided at or after the asked time
     builds: dict[str, tuple[int, int]]  # backend -> (builds, timed out) completed at or after the asked time
     queued: list[Queued]  # pending, not started
-    failing: list[BadOutcome]  # the failed or errored tests at the tip: in each suite's newest run upstream
+    failing: list[BadOutcome]  # the failed or errored tests at the tip: in each suite's newest run upstream (or,
+    # through runs that did not run whole, in the newest that did), each once
     streak_runs: list[SuiteRun]  # the verdict runs of the suites with a failing test, newest upstream first
     streak_outcomes: list[BadOutcome]  # every failure or error of the failing tests
 
@@ -220,29 +222,39 @@ def queued_now(conn, backends: list[str]) -> list[Queued]:
 
 
 def failing_now(conn, backends: list[str]) -> list[BadOutcome]:
-    """The failed and errored tests at the tip: of each suite's newest run in upstream order (_newest_runs)."""
-    newest = _newest_runs(conn, backends)
-    if not newest:
+    """The failed and errored tests at the tip, each once, from its newest run of those at the tip (_tip_runs)."""
+    tip = _tip_runs(conn, backends)
+    if not tip:
         return []
     query = (sa.select(_t.backend, _t.suite, _t.test, _t.outcome, _t.buildid)
-             .where(_t.buildid.in_({buildid for buildid, _ in newest}), _t.outcome.in_(BAD_OUTCOMES)))
-    return [BadOutcome(*row) for row in conn.execute(query) if (row.buildid, row.suite) in newest]
+             .where(_t.buildid.in_({buildid for buildid, _ in tip}), _t.outcome.in_(BAD_OUTCOMES)))
+    found = [BadOutcome(*row) for row in conn.execute(query) if (row.buildid, row.suite) in tip]
+    newest: dict[tuple[str, str, str], BadOutcome] = {}
+    for row in sorted(found, key=lambda row: tip[row.buildid, row.suite]):
+        newest.setdefault((row.backend, row.suite, row.test), row)
+    return list(newest.values())
 
 
 # A suite's runs, newest first: of the newest commit upstream, then (a rebuild) the latest to complete.
 NEWEST_RUN_FIRST = (sa.func.coalesce(_c.position, -1).desc(), _r.complete_at.desc(), _r.buildid.desc())
 
 
-def _newest_runs(conn, backends: list[str]) -> set[tuple[int, str]]:
-    """(buildid, suite) of each suite's newest run in the backends' upstream or forced builds: the run of the newest
-    commit in upstream order, so that a forced build of an older commit, however late it completes, never is."""
+def _tip_runs(conn, backends: list[str]) -> dict[tuple[int, str], int]:
+    """(buildid, suite) -> place (1: newest) of each suite's runs at the tip in the backends' upstream or forced
+    builds: its newest run in upstream order (so that a forced build of an older commit, however late it completes,
+    never is), and while that one did not run whole, those before it down to the newest that did: a test failing
+    there and not known to have run since still fails."""
     place = sa.func.row_number().over(partition_by=(_r.backend, _r.suite), order_by=NEWEST_RUN_FIRST)
-    ranked = (sa.select(_r.suite, _r.buildid, place.label("place")).select_from(suite_runs)
+    ranked = (sa.select(_r.backend, _r.suite, _r.buildid, _r.broken, place.label("place")).select_from(suite_runs)
               .join(builds, _b.buildid == _r.buildid)
               .outerjoin(commits, sa.and_(_c.backend == _r.backend, _c.sha == _b.sha))
-              .where(_r.backend.in_(backends), _b.kind.in_(VERDICT_KINDS)).subquery())
-    query = sa.select(ranked.c.buildid, ranked.c.suite).where(ranked.c.place == 1)
-    return {(buildid, suite) for buildid, suite in conn.execute(query)}
+              .where(_r.backend.in_(backends), _b.kind.in_(VERDICT_KINDS)).cte("ranked"))
+    whole = (sa.select(ranked.c.backend, ranked.c.suite, sa.func.min(ranked.c.place).label("place"))
+             .where(ranked.c.broken.is_(None)).group_by(ranked.c.backend, ranked.c.suite).subquery("whole"))
+    query = (sa.select(ranked.c.buildid, ranked.c.suite, ranked.c.place)
+             .outerjoin(whole, sa.and_(whole.c.backend == ranked.c.backend, whole.c.suite == ranked.c.suite))
+             .where(ranked.c.place <= sa.func.coalesce(whole.c.place, 1)))
+    return {(buildid, suite): place for buildid, suite, place in conn.execute(query)}
 
 
 # --- one backend ---
@@ -299,7 +311,7 @@ def suite_runs_of(conn, suites: set[tuple[str, str]], kinds: tuple[str, ...]) ->
         return []
     query = (
         sa.select(_r.suite, _r.buildid, _r.complete_at, _b.kind, _b.sha, _b.builderid, _b.number, _r.backend,
-                  _c.title, _c.position)
+                  _c.title, _c.position, _r.broken)
         .select_from(suite_runs).join(builds, _b.buildid == _r.buildid)
         .outerjoin(commits, sa.and_(_c.backend == _r.backend, _c.sha == _b.sha))
         .where(_r.backend.in_({backend for backend, _ in suites}), _r.suite.in_({suite for _, suite in suites}),

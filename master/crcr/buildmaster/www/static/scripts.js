@@ -323,7 +323,8 @@
     success: "SUCCESS", failure: "FAILURE", error: "EXCEPTION", pending: "PENDING", warnings: "WARNINGS",
     skipped: "SKIPPED", exception: "EXCEPTION", retry: "RETRY", cancelled: "CANCELLED",
     failing: "FAILURE", passing: "SUCCESS", failed: "FAILURE", errored: "EXCEPTION", flaky: "WARNINGS",
-    passed: "SUCCESS", known_failures: "WARNINGS", "no failure": "SUCCESS",
+    up: "SUCCESS", silent: "WARNINGS", stopped: "CANCELLED",  // a master's (health/masters.py)
+    passed: "SUCCESS", known_failures: "WARNINGS", "no failure": "SUCCESS", "suite broken": "EXCEPTION",
   };
   // A backend's state (its tip's, not one commit's verdict: docs/health.md) in words.
   var STATE_WORDS = { failing: "failing", known_failures: "known failures", error: "error", passing: "passing" };
@@ -727,7 +728,8 @@
         h(FirstBad, { first_bad: t.first_bad })) : null,
       h("p", { "data-crcr": "counts" }, "Over the kept history: " + t.counts.failed + " failed, " + t.counts.errored +
         " errored, " + t.counts.flaky + " flaky, " + t.counts.passed + " passed, " + t.counts["no failure"] +
-        " with no failure recorded (passed, skipped or not there yet); " +
+        " with no failure recorded (passed, skipped or not there yet), " + t.counts["suite broken"] +
+        " in a suite that did not run whole (the test may not have run); " +
         plural(t.flaky_runs, "flaky run") + " in the last 30 days."),
       h(Section, { title: "Its runs" }, !t.runs.length ? h("p", null, "No run recorded.") :
         h("table", { className: "table table-sm table-striped", "data-crcr": "runs" },
@@ -739,7 +741,9 @@
               h("td", null, h(BuildLink, { href: run.build_url, text: "#" + run.number })),
               h("td", null, h(CommitLink, { sha: run.sha, href: run.commit_url })),
               h("td", null, run.kind),
-              h("td", null, h(StateBadge, { value: run.outcome })),
+              h("td", null, h(StateBadge, { value: run.outcome }), run.broken ? h("small", { "data-crcr": "broken" },
+                run.outcome === "suite broken" ? ": did not run whole: " + run.broken :
+                  " (its suite did not run whole: " + run.broken + ")") : null),
               h("td", null, when(run.complete_at)));
           })))));
   }
