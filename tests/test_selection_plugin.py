@@ -145,7 +145,7 @@ test_suite_config:
           mode: skip
           tags: [core]
     - path: ${TORCH_ROOT}/test/test_view_ops.py
-      unlisted_test_mode: xfail
+      # No unlisted_test_mode: torch-spyre's default, xfail.
       tests:
         - names: [TestOldViewOps::test_flatten]
           mode: xfail_strict
@@ -178,7 +178,7 @@ EXPECTED = {
     "TestTorchDeviceTypeSPYRE::test_copy_float16_spyre_float16": XFAIL,
     "TestTorchDeviceTypeSPYRE::test_scalar_support_add_spyre_float16": XFAIL,
     "TestTorchDeviceTypePRIVATEUSE1::test_is_signed_spyre": "passed",
-    # Unlisted in a file whose unlisted mode is xfail: a pass is an unexpected but allowed pass.
+    # Unlisted in a file that leaves its unlisted mode to the default, xfail: a pass is an unexpected but allowed pass.
     "TestViewOps::test_view": "passed",
     "TestViewOps::test_reshape": "xfailed: expected to fail by the test-suite config (unlisted_test_mode xfail)",
     "TestOldViewOps::test_flatten[1]": XFAIL_STRICT,

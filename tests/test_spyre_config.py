@@ -193,9 +193,9 @@ test_suite_config:
     )
     assert selection_rules(load_test_suite_config(path)) == {
         "files": {
-            "test/test_view_ops.py": {"unlisted": "mandatory_success", "rules": []},
+            "test/test_view_ops.py": {"unlisted": "xfail", "rules": []},  # torch-spyre's test base's default
             "test/test_torch.py": {
-                "unlisted": "mandatory_success",
+                "unlisted": "xfail",
                 "rules": [{"names": ["TestTorch::test_to"], "mode": "mandatory_success", "tags": ["core", "model__granite"]}],
             },
         }
