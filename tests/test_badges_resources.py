@@ -25,13 +25,15 @@ SVG = [b"image/svg+xml; charset=utf-8"]
 HOUR = 3600
 
 
-class RootResourcesTest(TestReactorMixin, unittest.TestCase):
+class RootResourcesTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
     async def setUp(self):
         self.setup_test_reactor()
+        self.setUpLogging()
         self.reactor.advance(1_000_000)
         self.store = RelayStore()
         self.master = await relay_master(self, self.store,
-                                         RelayHealth(backends=BACKENDS, commit_url="https://github.com/p/c/"),
+                                         RelayHealth(backends=BACKENDS, commit_url="https://github.com/p/c/",
+                                                     takeover_after=75),
                                          prefix="crcr-badges-")
         self.allowed = True
         self.master.www = SimpleNamespace(assertUserAllowed=self.assert_allowed)

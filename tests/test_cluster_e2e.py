@@ -7,11 +7,12 @@ units on both, and the fake GitHub recording every request. One story, since eac
 - Both backends' requests wait longer than their stale_after (5 s) while their units are busy: a master that
   counted only its own connections would post "No ... unit connected".
 - 1. P1..P3: one build per (commit, backend) across the masters, one bisection with one step per commit; both
-  masters' /metrics count the same units.
+  masters' /metrics count the same units and name the same leader, both masters up.
 - 2. `crcr force` on each master (one never polled upstream) and `crcr bisect` on B: exact revisions built.
 - 3. kill -9 of the leader (A or B), while both held units are mid-suite with a
   commit queued; K4 pushed after: the other master takes over within CRCR_TAKEOVER_AFTER plus a tick, A's interrupted build is
-  built again, every commit gets its verdict within 2 minutes.
+  built again, every commit gets its verdict within 2 minutes; the survivor's /metrics and `crcr status` say the
+  killed master stopped and the survivor leads.
 - 4. The router killed: the masters exit 75 (their supervisor, this test, starts them again); R1 pushed while
   the router is down gets its verdict once everything is back.
 Throughout: GitHub gets no identical post twice, each (commit, context) exactly one final state and nothing after.
@@ -29,6 +30,7 @@ import urllib.request
 import pytest
 import sqlalchemy as sa
 from buildbot.process.results import RETRY, SUCCESS
+from prometheus_client.parser import text_string_to_metric_families
 
 from cluster import Router, another_master, unit_of
 from conftest import backend, make_upstream, prepare_relay, suite
@@ -79,6 +81,26 @@ def metric(master, name: str, device: str) -> float | None:
         text = r.read().decode()
     found = re.search(rf'^{name}{{device="{device}"}} (\S+)$', text, re.M)
     return float(found.group(1)) if found else None
+
+
+def masters_seen(master) -> dict[str, tuple[float, float]]:
+    """{master directory: (crcr_master_up, crcr_master_leader)} as `master`'s /metrics says."""
+    with urllib.request.urlopen(master.web_url + "metrics", timeout=10) as r:
+        families = [f for f in text_string_to_metric_families(r.read().decode())
+                    if f.name in ("crcr_master_up", "crcr_master_leader")]
+    seen: dict[str, dict[str, float]] = {}
+    for family in families:
+        for sample in family.samples:  # Buildbot names a master <host>:<basedir>
+            seen.setdefault(sample.labels["master"].split(":", 1)[1], {})[family.name] = sample.value
+    return {directory: (values["crcr_master_up"], values["crcr_master_leader"]) for directory, values in seen.items()}
+
+
+def status_masters(master) -> dict[str, tuple[str, bool]]:
+    """{master directory: (state, leads)} as `crcr status` prints the masters, asking `master`."""
+    lines = master.crcr("status", "--url", master.web_url).stdout.splitlines()
+    table = lines[[n for n, line in enumerate(lines) if line.startswith("Masters")][0] + 2:]
+    cells = [re.split(r"\s{2,}", line) for line in table]
+    return {name.split(":", 1)[1]: (state, leader.startswith("yes")) for name, state, _, leader in cells}
 
 
 def upstream_builds(master, name: str) -> list[tuple[str, int | None, int | None, str | None]]:
@@ -190,6 +212,10 @@ def test_two_masters_relay_every_commit_once_and_survive_losing_the_leader_and_t
         assert [c["sha"] for c in json.loads(automatic.result)["culprits"]] == [p2], automatic.result
         assert posted(github, p2, QUICK)[-1][0] == "failure", posted(github, p2, QUICK)
         assert posted(github, p1, QUICK)[-1][0] == "success", posted(github, p1, QUICK)
+        lead = leading(database)
+        for master in masters:
+            assert masters_seen(master) == {str(m.basedir): (1, int(str(m.basedir) == lead)) for m in masters}, \
+                master.web_url
 
         # 2. force on each master (one of them never polled upstream), and bisect on B.
         for master in masters:
@@ -218,6 +244,9 @@ def test_two_masters_relay_every_commit_once_and_survive_losing_the_leader_and_t
         rebuilt = [r for sha, r, bis, _ in upstream_builds(survivor, HELD) if sha == interrupted[0][0] and r != RETRY]
         assert rebuilt == [SUCCESS], upstream_builds(survivor, HELD)
         assert leading(database) == str(survivor.basedir)
+        assert masters_seen(survivor) == {str(survivor.basedir): (1, 1), str(leader.basedir): (0, 0)}
+        assert status_masters(survivor) == {str(survivor.basedir): ("up", True),
+                                            str(leader.basedir): ("stopped", False)}
 
         # 4. the router killed: the survivor exits 75; this test, as a supervisor would, starts everything again.
         survivor_pid = int((survivor.basedir / "twistd.pid").read_text())

@@ -30,8 +30,8 @@ JSON = [b"application/json; charset=utf-8"]
 class HealthResourcesTest(TestReactorMixin, unittest.TestCase):
     async def setUp(self):
         self.setup_test_reactor()
-        self.master = await relay_master(self, RelayStore(), RelayHealth(backends=BACKENDS, commit_url=COMMIT_URL),
-                                         prefix="crcr-health-")
+        health = RelayHealth(backends=BACKENDS, commit_url=COMMIT_URL, takeover_after=75)
+        self.master = await relay_master(self, RelayStore(), health, prefix="crcr-health-")
         self.master.www = SimpleNamespace(assertUserAllowed=lambda request, ep, action, options: defer.succeed(None))
         self.app = relay_plugin(self.master, BACKENDS)
 

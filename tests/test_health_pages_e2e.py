@@ -100,6 +100,11 @@ def test_the_summary_shows_the_red_backend_first_with_its_figures_and_links(hist
     assert figure(red, "queue").text == "0"
     assert "2 commits decided" in figure(red, "latency").text
     assert figure(rows[1], "pass-rate").text.startswith("100%")
+    # Under the backends, the masters: this one alone, up and leading.
+    (master,) = browser.find_elements(By.XPATH, "//section[@data-crcr='masters']//tbody/tr")
+    assert master.get_attribute("data-master") == health(relay)["masters"][0]["name"]
+    assert (figure(master, "state").text, figure(master, "leader").text[:len("leads since ")]) == (
+        "up", "leads since "), master.text
     browser.save_screenshot(str(tmp_path / "health-summary.png"))
 
     click_when_ready(browser, "//div[@data-crcr='range']/a[@data-range='24h']", "the 24h range")

@@ -1,6 +1,6 @@
 """The relay's leader among several masters (buildmaster/services/leadership.py, store/leadership.py): two of
-Buildbot's fake masters on one SQLite file, with a fake clock, each running the relay's store and leadership and
-a duty that records when it leads and follows."""
+Buildbot's fake masters on one SQLite file, with a fake clock, each running the relay's store and leadership, a
+duty that records when it leads and follows, and the health service, which tells an operator who leads."""
 
 from __future__ import annotations
 
@@ -12,9 +12,13 @@ from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.util import service
+from prometheus_client.parser import text_string_to_metric_families
 from twisted.trial import unittest
 
+from crcr.buildmaster.health import RelayHealth
 from crcr.buildmaster.services.leadership import TICKS_PER_TAKEOVER, LeaderDuty, RelayLeadership
+from crcr.buildmaster.www.metrics import metrics_text
+from crcr.health.masters import STOPPED_SHOWN
 from crcr.store.service import RelayStore
 from relaymaster import hold_services
 
@@ -65,7 +69,8 @@ class LeadershipTest(TestReactorMixin, unittest.TestCase):
         master.masterid, master.name = masterid, f"master-{masterid}"
         master.duty = RecordedDuty()
         master.leadership = RelayLeadership(takeover_after=TAKEOVER_AFTER)
-        await hold_services(master, RelayStore(), master.leadership, master.duty)
+        master.health = RelayHealth(backends=[], commit_url="", takeover_after=TAKEOVER_AFTER)
+        await hold_services(master, RelayStore(), master.leadership, master.duty, master.health)
         self.addCleanup(lambda: master.stopService() if master.running else None)
         return master
 
@@ -163,3 +168,38 @@ class LeadershipTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(self.leaders(), [A])
         request = await self.masters[A].db.buildrequests.getBuildRequest(40)
         self.assertTrue(request.claimed, "B was counted dead: its request released while its build runs on")
+
+    async def masters_seen(self, by: int) -> list[tuple[str, str, bool]]:
+        """(name, state, leads) of each master, as master `by`'s health summary (the Health page, crcr status) has
+        them."""
+        return [(m["name"], m["state"], m["leader"]) for m in (await self.masters[by].health.summary())["masters"]]
+
+    async def test_the_health_figures_name_the_leader_and_tell_a_silent_master_from_a_stopped_one(self):
+        now = int(self.reactor.seconds())
+        await self.masters[A].db.insert_test_data([
+            fakedb.Master(id=3, name="stopped-lately", active=0, last_active=now - STOPPED_SHOWN + 600),
+            fakedb.Master(id=4, name="stopped-long-ago", active=0, last_active=now - STOPPED_SHOWN - 1)])
+        await self.start(A)
+        await self.start(B)
+        self.reactor.advance(TICK)
+
+        self.assertEqual(await self.masters_seen(B), [
+            ("master-1", "up", True), ("master-2", "up", False), ("stopped-lately", "stopped", False)])
+        (leader,) = [m for m in (await self.masters[B].health.summary())["masters"] if m["leader"]]
+        self.assertEqual((leader["leader_since"], leader["last_active"]), (now, now + TICK))
+
+        await self.freeze(A)
+        last_tick = int(self.reactor.seconds())
+        for _ in range(TICKS_PER_TAKEOVER):
+            self.reactor.advance(TICK)
+        self.reactor.advance(TICK / 2)  # past A's silence allowed, before B's next tick
+        self.assertEqual((await self.masters_seen(B))[:2], [("master-1", "silent", False), ("master-2", "up", False)],
+                         "A's lease lapsed with its silence: nobody leads until B's next tick takes it")
+
+        self.reactor.advance(TICK / 2)
+        self.assertEqual((await self.masters_seen(B))[:2], [("master-1", "stopped", False), ("master-2", "up", True)])
+        scraped = {(s.name, s.labels.get("master")): s.value for family in text_string_to_metric_families(
+            metrics_text(await self.masters[B].health.metrics()).decode()) for s in family.samples}
+        self.assertEqual([scraped[(f"crcr_master_{figure}", "master-1")] for figure in ("up", "leader")], [0, 0])
+        self.assertEqual([scraped[(f"crcr_master_{figure}", "master-2")] for figure in ("up", "leader")], [1, 1])
+        self.assertEqual(scraped[("crcr_master_last_active_timestamp_seconds", "master-1")], last_tick)

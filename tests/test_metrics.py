@@ -32,6 +32,14 @@ FIGURES = {
     },
     "outbox": {"waiting": 4, "given_up": 1, "oldest_age": 30},
     "units": {"alpha": {"connected": 1, "declared": 2}, "beta": {"connected": 0, "declared": 1}},
+    "masters": [
+        {"name": "lab:/srv/crcr-a", "state": "up", "last_active": 1_700_000_000, "leader": True,
+         "leader_since": 1_699_990_000},
+        {"name": "lab:/srv/crcr-b", "state": "silent", "last_active": 1_699_999_800, "leader": False,
+         "leader_since": None},
+        {"name": "old:/srv/crcr", "state": "stopped", "last_active": 1_699_950_000, "leader": False,
+         "leader_since": None},
+    ],
 }
 
 
@@ -97,6 +105,17 @@ def test_the_github_outbox_and_the_units_by_device():
     assert found[("crcr_github_outbox_oldest_age_seconds", ())] == 30
     assert [found[(f"crcr_units_{kind}", (("device", device),))]
             for device in ("alpha", "beta") for kind in ("connected", "declared")] == [1, 2, 0, 1]
+
+
+def test_each_master_is_up_or_not_with_its_last_sign_of_life_and_the_one_that_leads():
+    found = samples(FIGURES)
+
+    def each(metric):
+        return [found[(metric, (("master", master["name"]),))] for master in FIGURES["masters"]]
+
+    assert each("crcr_master_up") == [1, 0, 0], "silent or stopped: not up"
+    assert each("crcr_master_last_active_timestamp_seconds") == [1_700_000_000, 1_699_999_800, 1_699_950_000]
+    assert each("crcr_master_leader") == [1, 0, 0]
 
 
 def test_an_empty_outbox_has_no_oldest_age():

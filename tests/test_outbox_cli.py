@@ -1,4 +1,4 @@
-"""`crcr status --outbox`: what waits for GitHub, read from a master's database (a real SQLite file upgraded by the
+"""`crcr status --outbox`: what waits for GitHub and PyTorch's relay, read from a master's database (a real SQLite file upgraded by the
 relay's migrations, its rows written by the outbox's own functions)."""
 
 from __future__ import annotations
@@ -58,12 +58,12 @@ def test_the_waiting_rows_with_their_attempts_next_try_and_last_problem(crcr, tm
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
-        "GitHub outbox: 3 waiting, the oldest for 5m 30s\n"
+        "Outbox (GitHub and PyTorch's relay): 3 waiting, the oldest for 5m 30s\n"
         f"  {REPO}@aaaaaaaaaa crcr/alpha status 'failure': waiting 5m 30s, 1 attempt failed, next try in 40s or once "
         "GitHub takes a post; last problem: ConnectionRefusedError: refused\n"
         f"  {REPO}@bbbbbbbbbb crcr/alpha status 'pending': waiting 5s, not tried yet, due now\n"
         f"  {REPO}@bbbbbbbbbb crcr/beta check run (build request 12) 'success': waiting 2s, not tried yet, due now\n"
-        "GitHub refused for good (shown for 7 days): 1\n"
+        "Refused for good (shown for 7 days): 1\n"
         f"  {REPO}@bbbbbbbbbb crcr/gamma status 'success': given up 2h ago: HTTP 422: No commit found for SHA\n"
     )
 
@@ -105,7 +105,7 @@ def test_nothing_waiting(crcr, tmp_path):
 
     result = crcr("status", "--outbox", "--basedir", basedir)
 
-    assert (result.returncode, result.stdout) == (0, "GitHub outbox: nothing waiting\n")
+    assert (result.returncode, result.stdout) == (0, "Outbox (GitHub and PyTorch's relay): nothing waiting\n")
 
 
 def test_the_outbox_as_json(crcr, tmp_path):

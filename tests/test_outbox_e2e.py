@@ -71,7 +71,7 @@ def test_verdicts_of_an_outage_reach_github_after_a_crash_a_stop_and_restarts(tm
         rows = waiting_verdicts(master, shas)
         assert set(rows) == set(shas), "the verdicts outlived the crash"
         printed = master.crcr("status", "--outbox", "--basedir", master.basedir).stdout
-        assert printed.startswith("GitHub outbox: "), printed
+        assert printed.startswith("Outbox (GitHub and PyTorch's relay): "), printed
         for sha in shas:
             assert f"@{sha[:10]} {CONTEXT} status 'success'" in printed, printed
         wait_until(lambda: any("ConnectionRefusedError" in (row["last_problem"] or "")
@@ -95,4 +95,4 @@ def test_verdicts_of_an_outage_reach_github_after_a_crash_a_stop_and_restarts(tm
             assert len(set(took)) == len(took), f"a status delivered twice: {took}"
             assert took[-1][0] == "success", f"a status landed after the verdict: {took}"
         assert master.crcr("status", "--outbox", "--basedir", master.basedir).stdout == \
-            "GitHub outbox: nothing waiting\n"
+            "Outbox (GitHub and PyTorch's relay): nothing waiting\n"

@@ -93,11 +93,16 @@ ALPHA = row(
     verdicts={"success": 4, "failure": 0, "error": 0}, pass_rate=1.0, builds=6, timeout_rate=0.0,
     units={"connected": 2, "declared": 2},
 )
+MASTERS = [
+    {"name": "lab:/srv/crcr-a", "state": "up", "last_active": NOW - 4, "leader": True, "leader_since": NOW - 7500},
+    {"name": "lab:/srv/crcr-b", "state": "silent", "last_active": NOW - 95, "leader": False, "leader_since": None},
+    {"name": "old:/srv/crcr", "state": "stopped", "last_active": NOW - 10800, "leader": False, "leader_since": None},
+]
 SUMMARY = {"now": NOW, "range": "7d", "ranges": ["24h", "7d", "30d"], "backends": [BETA, row("gamma"), ALPHA],
-           "outbox": {"waiting": 0, "given_up": 0, "oldest_age": None}}
+           "outbox": {"waiting": 0, "given_up": 0, "oldest_age": None}, "masters": MASTERS}
 
 
-def test_the_summary_one_line_per_backend_worst_first_then_the_outbox(crcr, relay):
+def test_the_summary_one_line_per_backend_worst_first_then_the_outbox_and_the_masters(crcr, relay):
     relay.answers[f"{HEALTH}?range=7d"] = (200, SUMMARY)
 
     result = crcr("status", "--url", relay.url)
@@ -113,7 +118,25 @@ def test_the_summary_one_line_per_backend_worst_first_then_the_outbox(crcr, rela
         "0                               0/1    0",
         "alpha    passing     eeeeeeeeee, 1d 1h ago  5m       9m 2s  100% (4/4)  6       0 (0%)    "
         "0                               2/2    0",
-        "GitHub outbox: nothing waiting",
+        "Outbox (GitHub and PyTorch's relay): nothing waiting",
+        "Masters; the leader runs the relay's once-per-event duties:",
+        "MASTER           STATE    LAST SIGN OF LIFE  LEADER",
+        "lab:/srv/crcr-a  up       4s ago             yes, for 2h 5m",
+        "lab:/srv/crcr-b  silent   1m 35s ago         -",
+        "old:/srv/crcr    stopped  3h ago             -",
+    ]
+
+
+def test_masters_none_of_which_leads_say_the_lease_lapsed(crcr, relay):
+    masters = [{**MASTERS[1], "leader": False}]
+    relay.answers[f"{HEALTH}?range=7d"] = (200, {**SUMMARY, "masters": masters})
+
+    lines = crcr("status", "--url", relay.url).stdout.splitlines()
+
+    assert lines[-3:] == [
+        "Masters; none leads now (the leader's lease lapsed: a live master takes it within seconds):",
+        "MASTER           STATE   LAST SIGN OF LIFE  LEADER",
+        "lab:/srv/crcr-b  silent  1m 35s ago         -",
     ]
 
 
@@ -147,8 +170,9 @@ def test_the_summarys_outbox_line_is_the_masters_count_so_no_database_is_needed(
     result = crcr("status", "--url", relay.url, CRCR_DB_URL="sqlite:///state.sqlite")
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[-1] == (
-        "GitHub outbox: 1 waiting, the oldest for 1m 30s; 1 refused for good in the last 7 days")
+    assert (
+        "Outbox (GitHub and PyTorch's relay): 1 waiting, the oldest for 1m 30s; 1 refused for good in the last 7 days"
+    ) in result.stdout.splitlines()
 
 
 BACKEND_PAGE = {
@@ -403,7 +427,7 @@ def test_the_web_address_is_the_settings_by_default(crcr, relay):
 
 
 @pytest.mark.parametrize("args, problem", [
-    (("beta", "--outbox"), "--outbox is the whole relay's GitHub outbox: give no BACKEND"),
+    (("beta", "--outbox"), "--outbox is the whole relay's outbox: give no BACKEND"),
     (("--outbox", "--range", "24h"), "--range is for the health figures, not --outbox"),
     (("beta", B, "--range", "24h"), "--range is for the figures of a backend, not of one commit"),
 ])

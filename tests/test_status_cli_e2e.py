@@ -1,6 +1,6 @@
 """`crcr status` end to end: a real relay builds a real upstream commit whose suite fails, and the command says
 what the relay's health JSON (the pages' figures) says: --json the same figures, a commit its verdict and failing
-test, an unknown backend the relay's refusal.
+test, the master up and leading, an unknown backend the relay's refusal.
 
 The command runs as the installed `crcr`, signed in as the relay's admin (harness.Relay.crcr); the relay's JSON is
 read anonymously, as the pages read it."""
@@ -8,6 +8,7 @@ read anonymously, as the pages read it."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 
 import pytest
@@ -28,8 +29,10 @@ def health(master, path: str) -> dict:
 
 
 def without_now(figures: dict) -> dict:
-    """The figures but the relay's clock, which moves on between two questions."""
-    return {key: value for key, value in figures.items() if key != "now"}
+    """The figures but the relay's clock, which moves on between two questions, and what follows it: the masters'
+    signs of life."""
+    masters = [{key: value for key, value in m.items() if key != "last_active"} for m in figures["masters"]]
+    return {**{key: value for key, value in figures.items() if key != "now"}, "masters": masters}
 
 
 def test_crcr_status_says_what_the_relays_health_json_says(tmp_path, github):
@@ -67,7 +70,13 @@ def test_crcr_status_says_what_the_relays_health_json_says(tmp_path, github):
     header, red = summary.stdout.splitlines()[1:3]
     assert header.split()[:3] == ["BACKEND", "STATE", "SINCE"]
     assert red.split()[:3] == [BACKEND, "failing", f"{sha[:10]},"], summary.stdout
-    assert summary.stdout.splitlines()[-1] == "GitHub outbox: nothing waiting"
+    outbox, title, header, alone = summary.stdout.splitlines()[-4:]
+    assert outbox == "Outbox (GitHub and PyTorch's relay): nothing waiting", summary.stdout
+    assert (title, header.split()) == ("Masters; the leader runs the relay's once-per-event duties:",
+                                       ["MASTER", "STATE", "LAST", "SIGN", "OF", "LIFE", "LEADER"]), summary.stdout
+    name, state, sign_of_life, leader = re.split(r"\s{2,}", alone)
+    assert (name, state, sign_of_life[-4:], leader[:9]) == (expected["masters"][0]["name"], "up", " ago",
+                                                            "yes, for "), summary.stdout
 
     assert (unknown.returncode, unknown.stdout, unknown.stderr) == (
         1, "", f"error: no backend 'nope' (backends: {BACKEND})\n")

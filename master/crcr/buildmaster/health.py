@@ -1,5 +1,5 @@
-"""RelayHealth: the health figures of the relay's backends as JSON-able dicts, for the pages, badges, /metrics
-and `crcr status` (the contract: docs/health.md).
+"""RelayHealth: the health figures of the relay's backends, and its masters, as JSON-able dicts, for the pages,
+badges, /metrics and `crcr status` (the contract: docs/health.md).
 
 It gathers each view's rows in one trip to the database threads (store/health_queries.py), the units from the
 device presence service (connected to any of the cluster's masters) and the backends from the configuration, and
@@ -16,6 +16,7 @@ from crcr.buildmaster.presence import PRESENCE_SERVICE
 from crcr.config.errors import shown
 from crcr.health.backend import backend_page
 from crcr.health.errors import HealthQueryError
+from crcr.health.masters import STOPPED_SHOWN, masters_figures
 from crcr.health.metrics import metrics, outbox_figures
 from crcr.health.one_commit import commit_page, pick_commit, sha_prefix
 from crcr.health.one_test import test_page
@@ -35,14 +36,15 @@ def health_backends(backends) -> list[dict]:
 class RelayHealth(service.BuildbotService):
     name = HEALTH_SERVICE
 
-    def checkConfig(self, backends: list[dict], commit_url: str):
+    def checkConfig(self, backends: list[dict], commit_url: str, takeover_after: int):
         pass
 
-    def reconfigService(self, backends: list[dict], commit_url: str):
+    def reconfigService(self, backends: list[dict], commit_url: str, takeover_after: int):
         """`backends`: health_backends(...) of the configured backends; `commit_url`: GitHub's commit page, before the
-        sha."""
+        sha; `takeover_after`: the seconds of silence after which a master counts as dead (RelayLeadership's)."""
         self.backends = [BackendInfo(**b) for b in backends]
         self.commit_url = commit_url
+        self.takeover_after = takeover_after
 
     # --- the views ---
 
@@ -53,7 +55,7 @@ class RelayHealth(service.BuildbotService):
         outbox = yield self._store.health_outbox_counts(now)
         # The outbox too, so that crcr status need not read the database for it.
         return {**summary(self.backends, rows, range, now, (yield self._units()), self.commit_url),
-                "outbox": outbox_figures(*outbox, now)}
+                "outbox": outbox_figures(*outbox, now), "masters": (yield self._masters(now))}
 
     @defer.inlineCallbacks
     def backend(self, name: str, range: str = DEFAULT_RANGE):
@@ -80,7 +82,7 @@ class RelayHealth(service.BuildbotService):
     def metrics(self):
         now = self._now()
         rows = yield self._store.health_metrics_rows(self._names(), now)
-        return metrics(self.backends, rows, now, (yield self._units()))
+        return {**metrics(self.backends, rows, now, (yield self._units())), "masters": (yield self._masters(now))}
 
     # --- what the views need ---
 
@@ -99,6 +101,11 @@ class RelayHealth(service.BuildbotService):
             if info.name == name:
                 return info
         raise HealthQueryError(404, f"no backend {shown(name)} (backends: {', '.join(self._names()) or 'none'})")
+
+    @defer.inlineCallbacks
+    def _masters(self, now: int):
+        rows = yield self._store.health_cluster_rows(self.master.db.model, now - STOPPED_SHOWN)
+        return masters_figures(rows, now, self.takeover_after)
 
     @defer.inlineCallbacks
     def _units(self):

@@ -75,7 +75,8 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
             *nothing_pending_services(relay, settings), HostSlotWaker(),
             HistoryRecorder(), RelayJanitor(history_days=settings.history_days),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.
-            RelayHealth(backends=health_backends(relay.backends), commit_url=commit_url(settings, "")),
+            RelayHealth(backends=health_backends(relay.backends), commit_url=commit_url(settings, ""),
+                        takeover_after=settings.takeover_after),
             *([ExitWithTheMaster()] if settings.clustered else []),
         ],
         "www": www_config(settings, relay),

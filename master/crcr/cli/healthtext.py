@@ -45,6 +45,20 @@ def summary_lines(summary: dict, web_url: str) -> list[str]:
     return [f"{title} ({_link(web_url, '#/health')}):", *table(rows)]
 
 
+def masters_lines(masters: list[dict], now: int) -> list[str]:
+    """The summary's masters under a header, by name: up, silent or stopped, their newest sign of life, which one
+    leads; nothing when there are none (a master older than this crcr names none)."""
+    if not masters:
+        return []
+    rows = [("MASTER", "STATE", "LAST SIGN OF LIFE", "LEADER")]
+    rows += [(m["name"], m["state"], _ago(now, m["last_active"]),
+              f"yes, for {duration_text(max(0, now - m['leader_since']))}" if m["leader"] else NONE)
+             for m in masters]
+    title = ("Masters; the leader runs the relay's once-per-event duties:" if any(m["leader"] for m in masters)
+             else "Masters; none leads now (the leader's lease lapsed: a live master takes it within seconds):")
+    return [title, *table(rows)]
+
+
 def backend_lines(page: dict, web_url: str) -> list[str]:
     """The backend page's figures: its row, the three windows, failing and flaky tests, bisections, and for the
     levels that build pull requests, their builds. (The charts and the commit matrix are the page's.)"""

@@ -2,9 +2,10 @@
 
 Without --outbox: the health figures (latest verdicts, latency, pass rates, queues, units, failing tests) as the
 running master's JSON gives them (/plugins/crcr/api/health..., the figures the health pages show), worded by
-healthtext or, with --json, as answered; then a line on the GitHub outbox. With --outbox: the GitHub outbox, read
-from the master's database (the master need not be running): the statuses and check runs waiting for GitHub, why,
-and when they are tried next; and those GitHub refused for good."""
+healthtext or, with --json, as answered; then a line on the outbox, and the masters (which one leads). With
+--outbox: the outbox, read from the master's database (the master need not be running): the statuses and check runs
+waiting for GitHub and the callbacks waiting for PyTorch's relay, why, and when they are tried next; and those
+refused for good."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from urllib.parse import quote
 
 import sqlalchemy as sa
 
-from crcr.cli.healthtext import backend_lines, commit_lines, summary_lines
+from crcr.cli.healthtext import backend_lines, commit_lines, masters_lines, summary_lines
 from crcr.cli.latency import duration_text
 from crcr.cli.masterdb import existing_database
 from crcr.cli.relayapi import RelaySession, add_sign_in_options, credentials_from, error_message
@@ -27,7 +28,9 @@ from crcr.health.ranges import DEFAULT_RANGE, RANGES
 from crcr.store.outbox import CLAIM_EXPIRY, KEEP_GIVEN_UP, OutboxRow, given_up, waiting
 from crcr.store.tables import github_outbox
 
-NOTHING_WAITING = "GitHub outbox: nothing waiting"
+# One outbox holds GitHub's posts and the callbacks to PyTorch's relay (docs/pytorch-relay.md).
+OUTBOX = "Outbox (GitHub and PyTorch's relay)"
+NOTHING_WAITING = f"{OUTBOX}: nothing waiting"
 HEALTH_JSON = "plugins/crcr/api/health"  # the health pages' JSON, under the relay's web address
 
 
@@ -73,10 +76,10 @@ def _waiting_summary(rows: list[OutboxRow], now: int) -> str:
 
 
 def outbox_line(waiting: int, oldest_age: int | None, given_up: int = 0) -> str:
-    """The outbox in one line: what waits and for how long, then what GitHub refused for good lately."""
+    """The outbox in one line: what waits and for how long, then what was refused for good lately."""
     line = NOTHING_WAITING
     if waiting:
-        line = f"GitHub outbox: {waiting} waiting, the oldest for {duration_text(oldest_age)}"
+        line = f"{OUTBOX}: {waiting} waiting, the oldest for {duration_text(oldest_age)}"
     return line + (f"; {given_up} refused for good in the last {KEEP_GIVEN_UP // 86400} days" if given_up else "")
 
 
@@ -89,7 +92,7 @@ def print_outbox(rows: list[OutboxRow], refused: list[OutboxRow], now: int) -> N
             print(f"  {_waiting_line(row, now, behind=target in targets)}")
             targets.add(target)
     if refused:
-        print(f"GitHub refused for good (shown for {KEEP_GIVEN_UP // 86400} days): {len(refused)}")
+        print(f"Refused for good (shown for {KEEP_GIVEN_UP // 86400} days): {len(refused)}")
         for row in refused:
             print(f"  {_target(row)}: given up {duration_text(now - row.given_up_at)} ago: {row.last_problem}")
 
@@ -173,12 +176,14 @@ def print_health(args) -> int:
     if args.backend is None:  # the master's own count: no database to find
         outbox = body["outbox"]
         print(outbox_line(outbox["waiting"], outbox["oldest_age"], outbox["given_up"]))
+        for line in masters_lines(body.get("masters", []), body["now"]):
+            print(line)
     return 0
 
 
 def _refuse_mixed_options(args) -> None:
     if args.outbox and args.backend is not None:
-        raise RuntimeError("--outbox is the whole relay's GitHub outbox: give no BACKEND")
+        raise RuntimeError("--outbox is the whole relay's outbox: give no BACKEND")
     if args.outbox and args.range is not None:
         raise RuntimeError("--range is for the health figures, not --outbox")
     if args.sha is not None and args.range is not None:
@@ -187,25 +192,27 @@ def _refuse_mixed_options(args) -> None:
 
 def add_status_command(sub: argparse._SubParsersAction) -> None:
     status = add_command(
-        sub, "status", cmd_status, "how the backends are doing (health figures) and the GitHub outbox",
+        sub, "status", cmd_status, "how the backends are doing (health figures), the outbox and the masters",
         "Without BACKEND: one line per backend, worst first: its latest verdict and since which commit, "
         "commit-to-verdict latency p50/p95, pass rate, builds and timeouts over the range, its queue and oldest "
-        "queued commit, units connected of those declared, failing tests; then the GitHub outbox in a line. With "
+        "queued commit, units connected of those declared, failing tests; then the outbox in a line, and each "
+        "master: up, silent or stopped, its last sign of life, which one leads. With "
         "BACKEND: its figures over the range, over 24h, 7d and 30d, its failing tests (since which commit, the "
         "first bad one a bisection found), flakiest tests, bisections and pull-request builds. With BACKEND SHA "
         "(7 or more hex digits): that commit's verdict, how it was decided, its latency, build and failing tests. "
         "The figures are the health pages', asked of the running master (--url, signing in as --user when it "
-        "requires it). --outbox: each commit status and check run not delivered to GitHub yet (retried until "
-        "GitHub takes it, across restarts), with its attempts, when it is tried next and the last problem, and "
-        "those GitHub refused for good (a 4xx that retrying cannot mend), shown for a week; read from the master's "
-        "database (CRCR_DB_URL), the master need not be running.",
+        "requires it). --outbox: each commit status and check run not delivered to GitHub yet, and each callback "
+        "not delivered to PyTorch's relay yet (retried until taken, across restarts), with its attempts, when it "
+        "is tried next and the last problem, and those refused for good (a 4xx that retrying cannot mend), shown "
+        "for a week; read from the master's database (CRCR_DB_URL), the master need not be running.",
     )
     status.add_argument("backend", metavar="BACKEND", nargs="?", help="a backend's figures")
     status.add_argument("sha", metavar="SHA", nargs="?", help="one upstream commit of BACKEND: its sha or a prefix")
     status.add_argument("--range", choices=list(RANGES),
                         help=f"the range the figures are over (default: {DEFAULT_RANGE})")
     status.add_argument("--outbox", action="store_true",
-                        help="the GitHub outbox only, from the database (the master need not be running)")
+                        help="the outbox only (GitHub and PyTorch's relay), from the database (the master need not "
+                             "be running)")
     status.add_argument("--json", action="store_true",
                         help="the relay's answer as JSON, as the pages read it (times in Unix seconds); with "
                              "--outbox, the outbox as JSON")

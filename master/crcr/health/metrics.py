@@ -1,5 +1,6 @@
 """The figures /metrics exports: per backend its state and the tests failing at its tip, verdict counts,
-latencies, queue, bisections; the GitHub outbox; units per device."""
+latencies, queue, bisections; the GitHub outbox; units per device (and the masters, health/masters.py's, which
+RelayHealth adds as it does to the summary)."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ memory, which is right even when rows of its previous run (a crash) remain; so t
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 
@@ -96,6 +97,26 @@ def changes_after(conn, model, changeid: int) -> list[int]:
     changes = model.changes
     query = sa.select(changes.c.changeid).where(changes.c.changeid > changeid).order_by(changes.c.changeid)
     return [row.changeid for row in conn.execute(query)]
+
+
+@dataclass(frozen=True)
+class MasterRow:
+    """A master of Buildbot's masters table: `active` until it stops or is counted dead; `last_active` its newest sign
+    of life (epoch seconds)."""
+
+    masterid: int
+    name: str
+    active: bool
+    last_active: int
+
+
+def masters_since(conn, model, since: int) -> list[MasterRow]:
+    """The active masters, and those stopped whose last sign of life is at or after `since` (Buildbot never deletes a
+    master's row: every name a master ever ran under stays)."""
+    masters = model.masters
+    query = (sa.select(masters.c.id, masters.c.name, masters.c.active, masters.c.last_active)
+             .where(sa.or_(masters.c.active != 0, masters.c.last_active >= since)).order_by(masters.c.name))
+    return [MasterRow(row.id, row.name, bool(row.active), row.last_active) for row in conn.execute(query)]
 
 
 def _other_active_masters(model, masterid: int):

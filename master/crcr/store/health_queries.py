@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from crcr.store.bisections import Bisection, _bisections
+from crcr.store.buildbot_tables import MasterRow, masters_since
 from crcr.store.commits import IN_FIGURES, CommitRow, _rows as _commit_rows
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
-from crcr.store import outbox
+from crcr.store import leadership, outbox
 from crcr.store.tables import bisections, builds, commits, suite_runs, test_outcomes
 
 # Builds of a backend's own verdicts: the figures of builds, timeouts and failing tests count these.
@@ -155,6 +156,12 @@ class MetricsRows:
     outbox_waiting: int
     outbox_given_up: int
     outbox_oldest: int | None  # created_at of the oldest row waiting
+
+
+@dataclass(frozen=True)
+class ClusterRows:
+    masters: list[MasterRow]  # active, or stopped since the asked time; by name
+    lease: leadership.Leader  # the relay's lease, as its holder last renewed it
 
 
 # --- the summary ---
@@ -435,6 +442,14 @@ def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
     waiting, given_up, oldest = outbox.counts(conn, now)
     return MetricsRows(states, latest_streaks(conn, backends), latencies, queued_now(conn, backends),
                        bisection_states, failing_now(conn, backends), waiting, given_up, oldest)
+
+
+# --- the masters ---
+
+
+def cluster_rows(conn, model, stopped_since: int) -> ClusterRows:
+    """Buildbot's masters (`model`: its database model) and the relay's lease, in one trip."""
+    return ClusterRows(masters_since(conn, model, stopped_since), leadership.current(conn))
 
 
 # --- rows ---

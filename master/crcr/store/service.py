@@ -128,3 +128,4 @@ class RelayStore(service.BuildbotService):
     health_commit_rows = _through_pool(health_queries.commit_rows)
     health_metrics_rows = _through_pool(health_queries.metrics_rows)
     health_outbox_counts = _through_pool(outbox.counts)
+    health_cluster_rows = _through_pool(health_queries.cluster_rows)

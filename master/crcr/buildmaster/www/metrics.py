@@ -73,6 +73,7 @@ class _Figures:
         yield from (states, commits, latency, queue, oldest, bisections, failing)
         yield from self._outbox(self.figures["outbox"])
         yield from self._units(self.figures["units"])
+        yield from self._masters(self.figures["masters"])
 
     @staticmethod
     def _outbox(outbox: dict):
@@ -93,6 +94,21 @@ class _Figures:
             connected.add_metric([device], counts["connected"])
             declared.add_metric([device], counts["declared"])
         yield from (connected, declared)
+
+    @staticmethod
+    def _masters(masters: list[dict]):
+        up = GaugeMetricFamily("crcr_master_up", "1 while the master marks itself alive (within "
+                               "CRCR_TAKEOVER_AFTER), 0 once silent or stopped (a stopped one is listed for a day)",
+                               labels=["master"])
+        last_active = GaugeMetricFamily("crcr_master_last_active_timestamp_seconds", "When the master last "
+                                        "marked itself alive (Unix time)", labels=["master"])
+        leader = GaugeMetricFamily("crcr_master_leader", "1 for the master holding the relay's lease (running its "
+                                   "once-per-event duties), 0 for the others", labels=["master"])
+        for master in masters:
+            up.add_metric([master["name"]], int(master["state"] == "up"))
+            last_active.add_metric([master["name"]], master["last_active"])
+            leader.add_metric([master["name"]], int(master["leader"]))
+        yield from (up, last_active, leader)
 
 
 def _histogram(latencies: list[int]) -> tuple[list[tuple[str, int]], int]:

@@ -497,6 +497,24 @@
     return { "24h": "the last 24 hours", "7d": "the last 7 days", "30d": "the last 30 days" }[range] || range;
   }
 
+  // The summary's masters: which one leads (runs the relay's once-per-event duties), each one's newest sign of life.
+  function Masters(props) {
+    var masters = props.summary.masters, now = props.summary.now;
+    return h("section", { "data-crcr": "masters" }, h("h4", null, "Masters"),
+      h("table", { className: "table table-sm" },
+        h("thead", null, h("tr", null, ["master", "state", "last sign of life", "leader"].map(function (c) {
+          return h("th", { key: c }, c);
+        }))),
+        h("tbody", null, masters.map(function (m) {
+          return h("tr", { key: m.name, "data-master": m.name },
+            h("td", null, m.name),
+            h("td", { "data-figure": "state" }, h(StateBadge, { value: m.state })),
+            h("td", null, since(m.last_active, now)),
+            h("td", { "data-figure": "leader" }, m.leader ? "leads since " + since(m.leader_since, now)
+              : h(Muted, null, "—")));
+        }))));
+  }
+
   function HealthSummary() {
     var range = useRange();
     var answer = useJson(healthApi("?range=" + range));
@@ -507,7 +525,8 @@
         "backend's state is its tip's: a commit's own verdict says only what that commit changed. Figures over " +
         rangeWords(range) + "; time to verdict runs from the relay seeing an upstream commit to its verdict."),
       h(RangePicker, { range: range, base: "#/health" }),
-      answer.data ? h(HealthTable, { summary: answer.data }) : h(Loading, answer));
+      answer.data ? h(HealthTable, { summary: answer.data }) : h(Loading, answer),
+      answer.data ? h(Masters, { summary: answer.data }) : null);
   }
 
   function Windows(props) {
