@@ -75,9 +75,11 @@ def relay_plugin(master, backends: list[dict]) -> RelayApplication:
 
 
 @defer.inlineCallbacks
-def render(resource, path: str):
-    """GET `path` from `resource`, routed as Twisted routes it: the request (its code and headers) and the body."""
+def render(resource, path: str, headers: dict[bytes, bytes] | None = None):
+    """GET `path` from `resource` with the request `headers` (names in lower case), routed as Twisted routes it: the
+    request (its code and headers) and the body."""
     request = FakeRequest(path.encode())
+    request.input_headers.update(headers or {})
     getChildForRequest(resource, request).render(request)
     body = yield request.deferred
     return request, body

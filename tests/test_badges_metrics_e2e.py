@@ -2,9 +2,11 @@
 
 One upstream commit is built by a passing backend and a failing one (one upstream test fails). The README badges
 then say "passing" and "1 failing", the "validated within" badge says that commit's time to verdict, and /metrics
-counts the commits, the failing test, the latency and the units exactly. With CRCR_REQUIRE_SIGN_IN an anonymous
-reader gets none of the relay's data from any endpoint (REST, /ws, /sse, the badges, /metrics, the plugin's JSON,
-the UI's page and /config), and a signed-in one gets them, in the UI too.
+counts the commits, the failing test, the latency, the units and the master (up, leading) exactly. With
+CRCR_REQUIRE_SIGN_IN an anonymous reader gets none of the relay's data from any endpoint (REST, /ws, /sse, the
+badges, /metrics, the plugin's JSON, the UI's page and /config), and a signed-in one gets them, in the UI too;
+Prometheus, which cannot sign in, scrapes /metrics with the secrets folder's bearer token, and a wrong one is
+refused.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from configfiles import write_secret
 from conftest import backend, make_upstream, prepare_relay, running, suite
+from crcr.config.secretfiles import METRICS_TOKEN
 from crcr.health.badges import duration_text
 from harness import ADMIN, wait_until
 from test_badges import texts
@@ -36,9 +40,10 @@ BACKENDS = {
 }
 SVG_TYPE = "image/svg+xml; charset=utf-8"
 PROMETHEUS_TYPE = "text/plain; version=1.0.0; charset=utf-8"
+SCRAPE_TOKEN = "scrape-t0ken-e2e"
 
 
-def fetch(url: str, opener=None) -> tuple[int, dict, bytes]:
+def fetch(url: str | urllib.request.Request, opener=None) -> tuple[int, dict, bytes]:
     """(status, headers, body) of a GET, errors included."""
     try:
         with (opener or urllib.request.build_opener()).open(url, timeout=30) as r:
@@ -54,11 +59,22 @@ def badge(master, path: str) -> tuple[int, str, list[str]]:
     return status, headers["Content-Type"], texts(body.decode())
 
 
-def metrics(master) -> dict[tuple, float]:
-    status, headers, body = fetch(master.web_url + "metrics")
+def metrics(master, token: str | None = None) -> dict[tuple, float]:
+    """/metrics' samples, scraped as Prometheus does: with `token` as its bearer token, or without one."""
+    status, headers, body = scrape(master, token)
     assert (status, headers["Content-Type"]) == (200, PROMETHEUS_TYPE)
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(body.decode()) for s in family.samples}
+
+
+def scrape(master, token: str | None) -> tuple[int, dict, bytes]:
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    return fetch(urllib.request.Request(master.web_url + "metrics", headers=headers))
+
+
+def masters(found: dict[tuple, float], metric: str) -> dict[str, float]:
+    """{master: value} of a crcr_master_* metric."""
+    return {dict(labels)["master"]: value for (name, labels), value in found.items() if name == metric}
 
 
 def commit_figures(master, name: str, sha: str) -> dict:
@@ -102,12 +118,17 @@ def test_badges_and_metrics_show_a_built_commit(tmp_path, github):
         wait_until(lambda: metrics(master)[("crcr_github_outbox_waiting", ())] == 0, 30, "an empty GitHub outbox")
         assert metrics(master)[("crcr_github_outbox_given_up", ())] == 0
         assert found[("crcr_units_declared", (("device", "bm"),))] == 2
+        # The master, alone: up, leading, named as Buildbot names it (<host>:<master directory>).
+        (name,) = masters(found, "crcr_master_leader")
+        assert name.endswith(f":{master.basedir}"), name
+        assert (masters(found, "crcr_master_up"), masters(found, "crcr_master_leader")) == ({name: 1}, {name: 1})
 
 
 def test_anonymous_readers_get_nothing_under_require_sign_in(tmp_path, github, browser):
     upstream = make_upstream(tmp_path / "upstream")
     master, _ = prepare_relay(tmp_path / "relay", upstream, github, BACKENDS, hosts=HOSTS,
                               CRCR_REQUIRE_SIGN_IN="true")
+    write_secret(tmp_path / "relay" / "secrets", METRICS_TOKEN, SCRAPE_TOKEN + "\n")
     try:
         master.start()  # no unit needed: nothing is built
         signed_in = master.session(ADMIN)  # the sign-in endpoint answers an anonymous reader: that is its job
@@ -121,6 +142,16 @@ def test_anonymous_readers_get_nothing_under_require_sign_in(tmp_path, github, b
             assert fetch(master.web_url + path, signed_in)[0] == 200, path
         assert [b["name"] for b in json.loads(fetch(master.web_url + "plugins/crcr/api/relay", signed_in)[2])[
             "backends"]] == sorted(BACKENDS)
+
+        # Prometheus has no session: it scrapes /metrics with the secrets folder's token as its bearer token. A
+        # wrong one is refused as such (401), never read as anonymous; the token is in no log.
+        assert metrics(master, SCRAPE_TOKEN)[("crcr_units_declared", (("device", "bm"),))] == 2
+        status, headers, body = scrape(master, SCRAPE_TOKEN[:-1])
+        assert (status, headers["WWW-Authenticate"], json.loads(body)["error"]) == (
+            401, 'Bearer realm="crcr"', f"/metrics takes the relay's scrape token: Authorization: Bearer <the "
+                                        f"secrets folder's {METRICS_TOKEN}>; that was not it")
+        logged = [p.name for p in master.basedir.glob("*.log") if SCRAPE_TOKEN[:-1] in p.read_text(errors="replace")]
+        assert not logged, logged
 
         # Buildbot's /sse streams the message queue (every build's events) to whoever asks, unless the relay asks
         # its Authz first.

@@ -1,20 +1,30 @@
 """/badges and /metrics at the web root, under Buildbot's harness: a fake master with a real SQLite database, the
 relay's store and the real RelayHealth service, routed from the root the www service serves. The SVG and the text
 format themselves are test_badges' and test_metrics'; the figures RelayHealth's tests'; over HTTP with real builds
-test_badges_metrics_e2e's."""
+test_badges_metrics_e2e's. Who reads: the relay's Authz (here a stand-in that allows or refuses), and for /metrics
+Prometheus's bearer token, read through Buildbot's SecretManager and the relay's SecretsDirectory."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
 from types import SimpleNamespace
 
+from buildbot.secrets.manager import SecretManager
 from buildbot.test.reactor import TestReactorMixin
+from buildbot.test.util.logging import LoggingMixin
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.internet import defer
 from twisted.trial import unittest
 from twisted.web.error import Error
 
+from configfiles import write_secret
 from crcr.buildmaster.health import RelayHealth
+from crcr.buildmaster.secrets import SecretsDirectory
+from crcr.config.secretfiles import METRICS_TOKEN
 from crcr.store.service import RelayStore
 from relaymaster import relay_master, relay_plugin, render, www_root
 from test_badges import texts
@@ -113,6 +123,65 @@ class RootResourcesTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
             code, content_type, body = yield self.fetch(path)
             self.assertEqual((code, json.loads(body)), (403, {"error": "not signed in: sign in"}), path)
             self.assertEqual(self.asked, (tuple(path.strip("/").split("/")), "get"))
+
+    async def secrets_folder(self) -> Path:
+        """The master's secrets provider on a folder of its own, as master.cfg configures it."""
+        secrets = Path(tempfile.mkdtemp(prefix="crcr-secrets-"))
+        self.addCleanup(shutil.rmtree, secrets, True)
+        os.chmod(secrets, 0o700)
+        manager = SecretManager()
+        await manager.setServiceParent(self.master)
+        await manager.reconfigServiceWithBuildbotConfig(
+            SimpleNamespace(secretsProviders=[SecretsDirectory(dirname=str(secrets))]))
+        return secrets
+
+    @defer.inlineCallbacks
+    def scrape(self, authorization: bytes):
+        """(HTTP code, its body as JSON or Prometheus's text, WWW-Authenticate) of GET /metrics with `authorization`."""
+        request, body = yield render(www_root(), "/metrics", {b"authorization": authorization})
+        read = body.decode() if request.responseCode == 200 else json.loads(body)
+        return request.responseCode, read, request.headers.get(b"www-authenticate")
+
+    async def test_prometheus_scrapes_metrics_with_the_bearer_token_of_the_secrets_folder_without_signing_in(self):
+        self.allowed = False  # CRCR_REQUIRE_SIGN_IN, and no session: the Authz refuses
+        secrets = await self.secrets_folder()
+        write_secret(secrets, METRICS_TOKEN, "t0ken-one\n")
+
+        code, text, _ = await self.scrape(b"Bearer t0ken-one")
+        self.assertEqual(code, 200)
+        self.assertIn('crcr_queue_length{backend="alpha"} 0.0', text.splitlines())
+        self.assertEqual((await self.scrape(b"bearer t0ken-one"))[0], 200, "HTTP's scheme names ignore case")
+
+        write_secret(secrets, METRICS_TOKEN, "t0ken-two\n")  # rotated: read at each scrape, no reconfig
+        self.assertEqual([(await self.scrape(b"Bearer " + token))[0] for token in (b"t0ken-two", b"t0ken-one")],
+                         [200, 401])
+        self.assertNotLogged("t0ken")
+
+    async def test_any_other_authorization_is_refused_401_never_read_as_anonymous(self):
+        secrets = await self.secrets_folder()
+        write_secret(secrets, METRICS_TOKEN, "t0ken-one\n")
+        refused = (401, {"error": "/metrics takes the relay's scrape token: Authorization: Bearer <the secrets "
+                                  f"folder's {METRICS_TOKEN}>; that was not it"}, [b'Bearer realm="crcr"'])
+        for authorization in (b"Bearer t0ken-on", b"Bearer t0ken-one-more", b"Bearer", b"Basic dXNlcjp0MGtlbi1vbmU=",
+                              b"t0ken-one"):
+            self.assertEqual(await self.scrape(authorization), refused, authorization)
+        (secrets / METRICS_TOKEN).unlink()
+        self.assertEqual(await self.scrape(b"Bearer t0ken-one"), refused, "no token: no bearer is right")
+        self.assertNotLogged("t0ken")
+
+    async def test_a_token_readable_by_others_is_refused_and_logged_without_its_value(self):
+        secrets = await self.secrets_folder()
+        write_secret(secrets, METRICS_TOKEN, "t0ken-one\n", mode=0o644)
+
+        self.assertEqual((await self.scrape(b"Bearer t0ken-one"))[0], 401)
+        self.assertLogged(f"secret '{METRICS_TOKEN}' unusable: .*{METRICS_TOKEN}")
+        self.assertNotLogged("t0ken-one")
+
+    async def test_signed_in_and_anonymous_readers_read_metrics_without_a_token_as_the_authz_says(self):
+        await self.secrets_folder()  # no token in it
+        self.assertEqual((await self.fetch("/metrics"))[0], 200)
+        self.allowed = False
+        self.assertEqual((await self.fetch("/metrics"))[0], 403)
 
     def test_a_reconfiguration_hands_them_the_new_master(self):
         other = SimpleNamespace()

@@ -12,6 +12,8 @@ GITHUB_APP_PRIVATE_KEY = "github-app-private-key"
 # The OAuth app people sign in with when the auth setting is 'github'.
 GITHUB_OAUTH_CLIENT_ID = "github-oauth-client-id"
 GITHUB_OAUTH_CLIENT_SECRET = "github-oauth-client-secret"
+# The bearer token Prometheus scrapes /metrics with where reading needs sign-in (its credentials_file).
+METRICS_TOKEN = "metrics-token"
 
 
 def worker_password(worker_name: str) -> str:

@@ -46,10 +46,14 @@ class JsonResource(resource.Resource):
 
     @defer.inlineCallbacks
     def _render(self, request):
-        yield assert_reader(self.master, request)
+        yield self.assert_allowed(request)
         body = yield self.answer(request)
         request.setHeader(b"content-type", self.content_type)
         return self.encode(body)
+
+    def assert_allowed(self, request) -> defer.Deferred:
+        """Fails with a twisted.web Error (its code, why) when the request may not read this."""
+        return assert_reader(self.master, request)
 
     def answer(self, request) -> defer.Deferred:
         raise NotImplementedError

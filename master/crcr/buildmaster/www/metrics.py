@@ -2,16 +2,27 @@
 
 Each scrape builds a fresh CollectorRegistry holding one collector of that scrape's figures: nothing is kept
 between scrapes (no global registry), so a backend removed from the configuration leaves the text at once.
+
+Who reads: anyone the relay's Authz lets read (everyone, or with CRCR_REQUIRE_SIGN_IN a signed-in session), and a
+scrape carrying the secrets folder's metrics-token as its bearer token (Prometheus's `authorization`), which has no
+session to sign in with. A request with any other Authorization is refused (401): a scrape configured wrong says so
+rather than reading as anonymous.
 """
 
 from __future__ import annotations
 
+import hmac
+
+from buildbot.config.errors import ConfigErrors
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from twisted.internet import defer
+from twisted.python import log
+from twisted.web.error import Error
 
 from crcr.buildmaster.www.reading import ReadResource
+from crcr.config.secretfiles import METRICS_TOKEN
 from crcr.health.state import STATES
 
 MINUTE, HOUR, DAY = 60, 3600, 86400
@@ -19,14 +30,46 @@ MINUTE, HOUR, DAY = 60, 3600, 86400
 LATENCY_BUCKETS = [5 * MINUTE, 15 * MINUTE, 30 * MINUTE, HOUR, 2 * HOUR, 4 * HOUR, 8 * HOUR, 12 * HOUR, DAY, 2 * DAY]
 
 
+BEARER = b"bearer"  # the scheme's name, which HTTP compares ignoring case
+
+
 class MetricsResource(ReadResource):
     content_type = CONTENT_TYPE_LATEST.encode()
+
+    def assert_allowed(self, request):
+        authorization = request.getHeader(b"authorization")
+        if authorization is None:
+            return super().assert_allowed(request)
+        return self._assert_scrape_token(request, authorization)
+
+    @defer.inlineCallbacks
+    def _assert_scrape_token(self, request, authorization: bytes):
+        scheme, _, given = authorization.strip().partition(b" ")
+        expected = yield scrape_token(self.master)
+        # compare_digest: as long whatever the first differing byte, so timing tells nothing of the token.
+        if scheme.lower() != BEARER or expected is None or not hmac.compare_digest(given.strip(), expected):
+            request.setHeader(b"www-authenticate", b'Bearer realm="crcr"')
+            raise Error(401, f"/metrics takes the relay's scrape token: Authorization: Bearer <the secrets "
+                             f"folder's {METRICS_TOKEN}>; that was not it".encode())
 
     @defer.inlineCallbacks
     def answer(self, request):
         figures = yield self.health().metrics()
         request.setHeader(b"cache-control", b"no-cache")  # each scrape is now's figures, whatever lies between
         return metrics_text(figures)
+
+
+@defer.inlineCallbacks
+def scrape_token(master):
+    """The secrets folder's metrics-token as bytes, read at each scrape (a rotation needs no reconfig); None when
+    there is none, or none usable (readable by others: the secrets provider refuses it, saying why)."""
+    secrets = master.namedServices.get("secrets")
+    try:
+        found = (yield secrets.get(METRICS_TOKEN)) if secrets is not None else None
+    except ConfigErrors as e:  # what SecretInAFile's check raises outside a configuration's load
+        log.msg(f"crcr: /metrics refused a bearer token (401): secret '{METRICS_TOKEN}' unusable: {e}")
+        return None
+    return found.value.encode() if found is not None and found.value else None
 
 
 def metrics_text(figures: dict) -> bytes:
