@@ -27,15 +27,16 @@ from twisted.internet import defer
 from twisted.python import log
 from twisted.trial import unittest
 
-from configfiles import make_dirs, settings_for, write_secret
+from configfiles import DROP, make_dirs, settings_for, write_secret
 from crcr.buildmaster.pull_requests import PullRequestRelay
 from crcr.buildmaster.webhook import MAX_BODY, github_dialect
+from crcr.buildmaster.webhook_events import shape_problem
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
 from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE, STORE_SERVICE
 from crcr.store.deliveries import KEEP_SECONDS, claim_delivery, release_delivery
 from crcr.store.migrate import upgrade_tables
 from crcr.store.service import RelayStore
-from webhooks import sign
+from webhooks import load_fixture, rewrite, sign
 
 SECRET = "the-webhook-secret"
 REPO = "pytorch/pytorch"
@@ -72,6 +73,50 @@ def pull_request(action: str = "opened", repo: str = REPO) -> dict:
         "pull_request": {"number": 7, "head": {"sha": A}, "base": {"ref": "main", "sha": "b" * 40}},
         "repository": {"full_name": repo},
     }
+
+
+def reshaped(payload: dict, path: str, value=DROP) -> dict:
+    """A copy of `payload` whose field at the dotted `path` is `value` (removed by default)."""
+    return rewrite(payload, {path: value})
+
+
+RELAYED_PR = dispatch(pull_request(), "pull_request", "u-shape")
+# (event, a payload of the wrong shape, the answer naming its field): each would fail where the relay reads it.
+BAD_SHAPES = [
+    ("repository_dispatch", reshaped(RELAYED_PR, "client_payload.payload.repository", REPO),
+     "client_payload.payload.repository: expected an object, got a string"),
+    ("repository_dispatch", reshaped(RELAYED_PR, "client_payload.payload.pull_request", []),
+     "client_payload.payload.pull_request: expected an object, got an array"),
+    ("repository_dispatch", reshaped(RELAYED_PR, "client_payload.payload.pull_request.head", A),
+     "client_payload.payload.pull_request.head: expected an object, got a string"),
+    ("repository_dispatch", reshaped(RELAYED_PR, "client_payload.payload.pull_request.labels", 3),
+     "client_payload.payload.pull_request.labels: expected an array, got a number"),
+    ("repository_dispatch", reshaped(RELAYED_PR, "client_payload.payload.pull_request.labels", ["ciflow/oot/x"]),
+     "client_payload.payload.pull_request.labels[0]: expected an object, got a string"),
+    ("repository_dispatch", reshaped(RELAYED_PR, "client_payload.payload.pull_request.number", "7"),
+     "client_payload.payload.pull_request.number: expected a whole number, got a string"),
+    ("repository_dispatch", reshaped(dispatch(push(), "push", "u-shape"), "client_payload.payload.deleted", "no"),
+     "client_payload.payload.deleted: expected true or false, got a string"),
+    ("repository_dispatch", reshaped(RELAYED_PR, "repository", DOWNSTREAM),
+     "repository: expected an object, got a string"),
+    ("repository_dispatch", reshaped(RELAYED_PR, "client_payload", None),
+     "client_payload: expected an object, got null"),
+    ("repository_dispatch", reshaped(RELAYED_PR, "client_payload.delivery_id"), "client_payload.delivery_id: missing"),
+    ("repository_dispatch", reshaped(RELAYED_PR, "client_payload.delivery_id", ""),
+     "client_payload.delivery_id: must not be empty"),
+    ("repository_dispatch", reshaped(RELAYED_PR, "client_payload.payload", []),
+     "client_payload.payload: expected an object, got an array"),
+    ("push", reshaped(push(), "repository", REPO), "repository: expected an object, got a string"),
+    ("push", reshaped(push(), "ref", 1), "ref: expected a string, got a number"),
+    ("pull_request", reshaped(pull_request(), "pull_request"), "pull_request: missing"),
+    ("pull_request", reshaped(pull_request(), "pull_request.head", A),
+     "pull_request.head: expected an object, got a string"),
+    ("pull_request", reshaped(pull_request(), "pull_request.base.sha"), "pull_request.base.sha: missing"),
+    ("pull_request", reshaped(pull_request(), "pull_request.number", True),
+     "pull_request.number: expected a whole number, got a boolean"),
+    ("pull_request", {**pull_request("labeled"), "label": "ciflow/oot/spyre"},
+     "label: expected an object, got a string"),
+]
 
 
 class WebhookTest(TestReactorMixin, unittest.TestCase):
@@ -330,15 +375,37 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
             self.assertEqual(status, 200, text)
         self.assertEqual(self.poller.polls, 0)
 
+    # --- events of the wrong shape ---
+
     @defer.inlineCallbacks
-    def test_a_dispatch_not_shaped_as_pytorchs_relay_sends_it_is_refused_saying_why(self):
-        for client_payload in (None, {"event_type": "push", "payload": push()}, {"event_type": "push",
-                                                                                "delivery_id": "d", "payload": []}):
-            relayed = {**dispatch(push(), "push", "u"), "client_payload": client_payload}
-            status, text = yield self.deliver("repository_dispatch", relayed)
-            self.assertEqual(status, 400, client_payload)
-            self.assertIn("client_payload", text)
+    def test_a_signed_event_of_the_wrong_shape_is_refused_naming_its_field_and_logged(self):
+        for event, payload, answer in BAD_SHAPES:
+            self.logged.clear()
+            status, text = yield self.deliver(event, payload, delivery="d-shape")
+
+            self.assertEqual((status, text), (400, answer + "\n"), f"{event}: {answer}")
+            (refusal,) = [line for line in self.logged if "d-shape" in line]
+            self.assertTrue(refusal.startswith(
+                f"crcr: GitHub webhook refused (400, {answer}): event {event!r}, delivery 'd-shape', from "), refusal)
         self.assertEqual(self.poller.polls, 0)
+
+    @defer.inlineCallbacks
+    def test_a_refused_shape_claims_nothing_the_delivery_shaped_right_acts(self):
+        relayed = dispatch(push(), "push", "u-fixed")
+        yield self.deliver("repository_dispatch", reshaped(relayed, "client_payload.payload.repository", REPO))
+
+        status, text = yield self.deliver("repository_dispatch", relayed)
+
+        self.assertEqual((status, self.poller.polls), (200, 1), text)
+
+    @defer.inlineCallbacks
+    def test_every_field_a_message_names_is_reported_together(self):
+        payload = reshaped(reshaped(pull_request(), "pull_request.head", A), "repository", REPO)
+
+        status, text = yield self.deliver("pull_request", payload)
+
+        self.assertEqual((status, text.splitlines()), (400, [
+            "pull_request.head: expected an object, got a string", "repository: expected an object, got a string"]))
 
     @defer.inlineCallbacks
     def test_an_unsigned_dispatch_is_refused(self):
@@ -376,6 +443,12 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual((yield self.deliver("push", push()))[0], 200)
         self.assertEqual(self.poller.polls, 1)
+
+
+@pytest.mark.parametrize("fixture", ["push", "pull_request.opened", "pull_request.synchronize", "pull_request.closed",
+                                     "pull_request.labeled", "pull_request.unlabeled"])
+def test_githubs_own_payloads_are_of_the_shape_the_relay_reads(fixture):
+    assert shape_problem(fixture.split(".")[0], load_fixture(fixture)) is None
 
 
 # --- the deliveries table ---

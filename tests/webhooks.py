@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from configfiles import DROP
+
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "github-webhooks"
 WEBHOOK_SECRET = "webhook-secret-of-the-tests"  # what conftest's write_secret puts in github-webhook-secret
 HOOK_PATH = "change_hook/github"
@@ -36,14 +38,18 @@ def load_fixture(name: str) -> dict:
 
 
 def rewrite(payload: dict, overrides: dict[str, Any]) -> dict:
-    """A copy of `payload` with each dotted path of `overrides` set: {"pull_request.head.sha": sha, "number": 7}."""
+    """A copy of `payload` with each dotted path of `overrides` set: {"pull_request.head.sha": sha, "number": 7}
+    (DROP: removed)."""
     changed = copy.deepcopy(payload)
     for path, value in overrides.items():
         *parents, last = path.split(".")
         node = changed
         for key in parents:
             node = node[key]
-        node[last] = value
+        if value is DROP:
+            del node[last]
+        else:
+            node[last] = value
     return changed
 
 

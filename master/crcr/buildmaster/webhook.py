@@ -24,6 +24,7 @@ from buildbot.www.hooks.github import GitHubEventHandler
 from twisted.internet import defer
 from twisted.python import log
 
+from crcr.buildmaster.webhook_events import DISPATCH_EVENT, shape_problem
 from crcr.config.models import Backend
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET, secret_problem
 from crcr.config.settings import Settings
@@ -32,7 +33,6 @@ from crcr.store.service import relay_store
 from crcr.store.tables import DELIVERY_LENGTH
 
 DIALECT = "github"
-DISPATCH_EVENT = "repository_dispatch"
 MAX_BODY = 25 * 1024 * 1024  # GitHub does not deliver payloads over 25 MB: anything bigger is not GitHub's
 BRANCH_REF = "refs/heads/"
 SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -125,6 +125,7 @@ class RelayGitHubEventHandler(GitHubEventHandler):
 
         if event == "ping":
             return "pong"
+        _check_shape(event, payload, about)
         if event == DISPATCH_EVENT:
             return (yield self._relayed(payload, options, about))
         act = self._handler(event)
@@ -172,6 +173,7 @@ class RelayGitHubEventHandler(GitHubEventHandler):
         act = self._handler(relayed.event)
         if act is None:
             return f"the relay does not use relayed {relayed.event!r} events"
+        _check_shape(relayed.event, relayed.payload, about, within="client_payload.payload")
         upstream = (relayed.payload.get("repository") or {}).get("full_name") or ""
         if upstream.casefold() != options["github_repo"].casefold():
             return f"relayed event not about {options['github_repo']}: nothing done"
@@ -250,7 +252,7 @@ class RelayedEvent:
             sha = ((self.payload.get("pull_request") or {}).get("head") or {}).get("sha")
         else:
             sha = self.payload.get("after")
-        return sha if isinstance(sha, str) and SHA.match(sha) else None
+        return sha if sha is not None and SHA.match(sha) else None
 
     def echo(self) -> dict:
         """What a callback echoes of the upstream event (client_payload.payload): the fields PyTorch's relay and its
@@ -265,7 +267,7 @@ class RelayedEvent:
                 "number": pr.get("number"), "html_url": pr.get("html_url"),
                 "head": {"sha": (pr.get("head") or {}).get("sha"), "ref": (pr.get("head") or {}).get("ref")},
                 "base": {"ref": (pr.get("base") or {}).get("ref")},
-                "labels": [{"name": label.get("name")} for label in pr.get("labels") or [] if isinstance(label, dict)],
+                "labels": [{"name": label["name"]} for label in pr.get("labels") or []],
             }}
         else:
             echo |= {"ref": payload.get("ref"), "before": payload.get("before"), "after": payload.get("after")}
@@ -278,15 +280,18 @@ class RelayedEvent:
 
 
 def relayed_event(payload: dict) -> RelayedEvent:
-    """The relayed event of a repository_dispatch; Refused (400) when it is not shaped as PyTorch's relay sends it."""
-    carried = payload.get("client_payload")
-    if not isinstance(carried, dict):
-        raise Refused(400, "a repository_dispatch without a client_payload object")
-    event, delivery, inner = carried.get("event_type"), carried.get("delivery_id"), carried.get("payload")
-    if not (isinstance(event, str) and isinstance(delivery, str) and delivery and isinstance(inner, dict)):
-        raise Refused(400, "client_payload must hold event_type and delivery_id strings and a payload object, as "
-                           "PyTorch's relay sends them")
-    return RelayedEvent(event, delivery, inner)
+    """The relayed event of a repository_dispatch whose shape was checked."""
+    carried = payload["client_payload"]
+    return RelayedEvent(carried["event_type"], carried["delivery_id"], carried["payload"])
+
+
+def _check_shape(event: str, payload: dict, about: str, within: str = "") -> None:
+    """Refused (400), and logged, when the payload of an event the relay acts on is not of the shape GitHub (or
+    PyTorch's relay, `within` its dispatch) sends: what would fail inside is named here, field by field."""
+    problem = shape_problem(event, payload, within)
+    if problem is not None:
+        log.msg(f"crcr: GitHub webhook refused (400, {problem.replace(chr(10), '; ')}): {about}")
+        raise Refused(400, problem)
 
 
 def _header(request, name: bytes) -> str:
