@@ -7,6 +7,7 @@ import yaml
 
 from configfiles import (
     BACKEND,
+    WORKER,
     DROP,
     alias_bomb,
     backend_yaml,
@@ -24,6 +25,7 @@ from crcr.suites.selection import read_skip_list
 from crcr.config.paths import display_path
 from crcr.config.models import Backend, WorkerHost
 from crcr.config.settings import REPO_ROOT, load_settings
+from numericfields import number_paths, with_value
 
 FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "pytorch-oot"
 
@@ -639,6 +641,30 @@ def test_the_bounds_leave_room_for_the_largest_real_selection(tmp_path):
     (npu,) = load_relay_config(settings_for(dirs)).backends
 
     assert max(len(s.pytest.files) for s in npu.suites) == 128
+
+
+# Each number of the backend and host files, found from their models (a backend file with a schedule holds them all).
+NUMBERS = [
+    (file_name, document, path)
+    for file_name, model, document in (
+        ("backends/demo.yaml", Backend, {**BACKEND, "schedule": {"follow": "nightly"}}),
+        ("workers/gpu-host.yaml", WorkerHost, WORKER),
+    )
+    for path in number_paths(model, document)
+]
+NUMBER_IDS = [f"{file_name.split('/')[0]}:{'.'.join(map(str, path))}" for file_name, _, path in NUMBERS]
+
+
+@pytest.mark.parametrize("not_a_number", [True, "3", 1.5], ids=repr)
+@pytest.mark.parametrize("file_name, document, path", NUMBERS, ids=NUMBER_IDS)
+def test_every_number_of_the_files_refuses_a_boolean_a_string_and_a_fraction(tmp_path, file_name, document, path,
+                                                                            not_a_number):
+    """YAML's `true` is no 1, nor "3" a 3: pydantic's lax mode would take both (`hour: true` was hour 1)."""
+    text = yaml.safe_dump(with_value(document, path, not_a_number), sort_keys=False)
+    field = ".".join(map(str, path))
+    message = f"{{file}}: {field}: should be a whole number (got {not_a_number!r})"
+
+    test_bad_file_is_refused_naming_file_field_and_problem(tmp_path, file_name, text, message)
 
 
 @pytest.mark.parametrize("file_name, text, message", BAD_FILES)

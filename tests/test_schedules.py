@@ -48,6 +48,7 @@ def test_without_a_schedule_every_commit_is_built(tmp_path):
     ({"follow": "nightly", "every": 60}, "every is for follow: periodic, not nightly"),
     ({"follow": "periodic", "hour": 3}, "hour is for follow: nightly, not periodic"),
     ({"follow": "nightly", "hour": 24}, "schedule.hour: must be at most 23 (got 24)"),
+    ({"follow": "nightly", "hour": True}, "schedule.hour: should be a whole number (got True)"),
     ({"follow": "periodic", "every": 0}, "schedule.every: should be greater than 0 (got 0)"),
     ({"follow": "periodic", "branch": "../x"}, "schedule.branch"),
 ])

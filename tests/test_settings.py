@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from crcr.config.errors import ConfigError
-from crcr.config.settings import DEFAULTS_FILE, ENV_VARS, REPO_ROOT, load_settings
+from crcr.config.settings import DEFAULTS_FILE, ENV_VARS, REPO_ROOT, Settings, load_settings
+from numericfields import number_paths, with_value
 
 
 def test_defaults_come_from_master_settings_yaml():
@@ -173,6 +174,34 @@ def test_bad_defaults_file_is_refused_naming_file_and_key(tmp_path):
     lines = str(raised.value).splitlines()
     assert lines[0] == "settings.yaml: web_port: should be a whole number (got 'http')"
     assert lines[1].startswith("settings.yaml: poll_intervall: unknown key (did you mean 'poll_interval'?); the known keys are ")
+
+
+# Each number of the settings, found from the model's fields.
+NUMBERS = [name for name, in number_paths(Settings, yaml.safe_load(DEFAULTS_FILE.read_text(encoding="utf-8")))]
+
+
+@pytest.mark.parametrize("not_a_number", [True, "60", 60.0], ids=repr)
+@pytest.mark.parametrize("setting", NUMBERS)
+def test_every_number_of_the_defaults_file_refuses_a_boolean_a_string_and_a_fraction(tmp_path, setting, not_a_number):
+    """YAML's `true` is no 1, nor "60" a 60 (pydantic's lax mode would take both)."""
+    defaults = yaml.safe_load(DEFAULTS_FILE.read_text(encoding="utf-8"))
+    custom = tmp_path / "settings.yaml"
+    custom.write_text(yaml.safe_dump(with_value(defaults, (setting,), not_a_number)), encoding="utf-8")
+
+    with pytest.raises(ConfigError) as raised:
+        load_settings(environ={}, defaults_file=custom)
+
+    assert str(raised.value) == f"settings.yaml: {setting}: should be a whole number (got {not_a_number!r})"
+
+
+@pytest.mark.parametrize("setting", NUMBERS)
+def test_every_number_is_read_from_its_variables_text_and_only_a_whole_one(setting):
+    var, default = f"CRCR_{setting.upper()}", getattr(load_settings(environ={}), setting)
+
+    assert getattr(load_settings(environ={var: str(default)}), setting) == default
+    with pytest.raises(ConfigError) as raised:
+        load_settings(environ={var: "true"})
+    assert str(raised.value) == f"{var}: should be a whole number (got 'true')"
 
 
 def test_a_variable_fixes_a_bad_default(tmp_path):

@@ -195,7 +195,7 @@ class Schedule(Strict):
     """`schedule:` of a backend built on a schedule instead of on every commit of its branches."""
 
     follow: Literal["nightly", "periodic"]
-    hour: int = Field(default=NIGHTLY_HOUR, ge=0, le=23)  # nightly: the hour of the day, UTC
+    hour: StrictInt = Field(default=NIGHTLY_HOUR, ge=0, le=23)  # nightly: the hour of the day, UTC
     every: Seconds = PERIODIC_EVERY  # periodic: seconds between two looks at the branch
     # The upstream branch whose head is built: nightly's for `nightly`, viable/strict for `periodic` (or main).
     branch: str = Field(default_factory=lambda data: SCHEDULE_BRANCHES.get(data.get("follow"), "main"),

@@ -28,6 +28,20 @@ DEFAULTS_FILE = REPO_ROOT / "master" / "settings.yaml"
 MIN_HISTORY_DAYS = 31
 MAX_HISTORY_DAYS = described_limit(3650, "3650 days (10 years)")
 INTERFACE = r"^[A-Za-z0-9.:-]+$"
+# Validation context: the names of the settings whose value is the text of their CRCR_* variable.
+FROM_ENVIRONMENT = "from_environment"
+
+
+def _whole_number(value, parse, info: ValidationInfo):
+    """A number of the settings file is a YAML number, not `true` (which pydantic would take as 1) nor "60"; only a
+    variable's text is parsed as one."""
+    from_environment = info.field_name in (info.context or {}).get(FROM_ENVIRONMENT, ())
+    if from_environment or (isinstance(value, int) and not isinstance(value, bool)):
+        return parse(value)
+    raise PydanticCustomError("int_type", "Input should be a valid integer")
+
+
+WholeNumber = Annotated[int, WrapValidator(_whole_number)]
 
 
 class Settings(BaseModel):
@@ -35,7 +49,7 @@ class Settings(BaseModel):
 
     upstream_url: str = Field(min_length=1, max_length=MAX_URL)
     upstream_branches: BranchNames
-    poll_interval: int = Field(ge=1, le=MAX_POLL_INTERVAL)
+    poll_interval: WholeNumber = Field(ge=1, le=MAX_POLL_INTERVAL)
     github_api_url: str = Field(
         pattern=described_pattern(r"^https?://", "must start with http:// or https://"), max_length=MAX_URL
     )
@@ -46,9 +60,9 @@ class Settings(BaseModel):
     backends_dir: Path
     workers_dir: Path
     secrets_dir: Path
-    web_port: int = Field(ge=1, le=65535)
-    worker_port: int = Field(ge=1, le=65535)
-    worker_keepalive: int = Field(ge=1, le=MAX_KEEPALIVE)
+    web_port: WholeNumber = Field(ge=1, le=65535)
+    worker_port: WholeNumber = Field(ge=1, le=65535)
+    worker_keepalive: WholeNumber = Field(ge=1, le=MAX_KEEPALIVE)
     master_address: str | None = Field(
         default=None,
         pattern=described_pattern(r"^[A-Za-z0-9.\[\]:-]+:[0-9]+$", "must be <host>:<port>, e.g. relay.example.org:9989"),
@@ -70,15 +84,15 @@ class Settings(BaseModel):
     web_interface: str = Field(pattern=described_pattern(INTERFACE, "must be an IP address or host name"), max_length=MAX_ADDRESS)
     worker_interface: str = Field(pattern=described_pattern(INTERFACE, "must be an IP address or host name"), max_length=MAX_ADDRESS)
     # The GitHub outbox retries a post after outbox_retry_delay seconds, doubling up to outbox_max_delay.
-    outbox_retry_delay: int = Field(ge=1, le=MAX_KEEPALIVE)
-    outbox_max_delay: int = Field(ge=1, le=MAX_POLL_INTERVAL)
+    outbox_retry_delay: WholeNumber = Field(ge=1, le=MAX_KEEPALIVE)
+    outbox_max_delay: WholeNumber = Field(ge=1, le=MAX_POLL_INTERVAL)
     # A build still running this long after its backend's timeout is stopped by the relay, and reported.
-    timeout_grace: int = Field(ge=1, le=MAX_POLL_INTERVAL)
+    timeout_grace: WholeNumber = Field(ge=1, le=MAX_POLL_INTERVAL)
     # The test history, the ledger's decided commits, ended bisections and build logs are kept this many days.
-    history_days: int = Field(le=MAX_HISTORY_DAYS)
+    history_days: WholeNumber = Field(le=MAX_HISTORY_DAYS)
     # Several masters: one silent this long (seconds) counts as dead; another takes over its duties and rebuilds its
     # interrupted builds. Shorter is quicker after a crash, and quicker to count a master dead that is only slow.
-    takeover_after: int = Field(default=75, ge=10, le=MAX_KEEPALIVE)
+    takeover_after: WholeNumber = Field(default=75, ge=10, le=MAX_KEEPALIVE)
     # Several masters: the Crossbar.io router carrying Buildbot's message queue (WAMP), and its realm. Without a
     # router URL the master is alone (Buildbot's in-process queue).
     mq_router_url: str | None = Field(
@@ -189,7 +203,8 @@ def load_settings(environ: Mapping[str, str] | None = None, defaults_file: Path 
             raw = environ[var]
             values[name] = [b.strip() for b in raw.split(",") if b.strip()] if name in LIST_SETTINGS else raw
             sources[name] = var
+    from_environment = {name for name, source in sources.items() if source in ENV_VARS}
     try:
-        return Settings(**values)
+        return Settings.model_validate(values, context={FROM_ENVIRONMENT: from_environment})
     except ValidationError as e:
         raise ConfigError(describe_validation_error(e, lambda field: sources.get(field, field), Settings)) from None
