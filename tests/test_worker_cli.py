@@ -112,7 +112,7 @@ def up_arguments(printed: str) -> list[str]:
 
 
 def test_register_leads_with_the_host_tool_and_its_one_command_the_password_on_standard_input(dirs, crcr):
-    result = crcr("worker", "register", "lab1", "--device", "spyre:2", "--device", "cuda", "--admin",
+    result = crcr("worker", "register", "lab1", "--device", "spyre:2", "--device", "cuda", "--new-device", "--admin",
                   "Jane O'Hara <jane@example.com>", "--build-env", "/opt/torch/venv",
                   CRCR_BUILDBOT_URL="https://relay.example.org/ci", CRCR_MASTER_ADDRESS="relay.example.org:9989")
 
@@ -284,6 +284,27 @@ def test_bad_registration_is_refused_and_writes_nothing(dirs, crcr, register, ar
     assert not dirs.secrets.exists() or list(dirs.secrets.iterdir()) == []
 
 
+def test_a_device_no_backend_runs_on_is_refused_naming_the_backends_devices_and_nothing_written(dirs, crcr):
+    write_backend(dirs.backends, "cpu", device="cpu")
+
+    result = crcr("worker", "register", "lab1", "--device", "spyre:2", "--device", "nodevice:2", "--admin", "a")
+
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        "error: --device: no backend runs on 'nodevice' (the backends' devices: cpu, spyre), so its units would stay "
+        "idle; check the device's name, or pass --new-device if a backend for it is still to come"), result.stderr
+    assert list(dirs.workers.iterdir()) == []
+    assert not dirs.secrets.exists() or list(dirs.secrets.iterdir()) == []
+
+
+def test_a_device_the_admin_says_is_new_is_registered_with_a_note_that_its_units_stay_idle(dirs, crcr):
+    result = crcr("worker", "register", "lab1", "--device", "nodevice:2", "--new-device", "--admin", "a")
+
+    assert result.returncode == 0, result.stderr
+    assert "note: no backend runs on nodevice yet; those units stay idle until one does" in result.stderr
+    assert yaml.safe_load((dirs.workers / "lab1.yaml").read_text())["devices"] == {"nodevice": 2}
+
+
 def test_a_taken_name_is_refused_and_the_host_keeps_its_password(dirs, crcr, register):
     register("lab1")
     before = (dirs.secrets / "worker-lab1").read_text()
@@ -296,7 +317,7 @@ def test_a_taken_name_is_refused_and_the_host_keeps_its_password(dirs, crcr, reg
 
 
 def test_a_unit_name_taken_by_another_host_is_refused(dirs, crcr, register):
-    crcr("worker", "register", "lab", "--device", "x-spyre", "--admin", "a")
+    crcr("worker", "register", "lab", "--device", "x-spyre", "--new-device", "--admin", "a")
 
     result = register("lab-x")
 

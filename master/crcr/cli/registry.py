@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from crcr.config.errors import PATTERN_HELP, ConfigError, describe_validation_error
-from crcr.config.loader import load_model, load_relay_config, unit_name_clashes
+from crcr.config.errors import PATTERN_HELP, ConfigError, describe_validation_error, shown_all
+from crcr.config.loader import RelayConfig, load_model, load_relay_config, unit_name_clashes
 from crcr.config.paths import display_path
 from crcr.config.models import BUILD_ENV_WORKER, WORKER_NAME, WorkerHost
 from crcr.config.secretfiles import secret_problem, worker_password
@@ -60,8 +60,9 @@ def load_host(settings: Settings, name: str) -> WorkerHost:
     return load_model(path, WorkerHost)
 
 
-def register(settings: Settings, host: WorkerHost) -> str:
-    """Write the host's file and a new password; refuse a taken name or a clash, writing nothing."""
+def register(settings: Settings, host: WorkerHost, new_devices: bool = False) -> str:
+    """Write the host's file and a new password; refuse a taken name, a clash, or a device no backend runs on (a typo
+    would make a host whose units stay idle) unless `new_devices` says it is new; writing nothing."""
     path = host_file(settings, host.name)
     if path.exists():
         raise ConfigError(
@@ -72,9 +73,21 @@ def register(settings: Settings, host: WorkerHost) -> str:
     clashes = [f"'{name}' (host {first})" for name, first, _ in unit_name_clashes([*relay.hosts, host])]
     if clashes:
         raise ConfigError(f"NAME: the unit worker names of '{host.name}' are taken: {', '.join(clashes)}")
+    unused = devices_without_backend(relay, host)
+    if unused and not new_devices:
+        raise ConfigError(
+            f"--device: no backend runs on {shown_all(unused)} (the backends' devices: "
+            f"{', '.join(sorted({b.device for b in relay.backends}))}), so its units would stay idle; check the "
+            "device's name, or pass --new-device if a backend for it is still to come"
+        )
     password = new_password(settings, host.name)
     write_atomically(path, _host_yaml(host), mode=0o644)
     return password
+
+
+def devices_without_backend(relay: RelayConfig, host: WorkerHost) -> list[str]:
+    used = {b.device for b in relay.backends}
+    return [d for d in host.devices if d not in used]
 
 
 def remove(settings: Settings, name: str) -> list[Path]:

@@ -37,7 +37,7 @@ def cmd_register(args) -> int:
         raise ConfigError("--device and --admin are required to register a new host")
     host = registry.host_from_options(args.name, registry.parse_devices(args.device), args.admin, args.max_builds,
                                       args.maintainer or [], args.build_env or BUILD_ENV_WORKER)
-    password = registry.register(settings, host)
+    password = registry.register(settings, host, new_devices=args.new_device)
     print(
         f"Registered worker host '{host.name}' ({devices_text(host)}; {_slots(host)}) "
         f"in {display_path(registry.host_file(settings, host.name))}; its password is in "
@@ -104,8 +104,7 @@ def _password_path(settings: Settings, name: str) -> str:
 
 
 def _warn_idle_devices(settings: Settings, host: WorkerHost) -> None:
-    used = {b.device for b in load_relay_config(settings).backends}
-    idle = [d for d in host.devices if d not in used]
+    idle = registry.devices_without_backend(load_relay_config(settings), host)
     if idle:
         print(f"note: no backend runs on {', '.join(idle)} yet; those units stay idle until one does", file=sys.stderr)
 
@@ -223,6 +222,11 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
     )
     register.add_argument(
         "--device", action="append", metavar="DEVICE[:COUNT]", help="a device kind and its unit count (repeatable)"
+    )
+    register.add_argument(
+        "--new-device", action="store_true",
+        help="accept a --device no backend runs on yet (without it such a device is refused: a typo would make a "
+             "host whose units stay idle)",
     )
     register.add_argument("--admin", help='who runs the host, as "Name <email>"')
     register.add_argument("--maintainer", action="append", metavar="LOGIN",
