@@ -140,6 +140,11 @@ def test_without_environ_argument_the_process_environment_is_read(monkeypatch):
             "CRCR_GITHUB_API_URL: must start with http:// or https:// (got 'api.github.com')",
         ),
         ({"CRCR_UPSTREAM_BRANCHES": " , "}, "CRCR_UPSTREAM_BRANCHES: must not be empty"),
+        (
+            {"CRCR_PYTORCH_RELAY_URL": "https://relay.example.org/"},
+            "CRCR_PYTORCH_RELAY_URL: must be the URL of PyTorch's relay's callback endpoint: http:// or https://, "
+            "ending in /github/callback (got 'https://relay.example.org/')",
+        ),
         ({"CRCR_UPSTREAM_BRANCHES": "main,a b"}, "CRCR_UPSTREAM_BRANCHES: not valid branch names: 'a b'"),
         ({"CRCR_BACKENDS_DIR": ""}, "CRCR_BACKENDS_DIR: must not be empty"),
         ({"CRCR_UPSTREAM_URL": ""}, "CRCR_UPSTREAM_URL: must not be empty"),

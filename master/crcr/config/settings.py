@@ -101,7 +101,9 @@ class Settings(BaseModel):
     # PyTorch's own relay (docs/pytorch-relay.md): where backends with report_to_pytorch post their callbacks, and
     # the command that prints an OIDC token for them (none: no backend may report there).
     pytorch_relay_url: str = Field(
-        pattern=described_pattern(r"^https?://", "must start with http:// or https://"), max_length=MAX_URL)
+        pattern=described_pattern(r"^https?://\S+/github/callback$", "must be the URL of PyTorch's relay's callback "
+                                  "endpoint: http:// or https://, ending in /github/callback"),
+        max_length=MAX_URL)
     pytorch_relay_token_command: str | None = Field(default=None, min_length=1, max_length=MAX_URL)
     mq_realm: str = Field(default="crcr", pattern=described_pattern(r"^[a-z][a-z0-9_.]*$",
                                                                       "must be a WAMP realm name, e.g. crcr"),
