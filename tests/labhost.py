@@ -18,7 +18,12 @@ from crcr.host import crcr_host
 from harness import VENV_BIN, run
 
 AS_ROOT = os.geteuid() == 0
-TRIAL_ACCOUNT = "crcr-e2e-trial"
+# One account per pytest-xdist worker (gw0, gw1, …): two workers would create and delete the same one.
+TRIAL_ACCOUNT = "-".join(filter(None, ["crcr-e2e-trial", os.environ.get("PYTEST_XDIST_WORKER")]))
+# A host's root has the system's Python first on PATH (this venv's may live in root's home).
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# A variable of the admin's shell (a cloud credential, a token, a proxy's password): set when `crcr-host` runs.
+CANARY, CANARY_VALUE = "CRCR_CANARY_SECRET", "canary-of-the-admins-shell"
 
 
 def host_commands(printed: str) -> str:
@@ -109,19 +114,23 @@ def shared_root() -> Iterator[Path]:
 
 
 def host_environment(root: Path) -> dict:
-    """The hosts' environment: pip takes the pinned wheels from a folder (no network), and git trusts the test's
-    mirror, which root owns when the tests run as root (a lab's mirror is its own, or a server)."""
+    """The environment of the shell that runs `crcr-host` on a test host: pip takes the pinned wheels from a folder
+    (no network), and it holds a secret of the admin's (CANARY), which no build may see."""
     wheels = root / "wheels"
     pins = [crcr_host.BUILDBOT_WORKER, crcr_host.TWISTED, crcr_host.PYTEST, crcr_host.SUPERVISOR]
     run([VENV_BIN / "pip", "download", "--quiet", "--dest", wheels, *pins])
-    gitconfig = root / "gitconfig"
-    gitconfig.write_text("[safe]\n\tdirectory = *\n")
-    for path in (wheels, *wheels.iterdir(), gitconfig):
+    for path in (wheels, *wheels.iterdir()):
         path.chmod(0o755 if path.is_dir() else 0o644)
-    # A host's root has the system's Python first on PATH (this venv's may live in root's home).
-    path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" if AS_ROOT else f"{Path(sys.executable).parent}:{os.environ['PATH']}"
-    return {"PATH": path, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "GIT_CONFIG_GLOBAL": str(gitconfig),
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "LANG": "C.UTF-8"}
+    path = SYSTEM_PATH if AS_ROOT else f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    return {"PATH": path, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "LANG": "C.UTF-8", CANARY: CANARY_VALUE}
+
+
+def trust_mirrors(home: Path) -> None:
+    """The git configuration of an account whose HOME is `home`: git refuses a repository another account owns, and
+    the test's mirrors are root's when the tests run as root (a lab's mirror is its own, or a server)."""
+    (home / ".gitconfig").write_text("[safe]\n\tdirectory = *\n")
+    (home / ".gitconfig").chmod(0o644)
 
 
 @contextmanager
@@ -134,6 +143,7 @@ def trial_account(root: Path, env: dict) -> Iterator[Account]:
         return
     delete_account(TRIAL_ACCOUNT)
     run(["useradd", "--no-create-home", "--home-dir", home, TRIAL_ACCOUNT])
+    trust_mirrors(home)
     shutil.chown(home, TRIAL_ACCOUNT, TRIAL_ACCOUNT)
     try:
         yield Account(TRIAL_ACCOUNT, home, env)

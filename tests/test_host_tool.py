@@ -3,9 +3,8 @@ gives units, the pins it installs, and the supervisor files it writes (no passwo
 
 from __future__ import annotations
 
-import io
+import ast
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -31,8 +30,13 @@ def up(tmp_path, *options: str, password: str = PASSWORD, user: bool = False) ->
 
 def test_the_tool_imports_nothing_but_the_standard_library():
     """A host gets this one file from the relay: it must run without crcr, buildbot or any package installed."""
-    imported = set(re.findall(r"^(?:import|from) ([a-z_]+)", TOOL.read_text(), flags=re.MULTILINE))
-    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+    imported = set()
+    for node in ast.walk(ast.parse(TOOL.read_text())):  # its code, wherever it imports (not the text it runs elsewhere)
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module.split(".")[0])
+    assert "argparse" in imported and imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
 
 
 def test_its_pins_are_the_relays_own():
@@ -124,6 +128,35 @@ def test_the_units_path_puts_the_build_environment_first(tmp_path):
     assert plan_of(tmp_path).unit_path().split(":")[0] == f"{tmp_path}/host/venv/bin"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root only: a Python root can run and its build account cannot")
+def test_as_root_a_python_the_build_account_cannot_run_is_passed_over_for_one_it_can(tmp_path):
+    """Root's own python3 may be pyenv's in root's home: the venvs are made with one the build account can run, and
+    without one `up` says what to give."""
+    private = tmp_path / "root-only" / "python3"  # pytest's tmp_path is root's alone
+    private.parent.mkdir()
+    private.symlink_to("/usr/bin/python3")
+    plan = plan_of(tmp_path)
+    run = crcr_host.Runner(plan)
+    assert crcr_host.usable_python(plan, run, [str(private), "/usr/bin/python3"]) == "/usr/bin/python3"
+    with pytest.raises(crcr_host.Refused) as refused:
+        crcr_host.usable_python(plan, run, [str(private)])
+    assert f"the build account nobody cannot make a venv with {private}" in str(refused.value)
+    assert "give --python a Python 3.9 or later with venv it can run" in str(refused.value)
+
+
+def test_the_units_environment_is_declared_whole(tmp_path):
+    """Nothing of the shell that ran `up` (an admin's tokens, a proxy's password) reaches the units' builds:
+    supervisord starts with an environment of its own, and each unit's is the declared one."""
+    plan = plan_of(tmp_path)
+    declared = {"HOME": plan.unit_home(), "USER": plan.user, "LOGNAME": plan.user, "PATH": plan.unit_path(),
+                "LANG": "C.UTF-8"}
+    assert plan.unit_environment() == declared
+    config = crcr_host.Supervisord(plan, crcr_host.Runner(plan)).config()
+    assert "environment=" + ",".join(f'{name}="{value}"' for name, value in declared.items()) + "\n" in config
+    unit = crcr_host.Systemd(plan, crcr_host.Runner(plan)).unit_file()
+    assert "Environment=" + " ".join(f"{name}={value}" for name, value in declared.items()) + "\n" in unit
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the root layout needs root")
 def test_as_root_systemd_hands_the_root_only_password_file_to_units_that_run_as_the_build_account(tmp_path):
     plan = plan_of(tmp_path, user="nobody")
@@ -145,6 +178,29 @@ def test_as_root_supervisord_opens_the_password_as_root_then_drops_to_the_build_
         in config
     assert "killasgroup=true" in config and "autorestart=true" in config
     assert PASSWORD not in config
+
+
+def test_a_supervisord_started_with_the_admins_environment_is_started_again_without_it(tmp_path):
+    """A supervisord an earlier `up` started passes that shell's environment to every unit it starts: `up`
+    replaces it with one started with its own environment alone."""
+    plan = plan_of(tmp_path)
+    supervisor = crcr_host.Supervisord(plan, crcr_host.Runner(plan))
+    for folder in (plan.host.dir, plan.host.state, os.path.join(supervisor.venv, "bin")):
+        os.makedirs(folder, exist_ok=True)
+    for tool in ("supervisord", "supervisorctl"):  # the relay's own pin, as up installs it
+        os.symlink(Path(sys.executable).parent / tool, os.path.join(supervisor.venv, "bin", tool))
+    crcr_host.write_if_changed(plan.host.supervisor_conf, supervisor.config(), 0o600)
+    subprocess.run([os.path.join(supervisor.venv, "bin", "supervisord"), "-c", plan.host.supervisor_conf],
+                   env={**os.environ, "CRCR_CANARY_SECRET": "of the admin's shell"}, check=True)
+    crcr_host.wait_for_socket(supervisor)
+    earlier = crcr_host.supervisord_pid(plan.host)
+    try:
+        assert supervisor.converge(restart=[], removed=[]) == plan.units
+        now = crcr_host.supervisord_pid(plan.host)
+        assert now != earlier and not crcr_host.alive(earlier)
+        assert crcr_host.process_environment(now) == crcr_host.SUPERVISORD_ENVIRONMENT
+    finally:
+        supervisor.stop(plan.units)
 
 
 def test_a_changed_file_is_written_whole_with_its_mode_from_the_start(tmp_path):

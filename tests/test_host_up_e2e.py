@@ -5,6 +5,7 @@ input), run as printed. Real master, real units under a real supervisord, real b
 The trial runs as an unprivileged account (the test's own, or one made for it when the tests run as root); the
 production layout (root, builds as an account that cannot read the password) runs when the tests are root. Both hosts'
 venvs are made by `up` itself, from a folder of the pinned wheels (PIP_FIND_LINKS): the same packages, no network.
+Both run `up` from a shell holding a secret of the admin's (labhost.CANARY), which no build may see.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ import pytest
 from conftest import backend, make_upstream, prepare_relay, suite
 from crcr.host import crcr_host
 from harness import wait_until
-from labhost import AS_ROOT, Account, count_commands, delete_account, host_commands, process_arguments, unit_pid
+from labhost import (
+    AS_ROOT, CANARY, CANARY_VALUE, SYSTEM_PATH, Account, count_commands, delete_account, host_commands,
+    process_arguments, trust_mirrors, unit_pid,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -52,9 +56,14 @@ def lab(lab_host_root, github):
 
 
 def backend_tools(shared_root: Path) -> Path:
+    """The trial backend's tool, which holds its build (at most 4 minutes) while the file `hold` beside it exists."""
     tools = shared_root / "backend-tools"
     tools.mkdir(exist_ok=True)
-    (tools / "backend-tool").write_text("#!/bin/sh\necho the backend tool ran\n")
+    (tools / "backend-tool").write_text(
+        "#!/bin/sh\necho the backend tool ran\n"
+        f"i=0; while [ -e {tools}/hold ] && [ $i -lt 1200 ]; do sleep 0.2; i=$((i + 1)); done\n"
+        f"[ ! -e {tools}/hold ]\n"
+    )
     (tools / "backend-tool").chmod(0o755)
     return tools
 
@@ -72,7 +81,29 @@ def pids(host_dir: Path, units: list[str]) -> dict[str, int | None]:
     return {u: unit_pid(host_dir / u) for u in units}
 
 
-def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(lab, trial_account):
+def build_logs(relay, build: dict) -> str:
+    """Every log of every step of the build, as its page shows them to anyone."""
+    return "".join(relay.get(f"logs/{log['logid']}/contents")["logchunks"][0]["content"]
+                   for step in relay.steps(build) for log in relay.get(f"steps/{step['stepid']}/logs")["logs"])
+
+
+def assert_the_admins_shell_stays_out(relay, build: dict, worker_pid: int, home: Path) -> None:
+    """The build's logs show its environment (Buildbot logs it in each command's header) and the unit's worker
+    started with: neither holds a variable of the shell that ran `up`."""
+    logs = build_logs(relay, build)
+    assert f"HOME={home}" in logs, "a command's header shows the build's environment"
+    assert CANARY not in logs and CANARY_VALUE not in logs, "the admin's shell reached the build's logs"
+    worker = crcr_host.process_environment(worker_pid) or {}
+    assert CANARY not in worker and not [name for name in worker if name.startswith("PIP_")], sorted(worker)
+    assert worker["HOME"] == str(home)
+
+
+def running_build(relay, backend: str, sha: str) -> dict | None:
+    builds = relay.builds_of(backend, sha)
+    return builds[-1] if builds and not builds[-1]["complete"] else None
+
+
+def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(lab, trial_account, lab_host_root):
     relay, upstream = lab
     host_dir = trial_account.home / "host"
     units = ["trial-lab-trial-0", "trial-lab-trial-1"]
@@ -88,6 +119,9 @@ def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(
     assert "made: trial-lab-trial-0, trial-lab-trial-1" in up.stdout, up.stdout
     assert "running (supervisord as" in up.stdout and "a trial: builds can read the password" in up.stdout
     assert connected(relay, "trial-lab") == set(units), "up returns once both units are logged in"
+    status = trial_account.tool("status", "--host-dir", host_dir).stdout
+    assert "trial-lab-trial-0: running, connected" in status and "trial-lab-trial-1: running, connected" in status, \
+        "up returns once the supervisor counts the units as running"
     assert password not in process_arguments()
     assert not [p for p in host_dir.rglob("*.log") if password in p.read_text(errors="replace")]
 
@@ -96,6 +130,8 @@ def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(
     build = relay.wait_for_finished_build("trial-ok", sha)
     assert build["results"] == 0, relay.log_tail()
     assert relay.worker_name(build) in units
+    trial_home = trial_account.home if trial_account.name else Path.home()
+    assert_the_admins_shell_stays_out(relay, build, unit_pid(host_dir / relay.worker_name(build)), trial_home)
 
     # Again: nothing changes, no unit restarts.
     before = pids(host_dir, units)
@@ -112,13 +148,22 @@ def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(
     assert all(pids(host_dir, units)[u] != before[u] for u in units)
     assert connected(relay, "trial-lab") == set(units)
 
-    # A password the relay does not know (mistyped): refused, and the units keep the one that works.
+    # A password the relay does not know (mistyped), while a build runs: refused before any unit is touched.
+    hold = lab_host_root / "backend-tools" / "hold"
+    hold.touch()
+    held_sha = upstream.commit("Held on the trial host while a wrong password is tried")
+    held = wait_until(lambda: running_build(relay, "trial-ok", held_sha), 90, "a build running on the trial host")
+    before = pids(host_dir, units)
     wrong = trial_account.paste(host_commands(rotated).replace(rotated_password(rotated), "not-the-password"),
                                 check=False)
     assert wrong.returncode == 1
-    assert "refused unit trial-lab-trial-0" in wrong.stderr and "given back their previous password" in wrong.stderr
-    wait_until(lambda: connected(relay, "trial-lab") == set(units), 60, "the units back with the right password")
-
+    assert "refused unit trial-lab-trial-0" in wrong.stderr and "No unit was given it" in wrong.stderr, wrong.stderr
+    assert pids(host_dir, units) == before, "no unit restarted"
+    assert connected(relay, "trial-lab") == set(units)
+    assert running_build(relay, "trial-ok", held_sha)["buildid"] == held["buildid"]
+    hold.unlink()
+    assert relay.wait_for_finished_build("trial-ok", held_sha)["buildid"] == held["buildid"]
+    assert relay.get(f"builds/{held['buildid']}")["builds"][0]["results"] == 0, "the running build carried on"
     status = trial_account.tool("status", "--host-dir", host_dir).stdout
     assert "trial-lab-trial-0: running, connected" in status and "trial-lab-trial-1: running, connected" in status
 
@@ -139,7 +184,11 @@ def test_as_root_builds_run_as_an_account_that_cannot_read_the_password(lab, lab
     relay, upstream = lab
     shared_root = lab_host_root
     host_dir = rooted_host_dir(shared_root)
-    root = Account(None, shared_root, {**os.environ, **host_env})
+    # Root's own python3 first on PATH, one the build account cannot run (pyenv's in root's home, say).
+    root_python = shared_root / "root-python"
+    root_python.mkdir(mode=0o700)
+    (root_python / "python3").symlink_to("/usr/bin/python3")
+    root = Account(None, shared_root, {**os.environ, **host_env, "PATH": f"{root_python}:{SYSTEM_PATH}"})
     delete_account(BUILD_ACCOUNT)  # up makes it
     try:
         refused = relay.crcr("worker", "register", "rooted-lab", "--device", "rooted:1", "--admin", "Root Lab",
@@ -150,6 +199,9 @@ def test_as_root_builds_run_as_an_account_that_cannot_read_the_password(lab, lab
         relay.crcr("master", "reconfig", "--basedir", relay.basedir)
         up = root.paste(host_commands(printed))
         assert f"account {BUILD_ACCOUNT} created" in up.stdout and "(supervisord as root)" in up.stdout, up.stdout
+        assert f"worker venv {host_dir}/venv with {crcr_host.BUILDBOT_WORKER} (Python /usr/bin/python3)" \
+            in up.stdout, "made with a Python the build account can run"
+        trust_mirrors(host_dir / "home")
         password_file = host_dir / "state" / "password"
         assert password_file.stat().st_uid == 0 and password_file.stat().st_mode & 0o777 == 0o600
 
@@ -159,7 +211,8 @@ def test_as_root_builds_run_as_an_account_that_cannot_read_the_password(lab, lab
         build = relay.wait_for_finished_build("rooted-ok", sha)
         assert build["results"] == 0, [s["state_string"] for s in relay.steps(build)]
         assert relay.worker_name(build) == "rooted-lab-rooted-0"
+        assert_the_admins_shell_stays_out(relay, build, worker_pid, host_dir / "home")
     finally:
-        if (host_dir / "state").exists():
+        if (host_dir / "state" / crcr_host.MANIFEST).exists():
             root.run(["python3", Path(crcr_host.__file__), "down", "--host-dir", host_dir])
         delete_account(BUILD_ACCOUNT)

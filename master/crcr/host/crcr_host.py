@@ -16,9 +16,13 @@ under a supervisor that restarts a unit that crashes:
 * as an unprivileged user (a trial, a laptop): supervisord as that user. Builds run as that user too, so they can
   read the password; that is why production uses root.
 
+Units and builds get a declared environment (PATH, HOME, USER, LOGNAME, LANG; the backend's variables come with each
+build), never the one of the shell that ran `up`, where an admin keeps tokens and proxies' passwords.
+
 It converges: run again, it changes only what differs (units added or removed when the unit count changed, every unit
-re-keyed and restarted after a new password, nothing at all when nothing changed). `stop` stops the units and keeps
-them; `down` stops and removes everything `up` made (the build account stays).
+re-keyed and restarted after a new password, which the relay must take first, nothing at all when nothing changed).
+It returns once every unit is running and logged in. `stop` stops the units and keeps them; `down` stops and removes
+everything `up` made (the build account stays).
 
 This one file is all a host needs (the relay serves it at /plugins/crcr/crcr-host): only Python's standard library,
 Python 3.9 or later with venv, and git for the builds. The worker's versions are the relay's own pins.
@@ -51,6 +55,14 @@ ROOT_HOST_DIR = "/var/lib/crcr-worker"
 ROOT_HOST_USER = "crcr"
 SYSTEMD_UNIT = "crcr-worker@.service"
 SYSTEMD_DIR = "/etc/systemd/system"
+# The units' locale, and the PATH after the builds' own folders (and supervisord's, which needs nothing else).
+UNIT_LANG = "C.UTF-8"
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+SUPERVISORD_ENVIRONMENT = {"PATH": SYSTEM_PATH}
+# Where a Python the build account can run usually is, when root's own is not one (pyenv's in root's home, say).
+SYSTEM_PYTHONS = ("/usr/bin/python3",)
+# What pip, run as the build account, takes of the admin's environment: its settings and the way to an index.
+PIP_SETTINGS = re.compile(r"PIP_\w+|(?:http|https|no|all)_proxy|(?:HTTP|HTTPS|NO|ALL)_PROXY|SSL_CERT_(?:FILE|DIR)")
 # Seconds between a unit's keepalives (the relay's worker_keepalive default) and its longest reconnect delay.
 KEEPALIVE = 30
 MAX_RECONNECT_DELAY = 60
@@ -63,6 +75,34 @@ RETRYING = " will retry in "  # Twisted's reconnecting factory, after a lost or 
 # which it would write into buildbot.tac, where builds read it. The relay's by-hand setup writes the same line.
 TAC_PASSWORD = "import sys; passwd = sys.stdin.readline().strip()  # given on standard input at start"
 PLACEHOLDER = "see-password-file"
+# One login as a unit, run with the worker venv's Twisted, the password on standard input: the master answers a
+# wrong password with UnauthorizedLogin; once the password matched, it refuses this client for a reason of its own
+# (a duplicate of the running unit; no worker behind it: it cannot answer the master's first call), so it never
+# attaches, and the running unit carries on. Prints taken, refused, or unreachable: why.
+LOGIN_CHECK = """
+import sys
+from twisted.cred import credentials, error
+from twisted.internet import reactor
+from twisted.spread import pb
+host, port, name, wait = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+password = sys.stdin.readline().strip()
+said = []
+def answer(outcome):
+    if not said:
+        said.append(outcome)
+        reactor.stop()
+def failed(why):
+    if why.check(error.UnauthorizedLogin):
+        return answer("refused")
+    answer("taken" if isinstance(why, pb.CopiedFailure) else "unreachable: " + why.getErrorMessage())
+factory = pb.PBClientFactory()
+reactor.connectTCP(host, port, factory, timeout=wait)
+login = factory.login(credentials.UsernamePassword(name.encode(), password.encode()), pb.Referenceable())
+login.addCallbacks(lambda _: answer("taken"), failed)
+reactor.callLater(wait, answer, "unreachable: no answer within %gs" % wait)
+reactor.run()
+print(said[0])
+"""
 
 # The relay's own rules (crcr/config/models.py), checked here before anything is touched.
 HOST_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -159,7 +199,8 @@ class Plan:
             raise Refused(f"--name {args.name!r}: the host's name as registered: letters, digits, '-' and '_', "
                           "starting with a letter")
         if not ADDRESS.fullmatch(args.master or ""):
-            raise Refused(f"--master {args.master!r}: the relay's worker address, HOST:PORT (e.g. relay.example.org:9989)")
+            raise Refused(f"--master {args.master!r}: the relay's worker address, HOST:PORT "
+                          "(e.g. relay.example.org:9989)")
         if not args.device:
             raise Refused("--device: give each device kind and its unit count, as registered (e.g. --device spyre:2)")
         if not password:
@@ -173,7 +214,10 @@ class Plan:
         self.admin = " ".join((args.admin or "").split())
         self.password = password
         self.host = Host(checked_path(args.host_dir or default_host_dir(), "--host-dir"))
-        self.python = checked_path(args.python or sys.executable, "--python")
+        # The Python the venvs are made with: the one given, else the first of these the build account can run.
+        self.pythons = [checked_path(args.python, "--python")] if args.python else \
+            list(dict.fromkeys([sys.executable, *SYSTEM_PYTHONS]))
+        self.python = self.pythons[0]
         self.user = self._build_account(args.host_user)
         self.build_env = BUILD_ENV_WORKER if args.build_env in (None, BUILD_ENV_WORKER) else \
             checked_path(args.build_env, "--build-env")
@@ -211,11 +255,17 @@ class Plan:
     def unit_path(self) -> str:
         """The units' PATH: the builds' Python environment first, so `python` and `pytest` are the chosen ones."""
         dirs = [os.path.join(self.build_python_dir, "bin"), os.path.join(self.host.venv, "bin"),
-                "/usr/local/bin", "/usr/bin", "/bin"]
+                *SYSTEM_PATH.split(":")]
         return ":".join(dict.fromkeys(dirs))
 
     def unit_home(self) -> str:
         return self.host.home if self.as_root else os.path.expanduser("~")
+
+    def unit_environment(self) -> dict:
+        """The units' whole environment, and so their builds' (the backend's variables come with each build): none
+        of the shell that ran up, where an admin keeps cloud credentials, tokens and proxies' passwords."""
+        return {"HOME": self.unit_home(), "USER": self.user, "LOGNAME": self.user, "PATH": self.unit_path(),
+                "LANG": UNIT_LANG}
 
 
 def _uid(user: str) -> int | None:
@@ -239,22 +289,27 @@ class Runner:
         account = pwd.getpwnam(self.plan.user)
         return {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": [], "cwd": "/"}
 
-    def _environment(self, build_account: bool) -> dict:
-        env = dict(os.environ)
-        if build_account and self.plan.as_root:
-            env.update(HOME=self.plan.unit_home(), USER=self.plan.user, LOGNAME=self.plan.user)
-        return env
-
-    def run(self, argv: list[str], what: str, build_account: bool = False, check: bool = True):
+    def run(self, argv: list[str], what: str, build_account: bool = False, check: bool = True,
+            env: dict | None = None, stdin=None):
+        """As this process, with its environment; as the build account, with the units' (its processes, builds
+        among them, can read each other's), unless `env` says otherwise."""
         extra = self._as_build_account() if build_account else {}
+        if env is None:
+            env = self.plan.unit_environment() if build_account else dict(os.environ)
         try:
-            result = subprocess.run(argv, capture_output=True, text=True, env=self._environment(build_account),
-                                    **extra)
+            result = subprocess.run(argv, capture_output=True, text=True, env=env, stdin=stdin, **extra)
         except OSError as e:  # not there, or not the build account's to run
             result = subprocess.CompletedProcess(argv, 127, "", f"cannot run {argv[0]}: {e.strerror}")
         if check and result.returncode != 0:
             raise Refused(f"{what} failed ({' '.join(argv)}):\n{(result.stdout + result.stderr).strip()}")
         return result
+
+    def pip_install(self, venv: str, packages: list[str], what: str, build_account: bool) -> None:
+        """As the build account, pip gets of this process's environment only its settings and the way to an index."""
+        settings = {name: value for name, value in os.environ.items() if PIP_SETTINGS.fullmatch(name)}
+        self.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", *packages], what,
+                 build_account=build_account, env={**self.plan.unit_environment(), **settings} if build_account
+                 else None)
 
     def owned_by_build_account(self, path: str) -> None:
         """For an entry root just made in a folder of root's (so the build account cannot have swapped it)."""
@@ -313,10 +368,11 @@ def bring_up(plan: Plan, wait: float) -> list[str]:
         raise Refused(f"{plan.host.dir} holds the units of host {previous.get('name')!r}: give another --host-dir, "
                       f"or `crcr-host down --host-dir {plan.host.dir}` first")
     changes = prepare_host(plan, run)
-    old_password = read_from(plan.host.password, 0)
-    rekeyed = write_if_changed(plan.host.password, plan.password + "\n", 0o600)
-    if rekeyed and previous:
-        changes.append("new password: every unit re-keyed")
+    rekeyed = read_from(plan.host.password, 0) != plan.password + "\n"
+    if rekeyed:
+        take_password(plan, run, wait)
+        if previous:
+            changes.append("new password: every unit re-keyed")
     changed_units = ensure_units(plan, run)
     removed = [u for u in previous.get("units", []) if u not in plan.units]
     if previous.get("supervisor") not in (None, plan.supervisor):
@@ -333,16 +389,33 @@ def bring_up(plan: Plan, wait: float) -> list[str]:
         if units:
             changes.append(f"{what}: {', '.join(units)}")
     write_manifest(plan)
-    try:
-        wait_for_connections(plan, logins_to_see(plan, started, offsets), wait)
-    except LoginRefused as refused:
-        if not (rekeyed and old_password):
-            raise
-        # A mistyped or stale password must not lock a working host out: it gets its previous one back.
-        write_if_changed(plan.host.password, old_password, 0o600)
-        supervisor.converge(restart=plan.units, removed=[])
-        raise LoginRefused(f"{refused} The units were given back their previous password.") from None
+    deadline = time.monotonic() + wait
+    wait_for_connections(plan, logins_to_see(plan, started, offsets), deadline)
+    wait_until_running(plan, supervisor, deadline)
     return changes
+
+
+def take_password(plan: Plan, run: Runner, wait: float) -> None:
+    """The new password becomes the units' only once the relay took it in one login (a mistyped one would restart
+    every unit, interrupting their builds, for nothing). It waits in a file of state/: the login reads it, as the
+    build account, from a standard input root opened, as the units do."""
+    waiting = plan.host.password + ".new"
+    write_if_changed(waiting, plan.password + "\n", 0o600)
+    host, port = plan.master.rsplit(":", 1)
+    try:
+        with open(waiting, encoding="utf-8") as password:
+            said = run.run([os.path.join(plan.host.venv, "bin", "python"), "-c", LOGIN_CHECK, host.strip("[]"),
+                            port, plan.units[0], str(wait)], "checking the new password with the relay",
+                           build_account=True, stdin=password).stdout.strip()
+        untouched = "No unit was given it: running units carry on with the password they have."
+        if said == "refused":
+            raise LoginRefused(f"{refusal(plan, plan.units[0])} {untouched}")
+        if said != "taken":
+            raise Refused(f"cannot check the new password with the relay at {plan.master} ({said}). {untouched}")
+        os.replace(waiting, plan.host.password)
+    finally:
+        if os.path.exists(waiting):
+            os.remove(waiting)
 
 
 def prepare_host(plan: Plan, run: Runner) -> list[str]:
@@ -355,7 +428,7 @@ def prepare_host(plan: Plan, run: Runner) -> list[str]:
         makedirs(host.home, 0o755)
         run.owned_by_build_account(host.home)
     makedirs(host.state, 0o700)
-    check_python(plan, run)
+    plan.python = usable_python(plan, run, plan.pythons)
     changes += ensure_worker_venv(plan, run)
     check_build_env(plan, run)
     return changes
@@ -383,12 +456,17 @@ def ensure_account(plan: Plan, run: Runner) -> list[str]:
     return [f"account {plan.user} created"]
 
 
-def check_python(plan: Plan, run: Runner) -> None:
-    result = run.run([plan.python, "-c", "import venv, ensurepip"], "", build_account=True, check=False)
-    if result.returncode != 0:
-        who = f"the build account {plan.user}" if plan.as_root else "this Python"
-        raise Refused(f"{who} cannot make a venv with {plan.python} ({result.stderr.strip().splitlines()[-1:]}): "
-                      "give --python a Python 3.9 or later with venv it can run (Debian: apt install python3-venv)")
+def usable_python(plan: Plan, run: Runner, pythons: list[str]) -> str:
+    """The first of `pythons` the build account can make a venv with (the worker venv is its own)."""
+    why = {}
+    for python in pythons:
+        result = run.run([python, "-c", "import venv, ensurepip"], "", build_account=True, check=False)
+        if result.returncode == 0:
+            return python
+        why[python] = (result.stderr.strip().splitlines() or ["?"])[-1]
+    who = f"the build account {plan.user}" if plan.as_root else "you"
+    raise Refused(f"{who} cannot make a venv with " + ", nor with ".join(f"{p} ({w})" for p, w in why.items()) +
+                  ": give --python a Python 3.9 or later with venv it can run (Debian: apt install python3-venv)")
 
 
 def worker_version(venv: str, run: Runner) -> str | None:
@@ -412,9 +490,8 @@ def ensure_worker_venv(plan: Plan, run: Runner) -> list[str]:
             run.owned_by_build_account(venv)
             run.run([plan.python, "-m", "venv", venv], "creating the worker venv", build_account=True)
         packages = [BUILDBOT_WORKER, TWISTED] + ([PYTEST] if plan.build_env == BUILD_ENV_WORKER else [])
-        run.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", *packages],
-                "installing buildbot-worker", build_account=True)
-        changes.append(f"worker venv {venv} with {BUILDBOT_WORKER}")
+        run.pip_install(venv, packages, "installing buildbot-worker", build_account=True)
+        changes.append(f"worker venv {venv} with {BUILDBOT_WORKER} (Python {plan.python})")
     if plan.supervisor == "supervisord":
         changes += ensure_supervisor_venv(plan, run)
     return changes
@@ -427,8 +504,7 @@ def ensure_supervisor_venv(plan: Plan, run: Runner) -> list[str]:
         return []
     if not os.path.exists(os.path.join(venv, "bin", "python")):
         run.run([plan.python, "-m", "venv", venv], "creating the supervisor's venv", build_account=not plan.as_root)
-    run.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", SUPERVISOR],
-            "installing supervisord", build_account=not plan.as_root)
+    run.pip_install(venv, [SUPERVISOR], "installing supervisord", build_account=not plan.as_root)
     return [f"supervisord ({SUPERVISOR}) in {venv}"]
 
 
@@ -492,9 +568,8 @@ def log_size(folder: str) -> int:
         return 0
 
 
-def wait_for_connections(plan: Plan, offsets: dict, wait: float) -> None:
+def wait_for_connections(plan: Plan, offsets: dict, deadline: float) -> None:
     """Until each started unit's twistd.log says it logged in (or that the master refused it)."""
-    deadline = time.monotonic() + wait
     pending = dict(offsets)
     while pending:
         for unit, offset in list(pending.items()):
@@ -504,10 +579,23 @@ def wait_for_connections(plan: Plan, offsets: dict, wait: float) -> None:
             if CONNECTED in said:
                 del pending[unit]
         if pending and time.monotonic() > deadline:
-            raise Refused(f"{', '.join(sorted(pending))} not connected to {plan.master} within {wait:g}s: is the "
+            raise Refused(f"{', '.join(sorted(pending))} not connected to {plan.master} in time (--wait): is the "
                           "address right and reachable from this host? (each unit's twistd.log says why)")
         if pending:
             time.sleep(0.2)
+
+
+def wait_until_running(plan: Plan, supervisor, deadline: float) -> None:
+    """Until the supervisor counts every unit as running (supervisord: once up a few seconds), as status shows."""
+    while True:
+        states = supervisor.status(plan.units)
+        waiting = [u for u in plan.units if states[u] != supervisor.RUNNING]
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise Refused(f"{', '.join(waiting)} not running under {plan.supervisor} in time (--wait): "
+                          + ", ".join(f"{u} {states[u].lower()}" for u in waiting))
+        time.sleep(0.2)
 
 
 def refusal(plan: Plan, unit: str) -> str:
@@ -566,13 +654,15 @@ class Systemd:
     """A template service, one instance per unit. systemd opens the password file as root and gives it to the unit
     on standard input; the unit runs as the build account."""
 
+    RUNNING = "active"
+
     def __init__(self, plan: Plan, run: Runner):
         self.plan, self.run = plan, run
 
     def unit_file(self) -> str:
         plan = self.plan
         return systemd_unit(plan.user, plan.host.dir, plan.host.venv, plan.host.password,
-                            f"HOME={plan.unit_home()} PATH={plan.unit_path()}")
+                            " ".join(f"{name}={value}" for name, value in plan.unit_environment().items()))
 
     def systemctl(self, *args: str, check: bool = True):
         return self.run.run(["systemctl", *args], "systemctl " + " ".join(args), check=check)
@@ -613,7 +703,10 @@ class Systemd:
 class Supervisord:
     """supervisord (an existing supervisor, pip-installable, the same on any Linux) with one program per unit.
     As root it runs as root: a root shell opens the password file as the unit's standard input, then setpriv drops
-    to the build account; as a user, everything is that user's."""
+    to the build account; as a user, everything is that user's. A program's environment is supervisord's own plus its
+    section's, so supervisord starts with SUPERVISORD_ENVIRONMENT alone."""
+
+    RUNNING = "RUNNING"
 
     def __init__(self, plan: Plan, run: Runner):
         self.plan, self.run = plan, run
@@ -649,7 +742,7 @@ serverurl=unix://{state}/supervisord.sock
 [program:{unit}]
 command=/bin/sh -c "exec {drop}{plan.host.venv}/bin/buildbot-worker start --nodaemon {folder} < {plan.host.password}"
 directory={folder}
-environment=HOME="{plan.unit_home()}",USER="{plan.user}",LOGNAME="{plan.user}",PATH="{plan.unit_path()}"
+environment={",".join(f'{name}="{value}"' for name, value in plan.unit_environment().items())}
 autorestart=true
 startsecs=3
 stopwaitsecs=30
@@ -669,9 +762,12 @@ stdout_logfile={state}/{unit}.log
 
     def converge(self, restart: list[str], removed: list[str]) -> list[str]:
         changed = write_if_changed(self.plan.host.supervisor_conf, self.config(), 0o600)
+        pid = supervisord_pid(self.plan.host)
+        if pid is not None and process_environment(pid) not in (None, SUPERVISORD_ENVIRONMENT):
+            self.stop(self.plan.units)  # an earlier up's: it hands that up's shell to every unit it starts
         if not self.running():
             self.run.run([os.path.join(self.venv, "bin", "supervisord"), "-c", self.plan.host.supervisor_conf],
-                         "starting supervisord")
+                         "starting supervisord", env=SUPERVISORD_ENVIRONMENT)
             wait_for_socket(self)
             return list(self.plan.units)
         if changed:
@@ -710,6 +806,17 @@ def supervisord_pid(host: Host) -> int | None:
     except (OSError, ValueError):
         return None
     return pid if alive(pid) else None
+
+
+def process_environment(pid: int) -> dict | None:
+    """The environment a process started with, as /proc shows it to its account and root; None when it is not ours
+    to read (another account's process took the pid)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            entries = f.read().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+    return dict(entry.split("=", 1) for entry in entries if "=" in entry)
 
 
 def alive(pid: int) -> bool:
@@ -838,11 +945,12 @@ def parser() -> argparse.ArgumentParser:
                     "pytest installed in it) or a venv of yours with torch and pytest")
     up.add_argument("--host-user", metavar="USER", help=f"as root: the account builds run as (default "
                     f"{ROOT_HOST_USER}, created if missing; never root)")
-    up.add_argument("--python", metavar="PYTHON", help="the Python the venvs are made with (default: this one)")
+    up.add_argument("--python", metavar="PYTHON", help="the Python the venvs are made with (default: this one, "
+                    f"else {', '.join(SYSTEM_PYTHONS)}: the first the build account can run)")
     up.add_argument("--supervisor", choices=("auto", "systemd", "supervisord"), default="auto",
                     help="auto: systemd as root on a systemd host, supervisord otherwise")
     up.add_argument("--wait", type=float, default=WAIT_FOR_CONNECTION, metavar="SECONDS",
-                    help="how long to wait for started units to log in")
+                    help="how long to wait for the units to log in and run")
     for command, func, summary in (("up", cmd_up, None), ("status", cmd_status, "each unit's state"),
                                    ("stop", cmd_stop, "stop the units, keep them"),
                                    ("down", cmd_down, "stop and remove the units and what up made")):
