@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from buildbot.changes.base import ReconfigurablePollingChangeSource
 from buildbot.changes.manager import ChangeManager
 from buildbot.db import enginestrategy
+from buildbot.secrets.manager import SecretManager
 from buildbot.test.fake import fakemaster
 from buildbot.test.fake.web import FakeRequest
 from buildbot.test.reactor import TestReactorMixin
@@ -29,6 +30,7 @@ from twisted.trial import unittest
 
 from configfiles import DROP, make_dirs, settings_for, write_secret
 from crcr.buildmaster.pull_requests import PullRequestRelay
+from crcr.buildmaster.secrets import SecretsDirectory
 from crcr.buildmaster.webhook import MAX_BODY, github_dialect
 from crcr.buildmaster.webhook_events import shape_problem
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
@@ -428,6 +430,29 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
         off = [line for line in self.logged if "webhooks are off" in line]
         self.assertEqual(off, [f"crcr: GitHub webhooks are off: no usable secret '{GITHUB_WEBHOOK_SECRET}' in "
                                f"{self.dirs.secrets} (does not exist)"])
+
+    @defer.inlineCallbacks
+    def test_a_secret_made_readable_by_others_after_the_load_turns_the_receiver_off_saying_why(self):
+        """The master's own provider refuses such a file at each lookup (Buildbot's ConfigErrors): a 404 and a line
+        in the log, never an unhandled error."""
+        yield self.master.namedServices["secrets"].disownServiceParent()  # the fake's, which checks nothing
+        manager = SecretManager()
+        yield manager.setServiceParent(self.master)
+        yield manager.startService()  # the fake master is not running: a provider added starts with its manager
+        self.addCleanup(manager.stopService)
+        yield manager.reconfigServiceWithBuildbotConfig(
+            SimpleNamespace(secretsProviders=[SecretsDirectory(dirname=str(self.dirs.secrets))]))
+        self.assertEqual((yield self.deliver("push", push()))[0], 200)
+        (self.dirs.secrets / GITHUB_WEBHOOK_SECRET).chmod(0o644)
+        self.logged.clear()
+
+        status, answer = yield self.deliver("push", push())
+
+        self.assertEqual((status, answer, self.poller.polls), (404, "GitHub webhooks are off on this relay\n", 1))
+        refused = [line for line in self.logged if "refused (404)" in line]
+        self.assertEqual(len(refused), 1, self.logged)
+        self.assertIn(f"secret '{GITHUB_WEBHOOK_SECRET}' unusable", refused[0])
+        self.assertIn("are too open", refused[0])
 
     @defer.inlineCallbacks
     def test_a_reconfig_with_the_secret_turns_the_receiver_on(self):

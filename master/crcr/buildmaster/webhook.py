@@ -18,6 +18,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
+from buildbot.config.errors import ConfigErrors
 from buildbot.plugins import util
 from buildbot.process.properties import Properties
 from buildbot.www.hooks.github import GitHubEventHandler
@@ -204,7 +205,8 @@ class RelayGitHubEventHandler(GitHubEventHandler):
         properties.master = self.master
         try:
             return (yield properties.render(secret))
-        except (KeyError, ValueError) as e:  # removed or made readable by others since the configuration's load
+        # Removed, or made readable by others (the secrets provider's ConfigErrors), since the configuration's load.
+        except (KeyError, ValueError, ConfigErrors) as e:
             log.msg(f"crcr: GitHub webhook refused (404): secret '{GITHUB_WEBHOOK_SECRET}' unusable: {e}")
             raise Refused(404, "GitHub webhooks are off on this relay") from None
 
