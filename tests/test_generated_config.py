@@ -48,7 +48,7 @@ from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.workers import HostSlotWaker, HostUnitWorker, unit_can_start_build
 from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.secretfiles import GITHUB_TOKEN
-from crcr.suites.selection import PLUGIN_FILE
+from crcr.suites.selection import PLUGIN_FILE, STOP_CONFIG, STOP_CONFIG_FILE
 from crcr.names import (
     BACKEND_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, bisect_scheduler_name, force_scheduler_name,
     upstream_scheduler_name,
@@ -142,7 +142,8 @@ def test_builder_steps_in_order(dirs):
     common = ["pull request", "commits covered", "checkout upstream", "prepare build folder"]
     assert step_names(builders["alpha"]) == common + ["setup 1", "setup 2", "suite unit", "suite integration"]
     assert step_names(builders["beta"]) == common + ["suite smoke"]
-    assert steps_by_name(builders["beta"])["prepare build folder"].kwargs["shipped"] == {}, "no pytest suite: no plugin"
+    assert list(steps_by_name(builders["beta"])["prepare build folder"].kwargs["shipped"]) == [STOP_CONFIG_FILE], \
+        "no pytest suite: no plugin"
 
 
 def test_checkout_is_of_the_upstream_repository(dirs):
@@ -512,9 +513,10 @@ def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_
     steps = steps_by_name(builders_by_name(config_for(dirs))["alpha"])
 
     prepare = steps["prepare build folder"].kwargs
-    assert (prepare["results_dir"], prepare["shipped_dir"]) == ("results", "crcr")
-    assert prepare["shipped"]["crcr_selection.py"] == PLUGIN_FILE.read_text()
-    spec = json.loads(prepare["shipped"]["ops.json"])
+    assert prepare["results_dir"] == "results"
+    assert sorted(prepare["shipped"]) == ["crcr/crcr_selection.py", "crcr/ops.json"]  # no command suite to shield
+    assert prepare["shipped"]["crcr/crcr_selection.py"] == PLUGIN_FILE.read_text()
+    spec = json.loads(prepare["shipped"]["crcr/ops.json"])
     assert spec == {"device": "alpha", "files": {},
                     "skip": [{"nodeid": "test/test_ops.py::TestOps::test_flaky_here", "reason": "skips.txt"}]}
     suite = steps["suite ops"].kwargs
@@ -527,6 +529,34 @@ def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_
     assert (suite["mode"], suite["reruns"], suite["is_pytest"]) == ("validate", 1, True)
     assert suite["selection_report"] == "../results/ops.selection.json"  # the plugin's, beside --junitxml
     assert {"CRCR_SELECTION", "PYTHONPATH"} <= set(suite["env"])
+    assert "PYTEST_ADDOPTS" not in suite["env"]  # the plugin's runner pins pytest to the checkout itself
+
+
+def test_a_command_suite_runs_pytest_with_its_rootdir_at_the_checkout_and_no_enclosing_configuration(dirs):
+    write_backend(dirs.backends, "alpha", device="alpha", suites=[
+        {"name": "smoke", "command": "python -m pytest test/test_smoke.py --junitxml=$CRCR_RESULTS_DIR/smoke.xml"},
+        {"name": "ops", "pytest": {"files": ["test/test_ops.py"]}},
+    ])
+    write_backend(dirs.backends, "beta", device="beta", env={"PYTEST_ADDOPTS": "-p no:cacheprovider"},
+                  suites=[{"name": "smoke", "command": "python -m pytest test/test_smoke.py"}])
+    builders = builders_by_name(config_for(dirs))
+    alpha, beta = steps_by_name(builders["alpha"]), steps_by_name(builders["beta"])
+    worker = Properties(builddir="/srv/units/host-a-alpha-0/alpha")
+
+    assert alpha["prepare build folder"].kwargs["shipped"][STOP_CONFIG_FILE] == STOP_CONFIG
+    # The worker puts its own PYTEST_ADDOPTS in place of ${PYTEST_ADDOPTS}; a backend's own comes instead.
+    assert rendered(alpha["suite smoke"].kwargs["env"]["PYTEST_ADDOPTS"], worker) == (
+        "--rootdir=/srv/units/host-a-alpha-0/alpha/upstream -o junit_family=xunit1 ${PYTEST_ADDOPTS}")
+    assert rendered(beta["suite smoke"].kwargs["env"]["PYTEST_ADDOPTS"], worker) == (
+        "--rootdir=/srv/units/host-a-alpha-0/alpha/upstream -o junit_family=xunit1 -p no:cacheprovider")
+    assert "PYTEST_ADDOPTS" not in alpha["suite ops"].kwargs["env"]
+
+
+def rendered(value, properties: Properties):
+    """`value` as Buildbot renders it for a build with `properties` (synchronously: no renderer here waits)."""
+    result = []
+    properties.render(value).addCallback(result.append)
+    return result[0]
 
 
 def test_the_grid_shows_more_commits_than_buildbots_five(dirs):

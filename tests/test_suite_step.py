@@ -213,6 +213,21 @@ class SuiteStepTest(SuiteStepHarness):
         self.expect_outcome(FAILURE, "ops: exit code 3; 1 passed")
         yield self.run_step()
 
+    @defer.inlineCallbacks
+    def test_a_command_suite_names_its_tests_from_the_checkout_whatever_rootdir_pytest_took(self):
+        # The unit's folder inside another project with a pytest configuration (make demo's, in the relay's clone):
+        # a pytest the relay's options did not reach took that project's folder as its rootdir.
+        self.make_step(is_pytest=False, command="./run_my_tests.sh", reruns=0)
+        self.build.setProperty("builddir", "/home/me/crcr/.state/demo/workers/demo-local-demo-1/demo", "Worker")
+        carried = "home/me/crcr/.state/demo/workers/demo-local-demo-1/demo/upstream/"
+        xml = junit(test_arithmetic="failed").replace('"test/', f'"{carried}test/').replace(
+            '"test.', f'"{carried.replace("/", ".")}test.')
+        self.expect_commands(run_suite("./run_my_tests.sh").exit(1), upload(JUNIT, xml))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
+        yield self.run_step()
+        self.assertEqual(self.recorded()["new"], ["test/test_ops.py::test_arithmetic"])
+
     # --- names that select no test (the selection plugin's report beside the JUnit XML) ---
 
     def report_unmatched(self, step: SuiteStep, *names: str) -> str:

@@ -20,7 +20,7 @@ from harness import Upstream, WorkerProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 
-BRANCHES = ["select", "spyre", "gate", "hang", "flaky", "baseline"]
+BRANCHES = ["select", "spyre", "gate", "hang", "flaky", "baseline", "command"]
 # The enclosing folder's pytest configuration, as the relay's own checkout has under `make demo`.
 ENCLOSING_PYPROJECT = """
 [tool.pytest.ini_options]
@@ -51,6 +51,7 @@ class TestOps:
     def test_unlisted(self): assert False
 """,
     "test/test_gate.py": "def test_stable(): pass\n",
+    "test/test_plain.py": "def test_arithmetic(): assert 1 + 1 != 2, 'broken'\ndef test_strings(): pass\n",
     "test/test_hang.py": "import time\ndef test_hangs(): time.sleep(600)\n",
     "test/test_flaky.py": """
 import os
@@ -120,6 +121,10 @@ def lab(tmp_path_factory, github):
                                branches=["flaky"], env={"FLAKY_DIR": str(flaky_dir)}),
         "baseline-alpha": backend("L2", "alpha", [pytest_suite("history", {"files": ["test/test_history.py"]})],
                                   branches=["baseline"]),
+        # A suite of the backend's own command, which runs pytest as it likes (make demo's smoke suite).
+        "command-alpha": backend("L2", "alpha", [{
+            "name": "plain", "command": "python -m pytest test/test_plain.py -q --junitxml=$CRCR_RESULTS_DIR/plain.xml",
+            "timeout": 120}], branches=["command"]),
     }
     (root / "pyproject.toml").write_text(ENCLOSING_PYPROJECT)
     (root / "conftest.py").write_text(ENCLOSING_CONFTEST)
@@ -271,3 +276,15 @@ def test_a_forced_build_of_an_older_commit_never_becomes_the_baseline_of_a_newer
         "C is compared with B, its parent, not with the newer build of the older X"
     assert build["results"] == WARNINGS
     assert description(github, newest, "baseline-alpha") == "2 passed, 1 failed (0 new)"
+
+
+def test_a_command_suite_names_its_tests_from_the_checkout_untouched_by_the_enclosing_configuration(lab):
+    relay, _, github = lab
+    sha, build = build_on(lab, "command", "command-alpha")
+
+    # Neither the enclosing folder's options (-k enclosing_only) nor its conftest.py reached the run, and node ids
+    # are the checkout's, not the path from the enclosing folder to the unit's build folder.
+    results = recorded_results(relay, build)["plain"]
+    assert (results["passed"], results["new"]) == (1, ["test/test_plain.py::test_arithmetic"])
+    assert build["results"] == FAILURE
+    assert description(github, sha, "command-alpha") == "1 passed, 1 failed (1 new)"

@@ -59,6 +59,49 @@ def test_counts_and_node_ids_of_every_outcome(junit):
     assert results.errored == ["test/test_a.py::test_setup_error"]
 
 
+SMOKE = "def test_arithmetic(): assert 1 + 1 != 2\nclass TestText:\n    def test_upper(self): assert 'a'.upper() == 'b'\n"
+
+
+@pytest.fixture(scope="module")
+def enclosed(tmp_path_factory) -> Path:
+    """A build folder inside a project with its own pytest configuration (the relay's checkout, under `make demo`),
+    its checkout without one."""
+    project = tmp_path_factory.mktemp("project")
+    (project / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    checkout = project / ".state" / "demo" / "workers" / "demo-local-demo-1" / "demo" / "upstream"
+    (checkout / "test").mkdir(parents=True)
+    (checkout / "test" / "test_smoke.py").write_text(SMOKE)
+    (checkout / "test" / "broken.py").write_text("import no_such_module\n")
+    return checkout
+
+
+@pytest.mark.parametrize("family", ["xunit1", "xunit2"])
+def test_node_ids_are_relative_to_the_checkout_when_pytest_took_a_rootdir_above_it(enclosed, family):
+    run([sys.executable, "-m", "pytest", "test/test_smoke.py", "test/broken.py", "-o", f"junit_family={family}",
+         "-o", "python_files=*.py", "--continue-on-collection-errors", f"--junitxml={family}.xml", "-p",
+         "no:cacheprovider"], cwd=enclosed, check=False)
+    xml = (enclosed / f"{family}.xml").read_bytes()
+    assert b".state.demo.workers.demo-local-demo-1.demo.upstream.test.test_smoke" in xml  # pytest's rootdir: project
+
+    results = parse_junit(xml, checkout=str(enclosed))
+
+    # xunit1 writes each test's file; xunit2's classname alone cannot tell a module's folders from its classes.
+    assert results.failing == {
+        "xunit1": ["test/test_smoke.py::test_arithmetic", "test/test_smoke.py::TestText::test_upper"],
+        "xunit2": ["test.test_smoke::test_arithmetic", "test.test_smoke.TestText::test_upper"],
+    }[family]
+    assert list(results.collection_errors) == ["test/broken.py"]
+
+
+def test_a_test_folder_that_merely_shares_the_checkouts_name_keeps_it():
+    xml = ('<testsuite><testcase classname="upstream.test_a" name="test_x" file="upstream/test_a.py">'
+           '<failure message="no"/></testcase><testcase classname="w.demo.upstream.test_a" name="test_y" '
+           'file="w/demo/upstream/test_a.py"><failure message="no"/></testcase></testsuite>')
+
+    assert parse_junit(xml, checkout="/srv/w/demo/upstream").failing == [
+        "upstream/test_a.py::test_x", "test_a.py::test_y"]
+
+
 def test_a_file_that_fails_to_import_is_a_collection_error_not_a_test():
     results = parse_junit(COLLECTION_ERROR_XML.read_bytes())
 

@@ -7,7 +7,9 @@ import json
 from buildbot.plugins import util
 
 from crcr.config.models import Backend
-from crcr.suites.selection import PLUGIN_FILE, pytest_command, selection_report_file
+from crcr.suites.selection import (
+    PLUGIN_FILE, STOP_CONFIG, STOP_CONFIG_FILE, command_suite_addopts, pytest_command, selection_report_file,
+)
 from crcr.config.settings import Settings
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
@@ -40,14 +42,31 @@ def build_environment(backend: Backend) -> dict:
     }
 
 
-def selection_files(backend: Backend, selections: dict[tuple[str, str], dict]) -> dict[str, str]:
-    """The files of SELECTION_DIR, by name: the selection plugin and each pytest suite's spec travel with the
-    build, so the worker needs no crcr. Empty without a pytest suite."""
+def build_folder_files(backend: Backend, selections: dict[tuple[str, str], dict]) -> dict[str, str]:
+    """The files shipped into the build folder, by path: in SELECTION_DIR the selection plugin and each pytest
+    suite's spec travel with the build, so the worker needs no crcr; with a command suite, the pytest configuration
+    that keeps an enclosing project's out of it (STOP_CONFIG)."""
+    files = {}
     pytest_suites = [suite for suite in backend.suites if suite.pytest]
-    if not pytest_suites:
-        return {}
-    specs = {f"{suite.name}.json": json.dumps(selections[backend.name, suite.name]) for suite in pytest_suites}
-    return {PLUGIN_FILE.name: PLUGIN_FILE.read_text(encoding="utf-8"), **specs}
+    if pytest_suites:
+        files[f"{SELECTION_DIR}/{PLUGIN_FILE.name}"] = PLUGIN_FILE.read_text(encoding="utf-8")
+        for suite in pytest_suites:
+            files[f"{SELECTION_DIR}/{suite.name}.json"] = json.dumps(selections[backend.name, suite.name])
+    if any(not suite.pytest for suite in backend.suites):
+        files[STOP_CONFIG_FILE] = STOP_CONFIG
+    return files
+
+
+def command_suite_env(env: dict, backend: Backend) -> dict:
+    """A command suite's environment: PYTEST_ADDOPTS pinning the rootdir of any pytest it runs to the checkout,
+    before the backend's own PYTEST_ADDOPTS or else the worker's."""
+    given = backend.env.get("PYTEST_ADDOPTS", "${PYTEST_ADDOPTS}")  # the worker fills in ${...} from its own
+
+    @util.renderer
+    def addopts(props) -> str:
+        return command_suite_addopts(f"{props.getProperty('builddir')}/{UPSTREAM_DIR}", given)
+
+    return {**env, "PYTEST_ADDOPTS": addopts}
 
 
 def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> util.BuildFactory:
@@ -70,8 +89,8 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
             haltOnFailure=True,
         )
     )
-    factory.addStep(PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR, shipped_dir=SELECTION_DIR,
-                                       shipped=selection_files(backend, selections)))
+    factory.addStep(PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR,
+                                       shipped=build_folder_files(backend, selections)))
     for number, command in enumerate(backend.setup, start=1):
         factory.addStep(
             BudgetedShellCommand(
@@ -85,7 +104,6 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
         )
     # Each suite is its own step so the waterfall shows which one failed; a failure does not halt.
     for suite in backend.suites:
-        suite_env = env
         if suite.pytest:
             spec = selections[backend.name, suite.name]
             selection_dir = f"%(prop:builddir)s/{SELECTION_DIR}"
@@ -94,6 +112,8 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
                 "CRCR_SELECTION": util.Interpolate(f"{selection_dir}/{suite.name}.json"),
                 "PYTHONPATH": [util.Interpolate(selection_dir), "${PYTHONPATH}"],
             }
+        else:
+            suite_env = command_suite_env(env, backend)
         junit_file = f"../{RESULTS_DIR}/{suite.name}.xml"
         factory.addStep(
             SuiteStep(

@@ -48,14 +48,33 @@ class SuiteResults:
         return cls(**value)
 
 
-def node_id(case) -> str:
-    """pytest's node id from a JUnit testcase of junit_family=xunit1: file, class (if any), name."""
-    file, classname, name = case.file, case.classname or "", case.name
+def node_id(case, checkout: str | None = None) -> str:
+    """pytest's node id from a JUnit testcase of junit_family=xunit1: file, class (if any), name; relative to the
+    upstream checkout at `checkout` (the worker's path) even when pytest's rootdir lay above it (within_checkout)."""
+    file, classname = within_checkout(case.file, "/", checkout), within_checkout(case.classname or "", ".", checkout)
+    name = case.name
     if not file:
         return f"{classname}::{name}"
     module = dotted_module(file)
     cls = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
     return "::".join(part for part in (file, cls, name) if part)
+
+
+def within_checkout(name: str | None, separator: str, checkout: str | None) -> str | None:
+    """A test's file ('/') or classname ('.') without the path to the checkout it starts with. pytest writes them
+    relative to its rootdir, which the relay sets to the checkout; a command suite that runs pytest out of the
+    relay's reach (through another runner, say) may get the folder of a pytest configuration above the tests, and
+    classnames that carry the build folder: '.state.demo.workers.demo-local-demo-1.demo.upstream.test.test_smoke'.
+    The rootdir is not in the XML, so the name is matched against the checkout's path from its end, the build
+    folder's name and the checkout's at least: a test folder that merely shares the checkout's name is left alone."""
+    if not (name and checkout):
+        return name
+    folders = [part for part in checkout.split("/") if part]
+    for start in range(len(folders) - 1):  # the longest first
+        prefix = separator.join(folders[start:]) + separator
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
 
 
 def dotted_module(file: str) -> str:
@@ -73,16 +92,17 @@ class JUnitReport:
     collection_errors: dict[str, str]
 
 
-def read_junit(text: str | bytes) -> JUnitReport:
+def read_junit(text: str | bytes, checkout: str | None = None) -> JUnitReport:
+    """`checkout`: the upstream checkout's path on the worker, which node ids are made relative to (node_id)."""
     xml = JUnitXml.fromstring(text if isinstance(text, bytes) else text.encode())
     outcomes, collection_errors = {}, {}
     for suite in [xml] if isinstance(xml, TestSuite) else list(xml):
         for case in suite:
             errors = [r for r in case.result if isinstance(r, Error)]
             if any(e.message == COLLECTION_FAILURE for e in errors):
-                collection_errors[_collected_file(case)] = error_line(errors[0].text or "")
+                collection_errors[_collected_file(case, checkout)] = error_line(errors[0].text or "")
             else:
-                outcomes[node_id(case)] = _outcome(case)
+                outcomes[node_id(case, checkout)] = _outcome(case)
     return JUnitReport(outcomes, collection_errors)
 
 
@@ -102,11 +122,12 @@ def _outcome(case) -> str:
     return "flaky" if rerun else "passed"
 
 
-def _collected_file(case) -> str:
+def _collected_file(case, checkout: str | None) -> str:
     """The file of a collection error's testcase: xunit1 writes it; without it, the dotted name as a path."""
     if case.file:
-        return case.file
-    return ".".join(part for part in (case.classname, case.name) if part).replace(".", "/") + ".py"
+        return within_checkout(case.file, "/", checkout)
+    dotted = ".".join(part for part in (case.classname, case.name) if part)
+    return within_checkout(dotted, ".", checkout).replace(".", "/") + ".py"
 
 
 def error_line(traceback: str) -> str:
@@ -117,10 +138,11 @@ def error_line(traceback: str) -> str:
     return (marked or lines or ["(no message)"])[-1]
 
 
-def parse_junit(text: str | bytes) -> SuiteResults:
-    """Counts, failing node ids, flaky ones and collection errors. More failures than MAX_RERUN_TESTS are a
-    breakage: a test among them that passed when run again still counts as failing."""
-    report = read_junit(text)
+def parse_junit(text: str | bytes, checkout: str | None = None) -> SuiteResults:
+    """Counts, failing node ids (relative to `checkout`: read_junit), flaky ones and collection errors. More
+    failures than MAX_RERUN_TESTS are a breakage: a test among them that passed when run again still counts as
+    failing."""
+    report = read_junit(text, checkout)
     outcomes = report.outcomes.items()
     count = Counter(outcome for _, outcome in outcomes)
     breakage = count["failed"] + count["errored"] + count["flaky"] > MAX_RERUN_TESTS

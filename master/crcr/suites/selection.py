@@ -27,6 +27,16 @@ RUNNER = f"python -m {PLUGIN_MODULE}"
 PYTEST_RAN = (0, 1)
 # The plugin's variable naming the only tests to run (a JSON list of node ids): a bisection's.
 ONLY_TESTS_VARIABLE = "CRCR_ONLY_TESTS"
+# A command suite runs pytest as it likes, not through the plugin's runner, which pins pytest to the checkout (its
+# docstring says why). pytest looks upwards from the tests for its configuration; a checkout without one would take
+# that of a project enclosing the worker's folder, whose options would reach the run. This file, written beside
+# the checkout (in the build folder), is found first: an empty configuration.
+STOP_CONFIG_FILE = "pytest.ini"
+STOP_CONFIG = (
+    "# Written by the crcr relay beside the upstream checkout: pytest's search for a configuration file stops here,\n"
+    "# so no project enclosing this folder configures the suites (the checkout's own file, if any, is found first).\n"
+    "[pytest]\n"
+)
 
 
 def read_skip_list(path: Path) -> list[str]:
@@ -109,6 +119,13 @@ def unmatched_names(report: str | bytes) -> list[str]:
     if not (isinstance(entries, list) and all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries)):
         raise ValueError('expected {"unmatched": [{"kind": ..., "name": ..., "file": ...}, ...]}')
     return [described_unmatched(entry) for entry in entries]
+
+
+def command_suite_addopts(checkout: str, given: str) -> str:
+    """PYTEST_ADDOPTS for a command suite: node ids relative to the checkout (its rootdir, whichever configuration
+    pytest takes), and each test's file in the JUnit XML (xunit1), which they are rebuilt from; then `given` (the
+    backend's own PYTEST_ADDOPTS, or the worker's), which has the last word."""
+    return " ".join([shlex.join([f"--rootdir={checkout}", "-o", "junit_family=xunit1"]), given]).strip()
 
 
 def rerun_args(reruns: int) -> list[str]:

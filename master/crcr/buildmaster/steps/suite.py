@@ -85,7 +85,7 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         # each waiting its turn after the other.
         junit_kept = self._keep_junit(xml)
         try:
-            results = parse_junit(xml)
+            results = parse_junit(xml, self._checkout())
             results.broken = self._broken(cmd.rc, results)
             yield self._compare(results)
         finally:
@@ -151,7 +151,7 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         if xml is not None:
             junit_kept = self._keep_junit(xml)
             try:
-                report = read_junit(xml)
+                report = read_junit(xml, self._checkout())
             finally:
                 yield junit_kept
         found = asked_outcomes(asked, report)
@@ -179,6 +179,11 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         yield self._link_tests(bad, ASKED_LOG)
         self.descriptionDone = [f"{self.suite_name}: {summary}{self.junit_note}"]
         return SUCCESS if all_passed(found) else FAILURE
+
+    def _checkout(self) -> str | None:
+        """The upstream checkout's path on the worker (the step's folder), which node ids are relative to."""
+        builddir = self.getProperty("builddir")
+        return f"{builddir}/{self.workdir}" if builddir else None
 
     def _broken(self, rc: int, results: SuiteResults) -> str:
         """Why the suite did not run whole ("" when it did): files it could not collect (named by their errors,
