@@ -62,5 +62,7 @@ bench: venv router-venv
 	$(PY) bench/suite_rerun.py
 	$(PY) bench/cluster.py
 
-clean: stop
+# The demo stopped, its second hosts removed, its state deleted (scripts/stop.sh).
+clean:
+	scripts/stop.sh --clean
 	rm -rf .state

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: a master on sqlite, a local demo upstream, the local demo host's workers; then a new upstream commit.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-state=${CRCR_DEMO_STATE:-$root/.state/demo}  # overridable so tests run a demo of their own
+source "$(dirname "$0")/demo-state.sh"  # root, state, hosts; the settings it started with, unless given again
+keep_settings
 export PATH=$root/.venv/bin:$PATH
 export CRCR_UPSTREAM_URL=file://$state/upstream.git
 export CRCR_POLL_INTERVAL=${CRCR_POLL_INTERVAL:-5}
@@ -15,6 +15,10 @@ export CRCR_ADMINS=demo${CRCR_ADMINS:+,$CRCR_ADMINS}
 running() { [ -f "$1/twistd.pid" ] && kill -0 "$(cat "$1/twistd.pid")" 2>/dev/null; }
 
 "$root/scripts/init-demo-upstream.sh" "$state"
+# The clone's own pyproject.toml configures pytest for crcr's tests: pytest, looking upwards from a test for its
+# configuration, stops here instead, whether the relay runs the demo upstream's tests or a newcomer does.
+printf '%s\n' "# Written by make demo: pytest's search for a configuration file stops here, not at the clone's." \
+  "[pytest]" >"$state/pytest.ini"
 crcr worker ensure-password "$host" >/dev/null
 "$root/scripts/demo-user.sh" "$secrets"
 
@@ -37,24 +41,27 @@ for unit in $(crcr worker units "$host"); do
 done
 
 "$root/scripts/init-demo-upstream.sh" "$state" "Demo change at $(date -u +%H:%M:%S)"
-echo
-echo "crcr demo is running. Open the waterfall: http://localhost:${CRCR_WEB_PORT:-8010}/#/waterfall"
-echo "A new upstream commit was pushed; its build appears within a few seconds. 'make stop' stops it all."
-echo "To force, rebuild or stop builds, sign in (Anonymous, top right, then Login) as demo, the demo's admin,"
-echo "with the password $(cat "$secrets/demo-password")   (kept in $secrets/demo-password)"
-echo "From the command line: CRCR_PASSWORD=\$(cat $secrets/demo-password) .venv/bin/crcr force demo main --user demo"
-# A lab admin's story on this machine: the demo's settings that differ from the defaults go with the commands.
+# The demo's settings that differ from the defaults go with the crcr commands it prints.
 settings=""
-for name in CRCR_WEB_PORT CRCR_WORKER_PORT CRCR_SECRETS_DIR CRCR_WORKERS_DIR CRCR_BACKENDS_DIR \
-            CRCR_PYTORCH_RELAY_URL CRCR_PYTORCH_RELAY_TOKEN_COMMAND; do
-  [ -n "${!name:-}" ] && settings+="$name=$(printf %q "${!name}") "
+for name in "${RELAY_SETTINGS[@]}"; do
+  if [ -n "${!name:-}" ]; then settings+="$name=$(printf %q "${!name}") "; fi
 done
 echo
+echo "crcr demo is running. Open the waterfall: http://localhost:${CRCR_WEB_PORT:-8010}/#/waterfall"
+echo "A new upstream commit was pushed; its build appears within a few seconds. 'make stop' stops it all,"
+echo "'make demo' resumes it with these settings."
+echo "To force, rebuild or stop builds, sign in (Anonymous, top right, then Login) as demo, the demo's admin,"
+password_file=$secrets/demo-password
+echo "with the password $(cat "$password_file")   (kept in $password_file)"
+echo "From the command line: CRCR_PASSWORD=\$(cat $password_file) $settings.venv/bin/crcr force demo main --user demo"
+echo "and the demo backend's health: $settings.venv/bin/crcr status demo"
+# A lab admin's story on this machine.
+echo
 echo "Attach a second local host as a lab admin would: register it and reconfigure the relay,"
-echo "  $settings.venv/bin/crcr worker register demo-second --device demo:2 --admin \"$(id -un) <$(id -un)@localhost>\" --host-dir $state/hosts/demo-second"
+echo "  $settings.venv/bin/crcr worker register demo-second --device demo:2 --admin \"$(id -un) <$(id -un)@localhost>\" --host-dir $hosts/demo-second"
 echo "  $settings.venv/bin/crcr master reconfig --basedir $state/master"
 echo "then run, as yourself, the host commands register prints (fetch crcr-host, crcr-host up): a trial host whose two"
-echo "units run under supervisord. 'make stop' stops them too; python3 crcr-host down removes them."
+echo "units run under supervisord. 'make stop' stops them too; 'make clean' (or python3 crcr-host down) removes them."
 if [ "$(id -u)" = 0 ]; then
   echo "(You are root: run the host commands as an unprivileged user. As root they make the account crcr for builds,"
   echo "and git refuses to let another account read root's demo upstream.)"
