@@ -218,8 +218,8 @@ class SuiteStepTest(SuiteStepHarness):
         # The unit's folder inside another project with a pytest configuration (make demo's, in the relay's clone):
         # a pytest the relay's options did not reach took that project's folder as its rootdir.
         self.make_step(is_pytest=False, command="./run_my_tests.sh", reruns=0)
-        self.build.setProperty("builddir", "/home/me/crcr/.state/demo/workers/demo-local-demo-1/demo", "Worker")
-        carried = "home/me/crcr/.state/demo/workers/demo-local-demo-1/demo/upstream/"
+        self.build.setProperty("builddir", "/srv/lab/crcr/.state/demo/workers/demo-local-demo-1/demo", "Worker")
+        carried = "srv/lab/crcr/.state/demo/workers/demo-local-demo-1/demo/upstream/"
         xml = junit(test_arithmetic="failed").replace('"test/', f'"{carried}test/').replace(
             '"test.', f'"{carried.replace("/", ".")}test.')
         self.expect_commands(run_suite("./run_my_tests.sh").exit(1), upload(JUNIT, xml))
