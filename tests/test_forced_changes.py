@@ -1,7 +1,8 @@
-"""A forced build of an upstream commit, and a bisection's step, show in Buildbot's console and grid like any build:
-the views put a build under the change sharing its buildset's sourcestamp, so the commit gets the change the poller
-would have given it (forced_changes.py) unless it has one. The relay's real force and bisect schedulers from the
-generated config, a fake master with Buildbot's database, and the master's copy of a real git upstream."""
+"""A forced build of an upstream commit, a bisection's step and a pull request's build show in Buildbot's console and
+grid like any build: the views put a build under the change sharing its buildset's sourcestamp, so the commit gets the
+change the poller would have given it (forced_changes.py) unless it has one, and a PR's head a change telling the PR.
+The relay's real force, bisect and PR schedulers from the generated config, a fake master with Buildbot's database,
+and the master's copy of a real git upstream."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from buildbot.test.fake import fakemaster
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
-from crcr.names import FORCED_CHANGE_CATEGORY
+from buildbot.process.properties import Properties
+
+from crcr.names import FORCED_CHANGE_CATEGORY, PULL_REQUEST_CHANGE_CATEGORY, PULL_REQUEST_PROPERTY, pull_request_ref
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.names import bisect_scheduler_name, force_scheduler_name
+from crcr.names import bisect_scheduler_name, force_scheduler_name, pull_request_scheduler_name
 from harness import Upstream
 from relaymaster import mirror_on
 
@@ -32,7 +35,7 @@ class ForcedChangesTest(unittest.TestCase):
         self.old = self.upstream.commit("Old commit\n\nFrom before the relay.")
         self.tip = self.upstream.commit("Tip commit")
         dirs = make_dirs(root / "relay")
-        write_backend(dirs.backends, BACKEND, device="alpha", branches=["main"])
+        write_backend(dirs.backends, BACKEND, device="alpha", branches=["main"], level="L4")
         write_worker(dirs.workers, "host", devices={"alpha": 1})
         write_worker_password(dirs.secrets, "host")
         settings = settings_for(dirs, CRCR_UPSTREAM_URL=self.upstream.url, CRCR_UPSTREAM_BRANCHES="main",
@@ -42,7 +45,8 @@ class ForcedChangesTest(unittest.TestCase):
         self.master.mq.verifyMessages = False
         await mirror_on(self.master, self.upstream.url)
         self.config = MasterConfig.loadFromDict(build_master_config(settings), "master.cfg")
-        for name in (force_scheduler_name(BACKEND), bisect_scheduler_name(BACKEND)):
+        for name in (force_scheduler_name(BACKEND), bisect_scheduler_name(BACKEND),
+                     pull_request_scheduler_name(BACKEND)):
             await self.config.schedulers[name].setServiceParent(self.master)
             await self.config.schedulers[name].configureService()
 
@@ -96,3 +100,28 @@ class ForcedChangesTest(unittest.TestCase):
 
         (change,) = await self.changes_of(bsid)
         self.assertEqual((change["revision"], change["comments"]), (self.old, "Old commit\n\nFrom before the relay."))
+
+
+    async def test_a_pull_requests_head_gets_a_change_telling_the_pr_once(self):
+        head = self.upstream.pull_request(21, "The PR's head", {"README": "changed\n"})
+        pr = {"number": 21, "url": "https://github.com/pytorch/pytorch/pull/21", "title": "Fix the README",
+              "author": "octocat", "head_sha": head}
+        scheduler = self.config.schedulers[pull_request_scheduler_name(BACKEND)]
+
+        async def build() -> int:  # as the pull request service asks a head's build
+            bsid, _ = await scheduler.addBuildsetForSourceStamps(
+                waited_for=False, reason="PR #21 opened", builderNames=[BACKEND],
+                properties=Properties(**{PULL_REQUEST_PROPERTY: pr}),
+                sourcestamps=[{"codebase": "", "repository": self.upstream.url, "branch": pull_request_ref(21),
+                               "revision": head, "project": PROJECT}])
+            return bsid
+
+        first, again = await build(), await build()
+
+        (change,) = await self.changes_of(first)
+        self.assertEqual(
+            {key: change[key] for key in ("revision", "branch", "comments", "author", "revlink", "category")},
+            {"revision": head, "branch": "refs/pull/21/head", "comments": "PR #21: Fix the README",
+             "author": "octocat", "revlink": pr["url"], "category": PULL_REQUEST_CHANGE_CATEGORY})
+        self.assertEqual(await self.changes_of(again), [change])
+        self.assertEqual(len(await self.master.data.get(("changes",))), 1)

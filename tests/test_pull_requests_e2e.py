@@ -18,7 +18,7 @@ from conftest import make_upstream, prepare_relay, running, write_secret
 from harness import holding, wait_until
 from pytorchrelay import NO_ANSWER, PyTorchRelayStandIn
 from webhooks import WEBHOOK_SECRET, deliver_dispatch, deliver_pull_request, pull_request_event
-from webui import open_page, sign_in, wait_for_element
+from webui import open_page, shown_under_its_change, sign_in, wait_for_element
 
 pytestmark = pytest.mark.e2e
 
@@ -156,6 +156,8 @@ def test_l4_builds_a_pr_of_a_trusted_author_and_reports_on_its_head(relay, upstr
     row = wait_for_element(browser, "//table[@data-crcr='pull-requests']//tr[@data-pr='21']", "PR #21's row")
     assert row.find_element(By.XPATH, "td[1]/a").get_attribute("href") == pr_url
     assert row.find_element(By.XPATH, "td[4]/a").get_attribute("href") == relay.web_url + build_url
+    # Buildbot's console and grid, where a maintainer looks for builds, show it under the PR.
+    shown_under_its_change(browser, relay.web_url, build, "PR #21: Update the README with new information.")
 
 
 def test_l4_leaves_a_draft_alone_until_it_is_ready_for_review(relay, upstream):

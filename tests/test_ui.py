@@ -9,7 +9,10 @@ from selenium.webdriver.support.ui import WebDriverWait
 from conftest import MAIN_BACKENDS, SUCCESS
 from crcr.names import status_context
 from harness import wait_until
-from webui import UI_TIMEOUT, open_page, page_text, sign_in, wait_for_element, wait_for_texts
+from webui import (
+    UI_TIMEOUT, build_link, drawn_text, open_page, page_text, shown_under_its_change, sign_in, wait_for_element,
+    wait_for_texts,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -66,14 +69,14 @@ def test_force_build_from_the_ui_builds_the_typed_revision(relay, upstream, gith
     assert build["results"] == SUCCESS
     # Buildbot's console and grid show it under its commit's title, as any build, though the poller never reported
     # that commit (it predates the relay).
-    title = upstream.git("log", "-1", "--format=%s", first)
-    link = f"/builders/{build['builderid']}/builds/{build['number']}"
-    open_page(browser, relay.web_url + "#/console")  # a row of each commit
-    row = wait_for_element(browser, f"//tr[.//a[contains(@href, '{link}')]]", "the forced build in the console")
-    assert title in row.text and "Unknown revision" not in row.text, row.text
-    open_page(browser, relay.web_url + "#/grid")  # a column of each commit, which the grid leaves out without a change
-    wait_for_element(browser, f"//a[contains(@href, '{link}')]", "the forced build in the grid")
-    assert title in page_text(browser)
+    shown_under_its_change(browser, relay.web_url, build, upstream.git("log", "-1", "--format=%s", first))
+    # The builder page's owners: the commit's author and who forced it, apart (Buildbot's UI puts nothing between).
+    open_page(browser, relay.web_url + f"#/builders/{build['builderid']}")
+    row = wait_for_element(browser, f"//tr[td//a[@href='{build_link(build)}']]", "the forced build's row")
+    headers = [cell.text for cell in row.find_elements(By.XPATH, "../tr[1]/td")]
+    owners = row.find_elements(By.XPATH, "td")[headers.index("Owners")]
+    author = upstream.git("log", "-1", "--format=%an <%ae>", first)
+    assert sorted(drawn_text(browser, owners).split(", ")) == sorted([author, relay.admin[0]]), owners.text
     assert wait_until(
         lambda: [s["state"] for s in github.statuses(first, status_context("ok-beta"))][-1:] == ["success"],
         30,

@@ -9,6 +9,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 UI_TIMEOUT = 30
+TOPBAR_BUTTONS = "//nav//form//button"  # the page's controls in Buildbot's top bar
 
 
 def open_page(browser, url: str):
@@ -71,3 +72,44 @@ def sign_in(browser, relay, user: tuple[str, str] | None = None) -> None:
     # auth/login sends the browser back to the UI, which then shows who is signed in instead of 'Anonymous'.
     WebDriverWait(browser, UI_TIMEOUT).until(lambda b: b.find_elements(By.LINK_TEXT, "Waterfall View"))
     wait_for_element(browser, f"//*[contains(text(), '{name}')]", f"{name} signed in")
+
+
+def build_link(build: dict) -> str:
+    """Where the UI's links to the build point."""
+    return f"#/builders/{build['builderid']}/builds/{build['number']}"
+
+
+def drawn_text(browser, element) -> str:
+    """The element's text as the page draws it: with the text a style sheet adds (::before, ::after), which Selenium's
+    text leaves out."""
+    return browser.execute_script("""
+        function drawn(node) {
+          if (node.nodeType === Node.TEXT_NODE) return node.textContent;
+          if (node.nodeType !== Node.ELEMENT_NODE) return "";
+          function generated(which) {
+            var content = getComputedStyle(node, which).content;
+            return content && content !== "none" && content !== "normal" ? JSON.parse(content) : "";
+          }
+          return generated("::before") + Array.from(node.childNodes).map(drawn).join("") + generated("::after");
+        }
+        return drawn(arguments[0]);""", element)
+
+
+def topbar_buttons(browser) -> list[str]:
+    """The captions of the buttons Buildbot's top bar shows for the page (its controls)."""
+    return [b.text for b in browser.find_elements(By.XPATH, TOPBAR_BUTTONS)]
+
+
+def shown_under_its_change(browser, web_url: str, build: dict, title: str) -> None:
+    """Buildbot's console shows the build in the row of a change titled `title`, and its grid in that change's column
+    (both put a build under the change of its buildset's sourcestamp; without one, the console says 'Unknown revision'
+    and the grid leaves the build out)."""
+    link = build_link(build)
+    open_page(browser, web_url + "#/console")
+    row = wait_for_element(browser, f"//tr[.//a[@href='{link}']]", f"build {link} in the console")
+    assert title in row.text and "Unknown revision" not in row.text, row.text
+    open_page(browser, web_url + "#/grid")
+    cell = wait_for_element(browser, f"//td[.//a[@href='{link}']]", f"build {link} in the grid")
+    column = len(cell.find_elements(By.XPATH, "preceding-sibling::*")) + 1
+    header = browser.find_element(By.XPATH, f"//table/thead/tr/th[{column}]")
+    assert title in header.text, (title, header.text)

@@ -26,6 +26,9 @@ REQUESTED_REVISION_PROPERTY = "crcr_requested_revision"
 # The category of the change the relay adds for a forced commit no upstream change brought (so that the console and
 # grid show it): no scheduler acts on it, and it gives the commit no place in upstream order.
 FORCED_CHANGE_CATEGORY = "crcr-forced"
+# The same for a pull request's head, which the relay builds through pr-<backend>.
+PULL_REQUEST_CHANGE_CATEGORY = "crcr-pull-request"
+RELAY_CHANGE_CATEGORIES = (FORCED_CHANGE_CATEGORY, PULL_REQUEST_CHANGE_CATEGORY)
 
 # A bisection build: one upstream commit, only the tests its bisection asks about, no baseline, no GitHub status.
 BISECTION_PROPERTY = "crcr_bisection"  # the bisection's id

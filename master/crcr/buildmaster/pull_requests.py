@@ -19,11 +19,13 @@ from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
+from crcr.buildmaster.forced_changes import add_change, has_change
 from crcr.buildmaster.pr_policy import BackendRules, Decision, PullRequest, decide
 from crcr.github.commit_status import post_status
 from crcr.github.permissions import PermissionUnknown, can_write
 from crcr.names import (
-    GITHUB_DESCRIPTION_LIMIT, PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, pull_request_scheduler_name,
+    GITHUB_DESCRIPTION_LIMIT, PULL_REQUEST_CHANGE_CATEGORY, PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE,
+    pull_request_scheduler_name,
 )
 from crcr.store import buildbot_tables
 from crcr.store.service import relay_store
@@ -32,10 +34,24 @@ PROPERTY_SOURCE = "pull request"
 
 
 class PullRequestScheduler(ReconfigurableBaseScheduler):
-    """`pr-<backend>`: takes no changes; PullRequestRelay asks it for each PR head's build."""
+    """`pr-<backend>`: takes no changes; PullRequestRelay asks it for each PR head's build.
+
+    Buildbot's console and grid show a build under the change of its buildset's sourcestamp (the grid only then),
+    so each head gets a change first, telling the PR (number, title, author, link) as the row or column's title."""
 
     def __init__(self, backend: str):
         super().__init__(name=pull_request_scheduler_name(backend), builderNames=[backend])
+
+    @defer.inlineCallbacks
+    def addBuildsetForSourceStamps(self, *args, sourcestamps, properties=None, **kwargs):
+        (stamp,) = sourcestamps
+        pr = properties and properties.getProperty(PULL_REQUEST_PROPERTY)
+        if pr and not (yield defer.ensureDeferred(has_change(self.master, stamp))):
+            yield defer.ensureDeferred(add_change(
+                self.master, stamp, PULL_REQUEST_CHANGE_CATEGORY, author=pr["author"], revlink=pr["url"],
+                comments=f"PR #{pr['number']}: {pr['title']}", when_timestamp=int(self.master.reactor.seconds())))
+        return (yield super().addBuildsetForSourceStamps(*args, sourcestamps=sourcestamps, properties=properties,
+                                                         **kwargs))
 
 
 class PullRequestRelay(service.BuildbotService):

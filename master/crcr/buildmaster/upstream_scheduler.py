@@ -16,7 +16,7 @@ from buildbot.changes.changes import Change
 from buildbot.plugins import schedulers, util
 from twisted.internet import defer
 
-from crcr.names import FORCED_CHANGE_CATEGORY
+from crcr.names import RELAY_CHANGE_CATEGORIES
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
 from crcr.names import upstream_scheduler_name
@@ -91,7 +91,7 @@ def upstream_scheduler(backend: Backend, settings: Settings):
         name=upstream_scheduler_name(backend.name),
         # Not the changes the relay adds for the commits it was asked to build (forced_changes.py).
         change_filter=util.ChangeFilter(project=settings.github_repo, branch=backend.branches,
-                                        category_not_eq=FORCED_CHANGE_CATEGORY),
+                                        category_not_eq=list(RELAY_CHANGE_CATEGORIES)),
         treeStableTimer=None,
         builderNames=[backend.name],
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from crcr.names import FORCED_CHANGE_CATEGORY
+from crcr.names import RELAY_CHANGE_CATEGORIES
 from crcr.store.commits import Origin, author_name, headline
 
 REVISION_INDEX = "crcr_build_revisions"
@@ -79,16 +79,16 @@ def requests_of_ref(conn, model, builderid: int, ref: str) -> list[tuple[int, st
 
 def origin_of(conn, model, revision: str) -> Origin:
     """The commit's place in upstream order, from the earliest upstream change that brought it (Buildbot indexes
-    changes by revision), and its title and author from the earliest change of it, the one the relay adds for a
-    forced commit too (which gives no place: it is added when forced, not when pushed); an empty Origin when no
-    change has it."""
+    changes by revision), and its title and author from the earliest change of it, one the relay adds for a forced
+    commit or a pull request's head too (which gives no place: it is added when built, not when pushed); an empty
+    Origin when no change has it."""
     changes = model.changes
     query = (sa.select(changes.c.changeid, changes.c.comments, changes.c.author, changes.c.category)
              .where(changes.c.revision == revision).order_by(changes.c.changeid))
     rows = conn.execute(query).fetchall()
     if not rows:
         return Origin()
-    upstream = [row.changeid for row in rows if row.category != FORCED_CHANGE_CATEGORY]
+    upstream = [row.changeid for row in rows if row.category not in RELAY_CHANGE_CATEGORIES]
     return Origin(upstream[0] if upstream else None, headline(rows[0].comments), author_name(rows[0].author))
 
 
