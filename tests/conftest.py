@@ -239,9 +239,9 @@ def trial_account(lab_host_root, host_env):
         yield account
 
 
-@pytest.fixture(scope="session")
-def browser(tmp_path_factory):
-    """Debian's headless Chromium, driven through Debian's chromedriver."""
+@contextmanager
+def chromium(tmp_path_factory):
+    """Debian's headless Chromium, driven through Debian's chromedriver, with a profile of its own."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -253,5 +253,21 @@ def browser(tmp_path_factory):
     for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"]:
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(chromedriver), options=options)
-    yield driver
-    driver.quit()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    with chromium(tmp_path_factory) as driver:
+        yield driver
+
+
+@pytest.fixture
+def anonymous_browser(tmp_path_factory):
+    """A Chromium that has never signed in: it has no name and password to answer a sign-in with (webui.sign_in's
+    stay with a browser, for every later sign-in to the same relay)."""
+    with chromium(tmp_path_factory) as driver:
+        yield driver

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from urllib.parse import quote
 
 import pytest
 from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
@@ -25,6 +26,9 @@ from conftest import UNITS_BRANCH, backend, make_upstream, prepare_relay, runnin
 from crcr.config.users import add_user, users_file
 from crcr.names import status_context
 from harness import holding, wait_until
+from webui import (
+    TOPBAR_BUTTONS, build_link, click_when_ready, open_page, sign_in, topbar_buttons, wait_for_element, wait_for_texts,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -144,6 +148,44 @@ def test_a_refusal_tells_who_asked_and_who_may(lab):
     assert anonymous["error"]["message"] == "not signed in: you need to have role 'maintainer:beta'"
     alice = lab.relay.rpc("forceschedulers/force-beta", "force", as_user=ALICE, revision="main")
     assert alice["error"]["message"] == "signed in as alice: you need to have role 'maintainer:beta'"
+
+
+def test_the_ui_offers_an_anonymous_visitor_to_sign_in_in_place_of_each_control(lab, verdicts, anonymous_browser):
+    """Buildbot's UI shows its buttons to everyone, and the Authz refused an anonymous visitor only once they had
+    filled in the form and sent it: each control is a sign-in instead, back to the page it was on."""
+    browser, build = anonymous_browser, lab.relay.builds_of("beta", verdicts[0])[0]
+    build_page = build_link(build)
+    pages = {build_page: ["Sign in to rebuild"],
+             f"#/builders/{build['builderid']}": ["Sign in to bisect", "Sign in to build an upstream revision"],
+             "#/workers": ["Sign in for worker actions"],
+             f"#/workers/{lab.worker(IDLE_UNIT)['workerid']}": ["Sign in for worker actions"]}
+    for page, buttons in pages.items():
+        open_page(browser, lab.relay.web_url + page)
+        for caption in buttons:
+            wait_for_element(browser, f"{TOPBAR_BUTTONS}[.='{caption}']", f"{caption} on {page}")
+        assert all(shown.startswith("Sign in") for shown in topbar_buttons(browser)), (page, topbar_buttons(browser))
+
+    open_page(browser, lab.relay.web_url + build_page)
+    click_when_ready(browser, f"{TOPBAR_BUTTONS}[.='Sign in to rebuild']", "Sign in to rebuild")
+    sign_in_page = lab.relay.web_url + "auth/login?redirect=" + quote(build_page.removeprefix("#"), safe="")
+    wait_until(lambda: browser.current_url == sign_in_page, 30, f"the sign-in ({sign_in_page})")
+
+
+def test_the_ui_tells_a_signed_in_user_without_the_right_why_a_control_is_refused(lab, verdicts, browser):
+    """Buildbot's UI read a refusal where its REST client does not put it, and showed nothing."""
+    build, requests = lab.relay.builds_of("beta", verdicts[0])[0], lab.request_count()
+    sign_in(browser, lab.relay, ALICE)
+    open_page(browser, lab.relay.web_url + build_link(build))
+    click_when_ready(browser, f"{TOPBAR_BUTTONS}[.='Rebuild']", "Rebuild")
+    wait_for_texts(browser, ["Cannot rebuild: signed in as alice: you need to have role 'maintainer:beta'"],
+                   "the build page")
+    assert lab.request_count() == requests, "a refused rebuild requested nothing"
+
+    open_page(browser, lab.relay.web_url + f"#/workers/{lab.worker(IDLE_UNIT)['workerid']}")
+    click_when_ready(browser, f"{TOPBAR_BUTTONS}[.='Actions...']", "Actions...")
+    click_when_ready(browser, "//div[contains(@class, 'modal')]//button[.='Pause']", "Pause")
+    wait_for_texts(browser, ["signed in as alice: you need to have role 'host:lab'"], "the worker actions")
+    assert not lab.worker(IDLE_UNIT)["paused"]
 
 
 def test_rebuilding_needs_the_backends_maintainer(lab, verdicts):

@@ -783,6 +783,54 @@
       h("polyline", { points: "1,9 4,9 6,4 9,13 11,7 12,9 15,9" }));
   }
 
+  // --- the top bar's controls, for a visitor not signed in ---
+  // Buildbot's UI shows its buttons (rebuild, stop, cancel, the force forms, the workers' actions) to everyone, and
+  // the Authz refuses an anonymous visitor only once the form is filled in and sent. For such a visitor each becomes
+  // "Sign in to …", which signs in and comes back. The top bar's store is Buildbot's (BuildbotUi.TopbarStore), made
+  // before plugins load, and every page sets its buttons through its setActions on each render.
+  // What a build's or request's page shows while it acts, and the link to a rebuild's request: no control.
+  var NOT_CONTROLS = ["Rebuilt", "Rebuild pending", "Rebuilding...", "Stopping...", "Cancelling..."];
+  var SIGN_IN_CAPTIONS = { "Actions...": "Sign in for worker actions" };
+
+  function signInFirst(action) {
+    if (NOT_CONTROLS.indexOf(action.caption) >= 0) return action;
+    var caption = action.caption;
+    return {
+      caption: SIGN_IN_CAPTIONS[caption] || "Sign in to " + caption.charAt(0).toLowerCase() + caption.slice(1),
+      variant: "outline-secondary",
+      help: "Only a signed-in maintainer or admin may do this",
+      action: function () {
+        global.location.href = "auth/login?redirect=" + encodeURIComponent(global.location.hash.slice(1) || "/");
+      },
+    };
+  }
+
+  function anonymousControlsSignInFirst() {
+    var config = global.buildbotFrontendConfig, Topbar = (global.BuildbotUi || {}).TopbarStore;
+    if (!config || !config.user || !config.user.anonymous || !Topbar) return;
+    var setActions = Topbar.prototype.setActions;
+    Topbar.prototype.setActions = function (actions) { return setActions.call(this, actions.map(signInFirst)); };
+  }
+
+  // Buildbot's rebuild, stop and cancel buttons show a refusal as "Cannot …: " + error.error.message, and the worker
+  // actions join the errors as text, but its REST client rejects with axios's own error, which has neither: the
+  // refusal of a signed-in user without the right showed nothing. Each refused call gets the JSON-RPC error the
+  // master answered (its force form reads the response itself, and is left as it is).
+  function refusalsSayWhy() {
+    if (!global.axios) return;
+    global.axios.interceptors.response.use(null, function (e) {
+      var answered = e && e.response && e.response.data && e.response.data.error;
+      if (answered) {
+        e.error = answered;
+        if (typeof answered.message === "string") e.toString = function () { return answered.message; };
+      }
+      return Promise.reject(e);
+    });
+  }
+
+  anonymousControlsSignInFirst();
+  refusalsSayWhy();
+
   global.BuildbotPluginSupport.buildbotSetupPlugin(function (reg) {
     // Registered after Buildbot's own routes, so this one replaces its home page.
     reg.registerRoute({ route: "/", group: "home", element: function () { return h(RelayHome); } });
