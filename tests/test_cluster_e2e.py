@@ -7,7 +7,9 @@ units on both, and the fake GitHub recording every request. One story, since eac
 - Both backends' requests wait longer than their stale_after (5 s) while their units are busy: a master that
   counted only its own connections would post "No ... unit connected".
 - 1. P1..P3: one build per (commit, backend) across the masters, one bisection with one step per commit; both
-  masters' /metrics count the same units and name the same leader, both masters up.
+  masters' /metrics count the same units and name the same leader, both masters up. capped (queue: every, L1) builds
+  on host duo, capped at one build (max_builds 1) with a unit on each master: its builds of P1..P3 never overlap,
+  though both masters want the slot whenever a request waits.
 - 2. `crcr force` on each master (one never polled upstream) and `crcr bisect` on B: exact revisions built.
 - 3. kill -9 of the leader (A or B), while both held units are mid-suite with a
   commit queued; K4 pushed after: the other master takes over within CRCR_TAKEOVER_AFTER plus a tick, A's interrupted build is
@@ -40,8 +42,9 @@ from harness import holding, kill_9, open_gate, wait_until
 
 pytestmark = pytest.mark.e2e
 
-HELD, QUICK = "held", "quick"
-HOSTS = {"lab": {"devices": {HELD: 2, QUICK: 1}, "admin": "Lab <lab@example.com>"}}
+HELD, QUICK, CAPPED = "held", "quick", "capped"
+HOSTS = {"lab": {"devices": {HELD: 2, QUICK: 1}, "admin": "Lab <lab@example.com>"},
+         "duo": {"devices": {CAPPED: 2}, "max_builds": 1, "admin": "Duo <duo@example.com>"}}
 FINAL = ("success", "failure", "error")
 TAKEOVER_AFTER = 20  # seconds (CRCR_TAKEOVER_AFTER): short, so that the test's bound is well within 2 minutes
 TAKEOVER_BOUND = 120
@@ -156,14 +159,16 @@ def test_two_masters_relay_every_commit_once_and_survive_losing_the_leader_and_t
                       env={**env, "BACKEND": HELD}),
         QUICK: backend("L2", QUICK, [{"name": "quick", "pytest": {"files": ["test/test_quick.py"]}, "timeout": 240}],
                        queue="newest", stale_after=STALE_AFTER, env={**env, "BACKEND": QUICK}),
+        CAPPED: backend("L1", CAPPED, [{"name": "hold", "command": "sleep 2", "timeout": 120}], queue="every"),
     }
     router = Router(tmp_path / "router")
     a, units = prepare_relay(tmp_path / "relay", upstream, github, backends, hosts=HOSTS, CRCR_DB_URL=postgres.url,
                              CRCR_MQ_ROUTER_URL=router.url, CRCR_TAKEOVER_AFTER=str(TAKEOVER_AFTER))
     b = another_master(a, tmp_path / "relay" / "master-b")
-    held_a, held_b, quick_b = (units[0], unit_of(b, units[1], tmp_path / "units-b"),
-                               unit_of(b, units[2], tmp_path / "units-b"))
-    units = [held_a, held_b, quick_b]
+    held_a, held_b, quick_b, capped_a, capped_b = (units[0], unit_of(b, units[1], tmp_path / "units-b"),
+                                                   unit_of(b, units[2], tmp_path / "units-b"), units[3],
+                                                   unit_of(b, units[4], tmp_path / "units-b"))
+    units = [held_a, held_b, quick_b, capped_a, capped_b]
     masters = [a, b]
     database = sa.create_engine(postgres.url)
 
@@ -212,6 +217,13 @@ def test_two_masters_relay_every_commit_once_and_survive_losing_the_leader_and_t
         assert [c["sha"] for c in json.loads(automatic.result)["culprits"]] == [p2], automatic.result
         assert posted(github, p2, QUICK)[-1][0] == "failure", posted(github, p2, QUICK)
         assert posted(github, p1, QUICK)[-1][0] == "success", posted(github, p1, QUICK)
+        capped = wait_until(lambda: len(done := [x for x in b.builds(CAPPED) if x["complete"]]) >= 3 and done, 120,
+                            "capped's builds of P1..P3")
+        assert sorted(x["properties"]["got_revision"][0] for x in capped) == sorted(first), capped
+        assert [x["results"] for x in capped] == [SUCCESS] * 3, capped
+        spans = sorted((x["started_at"], x["complete_at"]) for x in capped)
+        assert all(ended <= started for (_, ended), (started, _) in zip(spans, spans[1:])), \
+            f"host duo ran two builds at once though capped at one: {spans}"
         lead = leading(database)
         for master in masters:
             assert masters_seen(master) == {str(m.basedir): (1, int(str(m.basedir) == lead)) for m in masters}, \

@@ -3,14 +3,13 @@
 A host may run fewer builds at once than it has units (max_builds): its units then share the host's
 build slots. Buildbot's worker locks cannot do that: the build distributor checks them only when it lists
 a builder's idle workers, and a build claims them only well after it has started and been reported, so two
-requests handed out in one pass both start and the second ends RETRY 'worker not available'. Instead each
-unit counts its host's running builds at the moment a build would start (Buildbot starts builds one at a
-time, and marks a unit busy before it looks at the next request), and a build ending wakes the other units.
+requests handed out in one pass both start and the second ends RETRY 'worker not available'. Instead a unit
+takes one of its host's slots at the moment a build would start (Buildbot starts builds one at a time, and marks a
+unit busy before it looks at the next request), and gives it back as the build ends, which wakes the other units.
 
-In a cluster a host's units may be connected to several masters: a master counts the builds running on the host's
-units here (its memory, where a build starting is known at once) and those other live masters run on them (their
-rows in Buildbot's builds table). Two masters starting a build on one host in the same instant may both find the
-slot free: the cap holds for builds a moment apart, not for that race.
+In a cluster a host's units may be connected to several masters: so the slots are claimed in the database, one row
+per (host, slot) that two masters cannot both write (store/host_slots.py), and a slot given back is announced on
+the message queue, which wakes every master's units of the host.
 """
 
 from __future__ import annotations
@@ -20,18 +19,28 @@ from pathlib import Path
 from buildbot.plugins import worker
 from buildbot.process.workerforbuilder import States
 from twisted.internet import defer
+from twisted.python import log
 
 from crcr.buildmaster.secrets import FileSecret
 from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password
 from crcr.names import ADMIN_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
-from crcr.store.buildbot_tables import builds_running_elsewhere
+from crcr.store.service import relay_store
+
+# {"host", "masterid"}: a master gave back one of the host's slots.
+SLOT_GIVEN_BACK = ("crcr", "host_slots", "given_back")
+# Seconds: a slot taken for a build that has not started by then is given back. Buildbot claims the build request
+# after the slot is taken; another master may have claimed it first, and then no build starts.
+UNUSED_SLOT_AFTER = 30
 
 
 class HostUnitWorker(worker.Worker):
     """A device unit of host `host`, which runs at most `host_slots` builds at once over all its units
     (None: one per unit, which each unit's max_builds=1 already ensures)."""
+
+    _slot = None  # the id of the host slot this unit holds for its build
+    _unused_slot = None  # the call giving it back unless a build starts first
 
     def checkConfig(self, name, password, host: str, host_slots: int | None, **kwargs):
         super().checkConfig(name, password, **kwargs)
@@ -44,55 +53,93 @@ class HostUnitWorker(worker.Worker):
         workers = self.master.workers.workers.values()
         return [w for w in workers if isinstance(w, HostUnitWorker) and w.host == self.host]
 
+    def building(self) -> bool:
+        return any(wfb.state == States.BUILDING for wfb in self.workerforbuilders.values())
+
     def canStartBuild(self) -> bool:
         """Whether this master's own builds leave the host a slot (Buildbot asks it without waiting)."""
         if not super().canStartBuild():
             return False
         if self.host_slots is None:  # not capped: no need to look at the other units (hundreds, on a big relay)
             return True
-        return self._building_here() < self.host_slots
+        return sum(1 for unit in self.host_units() if unit.building()) < self.host_slots
 
     @defer.inlineCallbacks
     def host_has_slot(self):
-        """Whether the host has a slot left, counting the builds the cluster's other masters run on its units."""
+        """Whether the host has a slot left for this unit's build, counting every master's builds; the slot is then
+        this unit's."""
         if not self.canStartBuild():
             return False
         if self.host_slots is None:
             return True
-        elsewhere = yield self.master.db.pool.do(builds_running_elsewhere, self.master.db.model, self.master.masterid,
-                                                 [unit.workerid for unit in self.host_units()])
-        return self._building_here() + elsewhere < self.host_slots
+        building = [unit.workerid for unit in self.host_units() if unit.building()]
+        slot = yield relay_store(self.master).take_host_slot(self.master.db.model.masters, self.host, self.host_slots,
+                                                             self.workerid, self.master.masterid, building)
+        if slot is None:
+            return False
+        self._forget_unused_slot()
+        self._slot = slot
+        self._unused_slot = self.master.reactor.callLater(UNUSED_SLOT_AFTER, self._give_back_slot)
+        return True
 
-    def _building_here(self) -> int:
-        return sum(1 for unit in self.host_units() for wfb in unit.workerforbuilders.values()
-                   if wfb.state == States.BUILDING)
+    def buildStarted(self, wfb):
+        super().buildStarted(wfb)
+        self._forget_unused_slot()
 
     def buildFinished(self, wfb):
         super().buildFinished(wfb)  # wakes the builders of this unit
-        if self.host_slots is not None:  # a capped host's other units may be waiting for this slot
-            for unit in self.host_units():
-                if unit is not self:
-                    self.botmaster.maybeStartBuildsForWorker(unit.name)
+        if self.host_slots is not None or self._slot is not None:  # held before a reconfig lifted the cap: give back
+            self._give_back_slot()
+
+    def stopService(self):
+        self._forget_unused_slot()  # the master's next start drops it (its unit is not building then)
+        return super().stopService()
+
+    def _forget_unused_slot(self) -> None:
+        if self._unused_slot is not None and self._unused_slot.active():
+            self._unused_slot.cancel()
+        self._unused_slot = None
+
+    def _give_back_slot(self) -> None:
+        slot, self._slot = self._slot, None
+        self._forget_unused_slot()
+        given_back = relay_store(self.master).release_host_slot(slot) if slot is not None else defer.succeed(None)
+        # Failed, the claim stays until this master next takes a slot of the host (its unit not building: stale).
+        given_back.addErrback(log.err, f"crcr: giving back a build slot of host {self.host}")
+        given_back.addCallback(lambda _: self._wake_the_host())
+
+    def _wake_the_host(self) -> None:
+        for unit in self.host_units():
+            if unit is not self:
+                self.botmaster.maybeStartBuildsForWorker(unit.name)
+        self.master.mq.produce(SLOT_GIVEN_BACK, {"host": self.host, "masterid": self.master.masterid})
 
 
 class HostSlotWaker(MessageConsumer):
-    """Wakes this master's units of a capped host when another master's build on one of its units ends (that
-    master's buildFinished wakes only its own units): the slot it frees may be this master's to take."""
+    """Wakes this master's units of a capped host when another master gives back one of its slots (that master
+    wakes only its own units), or when another master's build on one of them ends: a master counted dead gives
+    nothing back, but once it is inactive its slots are free, and Buildbot's housekeeping then ends its builds."""
 
     name = "crcr-host-slot-waker"
 
     def subscriptions(self):
-        return [(("builds", None, "finished"), self._build_finished)]
+        return [(("builds", None, "finished"), self._build_finished), (SLOT_GIVEN_BACK, self._slot_given_back)]
 
     def _build_finished(self, key, build: dict) -> None:
-        if build["masterid"] == self.master.masterid:
-            return
-        ended_on = [unit for unit in self.master.workers.workers.values()
-                    if isinstance(unit, HostUnitWorker) and unit.workerid == build["workerid"]]
-        for unit in ended_on:
-            if unit.host_slots is not None:
-                for other in unit.host_units():
-                    self.master.botmaster.maybeStartBuildsForWorker(other.name)
+        if build["masterid"] != self.master.masterid:
+            self._wake([unit.host for unit in self._units() if unit.workerid == build["workerid"]])
+
+    def _slot_given_back(self, key, message: dict) -> None:
+        if message["masterid"] != self.master.masterid:
+            self._wake([message["host"]])
+
+    def _wake(self, hosts: list[str]) -> None:
+        for unit in self._units():
+            if unit.host in hosts and unit.host_slots is not None:
+                self.master.botmaster.maybeStartBuildsForWorker(unit.name)
+
+    def _units(self) -> list[HostUnitWorker]:
+        return [unit for unit in self.master.workers.workers.values() if isinstance(unit, HostUnitWorker)]
 
 
 def unit_can_start_build(builder, workerforbuilder, buildrequest) -> defer.Deferred:

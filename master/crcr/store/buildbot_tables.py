@@ -131,15 +131,3 @@ def connected_elsewhere(conn, model, masterid: int) -> set[str]:
              .select_from(connected.join(workers, connected.c.workerid == workers.c.id))
              .where(connected.c.masterid.in_(_other_active_masters(model, masterid))))
     return {row.name for row in conn.execute(query)}
-
-
-def builds_running_elsewhere(conn, model, masterid: int, workerids: list[int]) -> int:
-    """How many builds live masters other than `masterid` run on the workers `workerids` (Buildbot's builds_workerid
-    index finds them)."""
-    if not workerids:
-        return 0
-    builds = model.builds
-    query = (sa.select(sa.func.count()).select_from(builds)
-             .where(builds.c.complete_at.is_(None), builds.c.workerid.in_(workerids),
-                    builds.c.masterid.in_(_other_active_masters(model, masterid))))
-    return conn.execute(query).scalar_one()

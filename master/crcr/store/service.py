@@ -13,7 +13,7 @@ from twisted.internet import defer
 from crcr.names import STORE_SERVICE
 from crcr.store import (
     bisections, buildbot_tables, collapses, commits, deliveries, dispatches, endings, health_queries, history,
-    junit_files, leadership, outbox,
+    host_slots, junit_files, leadership, outbox,
 )
 from crcr.store.migrate import upgrade_tables
 
@@ -92,6 +92,9 @@ class RelayStore(service.BuildbotService):
     take_or_renew_leadership = _through_pool(leadership.take_or_renew)
     give_up_leadership = _through_pool(leadership.give_up)
     current_leader = _through_pool(leadership.current)
+
+    take_host_slot = _through_pool(host_slots.take_slot)
+    release_host_slot = _through_pool(host_slots.release_slot)
 
     note_end_reason = _through_pool(endings.note_reason)
     note_canceller = _through_pool(endings.note_canceller)

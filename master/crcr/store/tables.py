@@ -9,11 +9,13 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from crcr.config.limits import MAX_BRANCH_NAME, MAX_NAME
+from crcr.config.models import BUILDBOT_NAME_LIMIT
 
 VERDICTS = ("success", "failure", "error")  # GitHub's commit status states but pending
 HOW_DECIDED = ("built", "covered", "bisected", "forced")
 BISECTION_STATES = ("running", "done", "abandoned")
-# interrupted: its build was stopped with the master; the bisection asks for that commit again when it starts.
+# interrupted: written by earlier relays, whose build stopped with the master could end CANCELLED (it ends RETRY now
+# and is built again: relay_build.py); the bisection asks for such a step's commit again when it resumes.
 STEP_OUTCOMES = ("pending", "good", "bad", "mixed", "skipped", "interrupted")
 
 SHA_LENGTH = 40
@@ -282,6 +284,19 @@ collapses = sa.Table(
     sa.Column("new_brid", sa.Integer, nullable=False),
     sa.Column("approved_at", sa.BigInteger, nullable=False),
     sa.Index("crcr_collapses_approved_at", "approved_at"),
+)
+
+# The slots of hosts capped by max_builds that builds hold, whichever master runs them (store/host_slots.py).
+host_slots = sa.Table(
+    "crcr_host_slots",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("host", sa.String(BUILDBOT_NAME_LIMIT), nullable=False),  # a prefix of its units' worker names
+    sa.Column("slot", sa.Integer, nullable=False),  # 0 to max_builds - 1
+    sa.Column("workerid", sa.Integer, nullable=False),  # Buildbot's: the unit the build runs on
+    sa.Column("masterid", sa.Integer, nullable=False),  # Buildbot's: the master that runs it
+    sa.Index("crcr_host_slots_slot", "host", "slot", unique=True),  # two masters cannot take one slot
+    sa.Index("crcr_host_slots_workerid", "workerid", unique=True),  # a unit runs one build at a time
 )
 
 
