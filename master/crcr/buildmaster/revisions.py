@@ -55,12 +55,13 @@ def typed_revision(typed) -> str:
 
 
 @defer.inlineCallbacks
-def resolve(revision: str, upstream_url: str, repository: str, branches: list[str]):
-    """Resolve `revision` (a typed_revision) to a Resolved commit: a sha in `repository`, a branch name by upstream."""
+def resolve(revision: str, upstream_url: str, repository: str, branches: list[str], git_upstream):
+    """Resolve `revision` (a typed_revision) to a Resolved commit: a sha in `repository`, a branch name by upstream
+    (asked through `git_upstream(args)`, which runs git as run_git does, with its bound on a silent upstream)."""
     if SHA.match(revision):
         resolved = yield _resolve_sha(revision.lower(), repository, branches)
         return resolved
-    code, out, err = yield run_git(["ls-remote", "--heads", upstream_url, f"refs/heads/{revision}"], repository)
+    code, out, err = yield git_upstream(["ls-remote", "--heads", upstream_url, f"refs/heads/{revision}"])
     if code != 0:
         raise RevisionError(f"could not ask upstream {upstream_url} for branch '{revision}': {err}")
     if not out:

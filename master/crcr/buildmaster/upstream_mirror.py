@@ -11,14 +11,21 @@ gc runs under one lock, so that concurrent forms do one fetch and `gc --auto` ne
 
 Kept bounded: the followed branches only (a branch no longer followed is deleted), `--prune`, no tags, the pull
 requests' refs of the newest PULL_REQUESTS_KEPT pull requests only (an older one is fetched again when asked).
+
+Every git command asking upstream (ls-remote, fetch) is stopped once it has said nothing for SILENT_AFTER seconds,
+whatever the transport (https, ssh, git://, a file path): an upstream that stops answering would otherwise hold
+the lock, and so every form, bisection and baseline of the master, for as long as the connection stays open.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import sys
 
 from buildbot.util import service
-from twisted.internet import defer
+from twisted.internet import defer, error, protocol
 from twisted.python import log
 
 from crcr.buildmaster import revisions
@@ -30,10 +37,15 @@ from crcr.names import UPSTREAM_MIRROR_DIR, UPSTREAM_MIRROR_SERVICE, pull_reques
 PULL_REQUEST_REFS = "refs/crcr/pull"
 PULL_REQUEST_BASE_REFS = "refs/crcr/pull-base"
 PULL_REQUESTS_KEPT = 100  # an older pull request's head is fetched again when a build asks for it
-# Never FETCH_HEAD (nothing reads it); never an automatic gc inside a fetch: gc runs apart, under the lock.
-FETCH = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc"]
-# An https upstream that stops sending is given up after a minute rather than holding every form's lock.
-STALLED = ["-c", "http.lowSpeedLimit=1", "-c", "http.lowSpeedTime=60"]
+# Never FETCH_HEAD (nothing reads it); never an automatic gc inside a fetch: gc runs apart, under the lock. Its
+# progress (on stderr, which nothing else is written to but errors) shows that a long fetch is still moving: a first
+# fetch of PyTorch's history takes minutes.
+FETCH = ["fetch", "--quiet", "--progress", "--no-tags", "--no-write-fetch-head", "--no-auto-gc"]
+# Seconds without a byte from git asking upstream before it is stopped.
+SILENT_AFTER = 60
+# Runs git in a session of its own: stopping it kills its process group, so what it started too (ssh, a transport
+# helper, upload-pack), which would otherwise keep its output open.
+IN_OWN_SESSION = "import os, sys; os.setsid(); os.execvp(sys.argv[1], sys.argv[1:])"
 
 
 def upstream_mirror(master) -> UpstreamMirror:
@@ -77,7 +89,8 @@ class UpstreamMirror(service.BuildbotService):
         """What a person typed as a revision, as an exact commit of `branches`; refused before the mirror is touched
         when it names no commit or branch."""
         revision = revisions.typed_revision(typed)
-        return await self.answer(lambda path: revisions.resolve(revision, self.upstream_url, path, branches))
+        return await self.answer(
+            lambda path: revisions.resolve(revision, self.upstream_url, path, branches, self._git_upstream))
 
     def first_parent_range(self, good: str, bad: str):
         return self.answer(lambda path: revisions.first_parent_range(good, bad, path))
@@ -164,8 +177,23 @@ class UpstreamMirror(service.BuildbotService):
             return failure
         return None
 
+    @defer.inlineCallbacks
     def _git_upstream(self, args: list[str]):
-        return run_git([*STALLED, *args], self.path)
+        """(exit code, output, errors) of git asking upstream, in the mirror; stopped once silent for SILENT_AFTER s."""
+        # The process reactor run_git uses too (a step's harness fakes the master's clock, not git's processes).
+        from twisted.internet import reactor
+
+        watch = SilenceWatch(reactor, SILENT_AFTER)
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}  # as run_git: never wait for credentials typed at a terminal
+        reactor.spawnProcess(watch, sys.executable, [sys.executable, "-c", IN_OWN_SESSION, "git", *args], env=env,
+                             path=self.path)
+        code = yield watch.ended
+        out = b"".join(watch.out).decode(errors="replace").strip()
+        if watch.stopped:
+            return code, out, f"git gave no sign of progress for {SILENT_AFTER} s and was stopped"
+        err = b"".join(watch.err).decode(errors="replace")
+        # Its progress as a terminal would have shown it: each line's last state.
+        return code, out, "\n".join(line.rsplit("\r", 1)[-1] for line in err.split("\n")).strip()
 
     async def _tidy(self) -> None:
         """Under the lock, after a fetch: drop what the mirror no longer needs, then let git gc if it is time."""
@@ -189,3 +217,40 @@ class UpstreamMirror(service.BuildbotService):
 def _number(ref: str) -> int:
     """The pull request's number, last in its ref's name."""
     return int(ref.rsplit("/", 1)[1])
+
+
+class SilenceWatch(protocol.ProcessProtocol):
+    """Gathers a process's output; kills its process group once it has written nothing for `silent_after` s."""
+
+    def __init__(self, reactor, silent_after: float):
+        self.out: list[bytes] = []
+        self.err: list[bytes] = []
+        self.stopped = False
+        self.ended = defer.Deferred()  # its exit code (None when killed)
+        self._silent_after = silent_after
+        self._deadline = reactor.callLater(silent_after, self._stop)
+        self._group = None  # its process group: its pid, which Twisted forgets once it has ended
+
+    def connectionMade(self) -> None:
+        self._group = self.transport.pid
+
+    def outReceived(self, data: bytes) -> None:
+        self.out.append(data)
+        self._deadline.reset(self._silent_after)
+
+    def errReceived(self, data: bytes) -> None:
+        self.err.append(data)
+        self._deadline.reset(self._silent_after)
+
+    def _stop(self) -> None:
+        self.stopped = True
+        try:  # it may have ended already, and what it started still holds its output
+            os.killpg(self._group, signal.SIGKILL)
+        except ProcessLookupError:  # not in a session of its own yet: nothing started by it either
+            with contextlib.suppress(error.ProcessExitedAlready):
+                self.transport.signalProcess("KILL")
+
+    def processEnded(self, reason) -> None:
+        if self._deadline.active():
+            self._deadline.cancel()
+        self.ended.callback(reason.value.exitCode)
