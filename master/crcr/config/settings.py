@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Annotated, Literal, Mapping
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, WrapValidator, field_validator
+from pydantic_core import PydanticCustomError
 
 from crcr.config.errors import ConfigError, described_limit, described_pattern, describe_validation_error
 from crcr.config.limits import (
