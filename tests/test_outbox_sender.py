@@ -50,6 +50,7 @@ class GitHubResource(Resource):
         self.answers: list = []
         self.down_until = 0.0
         self.requests: list[tuple[float, str, str, dict, str]] = []  # (time, method, path, JSON, Authorization)
+        self.meanwhile = lambda path: None  # what happens at the relay as a request arrives
 
     def answer(self, code: int | str, headers: dict | None = None, body: dict | None = None, times: int = 1):
         self.answers += [(code, headers or {}, body or {})] * times
@@ -58,6 +59,7 @@ class GitHubResource(Resource):
         method, path = request.method.decode(), request.path.decode()
         payload = json.loads(request.content.read() or b"null")
         self.requests.append((self.clock.seconds(), method, path, payload, request.getHeader("Authorization") or ""))
+        self.meanwhile(path)
         if self.clock.seconds() < self.down_until:
             code, headers, body = 502, {}, {"message": "Server Error"}
         else:
@@ -159,6 +161,24 @@ class OutboxSenderTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
         # The pending, unanswered, is overtaken by the verdict: only the verdict goes again.
         self.assertEqual(self.github.posts(), [(0, SHA_A, "pending"), (ATTEMPT_TIMEOUT + RETRY_DELAY, SHA_A, "success")])
         self.assertLogged(rf"'pending' crcr/alpha on aaaaaaaaaa \(no answer within {ATTEMPT_TIMEOUT}s\); attempt 1")
+
+    def test_a_state_that_replaces_a_row_read_as_due_before_its_claim_is_the_one_posted(self):
+        """A build stopped just after it started: its final state replaced the start's in its row after the sender
+        read that row as due, and GitHub got the start's state; the row, marked delivered, held the final one."""
+        self.github.answer(502, times=2)
+        self.status(SHA_A, "pending")
+        self.status(SHA_B, "pending")  # "Running on ...": both wait out the back-off, then fall due together
+        self.github.answer(NO_ANSWER)  # A's post stays on its way while the sender claims B's row
+
+        def stopped(path):  # B's final state, written by a reporter while A's post is on its way
+            if path.endswith(SHA_A):
+                self.successResultOf(self.store.enqueue_for_github("status", REPO, SHA_B, ALPHA,
+                                                                   {"state": "error", "context": ALPHA}, 10))
+        self.github.meanwhile = stopped
+
+        self.advance_to(RETRY_DELAY)
+
+        self.assertEqual(self.github.posts()[2:], [(RETRY_DELAY, SHA_A, "pending"), (RETRY_DELAY, SHA_B, "error")])
 
     def test_statuses_of_one_commit_and_context_go_in_order_others_do_not_wait(self):
         self.github.answer(NO_ANSWER)

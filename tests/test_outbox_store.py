@@ -62,6 +62,17 @@ def test_the_state_being_sent_is_not_replaced_the_newer_one_goes_after_it(db):
     assert states(due(db, now=103, limit=10)) == [("a", ALPHA, "success")]
 
 
+def test_a_claim_gives_the_state_that_replaced_the_one_read_as_due(db):
+    row_id = status(db, A, "pending", now=100)
+    (read,) = due(db, now=100, limit=10)
+    assert status(db, A, "error", now=101) == row_id
+
+    claimed = claim(db, read.id, now=101)
+
+    assert states([claimed]) == [("a", ALPHA, "error")]
+    assert claim(db, read.id, now=102) is None, "another sender may not take it"
+
+
 def test_a_failed_attempt_whose_state_was_overtaken_hands_its_backoff_to_the_newer_state(db):
     pending = status(db, A, "pending", now=100)
     claim(db, pending, now=101)

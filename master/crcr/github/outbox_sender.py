@@ -206,8 +206,10 @@ class OutboxSender(service.BuildbotService):
             self._again = False  # set again by a wake-up while this one runs: it runs once more
             room = MAX_POSTS_IN_FLIGHT - len(self._deliveries)
             rows = (yield self._store.outbox_due(self._now(), room, self.kinds)) if room > 0 else []
-            for row in rows:
-                if not self._stopping and (yield self._store.claim_for_github(row.id, self._now())):
+            for due in rows:
+                # What the claim gives: a newer state may have replaced the one read as due in its row meanwhile.
+                row = None if self._stopping else (yield self._store.claim_for_github(due.id, self._now()))
+                if row is not None:
                     delivery = self._deliver(row)
                     self._deliveries.add(delivery)
                     delivery.addErrback(log.err, f"crcr: delivering {self._what(row)} to {self.receiver}")

@@ -182,15 +182,18 @@ def next_due_at(conn, kinds: tuple[str, ...] = OUTBOX_KINDS) -> int | None:
     ).scalar()
 
 
-def claim(conn, row_id: int, now: float) -> bool:
-    """Marks the row as being sent by the caller; False when it is gone, given up, or another sender has it."""
+def claim(conn, row_id: int, now: float) -> OutboxRow | None:
+    """Marks the row as being sent by the caller, and gives it as claimed: the state to send, which may be newer
+    than the one due() gave (a newer state replaces a waiting one in its row), and stays while claimed. None when
+    the row is gone, given up, or another sender has it."""
     claimed = conn.execute(
         github_outbox.update()
         .where(_o.id == row_id, _unsent(), sa.not_(_being_sent(now)))
         .values(sending_since=int(now))
     ).rowcount
+    row = conn.execute(sa.select(github_outbox).where(_o.id == row_id)).first() if claimed == 1 else None
     conn.commit()
-    return claimed == 1
+    return None if row is None else _row(row)
 
 
 def delivered(conn, row_id: int, outage_over_at: float, kinds: tuple[str, ...] = OUTBOX_KINDS) -> None:
