@@ -24,7 +24,7 @@ from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
 
 from conftest import UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
 from crcr.config.users import add_user, users_file
-from crcr.names import status_context
+from crcr.names import status_context, suite_step_name
 from harness import holding, wait_until
 from webui import (
     TOPBAR_BUTTONS, build_link, click_when_ready, open_page, sign_in, topbar_buttons, wait_for_element, wait_for_texts,
@@ -110,6 +110,14 @@ class Lab:
     def running_build(self, brid: int) -> dict:
         return wait_until(lambda: next(iter(self.relay.get(f"buildrequests/{brid}/builds")["builds"]), None), 90,
                           f"request {brid}'s build to start")
+
+    def held_build(self, brid: int) -> dict:
+        """Request `brid`'s build once alpha's suite holds it: a stop lands in the step it means to stop, not in
+        whichever happens to run (the unit's preparation, the checkout) as the build starts."""
+        build = self.running_build(brid)
+        wait_until(lambda: any(step["name"] == suite_step_name("held") and not step["complete"]
+                               for step in self.relay.steps(build)), 90, f"build {build['buildid']} held in its suite")
+        return build
 
     def build(self, buildid: int) -> dict:
         return self.relay.get(f"builds/{buildid}")["builds"][0]
@@ -242,7 +250,7 @@ def test_what_is_not_there_is_404_and_an_unexpected_error_says_it_is_logged(lab,
 
 def test_stopping_a_build_needs_the_backends_maintainer_and_its_status_names_who(lab):
     for sha, (user, name) in zip(lab.held, ((ALICE, "alice"), (None, "relay-admin"))):
-        build = lab.running_build(lab.force("alpha", sha))
+        build = lab.held_build(lab.force("alpha", sha))
         lab.refused(f"builds/{build['buildid']}", "stop", ANONYMOUS, BOB)
         assert not lab.build(build["buildid"])["complete"], "a refused stop left the build running"
 
