@@ -113,7 +113,6 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.addCleanup(shutil.rmtree, basedir, True)
         self.master = await fakemaster.make_master(self, wantData=True, basedir=basedir,  # SQLite in memory
                                                    with_secrets={GITHUB_TOKEN: TOKEN})
-        self.master.botmaster.shuttingDown = False  # as Buildbot's BotMaster has it; its fake lacks it
         # The fake mq's schema of buildrequests messages predates what Buildbot 4 produces (it asks for brid, bsid,
         # buildername).
         self.master.mq.verifyMessages = False
@@ -484,28 +483,47 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(len(await self.store.running_bisections()), 1)
 
-    async def test_a_step_stopped_with_the_master_is_asked_again_at_the_next_start(self):
-        commits, *_ = await self.bisecting_three_commits()
+    async def step_built_again_after_the_masters_stop(self, heard: bool) -> None:
+        """The master's stop cuts a step's build short: the build ends RETRY (relay_build.py), its request back in
+        the queue. `heard`: whether the stopping master's ledger heard of that end (its services may stop first). At
+        the next start the request is built again, and that build's end is the step's."""
+        commits, broken, _ = await self.bisecting_three_commits()
         (request,) = await self.waiting_requests(SILENT)
-        asked = await self.step_revisions()
-        step_build, _ = await self.start_build(request["buildrequestid"])
-        self.master.botmaster.shuttingDown = True  # Buildbot cancels a build whose step the stop cut short
-        await self.finish_build(step_build, CANCELLED, {"smoke": CANCELLED})
+        brid, asked = request["buildrequestid"], await self.step_revisions()
+        step_build, _ = await self.start_build(brid)
+        if not heard:
+            await self.stop_ledger()
+        await self.finish_build(step_build, RETRY, {"smoke": RETRY})
         await self.deliver()
-        await self.stop_ledger()
-        self.master.botmaster.shuttingDown = False
+        if heard:
+            await self.stop_ledger()
+        self.master.mq.clearProductions()
 
         await self.restart_ledger()
         await self.deliver()
 
         (running,) = await self.store.running_bisections()
         _, steps = await self.store.bisection_with_steps(running.id)
-        # Its row is pending again (one step per commit), with the new request.
-        self.assertEqual([(s.sha, s.outcome) for s in steps], [(asked[0], "pending")])
-        self.assertNotEqual(steps[0].brid, request["buildrequestid"])
-        self.assertEqual(await self.step_revisions(), asked, "the same commit is built again")
-        row = await self.store.find_commit(SILENT, commits[0])
-        self.assertEqual(row.state, "pending", "its commits still wait for the bisection")
+        self.assertEqual([(s.sha, s.outcome, s.brid) for s in steps], [(asked[0], "pending", brid)])
+        self.assertEqual(await self.step_revisions(), asked, "the same request waits to be built again")
+        outcome = "failed" if commits.index(asked[0]) >= 1 else "passed"  # broken by commit two
+        again, _ = await self.start_build(brid)
+        await self.finish_build(again, SUCCESS, {"smoke": SUCCESS},
+                                **{TEST_OUTCOMES_PROPERTY: {"smoke": {broken: outcome}}})
+        await self.deliver()
+
+        _, steps = await self.store.bisection_with_steps(running.id)
+        verdict = "bad" if outcome == "failed" else "good"
+        self.assertEqual([(s.sha, s.outcome, s.buildid) for s in steps[:1]], [(asked[0], verdict, again)])
+        self.assertEqual(len(steps), 2, "the bisection goes on with its next step")
+
+    async def test_a_step_the_masters_stop_cut_short_is_built_again_at_the_next_start(self):
+        await self.step_built_again_after_the_masters_stop(heard=True)
+
+    async def test_a_step_cut_short_after_the_stopping_masters_ledger_stopped_is_built_again_too(self):
+        """Nothing of the step is to be recorded at the stop: the stopping master's services may stop before the
+        build's end reaches them."""
+        await self.step_built_again_after_the_masters_stop(heard=False)
 
     # --- two masters leading for a moment, and a change of leader mid-bisection ---
 

@@ -1,5 +1,6 @@
 """RelayBuild under Buildbot's harness: a build request cancelled just as a unit claims it ends CANCELLED and frees
-the unit, where Buildbot 4.3's own Build stops and never finishes, wedging the unit until the master restarts.
+the unit, where Buildbot 4.3's own Build stops and never finishes, wedging the unit until the master restarts; a
+stopped build ends with the stop's results, whatever its running step ends with.
 
 A fake master with Buildbot's database, data API and mq; real Builders (the relay's generated one, or one with a step
 the test ends), a real Worker on a fake connection and its real WorkerForBuilder. Each build starts as Buildbot's
@@ -19,7 +20,7 @@ from buildbot.process.builder import Builder
 from buildbot.process.buildrequest import BuildRequest
 from buildbot.process.buildstep import BuildStep
 from buildbot.process.factory import BuildFactory
-from buildbot.process.results import CANCELLED, EXCEPTION, SUCCESS
+from buildbot.process.results import CANCELLED, EXCEPTION, RETRY, SUCCESS
 from buildbot.process.workerforbuilder import States
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
@@ -244,3 +245,35 @@ class RelayBuildTest(TestReactorMixin, unittest.TestCase):
         """Why RelayBuild.stopBuild exists. Should this fail, Buildbot sets the results first itself: drop it."""
         row = await self.stopped_while_its_first_step_is_skipped(Build)
         self.assertEqual((row["complete"], row["results"]), (True, EXCEPTION))
+
+    async def stopped_as_its_step_runs(self, build_class, *stops: tuple[str, int]) -> tuple[dict, dict]:
+        """The build is stopped (`stops`: each stop's reason and results) while its step runs a command, which the
+        stop interrupts: the step ends CANCELLED, as an interrupted shell command does. Returns the finished build's
+        row and its request's."""
+        builder = await self.builder(self.waiting_builder_config(build_class=build_class))
+        brid = await self.request(builder)
+        await self.start(builder, brid)
+        (build,) = builder.building
+        for reason, results in stops:
+            await build.stopBuild(reason, results)
+        build.currentStep.ended.callback(CANCELLED)
+        self.reactor.advance(0)
+        return await self.build_row(), await self.request_row(brid)
+
+    async def test_a_build_the_masters_stop_cuts_short_ends_retry_and_its_request_waits_to_be_built_again(self):
+        """Buildbot stops the running builds with the master RETRY. A bisection's step ended CANCELLED so was
+        abandoned at the restart, and an upstream commit was left 'Cancelled', never built."""
+        row, request = await self.stopped_as_its_step_runs(RelayBuild, ("Master Shutdown", RETRY))
+        self.assertEqual((row["complete"], row["results"]), (True, RETRY))
+        self.assertTrue(row["state_string"].startswith("retry (Master Shutdown)"), row["state_string"])
+        self.assertEqual((request["claimed"], request["complete"]), (False, False), "back in the queue")
+
+    async def test_buildbot_4_3s_own_build_ends_it_cancelled(self):
+        """Why RelayBuild.stepDone exists. Should this fail, Buildbot keeps a stop's RETRY itself: drop it."""
+        row, request = await self.stopped_as_its_step_runs(Build, ("Master Shutdown", RETRY))
+        self.assertEqual(row["results"], CANCELLED)
+        self.assertEqual((request["complete"], request["results"]), (True, CANCELLED))
+
+    async def test_a_persons_stop_stands_when_the_master_stops_the_build_too(self):
+        row, request = await self.stopped_as_its_step_runs(RelayBuild, (REASON, CANCELLED), ("Master Shutdown", RETRY))
+        self.assertEqual((row["results"], request["complete"], request["results"]), (CANCELLED, True, CANCELLED))

@@ -257,7 +257,6 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.addCleanup(shutil.rmtree, basedir, True)
         self.master = await fakemaster.make_master(self, wantData=True, basedir=basedir,
                                                    with_secrets={GITHUB_TOKEN: TOKEN})
-        self.master.botmaster.shuttingDown = False  # as Buildbot's BotMaster has it; its fake lacks it
         self.master.mq.verifyMessages = False  # its schemas predate Buildbot 4's messages
         self.load_config(Path(basedir))
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name=UNIT)])

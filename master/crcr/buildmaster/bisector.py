@@ -219,14 +219,11 @@ class Bisector:
     @defer.inlineCallbacks
     def step_finished(self, build: dict):
         found = yield self._running_step(build["buildrequestid"])
-        if found is None or build["results"] == RETRY:  # a retried build is built again
+        # A retried build is built again, its end recorded then: also one its master's stop cut short
+        # (relay_build.py), whether or not the stopping master's services outlived it.
+        if found is None or build["results"] == RETRY:
             return
         bisection, step = found
-        if build["results"] == CANCELLED and self.master.botmaster.shuttingDown:
-            # Buildbot stops running builds with the master: not a user's cancel. resume() asks for it again.
-            yield self.store.end_step(step.id, buildid=build["buildid"], outcome="interrupted",
-                                      ended_at=self.ledger.now())
-            return
         if build["results"] == CANCELLED:
             yield self._abandon(bisection, f"its build of {step.sha[:10]} was cancelled")
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from buildbot.process import metrics
 from buildbot.process.build import Build
-from buildbot.process.results import CANCELLED
+from buildbot.process.results import CANCELLED, worst_status
 from twisted.internet import defer
 
 
@@ -30,12 +30,27 @@ class RelayBuild(Build):
             self.text = []
             yield self.allStepsDone()
 
+    stop_results = None  # the results the build was stopped with: its results, whatever its steps end with
+
     @defer.inlineCallbacks
     def stopBuild(self, reason="<no reason given>", results=CANCELLED):
         """Buildbot 4.3's stopBuild sets the build's results only once the current step's interrupt has returned (it
         writes a log first). A step that ends meanwhile (one skipping itself, which Buildbot ends EXCEPTION once
         stopped) ended the build EXCEPTION, reported "Relay error in <step>" for a build a person stopped. Set
-        first, the stop's results are the worst any step can bring."""
+        first, the stop's results are the worst any step can bring, but for RETRY (stepDone). Of two stops, a
+        person's CANCELLED and the master's RETRY, the cancel stands."""
         if not self.finished:
-            self.results = results
+            results = self.stop_results = self.results = worst_status(self.stop_results, results)
         yield super().stopBuild(reason, results)
+
+    @defer.inlineCallbacks
+    def stepDone(self, results, step):
+        """The master's stop asks RETRY (its request goes back to the queue, built again after the restart), but
+        Buildbot ranks a step's CANCELLED worse: the step whose command the stop interrupted ended the build
+        CANCELLED, its request completed, never built again. An upstream commit was left 'Cancelled'; a bisection
+        went on only if its ledger heard that end before the master's services stopped, else it was abandoned at
+        the restart as if a person had cancelled its build."""
+        terminate = yield super().stepDone(results, step)
+        if self.stop_results is not None:
+            self.results = self.stop_results
+        return terminate

@@ -111,8 +111,8 @@ def bisection_with_steps(conn, bisectionid: int) -> tuple[Bisection, list[Bisect
 def add_step(conn, bisectionid: int, position: int, sha: str, tests: Any, started_at: float,
              brid: int | None = None) -> int:
     """A pending step building `sha`; returns its id, for the caller to ask its build. None when the bisection has
-    a step of `sha` already, asked by another call: no second build. A step whose build was interrupted (the master
-    stopped) is pending again, for its build to be asked again."""
+    a step of `sha` already, asked by another call: no second build. A step recorded interrupted (tables.py) is
+    pending again, for its build to be asked again."""
     values = {"position": position, "brid": brid, "tests": json.dumps(tests), "outcome": "pending",
               "started_at": int(started_at)}
     stepid = insert_unless_present(conn, bisection_steps, bisectionid=bisectionid, sha=sha, **values)
