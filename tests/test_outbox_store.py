@@ -1,15 +1,21 @@
 """The GitHub outbox's rows on a real SQLite file upgraded by the relay's migrations: what is due, in which order,
-what a newer state replaces, and what an attempt's outcome leaves (PostgreSQL: test_store.py's round trip)."""
+what a newer state replaces, what an attempt's outcome leaves, and what another master doing either meanwhile
+leaves (that also on PostgreSQL; its round trip: test_store.py's)."""
 
 from __future__ import annotations
 
-import pytest
+from contextlib import contextmanager
 
+import pytest
+import sqlalchemy as sa
+
+from crcr.store.migrate import upgrade_tables
 from crcr.store.outbox import (
     CLAIM_EXPIRY, KEEP_GIVEN_UP, check_run_id, claim, delivered, due, enqueue, failed, give_up, given_up, next_due_at,
     postpone_all, released, remember_check_run, waiting,
 )
-from test_store import db  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
+from crcr.store.tables import github_outbox
+from test_store import db, open_database  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
 
 REPO = "pytorch/pytorch"
 A, B = "a" * 40, "b" * 40
@@ -268,3 +274,100 @@ def test_a_given_up_state_does_not_hold_back_the_same_state_written_again(db):
 
     assert again != refused
     assert states(due(db, now=103, limit=10)) == [("a", ALPHA, "pending")]
+
+
+# --- another master (or thread) acting on the same target at the same moment ---
+
+
+@contextmanager
+def meanwhile(conn, action):
+    """`action`, done once on another connection right before `conn` next writes or locks rows: after the reads its
+    writes follow from, as another master's sender or reporter may."""
+    done = []
+
+    def before(_conn, _cursor, statement, *_):
+        writes = statement.split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE") or "FOR UPDATE" in statement
+        if writes and not done:
+            done.append(action())
+
+    sa.event.listen(conn, "before_cursor_execute", before)
+    try:
+        yield done
+    finally:
+        sa.event.remove(conn, "before_cursor_execute", before)
+    assert done, "the call wrote nothing"
+
+
+def posted_until_none_is_due(conn, now: float) -> list[str]:
+    """What a sender posts, in order, of what is due: each state as its claim gives it."""
+    posted = []
+    while rows := due(conn, now=now, limit=1):
+        row = claim(conn, rows[0].id, now=now)
+        posted.append(row.payload["state"])
+        delivered(conn, row.id, outage_over_at=now)
+    return posted
+
+
+def a_claim_as_a_newer_state_replaces_the_waiting_one(db, other):
+    pending = status(db, A, "pending", now=100)
+
+    with meanwhile(db, lambda: claim(other, pending, now=101)) as claimed:
+        status(db, A, "success", now=101)
+    (sending,) = claimed
+
+    assert sending.payload["state"] == "pending"
+    delivered(other, sending.id, outage_over_at=102)
+    assert posted_until_none_is_due(db, now=102) == ["success"], "the newer state waited behind the one sent"
+
+
+def a_claim_as_the_state_github_has_is_wanted_again(db, other):
+    success = status(db, A, "success", now=100)
+    claim(db, success, now=100)
+    delivered(db, success, outage_over_at=100)
+    failure = status(db, A, "failure", now=101)
+
+    with meanwhile(db, lambda: claim(other, failure, now=102)) as claimed:
+        status(db, A, "success", now=102)
+    (sending,) = claimed
+
+    delivered(other, sending.id, outage_over_at=103)
+    assert posted_until_none_is_due(db, now=103) == ["success"], "GitHub ends with success, not the failure sent"
+
+
+def a_failed_attempt_as_its_state_is_wanted_again(db, other):
+    pending = status(db, A, "pending", now=100)
+    claim(db, pending, now=100)
+    status(db, A, "success", now=101)  # waits behind the one being sent
+
+    with meanwhile(db, lambda: status(other, A, "pending", now=102)):  # the one being sent will do
+        failed(db, pending, now=103, next_attempt_at=104, problem="HTTP 502")
+
+    assert posted_until_none_is_due(db, now=104) == ["pending"]
+
+
+RACES = [a_claim_as_a_newer_state_replaces_the_waiting_one, a_claim_as_the_state_github_has_is_wanted_again,
+         a_failed_attempt_as_its_state_is_wanted_again]
+
+
+@pytest.mark.parametrize("race", RACES)
+def test_a_state_written_or_claimed_by_another_master_at_the_same_moment_is_not_lost(db, race):
+    other = db.engine.connect()
+    try:
+        race(db, other)
+    finally:
+        other.close()
+
+
+@pytest.mark.e2e
+def test_no_state_is_lost_to_another_master_acting_at_the_same_moment_on_postgresql(tmp_path, postgres):
+    db = open_database(postgres.url, tmp_path)
+    other = db.engine.connect()
+    try:
+        upgrade_tables(db)
+        for race in RACES:
+            db.execute(github_outbox.delete())
+            db.commit()
+            race(db, other)
+    finally:
+        other.close()
+        db.close()

@@ -6,7 +6,9 @@ A target is what GitHub keeps one state of: a commit status (repo, sha, context)
 build request). Its rows go out in the order they were written, one at a time; a newer state replaces the one
 waiting, so that only the newest is sent (a final replaces a pending never sent), except the row a sender is
 sending right now: the newer state then waits behind it. A sender claims a row while sending it; the claim of a
-sender that died mid-attempt (kill -9) lapses after CLAIM_EXPIRY.
+sender that died mid-attempt (kill -9) lapses after CLAIM_EXPIRY. Whatever decides from a target's rows which to
+replace, keep or delete holds them first (_hold_target), so that a claim, an attempt's end or a newer state
+written meanwhile, by another thread or master, waits for it rather than being undone by it.
 
 A callback to PyTorch's relay (kind `callback`; its target a dispatch's delivery and build) is delivered state by
 state: no newer state replaces one waiting, since that relay takes a build's `completed` only after its
@@ -114,6 +116,7 @@ def enqueue(conn, kind: str, repo: str, sha: str, context: str, payload: dict, n
         conn.commit()
         return row_id
     target = _same_target(kind, repo, sha, context, brid)
+    _hold_target(conn, target)
     rows = conn.execute(
         sa.select(_o.id, _o.state_key, _o.sent_at, _being_sent(now).label("being_sent"))
         .where(target, _o.given_up_at.is_(None)).order_by(_o.id)
@@ -137,6 +140,16 @@ def enqueue(conn, kind: str, repo: str, sha: str, context: str, payload: dict, n
         row_id = _insert(conn, kind, repo, sha, context, brid, payload, key, now, not_before)
     conn.commit()
     return row_id
+
+
+def _hold_target(conn, target) -> None:
+    """Holds the target's rows until the caller commits, before it reads them: what it decides from them (which row
+    waits, which one a sender has) stays true until it wrote. Otherwise a sender's claim between the two would send
+    a state the caller then replaced in place, and mark the newer one delivered."""
+    if conn.dialect.name == "sqlite":  # the whole file, held from a first write on, even one that changes nothing
+        conn.execute(github_outbox.update().where(sa.false()).values(kind=_o.kind))
+    else:  # PostgreSQL: the rows, in the order every holder takes them, so that two never wait on each other
+        conn.execute(sa.select(_o.id).where(target).order_by(_o.id).with_for_update()).all()
 
 
 def _insert(conn, kind, repo, sha, context, brid, payload, key, now, not_before) -> int:
@@ -229,19 +242,27 @@ def released(conn, row_id: int) -> None:
 
 
 def _settle(conn, row_id: int, values) -> None:
-    row = conn.execute(sa.select(github_outbox).where(_o.id == row_id)).first()
-    if row is None:
-        return
-    newer = None if row.kind in EVERY_STATE_KINDS else conn.execute(
-        sa.select(_o.id).where(_same_target(row.kind, row.repo, row.sha, row.context, row.brid),
-                               _unsent(), _o.id > row_id).order_by(_o.id.desc())
-    ).scalars().first()
-    keep = row_id if newer is None else newer
-    conn.execute(github_outbox.update().where(_o.id == keep).values(**values(row)))
-    if newer is not None:  # its place, attempts and next attempt go to the newer state
-        conn.execute(github_outbox.update().where(_o.id == newer).values(created_at=row.created_at))
-        conn.execute(github_outbox.delete().where(_o.id == row_id))
+    # Held before the newer state is read: one written meanwhile may delete it (this row's state wanted again).
+    row = _held_row(conn, row_id)
+    if row is not None:
+        target = _same_target(row.kind, row.repo, row.sha, row.context, row.brid)
+        newer = None if row.kind in EVERY_STATE_KINDS else conn.execute(
+            sa.select(_o.id).where(target, _unsent(), _o.id > row_id).order_by(_o.id.desc())).scalars().first()
+        keep = row_id if newer is None else newer
+        conn.execute(github_outbox.update().where(_o.id == keep).values(**values(row)))
+        if newer is not None:  # its place, attempts and next attempt go to the newer state
+            conn.execute(github_outbox.update().where(_o.id == newer).values(created_at=row.created_at))
+            conn.execute(github_outbox.delete().where(_o.id == row_id))
     conn.commit()
+
+
+def _held_row(conn, row_id: int):
+    """The row, read once its target is held (_hold_target); None when it is gone."""
+    target = conn.execute(sa.select(_o.kind, _o.repo, _o.sha, _o.context, _o.brid).where(_o.id == row_id)).first()
+    if target is None:
+        return None
+    _hold_target(conn, _same_target(*target))
+    return conn.execute(sa.select(github_outbox).where(_o.id == row_id)).first()
 
 
 def give_up(conn, row_id: int, now: float, problem: str) -> None:
