@@ -1,5 +1,5 @@
 """The build of every crcr builder: Buildbot's Build, finished when a cancel reaches its request as a unit claims it,
-and ending with the stop's results however its current step ends."""
+ending with the stop's results however its current step ends, and telling its own waiters that it finished."""
 
 from __future__ import annotations
 
@@ -29,6 +29,30 @@ class RelayBuild(Build):
             metrics.MetricCountEvent.log("active_builds", 1)
             self.text = []
             yield self.allStepsDone()
+
+    def __init__(self, requests, builder):
+        super().__init__(requests, builder)
+        self._done = False  # buildFinished has returned: the builder no longer counts it as building
+        self._finish_waiters: list[defer.Deferred] = []
+
+    def waitUntilFinished(self):
+        """Buildbot 4.3 waits for the build's 'finished' message on the message queue. A master whose router is gone
+        (several masters, mq: wamp) never hears it: its shutdown, which waits for its running builds, never ended,
+        so its process never exited for its supervisor to start it again (router_loss.py). The build tells its own
+        waiters, once the builder has let it go (what the shutdown checks next)."""
+        if self._done:
+            return defer.succeed(None)
+        waiter = defer.Deferred()
+        self._finish_waiters.append(waiter)
+        return waiter
+
+    @defer.inlineCallbacks
+    def buildFinished(self, text, results):
+        yield super().buildFinished(text, results)
+        self._done = True
+        waiters, self._finish_waiters = self._finish_waiters, []
+        for waiter in waiters:
+            waiter.callback(None)
 
     stop_results = None  # the results the build was stopped with: its results, whatever its steps end with
 
