@@ -307,7 +307,9 @@ def test_the_pages_show_the_range_steps_with_build_links_and_culprits(bisected, 
     open_page(browser, relay.web_url + "#/bisections")
     wait_for_texts(browser, ["Bisections", PAGE_BACKEND, f"{bisected['good'][:10]}..{short[3]}", "abandoned", "done"],
                    "the list of bisections")
-    row = wait_for_element(browser, f"//tr[td[1]/a[text()='#{bisected['done']}']]", "the done bisection's row")
+    # A commit is a link once the relay's own JSON (its upstream's commit URL) has come, maybe after the row: waited for.
+    row = wait_for_element(browser, f"//tr[td[1]/a[text()='#{bisected['done']}']][td[6]//a[.='{short[3]}']]",
+                           "the done bisection's row with its culprits")
     assert [a.text for a in row.find_elements(By.XPATH, "td[6]//a")] == [short[1], short[3]]
     assert row.find_element(By.XPATH, "td[5]").text == "3"
     assert browser.save_screenshot(str(tmp_path / "bisections.png"))
