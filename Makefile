@@ -34,9 +34,14 @@ stop:
 check: venv
 	$(VENV)/bin/crcr check
 
-# pytest exits 5 when it collected no tests: that is a failure here, not a pass.
+# The tests run in 4 pytest-xdist processes: a test waits much of its time (on polls, builds, workers connecting,
+# subprocesses), so twice the cores pay. Each module runs whole in one process (--dist loadfile), so a module's relay
+# starts once; in the order collected (tests/conftest.py puts the end-to-end modules first), not xdist's by number of
+# tests, which would start the longest, one-test stories last.
+# PYTEST_ARGS come last and win: `-n 0` runs the tests one at a time in pytest's own process (for --pdb, -s, or
+# a test alone). pytest exits 5 when it collected no tests: that is a failure here, not a pass.
 define run_pytest
-	$(VENV)/bin/pytest $(1) $(PYTEST_ARGS); rc=$$?; \
+	$(VENV)/bin/pytest -n 4 --dist loadfile --no-loadscope-reorder $(1) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 endef
 
@@ -44,7 +49,7 @@ endef
 test: venv router-venv
 	$(call run_pytest,)
 
-# The unit tests alone (no master or worker processes): well under a minute.
+# The unit tests alone (no master or worker processes).
 unit: venv
 	$(call run_pytest,-m "not e2e")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,13 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "needs_torch: runs PyTorch's tests on a worker, with the Python CRCR_TEST_TORCH_PYTHON names (skipped "
         "without torch)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the end-to-end modules first: they are the long ones, and one handed out last would keep
+    its process busy while the others stand idle (the Makefile keeps xdist from reordering them)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
 
 
 def suite(name: str, test_file: str) -> dict:

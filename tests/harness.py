@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -50,10 +51,41 @@ def kill_9(basedir: Path) -> None:
     wait_until(lambda: not alive(pid), 30, f"the killed process of {basedir.name} to be gone")
 
 
+# The tests' ports lie below the kernel's ephemeral range (ip_local_port_range), where outgoing connections take
+# theirs: a port found free there could be taken by one before the master binds it. Each pytest-xdist worker (gw0,
+# gw1, …) has a share of its own, so two workers never hand out the same port.
+LOWEST_PORT = 10000
+_handed_out: set[int] = set()
+
+
+def _port_share() -> range:
+    """This test process's share of the ports between LOWEST_PORT and the ephemeral range."""
+    first_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    size = (first_ephemeral - LOWEST_PORT) // workers
+    if size < 100:
+        raise AssertionError(f"ip_local_port_range starts at {first_ephemeral}: too few ports below it for "
+                             f"{workers} test processes from {LOWEST_PORT}")
+    return range(LOWEST_PORT + index * size, LOWEST_PORT + (index + 1) * size)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port on which nothing listens, of this process's share, not handed out before: picked at random, so that
+    two test runs on one machine seldom try the same one at once."""
+    share = _port_share()
+    for _ in range(1000):
+        port = random.choice(share)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("", port))  # every address: taken if anything listens on it, on loopback or not
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise AssertionError(f"no free port found in {share.start}-{share.stop - 1}")
 
 
 def run(args: list, cwd=None, env=None, check=True, input: str | None = None) -> subprocess.CompletedProcess:
