@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -39,6 +40,19 @@ def pytest_collection_modifyitems(config, items):
     its process busy while the others stand idle (the Makefile keeps xdist from reordering them)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
+
+
+@pytest.fixture(autouse=True)
+def own_working_directory():
+    """Each test in a folder of its own, as trial runs its tests in _trial_temp: Buildbot's fake master keeps its
+    files (an SQLite database, the upstream mirror) under 'basedir' relative to it, which tests running at the
+    same time in other processes would otherwise share, and delete under each other. (tempfile's, not tmp_path:
+    pytest lists its numbered folders at each one it makes, which over a thousand tests costs seconds.)"""
+    folder, previous = tempfile.mkdtemp(prefix="crcr-test-"), os.getcwd()
+    os.chdir(folder)
+    yield
+    os.chdir(previous)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def suite(name: str, test_file: str) -> dict:
