@@ -7,6 +7,7 @@ A later change of the tables is a new file in migrations/ whose down_revision is
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -20,7 +21,13 @@ VERSION_TABLE = "crcr_alembic_version"
 
 
 def migration_scripts() -> ScriptDirectory:
-    return ScriptDirectory(MIGRATIONS, version_locations=[MIGRATIONS])
+    return _scripts_in(MIGRATIONS)
+
+
+@functools.cache
+def _scripts_in(folder: Path) -> ScriptDirectory:
+    """Read once per folder: alembic parses every migration file to list them, at each store's start otherwise."""
+    return ScriptDirectory(folder, version_locations=[folder])
 
 
 # PostgreSQL's advisory lock the masters starting together take in turn, so that one runs the migrations and the
