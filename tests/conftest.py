@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import copied_schema
 import labhost
 
 from configfiles import make_dirs, write_file, write_secret
@@ -40,6 +41,14 @@ def pytest_collection_modifyitems(config, items):
     its process busy while the others stand idle (the Makefile keeps xdist from reordering them)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def schema_made_once():
+    """Buildbot's test databases copied from the first one of the process (copied_schema.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        copied_schema.install(patch)
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from crcr.store.health_queries import (
     decided_after, failing_now, latest_streaks, metrics_rows, queued_now, summary_rows, test_rows,
 )
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow, record_build
-from crcr.store.migrate import upgrade_tables
+from copied_schema import relay_tables
 from test_store import db, open_database  # noqa: F401  (the fixture: a migrated SQLite file)
 
 NOW = 2_000_000_000
@@ -123,7 +123,7 @@ def test_the_tests_failing_at_the_tip_are_the_newest_upstream_commits_not_a_late
 def test_upstream_order_is_read_alike_on_postgresql(tmp_path, postgres):
     conn = open_database(postgres.url, tmp_path)
     try:
-        upgrade_tables(conn)
+        relay_tables(conn)
         failing_over_three_commits_then_an_old_one_forced(conn)
 
         found = summary_rows(conn, ["b"], NOW - DAY, NOW - DAY)

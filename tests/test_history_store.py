@@ -15,7 +15,7 @@ from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.history import (
     BuildRow, SuiteRunRow, TestOutcomeRow, newest_recorded_at, prune, record_build, recorded_buildids,
 )
-from crcr.store.migrate import upgrade_tables
+from copied_schema import relay_tables
 from test_store import db, open_database  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
 
 A, B = "a" * 40, "b" * 40
@@ -148,7 +148,7 @@ def test_on_postgresql_a_second_record_is_refused_cleanly_and_prune_deletes(tmp_
     """PostgreSQL aborts a transaction at a duplicate key: the connection must still work after one."""
     conn = open_database(postgres.url, tmp_path)
     try:
-        upgrade_tables(conn)
+        relay_tables(conn)
         assert record(conn, 7, 1000)
         assert not record(conn, 7, 1000)
         assert record(conn, 8, 2000)

@@ -21,7 +21,7 @@ from crcr.buildmaster.workers import SLOT_GIVEN_BACK, UNUSED_SLOT_AFTER, HostSlo
     unit_can_start_build
 from crcr.store import tables
 from crcr.store.host_slots import release_slot, take_slot
-from crcr.store.migrate import upgrade_tables
+from copied_schema import relay_tables
 from crcr.store.service import RelayStore
 from relaymaster import another_relay_master, relay_master
 from test_store import open_database
@@ -191,7 +191,7 @@ MASTERS = 6
 
 def with_masters(conn) -> None:
     """Buildbot's masters table beside the relay's, with MASTERS live masters (ids 1..MASTERS)."""
-    upgrade_tables(conn)
+    relay_tables(conn)
     Model.masters.create(conn)
     conn.execute(Model.masters.insert(), [{"id": m, "name": f"m{m}", "name_hash": f"{m:040x}", "active": 1,
                                            "last_active": 0} for m in range(1, MASTERS + 1)])

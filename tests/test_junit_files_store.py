@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from crcr.store import tables
 from crcr.store.history import prune
 from crcr.store.junit_files import MAX_JUNIT_BYTES, find, keep
-from crcr.store.migrate import upgrade_tables
+from copied_schema import relay_tables
 from test_store import db, open_database  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
 
 # Not valid XML, not UTF-8, a line far past Buildbot's 4,096 characters: kept as it is all the same.
@@ -55,7 +55,7 @@ def test_prune_drops_the_files_kept_before_the_horizon(db):
 def test_on_postgresql_the_bytes_come_back_as_kept(tmp_path, postgres):
     conn = open_database(postgres.url, tmp_path)
     try:
-        upgrade_tables(conn)
+        relay_tables(conn)
         keep(conn, buildid=7, stepid=70, suite="ops", content=ODD, stored_at=1000)
         keep(conn, buildid=7, stepid=70, suite="ops", content=ODD + b"again", stored_at=1000)
 

@@ -16,7 +16,7 @@ from configfiles import write_backend
 from crcr.cli.latency import duration_text
 from crcr.store.commits import CommitRow, Origin, decide, mark_started, record_arrival
 from crcr.store.latency import DAY, HOUR, backend_latency, nearest_rank, window
-from crcr.store.migrate import upgrade_tables
+from copied_schema import relay_tables
 from harness import free_port
 
 MINUTE = 60
@@ -158,7 +158,7 @@ def master_dir(tmp_path):
     basedir.mkdir()
     engine = sa.create_engine(f"sqlite:///{basedir / 'state.sqlite'}")
     with engine.connect() as conn:
-        upgrade_tables(conn)
+        relay_tables(conn)
         fill_ledger(conn, int(time.time()))
     engine.dispose()
     return basedir
@@ -329,7 +329,7 @@ def test_an_unreachable_database_server_is_said_so_without_its_password(crcr):
 def test_latency_on_postgresql(crcr, postgres):
     engine = sa.create_engine(postgres.url)
     with engine.connect() as conn:
-        upgrade_tables(conn)
+        relay_tables(conn)
         fill_ledger(conn, int(time.time()))
     engine.dispose()
 

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from clirun import InProcessCrcr
 from crcr.cli import status
-from crcr.store.migrate import upgrade_tables
+from copied_schema import relay_tables
 from crcr.store.outbox import claim, enqueue, failed, give_up
 
 REPO = "pytorch/pytorch"
@@ -32,7 +32,7 @@ def master_dir(tmp_path, fill=lambda conn, now: None):
     basedir.mkdir()
     engine = sa.create_engine(f"sqlite:///{basedir / 'state.sqlite'}")
     with engine.connect() as conn:
-        upgrade_tables(conn)
+        relay_tables(conn)
         fill(conn, NOW)
     engine.dispose()
     return basedir

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from clirun import InProcessCrcr
-from crcr.store.migrate import upgrade_tables
+from copied_schema import relay_tables
 from harness import free_port
 from loopback import JsonHandler, LoopbackServer
 
@@ -47,7 +47,7 @@ def crcr(monkeypatch, capsys, tmp_path):
     database = tmp_path / "state.sqlite"
     engine = sa.create_engine(f"sqlite:///{database}")
     with engine.begin() as conn:
-        upgrade_tables(conn)
+        relay_tables(conn)
     engine.dispose()
     return InProcessCrcr(monkeypatch, capsys, env={"CRCR_DB_URL": f"sqlite:///{database}",
                                                    "CRCR_WEB_PORT": str(free_port())})

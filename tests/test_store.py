@@ -19,6 +19,7 @@ from twisted.internet import defer
 from twisted.trial import unittest
 
 from conftest import backend, prepare_relay, suite
+from copied_schema import relay_tables
 from crcr.store import migrate, outbox, tables
 from crcr.store.bisections import (
     add_step, ask_step, bisection_with_steps, bisections_triggered_by, create_bisection, recent_bisections, running_bisections, step_of_request,
@@ -42,12 +43,23 @@ def open_database(url: str, basedir) -> sa.Connection:
     return enginestrategy.create_engine(url, basedir=str(basedir)).connect()
 
 
-@pytest.fixture
-def db(tmp_path):
+def sqlite_database(tmp_path, make_tables):
     conn = open_database(f"sqlite:///{tmp_path / 'state.sqlite'}", tmp_path)
-    upgrade_tables(conn)
+    make_tables(conn)
     yield conn
     conn.close()
+
+
+@pytest.fixture
+def migrated(tmp_path):
+    """A database the migrations made, from empty."""
+    yield from sqlite_database(tmp_path, upgrade_tables)
+
+
+@pytest.fixture
+def db(tmp_path):
+    """A database with the relay's tables, for the queries (copied_schema.py)."""
+    yield from sqlite_database(tmp_path, relay_tables)
 
 
 def versions(conn, table: str) -> list[str]:
@@ -57,28 +69,28 @@ def versions(conn, table: str) -> list[str]:
 # --- the migration ---
 
 
-def test_the_migration_creates_the_tables_and_records_its_version(db):
-    assert RELAY_TABLES <= set(sa.inspect(db).get_table_names())
-    assert versions(db, VERSION_TABLE) == [migrate.migration_scripts().get_current_head()]
+def test_the_migration_creates_the_tables_and_records_its_version(migrated):
+    assert RELAY_TABLES <= set(sa.inspect(migrated).get_table_names())
+    assert versions(migrated, VERSION_TABLE) == [migrate.migration_scripts().get_current_head()]
 
 
-def test_the_tables_are_what_the_queries_expect(db):
-    context = MigrationContext.configure(db, opts={"version_table": VERSION_TABLE})
+def test_the_tables_are_what_the_queries_expect(migrated):
+    context = MigrationContext.configure(migrated, opts={"version_table": VERSION_TABLE})
 
     assert compare_metadata(context, tables.metadata) == [], "tables.py and the migrations disagree: add a migration"
 
 
-def test_a_second_run_changes_nothing(db):
-    record_arrival(db, "alpha", A, "main", seen_at=100)
+def test_a_second_run_changes_nothing(migrated):
+    record_arrival(migrated, "alpha", A, "main", seen_at=100)
 
-    upgrade_tables(db)
+    upgrade_tables(migrated)
 
-    assert versions(db, VERSION_TABLE) == [NEWEST]
-    assert find_commit(db, "alpha", A).seen_at == 100
+    assert versions(migrated, VERSION_TABLE) == [NEWEST]
+    assert find_commit(migrated, "alpha", A).seen_at == 100
 
 
-def test_a_later_migration_upgrades_the_tables_from_their_recorded_version(db, tmp_path, monkeypatch):
-    record_arrival(db, "alpha", A, "main", seen_at=100)
+def test_a_later_migration_upgrades_the_tables_from_their_recorded_version(migrated, tmp_path, monkeypatch):
+    record_arrival(migrated, "alpha", A, "main", seen_at=100)
     later = tmp_path / "migrations"
     shutil.copytree(migrate.MIGRATIONS, later, ignore=shutil.ignore_patterns("__pycache__"))
     (later / "999_note.py").write_text(
@@ -88,11 +100,11 @@ def test_a_later_migration_upgrades_the_tables_from_their_recorded_version(db, t
     )
     monkeypatch.setattr(migrate, "MIGRATIONS", later)
 
-    upgrade_tables(db)
+    upgrade_tables(migrated)
 
-    assert versions(db, VERSION_TABLE) == ["later"]
-    assert "note" in {c["name"] for c in sa.inspect(db).get_columns("crcr_commits")}
-    assert db.execute(sa.text("SELECT seen_at FROM crcr_commits")).all() == [(100,)], "the rows stay"
+    assert versions(migrated, VERSION_TABLE) == ["later"]
+    assert "note" in {c["name"] for c in sa.inspect(migrated).get_columns("crcr_commits")}
+    assert migrated.execute(sa.text("SELECT seen_at FROM crcr_commits")).all() == [(100,)], "the rows stay"
 
 
 # --- the ledger ---

@@ -36,7 +36,7 @@ from crcr.buildmaster.webhook_events import shape_problem
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
 from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE, STORE_SERVICE
 from crcr.store.deliveries import KEEP_SECONDS, claim_delivery, release_delivery
-from crcr.store.migrate import upgrade_tables
+from copied_schema import relay_tables
 from crcr.store.service import RelayStore
 from webhooks import load_fixture, rewrite, sign
 
@@ -482,7 +482,7 @@ def test_githubs_own_payloads_are_of_the_shape_the_relay_reads(fixture):
 @pytest.fixture
 def db(tmp_path):
     conn = enginestrategy.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}", basedir=str(tmp_path)).connect()
-    upgrade_tables(conn)
+    relay_tables(conn)
     yield conn
     conn.close()
 
