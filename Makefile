@@ -40,8 +40,10 @@ check: venv
 # tests, which would start the longest, one-test stories last.
 # PYTEST_ARGS come last and win: `-n 0` runs the tests one at a time in pytest's own process (for --pdb, -s, or
 # a test alone). pytest exits 5 when it collected no tests: that is a failure here, not a pass.
+# Python may write its bytecode (in __pycache__, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: every
+# test process, master and worker would otherwise compile the relay's modules and the tests again.
 define run_pytest
-	$(VENV)/bin/pytest -n 4 --dist loadfile --no-loadscope-reorder $(1) $(PYTEST_ARGS); rc=$$?; \
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -n 4 --dist loadfile --no-loadscope-reorder $(1) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 endef
 
