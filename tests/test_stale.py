@@ -46,7 +46,8 @@ from test_ledger import API, PROJECT, TOKEN, UPSTREAM_URL, WEB, GitHubAPI, deliv
 
 REPORTING, SILENT, OTHER, PULL_REQUESTS = "alpha", "beta", "gamma", "delta"
 UNIT, WORKERID = "host-alpha-0", 1
-STALE_AFTER = 21600  # the default
+STALE_AFTER = 3600  # the backends' own: an hour of sweeps rather than the default's six (test_generated_config
+# checks that the default reaches the watch)
 TIMEOUT, GRACE = 3600, 600
 SWEEP = 60  # the watch's sweep for these waits
 
@@ -285,10 +286,10 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
 
     def load_config(self, root: Path) -> None:
         dirs = make_dirs(root / "relay")
-        write_backend(dirs.backends, REPORTING, level="L2", device="alpha", timeout=TIMEOUT)
-        write_backend(dirs.backends, SILENT, level="L1", device="alpha")
-        write_backend(dirs.backends, OTHER, level="L2", device="gamma")
-        write_backend(dirs.backends, PULL_REQUESTS, level="L4", device="alpha")
+        write_backend(dirs.backends, REPORTING, level="L2", device="alpha", timeout=TIMEOUT, stale_after=STALE_AFTER)
+        write_backend(dirs.backends, SILENT, level="L1", device="alpha", stale_after=STALE_AFTER)
+        write_backend(dirs.backends, OTHER, level="L2", device="gamma", stale_after=STALE_AFTER)
+        write_backend(dirs.backends, PULL_REQUESTS, level="L4", device="alpha", stale_after=STALE_AFTER)
         write_worker(dirs.workers, "host", devices={"alpha": 1, "gamma": 1})
         write_worker_password(dirs.secrets, "host")
         self.settings = settings_for(dirs, CRCR_UPSTREAM_URL=UPSTREAM_URL, CRCR_UPSTREAM_BRANCHES="main",
@@ -392,7 +393,7 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(self.errors(1), [])
         await self.pass_time(SWEEP)
 
-        told = "No alpha unit connected for 6 h; will build when one returns"
+        told = "No alpha unit connected for 1 h; will build when one returns"
         self.assertEqual(self.errors(1), [(told, f"{WEB}#/buildrequests/{brid}")])
         self.assertEqual(await self.waiting(REPORTING), [brid])
         row = await self.store.find_commit(REPORTING, sha(1))
@@ -423,22 +424,22 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(self.errors(1), [])
         await self.pass_time(SWEEP)
 
-        self.assertEqual(self.errors(1), [("No alpha unit connected for 6 h; will build when one returns",
+        self.assertEqual(self.errors(1), [("No alpha unit connected for 1 h; will build when one returns",
                                            f"{WEB}#/buildrequests/{await self.only_waiting(REPORTING)}")])
 
     async def test_every_commit_a_collapsed_request_carries_gets_it_and_a_later_one_at_once(self):
         await self.upstream(REPORTING, 1)
-        await self.pass_time(3 * 3600)
+        await self.pass_time(STALE_AFTER // 2)
         second = await self.upstream(REPORTING, 2)  # commit 1's request is collapsed into it
-        await self.pass_time(3 * 3600)
+        await self.pass_time(STALE_AFTER // 2)
 
-        told = "No alpha unit connected for 6 h; will build when one returns"
+        told = "No alpha unit connected for 1 h; will build when one returns"
         self.assertEqual([self.errors(n) for n in (1, 2)], [[(told, f"{WEB}#/buildrequests/{second}")]] * 2,
-                         "commit 2 arrived 3 h ago, but the request carrying both has waited 6 h")
+                         "commit 2 arrived 30 min ago, but the request carrying both has waited 1 h")
         third = await self.upstream(REPORTING, 3)
         await self.pass_time(SWEEP)
 
-        self.assertEqual(self.errors(3), [("No alpha unit connected for 6 h 1 min; will build when one returns",
+        self.assertEqual(self.errors(3), [("No alpha unit connected for 1 h 1 min; will build when one returns",
                                            f"{WEB}#/buildrequests/{third}")])
         self.assertEqual([len(self.errors(n)) for n in (1, 2)], [1, 1])
 
@@ -455,16 +456,16 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(self.errors(2), [])
         await self.pass_time(SWEEP)
 
-        self.assertEqual(self.errors(2), [("No alpha unit connected for 6 h 2 min; will build when one returns",
+        self.assertEqual(self.errors(2), [("No alpha unit connected for 1 h 2 min; will build when one returns",
                                            f"{WEB}#/buildrequests/{second}")])
 
     async def test_a_unit_returning_ends_the_outage_and_the_wait_starts_again(self):
         brid = await self.upstream(REPORTING, 1)
         unit = await self.unit_worker(UNIT)
-        await self.pass_time(5 * 3600)
+        await self.pass_time(5 * STALE_AFTER // 6)
         unit.attached(FakeConnection(unit))  # its request is not claimed here: the unit is busy, say
         await self.deliver()
-        await self.pass_time(3600)
+        await self.pass_time(STALE_AFTER // 6)
         self.assertEqual(self.errors(1), [], "a unit is connected: the request waits for it, not for nothing")
 
         await unit.disconnect()
@@ -473,7 +474,7 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(self.errors(1), [])
         await self.pass_time(SWEEP)
 
-        self.assertEqual(self.errors(1), [("No alpha unit connected for 6 h; will build when one returns",
+        self.assertEqual(self.errors(1), [("No alpha unit connected for 1 h; will build when one returns",
                                            f"{WEB}#/buildrequests/{brid}")])
 
     async def test_the_commits_still_waiting_in_the_next_outage_are_told_again(self):
@@ -522,7 +523,7 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         await self.pass_time(STALE_AFTER)
 
         self.assertEqual(self.errors(9, PULL_REQUESTS), [
-            ("No alpha unit connected for 6 h; will build when one returns",
+            ("No alpha unit connected for 1 h; will build when one returns",
              f"{WEB}#/buildrequests/{brids[self.builderids[PULL_REQUESTS]]}")])
 
     # Overdue builds.
