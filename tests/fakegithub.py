@@ -32,6 +32,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from loopback import serve_in_thread
+
 STATUS_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/statuses/(?P<sha>[0-9a-f]{40})$")
 INSTALLATION_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/installation$")
 TOKEN_PATH = re.compile(r"^/app/installations/(?P<installation>\d+)/access_tokens$")
@@ -95,14 +97,13 @@ class FakeGitHub:
         self._lock = threading.Lock()
         self._stopped = threading.Event()  # ends the wait of requests left unanswered
         self._server = _Server(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_port}"
 
     def start(self) -> "FakeGitHub":
-        self._thread.start()
+        serve_in_thread(self._server)
         return self
 
     def stop(self) -> None:
@@ -146,8 +147,7 @@ class FakeGitHub:
         if self._refusing:
             self._refusing = False
             self._server = _Server(("127.0.0.1", self._server.server_port), self._handler())
-            self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-            self._thread.start()
+            serve_in_thread(self._server)
 
     def grant(self, login: str, permission: str) -> None:
         """Give `login` a permission ('admin', 'write', 'read') on every repository; others are no collaborators."""

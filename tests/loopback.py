@@ -5,8 +5,17 @@ outages.)"""
 from __future__ import annotations
 
 import json
+import socketserver
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def serve_in_thread(server: socketserver.BaseServer) -> threading.Thread:
+    """Serves `server` from a thread of its own until its shutdown(), which it looks for every 50 ms: at socketserver's
+    default of half a second, every stop of a stand-in waited that long."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    return thread
 
 
 class JsonHandler(BaseHTTPRequestHandler):
@@ -28,7 +37,7 @@ class LoopbackServer:
 
     def __init__(self, handler: type[JsonHandler]):
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        serve_in_thread(self._server)
 
     @property
     def url(self) -> str:

@@ -40,6 +40,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 
 from fakegithub import rsa_key_pair
+from loopback import serve_in_thread
 
 PATH = "/github/callback"
 AUDIENCE = "pytorch-cross-repo-ci-relay"
@@ -98,7 +99,7 @@ class PyTorchRelayStandIn:
         return f"http://127.0.0.1:{self._server.server_address[1]}{PATH}"
 
     def start(self) -> "PyTorchRelayStandIn":
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        serve_in_thread(self._server)
         return self
 
     def stop(self) -> None:

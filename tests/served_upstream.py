@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 from harness import Upstream, free_port, run, wait_until
+from loopback import serve_in_thread
 
 
 def fill_history(upstream: Upstream, commits: int, files: int, file_bytes: int, seed: int = 13) -> None:
@@ -67,7 +68,7 @@ class ServedUpstream:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         self._proxy = _CountingProxy(("127.0.0.1", self.proxy_port), ("127.0.0.1", self.daemon_port))
-        threading.Thread(target=self._proxy.serve_forever, daemon=True).start()
+        serve_in_thread(self._proxy)
         wait_until(lambda: run(["git", "ls-remote", self.url, "main"], check=False).returncode == 0, 15,
                    f"git daemon to serve {self.url}")
         return self
