@@ -15,7 +15,7 @@ from twisted.internet import defer
 from twisted.web.resource import getChildForRequest
 
 from crcr.buildmaster.services.leadership import RelayLeadership
-from crcr.buildmaster.upstream_mirror import UpstreamMirror
+from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.www import RelayApplication
 from crcr.buildmaster.www.relay import PluginConfiguration
 

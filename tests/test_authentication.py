@@ -1,4 +1,4 @@
-"""Sign-in (crcr.buildmaster.authentication) under Buildbot's harness: a fake master with Buildbot's SecretManager
+"""Sign-in (crcr.buildmaster.auth.authentication) under Buildbot's harness: a fake master with Buildbot's SecretManager
 and the relay's secrets directory, Buildbot's login resources rendered on its fake requests, and the fake GitHub
 as the only stand-in. Through a real master and its cookies: test_sign_in_e2e.py."""
 
@@ -26,8 +26,8 @@ from twisted.web.resource import IResource
 
 from configfiles import make_dirs, settings_for, write_backend, write_secret
 from fakegithub import FakeGitHub
-from crcr.buildmaster.authentication import RelayGitHubAuth, UsersFileAuth, web_auth
-from crcr.buildmaster.secrets import SecretsDirectory
+from crcr.buildmaster.auth.authentication import RelayGitHubAuth, UsersFileAuth, web_auth
+from crcr.buildmaster.auth.secrets import SecretsDirectory
 from crcr.buildmaster.www import github_web_url, www_config
 from crcr.config.loader import load_relay_config
 from crcr.config.users import add_user, users_file

@@ -22,9 +22,9 @@ from buildbot.test.util.www import WwwTestMixin
 from buildbot.www.authz import Forbidden
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker
-from crcr.buildmaster.authorization import relay_authz
-from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler
-from crcr.buildmaster.upstream_mirror import UpstreamMirror
+from crcr.buildmaster.auth.authorization import relay_authz
+from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
+from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.www import RelayApplication
 from crcr.buildmaster.www.rest_errors import RelayRestApi
 from crcr.config.errors import shown

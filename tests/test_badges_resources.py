@@ -22,8 +22,8 @@ from twisted.trial import unittest
 from twisted.web.error import Error
 
 from configfiles import write_secret
-from crcr.buildmaster.health import RelayHealth
-from crcr.buildmaster.secrets import SecretsDirectory
+from crcr.buildmaster.services.health import RelayHealth
+from crcr.buildmaster.auth.secrets import SecretsDirectory
 from crcr.config.secretfiles import METRICS_TOKEN
 from crcr.store.service import RelayStore
 from relaymaster import relay_master, relay_plugin, render, www_root

@@ -12,7 +12,7 @@ from pathlib import Path
 from buildbot.test.fake import fakemaster
 from twisted.trial import unittest
 
-from crcr.buildmaster.revisions import RevisionError
+from crcr.buildmaster.changes.revisions import RevisionError
 from harness import Upstream, run
 from relaymaster import mirror_on
 

@@ -21,19 +21,19 @@ from buildbot.reporters.github import GitHubStatusPush
 
 from crcr.github.commit_status import OutboxStatusPush
 from crcr.github.outbox_sender import OutboxSender
-from crcr.buildmaster.liveness import SilentWorkerWatch
-from crcr.buildmaster.presence import DevicePresence
-from crcr.buildmaster.stale import StaleWatch, WatchedBackend
+from crcr.buildmaster.services.liveness import SilentWorkerWatch
+from crcr.buildmaster.services.presence import DevicePresence
+from crcr.buildmaster.services.stale import StaleWatch, WatchedBackend
 from crcr.buildmaster.services.leadership import RelayLeadership
 from crcr.store.service import RelayStore
-from crcr.buildmaster.ledger import CommitLedger
-from crcr.buildmaster.health import RelayHealth
-from crcr.buildmaster.history_recorder import HistoryRecorder
-from crcr.buildmaster.janitor import RelayJanitor
-from crcr.buildmaster.upstream_mirror import UpstreamMirror
-from crcr.buildmaster.force_forms import OwnBuildersForceScheduler
-from crcr.buildmaster.schedulers import BisectScheduler
-from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
+from crcr.buildmaster.services.ledger import CommitLedger
+from crcr.buildmaster.services.health import RelayHealth
+from crcr.buildmaster.services.history_recorder import HistoryRecorder
+from crcr.buildmaster.services.janitor import RelayJanitor
+from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
+from crcr.buildmaster.schedulers.force_forms import OwnBuildersForceScheduler
+from crcr.buildmaster.schedulers.force import BisectScheduler
+from crcr.buildmaster.changes.pull_requests import PullRequestRelay, PullRequestScheduler
 from buildbot.schedulers.basic import AnyBranchScheduler
 from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.steps.shell import ShellCommand
@@ -45,7 +45,7 @@ from configfiles import (
     make_dirs, settings_for, write_backend, write_file, write_secret, write_worker, write_worker_password,
 )
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.buildmaster.workers import HostSlotWaker, HostUnitWorker, unit_can_start_build
+from crcr.buildmaster.process.workers import HostSlotWaker, HostUnitWorker, unit_can_start_build
 from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.suites.selection import PLUGIN_FILE, STOP_CONFIG, STOP_CONFIG_FILE

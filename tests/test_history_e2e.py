@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 
 from conftest import FAILURE, backend, prepare_relay, running
-from crcr.buildmaster.janitor import JANITOR_SERVICE, LAST_PRUNE
+from crcr.buildmaster.services.janitor import JANITOR_SERVICE, LAST_PRUNE
 from harness import Upstream, wait_until
 from test_health_e2e import health
 from webui import open_page, sign_in, wait_for_texts

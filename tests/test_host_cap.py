@@ -17,7 +17,7 @@ from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
 from twisted.trial import unittest
 
-from crcr.buildmaster.workers import SLOT_GIVEN_BACK, UNUSED_SLOT_AFTER, HostSlotWaker, HostUnitWorker, \
+from crcr.buildmaster.process.workers import SLOT_GIVEN_BACK, UNUSED_SLOT_AFTER, HostSlotWaker, HostUnitWorker, \
     unit_can_start_build
 from crcr.store import tables
 from crcr.store.host_slots import release_slot, take_slot

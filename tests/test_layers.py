@@ -14,6 +14,7 @@ import crcr
 
 PACKAGE = Path(crcr.__file__).parent
 LAYERS = ["config", "suites", "bisection", "health", "buildmaster", "github", "pytorch_relay", "cli", "store", "host"]
+BUILDMASTER_ROOMS = ["changes", "schedulers", "process", "steps", "services", "auth", "www"]
 PURE_LAYERS = ["config", "suites", "bisection", "health", "host"]  # testable and usable without a master
 
 
@@ -35,6 +36,16 @@ def test_every_module_lives_in_a_layer():
     top_level = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "names.py"))
     assert top_level == [], f"modules outside the layer folders {LAYERS}: {top_level}"
     assert sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(LAYERS)
+
+
+def test_the_buildmaster_keeps_each_thing_in_buildbots_room_for_it():
+    """buildmaster/ holds the BuildmasterConfig and Buildbot's own rooms (changes, schedulers, process, steps,
+    services, auth, www), no loose module: a Buildbot engineer finds each piece where Buildbot keeps its kind."""
+    buildmaster = PACKAGE / "buildmaster"
+    assert sorted(p.name for p in buildmaster.glob("*.py")) == ["__init__.py", "masterconfig.py"]
+    rooms = sorted(p.name for p in buildmaster.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert rooms == sorted(BUILDMASTER_ROOMS)
+    assert all(any((buildmaster / room).glob("[!_]*.py")) for room in rooms)
 
 
 def test_github_reads_the_relays_state_from_the_store_not_from_the_buildmaster_services():

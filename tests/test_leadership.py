@@ -15,7 +15,7 @@ from buildbot.util import service
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.trial import unittest
 
-from crcr.buildmaster.health import RelayHealth
+from crcr.buildmaster.services.health import RelayHealth
 from crcr.buildmaster.services.leadership import TICKS_PER_TAKEOVER, LeaderDuty, RelayLeadership
 from crcr.buildmaster.www.metrics import metrics_text
 from crcr.health.masters import STOPPED_SHOWN

@@ -35,11 +35,11 @@ from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.bisection.plan import Bisection
-from crcr.buildmaster.coalescing import note_approval
+from crcr.buildmaster.schedulers.coalescing import note_approval
 from crcr.buildmaster.steps.covered import CoveredCommits
-from crcr.buildmaster.ledger import CommitLedger
+from crcr.buildmaster.services.ledger import CommitLedger
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.buildmaster.upstream_mirror import UpstreamMirror, upstream_mirror
+from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror, upstream_mirror
 from crcr.buildmaster.www import commit_links
 from crcr.config.errors import shown
 from crcr.config.secretfiles import GITHUB_TOKEN

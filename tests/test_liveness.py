@@ -16,7 +16,7 @@ from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.logging import LoggingMixin
 from buildbot.worker import Worker
 
-from crcr.buildmaster.liveness import MISSED_KEEPALIVES, SilentWorkerWatch
+from crcr.buildmaster.services.liveness import MISSED_KEEPALIVES, SilentWorkerWatch
 
 KEEPALIVE = 10
 LIMIT = MISSED_KEEPALIVES * KEEPALIVE

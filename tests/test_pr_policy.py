@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crcr.buildmaster.pr_policy import BackendRules, Decision, PullRequest, decide
+from crcr.buildmaster.changes.pr_policy import BackendRules, Decision, PullRequest, decide
 
 HEAD, OLD_HEAD = "b" * 40, "a" * 40
 TRUSTED = ("OWNER", "MEMBER", "COLLABORATOR")

@@ -32,7 +32,7 @@ from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.buildmaster.relay_build import RelayBuild
+from crcr.buildmaster.process.build import RelayBuild
 
 BACKEND, UNIT = "alpha", "host-alpha-0"
 REASON = "superseded by the pull request's new head"

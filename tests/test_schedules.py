@@ -7,8 +7,8 @@ import pytest
 from buildbot.schedulers.timed import Nightly, Periodic
 
 from configfiles import make_dirs, settings_for, write_backend
-from crcr.buildmaster.scheduled import Head, NightlyHead, PeriodicHead
-from crcr.buildmaster.upstream_scheduler import UpstreamScheduler, upstream_scheduler
+from crcr.buildmaster.schedulers.scheduled import Head, NightlyHead, PeriodicHead
+from crcr.buildmaster.schedulers.upstream import UpstreamScheduler, upstream_scheduler
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
 

@@ -25,8 +25,8 @@ from buildbot.test.reactor import TestReactorMixin
 from buildbot.worker import Worker
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
-from crcr.buildmaster.secrets import SecretsDirectory
-from crcr.buildmaster.workers import make_workers
+from crcr.buildmaster.auth.secrets import SecretsDirectory
+from crcr.buildmaster.process.workers import make_workers
 from crcr.cli.registry import new_password
 from crcr.config.loader import load_checked_relay_config
 from crcr.config.secretfiles import worker_password

@@ -17,7 +17,7 @@ from buildbot.test.steps import ExpectMasterShell, ExpectRemoteRef, ExpectShell,
 from twisted.internet import defer, error
 from twisted.trial import unittest
 
-from crcr.buildmaster.baseline import COMMITS_SEARCHED
+from crcr.buildmaster.steps.baseline import COMMITS_SEARCHED
 from crcr.buildmaster.steps import junit_file
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.junit_file import BytesWriter

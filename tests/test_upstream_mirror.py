@@ -1,4 +1,4 @@
-"""Each master's own copy of upstream (buildmaster/upstream_mirror.py), on a master that never polled: no poller
+"""Each master's own copy of upstream (buildmaster/changes/upstream_mirror.py), on a master that never polled: no poller
 folder, no repository until the first question, which fetches the followed branches. Real git repositories: an
 upstream keeping pull requests' heads at refs/pull/<n>/head as GitHub does (test_baseline_pull_request.py asks
 the mirror for a pull request's merge base)."""
@@ -14,8 +14,8 @@ from buildbot.test.fake import fakemaster
 from twisted.internet import defer
 from twisted.trial import unittest
 
-from crcr.buildmaster import upstream_mirror as upstream_mirror_module
-from crcr.buildmaster.revisions import Resolved, RevisionError
+from crcr.buildmaster.changes import upstream_mirror as upstream_mirror_module
+from crcr.buildmaster.changes.revisions import Resolved, RevisionError
 from crcr.names import POLLER_WORKDIR, UPSTREAM_MIRROR_DIR
 from harness import Upstream, run
 from relaymaster import mirror_on

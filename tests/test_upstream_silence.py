@@ -1,4 +1,4 @@
-"""An upstream that stops answering, behind ssh (buildmaster/upstream_mirror.py's SILENT_AFTER): a module of its
+"""An upstream that stops answering, behind ssh (buildmaster/changes/upstream_mirror.py's SILENT_AFTER): a module of its
 own, apart from test_upstream_mirror.py, as each waits out the bound and the test processes take modules whole."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import time
 
-from crcr.buildmaster import upstream_mirror as upstream_mirror_module
-from crcr.buildmaster.revisions import RevisionError
+from crcr.buildmaster.changes import upstream_mirror as upstream_mirror_module
+from crcr.buildmaster.changes.revisions import RevisionError
 from harness import wait_until
 from test_upstream_mirror import MirrorTestCase
 

@@ -29,10 +29,10 @@ from twisted.python import log
 from twisted.trial import unittest
 
 from configfiles import DROP, make_dirs, settings_for, write_secret
-from crcr.buildmaster.pull_requests import PullRequestRelay
-from crcr.buildmaster.secrets import SecretsDirectory
-from crcr.buildmaster.webhook import MAX_BODY, github_dialect
-from crcr.buildmaster.webhook_events import shape_problem
+from crcr.buildmaster.changes.pull_requests import PullRequestRelay
+from crcr.buildmaster.auth.secrets import SecretsDirectory
+from crcr.buildmaster.changes.webhook import MAX_BODY, github_dialect
+from crcr.buildmaster.changes.webhook_events import shape_problem
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
 from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE, STORE_SERVICE
 from crcr.store.deliveries import KEEP_SECONDS, claim_delivery, release_delivery

@@ -47,10 +47,11 @@ MERGE_BASE_PROPERTY = "crcr_merge_base"
 STORE_SERVICE = "crcr-store"
 LEDGER_SERVICE = "crcr-ledger"
 PULL_REQUESTS_SERVICE = "crcr-pull-requests"
-HEALTH_SERVICE = "crcr-health"  # the health figures every view reads (buildmaster/health.py)
+HEALTH_SERVICE = "crcr-health"  # the health figures every view reads (buildmaster/services/health.py)
 HISTORY_SERVICE = "crcr-history"  # records each finished build of a backend in the test history
 LEADERSHIP_SERVICE = "crcr-leadership"  # which master of several runs the once-per-event duties
-UPSTREAM_MIRROR_SERVICE = "crcr-upstream-mirror"  # the master's own copy of upstream (buildmaster/upstream_mirror.py)
+# The master's own copy of upstream (buildmaster/changes/upstream_mirror.py).
+UPSTREAM_MIRROR_SERVICE = "crcr-upstream-mirror"
 
 
 def leads(master) -> bool:

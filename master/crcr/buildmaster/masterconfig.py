@@ -5,29 +5,29 @@ from __future__ import annotations
 from buildbot.config.errors import ConfigErrors
 from twisted.python import log
 
-from crcr.buildmaster.builders import make_builders
-from crcr.buildmaster.changesource import upstream_poller
+from crcr.buildmaster.auth.secrets import SecretsDirectory
+from crcr.buildmaster.changes.pull_requests import PullRequestRelay, PullRequestScheduler
+from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
+from crcr.buildmaster.changes.upstream_poller import upstream_poller
+from crcr.buildmaster.process.builders import make_builders
+from crcr.buildmaster.process.workers import HostSlotWaker, make_workers
+from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
+from crcr.buildmaster.schedulers.upstream import upstream_scheduler
+from crcr.buildmaster.services.health import RelayHealth, health_backends
+from crcr.buildmaster.services.history_recorder import HistoryRecorder
+from crcr.buildmaster.services.janitor import RelayJanitor
+from crcr.buildmaster.services.leadership import RelayLeadership
+from crcr.buildmaster.services.ledger import CommitLedger
+from crcr.buildmaster.services.liveness import SilentWorkerWatch
+from crcr.buildmaster.services.router_loss import ExitWithTheMaster
+from crcr.buildmaster.services.stale import nothing_pending_services
+from crcr.buildmaster.www import TITLE, commit_links, commit_url, upstream_project, www_config
 from crcr.config.errors import ConfigError
-from crcr.buildmaster.health import RelayHealth, health_backends
-from crcr.buildmaster.history_recorder import HistoryRecorder
-from crcr.buildmaster.janitor import RelayJanitor
-from crcr.buildmaster.ledger import CommitLedger
-from crcr.buildmaster.liveness import SilentWorkerWatch
-from crcr.buildmaster.router_loss import ExitWithTheMaster
-from crcr.buildmaster.pull_requests import PullRequestRelay, PullRequestScheduler
 from crcr.config.loader import load_checked_relay_config
+from crcr.config.settings import Settings, load_settings
 from crcr.github.reporters import github_status_reporters
 from crcr.pytorch_relay.reporter import pytorch_relay_reporters
-from crcr.buildmaster.schedulers import bisect_scheduler, force_scheduler
-from crcr.buildmaster.secrets import SecretsDirectory
-from crcr.buildmaster.services.leadership import RelayLeadership
-from crcr.buildmaster.upstream_mirror import UpstreamMirror
-from crcr.buildmaster.stale import nothing_pending_services
-from crcr.buildmaster.upstream_scheduler import upstream_scheduler
-from crcr.config.settings import Settings, load_settings
-from crcr.buildmaster.workers import HostSlotWaker, make_workers
 from crcr.store.service import RelayStore
-from crcr.buildmaster.www import TITLE, commit_links, commit_url, upstream_project, www_config
 
 
 def build_master_config(settings: Settings | None = None, leave_out_invalid: bool = False) -> dict:

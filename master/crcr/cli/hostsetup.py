@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import PurePosixPath
 
-from crcr.buildmaster.liveness import MISSED_KEEPALIVES
+from crcr.buildmaster.services.liveness import MISSED_KEEPALIVES
 from crcr.config.errors import PATTERN_HELP, ConfigError
 from crcr.config.models import HOST_PATH, WorkerHost
 from crcr.host import crcr_host

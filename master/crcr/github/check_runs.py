@@ -32,7 +32,7 @@ class GitHubCheckRuns(ReportedOnce, ReporterBase):
     def sendMessage(self, reports):
         build = reports[0]["builds"][0]
         fields = reports[0]["body"]  # check_run_text.check_run_fields's, the generators' formatter function
-        backend = build["builder"]["name"]  # builders are named after their backend (buildmaster/builders.py)
+        backend = build["builder"]["name"]  # builders are named after their backend (buildmaster/process/builders.py)
         sender = self.master.service_manager.namedServices[OUTBOX_SENDER]
         for sourcestamp in build["buildset"]["sourcestamps"]:
             yield sender.enqueue(CHECK_RUN, sourcestamp["project"], sourcestamp["revision"], status_context(backend),

@@ -77,7 +77,7 @@ class PyTorchRelayCallbacks(ReportedOnce, ReporterBase):
     def sendMessage(self, reports):
         build = reports[0]["builds"][0]
         fields = reports[0]["body"]  # callbacks.workflow's
-        backend = build["builder"]["name"]  # builders are named after their backend (buildmaster/builders.py)
+        backend = build["builder"]["name"]  # builders are named after their backend (buildmaster/process/builders.py)
         store = relay_store(self.master)
         if fields is None:  # retried: the next build answers its dispatches
             yield store.release_dispatches(build["buildid"])

@@ -1,7 +1,7 @@
-"""The collapses the queue policy approved (buildmaster/coalescing.py): an old upstream request whose commit the
-newer request's build is to cover, if Buildbot completes the old one SKIPPED (a unit may claim it first, and build
-it after all). The master whose scheduler added the newer request approves; the ledger, on the leader, moves the
-commits when the old request completes, or at its next start when that happened while it was down.
+"""The collapses the queue policy approved (buildmaster/schedulers/coalescing.py): an old upstream request whose commit
+the newer request's build is to cover, if Buildbot completes the old one SKIPPED (a unit may claim it first, and
+build it after all). The master whose scheduler added the newer request approves; the ledger, on the leader, moves
+the commits when the old request completes, or at its next start when that happened while it was down.
 
 Rows are kept KEEP_APPROVALS (a request waits hours, days at most). Each function takes a SQLAlchemy connection and
 commits what it writes.

@@ -1,5 +1,5 @@
 """The build slots of hosts that run fewer builds at once than they have units (max_builds), claimed in the database
-so that the cap holds across the masters of a cluster (buildmaster/workers.py takes one as a unit would start a
+so that the cap holds across the masters of a cluster (buildmaster/process/workers.py takes one as a unit would start a
 build, and gives it back as the build ends).
 
 One row per slot in use, unique per (host, slot index): two masters taking a host's last slot at the same instant

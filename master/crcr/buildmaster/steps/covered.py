@@ -9,8 +9,8 @@ from buildbot.process.results import SUCCESS
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster import revisions
-from crcr.buildmaster.upstream_mirror import upstream_mirror
+from crcr.buildmaster.changes import revisions
+from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.names import BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, PULL_REQUEST_PROPERTY
 
 

@@ -9,13 +9,13 @@ from buildbot.process.results import FAILURE, SKIPPED, SUCCESS, WARNINGS
 from buildbot.steps.worker import CompositeStepMixin
 from twisted.internet import defer
 
-from crcr.buildmaster import revisions
-from crcr.buildmaster.baseline import Baseline, find_baseline
+from crcr.buildmaster.changes import revisions
+from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
+from crcr.buildmaster.steps.baseline import Baseline, find_baseline
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.junit_file import (
     FAILING_LOG, failing_tests_listed, junit_link, test_links, too_large_to_keep, worker_file_bytes,
 )
-from crcr.buildmaster.upstream_mirror import upstream_mirror
 from crcr.names import (
     BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,

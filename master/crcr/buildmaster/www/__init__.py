@@ -9,9 +9,9 @@ from buildbot.plugins.db import get_plugins
 from buildbot.www.plugin import Application
 from twisted.web.resource import Resource
 
-from crcr.buildmaster.authentication import web_auth
-from crcr.buildmaster.authorization import relay_authz
-from crcr.buildmaster.webhook import DIALECT, github_dialect
+from crcr.buildmaster.auth.authentication import web_auth
+from crcr.buildmaster.auth.authorization import relay_authz
+from crcr.buildmaster.changes.webhook import DIALECT, github_dialect
 from crcr.buildmaster.www.badges import BadgesResource
 from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.buildmaster.www.disconnected import DisconnectedResource

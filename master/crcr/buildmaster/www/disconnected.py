@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from crcr.buildmaster.presence import PRESENCE_SERVICE
+from crcr.buildmaster.services.presence import PRESENCE_SERVICE
 from crcr.buildmaster.www.bisections import JsonResource
 
 

@@ -7,18 +7,18 @@ from buildbot.process.results import FAILURE
 from buildbot.schedulers.forcesched import ValidationErrorCollector
 from twisted.internet import defer
 
-from crcr.buildmaster import revisions
-from crcr.buildmaster.forced_changes import ChangesForStamps
-from crcr.buildmaster.force_forms import OwnBuildersForceScheduler, PriorityParameter
-from crcr.buildmaster.upstream_mirror import upstream_mirror
-from crcr.names import (
-    BISECTION_PROPERTY, LEDGER_SERVICE, REQUESTED_REVISION_PROPERTY,
-    SUITE_SEPARATOR, SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of,
-)
+from crcr.buildmaster.changes import revisions
+from crcr.buildmaster.changes.forced_changes import ChangesForStamps
+from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
+from crcr.buildmaster.schedulers.force_forms import OwnBuildersForceScheduler, PriorityParameter
 from crcr.config.errors import shown
 from crcr.config.limits import MAX_BISECTED_TESTS, MAX_NODE_ID
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
+from crcr.names import (
+    BISECTION_PROPERTY, LEDGER_SERVICE, REQUESTED_REVISION_PROPERTY,
+    SUITE_SEPARATOR, SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of,
+)
 from crcr.store.buildbot_tables import builds_at
 from crcr.suites.results import SuiteResults
 

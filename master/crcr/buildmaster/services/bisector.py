@@ -25,8 +25,8 @@ from twisted.internet import defer
 from twisted.python import log
 
 from crcr.bisection.plan import Bisection, final_verdicts
-from crcr.buildmaster import revisions
-from crcr.buildmaster.upstream_mirror import upstream_mirror
+from crcr.buildmaster.changes import revisions
+from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.github import status_text
 from crcr.health.links import bisection_page
 from crcr.names import (

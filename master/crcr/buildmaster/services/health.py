@@ -12,7 +12,7 @@ from __future__ import annotations
 from buildbot.util import service
 from twisted.internet import defer
 
-from crcr.buildmaster.presence import PRESENCE_SERVICE
+from crcr.buildmaster.services.presence import PRESENCE_SERVICE
 from crcr.config.errors import shown
 from crcr.health.backend import backend_page
 from crcr.health.errors import HealthQueryError

@@ -19,8 +19,8 @@ from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.forced_changes import add_change, has_change
-from crcr.buildmaster.pr_policy import BackendRules, Decision, PullRequest, decide
+from crcr.buildmaster.changes.forced_changes import add_change, has_change
+from crcr.buildmaster.changes.pr_policy import BackendRules, Decision, PullRequest, decide
 from crcr.github.commit_status import post_status
 from crcr.github.permissions import PermissionUnknown, can_write
 from crcr.names import (

@@ -26,7 +26,7 @@ from buildbot.www.authz.endpointmatchers import (
 from buildbot.www.authz.roles import RolesFromBase
 from twisted.internet import defer
 
-from crcr.buildmaster.request_targets import NotThere, control_target, data_endpoint
+from crcr.buildmaster.auth.request_targets import NotThere, control_target, data_endpoint
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.store.service import relay_store

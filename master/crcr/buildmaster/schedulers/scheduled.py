@@ -16,9 +16,9 @@ from buildbot.plugins import schedulers
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.forced_changes import ChangesForStamps
-from crcr.buildmaster.revisions import RevisionError
-from crcr.buildmaster.upstream_mirror import upstream_mirror
+from crcr.buildmaster.changes.forced_changes import ChangesForStamps
+from crcr.buildmaster.changes.revisions import RevisionError
+from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
 from crcr.names import upstream_scheduler_name

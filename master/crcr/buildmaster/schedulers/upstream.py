@@ -16,11 +16,11 @@ from buildbot.changes.changes import Change
 from buildbot.plugins import schedulers, util
 from twisted.internet import defer
 
-from crcr.names import RELAY_CHANGE_CATEGORIES
+from crcr.buildmaster.schedulers.scheduled import scheduled
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
+from crcr.names import RELAY_CHANGE_CATEGORIES
 from crcr.names import upstream_scheduler_name
-from crcr.buildmaster.scheduled import scheduled
 from crcr.store.buildbot_tables import changes_after
 
 LAST_CHANGE = "last_changeid"  # the scheduler's state: the newest change it has dealt with

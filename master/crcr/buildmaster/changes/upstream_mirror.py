@@ -28,8 +28,8 @@ from buildbot.util import service
 from twisted.internet import defer, error, protocol
 from twisted.python import log
 
-from crcr.buildmaster import revisions
-from crcr.buildmaster.revisions import NotFetched, RevisionError, run_git
+from crcr.buildmaster.changes import revisions
+from crcr.buildmaster.changes.revisions import NotFetched, RevisionError, run_git
 from crcr.names import UPSTREAM_MIRROR_DIR, UPSTREAM_MIRROR_SERVICE, pull_request_ref
 
 # Where the relay keeps each pull request's head, and its base when the followed branch lacked it: a namespace of

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from buildbot.plugins import util
 
-from crcr.buildmaster.coalescing import collapse_requests
-from crcr.buildmaster.factory import make_factory
+from crcr.buildmaster.process.factory import make_factory
+from crcr.buildmaster.process.workers import unit_can_start_build, unit_workers_by_device
+from crcr.buildmaster.schedulers.coalescing import collapse_requests
 from crcr.config.loader import RelayConfig
 from crcr.config.models import Backend
-from crcr.names import BACKEND_PROPERTY, LEVEL_PROPERTY
 from crcr.config.settings import Settings
-from crcr.buildmaster.workers import unit_can_start_build, unit_workers_by_device
+from crcr.names import BACKEND_PROPERTY, LEVEL_PROPERTY
 
 
 def describe_backend(backend: Backend) -> str:

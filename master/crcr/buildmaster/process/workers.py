@@ -21,7 +21,7 @@ from buildbot.process.workerforbuilder import States
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.secrets import FileSecret
+from crcr.buildmaster.auth.secrets import FileSecret
 from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password

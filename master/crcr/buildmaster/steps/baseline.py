@@ -21,8 +21,8 @@ from buildbot.util import runprocess
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.revisions import SHA, NotFetched, RevisionError
-from crcr.buildmaster.upstream_mirror import upstream_mirror
+from crcr.buildmaster.changes.revisions import SHA, NotFetched, RevisionError
+from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.names import BISECTION_PROPERTY, PULL_REQUEST_PROPERTY, TESTS_PROPERTY
 from crcr.store.buildbot_tables import builds_at
 from crcr.suites.results import SuiteResults

@@ -31,9 +31,9 @@ from twisted.internet import defer, error, task
 from twisted.python import log
 from twisted.python.failure import Failure
 
-from crcr.buildmaster.presence import PRESENCE_SERVICE, DevicePresence, Outage
+from crcr.buildmaster.process.workers import unit_workers_by_device
 from crcr.buildmaster.services.leadership import LeaderDuty
-from crcr.buildmaster.workers import unit_workers_by_device
+from crcr.buildmaster.services.presence import PRESENCE_SERVICE, DevicePresence, Outage
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.github.commit_status import post_status

@@ -19,8 +19,8 @@ from __future__ import annotations
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.revisions import RevisionError
-from crcr.buildmaster.upstream_mirror import upstream_mirror
+from crcr.buildmaster.changes.revisions import RevisionError
+from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.names import FORCED_CHANGE_CATEGORY
 
 

@@ -25,7 +25,7 @@ from buildbot.www.hooks.github import GitHubEventHandler
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.webhook_events import DISPATCH_EVENT, shape_problem
+from crcr.buildmaster.changes.webhook_events import DISPATCH_EVENT, shape_problem
 from crcr.config.models import Backend
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET, secret_problem
 from crcr.config.settings import Settings

@@ -6,22 +6,22 @@ import json
 
 from buildbot.plugins import util
 
-from crcr.config.models import Backend
-from crcr.suites.selection import (
-    PLUGIN_FILE, STOP_CONFIG, STOP_CONFIG_FILE, command_suite_addopts, pytest_command, selection_report_file,
-)
-from crcr.config.settings import Settings
+from crcr.buildmaster.process.build import RelayBuild
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
 from crcr.buildmaster.steps.checkout import UpstreamCheckout
 from crcr.buildmaster.steps.covered import CoveredCommits
 from crcr.buildmaster.steps.pull_request import PullRequestLink
-from crcr.buildmaster.relay_build import RelayBuild
 from crcr.buildmaster.steps.suite import SuiteStep
 from crcr.buildmaster.www import commit_links
+from crcr.config.models import Backend
+from crcr.config.settings import Settings
 from crcr.names import (
     CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, PREPARE_STEP, PULL_REQUEST_STEP, SETUP_STEP_PREFIX,
     suite_step_name,
+)
+from crcr.suites.selection import (
+    PLUGIN_FILE, STOP_CONFIG, STOP_CONFIG_FILE, command_suite_addopts, pytest_command, selection_report_file,
 )
 
 UPSTREAM_DIR = "upstream"

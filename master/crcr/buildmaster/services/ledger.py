@@ -26,7 +26,7 @@ from buildbot.util.state import StateMixin
 from twisted.internet import defer
 
 from crcr.bisection.plan import Bisection
-from crcr.buildmaster.bisector import Bisector
+from crcr.buildmaster.services.bisector import Bisector
 from crcr.buildmaster.services.ordered import OrderedLeaderService
 from crcr.github import status_text
 from crcr.github.commit_status import post_status
