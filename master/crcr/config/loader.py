@@ -43,6 +43,15 @@ class RelayConfig:
         """Backends that some declared host can run; the others get no builder yet."""
         return [b for b in self.backends if self.hosts_for(b)]
 
+    def unit_workers_by_device(self) -> dict[str, list[str]]:
+        """Each device's unit workers, in host order: one pass over the hosts for all builders, not one per builder
+        (backends x units at each reconfig)."""
+        by_device: dict[str, list[str]] = {}
+        for host in self.hosts:
+            for unit in host.units:
+                by_device.setdefault(unit.device, []).append(unit.worker_name)
+        return by_device
+
 
 def load_model(path: Path, model: type[Model]) -> Model:
     """Parse one YAML file into `model`, its file stem becoming the name; errors name file and field.

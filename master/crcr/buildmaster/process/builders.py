@@ -5,7 +5,7 @@ from __future__ import annotations
 from buildbot.plugins import util
 
 from crcr.buildmaster.process.factory import make_factory
-from crcr.buildmaster.process.workers import unit_can_start_build, unit_workers_by_device
+from crcr.buildmaster.process.workers import unit_can_start_build
 from crcr.buildmaster.schedulers.coalescing import collapse_requests
 from crcr.config.loader import RelayConfig
 from crcr.config.models import Backend
@@ -20,7 +20,7 @@ def describe_backend(backend: Backend) -> str:
 
 
 def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderConfig]:
-    units_of = unit_workers_by_device(relay)
+    units_of = relay.unit_workers_by_device()
     return [
         util.BuilderConfig(
             name=backend.name,

@@ -169,13 +169,3 @@ def make_workers(relay: RelayConfig, secrets_dir: Path) -> list[HostUnitWorker]:
         for host in relay.hosts
         for unit in host.units
     ]
-
-
-def unit_workers_by_device(relay: RelayConfig) -> dict[str, list[str]]:
-    """Each device's unit workers, in host order: one pass over the hosts for all builders, not one per builder
-    (backends x units at each reconfig)."""
-    by_device: dict[str, list[str]] = {}
-    for host in relay.hosts:
-        for unit in host.units:
-            by_device.setdefault(unit.device, []).append(unit.worker_name)
-    return by_device

@@ -51,7 +51,7 @@ class DevicePresence(MessageConsumer):
         pass
 
     def reconfigService(self, units_by_device: dict[str, list[str]]):
-        """`units_by_device`: each device's unit workers (workers.unit_workers_by_device)."""
+        """`units_by_device`: each device's unit workers (RelayConfig.unit_workers_by_device)."""
         self.units_by_device = {device: list(units) for device, units in units_by_device.items()}
         now = self.master.reactor.seconds()
         for units in self.units_by_device.values():

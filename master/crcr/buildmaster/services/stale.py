@@ -31,7 +31,6 @@ from twisted.internet import defer, error, task
 from twisted.python import log
 from twisted.python.failure import Failure
 
-from crcr.buildmaster.process.workers import unit_workers_by_device
 from crcr.buildmaster.services.leadership import LeaderDuty
 from crcr.buildmaster.services.presence import PRESENCE_SERVICE, DevicePresence, Outage
 from crcr.config.loader import RelayConfig
@@ -104,7 +103,7 @@ def nothing_pending_services(relay: RelayConfig, settings: Settings) -> list:
     """The services of the master's config: which devices are out since when, and the watch acting on it."""
     watched = [WatchedBackend(b.name, b.device, b.stale_after, b.timeout, b.reports_to_github)
                for b in relay.active_backends]
-    return [DevicePresence(unit_workers_by_device(relay)),
+    return [DevicePresence(relay.unit_workers_by_device()),
             StaleWatch(watched, settings.timeout_grace, settings.github_repo, settings.web_url)]
 
 
