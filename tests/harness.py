@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import os
 import random
@@ -199,7 +200,14 @@ class Relay:
 
     def get(self, path: str) -> dict:
         with urllib.request.urlopen(self.web_url + "api/v2/" + path, timeout=10) as r:
-            return json.load(r)
+            try:
+                return json.load(r)
+            except http.client.IncompleteRead as cut:
+                # Seen a few times under load, cause not found yet: what the master says of that answer.
+                http_log = self.basedir / "http.log"
+                served = http_log.read_text(errors="replace").splitlines()[-5:] if http_log.exists() else []
+                raise AssertionError(f"GET {path}: {cut!r} after the headers {dict(r.getheaders())}; the master's "
+                                     f"http.log ends with {served}; its log:\n{self.log_tail(30)}") from cut
 
     def rpc(self, path: str, method: str, as_user: tuple[str, str] | None = None, anonymous: bool = False,
             **params) -> dict:
