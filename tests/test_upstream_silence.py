@@ -8,7 +8,7 @@ import time
 
 from crcr.buildmaster.changes import upstream_mirror as upstream_mirror_module
 from crcr.buildmaster.changes.revisions import RevisionError
-from harness import wait_until
+from harness import alive, wait_until
 from test_upstream_mirror import MirrorTestCase
 
 
@@ -41,7 +41,7 @@ esac
     def assert_stalled_connections_ended(self) -> None:
         """What the stand-in for ssh started is killed with git, not left holding the connection."""
         pids = [int(pid) for pid in (self.root / "stalled.pids").read_text().split()]
-        wait_until(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in pids), 10, "the stalled ssh to end")
+        wait_until(lambda: not any(map(alive, pids)), 10, "the stalled ssh to end", interval=0.05)
 
     async def assert_refused_within_the_bound(self, asked, expected: str) -> None:
         began = time.monotonic()

@@ -18,6 +18,7 @@ from crcr.cli.twistdlog import LogFollower
 from crcr.config.paths import REPO_ROOT
 from crcr.config.errors import ConfigError
 from crcr.config.settings import Settings, load_settings
+from crcr.host.crcr_host import alive  # not a zombie either: the same test as the host tool's
 
 MASTER_CFG = REPO_ROOT / "master" / "master.cfg"
 # Seconds. A master stops once its builds are interrupted and its reporters are done; a reconfiguration of a
@@ -73,21 +74,6 @@ def prepare(basedir: Path, settings: Settings) -> None:
         )
     _check(_buildbot("upgrade-master", "--quiet", str(basedir)), "buildbot upgrade-master")
     (basedir / "master.cfg.sample").unlink(missing_ok=True)  # Buildbot's example; this master runs master.cfg
-
-
-def alive(pid: int) -> bool:
-    """Whether the process runs: it exists and is not a zombie (exited, its parent not told yet)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # alive, owned by someone else
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True  # no /proc here: kill(0) is all there is to tell
-    return state != "Z"
 
 
 def running_pid(basedir: Path) -> int | None:

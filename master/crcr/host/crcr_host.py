@@ -820,12 +820,18 @@ def process_environment(pid: int) -> dict | None:
 
 
 def alive(pid: int) -> bool:
+    """Whether the process runs. An exited one stays a zombie until its parent reaps it, and supervisord's parent
+    is init once it has daemonised: some inits reap only every second or two, which `down` would wait out."""
     try:
         os.kill(pid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:  # another account's process holds that pid
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):  # no /proc here: kill(0) is all there is to tell
         return True
 
 
