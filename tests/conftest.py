@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 import copied_schema
+import shared_sql_cache
 import labhost
 
 from configfiles import make_dirs, write_file, write_secret
@@ -45,9 +46,11 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session", autouse=True)
 def schema_made_once():
-    """Buildbot's test databases copied from the first one of the process (copied_schema.py)."""
+    """Buildbot's test databases copied from the first one of the process (copied_schema.py), their engines
+    sharing one cache of compiled statements (shared_sql_cache.py)."""
     with pytest.MonkeyPatch.context() as patch:
         copied_schema.install(patch)
+        shared_sql_cache.install(patch)
         yield
 
 
