@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
 from buildbot.process.results import FAILURE, SKIPPED, SUCCESS, WARNINGS
 from buildbot.steps.worker import CompositeStepMixin
@@ -36,6 +37,17 @@ PYTEST_EXIT_CODES = {2: "interrupted", 3: "pytest internal error", 4: "pytest us
 UNMATCHED_SHOWN = 3
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
 ASKED_LOG = "asked tests"  # a bisection build's log of each asked test's outcome
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """What a run of a suite's command left: its exit code, why it timed out (then nothing else), its JUnit XML
+    and the selection plugin's report, each None when the run left none."""
+
+    rc: int | None
+    timed_out: str | None = None
+    junit: bytes | None = None
+    selection_report: str | None = None
 
 
 def _needed_in_this_build(step: SuiteStep) -> bool:
@@ -72,21 +84,37 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         self.deadline = self.master.reactor.seconds() + self.maxTime
         if self.getProperty(BISECTION_PROPERTY) is not None:
             return (yield self._run_asked())
-        cmd, timed_out = yield self._run(self.command)
-        if timed_out:
-            return (yield self._finish(SuiteResults(timed_out=True), FAILURE, timed_out))
+        ran = yield self._run_on_worker(self.command, with_selection_report=True)
+        return (yield self._verdict(ran))
 
+    @defer.inlineCallbacks
+    def _run_on_worker(self, command: str, env: dict | None = None, with_selection_report: bool = False):
+        """The suite's command on this step's worker (once more if it stalls), and what it left there."""
+        cmd, timed_out = yield self._run(command, env)
+        if timed_out:
+            return SuiteRun(rc=None, timed_out=timed_out)
         xml = yield worker_file_bytes(self, self.junit_file)
+        report = None
+        if xml is not None and with_selection_report and self.selection_report is not None:
+            report = yield self.getFileContentFromWorker(self.selection_report)
+        return SuiteRun(rc=cmd.rc, junit=xml, selection_report=report)
+
+    @defer.inlineCallbacks
+    def _verdict(self, ran: SuiteRun):
+        """The suite's outcome from what its run left: its tests compared with the baseline's."""
+        if ran.timed_out:
+            return (yield self._finish(SuiteResults(timed_out=True), FAILURE, ran.timed_out))
+        xml = ran.junit
         if xml is None:
-            result = SUCCESS if cmd.rc == 0 else FAILURE
-            return (yield self._finish(None, result, "no JUnit XML" if cmd.rc == 0 else f"{self._exit(cmd.rc)}, no JUnit XML"))
-        unmatched = yield self._names_matching_no_test()
+            result = SUCCESS if ran.rc == 0 else FAILURE
+            return (yield self._finish(None, result, "no JUnit XML" if ran.rc == 0 else f"{self._exit(ran.rc)}, no JUnit XML"))
+        unmatched = yield self._names_matching_no_test(ran.selection_report)
         # The file's database write goes on while the tests are read and the baseline is looked up, rather than
         # each waiting its turn after the other.
         junit_kept = self._keep_junit(xml)
         try:
             results = parse_junit(xml, self._checkout())
-            results.broken = self._broken(cmd.rc, results)
+            results.broken = self._broken(ran.rc, results)
             yield self._compare(results)
         finally:
             yield junit_kept
@@ -102,12 +130,9 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         return (yield self._finish(results, result, describe_counts([results], self._pull_request_base()) + unmatched))
 
     @defer.inlineCallbacks
-    def _names_matching_no_test(self):
+    def _names_matching_no_test(self, report: str | None):
         """'; 3 names match no test: ...' for the summary, from the selection plugin's report, with a log that
         lists them all; '' without a report (a command suite, an older plugin) or without such names."""
-        if self.selection_report is None:
-            return ""
-        report = yield self.getFileContentFromWorker(self.selection_report)
         if report is None:
             return ""
         try:
@@ -138,15 +163,20 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
             return FAILURE
         asked = only[self.suite_name]
         if self.is_pytest and asked:
-            cmd, timed_out = yield self._run(only_tests_command(self.junit_file, self.reruns),
-                                             {**self.env, ONLY_TESTS_VARIABLE: json.dumps(asked)})
+            ran = yield self._run_on_worker(only_tests_command(self.junit_file, self.reruns),
+                                            {**self.env, ONLY_TESTS_VARIABLE: json.dumps(asked)})
         else:
-            cmd, timed_out = yield self._run(self.command)
-        if timed_out:
-            found = asked_outcomes(asked, JUnitReport({}, {})) or {WHOLE_SUITE: NOT_RUN}
-            return (yield self._finish_asked(found, f"{timed_out}; {_asked_counts(asked, found)}" if asked else timed_out))
+            ran = yield self._run_on_worker(self.command)
+        return (yield self._asked_verdict(asked, ran))
 
-        xml = yield worker_file_bytes(self, self.junit_file)
+    @defer.inlineCallbacks
+    def _asked_verdict(self, asked: list[str], ran: SuiteRun):
+        """Each asked test's outcome from what the run left."""
+        if ran.timed_out:
+            found = asked_outcomes(asked, JUnitReport({}, {})) or {WHOLE_SUITE: NOT_RUN}
+            return (yield self._finish_asked(found, f"{ran.timed_out}; {_asked_counts(asked, found)}" if asked else ran.timed_out))
+
+        xml = ran.junit
         report = JUnitReport({}, {})
         if xml is not None:
             junit_kept = self._keep_junit(xml)
@@ -156,14 +186,14 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
                 yield junit_kept
         found = asked_outcomes(asked, report)
         if not found:  # run whole and no test reported: the exit code decides
-            found = {WHOLE_SUITE: PASSED if cmd.rc == 0 else FAILED}
-            why = "" if cmd.rc == 0 else f": {self._exit(cmd.rc)}"
+            found = {WHOLE_SUITE: PASSED if ran.rc == 0 else FAILED}
+            why = "" if ran.rc == 0 else f": {self._exit(ran.rc)}"
             return (yield self._finish_asked(found, f"whole suite {found[WHOLE_SUITE]}{why}" + (", no JUnit XML" if xml is None else "")))
         summary = _asked_counts(asked, found)
         if report.collection_errors:
             summary += f"; {describe_collection_errors(report.collection_errors)}"
-        elif self.is_pytest and cmd.rc not in PYTEST_RAN:
-            summary += f"; {self._exit(cmd.rc)}"
+        elif self.is_pytest and ran.rc not in PYTEST_RAN:
+            summary += f"; {self._exit(ran.rc)}"
         return (yield self._finish_asked(found, summary))
 
     @defer.inlineCallbacks
