@@ -4,8 +4,8 @@
 over a hundred tables and indexes), the relay's store then runs its own migrations on it, and the tests of the
 relay's queries and commands make the relay's tables alone the same way: together about a third of the unit tests'
 time, the same statements every time. Here the first empty database of each kind is made as always, by the
-migrations, and kept in memory; every later empty one is a copy of it (SQLite's backup API), which the migrations
-then find up to date. The tables are the ones the migrations make, not a second description of them; the
+migrations, and kept in memory; every later empty one is a copy of it (SQLite's backup API), which Buildbot's upgrade
+is spared and the relay's migrations find up to date. The tables are the ones the migrations make, not a second description of them; the
 migrations themselves are tested from an empty database in test_store.py.
 """
 
@@ -59,10 +59,12 @@ def _buildbots_and_relays(conn) -> None:
 
 @defer.inlineCallbacks
 def upgrade_by_copy(self):
-    """Model.upgrade, preceded by a copy of the kept database where this one is an empty SQLite one."""
+    """Model.upgrade, or a copy of the kept database where this one is an empty SQLite one: the copy is what the
+    upgrade made, which it would only read its migrations again to find up to date."""
     pool = self.db.pool
-    copied = yield pool.do(_copy, "master")
-    empty = not copied and (yield pool.do(_is_empty))
+    if (yield pool.do(_copy, "master")):
+        return
+    empty = yield pool.do(_is_empty)
     yield _made_by_upgrade(self)
     if empty and "master" not in _kept:
         yield pool.do(_buildbots_and_relays)
