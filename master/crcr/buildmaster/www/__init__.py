@@ -22,6 +22,7 @@ from crcr.buildmaster.www.junit import JunitFileResource
 from crcr.buildmaster.www.metrics import MetricsResource
 from crcr.buildmaster.www.relay import PluginConfiguration, RelayResource
 from crcr.buildmaster.www.rest_errors import serve_relay_rest_api
+from crcr.buildmaster.www.rest_writes import write_rest_answers_in_the_reactor
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.names import HOST_TOOL_PATH
@@ -64,6 +65,7 @@ class RelayApplication(Application):
         self.junit.master = master
         put_root_resources(master)
         serve_relay_rest_api()  # Buildbot builds /api after configuring the plugins, on its first configuration
+        write_rest_answers_in_the_reactor()
 
     def _backends(self) -> list[dict]:
         return self.config.shown["backends"]  # see home_page_data
