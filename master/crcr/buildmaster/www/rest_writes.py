@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from buildbot.util import unicode2bytes
 from buildbot.www.rest import V2RootResource, _is_request_finished
-from twisted.internet import threads
 from twisted.python.threadable import isInIOThread
 
 
@@ -32,7 +31,10 @@ def _write_json_data(request, encoder, data) -> None:
     else:
         from twisted.internet import reactor
 
-        threads.blockingCallFromThread(reactor, _write, request, body)
+        # Queued before deferToThread queues this function's end, which renderRest follows with request.finish():
+        # the reactor runs calls from threads in order. Not waited for: a master stopping joins its pool's threads
+        # from the reactor's thread, which a thread waiting for the reactor would hold for ever.
+        reactor.callFromThread(_write, request, body)
 
 
 def _write(request, body: bytes) -> None:
