@@ -203,7 +203,8 @@ class Relay:
             try:
                 return json.load(r)
             except http.client.IncompleteRead as cut:
-                # Seen a few times under load, cause not found yet: what the master says of that answer.
+                # Seen under load while Buildbot wrote answers from a pool thread (www/rest_writes.py): should it
+                # come back, what the master says of that answer.
                 http_log = self.basedir / "http.log"
                 served = http_log.read_text(errors="replace").splitlines()[-5:] if http_log.exists() else []
                 raise AssertionError(f"GET {path}: {cut!r} after the headers {dict(r.getheaders())}; the master's "
