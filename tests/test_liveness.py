@@ -16,7 +16,8 @@ from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.logging import LoggingMixin
 from buildbot.worker import Worker
 
-from crcr.buildmaster.services.liveness import MISSED_KEEPALIVES, SilentWorkerWatch
+from crcr.buildmaster.services.liveness import SilentWorkerWatch
+from crcr.config.limits import MISSED_KEEPALIVES
 
 KEEPALIVE = 10
 LIMIT = MISSED_KEEPALIVES * KEEPALIVE

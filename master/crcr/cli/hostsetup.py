@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import PurePosixPath
 
-from crcr.buildmaster.services.liveness import MISSED_KEEPALIVES
 from crcr.config.errors import PATTERN_HELP, ConfigError
+from crcr.config.limits import MISSED_KEEPALIVES
 from crcr.config.models import HOST_PATH, WorkerHost
 from crcr.host import crcr_host
 from crcr.host.crcr_host import systemd_unit

@@ -8,8 +8,7 @@ from buildbot.util import service
 from twisted.internet import defer, task
 from twisted.python import log
 
-# Intervals a host may miss before it counts as gone.
-MISSED_KEEPALIVES = 3
+from crcr.config.limits import MISSED_KEEPALIVES
 
 
 class SilentWorkerWatch(service.BuildbotService):
