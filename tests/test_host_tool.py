@@ -180,6 +180,7 @@ def test_as_root_supervisord_opens_the_password_as_root_then_drops_to_the_build_
     assert PASSWORD not in config
 
 
+@pytest.mark.waits  # for supervisord to stop its programs and exit, twice
 def test_a_supervisord_started_with_the_admins_environment_is_started_again_without_it(tmp_path):
     """A supervisord an earlier `up` started passes that shell's environment to every unit it starts: `up`
     replaces it with one started with its own environment alone."""

@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from crcr.buildmaster.changes import upstream_mirror as upstream_mirror_module
 from crcr.buildmaster.changes.revisions import RevisionError
 from harness import alive, wait_until
 from test_upstream_mirror import MirrorTestCase
+
+pytestmark = pytest.mark.waits  # each test waits out the bound, 2 s here
 
 
 class SilentUpstreamTest(MirrorTestCase):
