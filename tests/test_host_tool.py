@@ -15,6 +15,7 @@ import pytest
 
 from crcr.config.models import WorkerHost
 from crcr.host import crcr_host
+from harness import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 TOOL = REPO / "master" / "crcr" / "host" / "crcr_host.py"
@@ -202,6 +203,18 @@ def test_a_supervisord_started_with_the_admins_environment_is_started_again_with
         assert crcr_host.process_environment(now) == crcr_host.SUPERVISORD_ENVIRONMENT
     finally:
         supervisor.stop(plan.units)
+
+
+def test_a_process_that_exited_is_not_alive_while_it_waits_to_be_reaped():
+    """A zombie (exited, its parent not told yet) has ended: `down` must not wait for init to reap supervisord."""
+    ended = subprocess.Popen(["true"])
+    try:
+        wait_until(lambda: Path(f"/proc/{ended.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", 10,
+                   "the process to exit", interval=0.01)
+        assert not crcr_host.alive(ended.pid)
+        assert crcr_host.alive(os.getpid())
+    finally:
+        ended.wait()
 
 
 def test_a_changed_file_is_written_whole_with_its_mode_from_the_start(tmp_path):
