@@ -11,9 +11,11 @@ Neither the key, the JWT nor a token is ever logged.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 
 import jwt
+from jwt.algorithms import RSAAlgorithm
 from twisted.internet import defer
 
 CLOCK_DRIFT = 60  # seconds the JWT's `iat` is set back, as GitHub recommends
@@ -34,10 +36,15 @@ class GitHubApp:
         self._tokens: dict[int, tuple[str, float]] = {}  # installation id -> (token, expiry in reactor seconds)
         self._asking = defer.DeferredLock()  # posts waiting for a token meanwhile get the one fetched, not their own
 
+    @functools.cached_property
+    def _signing_key(self):
+        """The private key read once (some 30 ms of RSA checks), not at every JWT."""
+        return RSAAlgorithm(RSAAlgorithm.SHA256).prepare_key(self._private_key)
+
     def jwt(self) -> str:
         issued = int(self._clock.seconds()) - CLOCK_DRIFT
         claims = {"iat": issued, "exp": issued + JWT_LIFETIME, "iss": self._app_id}
-        return jwt.encode(claims, self._private_key, algorithm="RS256")
+        return jwt.encode(claims, self._signing_key, algorithm="RS256")
 
     def token(self, repo: str) -> defer.Deferred:
         """A usable installation token for "owner/repo", fetched only when none is kept or it expires soon."""
