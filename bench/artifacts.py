@@ -62,7 +62,8 @@ FETCH = f"curl -fsS -H \\"Authorization: Bearer $ARTIFACT_TOKEN\\" -o"
 URL = f"http://127.0.0.1:{spec['http_port']}/artifact"
 CACHE = spec["cache"]
 CACHED = (f"set -e; mkdir -p {CACHE}; exec 9>{CACHE}/.lock; flock 9; "
-          f"[ -f {CACHE}/artifact ] || {{ {FETCH} {CACHE}/artifact.part {URL}; mv {CACHE}/artifact.part {CACHE}/artifact; }}; "
+          f"[ -f {CACHE}/artifact ] || "
+          f"{{ {FETCH} {CACHE}/artifact.part {URL}; mv {CACHE}/artifact.part {CACHE}/artifact; }}; "
           f"flock -u 9; ln -f {CACHE}/artifact artifact.bin; {CHECK_AND_DROP}")
 ENV = {"ARTIFACT_TOKEN": spec["token"]}
 FACTORIES = {
@@ -127,8 +128,10 @@ class Bench:
         master = mastercontrol.require_running(self.basedir)
         cpu, began = cpu_seconds(master), time.monotonic()
         for _ in range(units):
-            answer = self.rest.rpc("forceschedulers/force", "force", anonymous=True, builderNames=[mode], reason="bench")
+            answer = self.rest.rpc("forceschedulers/force", "force", anonymous=True, builderNames=[mode],
+                                   reason="bench")
             assert "error" not in answer, answer
+
         def all_finished():
             builds = self.finished(mode)
             return builds[done:] if len(builds) >= done + units else None

@@ -94,8 +94,8 @@ class Bench:
         """Force a build of `sha` on main, wait for it; what its checkout downloaded and left in .git."""
         builder, served = f"{side}-{mirror}", self.mirrors[mirror]
         before = served.downloaded
-        answer = self.rest.rpc("forceschedulers/force", "force", anonymous=True, builderNames=[builder], branch="main",
-                               revision=sha, reason="bench")
+        answer = self.rest.rpc("forceschedulers/force", "force", anonymous=True, builderNames=[builder],
+                               branch="main", revision=sha, reason="bench")
         assert "error" not in answer, answer
         build = self.rest.wait_for_finished_build(builder, sha, timeout=300)
         assert build["results"] == 0, self.rest.steps(build)

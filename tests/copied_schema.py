@@ -4,9 +4,9 @@
 over a hundred tables and indexes), the relay's store then runs its own migrations on it, and the tests of the
 relay's queries and commands make the relay's tables alone the same way: together about a third of the unit tests'
 time, the same statements every time. Here the first empty database of each kind is made as always, by the
-migrations, and kept in memory; every later empty one is a copy of it (SQLite's backup API), which Buildbot's upgrade
-is spared and the relay's migrations find up to date. The tables are the ones the migrations make, not a second description of them; the
-migrations themselves are tested from an empty database in test_store.py.
+migrations, and kept in memory; every later empty one is a copy of it (SQLite's backup API), which Buildbot's
+upgrade is spared and the relay's migrations find up to date. The tables are the ones the migrations make, not a
+second description of them; the migrations themselves are tested from an empty database in test_store.py.
 """
 
 from __future__ import annotations
