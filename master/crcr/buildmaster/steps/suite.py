@@ -1,276 +1,71 @@
-"""The step of one suite: its command, its tests from its JUnit XML, and its verdict."""
+"""The step of one suite on a unit: its command (retried once if it stalls), what it left there, and its verdict
+(suite_verdict.py)."""
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 
-from buildbot.process.results import FAILURE, SKIPPED, SUCCESS, WARNINGS
+from buildbot.process.results import FAILURE
 from buildbot.steps.worker import CompositeStepMixin
 from twisted.internet import defer
 
-from crcr.buildmaster.changes import revisions
-from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
-from crcr.buildmaster.steps.baseline import Baseline, find_baseline
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
-from crcr.buildmaster.steps.junit_file import (
-    FAILING_LOG, failing_tests_listed, junit_link, test_links, too_large_to_keep, worker_file_bytes,
-)
-from crcr.names import (
-    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
-    PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
-)
-from crcr.store.service import relay_store
-from crcr.suites.asked_tests import (
-    ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
-)
-from crcr.suites.results import (
-    JUnitReport, PullRequestBase, SuiteResults, compare, describe_collection_errors, describe_counts, parse_junit,
-    read_junit, totals,
-)
-from crcr.suites.selection import ONLY_TESTS_VARIABLE, PYTEST_RAN, only_tests_command, unmatched_names
+from crcr.buildmaster.steps.junit_file import worker_file_bytes
+from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
+from crcr.names import BISECTION_PROPERTY
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command
 
-# pytest's exit codes beyond 0 (passed) and 1 (tests failed).
-PYTEST_EXIT_CODES = {2: "interrupted", 3: "pytest internal error", 4: "pytest usage error", 5: "no tests collected"}
-# How many names that select no test the step's summary shows; its log lists them all.
-UNMATCHED_SHOWN = 3
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
-ASKED_LOG = "asked tests"  # a bisection build's log of each asked test's outcome
 
 
-@dataclass(frozen=True)
-class SuiteRun:
-    """What a run of a suite's command left: its exit code, why it timed out (then nothing else), its JUnit XML
-    and the selection plugin's report, each None when the run left none."""
-
-    rc: int | None
-    timed_out: str | None = None
-    junit: bytes | None = None
-    selection_report: str | None = None
-
-
-def _needed_in_this_build(step: SuiteStep) -> bool:
-    """The step's doStepIf: a bisection build runs only the suites it asks about (a malformed ask runs each,
-    which then fails saying so)."""
-    only = step.getProperty(ONLY_TESTS_PROPERTY)
-    return step.getProperty(BISECTION_PROPERTY) is None or only_tests_problem(only) is not None or step.suite_name in only
-
-
-class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
-    """One suite: its command (retried once if it stalls; in a pytest suite the plugin runs a failed test again
-    at once to tell flakes), then its tests from its JUnit XML, and the failures compared with those of the
-    nearest earlier commit (in a pull request's build: its merge base with its base branch, or the nearest
-    earlier commit of that branch).
-    In a bisection build, only the tests it asks about, each one's outcome recorded (_run_asked).
+class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
+    """One suite on a unit: its command (retried once if it stalls; in a pytest suite the plugin runs a failed
+    test again at once to tell flakes), then its verdict from what the run left. In a bisection build, only the
+    tests it asks about.
 
     maxTime bounds the whole step, retry included: each command gets what is left of it."""
 
-    def __init__(self, suite_name: str, mode: str, junit_file: str, is_pytest: bool, reruns: int,
-                 selection_report: str | None = None, **kwargs):
-        self.suite_name, self.mode, self.junit_file = suite_name, mode, junit_file
-        self.is_pytest, self.reruns = is_pytest, reruns
-        self.selection_report = selection_report  # the selection plugin's report file: names that select no test
-        self.baseline: Baseline | None = None  # what the failures were compared with
-        self.merge_base: str | None = None  # a pull request build's, once found
-        self.no_merge_base = ""  # why a pull request build's merge base was not found
-        self.junit_note = ""  # what the summary adds of the JUnit XML: too large to keep
-        super().__init__(doStepIf=_needed_in_this_build, **kwargs)
+    def __init__(self, junit_file: str, reruns: int, **kwargs):
+        self.junit_file, self.reruns = junit_file, reruns
+        super().__init__(**kwargs)
 
     @defer.inlineCallbacks
     def run(self):
         if not (yield self.fit_to_budget()):
             return FAILURE
-        self.deadline = self.master.reactor.seconds() + self.maxTime
-        if self.getProperty(BISECTION_PROPERTY) is not None:
-            return (yield self._run_asked())
-        ran = yield self._run_on_worker(self.command, with_selection_report=True)
-        return (yield self._verdict(ran))
+        if self.getProperty(BISECTION_PROPERTY) is None:
+            return (yield self._verdict((yield self.run_on_worker(None))))
+        asked, problem = self.asked_tests()
+        if problem:
+            self.descriptionDone = [problem]
+            return FAILURE
+        return (yield self._asked_verdict(asked, (yield self.run_on_worker(asked))))
 
     @defer.inlineCallbacks
-    def _run_on_worker(self, command: str, env: dict | None = None, with_selection_report: bool = False):
-        """The suite's command on this step's worker (once more if it stalls), and what it left there."""
+    def run_on_worker(self, asked: list[str] | None):
+        """The suite's command on this step's worker (once more if it stalls), and what it left there. With `asked`
+        (a bisection's), only those tests, failed ones run again by the plugin to tell flakes (a command suite, or
+        a suite asked with [], runs whole); no baseline then: nothing to compare with, and time saved."""
+        self.deadline = self.master.reactor.seconds() + self.maxTime
+        if self.is_pytest and asked:
+            command = only_tests_command(self.junit_file, self.reruns)
+            env = {**self.env, ONLY_TESTS_VARIABLE: json.dumps(asked)}
+        else:
+            command, env = self.command, None
         cmd, timed_out = yield self._run(command, env)
         if timed_out:
             return SuiteRun(rc=None, timed_out=timed_out)
         xml = yield worker_file_bytes(self, self.junit_file)
         report = None
-        if xml is not None and with_selection_report and self.selection_report is not None:
+        if xml is not None and asked is None and self.selection_report is not None:
             report = yield self.getFileContentFromWorker(self.selection_report)
-        return SuiteRun(rc=cmd.rc, junit=xml, selection_report=report)
-
-    @defer.inlineCallbacks
-    def _verdict(self, ran: SuiteRun):
-        """The suite's outcome from what its run left: its tests compared with the baseline's."""
-        if ran.timed_out:
-            return (yield self._finish(SuiteResults(timed_out=True), FAILURE, ran.timed_out))
-        xml = ran.junit
-        if xml is None:
-            result = SUCCESS if ran.rc == 0 else FAILURE
-            return (yield self._finish(None, result, "no JUnit XML" if ran.rc == 0 else f"{self._exit(ran.rc)}, no JUnit XML"))
-        unmatched = yield self._names_matching_no_test(ran.selection_report)
-        # The file's database write goes on while the tests are read and the baseline is looked up, rather than
-        # each waiting its turn after the other.
-        junit_kept = self._keep_junit(xml)
-        try:
-            results = parse_junit(xml, self._checkout())
-            results.broken = self._broken(ran.rc, results)
-            yield self._compare(results)
-        finally:
-            yield junit_kept
-        if results.broken:
-            summary = f"{results.broken}; {describe_counts([results], self._pull_request_base())}"
-            return (yield self._finish(results, FAILURE, summary + unmatched))
-        if results.new and self.mode == "gating":
-            result = FAILURE
-        elif results.failing or results.flaky:
-            result = WARNINGS  # recorded and shown, but known failures (or validate mode) keep the build green
-        else:
-            result = WARNINGS if unmatched else SUCCESS
-        return (yield self._finish(results, result, describe_counts([results], self._pull_request_base()) + unmatched))
-
-    @defer.inlineCallbacks
-    def _names_matching_no_test(self, report: str | None):
-        """'; 3 names match no test: ...' for the summary, from the selection plugin's report, with a log that
-        lists them all; '' without a report (a command suite, an older plugin) or without such names."""
-        if report is None:
-            return ""
-        try:
-            names = unmatched_names(report)
-        except ValueError as e:
-            yield self.addCompleteLog("names matching no test", f"unreadable {self.selection_report}: {e}\n")
-            return ""
-        if not names:
-            return ""
-        yield self.addCompleteLog("names matching no test", (
-            "the test-suite config, -k, files and --deselect name these, and no collected test answers to them:\n"
-            + "".join(f"  {name}\n" for name in names)
-        ))
-        more = len(names) - UNMATCHED_SHOWN
-        shown = ", ".join(names[:UNMATCHED_SHOWN]) + (f" and {more} more" if more > 0 else "")
-        counted = "1 name matches" if len(names) == 1 else f"{len(names)} names match"
-        return f"; {counted} no test: {shown}"
-
-    @defer.inlineCallbacks
-    def _run_asked(self):
-        """A bisection build's suite: the asked tests only (a command suite, or a suite asked with [], runs
-        whole), failed ones run again by the plugin to tell flakes, each one's outcome recorded. No baseline:
-        nothing to compare with, and time saved. SUCCESS when each asked test passed; the bisection reads the outcomes."""
-        only = self.getProperty(ONLY_TESTS_PROPERTY)
-        problem = only_tests_problem(only)
-        if problem:
-            self.descriptionDone = [f"{self.suite_name}: build property {ONLY_TESTS_PROPERTY} {problem}"]
-            return FAILURE
-        asked = only[self.suite_name]
-        if self.is_pytest and asked:
-            ran = yield self._run_on_worker(only_tests_command(self.junit_file, self.reruns),
-                                            {**self.env, ONLY_TESTS_VARIABLE: json.dumps(asked)})
-        else:
-            ran = yield self._run_on_worker(self.command)
-        return (yield self._asked_verdict(asked, ran))
-
-    @defer.inlineCallbacks
-    def _asked_verdict(self, asked: list[str], ran: SuiteRun):
-        """Each asked test's outcome from what the run left."""
-        if ran.timed_out:
-            found = asked_outcomes(asked, JUnitReport({}, {})) or {WHOLE_SUITE: NOT_RUN}
-            return (yield self._finish_asked(found, f"{ran.timed_out}; {_asked_counts(asked, found)}" if asked else ran.timed_out))
-
-        xml = ran.junit
-        report = JUnitReport({}, {})
-        if xml is not None:
-            junit_kept = self._keep_junit(xml)
-            try:
-                report = read_junit(xml, self._checkout())
-            finally:
-                yield junit_kept
-        found = asked_outcomes(asked, report)
-        if not found:  # run whole and no test reported: the exit code decides
-            found = {WHOLE_SUITE: PASSED if ran.rc == 0 else FAILED}
-            why = "" if ran.rc == 0 else f": {self._exit(ran.rc)}"
-            return (yield self._finish_asked(found, f"whole suite {found[WHOLE_SUITE]}{why}" + (", no JUnit XML" if xml is None else "")))
-        summary = _asked_counts(asked, found)
-        if report.collection_errors:
-            summary += f"; {describe_collection_errors(report.collection_errors)}"
-        elif self.is_pytest and ran.rc not in PYTEST_RAN:
-            summary += f"; {self._exit(ran.rc)}"
-        return (yield self._finish_asked(found, summary))
-
-    @defer.inlineCallbacks
-    def _finish_asked(self, found: dict[str, str], summary: str):
-        recorded = dict(self.getProperty(TEST_OUTCOMES_PROPERTY) or {})
-        recorded[self.suite_name] = found
-        self.setProperty(TEST_OUTCOMES_PROPERTY, recorded, "crcr")
-        yield self.addCompleteLog(ASKED_LOG, (
-            f"bisection {self.getProperty(BISECTION_PROPERTY)} asked for these tests (no comparison with an earlier build):\n"
-            + "".join(f"  {test or '(the whole suite)'}: {outcome}\n" for test, outcome in found.items())
-        ))
-        bad = [(outcome, test) for test, outcome in found.items() if outcome in (FAILED, ERRORED) and test != WHOLE_SUITE]
-        yield self._link_tests(bad, ASKED_LOG)
-        self.descriptionDone = [f"{self.suite_name}: {summary}{self.junit_note}"]
-        return SUCCESS if all_passed(found) else FAILURE
+        return SuiteRun(rc=cmd.rc, junit=xml, selection_report=report, checkout=self._checkout())
 
     def _checkout(self) -> str | None:
         """The upstream checkout's path on the worker (the step's folder), which node ids are relative to."""
         builddir = self.getProperty("builddir")
         return f"{builddir}/{self.workdir}" if builddir else None
-
-    def _broken(self, rc: int, results: SuiteResults) -> str:
-        """Why the suite did not run whole ("" when it did): files it could not collect (named by their errors,
-        not by pytest's exit code 2), or a command that failed beyond its tests (a crash, a usage error, no
-        tests collected)."""
-        if results.collection_errors:
-            return describe_collection_errors(results.collection_errors)
-        if (rc != 0 and not results.failing) or (self.is_pytest and rc not in PYTEST_RAN):
-            return self._exit(rc)
-        return ""
-
-    def _exit(self, rc: int) -> str:
-        why = PYTEST_EXIT_CODES.get(rc) if self.is_pytest else None
-        return f"exit code {rc}" + (f" ({why})" if why else "")
-
-    def getResultSummary(self):
-        if self.results == SKIPPED:  # by _needed_in_this_build
-            return {"step": f"{self.suite_name}: skipped: bisection {self.getProperty(BISECTION_PROPERTY)} does not need it"}
-        if not self.descriptionDone:  # cut short before it had a word to say (its unit went away)
-            return super().getResultSummary()
-        # The summary already says what happened; Buildbot would append '(failure) (timed out)'.
-        return {"step": " ".join(self.descriptionDone)}
-
-    @defer.inlineCallbacks
-    def _compare(self, results: SuiteResults):
-        builderid = yield self.build.getBuilderId()  # known to the build: no database read
-        pull_request, built = self.getProperty(PULL_REQUEST_PROPERTY), self.getProperty("got_revision")
-        if pull_request is None:
-            self.baseline = yield find_baseline(self.master, builderid, built, self.suite_name)
-        else:
-            self.merge_base = yield self._find_merge_base(pull_request, built)
-            self.baseline = None if self.merge_base is None else (
-                yield find_baseline(self.master, builderid, self.merge_base, self.suite_name, including=True))
-        compare(results, self.baseline.results if self.baseline else None)
-        baselines = dict(self.getProperty(BASELINES_PROPERTY) or {})
-        baselines[self.suite_name] = self.baseline.sha if self.baseline else None
-        self.setProperty(BASELINES_PROPERTY, baselines, "crcr")
-
-    @defer.inlineCallbacks
-    def _find_merge_base(self, pull_request: dict, built: str):
-        """The merge base of the PR's head that this build checked out with its base branch, recorded for the status
-        text; None when it cannot be found, and why in the step's log."""
-        if self.getProperty(MERGE_BASE_PROPERTY):  # an earlier suite of this build found it: same head, same base
-            return self.getProperty(MERGE_BASE_PROPERTY)
-        try:
-            merge_base = yield upstream_mirror(self.master).pull_request_merge_base(
-                pull_request["number"], built or "", pull_request["base_sha"])
-        except revisions.RevisionError as e:
-            merge_base, self.no_merge_base = None, str(e)
-        self.setProperty(MERGE_BASE_PROPERTY, merge_base, "crcr")
-        return merge_base
-
-    def _pull_request_base(self) -> PullRequestBase | None:
-        pull_request = self.getProperty(PULL_REQUEST_PROPERTY)
-        if pull_request is None:
-            return None
-        return PullRequestBase(pull_request["base_branch"], self.merge_base, (self.baseline.sha,) if self.baseline else ())
 
     @defer.inlineCallbacks
     def _run(self, command: str, env: dict | None = None):
@@ -296,65 +91,3 @@ class SuiteStep(CompositeStepMixin, BudgetedShellCommand):
         cmd = yield self.makeRemoteShellCommand(stdioLogName=log_name, command=command, maxTime=math.ceil(left), **overrides)
         yield self.runCommand(cmd)
         return cmd
-
-    @defer.inlineCallbacks
-    def _finish(self, results: SuiteResults | None, result: int, summary: str):
-        if results is not None:
-            recorded = dict(self.getProperty(TESTS_PROPERTY) or {})
-            recorded[self.suite_name] = results.as_property()
-            self.setProperty(TESTS_PROPERTY, recorded, "crcr")
-            self.setProperty(TOTALS_PROPERTY, totals([SuiteResults.from_property(r) for r in recorded.values()]), "crcr")
-            report = _failure_report(results)
-            if report:
-                yield self.addCompleteLog(FAILING_LOG, self._compared_with() + report)
-                yield self._link_tests(failing_tests_listed(results), FAILING_LOG)
-        self.descriptionDone = [f"{self.suite_name}: {summary}{self.junit_note}"]
-        return result
-
-    @defer.inlineCallbacks
-    def _keep_junit(self, xml: bytes):
-        """The worker's file, as it wrote it, in the relay's store, linked from the step; one too large is only said."""
-        too_large = too_large_to_keep(xml)
-        if too_large:
-            self.junit_note = f"; {too_large}"
-            return
-        yield relay_store(self.master).keep_junit_file(self.build.buildid, self.stepid, self.suite_name, xml,
-                                                       self.master.reactor.seconds())
-        yield self.addURL(*junit_link(self.build.buildid, self.suite_name))
-
-    @defer.inlineCallbacks
-    def _link_tests(self, listed: list[tuple[str, str]], log_name: str):
-        """The (kind, test)s of `listed` under the step on the build page, each to its health page (Buildbot shows a
-        step's URLs without a click, its logs folded); past a limit, the log `log_name` of them all."""
-        step = ((yield self.build.getBuilderId()), self.build.number, self.number)
-        for name, url in test_links(self.getProperty(BACKEND_PROPERTY), listed, step, log_name):
-            yield self.addURL(name, url)
-
-    def _compared_with(self) -> str:
-        pull_request = self.getProperty(PULL_REQUEST_PROPERTY)
-        if pull_request is None:
-            if self.baseline is None:
-                return "compared with: nothing (no earlier commit has a complete build with this suite's results)\n"
-            return f"compared with: build {self.baseline.build_number} of commit {self.baseline.sha}\n"
-        number, branch = pull_request["number"], pull_request["base_branch"]
-        if self.merge_base is None:
-            return f"compared with: nothing ({self.no_merge_base})\n"
-        if self.baseline is None:
-            return (f"compared with: nothing (no {branch} build at or before the merge base {self.merge_base} "
-                    f"of pull request #{number} has this suite's results)\n")
-        return (f"compared with: build {self.baseline.build_number} of {branch}@{self.baseline.sha} "
-                f"(merge base of pull request #{number}: {self.merge_base})\n")
-
-
-def _asked_counts(asked: list[str], found: dict[str, str]) -> str:
-    """E.g. '2 asked tests: 1 failed, 1 passed', or 'whole suite: ...' for a suite asked with []."""
-    what = f"{len(asked)} asked test{'s' if len(asked) != 1 else ''}" if asked else "whole suite"
-    return f"{what}: {describe_outcomes(found)}"
-
-
-def _failure_report(results: SuiteResults) -> str:
-    known = [t for t in results.failing if t not in results.new]
-    errors = [f"{file}: {error}" for file, error in results.collection_errors.items()]
-    sections = [("could not be collected (their tests did not run)", errors), ("new failures", results.new),
-                ("still failing", known), ("flaky", results.flaky), ("fixed since that build", results.fixed)]
-    return "".join(f"{title}:\n" + "".join(f"  {t}\n" for t in tests) for title, tests in sections if tests)
