@@ -14,7 +14,7 @@ from crcr.buildmaster.steps.covered import CoveredCommits
 from crcr.buildmaster.steps.pull_request import PullRequestLink
 from crcr.buildmaster.steps.suite import SuiteStep
 from crcr.buildmaster.www import commit_links
-from crcr.config.models import Backend
+from crcr.config.models import Backend, Suite
 from crcr.config.settings import Settings
 from crcr.names import (
     CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, PREPARE_STEP, PULL_REQUEST_STEP, SETUP_STEP_PREFIX,
@@ -69,71 +69,80 @@ def command_suite_env(env: dict, backend: Backend) -> dict:
     return {**env, "PYTEST_ADDOPTS": addopts}
 
 
-def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> util.BuildFactory:
-    """`selections`: the plugin spec of each pytest suite, as the loader read it (RelayConfig.selections)."""
+def unit_steps(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> list:
+    """What a build does on a unit before its suites: upstream checked out at the exact revision, the build folder
+    prepared, the backend's setup."""
     env = build_environment(backend)
+    # Blobless and incremental ('fresh' keeps .git): pytorch's history is huge, its blobs more so (checkout.py).
+    checkout = UpstreamCheckout(
+        name=CHECKOUT_STEP,
+        repourl=settings.upstream_url,
+        mode="full",
+        method="fresh",
+        workdir=UPSTREAM_DIR,
+        retryFetch=True,
+        clobberOnFailure=True,
+        haltOnFailure=True,
+    )
+    prepare = PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR,
+                                 shipped=build_folder_files(backend, selections))
+    setup = [
+        BudgetedShellCommand(
+            name=f"{SETUP_STEP_PREFIX}{number}",
+            command=command,
+            workdir=UPSTREAM_DIR,
+            env=env,
+            build_timeout=backend.timeout,
+            haltOnFailure=True,
+        )
+        for number, command in enumerate(backend.setup, start=1)
+    ]
+    return [checkout, prepare, *setup]
+
+
+def suite_step_arguments(backend: Backend, suite: Suite, selections: dict[tuple[str, str], dict]) -> dict:
+    """The arguments of a suite's step on a unit (SuiteStep's, or a child's): its command, environment and limits."""
+    env = build_environment(backend)
+    spec = selections.get((backend.name, suite.name))
+    if suite.pytest:
+        selection_dir = f"%(prop:builddir)s/{SELECTION_DIR}"
+        suite_env = {
+            **env,
+            "CRCR_SELECTION": util.Interpolate(f"{selection_dir}/{suite.name}.json"),
+            "PYTHONPATH": [util.Interpolate(selection_dir), "${PYTHONPATH}"],
+        }
+    else:
+        suite_env = command_suite_env(env, backend)
+    junit_file = f"../{RESULTS_DIR}/{suite.name}.xml"
+    return dict(
+        name=suite_step_name(suite.name),
+        description=f"running {suite.name}",
+        suite_name=suite.name,
+        mode=suite.mode,
+        junit_file=junit_file,
+        is_pytest=suite.pytest is not None,
+        selection_report=selection_report_file(junit_file) if suite.pytest else None,
+        reruns=suite.reruns if suite.pytest else 0,
+        command=pytest_command(suite, spec, junit_file) if suite.pytest else suite.command,
+        workdir=UPSTREAM_DIR,
+        env=suite_env,
+        build_timeout=backend.timeout,
+        maxTime=suite.timeout,
+        timeout=suite.stall_timeout,
+        flunkOnFailure=True,
+        warnOnWarnings=True,
+        haltOnFailure=False,
+    )
+
+
+def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> util.BuildFactory:
+    """One build of every suite in turn on one unit. `selections`: the plugin spec of each pytest suite, as the
+    loader read it (RelayConfig.selections)."""
     factory = util.BuildFactory()
     factory.buildClass = RelayBuild  # a request cancelled as a unit claims it must not wedge the unit
     factory.addStep(PullRequestLink(name=PULL_REQUEST_STEP))
     factory.addStep(CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)))
-    # Blobless and incremental ('fresh' keeps .git): pytorch's history is huge, its blobs more so (checkout.py).
-    factory.addStep(
-        UpstreamCheckout(
-            name=CHECKOUT_STEP,
-            repourl=settings.upstream_url,
-            mode="full",
-            method="fresh",
-            workdir=UPSTREAM_DIR,
-            retryFetch=True,
-            clobberOnFailure=True,
-            haltOnFailure=True,
-        )
-    )
-    factory.addStep(PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR,
-                                       shipped=build_folder_files(backend, selections)))
-    for number, command in enumerate(backend.setup, start=1):
-        factory.addStep(
-            BudgetedShellCommand(
-                name=f"{SETUP_STEP_PREFIX}{number}",
-                command=command,
-                workdir=UPSTREAM_DIR,
-                env=env,
-                build_timeout=backend.timeout,
-                haltOnFailure=True,
-            )
-        )
+    factory.addSteps(unit_steps(backend, settings, selections))
     # Each suite is its own step so the waterfall shows which one failed; a failure does not halt.
-    for suite in backend.suites:
-        if suite.pytest:
-            spec = selections[backend.name, suite.name]
-            selection_dir = f"%(prop:builddir)s/{SELECTION_DIR}"
-            suite_env = {
-                **env,
-                "CRCR_SELECTION": util.Interpolate(f"{selection_dir}/{suite.name}.json"),
-                "PYTHONPATH": [util.Interpolate(selection_dir), "${PYTHONPATH}"],
-            }
-        else:
-            suite_env = command_suite_env(env, backend)
-        junit_file = f"../{RESULTS_DIR}/{suite.name}.xml"
-        factory.addStep(
-            SuiteStep(
-                name=suite_step_name(suite.name),
-                description=f"running {suite.name}",
-                suite_name=suite.name,
-                mode=suite.mode,
-                junit_file=junit_file,
-                is_pytest=suite.pytest is not None,
-                selection_report=selection_report_file(junit_file) if suite.pytest else None,
-                reruns=suite.reruns if suite.pytest else 0,
-                command=pytest_command(suite, spec, junit_file) if suite.pytest else suite.command,
-                workdir=UPSTREAM_DIR,
-                env=suite_env,
-                build_timeout=backend.timeout,
-                maxTime=suite.timeout,
-                timeout=suite.stall_timeout,
-                flunkOnFailure=True,
-                warnOnWarnings=True,
-                haltOnFailure=False,
-            )
-        )
+    factory.addSteps([SuiteStep(**suite_step_arguments(backend, suite, selections)) for suite in backend.suites])
     return factory
