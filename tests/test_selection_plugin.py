@@ -3,6 +3,7 @@ torch-spyre config translated by the master, plus a skip list, decides each test
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -203,13 +204,15 @@ def checkout(tmp_path) -> Path:
     return root
 
 
-def run_pytest(checkout: Path, *args: str, spec: bool = True) -> subprocess.CompletedProcess:
+def run_pytest(checkout: Path, *args: str, spec: bool = True, shard: str | None = None) -> subprocess.CompletedProcess:
     """pytest as a worker runs it: through the plugin's runner in the checkout, the plugin's folder on
     PYTHONPATH; JUnit XML in results.xml next to the checkout."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "CRCR_"))}
     env["PYTHONPATH"] = str(PLUGIN_DIR)
     if spec:
         env["CRCR_SELECTION"] = str(checkout.parent / "selection.json")
+    if shard is not None:
+        env["CRCR_SHARD"] = shard
     return subprocess.run(
         [sys.executable, "-m", "crcr_selection", "-p", "no:cacheprovider", "--strict-markers",
          f"--junitxml={checkout.parent / 'results.xml'}", "-rA", "test", *args],
@@ -471,6 +474,52 @@ def test_asked_tests_this_commit_lacks_altogether_run_nothing(checkout):
 
         assert outcomes == {}, result.stdout + result.stderr
         assert result.returncode in (pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.USAGE_ERROR)
+
+
+def shard_of(node_id: str, shards: int) -> int:
+    """PyTorch's rule (test/pytest_shard_custom.py), written out again: the 1-based shard that runs a test."""
+    return int.from_bytes(hashlib.sha256(node_id.encode()).digest(), "little") % shards + 1
+
+
+def test_the_shards_split_exactly_the_selected_tests_each_by_the_sha256_of_its_node_id(checkout):
+    # A --deselect that only tests of shard 1 match: no shard may report it as selecting nothing.
+    args = ["-o", "junit_family=xunit1", "--deselect", "test/test_view_ops.py::TestOldViewOps"]
+    run_pytest(checkout, *args, shard="")  # empty: no shard
+    unsharded = read_junit((checkout.parent / "results.xml").read_bytes()).outcomes
+    report = selection_report(checkout)
+    assert len(unsharded) == 18 and "shard" not in report
+
+    for index in (1, 2, 3):
+        result = run_pytest(checkout, *args, shard=f"{index}/3")
+
+        expected = {test: outcome for test, outcome in unsharded.items() if shard_of(test, 3) == index}
+        assert 0 < len(expected) < len(unsharded)
+        # The skip list and the test-suite config still decide each outcome; the other shards' tests are deselected.
+        assert read_junit((checkout.parent / "results.xml").read_bytes()).outcomes == expected, result.stdout
+        assert f"/ {len(unsharded) + 2 - len(expected)} deselected / {len(expected)} selected" in result.stdout
+        assert selection_report(checkout) == {**report, "shard": f"{index}/3"}
+
+
+def test_a_shard_of_a_bisection_runs_the_asked_tests_of_that_shard(checkout):
+    torch = "test/test_torch.py::TestTorch"
+    asked = {f"{torch}::test_to": "passed", f"{torch}::test_type": "failed", f"{torch}::test_crash": "skipped",
+             f"{torch}::test_type_conversion": "skipped",  # by the skip list
+             "test/test_view_ops.py::TestOldViewOps::test_flatten[2]": "xfailed"}
+    expected = {test: outcome for test, outcome in asked.items() if shard_of(test, 3) == 1}
+    assert 0 < len(expected) < len(asked)
+
+    result = run_relay_command(checkout, only_tests_command("../results/ops.xml", reruns=0),
+                               **{ONLY_TESTS_VARIABLE: json.dumps(list(asked)), "CRCR_SHARD": "1/3"})
+
+    assert read_junit((checkout.parent / "results" / "ops.xml").read_bytes()).outcomes == expected, result.stdout
+
+
+def test_a_malformed_shard_stops_the_run(checkout):
+    for shard in ("0/3", "4/3", "3", "a/b"):
+        result = run_pytest(checkout, shard=shard)
+
+        assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+        assert f"ERROR: CRCR_SHARD: expected K/N, shard K of N (1 <= K <= N), got '{shard}'" in result.stderr
 
 
 @pytest.mark.parametrize("files, chosen", [

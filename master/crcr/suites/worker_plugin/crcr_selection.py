@@ -22,6 +22,10 @@ A bisection names the only tests to run in CRCR_ONLY_TESTS, a JSON list of node 
 their files that exist and the plugin deselects every other test. pytest given the node ids themselves
 would run none of them when one is missing (a test added by a later commit than the one under test).
 
+CRCR_SHARD=K/N runs shard K of N (1-based) of the tests the run would otherwise run, split as PyTorch's run_test.py
+splits a file with --shard-id and --num-shards (its test/pytest_shard_custom.py): a test is in shard
+int.from_bytes(sha256(node id), "little") % N + 1. The tests of the other shards are deselected.
+
     {"device": "spyre",
      "skip": [{"nodeid": "test/test_a.py::TestA::test_x", "reason": "pr_skip_list.jsonl"}],
      "files": {"test/test_torch.py": {"unlisted": "skip", "rules": [
@@ -40,15 +44,16 @@ without a class ('test_x') names a test function outside any class.
 Variants (PyTorch's instantiated names: test_x_cpu_float16, test_x_add_cpu_float16) that the supported
 dtypes and the naming rules' edits leave out are deselected (docs/backends.md has the rules). Config
 names, `-k`, files and `--deselect` that select no collected test are listed at the end of collection
-and, beside the JUnit XML file (<junit>.xml), in <junit>.selection.json:
+and, beside the JUnit XML file (<junit>.xml), in <junit>.selection.json, with the shard when there is one:
 
     {"unmatched": [{"kind": "config name", "name": "TestA::test_b", "file": "test/test_a.py"}],
-     "deselected_by_edits": 1158}
+     "deselected_by_edits": 1158, "shard": "2/3"}
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import os
 import re
@@ -72,6 +77,7 @@ except ImportError:  # Python < 3.11, where pytest itself reads pyproject.toml w
 PLUGIN_NAME = Path(__file__).stem  # this module's name as `-p` loads it (it runs as __main__)
 SPEC_VARIABLE = "CRCR_SELECTION"
 ONLY_VARIABLE = "CRCR_ONLY_TESTS"
+SHARD_VARIABLE = "CRCR_SHARD"
 # pytest's configuration files in the order pytest tries them in a folder, each with the section that
 # makes it pytest's (None: the file counts as it is). A pyproject.toml counts with any [tool.pytest]
 # table: [tool.pytest.ini_options], or the native table of pytest 9. setup.cfg's obsolete [pytest]
@@ -198,15 +204,29 @@ def pytest_configure(config: pytest.Config) -> None:
     only = _only_tests()
     if only is not None:
         config.pluginmanager.register(OnlyTests(only), "crcr-only-tests")
+    shard = _shard()
+    if shard is not None:
+        config.pluginmanager.register(shard, "crcr-shard")
     path = os.environ.get(SPEC_VARIABLE)
     if not path:
         return
     spec = _read_spec(path)
-    selection = Selection(spec, Path(config.invocation_params.dir))
+    selection = Selection(spec, Path(config.invocation_params.dir), shard)
     # Registered markers keep --strict-markers happy and show in `pytest --markers`.
     for tag in selection.tags:
         config.addinivalue_line("markers", f"{tag}: tag from the crcr test-suite config")
     config.pluginmanager.register(selection, "crcr-selection")
+
+
+def _shard() -> Shard | None:
+    value = os.environ.get(SHARD_VARIABLE)
+    if not value:
+        return None
+    match = re.fullmatch("([0-9]+)/([0-9]+)", value)
+    if not (match and 1 <= int(match[1]) <= int(match[2])):
+        # Never the whole run instead: each shard's build would run every test.
+        raise pytest.UsageError(f"{SHARD_VARIABLE}: expected K/N, shard K of N (1 <= K <= N), got {value!r}")
+    return Shard(int(match[1]), int(match[2]))
 
 
 def _read_spec(path: str) -> dict:
@@ -318,8 +338,9 @@ def _names_op(names: list[str], op: str) -> bool:
 class Selection:
     """The hooks that act once a spec is loaded."""
 
-    def __init__(self, spec: dict, checkout: Path):
+    def __init__(self, spec: dict, checkout: Path, shard: Shard | None = None):
         self.checkout = checkout.resolve()
+        self.shard = shard
         device = spec.get("device", "").lower()
         self.devices = tuple(dict.fromkeys([device, *GENERIC_DEVICES] if device else GENERIC_DEVICES))
         self.class_suffixes = tuple(d.upper() for d in self.devices)
@@ -395,6 +416,8 @@ class Selection:
             return
         path = Path(session.config.invocation_params.dir, junit)
         report = {"unmatched": self.unmatched, "deselected_by_edits": self.left_out}
+        if self.shard is not None:
+            report["shard"] = str(self.shard)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.with_name(path.name.removesuffix(".xml") + ".selection.json").write_text(
             json.dumps(report, indent=1) + "\n", encoding="utf-8"
@@ -537,6 +560,32 @@ class OnlyTests:
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = [item for item in items if item.nodeid in self.node_ids]
+
+
+class Shard:
+    """Deselects the tests outside shard `index` of `count`, by PyTorch's rule: sha256 of the node id (relative to the
+    checkout, pytest's rootdir), read little-endian, modulo `count`, is `index` - 1."""
+
+    def __init__(self, index: int, count: int):
+        self.index, self.count = index, count
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def holds(self, node_id: str) -> bool:
+        return int.from_bytes(hashlib.sha256(node_id.encode()).digest(), "little") % self.count == self.index - 1
+
+    # A wrapper, whose part after the yield runs once every other plugin has selected (trylast ones too): the shards
+    # split exactly what the run would run, and the selection's report sees every test, not this shard's alone.
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_collection_modifyitems(self, config, items):
+        yield
+        kept, deselected = [], []
+        for item in items:
+            (kept if self.holds(item.nodeid) else deselected).append(item)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
 
 
 class Reruns:
