@@ -14,7 +14,8 @@ import crcr
 
 PACKAGE = Path(crcr.__file__).parent
 LAYERS = ["config", "suites", "bisection", "health", "buildmaster", "github", "pytorch_relay", "cli", "store", "host"]
-BUILDMASTER_ROOMS = ["changes", "schedulers", "process", "steps", "services", "auth", "www"]
+# Buildbot's own rooms, and the build graph's (a parent build, its children and their verdicts: docs/build-graph.md).
+BUILDMASTER_ROOMS = ["changes", "schedulers", "process", "steps", "services", "auth", "www", "graph"]
 PURE_LAYERS = ["config", "suites", "bisection", "health", "host"]  # testable and usable without a master
 
 
@@ -49,8 +50,8 @@ def test_every_module_lives_in_a_layer():
 
 
 def test_the_buildmaster_keeps_each_thing_in_buildbots_room_for_it():
-    """buildmaster/ holds the BuildmasterConfig and Buildbot's own rooms (changes, schedulers, process, steps,
-    services, auth, www), no loose module: a Buildbot engineer finds each piece where Buildbot keeps its kind."""
+    """buildmaster/ holds the BuildmasterConfig, Buildbot's own rooms (changes, schedulers, process, steps,
+    services, auth, www) and the build graph's, no loose module: a Buildbot engineer finds each piece where Buildbot keeps its kind."""
     buildmaster = PACKAGE / "buildmaster"
     assert sorted(p.name for p in buildmaster.glob("*.py")) == ["__init__.py", "masterconfig.py"]
     rooms = sorted(p.name for p in buildmaster.iterdir() if p.is_dir() and p.name != "__pycache__")

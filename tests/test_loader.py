@@ -33,7 +33,7 @@ NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter o
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
 BACKEND_KEYS = (
     "description, maintainers, level, repo, pr_label, trusted_associations, device, branches, queue, schedule, "
-    "report_to_pytorch, timeout, stale_after, setup, env, suites"
+    "report_to_pytorch, timeout, stale_after, setup, fan_out, env, suites"
 )
 SMOKE = {"name": "smoke", "command": "true"}
 

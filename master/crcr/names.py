@@ -67,7 +67,17 @@ HOST_TOOL_PATH = "plugins/crcr/crcr-host"
 # GitHub's limit on a commit status description: the relay's status texts and the bisection's verdicts keep to it.
 GITHUB_DESCRIPTION_LIMIT = 140
 
+# A backend whose suites fan out (buildmaster/graph/): its parent build, on the relay's own worker, triggers one
+# child build per suite on any free unit of the device and draws each suite's verdict from its child's run.
+RELAY_WORKER = "relay"  # the master's own worker, which runs the parents: waiting must not hold a unit
+CHILD_SUITE_PROPERTY = "crcr_child_suite"  # the suite a child build runs
+CHILD_ASKED_PROPERTY = "crcr_child_asked"  # a bisection's tests the child runs alone (absent: its whole suite)
+SUITE_RUN_PROPERTY = "crcr_suite_run"  # a child's: what its run left, but for its JUnit XML (in the store)
+CHILDREN_PROPERTY = "crcr_children"  # a parent's: {suite: the buildid of the child build whose run it judged}
+CHILD_TAG = "crcr-child"  # a child's virtual builder's tag, beside its backend's name
+
 # Step names: the waterfall shows them, the status texts find the suites by the prefix.
+FAN_OUT_STEP = "fan out"  # a parent's: triggers its children and waits for them
 COVERED_STEP = "commits covered"  # lists the queued commits a build covers, with links
 PULL_REQUEST_STEP = "pull request"  # a PR build's: which PR, linked
 CHECKOUT_STEP = "checkout upstream"
@@ -108,6 +118,21 @@ def bisect_scheduler_name(backend: str) -> str:
 
 def pull_request_scheduler_name(backend: str) -> str:
     return f"pr-{backend}"
+
+
+def suites_scheduler_name(backend: str) -> str:
+    """The Triggerable through which a backend's parent builds trigger their children."""
+    return f"suites-{backend}"
+
+
+def children_builder_name(backend: str) -> str:
+    """The builder of a backend's child builds; each child shows under a virtual builder (child_builder_name)."""
+    return f"{backend} (suites)"
+
+
+def child_builder_name(backend: str, suite: str) -> str:
+    """The name a child build is shown under: 'spyre / binary-ufuncs'."""
+    return f"{backend} / {suite}"
 
 
 def pull_request_ref(number: int) -> str:

@@ -10,8 +10,9 @@ from crcr.buildmaster.changes.pull_requests import PullRequestRelay, PullRequest
 from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.changes.upstream_poller import upstream_poller
 from crcr.buildmaster.process.builders import make_builders
-from crcr.buildmaster.process.workers import HostSlotWaker, make_workers
+from crcr.buildmaster.process.workers import HostSlotWaker, make_workers, relay_workers
 from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
+from crcr.buildmaster.schedulers.suites import suites_scheduler
 from crcr.buildmaster.schedulers.upstream import upstream_scheduler
 from crcr.buildmaster.services.health import RelayHealth, health_backends
 from crcr.buildmaster.services.history_recorder import HistoryRecorder
@@ -54,11 +55,12 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "protocols": {"pb": {"port": settings.worker_listen}},
         "db": {"db_url": settings.db_url},
         "secretsProviders": [SecretsDirectory(dirname=str(settings.secrets_dir))],
-        "workers": make_workers(relay, settings.secrets_dir),
+        "workers": [*make_workers(relay, settings.secrets_dir), *relay_workers(relay)],
         "change_source": [upstream_poller(settings)],
         "schedulers": [
             *(make(b, settings) for make in (upstream_scheduler, force_scheduler, bisect_scheduler) for b in active),
             *(PullRequestScheduler(b.name) for b in active if b.builds_pull_requests),
+            *(suites_scheduler(b) for b in active if b.fan_out),
         ],
         "builders": make_builders(relay, settings),
         "services": [

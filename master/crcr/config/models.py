@@ -250,6 +250,10 @@ class Backend(Strict):
     # 6 hours, as PyTorch's sweep of zombie requests.
     stale_after: Seconds = 21600
     setup: list[Command] = Field(default=[], max_length=MAX_SETUP_COMMANDS)
+    # Each suite its own child build on any free unit of the device, checked out and set up there, so that a commit's
+    # suites run at once on several units (docs/build-graph.md); false: one build runs every suite in turn. Costly
+    # setups (building torch) run once per suite then: the build stage that builds once is the next change.
+    fan_out: bool = False
     env: dict[str, Command] = Field(default={}, max_length=MAX_ENV_VARIABLES)
     suites: list[Suite] = Field(min_length=1, max_length=MAX_SUITES)
 

@@ -3,7 +3,7 @@ and the settings.
 
 - reading: everyone, or every signed-in user with settings.require_sign_in;
 - force (its `force-<backend>` and `bisect-<backend>` forms), rebuild, stop a build, cancel a build request on a
-  backend's builder: the backend's maintainers;
+  backend's builder: the backend's maintainers; stop or cancel its child builds (a fanned-out backend's) too;
 - pause, unpause, stop (gracefully) and kill a unit worker: its host's maintainers (the worker file's
   `maintainers`);
 - the relay's admins (settings.admins) may do all of it, and they alone anything else (scheduler enable, ...).
@@ -29,6 +29,7 @@ from twisted.internet import defer
 from crcr.buildmaster.auth.request_targets import NotThere, control_target, data_endpoint
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
+from crcr.names import child_builder_name, children_builder_name
 from crcr.store.service import relay_store
 
 ADMIN_ROLE = "admin"
@@ -54,6 +55,10 @@ def relay_authz(relay: RelayConfig, settings: Settings) -> RelayAuthz:
             ForceBuildEndpointMatcher(builder=backend.name, role=role),
             RebuildBuildEndpointMatcher(builder=backend.name, role=role),
             StopOrCancelEndpointMatcher(builder=backend.name, role=role),
+            # A fanned-out backend's children: each build under its virtual builder, each waiting request on the
+            # children's builder (graph/). Stopping a child needs the right to stop its parent.
+            StopOrCancelEndpointMatcher(builder=child_builder_name(backend.name, "*"), role=role),
+            StopOrCancelEndpointMatcher(builder=children_builder_name(backend.name), role=role),
         ]
     rules += [WorkerActionEndpointMatcher([unit.worker_name for unit in host.units], role=host_role(host.name))
               for host in relay.hosts]

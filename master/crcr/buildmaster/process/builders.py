@@ -1,16 +1,18 @@
-"""One Buildbot builder per active backend, runnable only on the units of its device."""
+"""One Buildbot builder per active backend, runnable only on the units of its device; for a backend whose suites fan
+out, its parent builder on the relay's own worker and its children's on the units (graph/)."""
 
 from __future__ import annotations
 
 from buildbot.plugins import util
 
+from crcr.buildmaster.graph.factories import child_factory, parent_factory
 from crcr.buildmaster.process.factory import make_factory
 from crcr.buildmaster.process.workers import unit_can_start_build
 from crcr.buildmaster.schedulers.coalescing import collapse_requests
 from crcr.config.loader import RelayConfig
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
-from crcr.names import BACKEND_PROPERTY, LEVEL_PROPERTY
+from crcr.names import BACKEND_PROPERTY, CHILD_TAG, LEVEL_PROPERTY, RELAY_WORKER, children_builder_name
 
 
 def describe_backend(backend: Backend) -> str:
@@ -21,19 +23,34 @@ def describe_backend(backend: Backend) -> str:
 
 def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderConfig]:
     units_of = relay.unit_workers_by_device()
-    return [
-        util.BuilderConfig(
+    builders = []
+    for backend in relay.active_backends:
+        # The parent of a fanned-out backend runs on the relay's own worker, one at a time (Buildbot runs one build
+        # per builder and worker), so that commits arriving meanwhile queue and collapse as today's builds do.
+        fans_out = backend.fan_out
+        builders.append(util.BuilderConfig(
             name=backend.name,
             description=describe_backend(backend),
             project=settings.github_repo,
-            workernames=units_of[backend.device],
+            workernames=[RELAY_WORKER] if fans_out else units_of[backend.device],
             # A unit may have become unable to start a build since Buildbot listed it as idle (workers.py).
-            canStartBuild=unit_can_start_build,
-            factory=make_factory(backend, settings, relay.selections),
+            canStartBuild=None if fans_out else unit_can_start_build,
+            factory=(parent_factory if fans_out else make_factory)(backend, settings, relay.selections),
             tags=[backend.device, backend.level],
             properties={BACKEND_PROPERTY: backend.name, LEVEL_PROPERTY: backend.level},
             # The backend's queue policy: which waiting requests a newer one replaces (coalescing.py).
             collapseRequests=collapse_requests(backend),
-        )
-        for backend in relay.active_backends
-    ]
+        ))
+        if fans_out:
+            builders.append(util.BuilderConfig(
+                name=children_builder_name(backend.name),
+                description=f"The suites of {backend.name}'s builds, each a child build on a unit of {backend.device}.",
+                project=settings.github_repo,
+                workernames=units_of[backend.device],
+                canStartBuild=unit_can_start_build,
+                factory=child_factory(backend, settings, relay.selections),
+                tags=[backend.device, CHILD_TAG],
+                # Buildbot would merge the sibling children of one commit: they differ only by their properties.
+                collapseRequests=False,
+            ))
+    return builders

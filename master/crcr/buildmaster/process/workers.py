@@ -25,7 +25,7 @@ from crcr.buildmaster.auth.secrets import FileSecret
 from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password
-from crcr.names import ADMIN_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
+from crcr.names import ADMIN_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, RELAY_WORKER
 from crcr.store.service import relay_store
 
 # {"host", "masterid"}: a master gave back one of the host's slots.
@@ -169,3 +169,9 @@ def make_workers(relay: RelayConfig, secrets_dir: Path) -> list[HostUnitWorker]:
         for host in relay.hosts
         for unit in host.units
     ]
+
+
+def relay_workers(relay: RelayConfig) -> list[worker.LocalWorker]:
+    """The relay's own worker, in the master's process, where the parents of fanned-out backends run (graph/): they
+    only wait for their children and judge, which must not hold a unit of hardware."""
+    return [worker.LocalWorker(RELAY_WORKER)] if any(b.fan_out for b in relay.active_backends) else []

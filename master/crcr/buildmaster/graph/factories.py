@@ -1,0 +1,61 @@
+"""The builds of a backend whose suites fan out: its parent's steps, and its children's, chosen per suite."""
+
+from __future__ import annotations
+
+from buildbot.plugins import util
+from buildbot.process.buildstep import get_factory_from_step_or_factory
+
+from crcr.buildmaster.graph.child import ChildSuiteRun
+from crcr.buildmaster.graph.fanout import FanOut
+from crcr.buildmaster.graph.verdicts import SuiteFromChild
+from crcr.buildmaster.process.build import RelayBuild
+from crcr.buildmaster.process.factory import suite_step_arguments, unit_steps
+from crcr.buildmaster.steps.covered import CoveredCommits
+from crcr.buildmaster.steps.pull_request import PullRequestLink
+from crcr.buildmaster.www import commit_links
+from crcr.config.models import Backend
+from crcr.config.settings import Settings
+from crcr.names import CHILD_SUITE_PROPERTY, COVERED_STEP, FAN_OUT_STEP, PULL_REQUEST_STEP
+
+
+def parent_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> util.BuildFactory:
+    """The commit's build on the relay's worker: the covered commits, the children triggered and waited for, then
+    one step per suite, named as a serial build's, giving its verdict."""
+    factory = util.BuildFactory()
+    factory.buildClass = RelayBuild
+    factory.addStep(PullRequestLink(name=PULL_REQUEST_STEP))
+    factory.addStep(CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)))
+    factory.addStep(FanOut(name=FAN_OUT_STEP, backend=backend.name, suites=[suite.name for suite in backend.suites]))
+    for suite in backend.suites:
+        on_unit = suite_step_arguments(backend, suite, selections)
+        factory.addStep(SuiteFromChild(
+            name=on_unit["name"], suite_name=suite.name, mode=suite.mode, is_pytest=on_unit["is_pytest"],
+            selection_report=on_unit["selection_report"], flunkOnFailure=True, warnOnWarnings=True,
+        ))
+    return factory
+
+
+class ChildFactory(util.BuildFactory):
+    """A child build's steps: a unit's (checkout, build folder, setup), then the run of the one suite its request
+    names. Buildbot makes a builder's builds from one list of steps; this factory picks the list per request."""
+
+    compare_attrs = (*util.BuildFactory.compare_attrs, "steps_by_suite")
+
+    def __init__(self, steps_by_suite: dict[str, list]):
+        super().__init__()
+        self.buildClass = RelayBuild
+        self.steps_by_suite = {suite: [get_factory_from_step_or_factory(step) for step in steps]
+                               for suite, steps in steps_by_suite.items()}
+
+    def newBuild(self, requests, builder):
+        build = super().newBuild(requests, builder)
+        build.setStepFactories(self.steps_by_suite.get(requests[0].properties.getProperty(CHILD_SUITE_PROPERTY), []))
+        return build
+
+
+def child_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> ChildFactory:
+    return ChildFactory({
+        suite.name: [*unit_steps(backend, settings, selections),
+                     ChildSuiteRun(**suite_step_arguments(backend, suite, selections))]
+        for suite in backend.suites
+    })

@@ -1,0 +1,111 @@
+"""A parent build's fan-out: one child build per suite, triggered through the backend's Triggerable and waited for.
+
+Buildbot's Trigger step does the work, as buildbot-nix's BuildTrigger builds on it: it adds the children's buildset
+(naming the parent, so that the UI links them), waits for every request to complete, and cancels them when the
+parent is stopped. This step chooses the children (a bisection's parent runs only the suites it asks about), names
+each after its suite, and records which child build ran each suite for the verdict steps that follow."""
+
+from __future__ import annotations
+
+from buildbot.process.results import CANCELLED, FAILURE, SUCCESS, Results
+from buildbot.steps.trigger import Trigger
+from twisted.internet import defer
+
+from crcr.names import (
+    BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG, CHILDREN_PROPERTY, ONLY_TESTS_PROPERTY,
+    SUITE_RUN_PROPERTY, child_builder_name, suites_scheduler_name,
+)
+from crcr.suites.asked_tests import only_tests_problem
+
+
+class FanOut(Trigger):
+    """Triggers a child per suite of `suites` (in order) and waits for them. SUCCESS when each child left a run of
+    its suite, whatever its tests did (the verdict steps judge them); FAILURE naming the suites whose child left
+    none (a setup that failed, a child cancelled or broken)."""
+
+    def __init__(self, backend: str, suites: list[str], **kwargs):
+        self.backend, self.suites = backend, suites
+        self.children: dict[str, int] = {}  # suite: the child build that ran it, once they are done
+        self.child_results: list[int] = []  # each child request's last build's
+        super().__init__(schedulerNames=[suites_scheduler_name(backend)], waitForFinish=True, updateSourceStamp=True,
+                         parent_relationship="Fan-out from", **kwargs)
+
+    def _asked(self) -> dict[str, list[str]] | None:
+        """A bisection's {suite: asked tests}; None in any other build (and for a malformed ask, which the verdict
+        steps refuse, naming it)."""
+        if self.getProperty(BISECTION_PROPERTY) is None:
+            return None
+        only = self.getProperty(ONLY_TESTS_PROPERTY)
+        return {} if only_tests_problem(only) else only
+
+    def getSchedulersAndProperties(self):
+        asked = self._asked()
+        scheduler = suites_scheduler_name(self.backend)
+        entries = []
+        for suite in self.suites:
+            if asked is not None and suite not in asked:
+                continue
+            properties = {
+                CHILD_SUITE_PROPERTY: suite,
+                # A list: Buildbot adds its '_virtual_' tag only to a list (process/build.py getBuilderId).
+                "virtual_builder_name": child_builder_name(self.backend, suite),
+                "virtual_builder_tags": [self.backend, CHILD_TAG],
+                "reason": f"{suite} of {self.backend}'s build {self.build.number}",
+            }
+            if asked is not None:
+                properties[CHILD_ASKED_PROPERTY] = asked[suite]
+            entries.append({"sched_name": scheduler, "props_to_set": properties, "unimportant": False})
+        return entries
+
+    @defer.inlineCallbacks
+    def run(self):
+        # The children check out the commit the parent stands for: Trigger passes got_revision on as their revision.
+        # Written at once, not at the step's end as Buildbot would: whoever looks for the commit's build (the CLI, the
+        # health pages) finds the parent while its children run, as it finds a serial build after its checkout.
+        revision = self.build.getSourceStamp("").revision
+        self.setProperty("got_revision", revision, "crcr")
+        yield self.master.data.updates.setBuildProperty(self.build.buildid, "got_revision", revision, "crcr")
+        yield super().run()  # its results, the children's worst, are not the parent's: the verdict steps judge
+        if self.ended:
+            # A request triggered while the stop arrived is not among those Trigger's interrupt cancelled.
+            for brid in self.brids:
+                self.master.data.control("cancel", {"reason": "parent build was interrupted"}, ("buildrequests", brid))
+            return CANCELLED
+        yield self._find_children()
+        self.setProperty(CHILDREN_PROPERTY, self.children, "crcr")
+        without_run = [suite for suite, _ in self._chosen() if suite not in self.children]
+        if without_run:
+            self.descriptionDone = [f"no run of {', '.join(without_run)}; {self._counts()}"]
+            return FAILURE
+        self.descriptionDone = [self._counts()]
+        return SUCCESS
+
+    def _chosen(self) -> list[tuple[str, dict]]:
+        return [(entry["props_to_set"][CHILD_SUITE_PROPERTY], entry) for entry in self.getSchedulersAndProperties()]
+
+    @defer.inlineCallbacks
+    def _find_children(self):
+        """The last build of each child request (one a lost unit ended RETRY was built again), by its suite, when
+        it left a run."""
+        for brid in self.brids:
+            builds = yield self.master.db.builds.getBuilds(buildrequestid=brid)
+            if not builds:
+                continue  # cancelled before a unit took it
+            last = max(builds, key=lambda build: build.id)
+            self.child_results.append(last.results)
+            properties = yield self.master.db.builds.getBuildProperties(last.id)
+            if SUITE_RUN_PROPERTY in properties:
+                self.children[properties[CHILD_SUITE_PROPERTY][0]] = last.id
+
+    def _counts(self) -> str:
+        results = self.child_results
+        counted = [f"{results.count(result)} {Results[result]}" for result in sorted(set(results))]
+        return f"{len(results)} suite{'s' if len(results) != 1 else ''} run apart: {', '.join(counted) or 'none'}"
+
+    def getCurrentSummary(self):
+        return {"step": f"running {len(self.brids)} suites apart" if self.brids else "triggering the suites"}
+
+    def getResultSummary(self):
+        if self.ended:
+            return {"step": "interrupted: its child builds are cancelled"}
+        return {"step": " ".join(self.descriptionDone)}

@@ -1,0 +1,218 @@
+"""The build graph's pieces under Buildbot's own harness (a child's run, the parent's verdict from it, the fan-out's
+choice of children) and in the generated configuration. The whole story, real master and units, is in
+test_fan_out_e2e.py."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from buildbot.config.master import MasterConfig
+from buildbot.process.properties import Properties
+from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
+from buildbot.schedulers.triggerable import Triggerable
+from buildbot.test import fakedb
+from buildbot.worker.local import LocalWorker
+from twisted.internet import defer
+
+from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
+from crcr.buildmaster.auth.authorization import maintainer_role
+from crcr.buildmaster.graph.child import ChildSuiteRun
+from crcr.buildmaster.graph.factories import ChildFactory
+from crcr.buildmaster.graph.fanout import FanOut
+from crcr.buildmaster.graph.verdicts import SuiteFromChild
+from crcr.buildmaster.masterconfig import build_master_config
+from crcr.buildmaster.process.workers import unit_can_start_build
+from crcr.names import (
+    BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG, CHILDREN_PROPERTY, FAN_OUT_STEP,
+    ONLY_TESTS_PROPERTY, RELAY_WORKER, SUITE_RUN_PROPERTY, TESTS_PROPERTY, child_builder_name, children_builder_name,
+    suites_scheduler_name,
+)
+from test_suite_step import (
+    BUILDERID, COMMAND, JUNIT, SELECTION_REPORT, STALL_TIMEOUT, SUITE_TIMEOUT, WORKDIR, SuiteStepHarness, ids, junit,
+    run_asked_ids, run_suite, upload,
+)
+
+CHILD_BUILDID, CHILD_BUILDERID, UNIT_ID = 300, 301, 302
+CHECKOUT = "/units/u0/build/upstream"
+
+
+class ChildSuiteRunTest(SuiteStepHarness):
+    def make_child(self, asked: list[str] | None = None) -> ChildSuiteRun:
+        step = self.setup_step(ChildSuiteRun(
+            name="suite-ops", suite_name="ops", mode="gating", junit_file=JUNIT, is_pytest=True, reruns=1,
+            selection_report=SELECTION_REPORT, command=COMMAND, workdir=WORKDIR, build_timeout=3600,
+            maxTime=SUITE_TIMEOUT, timeout=STALL_TIMEOUT,
+        ))
+        self.build.setProperty("builddir", "/units/u0/build", "Worker")
+        if asked is not None:
+            self.build.setProperty(CHILD_ASKED_PROPERTY, asked, "Trigger")
+        return step
+
+    @defer.inlineCallbacks
+    def test_the_run_is_left_for_the_parent_and_judged_by_nobody_here(self):
+        self.make_child()
+        xml = junit(test_a="passed", test_b="failed")
+        report = json.dumps({"unmatched": [], "deselected_by_edits": 0})
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, xml), upload(SELECTION_REPORT, report))
+        self.expect_outcome(WARNINGS, "ops: exit code 1; the verdict is the parent build's")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(SUITE_RUN_PROPERTY), {
+            "rc": 1, "timed_out": None, "selection_report": report, "checkout": CHECKOUT, "has_junit": True,
+            "junit_note": ""})
+        self.assertEqual((yield self.kept_junit()), xml.encode())
+        self.assertIsNone(self.build.getProperty(TESTS_PROPERTY), "no verdict, no baseline looked up")
+
+    @defer.inlineCallbacks
+    def test_a_bisections_child_runs_the_asked_tests_alone(self):
+        self.make_child(asked=ids("test_b"))
+        self.expect_commands(run_asked_ids(*ids("test_b")).exit(0), upload(JUNIT, junit(test_b="passed")))
+        self.expect_outcome(SUCCESS, "ops: passed; the verdict is the parent build's")
+        yield self.run_step()
+        self.assertIsNone(self.build.getProperty(SUITE_RUN_PROPERTY)["selection_report"])
+
+
+class SuiteFromChildTest(SuiteStepHarness):
+    def make_verdict(self) -> SuiteFromChild:
+        step = self.setup_step(SuiteFromChild(name="suite-ops", suite_name="ops", mode="gating", is_pytest=True,
+                                              selection_report=SELECTION_REPORT))
+        self.build.setProperty("got_revision", "c" * 40, "crcr")
+        self.build.getBuilderId = lambda: defer.succeed(BUILDERID)
+        return step
+
+    @defer.inlineCallbacks
+    def add_child(self, left: dict | None, xml: str | None = None):
+        rows = [
+            fakedb.Builder(id=CHILD_BUILDERID, name=child_builder_name("alpha", "ops")),
+            fakedb.Worker(id=UNIT_ID, name="host-a-alpha-1"),
+            fakedb.Buildset(id=310), fakedb.BuildRequest(id=311, buildsetid=310, builderid=CHILD_BUILDERID),
+            fakedb.Build(id=CHILD_BUILDID, number=4, buildrequestid=311, builderid=CHILD_BUILDERID, workerid=UNIT_ID,
+                         masterid=fakedb.FakeDBConnector.MASTER_ID),
+        ]
+        if left is not None:
+            rows.append(fakedb.BuildProperty(buildid=CHILD_BUILDID, name=SUITE_RUN_PROPERTY, value=left, source="crcr"))
+        yield self.master.db.insert_test_data(rows)
+        if xml is not None:
+            yield self.store.keep_junit_file(CHILD_BUILDID, 1, "ops", xml.encode(), 0)
+        self.build.setProperty(CHILDREN_PROPERTY, {"ops": CHILD_BUILDID}, "crcr")
+
+    @defer.inlineCallbacks
+    def test_the_verdict_is_drawn_from_the_childs_run_and_links_it(self):
+        self.make_verdict()
+        yield self.add_child({"rc": 1, "timed_out": None, "selection_report": None, "checkout": CHECKOUT,
+                              "has_junit": True, "junit_note": ""}, junit(test_a="passed", test_b="failed"))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 1 passed, 1 failed (1 new)")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(TESTS_PROPERTY)["ops"]["new"], ids("test_b"))
+        names = [name for name, _ in (yield self.links(self.step))]
+        self.assertIn("run on host-a-alpha-1", names)
+        self.assertIn("junit.xml", names, "the parent keeps the XML too, for its own links")
+
+    @defer.inlineCallbacks
+    def test_without_a_childs_run_the_suite_fails_saying_so(self):
+        self.make_verdict()
+        self.expect_outcome(FAILURE, "ops: not run: no child build ran it (see the fan-out step)")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_bisections_parent_gives_the_asked_tests_outcomes(self):
+        self.make_verdict()
+        self.build.setProperty(BISECTION_PROPERTY, 7, "crcr")
+        self.build.setProperty(ONLY_TESTS_PROPERTY, {"ops": ids("test_b")}, "crcr")
+        yield self.add_child({"rc": 0, "timed_out": None, "selection_report": None, "checkout": CHECKOUT,
+                              "has_junit": True, "junit_note": ""}, junit(test_b="passed"))
+        self.expect_outcome(SUCCESS, "ops: 1 asked test: 1 passed")
+        yield self.run_step()
+
+
+class FanOutTest(SuiteStepHarness):
+    def choose(self, **properties) -> list[dict]:
+        step = self.setup_step(FanOut(name=FAN_OUT_STEP, backend="alpha", suites=["ops", "nn"]))
+        for name, value in properties.items():
+            self.build.setProperty(name, value, "test")
+        return [entry["props_to_set"] for entry in step.getSchedulersAndProperties()]
+
+    def test_one_child_per_suite_named_after_it_under_the_backends_triggerable(self):
+        step = self.setup_step(FanOut(name=FAN_OUT_STEP, backend="alpha", suites=["ops", "nn"]))
+        self.assertEqual({entry["sched_name"] for entry in step.getSchedulersAndProperties()},
+                         {suites_scheduler_name("alpha")})
+        chosen = self.choose()
+        self.assertEqual([(p[CHILD_SUITE_PROPERTY], p["virtual_builder_name"]) for p in chosen],
+                         [("ops", "alpha / ops"), ("nn", "alpha / nn")])
+        self.assertEqual(chosen[0]["virtual_builder_tags"], ["alpha", CHILD_TAG])
+        self.assertNotIn(CHILD_ASKED_PROPERTY, chosen[0])
+
+    def test_a_bisection_runs_only_the_suites_it_asks_about(self):
+        chosen = self.choose(**{BISECTION_PROPERTY: 3, ONLY_TESTS_PROPERTY: {"nn": ids("test_b")}})
+        self.assertEqual([(p[CHILD_SUITE_PROPERTY], p[CHILD_ASKED_PROPERTY]) for p in chosen], [("nn", ids("test_b"))])
+        self.assertEqual(self.choose(**{BISECTION_PROPERTY: 3, ONLY_TESTS_PROPERTY: "not a dict"}), [],
+                         "a malformed ask triggers nothing: each verdict step refuses it, naming it")
+
+
+def fanned_out_config(tmp_path) -> dict:
+    dirs = make_dirs(tmp_path)
+    suites = [{"name": "ops", "command": "pytest test/test_ops.py"}, {"name": "nn", "command": "pytest test/nn"}]
+    write_backend(dirs.backends, "alpha", level="L2", device="alpha", suites=suites, setup=["pip install ."],
+                  fan_out=True)
+    write_backend(dirs.backends, "beta", level="L2", device="alpha")
+    write_worker(dirs.workers, "host-a", devices={"alpha": 2})
+    write_worker_password(dirs.secrets, "host-a")
+    return build_master_config(settings_for(dirs))
+
+
+def test_a_fanned_out_backend_has_its_parent_on_the_relays_worker_and_its_children_on_the_units(tmp_path):
+    cfg = fanned_out_config(tmp_path)
+    builders = {b.name: b for b in cfg["builders"]}
+    assert list(builders) == ["alpha", children_builder_name("alpha"), "beta"]
+    parent, children = builders["alpha"], builders[children_builder_name("alpha")]
+    assert parent.workernames == [RELAY_WORKER] and parent.canStartBuild is None
+    assert [step.kwargs["name"] for step in parent.factory.steps] == [
+        "pull request", "commits covered", FAN_OUT_STEP, "suite ops", "suite nn"]
+    assert children.workernames == ["host-a-alpha-0", "host-a-alpha-1"]
+    assert children.canStartBuild is unit_can_start_build and children.collapseRequests is False
+    assert CHILD_TAG in children.tags
+    assert {suite: [step.kwargs["name"] for step in steps] for suite, steps in children.factory.steps_by_suite.items()} \
+        == {suite: ["checkout upstream", "prepare build folder", "setup 1", f"suite {suite}"] for suite in ("ops", "nn")}
+    assert builders["beta"].workernames == ["host-a-alpha-0", "host-a-alpha-1"], "a serial backend as before"
+
+    [relay_worker] = [w for w in cfg["workers"] if isinstance(w, LocalWorker)]
+    assert relay_worker.name == RELAY_WORKER
+    [triggerable] = [s for s in cfg["schedulers"] if isinstance(s, Triggerable)]
+    assert triggerable.name == suites_scheduler_name("alpha")
+    assert triggerable.builderNames == [children_builder_name("alpha")]
+    MasterConfig.loadFromDict(cfg, "master.cfg")  # Buildbot takes it
+
+
+def test_the_parents_maintainers_may_stop_its_children(tmp_path):
+    rules = fanned_out_config(tmp_path)["www"]["authz"].allowRules
+    stoppable = {rule.builder for rule in rules if rule.role == maintainer_role("alpha")
+                 and type(rule).__name__ == "StopOrCancelEndpointMatcher"}
+    assert stoppable == {"alpha", "alpha / *", children_builder_name("alpha")}
+
+
+def test_no_relay_worker_without_a_fanned_out_backend(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "beta", level="L2", device="alpha")
+    write_worker(dirs.workers, "host-a", devices={"alpha": 1})
+    write_worker_password(dirs.secrets, "host-a")
+    cfg = build_master_config(settings_for(dirs))
+    assert not [w for w in cfg["workers"] if isinstance(w, LocalWorker)]
+    assert not [s for s in cfg["schedulers"] if isinstance(s, Triggerable)]
+
+
+def test_a_child_build_gets_the_steps_of_the_suite_its_request_names(tmp_path):
+    factory = fanned_out_config(tmp_path)["builders"][1].factory
+    assert isinstance(factory, ChildFactory)
+
+    class Build:  # records what the factory gives the build it makes (Buildbot's needs a running master)
+        def __init__(self, requests, builder):
+            self.steps = None
+
+        def setStepFactories(self, steps):
+            self.steps = steps
+
+    factory.buildClass = Build
+    for suite in ("ops", "nn"):
+        request = SimpleNamespace(properties=Properties(**{CHILD_SUITE_PROPERTY: suite}))
+        assert [step.kwargs["name"] for step in factory.newBuild([request], builder=None).steps][-1] == f"suite {suite}"
