@@ -40,11 +40,11 @@ from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import ENDING, describe
 from crcr.names import (
     LEADERSHIP_SERVICE, LEDGER_SERVICE, STORE_SERVICE, UPSTREAM_MIRROR_SERVICE, bisect_scheduler_name,
-    force_scheduler_name, pull_request_ref, pull_request_scheduler_name, status_context, upstream_scheduler_name,
+    children_builder_name, force_scheduler_name, suites_scheduler_name, pull_request_ref, pull_request_scheduler_name, status_context, upstream_scheduler_name,
 )
 from test_ledger import API, PROJECT, TOKEN, UPSTREAM_URL, WEB, GitHubAPI, deliver_produced, sha
 
-REPORTING, SILENT, OTHER, PULL_REQUESTS = "alpha", "beta", "gamma", "delta"
+REPORTING, SILENT, OTHER, PULL_REQUESTS, WIDE = "alpha", "beta", "gamma", "delta", "wide"  # wide fans out
 UNIT, WORKERID = "host-alpha-0", 1
 STALE_AFTER = 3600  # the backends' own: an hour of sweeps rather than the default's six (test_generated_config
 # checks that the default reaches the watch)
@@ -262,7 +262,7 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.load_config(Path(basedir))
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name=UNIT)])
         self.builders, self.builderids = {}, {}
-        for name in (REPORTING, SILENT, OTHER, PULL_REQUESTS):
+        for name in (REPORTING, SILENT, OTHER, PULL_REQUESTS, WIDE, children_builder_name(WIDE)):
             builder = Builder(name)
             builder.master = self.master  # as BotMaster sets it
             builder.setServiceParent(self.master.botmaster)
@@ -290,6 +290,7 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         write_backend(dirs.backends, SILENT, level="L1", device="alpha", stale_after=STALE_AFTER)
         write_backend(dirs.backends, OTHER, level="L2", device="gamma", stale_after=STALE_AFTER)
         write_backend(dirs.backends, PULL_REQUESTS, level="L4", device="alpha", stale_after=STALE_AFTER)
+        write_backend(dirs.backends, WIDE, level="L2", device="alpha", stale_after=STALE_AFTER, fan_out=True)
         write_worker(dirs.workers, "host", devices={"alpha": 1, "gamma": 1})
         write_worker_password(dirs.secrets, "host")
         self.settings = settings_for(dirs, CRCR_UPSTREAM_URL=UPSTREAM_URL, CRCR_UPSTREAM_BRANCHES="main",
@@ -525,6 +526,24 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual(self.errors(9, PULL_REQUESTS), [
             ("No alpha unit connected for 1 h; will build when one returns",
              f"{WEB}#/buildrequests/{brids[self.builderids[PULL_REQUESTS]]}")])
+
+    async def test_a_fanned_out_backends_child_waiting_for_a_unit_tells_its_parents_commit(self):
+        # The parent runs on the relay's own worker at once; its child is what waits for a unit of alpha.
+        brid = await self.upstream(WIDE, 4)
+        await self.master.data.updates.claimBuildRequests([brid])
+        parent, _ = await self.master.data.updates.addBuild(self.builderids[WIDE], brid, WORKERID)
+        await self.master.data.updates.addBuildset(
+            waited_for=True, scheduler=suites_scheduler_name(WIDE), reason="fan-out", properties={},
+            sourcestamps=[{"codebase": "", "branch": "main", "revision": sha(4), "repository": UPSTREAM_URL,
+                           "project": PROJECT}],
+            builderids=[self.builderids[children_builder_name(WIDE)]], parent_buildid=parent,
+            parent_relationship="Fan-out from")
+        await self.deliver()
+
+        await self.pass_time(STALE_AFTER)
+
+        self.assertEqual(self.errors(4, WIDE), [
+            ("No alpha unit connected for 1 h; will build when one returns", f"{WEB}#/buildrequests/{brid}")])
 
     # Overdue builds.
 

@@ -36,7 +36,9 @@ from crcr.buildmaster.services.presence import PRESENCE_SERVICE, DevicePresence,
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.github.commit_status import post_status
-from crcr.names import force_scheduler_name, pull_request_scheduler_name, upstream_scheduler_name
+from crcr.names import (
+    children_builder_name, force_scheduler_name, pull_request_scheduler_name, upstream_scheduler_name,
+)
 from crcr.store.service import relay_store
 
 STALE_SERVICE = "crcr-stale-watch"
@@ -191,7 +193,26 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         builders = {b["builderid"]: b["name"] for b in (yield self.master.data.get(("builders",)))}
         waiting = {r["buildrequestid"] for r in requests}
         self._asked = {brid: asked for brid, asked in self._asked.items() if brid in waiting}
-        return [(builders.get(r["builderid"]), r) for r in sorted(requests, key=lambda r: r["buildrequestid"])]
+        children_of = {children_builder_name(b.name): b.name for b in self.backends}
+        found = []
+        for request in sorted(requests, key=lambda r: r["buildrequestid"]):
+            name = builders.get(request["builderid"])
+            if name in children_of:  # a fanned-out backend's child waits for a unit: its parent's commits wait
+                parent = yield self._parent_request(request)
+                if parent is not None:
+                    found.append((children_of[name], parent))
+            else:
+                found.append((name, request))
+        return found
+
+    @defer.inlineCallbacks
+    def _parent_request(self, child_request: dict):
+        """The request of the parent build that triggered a child's request; None when it cannot be found."""
+        buildset = yield self.master.data.get(("buildsets", child_request["buildsetid"]))
+        if buildset is None or buildset["parent_buildid"] is None:
+            return None
+        parent = yield self.master.data.get(("builds", buildset["parent_buildid"]))
+        return None if parent is None else (yield self.master.data.get(("buildrequests", parent["buildrequestid"])))
 
     @defer.inlineCallbacks
     def _tell_if_stale(self, request: dict, backend: WatchedBackend, outage: Outage, now: float, told: list[str]):
