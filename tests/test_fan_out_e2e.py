@@ -1,0 +1,169 @@
+"""End to end: a backend whose suites fan out. One upstream commit gives one parent build on the relay's own worker,
+which triggers a child build per suite on the device's units, several at once; the parent draws each suite's verdict
+from its child's run and posts the one commit status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
+
+from conftest import UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
+from crcr.config.users import add_user, users_file
+from crcr.names import CHILD_TAG, FAN_OUT_STEP, RELAY_WORKER, child_builder_name, status_context, suite_step_name
+from harness import holding, kill_9, open_gate, wait_until
+
+pytestmark = pytest.mark.e2e
+
+UNITS = 3
+WIDE, HELD = "wide-gamma", "held-gamma"
+ALICE, BOB = ("alice", "alice-pw"), ("bob", "bob-pw")
+
+
+def barrier(name: str, gates: Path) -> dict:
+    """A suite that says it started, then waits (at most a minute) until 3 suites have started: it passes only if
+    3 suites of the commit run at once, one per unit. Its JUnit XML is pytest's over test_pass.py."""
+    wait = (f"touch {gates}/{name}; for i in $(seq 300); do [ $(ls {gates} | wc -l) -ge {UNITS} ] && break; "
+            f"sleep 0.2; done; [ $(ls {gates} | wc -l) -ge {UNITS} ] || {{ echo 'ran alone'; exit 3; }}")
+    return {"name": name, "command": f"{wait} && python -m pytest test/test_pass.py -q "
+                                     f"--junitxml=$CRCR_RESULTS_DIR/{name}.xml", "timeout": 120}
+
+
+class Wide:
+    def __init__(self, relay, upstream, gates: Path, units: dict):
+        self.relay, self.upstream, self.gates, self.units = relay, upstream, gates, units
+
+    def held_children(self, sha: str) -> tuple[dict, list[dict]]:
+        """The parent of held-gamma at `sha` and its two children, once both are held in their suites."""
+        def held():
+            parents = self.relay.builds_of(HELD, sha)
+            children = self.children(parents[0]) if parents else []
+            running = [child for child in children if not child["complete"] and any(
+                step["name"] in (suite_step_name("first"), suite_step_name("second")) and step["started_at"]
+                and not step["complete"] for step in self.relay.steps(child))]
+            return len(running) == 2 and (parents[0], running)
+        return wait_until(held, 90, f"both children of {HELD} at {sha[:10]} held in their suites")
+
+    def final_statuses(self, github, sha: str) -> list[dict]:
+        """Every status of `sha` that is not pending (any backend's), once there is one."""
+        return wait_until(lambda: [s for s in github.statuses(sha) if s["state"] != "pending"], 30,
+                          f"a final status on {sha[:10]}")
+
+    def children(self, parent: dict) -> list[dict]:
+        """The child builds the parent triggered (their buildsets name it), the last build of each request."""
+        children = []
+        for buildset in self.relay.get(f"buildsets?parent_buildid={parent['buildid']}")["buildsets"]:
+            for request in self.relay.get(f"buildrequests?buildsetid={buildset['bsid']}")["buildrequests"]:
+                builds = self.relay.get(f"buildrequests/{request['buildrequestid']}/builds")["builds"]
+                children += builds[-1:]
+        return children
+
+    def builder(self, build: dict) -> dict:
+        return self.relay.get(f"builders/{build['builderid']}")["builders"][0]
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory, github):
+    root = tmp_path_factory.mktemp("fan-out")
+    upstream = make_upstream(root / "upstream")
+    gates = root / "gates"
+    gates.mkdir()
+    backends = {
+        WIDE: {**backend("L2", "gamma", [
+            barrier("one", gates), barrier("two", gates), barrier("three", gates),
+            suite("broken", "test/test_fail.py"),
+        ], setup=["touch $CRCR_RESULTS_DIR/setup-done"], fan_out=True), "maintainers": ["bob"]},
+        HELD: {**backend("L2", "gamma", [suite("first", "test/test_held.py"), suite("second", "test/test_held.py")],
+                         branches=[UNITS_BRANCH], env={"GATES": str(root), "BACKEND": HELD}, fan_out=True),
+               "maintainers": ["alice"]},
+    }
+    hosts = {"host-gamma": {"devices": {"gamma": UNITS}, "admin": "Gamma Lab <gamma@example.com>"}}
+    relay, workers = prepare_relay(root / "relay", upstream, github, backends, hosts=hosts)
+    for name, password in (ALICE, BOB):
+        add_user(users_file(root / "relay" / "secrets"), name, password)
+    with running(relay, workers):
+        yield Wide(relay, upstream, root, {worker.name: worker for worker in workers})
+
+
+def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from_its_parent(wide, github):
+    relay = wide.relay
+    sha = wide.upstream.commit("An upstream change for a wide backend")
+    parent = relay.wait_for_finished_build(WIDE, sha)
+
+    # The parent ran on the relay's own worker; a suite step per suite, each its verdict drawn from its child.
+    assert relay.worker_name(parent) == RELAY_WORKER
+    steps = {step["name"]: step for step in relay.steps(parent)}
+    assert {name: steps[name]["results"] for name in map(suite_step_name, ["one", "two", "three", "broken"])} == {
+        suite_step_name("one"): SUCCESS, suite_step_name("two"): SUCCESS, suite_step_name("three"): SUCCESS,
+        suite_step_name("broken"): FAILURE,
+    }, steps
+    assert parent["results"] == FAILURE
+    broken = steps[suite_step_name("broken")]
+    assert broken["state_string"] == "broken: 0 passed, 1 failed (1 new)", broken
+    linked = [url["name"] for url in broken["urls"]]
+    assert any(name.endswith("test/test_fail.py::test_upstream_broke_this") for name in linked), linked
+    fan_out = steps[FAN_OUT_STEP]
+    assert fan_out["results"] == SUCCESS and fan_out["state_string"].startswith("4 suites run apart"), fan_out
+
+    # Each child: its own virtual builder named after its suite, tagged as a child, on a unit of gamma, its JUnit
+    # XML linked; three of them ran at once (the barrier suites pass only so), one on each unit.
+    children = wide.children(parent)
+    assert sorted(wide.builder(child)["name"] for child in children) == sorted(
+        child_builder_name(WIDE, name) for name in ("one", "two", "three", "broken"))
+    for child in children:
+        assert {CHILD_TAG, WIDE} <= set(wide.builder(child)["tags"])
+        assert any(url["name"] == "junit.xml" for step in relay.steps(child) for url in step["urls"])
+    assert {relay.worker_name(child) for child in children} == {f"host-gamma-gamma-{n}" for n in range(UNITS)}
+
+    # One final status for the commit and the backend, from the parent, counting every child's tests.
+    def final():
+        posted = github.statuses(sha, status_context(WIDE))
+        return posted and posted[-1]["state"] != "pending" and posted
+    posted = wait_until(final, 30, "the final status")
+    assert [s["state"] for s in posted if s["state"] != "pending"] == ["failure"], posted
+    assert posted[-1]["description"] == "6 passed, 1 failed (1 new)", posted[-1]
+    assert posted[-1]["target_url"].endswith(f"/builds/{parent['number']}")
+    assert github.statuses(sha) == posted, "children post nothing"
+
+
+def test_a_child_whose_unit_dies_runs_again_on_another_and_stopping_the_parent_cancels_every_child(wide, github):
+    """kill -9 of a unit in a child: that child alone runs again on a free unit and the verdict is one and right.
+    Then the maintainer of another backend may not stop a child, and the backend's maintainer stopping the parent
+    cancels every child."""
+    relay = wide.relay
+    sha = wide.upstream.commit("Tests that hold", {"test/test_held.py": holding("first-gate")}, branch=UNITS_BRANCH)
+    parent, (first, second) = wide.held_children(sha)
+    lost = relay.worker_name(first)
+    kill_9(wide.units[lost].basedir)
+    retried = wait_until(lambda: [child for child in wide.children(parent) if child["buildid"] != first["buildid"]
+                                  and child["buildrequestid"] == first["buildrequestid"] and not child["complete"]],
+                         90, "the lost child's request built again")[0]
+    assert relay.worker_name(retried) not in {lost, relay.worker_name(second)}
+    assert relay.get(f"builds/{second['buildid']}")["builds"][0]["complete"] is False, "the other child ran on"
+
+    for child in (retried, second):
+        reply = relay.rpc(f"builds/{child['buildid']}", "stop", as_user=BOB, reason="attempt by bob")
+        assert reply.get("status") == 403, reply
+    open_gate(wide.gates, HELD, "first-gate")
+    parent = relay.wait_for_finished_build(HELD, sha)
+    assert parent["results"] == SUCCESS, relay.steps(parent)
+    assert [build["results"] for build in wide.children(parent)] == [SUCCESS, SUCCESS]
+    steps = {step["name"]: step for step in relay.steps(parent)}
+    assert any(url["name"] == f"run on {relay.worker_name(retried)}" for url in steps[suite_step_name("first")]["urls"])
+    final = wide.final_statuses(github, sha)
+    assert [(s["state"], s["description"]) for s in final] == [("success", "2 passed")], final
+
+    sha = wide.upstream.commit("Tests held again", {"test/test_held.py": holding("second-gate")}, branch=UNITS_BRANCH)
+    parent, children = wide.held_children(sha)
+    reply = relay.rpc(f"builds/{parent['buildid']}", "stop", as_user=ALICE, reason="done by alice")
+    assert "result" in reply, reply
+    assert relay.wait_for_finished_build(HELD, sha)["results"] == CANCELLED
+    ended = wait_until(lambda: all(child["complete"] for child in wide.children(parent)) and wide.children(parent),
+                       30, "the children to end")
+    assert [child["results"] for child in ended] == [CANCELLED, CANCELLED], ended
+    log = (relay.basedir / "twistd.log").read_text(errors="replace")
+    assert "attempt by bob" not in log
+    final = wide.final_statuses(github, sha)
+    assert [(s["state"], s["description"]) for s in final] == [("error", "Cancelled by alice")], final
