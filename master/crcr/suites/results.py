@@ -139,10 +139,24 @@ def error_line(traceback: str) -> str:
 
 
 def parse_junit(text: str | bytes, checkout: str | None = None) -> SuiteResults:
-    """Counts, failing node ids (relative to `checkout`: read_junit), flaky ones and collection errors. More
-    failures than MAX_RERUN_TESTS are a breakage: a test among them that passed when run again still counts as
-    failing."""
-    report = read_junit(text, checkout)
+    """Counts, failing node ids (relative to `checkout`: read_junit), flaky ones and collection errors."""
+    return results_of(read_junit(text, checkout))
+
+
+def read_junits(files: list[tuple[bytes, str | None]]) -> JUnitReport:
+    """The JUnit XML files of one suite's runs (its shards, each in a checkout of its own) read as one report: each
+    test is in one shard."""
+    merged = JUnitReport({}, {})
+    for text, checkout in files:
+        report = read_junit(text, checkout)
+        merged.outcomes.update(report.outcomes)
+        merged.collection_errors.update(report.collection_errors)
+    return merged
+
+
+def results_of(report: JUnitReport) -> SuiteResults:
+    """A report's counts, failing node ids, flaky ones and collection errors. More failures than MAX_RERUN_TESTS are
+    a breakage: a test among them that passed when run again still counts as failing."""
     outcomes = report.outcomes.items()
     count = Counter(outcome for _, outcome in outcomes)
     breakage = count["failed"] + count["errored"] + count["flaky"] > MAX_RERUN_TESTS

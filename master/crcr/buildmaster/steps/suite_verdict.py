@@ -22,8 +22,8 @@ from crcr.suites.asked_tests import (
     ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
 )
 from crcr.suites.results import (
-    JUnitReport, PullRequestBase, SuiteResults, compare, describe_collection_errors, describe_counts, parse_junit,
-    read_junit, totals,
+    JUnitReport, PullRequestBase, SuiteResults, compare, describe_collection_errors, describe_counts, read_junits,
+    results_of, totals,
 )
 from crcr.suites.selection import PYTEST_RAN, unmatched_names
 
@@ -45,6 +45,13 @@ class SuiteRun:
     junit: bytes | None = None
     selection_report: str | None = None
     checkout: str | None = None
+    # A suite run in shards (graph/): each shard's run, which the fields above sum up (junit: None, each shard's is
+    # its own).
+    shards: tuple[SuiteRun, ...] = ()
+
+    def junit_files(self) -> list[tuple[bytes, str | None]]:
+        """Each JUnit XML the run left, with the checkout its paths are relative to."""
+        return [(run.junit, run.checkout) for run in self.shards or (self,) if run.junit is not None]
 
 
 def needed_in_this_build(step: SuiteVerdict) -> bool:
@@ -82,16 +89,16 @@ class SuiteVerdict:
         """The suite's outcome from what its run left: its tests compared with the baseline's."""
         if ran.timed_out:
             return (yield self._finish(SuiteResults(timed_out=True), FAILURE, ran.timed_out))
-        xml = ran.junit
-        if xml is None:
+        files = ran.junit_files()
+        if not files:
             result = SUCCESS if ran.rc == 0 else FAILURE
             return (yield self._finish(None, result, "no JUnit XML" if ran.rc == 0 else f"{self._exit(ran.rc)}, no JUnit XML"))
         unmatched = yield self._names_matching_no_test(ran.selection_report)
         # The file's database write goes on while the tests are read and the baseline is looked up, rather than
         # each waiting its turn after the other.
-        junit_kept = self._keep_junit(xml)
+        junit_kept = self._keep_junit_of(ran)
         try:
-            results = parse_junit(xml, ran.checkout)
+            results = results_of(read_junits(files))
             results.broken = self._broken(ran.rc, results)
             yield self._compare(results)
         finally:
@@ -136,19 +143,17 @@ class SuiteVerdict:
             found = asked_outcomes(asked, JUnitReport({}, {})) or {WHOLE_SUITE: NOT_RUN}
             return (yield self._finish_asked(found, f"{ran.timed_out}; {_asked_counts(asked, found)}" if asked else ran.timed_out))
 
-        xml = ran.junit
-        report = JUnitReport({}, {})
-        if xml is not None:
-            junit_kept = self._keep_junit(xml)
-            try:
-                report = read_junit(xml, ran.checkout)
-            finally:
-                yield junit_kept
+        files = ran.junit_files()
+        junit_kept = self._keep_junit_of(ran)
+        try:
+            report = read_junits(files)
+        finally:
+            yield junit_kept
         found = asked_outcomes(asked, report)
         if not found:  # run whole and no test reported: the exit code decides
             found = {WHOLE_SUITE: PASSED if ran.rc == 0 else FAILED}
             why = "" if ran.rc == 0 else f": {self._exit(ran.rc)}"
-            return (yield self._finish_asked(found, f"whole suite {found[WHOLE_SUITE]}{why}" + (", no JUnit XML" if xml is None else "")))
+            return (yield self._finish_asked(found, f"whole suite {found[WHOLE_SUITE]}{why}" + ("" if files else ", no JUnit XML")))
         summary = _asked_counts(asked, found)
         if report.collection_errors:
             summary += f"; {describe_collection_errors(report.collection_errors)}"
@@ -240,6 +245,11 @@ class SuiteVerdict:
                 yield self._link_tests(failing_tests_listed(results), FAILING_LOG)
         self.descriptionDone = [f"{self.suite_name}: {summary}{self.junit_note}"]
         return result
+
+    def _keep_junit_of(self, ran: SuiteRun):
+        """A Deferred: the run's JUnit XML kept (_keep_junit); a suite run in shards keeps none, each shard's child
+        build keeps its own."""
+        return self._keep_junit(ran.junit) if ran.junit is not None and not ran.shards else defer.succeed(None)
 
     @defer.inlineCallbacks
     def _keep_junit(self, xml: bytes):
