@@ -1,6 +1,6 @@
 """End to end: a backend whose suites fan out. One upstream commit gives one parent build on the relay's own worker,
-which triggers a child build per suite on the device's units, several at once; the parent draws each suite's verdict
-from its child's run and posts the one commit status."""
+which triggers a child build per suite (per shard of a suite in shards) on the device's units, several at once; the
+parent draws each suite's verdict from its children's runs and posts the one commit status."""
 
 from __future__ import annotations
 
@@ -73,7 +73,8 @@ def wide(tmp_path_factory, github):
     backends = {
         WIDE: {**backend("L2", "gamma", [
             barrier("one", gates), barrier("two", gates), barrier("three", gates),
-            suite("broken", "test/test_fail.py"),
+            # PyTorch's test-level sharding: the failing test is in one of the two shards.
+            {"name": "broken", "pytest": {"files": ["test/test_pass.py", "test/test_fail.py"]}, "shards": 2},
         ], setup=["touch $CRCR_RESULTS_DIR/setup-done"], fan_out=True), "maintainers": ["bob"]},
         HELD: {**backend("L2", "gamma", [suite("first", "test/test_held.py"), suite("second", "test/test_held.py")],
                          branches=[UNITS_BRANCH], env={"GATES": str(root), "BACKEND": HELD}, fan_out=True),
@@ -101,17 +102,19 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     }, steps
     assert parent["results"] == FAILURE
     broken = steps[suite_step_name("broken")]
-    assert broken["state_string"] == "broken: 0 passed, 1 failed (1 new)", broken
+    assert broken["state_string"] == "broken: 2 passed, 1 failed (1 new)", broken
     linked = [url["name"] for url in broken["urls"]]
-    assert any(name.endswith("test/test_fail.py::test_upstream_broke_this") for name in linked), linked
+    assert "new failure: test/test_fail.py::test_upstream_broke_this" in linked, linked
+    assert [name.split(" run on ")[0] for name in linked if " run on " in name] == ["shard 1/2", "shard 2/2"]
     fan_out = steps[FAN_OUT_STEP]
-    assert fan_out["results"] == SUCCESS and fan_out["state_string"].startswith("4 suites run apart"), fan_out
+    assert fan_out["results"] == SUCCESS and fan_out["state_string"].startswith("5 child builds"), fan_out
 
     # Each child: its own virtual builder named after its suite, tagged as a child, on a unit of gamma, its JUnit
     # XML linked; three of them ran at once (the barrier suites pass only so), one on each unit.
     children = wide.children(parent)
     assert sorted(wide.builder(child)["name"] for child in children) == sorted(
-        child_builder_name(WIDE, name) for name in ("one", "two", "three", "broken"))
+        [child_builder_name(WIDE, name) for name in ("one", "two", "three")]
+        + [child_builder_name(WIDE, "broken", shard) for shard in ("1/2", "2/2")])
     for child in children:
         assert {CHILD_TAG, WIDE} <= set(wide.builder(child)["tags"])
         assert any(url["name"] == "junit.xml" for step in relay.steps(child) for url in step["urls"])
@@ -123,7 +126,7 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
         return posted and posted[-1]["state"] != "pending" and posted
     posted = wait_until(final, 30, "the final status")
     assert [s["state"] for s in posted if s["state"] != "pending"] == ["failure"], posted
-    assert posted[-1]["description"] == "6 passed, 1 failed (1 new)", posted[-1]
+    assert posted[-1]["description"] == "8 passed, 1 failed (1 new)", posted[-1]
     assert posted[-1]["target_url"].endswith(f"/builds/{parent['number']}")
     assert github.statuses(sha) == posted, "children post nothing"
 

@@ -20,14 +20,16 @@ from crcr.buildmaster.auth.authorization import maintainer_role
 from crcr.buildmaster.graph.child import ChildSuiteRun
 from crcr.buildmaster.graph.factories import ChildFactory
 from crcr.buildmaster.graph.fanout import FanOut
-from crcr.buildmaster.graph.verdicts import SuiteFromChild
+from crcr.buildmaster.graph.verdicts import SuiteFromChild, shards_run
+from crcr.buildmaster.steps.suite_verdict import SuiteRun
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.process.workers import unit_can_start_build
 from crcr.names import (
-    BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG, CHILDREN_PROPERTY, FAN_OUT_STEP,
+    BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG, CHILDREN_PROPERTY, FAN_OUT_STEP,
     ONLY_TESTS_PROPERTY, RELAY_WORKER, SUITE_RUN_PROPERTY, TESTS_PROPERTY, child_builder_name, children_builder_name,
     suites_scheduler_name,
 )
+from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
 from test_suite_step import (
     BUILDERID, COMMAND, JUNIT, SELECTION_REPORT, STALL_TIMEOUT, SUITE_TIMEOUT, WORKDIR, SuiteStepHarness, ids, junit,
     run_asked_ids, run_suite, upload,
@@ -94,7 +96,7 @@ class SuiteFromChildTest(SuiteStepHarness):
         yield self.master.db.insert_test_data(rows)
         if xml is not None:
             yield self.store.keep_junit_file(CHILD_BUILDID, 1, "ops", xml.encode(), 0)
-        self.build.setProperty(CHILDREN_PROPERTY, {"ops": CHILD_BUILDID}, "crcr")
+        self.build.setProperty(CHILDREN_PROPERTY, {"ops": [CHILD_BUILDID]}, "crcr")
 
     @defer.inlineCallbacks
     def test_the_verdict_is_drawn_from_the_childs_run_and_links_it(self):
@@ -110,9 +112,38 @@ class SuiteFromChildTest(SuiteStepHarness):
         self.assertIn("junit.xml", names, "the parent keeps the XML too, for its own links")
 
     @defer.inlineCallbacks
+    def test_a_suite_in_shards_is_judged_over_every_shards_tests_each_read_in_its_own_checkout(self):
+        self.make_verdict()
+        yield self.add_child({"rc": 1, "timed_out": None, "selection_report": None, "checkout": CHECKOUT,
+                              "has_junit": True, "junit_note": ""}, junit(test_a="passed", test_b="failed"))
+        other = "/units/u1/build/upstream"
+        yield self.master.db.insert_test_data([
+            fakedb.BuildRequest(id=312, buildsetid=310, builderid=CHILD_BUILDERID),
+            fakedb.Build(id=CHILD_BUILDID + 1, number=5, buildrequestid=312, builderid=CHILD_BUILDERID,
+                         workerid=UNIT_ID, masterid=fakedb.FakeDBConnector.MASTER_ID),
+            fakedb.BuildProperty(buildid=CHILD_BUILDID + 1, name=SUITE_RUN_PROPERTY, source="crcr", value={
+                "rc": 1, "timed_out": None, "selection_report": None, "checkout": other, "has_junit": True,
+                "junit_note": ""}),
+            *[fakedb.BuildProperty(buildid=buildid, name=CHILD_SHARD_PROPERTY, value=shard, source="Trigger")
+              for buildid, shard in ((CHILD_BUILDID, "1/2"), (CHILD_BUILDID + 1, "2/2"))],
+        ])
+        # The second shard's pytest took a rootdir above its checkout: its node ids come out relative all the same.
+        yield self.store.keep_junit_file(CHILD_BUILDID + 1, 1, "ops", junit(test_c="failed").replace(
+            'file="test/test_ops.py"', 'file="u1/build/upstream/test/test_ops.py"').encode(), 0)
+        self.build.setProperty(CHILDREN_PROPERTY, {"ops": [CHILD_BUILDID, CHILD_BUILDID + 1]}, "crcr")
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 1 passed, 2 failed (2 new)")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(TESTS_PROPERTY)["ops"]["new"], ids("test_b", "test_c"))
+        names = [name for name, _ in (yield self.links(self.step))]
+        self.assertEqual([n for n in names if "run on" in n],
+                         ["shard 1/2 run on host-a-alpha-1", "shard 2/2 run on host-a-alpha-1"])
+        self.assertNotIn("junit.xml", names, "each shard's XML is linked from its own child")
+
+    @defer.inlineCallbacks
     def test_without_a_childs_run_the_suite_fails_saying_so(self):
         self.make_verdict()
-        self.expect_outcome(FAILURE, "ops: not run: no child build ran it (see the fan-out step)")
+        self.expect_outcome(FAILURE, "ops: not run: its child builds left no run (see the fan-out step)")
         yield self.run_step()
 
     @defer.inlineCallbacks
@@ -128,13 +159,13 @@ class SuiteFromChildTest(SuiteStepHarness):
 
 class FanOutTest(SuiteStepHarness):
     def choose(self, **properties) -> list[dict]:
-        step = self.setup_step(FanOut(name=FAN_OUT_STEP, backend="alpha", suites=["ops", "nn"]))
+        step = self.setup_step(FanOut(name=FAN_OUT_STEP, backend="alpha", suites={"ops": 1, "nn": 1}))
         for name, value in properties.items():
             self.build.setProperty(name, value, "test")
         return [entry["props_to_set"] for entry in step.getSchedulersAndProperties()]
 
     def test_one_child_per_suite_named_after_it_under_the_backends_triggerable(self):
-        step = self.setup_step(FanOut(name=FAN_OUT_STEP, backend="alpha", suites=["ops", "nn"]))
+        step = self.setup_step(FanOut(name=FAN_OUT_STEP, backend="alpha", suites={"ops": 1, "nn": 1}))
         self.assertEqual({entry["sched_name"] for entry in step.getSchedulersAndProperties()},
                          {suites_scheduler_name("alpha")})
         chosen = self.choose()
@@ -143,6 +174,12 @@ class FanOutTest(SuiteStepHarness):
         self.assertEqual(chosen[0]["virtual_builder_tags"], ["alpha", CHILD_TAG])
         self.assertNotIn(CHILD_ASKED_PROPERTY, chosen[0])
 
+    def test_a_suite_in_shards_has_a_child_per_shard(self):
+        step = self.setup_step(FanOut(name=FAN_OUT_STEP, backend="alpha", suites={"ops": 3, "nn": 1}))
+        chosen = [entry["props_to_set"] for entry in step.getSchedulersAndProperties()]
+        self.assertEqual([(p["virtual_builder_name"], p.get(CHILD_SHARD_PROPERTY)) for p in chosen], [
+            ("alpha / ops 1/3", "1/3"), ("alpha / ops 2/3", "2/3"), ("alpha / ops 3/3", "3/3"), ("alpha / nn", None)])
+
     def test_a_bisection_runs_only_the_suites_it_asks_about(self):
         chosen = self.choose(**{BISECTION_PROPERTY: 3, ONLY_TESTS_PROPERTY: {"nn": ids("test_b")}})
         self.assertEqual([(p[CHILD_SUITE_PROPERTY], p[CHILD_ASKED_PROPERTY]) for p in chosen], [("nn", ids("test_b"))])
@@ -150,9 +187,22 @@ class FanOutTest(SuiteStepHarness):
                          "a malformed ask triggers nothing: each verdict step refuses it, naming it")
 
 
+def test_the_shards_of_a_suite_add_up_to_one_run():
+    def run(rc, timed_out=None):
+        return SuiteRun(rc=rc, timed_out=timed_out, junit=b"<testsuites/>", checkout="/u")
+    shards = ["1/3", "2/3", "3/3"]
+    assert shards_run([run(0), run(5), run(0)], shards).rc == 0, "a shard without tests is no failure"
+    assert shards_run([run(5), run(5), run(5)], shards).rc == 5, "but no shard with tests is"
+    assert shards_run([run(1), run(2), run(0)], shards).rc == 2, "a crash outweighs failed tests"
+    assert shards_run([run(0), run(None, "timed out after 60s"), run(1)], shards).timed_out == \
+        "shard 2/3 timed out after 60s"
+    assert len(shards_run([run(0), run(1), run(0)], shards).junit_files()) == 3
+
+
 def fanned_out_config(tmp_path) -> dict:
     dirs = make_dirs(tmp_path)
-    suites = [{"name": "ops", "command": "pytest test/test_ops.py"}, {"name": "nn", "command": "pytest test/nn"}]
+    suites = [{"name": "ops", "command": "pytest test/test_ops.py"},
+              {"name": "nn", "pytest": {"files": ["test/nn/test_*.py"]}, "shards": 2}]
     write_backend(dirs.backends, "alpha", level="L2", device="alpha", suites=suites, setup=["pip install ."],
                   fan_out=True)
     write_backend(dirs.backends, "beta", level="L2", device="alpha")
@@ -175,6 +225,10 @@ def test_a_fanned_out_backend_has_its_parent_on_the_relays_worker_and_its_childr
     assert {suite: [step.kwargs["name"] for step in steps] for suite, steps in children.factory.steps_by_suite.items()} \
         == {suite: ["checkout upstream", "prepare build folder", "setup 1", f"suite {suite}"] for suite in ("ops", "nn")}
     assert builders["beta"].workernames == ["host-a-alpha-0", "host-a-alpha-1"], "a serial backend as before"
+    assert parent.factory.steps[2].kwargs["suites"] == {"ops": 1, "nn": 2}
+    shard = children.factory.steps_by_suite["nn"][-1].kwargs["env"][SHARD_VARIABLE]
+    assert Properties(**{CHILD_SHARD_PROPERTY: "2/2"}).render(shard).result == "2/2"
+    assert Properties().render(shard).result == "", "no shard: every test"
 
     [relay_worker] = [w for w in cfg["workers"] if isinstance(w, LocalWorker)]
     assert relay_worker.name == RELAY_WORKER

@@ -55,8 +55,21 @@ BAD_FILES = [
         "backends/demo.yaml",
         backend_yaml(suites=[{**SMOKE, "retries": 2}]),
         "{file}: suites.0.retries: unknown key (did you mean 'reruns'?); the known keys are name, command, pytest, "
-        "timeout, stall_timeout, mode, reruns",
+        "timeout, stall_timeout, mode, reruns, shards",
         id="unknown-suite-key",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{**SMOKE, "shards": 3}], fan_out=True),
+        "{file}: suites.0: shards: 3 needs a pytest suite: the relay splits the tests pytest collects, which a "
+        "command suite does not tell it",
+        id="command-suite-in-shards",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{"name": "ops", "pytest": {"files": ["test/test_ops.py"]}, "shards": 3}]),
+        "{file}: shards run as child builds, which need fan_out: true (suites with shards: 'ops')",
+        id="shards-without-fan-out",
     ),
     pytest.param(
         "backends/demo.yaml",

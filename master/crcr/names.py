@@ -72,8 +72,9 @@ GITHUB_DESCRIPTION_LIMIT = 140
 RELAY_WORKER = "relay"  # the master's own worker, which runs the parents: waiting must not hold a unit
 CHILD_SUITE_PROPERTY = "crcr_child_suite"  # the suite a child build runs
 CHILD_ASKED_PROPERTY = "crcr_child_asked"  # a bisection's tests the child runs alone (absent: its whole suite)
+CHILD_SHARD_PROPERTY = "crcr_child_shard"  # 'K/N': the shard of its suite a child runs (absent: the whole suite)
 SUITE_RUN_PROPERTY = "crcr_suite_run"  # a child's: what its run left, but for its JUnit XML (in the store)
-CHILDREN_PROPERTY = "crcr_children"  # a parent's: {suite: the buildid of the child build whose run it judged}
+CHILDREN_PROPERTY = "crcr_children"  # a parent's: {suite: [the child build whose run it judged, of each shard]}
 CHILD_TAG = "crcr-child"  # a child's virtual builder's tag, beside its backend's name
 
 # Step names: the waterfall shows them, the status texts find the suites by the prefix.
@@ -130,9 +131,9 @@ def children_builder_name(backend: str) -> str:
     return f"{backend} (suites)"
 
 
-def child_builder_name(backend: str, suite: str) -> str:
-    """The name a child build is shown under: 'spyre / binary-ufuncs'."""
-    return f"{backend} / {suite}"
+def child_builder_name(backend: str, suite: str, shard: str | None = None) -> str:
+    """The name a child build is shown under: 'spyre / view-ops', 'spyre / binary-ufuncs 2/3' for a shard."""
+    return f"{backend} / {suite}" + (f" {shard}" if shard else "")
 
 
 def pull_request_ref(number: int) -> str:

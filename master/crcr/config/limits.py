@@ -41,6 +41,8 @@ MAX_BRANCHES = 50
 MAX_SETUP_COMMANDS = 100
 MAX_ENV_VARIABLES = 100
 MAX_SUITES = 50
+# A suite's shards, each a child build of its own (PyTorch's own CI splits its largest jobs in a few).
+MAX_SHARDS = 64
 # Ascend's PR gate runs 128 upstream test files in its largest category.
 MAX_TEST_FILES = 500
 # Longer lists of tests not to run belong in a skip list file, which also records them as skipped.

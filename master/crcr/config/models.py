@@ -35,6 +35,7 @@ from crcr.config.limits import (
     MAX_PATH,
     MAX_SECONDS,
     MAX_SETUP_COMMANDS,
+    MAX_SHARDS,
     MAX_SUITES,
     MAX_TEST_FILES,
     MAX_TEXT,
@@ -167,6 +168,9 @@ class Suite(Strict):
     mode: Literal["gating", "validate"] = "gating"
     # Failed tests are run again this often; one that then passes is flaky, not failed.
     reruns: Annotated[StrictInt, Field(ge=0, le=3)] = 1
+    # With fan_out, a pytest suite's tests split into this many child builds by PyTorch's test-level rule (the
+    # selection plugin's CRCR_SHARD).
+    shards: Annotated[StrictInt, Field(ge=1, le=MAX_SHARDS)] = 1
 
     @field_validator("stall_timeout")
     @classmethod
@@ -181,6 +185,9 @@ class Suite(Strict):
     def _command_or_pytest(self) -> Suite:
         if (self.command is None) == (self.pytest is None):
             raise ValueError("give either command or pytest, not both or neither")
+        if self.shards > 1 and self.pytest is None:
+            raise ValueError(f"shards: {self.shards} needs a pytest suite: the relay splits the tests pytest "
+                             "collects, which a command suite does not tell it")
         return self
 
 
@@ -283,6 +290,14 @@ class Backend(Strict):
         if problems:
             raise ValueError("; ".join(problems))
         return env
+
+    @model_validator(mode="after")
+    def _shards_fan_out(self) -> Backend:
+        sharded = [suite.name for suite in self.suites if suite.shards > 1]
+        if sharded and not self.fan_out:
+            raise ValueError(f"shards run as child builds, which need fan_out: true (suites with shards: "
+                             f"{shown_all(sharded)})")
+        return self
 
     @field_validator("suites")
     @classmethod

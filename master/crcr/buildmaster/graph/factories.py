@@ -13,9 +13,10 @@ from crcr.buildmaster.process.factory import suite_step_arguments, unit_steps
 from crcr.buildmaster.steps.covered import CoveredCommits
 from crcr.buildmaster.steps.pull_request import PullRequestLink
 from crcr.buildmaster.www import commit_links
-from crcr.config.models import Backend
+from crcr.config.models import Backend, Suite
 from crcr.config.settings import Settings
-from crcr.names import CHILD_SUITE_PROPERTY, COVERED_STEP, FAN_OUT_STEP, PULL_REQUEST_STEP
+from crcr.names import CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, COVERED_STEP, FAN_OUT_STEP, PULL_REQUEST_STEP
+from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
 
 
 def parent_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> util.BuildFactory:
@@ -25,7 +26,8 @@ def parent_factory(backend: Backend, settings: Settings, selections: dict[tuple[
     factory.buildClass = RelayBuild
     factory.addStep(PullRequestLink(name=PULL_REQUEST_STEP))
     factory.addStep(CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)))
-    factory.addStep(FanOut(name=FAN_OUT_STEP, backend=backend.name, suites=[suite.name for suite in backend.suites]))
+    factory.addStep(FanOut(name=FAN_OUT_STEP, backend=backend.name,
+                           suites={suite.name: suite.shards for suite in backend.suites}))
     for suite in backend.suites:
         on_unit = suite_step_arguments(backend, suite, selections)
         factory.addStep(SuiteFromChild(
@@ -55,7 +57,13 @@ class ChildFactory(util.BuildFactory):
 
 def child_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> ChildFactory:
     return ChildFactory({
-        suite.name: [*unit_steps(backend, settings, selections),
-                     ChildSuiteRun(**suite_step_arguments(backend, suite, selections))]
+        suite.name: [*unit_steps(backend, settings, selections), child_suite_step(backend, suite, selections)]
         for suite in backend.suites
     })
+
+
+def child_suite_step(backend: Backend, suite: Suite, selections: dict[tuple[str, str], dict]) -> ChildSuiteRun:
+    """The suite's step on the unit, given its shard ('' for none: the selection plugin then runs every test)."""
+    arguments = suite_step_arguments(backend, suite, selections)
+    env = {**arguments.pop("env"), SHARD_VARIABLE: util.Property(CHILD_SHARD_PROPERTY, default="")}
+    return ChildSuiteRun(env=env, **arguments)

@@ -12,20 +12,26 @@ from buildbot.steps.trigger import Trigger
 from twisted.internet import defer
 
 from crcr.names import (
-    BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG, CHILDREN_PROPERTY, ONLY_TESTS_PROPERTY,
-    SUITE_RUN_PROPERTY, child_builder_name, suites_scheduler_name,
+    BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG, CHILDREN_PROPERTY,
+    ONLY_TESTS_PROPERTY, SUITE_RUN_PROPERTY, child_builder_name, suites_scheduler_name,
 )
 from crcr.suites.asked_tests import only_tests_problem
 
 
-class FanOut(Trigger):
-    """Triggers a child per suite of `suites` (in order) and waits for them. SUCCESS when each child left a run of
-    its suite, whatever its tests did (the verdict steps judge them); FAILURE naming the suites whose child left
-    none (a setup that failed, a child cancelled or broken)."""
+def shard_labels(shards: int) -> list[str | None]:
+    """The CRCR_SHARD of each child of a suite in `shards` shards ('1/3', ...); [None] for a suite run whole."""
+    return [f"{k}/{shards}" for k in range(1, shards + 1)] if shards > 1 else [None]
 
-    def __init__(self, backend: str, suites: list[str], **kwargs):
+
+class FanOut(Trigger):
+    """Triggers a child per suite of `suites` ({name: shards}, in order), one per shard of a suite in shards, and
+    waits for them. SUCCESS when each child left a run of its suite, whatever its tests did (the verdict steps judge
+    them); FAILURE naming the suites whose children did not all leave one (a setup that failed, a child cancelled or
+    broken)."""
+
+    def __init__(self, backend: str, suites: dict[str, int], **kwargs):
         self.backend, self.suites = backend, suites
-        self.children: dict[str, int] = {}  # suite: the child build that ran it, once they are done
+        self.children: dict[str, dict[str | None, int]] = {}  # suite: {shard: the child build that ran it}
         self.child_results: list[int] = []  # each child request's last build's
         super().__init__(schedulerNames=[suites_scheduler_name(backend)], waitForFinish=True, updateSourceStamp=True,
                          parent_relationship="Fan-out from", **kwargs)
@@ -38,23 +44,31 @@ class FanOut(Trigger):
         only = self.getProperty(ONLY_TESTS_PROPERTY)
         return {} if only_tests_problem(only) else only
 
+    def chosen(self) -> list[tuple[str, str | None]]:
+        """(suite, shard) of each child, in order: a bisection's only of the suites it asks about, each whole (its
+        asked tests are few)."""
+        asked = self._asked()
+        if asked is not None:
+            return [(suite, None) for suite in self.suites if suite in asked]
+        return [(suite, shard) for suite, shards in self.suites.items() for shard in shard_labels(shards)]
+
     def getSchedulersAndProperties(self):
         asked = self._asked()
-        scheduler = suites_scheduler_name(self.backend)
         entries = []
-        for suite in self.suites:
-            if asked is not None and suite not in asked:
-                continue
+        for suite, shard in self.chosen():
             properties = {
                 CHILD_SUITE_PROPERTY: suite,
                 # A list: Buildbot adds its '_virtual_' tag only to a list (process/build.py getBuilderId).
-                "virtual_builder_name": child_builder_name(self.backend, suite),
+                "virtual_builder_name": child_builder_name(self.backend, suite, shard),
                 "virtual_builder_tags": [self.backend, CHILD_TAG],
-                "reason": f"{suite} of {self.backend}'s build {self.build.number}",
+                "reason": f"{suite}{f' {shard}' if shard else ''} of {self.backend}'s build {self.build.number}",
             }
+            if shard is not None:
+                properties[CHILD_SHARD_PROPERTY] = shard
             if asked is not None:
                 properties[CHILD_ASKED_PROPERTY] = asked[suite]
-            entries.append({"sched_name": scheduler, "props_to_set": properties, "unimportant": False})
+            entries.append({"sched_name": suites_scheduler_name(self.backend), "props_to_set": properties,
+                            "unimportant": False})
         return entries
 
     @defer.inlineCallbacks
@@ -72,16 +86,19 @@ class FanOut(Trigger):
                 self.master.data.control("cancel", {"reason": "parent build was interrupted"}, ("buildrequests", brid))
             return CANCELLED
         yield self._find_children()
-        self.setProperty(CHILDREN_PROPERTY, self.children, "crcr")
-        without_run = [suite for suite, _ in self._chosen() if suite not in self.children]
+        chosen = self.chosen()
+        by_suite: dict[str, list[int | None]] = {}
+        for suite, shard in chosen:
+            by_suite.setdefault(suite, []).append(self.children.get(suite, {}).get(shard))
+        # Each suite's children in shard order; a suite some of whose shards left no run is not listed.
+        self.setProperty(CHILDREN_PROPERTY, {suite: ids for suite, ids in by_suite.items() if None not in ids}, "crcr")
+        without_run = [f"{suite} {shard}" if shard else suite for suite, shard in chosen
+                       if shard not in self.children.get(suite, {})]
         if without_run:
             self.descriptionDone = [f"no run of {', '.join(without_run)}; {self._counts()}"]
             return FAILURE
         self.descriptionDone = [self._counts()]
         return SUCCESS
-
-    def _chosen(self) -> list[tuple[str, dict]]:
-        return [(entry["props_to_set"][CHILD_SUITE_PROPERTY], entry) for entry in self.getSchedulersAndProperties()]
 
     @defer.inlineCallbacks
     def _find_children(self):
@@ -95,15 +112,16 @@ class FanOut(Trigger):
             self.child_results.append(last.results)
             properties = yield self.master.db.builds.getBuildProperties(last.id)
             if SUITE_RUN_PROPERTY in properties:
-                self.children[properties[CHILD_SUITE_PROPERTY][0]] = last.id
+                shard = properties.get(CHILD_SHARD_PROPERTY, (None,))[0]
+                self.children.setdefault(properties[CHILD_SUITE_PROPERTY][0], {})[shard] = last.id
 
     def _counts(self) -> str:
         results = self.child_results
         counted = [f"{results.count(result)} {Results[result]}" for result in sorted(set(results))]
-        return f"{len(results)} suite{'s' if len(results) != 1 else ''} run apart: {', '.join(counted) or 'none'}"
+        return f"{len(results)} child build{'s' if len(results) != 1 else ''}: {', '.join(counted) or 'none'}"
 
     def getCurrentSummary(self):
-        return {"step": f"running {len(self.brids)} suites apart" if self.brids else "triggering the suites"}
+        return {"step": f"running {len(self.brids)} child builds" if self.brids else "triggering the child builds"}
 
     def getResultSummary(self):
         if self.ended:

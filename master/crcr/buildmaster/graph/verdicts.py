@@ -1,5 +1,6 @@
-"""A parent build's suite step: the suite's verdict drawn from its child's run, with the code a suite's step on a
-unit uses (SuiteVerdict), so that everything reading a backend's builds reads a parent as it reads a serial build."""
+"""A parent build's suite step: the suite's verdict drawn from its children's runs (one, or one per shard), with the
+code a suite's step on a unit uses (SuiteVerdict), so that everything reading a backend's builds reads a parent as
+it reads a serial build."""
 
 from __future__ import annotations
 
@@ -9,14 +10,28 @@ from buildbot.reporters.utils import getURLForBuild
 from twisted.internet import defer
 
 from crcr.buildmaster.graph.child import run_from_property
-from crcr.buildmaster.steps.suite_verdict import SuiteVerdict
-from crcr.names import BISECTION_PROPERTY, CHILDREN_PROPERTY, SUITE_RUN_PROPERTY
+from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
+from crcr.names import BISECTION_PROPERTY, CHILD_SHARD_PROPERTY, CHILDREN_PROPERTY, SUITE_RUN_PROPERTY
 from crcr.store.service import relay_store
+from crcr.suites.selection import PYTEST_RAN
+
+NO_TESTS = 5  # pytest's exit code when it ran no test: a shard may hold none
+
+
+def shards_run(runs: list[SuiteRun], shards: list[str]) -> SuiteRun:
+    """The runs of a suite's shards as one run: timed out when a shard did (naming it), its exit code the worst
+    (a shard without tests counts as passed when another ran some), each shard's JUnit XML read with its checkout."""
+    if len(runs) == 1:
+        return runs[0]
+    timed_out = next((f"shard {shard} {run.timed_out}" for run, shard in zip(runs, shards) if run.timed_out), None)
+    codes = [run.rc for run in runs if run.rc not in (NO_TESTS, None)] or [NO_TESTS]
+    rc = next((code for code in codes if code not in PYTEST_RAN), max(codes))
+    return SuiteRun(rc=rc, timed_out=timed_out, selection_report=runs[0].selection_report, shards=tuple(runs))
 
 
 class SuiteFromChild(SuiteVerdict, BuildStep):
-    """The verdict of suite `suite_name` from the run its child build left (FanOut records which), linked to that
-    child; FAILURE naming why when no child left a run of it."""
+    """The verdict of suite `suite_name` from the runs its child builds left (FanOut records which), each child
+    linked; FAILURE naming why when its children did not all leave a run."""
 
     @defer.inlineCallbacks
     def run(self):
@@ -26,15 +41,26 @@ class SuiteFromChild(SuiteVerdict, BuildStep):
             if problem:
                 self.descriptionDone = [problem]
                 return FAILURE
-        buildid = (self.getProperty(CHILDREN_PROPERTY) or {}).get(self.suite_name)
-        if buildid is None:
-            self.descriptionDone = [f"{self.suite_name}: not run: no child build ran it (see the fan-out step)"]
+        buildids = (self.getProperty(CHILDREN_PROPERTY) or {}).get(self.suite_name)
+        if not buildids:
+            self.descriptionDone = [f"{self.suite_name}: not run: its child builds left no run (see the fan-out step)"]
             return FAILURE
+        runs, shards = [], []
+        for buildid in buildids:
+            properties = yield self.master.db.builds.getBuildProperties(buildid)
+            shard = properties.get(CHILD_SHARD_PROPERTY, (None,))[0]
+            yield self._link_child(buildid, shard)
+            left = properties[SUITE_RUN_PROPERTY][0]
+            junit = (yield relay_store(self.master).junit_file(buildid, self.suite_name)) if left["has_junit"] else None
+            self.junit_note = self.junit_note or left["junit_note"]
+            runs.append(run_from_property(left, junit))
+            shards.append(shard)
+        ran = shards_run(runs, shards)
+        return (yield self._verdict(ran) if asked is None else self._asked_verdict(asked, ran))
+
+    @defer.inlineCallbacks
+    def _link_child(self, buildid: int, shard: str | None):
         child = yield self.master.data.get(("builds", buildid))
         unit = yield self.master.data.get(("workers", child["workerid"]))
-        yield self.addURL(f"run on {unit['name']}", getURLForBuild(self.master, child["builderid"], child["number"]))
-        left = (yield self.master.db.builds.getBuildProperties(buildid))[SUITE_RUN_PROPERTY][0]
-        junit = (yield relay_store(self.master).junit_file(buildid, self.suite_name)) if left["has_junit"] else None
-        self.junit_note = left["junit_note"]
-        ran = run_from_property(left, junit)
-        return (yield self._verdict(ran) if asked is None else self._asked_verdict(asked, ran))
+        what = f"shard {shard} run on" if shard else "run on"
+        yield self.addURL(f"{what} {unit['name']}", getURLForBuild(self.master, child["builderid"], child["number"]))
