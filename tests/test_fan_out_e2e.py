@@ -10,7 +10,7 @@ import pytest
 
 from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
 
-from conftest import UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
+from conftest import BUDGET_BRANCH, UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
 from crcr.config.users import add_user, users_file
 from crcr.names import CHILD_TAG, FAN_OUT_STEP, RELAY_WORKER, child_builder_name, status_context, suite_step_name
 from harness import holding, kill_9, open_gate, wait_until
@@ -18,7 +18,9 @@ from harness import holding, kill_9, open_gate, wait_until
 pytestmark = pytest.mark.e2e
 
 UNITS = 3
-WIDE, HELD = "wide-gamma", "held-gamma"
+WIDE, HELD, BISECT = "wide-gamma", "held-gamma", "bisect-gamma"
+FLAG_TEST = ("from pathlib import Path\n\n\n"
+             "def test_no_flag():\n    assert not (Path(__file__).parents[1] / 'FLAG').exists()\n")
 ALICE, BOB = ("alice", "alice-pw"), ("bob", "bob-pw")
 
 
@@ -35,16 +37,16 @@ class Wide:
     def __init__(self, relay, upstream, gates: Path, units: dict):
         self.relay, self.upstream, self.gates, self.units = relay, upstream, gates, units
 
-    def held_children(self, sha: str) -> tuple[dict, list[dict]]:
-        """The parent of held-gamma at `sha` and its two children, once both are held in their suites."""
+    def held_children(self, sha: str, backend: str = HELD, suites: tuple[str, ...] = ("first", "second")):
+        """The parent of `backend` at `sha` and its children held in `suites`, once each of those is."""
         def held():
-            parents = self.relay.builds_of(HELD, sha)
+            parents = self.relay.builds_of(backend, sha)
             children = self.children(parents[0]) if parents else []
             running = [child for child in children if not child["complete"] and any(
-                step["name"] in (suite_step_name("first"), suite_step_name("second")) and step["started_at"]
+                step["name"] in [suite_step_name(suite) for suite in suites] and step["started_at"]
                 and not step["complete"] for step in self.relay.steps(child))]
-            return len(running) == 2 and (parents[0], running)
-        return wait_until(held, 90, f"both children of {HELD} at {sha[:10]} held in their suites")
+            return len(running) == len(suites) and (parents[0], running)
+        return wait_until(held, 90, f"the children of {backend} at {sha[:10]} held in {', '.join(suites)}")
 
     def final_statuses(self, github, sha: str) -> list[dict]:
         """Every status of `sha` that is not pending (any backend's), once there is one."""
@@ -76,6 +78,9 @@ def wide(tmp_path_factory, github):
             # PyTorch's test-level sharding: the failing test is in one of the two shards.
             {"name": "broken", "pytest": {"files": ["test/test_pass.py", "test/test_fail.py"]}, "shards": 2},
         ], setup=["touch $CRCR_RESULTS_DIR/setup-done"], fan_out=True), "maintainers": ["bob"]},
+        BISECT: {**backend("L2", "gamma", [suite("held", "test/test_held_b.py"), suite("flag", "test/test_flag.py"),
+                                           suite("other", "test/test_pass.py")],
+                           branches=[BUDGET_BRANCH], env={"GATES": str(root), "BACKEND": BISECT}, fan_out=True)},
         HELD: {**backend("L2", "gamma", [suite("first", "test/test_held.py"), suite("second", "test/test_held.py")],
                          branches=[UNITS_BRANCH], env={"GATES": str(root), "BACKEND": HELD}, fan_out=True),
                "maintainers": ["alice"]},
@@ -129,6 +134,46 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     assert posted[-1]["description"] == "8 passed, 1 failed (1 new)", posted[-1]
     assert posted[-1]["target_url"].endswith(f"/builds/{parent['number']}")
     assert github.statuses(sha) == posted, "children post nothing"
+
+
+def test_commits_queued_behind_a_parent_are_covered_by_one_and_a_new_failure_is_bisected_running_its_suite_alone(
+        wide, github):
+    relay, upstream = wide.relay, wide.upstream
+    first = upstream.commit("A held build", {"test/test_held_b.py": holding("bisect-gate"),
+                                             "test/test_flag.py": FLAG_TEST}, branch=BUDGET_BRANCH)
+    wide.held_children(first, BISECT, ("held",))
+    noise = upstream.commit("Noise", {"NOTES.md": "1\n"}, branch=BUDGET_BRANCH, push=False)
+    culprit = upstream.commit("Flags it", {"FLAG": "on\n"}, branch=BUDGET_BRANCH, push=False)
+    newest = upstream.commit("More noise", {"NOTES.md": "2\n"}, branch=BUDGET_BRANCH, push=False)
+    upstream.push(BUDGET_BRANCH)
+    requests = f"buildrequests?builderid={relay.builder_id(BISECT)}"
+    wait_until(lambda: len(relay.get(requests)["buildrequests"]) == 4, 60, "the three commits' parents asked for")
+    open_gate(wide.gates, BISECT, "bisect-gate")
+
+    parent = relay.wait_for_finished_build(BISECT, newest)
+    steps = {step["name"]: step for step in relay.steps(parent)}
+    assert steps["commits covered"]["state_string"] == "covers 2 earlier commits"
+    assert relay.builds_of(BISECT, noise) == relay.builds_of(BISECT, culprit) == [], "covered, not built alone"
+
+    def verdicts():
+        last = {sha: github.statuses(sha, status_context(BISECT))[-1:] for sha in (noise, culprit, newest)}
+        return all(posted and posted[0]["state"] != "pending" for posted in last.values()) and \
+            {sha: (posted[0]["state"], posted[0]["description"]) for sha, posted in last.items()}
+    found = wait_until(verdicts, 120, "the bisection's verdicts")
+    assert found[culprit] == ("failure", "First bad commit: broke test_no_flag")
+    assert found[noise] == ("success", f"Bisected: before {culprit[:10]}")
+    assert found[newest] == ("failure", "3 passed, 1 failed (1 new)")
+
+    bisection_builds = [build for build in relay.get(
+        f"builders/{relay.builder_id(BISECT)}/builds?property=crcr_bisection")["builds"]
+        if "crcr_bisection" in build["properties"]]
+    assert bisection_builds, "the bisection built a commit"
+    for build in bisection_builds:
+        children = wide.children(build)
+        assert [wide.builder(child)["name"] for child in children] == [child_builder_name(BISECT, "flag")], \
+            "a bisection step fans out only the suite with the new failure"
+        suites = {step["name"]: step["state_string"] for step in relay.steps(build)}
+        assert suites[suite_step_name("flag")].startswith("flag: 1 asked test: 1 "), suites
 
 
 def test_a_child_whose_unit_dies_runs_again_on_another_and_stopping_the_parent_cancels_every_child(wide, github):

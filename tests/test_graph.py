@@ -25,7 +25,8 @@ from crcr.buildmaster.steps.suite_verdict import SuiteRun
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.process.workers import unit_can_start_build
 from crcr.names import (
-    BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG, CHILDREN_PROPERTY, FAN_OUT_STEP,
+    BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG, CHILDREN_PROPERTY,
+    FAN_OUT_STEP,
     ONLY_TESTS_PROPERTY, RELAY_WORKER, SUITE_RUN_PROPERTY, TESTS_PROPERTY, child_builder_name, children_builder_name,
     suites_scheduler_name,
 )
@@ -222,8 +223,10 @@ def test_a_fanned_out_backend_has_its_parent_on_the_relays_worker_and_its_childr
     assert children.workernames == ["host-a-alpha-0", "host-a-alpha-1"]
     assert children.canStartBuild is unit_can_start_build and children.collapseRequests is False
     assert CHILD_TAG in children.tags
-    assert {suite: [step.kwargs["name"] for step in steps] for suite, steps in children.factory.steps_by_suite.items()} \
-        == {suite: ["checkout upstream", "prepare build folder", "setup 1", f"suite {suite}"] for suite in ("ops", "nn")}
+    child_steps = {suite: [step.kwargs["name"] for step in steps]
+                   for suite, steps in children.factory.steps_by_suite.items()}
+    assert child_steps == {suite: ["checkout upstream", "prepare build folder", "setup 1", f"suite {suite}"]
+                           for suite in ("ops", "nn")}
     assert builders["beta"].workernames == ["host-a-alpha-0", "host-a-alpha-1"], "a serial backend as before"
     assert parent.factory.steps[2].kwargs["suites"] == {"ops": 1, "nn": 2}
     shard = children.factory.steps_by_suite["nn"][-1].kwargs["env"][SHARD_VARIABLE]

@@ -51,7 +51,8 @@ def test_every_module_lives_in_a_layer():
 
 def test_the_buildmaster_keeps_each_thing_in_buildbots_room_for_it():
     """buildmaster/ holds the BuildmasterConfig, Buildbot's own rooms (changes, schedulers, process, steps,
-    services, auth, www) and the build graph's, no loose module: a Buildbot engineer finds each piece where Buildbot keeps its kind."""
+    services, auth, www) and the build graph's, no loose module: a Buildbot engineer finds each piece where
+    Buildbot keeps its kind."""
     buildmaster = PACKAGE / "buildmaster"
     assert sorted(p.name for p in buildmaster.glob("*.py")) == ["__init__.py", "masterconfig.py"]
     rooms = sorted(p.name for p in buildmaster.iterdir() if p.is_dir() and p.name != "__pycache__")

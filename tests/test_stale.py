@@ -40,7 +40,8 @@ from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import ENDING, describe
 from crcr.names import (
     LEADERSHIP_SERVICE, LEDGER_SERVICE, STORE_SERVICE, UPSTREAM_MIRROR_SERVICE, bisect_scheduler_name,
-    children_builder_name, force_scheduler_name, suites_scheduler_name, pull_request_ref, pull_request_scheduler_name, status_context, upstream_scheduler_name,
+    children_builder_name, force_scheduler_name, pull_request_ref, pull_request_scheduler_name, status_context,
+    suites_scheduler_name, upstream_scheduler_name,
 )
 from test_ledger import API, PROJECT, TOKEN, UPSTREAM_URL, WEB, GitHubAPI, deliver_produced, sha
 

@@ -88,6 +88,7 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         if left <= 0:
             return None
         overrides = {} if env is None else {"env": env}
-        cmd = yield self.makeRemoteShellCommand(stdioLogName=log_name, command=command, maxTime=math.ceil(left), **overrides)
+        cmd = yield self.makeRemoteShellCommand(stdioLogName=log_name, command=command, maxTime=math.ceil(left),
+                                                **overrides)
         yield self.runCommand(cmd)
         return cmd

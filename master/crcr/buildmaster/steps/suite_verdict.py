@@ -12,7 +12,9 @@ from twisted.internet import defer
 from crcr.buildmaster.changes import revisions
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.buildmaster.steps.baseline import Baseline, find_baseline
-from crcr.buildmaster.steps.junit_file import FAILING_LOG, failing_tests_listed, junit_link, test_links, too_large_to_keep
+from crcr.buildmaster.steps.junit_file import (
+    FAILING_LOG, failing_tests_listed, junit_link, test_links, too_large_to_keep,
+)
 from crcr.names import (
     BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
@@ -58,7 +60,8 @@ def needed_in_this_build(step: SuiteVerdict) -> bool:
     """A suite step's doStepIf: a bisection build runs only the suites it asks about (a malformed ask runs each,
     which then fails saying so)."""
     only = step.getProperty(ONLY_TESTS_PROPERTY)
-    return step.getProperty(BISECTION_PROPERTY) is None or only_tests_problem(only) is not None or step.suite_name in only
+    return (step.getProperty(BISECTION_PROPERTY) is None or only_tests_problem(only) is not None
+            or step.suite_name in only)
 
 
 class SuiteVerdict:
@@ -92,7 +95,8 @@ class SuiteVerdict:
         files = ran.junit_files()
         if not files:
             result = SUCCESS if ran.rc == 0 else FAILURE
-            return (yield self._finish(None, result, "no JUnit XML" if ran.rc == 0 else f"{self._exit(ran.rc)}, no JUnit XML"))
+            why = "no JUnit XML" if ran.rc == 0 else f"{self._exit(ran.rc)}, no JUnit XML"
+            return (yield self._finish(None, result, why))
         unmatched = yield self._names_matching_no_test(ran.selection_report)
         # The file's database write goes on while the tests are read and the baseline is looked up, rather than
         # each waiting its turn after the other.
@@ -141,7 +145,8 @@ class SuiteVerdict:
         """Each asked test's outcome from what the run left."""
         if ran.timed_out:
             found = asked_outcomes(asked, JUnitReport({}, {})) or {WHOLE_SUITE: NOT_RUN}
-            return (yield self._finish_asked(found, f"{ran.timed_out}; {_asked_counts(asked, found)}" if asked else ran.timed_out))
+            summary = f"{ran.timed_out}; {_asked_counts(asked, found)}" if asked else ran.timed_out
+            return (yield self._finish_asked(found, summary))
 
         files = ran.junit_files()
         junit_kept = self._keep_junit_of(ran)
@@ -153,7 +158,8 @@ class SuiteVerdict:
         if not found:  # run whole and no test reported: the exit code decides
             found = {WHOLE_SUITE: PASSED if ran.rc == 0 else FAILED}
             why = "" if ran.rc == 0 else f": {self._exit(ran.rc)}"
-            return (yield self._finish_asked(found, f"whole suite {found[WHOLE_SUITE]}{why}" + ("" if files else ", no JUnit XML")))
+            summary = f"whole suite {found[WHOLE_SUITE]}{why}" + ("" if files else ", no JUnit XML")
+            return (yield self._finish_asked(found, summary))
         summary = _asked_counts(asked, found)
         if report.collection_errors:
             summary += f"; {describe_collection_errors(report.collection_errors)}"
@@ -167,10 +173,12 @@ class SuiteVerdict:
         recorded[self.suite_name] = found
         self.setProperty(TEST_OUTCOMES_PROPERTY, recorded, "crcr")
         yield self.addCompleteLog(ASKED_LOG, (
-            f"bisection {self.getProperty(BISECTION_PROPERTY)} asked for these tests (no comparison with an earlier build):\n"
+            f"bisection {self.getProperty(BISECTION_PROPERTY)} asked for these tests "
+            "(no comparison with an earlier build):\n"
             + "".join(f"  {test or '(the whole suite)'}: {outcome}\n" for test, outcome in found.items())
         ))
-        bad = [(outcome, test) for test, outcome in found.items() if outcome in (FAILED, ERRORED) and test != WHOLE_SUITE]
+        bad = [(outcome, test) for test, outcome in found.items()
+               if outcome in (FAILED, ERRORED) and test != WHOLE_SUITE]
         yield self._link_tests(bad, ASKED_LOG)
         self.descriptionDone = [f"{self.suite_name}: {summary}{self.junit_note}"]
         return SUCCESS if all_passed(found) else FAILURE
@@ -191,7 +199,8 @@ class SuiteVerdict:
 
     def getResultSummary(self):
         if self.results == SKIPPED:  # by _needed_in_this_build
-            return {"step": f"{self.suite_name}: skipped: bisection {self.getProperty(BISECTION_PROPERTY)} does not need it"}
+            bisection = self.getProperty(BISECTION_PROPERTY)
+            return {"step": f"{self.suite_name}: skipped: bisection {bisection} does not need it"}
         if not self.descriptionDone:  # cut short before it had a word to say (its unit went away)
             return super().getResultSummary()
         # The summary already says what happened; Buildbot would append '(failure) (timed out)'.
@@ -230,7 +239,8 @@ class SuiteVerdict:
         pull_request = self.getProperty(PULL_REQUEST_PROPERTY)
         if pull_request is None:
             return None
-        return PullRequestBase(pull_request["base_branch"], self.merge_base, (self.baseline.sha,) if self.baseline else ())
+        baselines = (self.baseline.sha,) if self.baseline else ()
+        return PullRequestBase(pull_request["base_branch"], self.merge_base, baselines)
 
     @defer.inlineCallbacks
     def _finish(self, results: SuiteResults | None, result: int, summary: str):
@@ -238,7 +248,8 @@ class SuiteVerdict:
             recorded = dict(self.getProperty(TESTS_PROPERTY) or {})
             recorded[self.suite_name] = results.as_property()
             self.setProperty(TESTS_PROPERTY, recorded, "crcr")
-            self.setProperty(TOTALS_PROPERTY, totals([SuiteResults.from_property(r) for r in recorded.values()]), "crcr")
+            every_suite = [SuiteResults.from_property(r) for r in recorded.values()]
+            self.setProperty(TOTALS_PROPERTY, totals(every_suite), "crcr")
             report = _failure_report(results)
             if report:
                 yield self.addCompleteLog(FAILING_LOG, self._compared_with() + report)
