@@ -15,9 +15,11 @@ from buildbot.test.fake.fakeprotocol import FakeConnection
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.logging import LoggingMixin
 from buildbot.worker import Worker
+from buildbot.worker.local import LocalWorker
 
 from crcr.buildmaster.services.liveness import SilentWorkerWatch
 from crcr.config.limits import MISSED_KEEPALIVES
+from crcr.names import RELAY_WORKER
 
 KEEPALIVE = 10
 LIMIT = MISSED_KEEPALIVES * KEEPALIVE
@@ -86,3 +88,18 @@ class SilentWorkerWatchTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
         self.assertFalse(new.dropped)
         self.advance(2 * KEEPALIVE)  # the first check saw it; three keepalives later it is still silent
         self.assertTrue(new.dropped)
+
+    @defer.inlineCallbacks
+    def test_the_relays_own_worker_in_the_masters_process_is_never_silent(self):
+        """The relay's LocalWorker, where fanned-out parents wait for their children, sends no keepalive: it has no
+        network to lose, and dropping it would lose every parent running on it."""
+        relay = LocalWorker(RELAY_WORKER)
+        yield relay.setServiceParent(self.master.workers)  # its worker half, in this process, connects at once
+        self.master.workers.workers[relay.name] = relay
+        connected = relay.conn
+        self.assertIsNotNone(connected)
+
+        self.advance(10 * LIMIT)
+
+        self.assertIs(relay.conn, connected)
+        self.assertNotLogged("silent for")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from buildbot.util import service
+from buildbot.worker.local import LocalWorker
 from twisted.internet import defer, task
 from twisted.python import log
 
@@ -50,7 +51,9 @@ class SilentWorkerWatch(service.BuildbotService):
         seen = {}
         for worker in self.master.workers.workers.values():
             conn = worker.conn
-            if conn is None:
+            # The relay's own worker (fanned-out parents wait there) is in this process: it sends no keepalive and
+            # has no network to lose.
+            if conn is None or isinstance(worker, LocalWorker):
                 continue
             seen[id(conn)] = self._first_seen.get(id(conn), now)
             silent_for = now - max(worker.lastMessageReceived, seen[id(conn)])
