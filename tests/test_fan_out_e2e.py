@@ -12,6 +12,7 @@ from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
 
 from conftest import BUDGET_BRANCH, UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
 from crcr.config.users import add_user, users_file
+from crcr.github.status_text import FANNED_OUT
 from crcr.names import CHILD_TAG, FAN_OUT_STEP, RELAY_WORKER, child_builder_name, status_context, suite_step_name
 from harness import holding, kill_9, open_gate, wait_until
 
@@ -131,6 +132,7 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
         return posted and posted[-1]["state"] != "pending" and posted
     posted = wait_until(final, 30, "the final status")
     assert [s["state"] for s in posted if s["state"] != "pending"] == ["failure"], posted
+    assert FANNED_OUT in [s["description"] for s in posted if s["state"] == "pending"], posted
     assert posted[-1]["description"] == "8 passed, 1 failed (1 new)", posted[-1]
     assert posted[-1]["target_url"].endswith(f"/builds/{parent['number']}")
     assert github.statuses(sha) == posted, "children post nothing"
@@ -177,8 +179,8 @@ def test_commits_queued_behind_a_parent_are_covered_by_one_and_a_new_failure_is_
 
 
 def test_a_child_whose_unit_dies_runs_again_on_another_and_stopping_the_parent_cancels_every_child(wide, github):
-    """kill -9 of a unit in a child: that child alone runs again on a free unit and the verdict is one and right.
-    Then the maintainer of another backend may not stop a child, and the backend's maintainer stopping the parent
+    """kill -9 of a unit in a child: that child alone runs again on a free unit and, through a reconfiguration of the
+    master, the verdict is one and right. Then the maintainer of another backend may not stop a child, and the backend's maintainer stopping the parent
     cancels every child."""
     relay = wide.relay
     sha = wide.upstream.commit("Tests that hold", {"test/test_held.py": holding("first-gate")}, branch=UNITS_BRANCH)
@@ -194,6 +196,8 @@ def test_a_child_whose_unit_dies_runs_again_on_another_and_stopping_the_parent_c
     for child in (retried, second):
         reply = relay.rpc(f"builds/{child['buildid']}", "stop", as_user=BOB, reason="attempt by bob")
         assert reply.get("status") == 403, reply
+    # A reconfiguration while the parent waits (a vendor's new backend file, say): the parent and its children go on.
+    relay.crcr("master", "reconfig", "--basedir", relay.basedir)
     open_gate(wide.gates, HELD, "first-gate")
     parent = relay.wait_for_finished_build(HELD, sha)
     assert parent["results"] == SUCCESS, relay.steps(parent)

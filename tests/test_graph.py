@@ -13,7 +13,10 @@ from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
 from buildbot.schedulers.triggerable import Triggerable
 from buildbot.test import fakedb
 from buildbot.worker.local import LocalWorker
+from buildbot.interfaces import ITriggerableScheduler
+from buildbot.util.tuplematch import matchTuple
 from twisted.internet import defer
+from zope.interface import implementer
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.buildmaster.auth.authorization import maintainer_role
@@ -186,6 +189,56 @@ class FanOutTest(SuiteStepHarness):
         self.assertEqual([(p[CHILD_SUITE_PROPERTY], p[CHILD_ASKED_PROPERTY]) for p in chosen], [("nn", ids("test_b"))])
         self.assertEqual(self.choose(**{BISECTION_PROPERTY: 3, ONLY_TESTS_PROPERTY: "not a dict"}), [],
                          "a malformed ask triggers nothing: each verdict step refuses it, naming it")
+
+
+@implementer(ITriggerableScheduler)
+class StoppingTriggerable:
+    """A Triggerable that adds the child's request, then stops before it is complete, as Buildbot's does when a
+    reconfiguration removes it: its wait errbacks (Buildbot issue 8197)."""
+
+    name = suites_scheduler_name("alpha")
+
+    def __init__(self, master):
+        self.master = master
+
+    def trigger(self, waited_for, sourcestamps=None, set_props=None, parent_buildid=None, parent_relationship=None):
+        stopped = defer.fail(RuntimeError("Triggerable scheduler stopped before build was complete"))
+        return defer.succeed((310, {CHILD_BUILDERID: 311})), stopped
+
+
+class FanOutWaitTest(SuiteStepHarness):
+    @defer.inlineCallbacks
+    def test_the_children_are_waited_for_even_when_the_triggerable_gives_up_on_them(self):
+        step = self.setup_step(FanOut(name="fan-out", backend="alpha", suites={"ops": 1}))  # the harness's identifier
+        self.build.getSourceStamp = lambda codebase: SimpleNamespace(revision="c" * 40)
+        self.master.scheduler_manager = SimpleNamespace(namedServices={
+            suites_scheduler_name("alpha"): StoppingTriggerable(self.master)})
+        yield self.master.db.insert_test_data([
+            fakedb.Builder(id=CHILD_BUILDERID, name=children_builder_name("alpha")),
+            fakedb.Worker(id=UNIT_ID, name="host-a-alpha-1"),
+            fakedb.Buildset(id=310), fakedb.BuildRequest(id=311, buildsetid=310, builderid=CHILD_BUILDERID),
+            fakedb.Build(id=CHILD_BUILDID, number=4, buildrequestid=311, builderid=CHILD_BUILDERID, workerid=UNIT_ID,
+                         masterid=fakedb.FakeDBConnector.MASTER_ID),
+            fakedb.BuildProperty(buildid=CHILD_BUILDID, name=CHILD_SUITE_PROPERTY, value="ops", source="Trigger"),
+        ])
+        self.expect_outcome(SUCCESS, "1 child build: 1 success")
+        ran = self.run_step()
+        self.assertFalse(ran.called, "still waiting for its child")
+
+        # The child leaves its run and its request completes.
+        yield self.master.db.insert_test_data([fakedb.BuildProperty(
+            buildid=CHILD_BUILDID, name=SUITE_RUN_PROPERTY, source="crcr", value={
+                "rc": 0, "timed_out": None, "selection_report": None, "checkout": CHECKOUT, "has_junit": False,
+                "junit_note": ""})])
+        yield self.master.db.builds.finishBuild(CHILD_BUILDID, SUCCESS)
+        yield self.master.db.buildrequests.completeBuildRequests([311], SUCCESS)
+        # Every waiter of the message, as the master's mq calls them: the fake's own loop skips a waiter when the one
+        # before it stops consuming (as Trigger's count of results does at once).
+        completed = ("buildrequests", "311", "complete")
+        for waiter in [queue for queue in self.master.mq.qrefs if matchTuple(completed, queue.filter)]:
+            waiter.callback(completed, {"buildrequestid": 311})
+        yield ran
+        self.assertEqual(step.getProperty(CHILDREN_PROPERTY), {"ops": [CHILD_BUILDID]})
 
 
 def test_the_shards_of_a_suite_add_up_to_one_run():

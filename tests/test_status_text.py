@@ -6,11 +6,13 @@ import pytest
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS, WARNINGS
 
 from crcr.github.check_run_text import check_run_fields
-from crcr.github.status_text import ENDING, GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build
+from crcr.github.status_text import (
+    ENDING, FANNED_OUT, GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build, running,
+)
 from crcr.store.endings import Ending
 from crcr.suites.results import SuiteResults
 from crcr.names import (
-    BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, TESTS_PROPERTY,
+    BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, RELAY_WORKER, TESTS_PROPERTY,
 )
 
 PREPARE = ["checkout upstream", "prepare build folder", "setup 1", "setup 2"]
@@ -28,6 +30,14 @@ def build(results, *steps, state_string="failed"):
 
 def prepared(result=SUCCESS):
     return [(name, result) for name in PREPARE]
+
+
+def test_a_running_build_names_its_unit_and_a_fanned_out_parent_says_where_its_suites_are():
+    assert running("lab-spyre-2") == "Running on lab-spyre-2"
+    assert running(RELAY_WORKER) == FANNED_OUT == "Running, its suites fanned out over the device's units"
+    in_progress = check_run_fields({"build": {"buildid": 1, "complete": False,
+                                              "properties": {"workername": [RELAY_WORKER, "Worker"]}}})
+    assert in_progress["output"]["title"] == FANNED_OUT
 
 
 def test_success():

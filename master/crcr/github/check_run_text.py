@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
-from crcr.github.status_text import ENDING, describe
+from crcr.github.status_text import ENDING, describe, running
 from crcr.names import (
     BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX, TESTS_PROPERTY,
     suite_step_name,
@@ -32,7 +32,7 @@ def check_run_fields(context: dict) -> dict:
         if "buildid" not in build:
             return _unfinished("queued", describe(context))
         worker = (build.get("properties") or {}).get("workername", [None])[0]
-        return _unfinished("in_progress", f"Running on {worker}" if worker else "Running")
+        return _unfinished("in_progress", running(worker))
     if build["results"] == RETRY:  # Buildbot asks for the build again: the check run waits for it
         return _unfinished("queued", describe(context))
     conclusion = CONCLUSIONS.get(build["results"], "action_required")

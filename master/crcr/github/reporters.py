@@ -18,7 +18,7 @@ from crcr.github.check_runs import GitHubCheckRuns
 from crcr.github.commit_status import OutboxStatusPush
 from crcr.github.formatting import FormatterWithEnding
 from crcr.github.outbox_sender import OutboxSender
-from crcr.github.status_text import describe
+from crcr.github.status_text import describe, running
 from crcr.names import (
     BACKEND_PROPERTY, force_scheduler_name, pull_request_scheduler_name, status_context, upstream_scheduler_name,
 )
@@ -59,6 +59,11 @@ def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
     )]
 
 
+@util.renderer
+def _running(props) -> str:
+    return running(props.getProperty("workername"))
+
+
 def _status_push(reporting: list, schedulers: list[str]) -> OutboxStatusPush:
     builders = [b.name for b in reporting]
     # describe gets why a cancelled build ended: its status says why the relay cancelled it, or who did.
@@ -74,7 +79,7 @@ def _status_push(reporting: list, schedulers: list[str]) -> OutboxStatusPush:
             BuildStartEndStatusGenerator(
                 builders=builders,
                 schedulers=schedulers,
-                start_formatter=MessageFormatterRenderable(util.Interpolate("Running on %(prop:workername)s")),
+                start_formatter=MessageFormatterRenderable(_running),
                 end_formatter=describe_build,
             ),
         ],

@@ -5,13 +5,21 @@ from __future__ import annotations
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
 from crcr.names import (
-    BASELINES_PROPERTY, GITHUB_DESCRIPTION_LIMIT, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX,
-    TESTS_PROPERTY,
+    BASELINES_PROPERTY, GITHUB_DESCRIPTION_LIMIT, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, RELAY_WORKER,
+    SUITE_STEP_PREFIX, TESTS_PROPERTY,
 )
 from crcr.suites.results import SHORT_SHA, PullRequestBase, SuiteResults, describe_counts
 
 QUEUED = "Queued, waiting for a worker with the backend's device"
+FANNED_OUT = "Running, its suites fanned out over the device's units"  # a parent build's, on the relay's worker
 ENDING = "ending"  # the formatter's context key of a cancelled request's store.endings.Ending (formatting.py)
+
+
+def running(worker: str | None) -> str:
+    """A started build's pending text: where it runs."""
+    if worker == RELAY_WORKER:
+        return FANNED_OUT
+    return f"Running on {worker}" if worker else "Running"
 
 
 def _shorten(text: str) -> str:

@@ -85,6 +85,10 @@ class FanOut(Trigger):
             for brid in self.brids:
                 self.master.data.control("cancel", {"reason": "parent build was interrupted"}, ("buildrequests", brid))
             return CANCELLED
+        # Buildbot's Triggerable gives up on the children it is waiting for when it stops (Buildbot issue 8197): a
+        # reconfiguration that removes it (fan_out turned off) left the children running and the parent judging
+        # runs not made yet. Each child request is waited for here until it is complete, as Trigger's own count is.
+        yield defer.gatherResults([self._complete(brid) for brid in self.brids], consumeErrors=True)
         yield self._find_children()
         chosen = self.chosen()
         by_suite: dict[str, list[int | None]] = {}
@@ -99,6 +103,14 @@ class FanOut(Trigger):
             return FAILURE
         self.descriptionDone = [self._counts()]
         return SUCCESS
+
+    def _complete(self, brid: int):
+        """A Deferred that fires once request `brid` is complete."""
+        @defer.inlineCallbacks
+        def is_complete():
+            return (yield self.master.db.buildrequests.getBuildRequest(brid)).complete
+
+        return self.master.mq.waitUntilEvent(("buildrequests", str(brid), "complete"), is_complete)
 
     @defer.inlineCallbacks
     def _find_children(self):
