@@ -264,6 +264,14 @@ class Relay:
     def steps(self, build: dict) -> list[dict]:
         return self.get(f"builds/{build['buildid']}/steps")["steps"]
 
+    def children(self, parent: dict) -> list[dict]:
+        """The child builds a fanned-out parent triggered (their buildsets name it), the last build of each request."""
+        children = []
+        for buildset in self.get(f"buildsets?parent_buildid={parent['buildid']}")["buildsets"]:
+            for request in self.get(f"buildrequests?buildsetid={buildset['bsid']}")["buildrequests"]:
+                children += self.get(f"buildrequests/{request['buildrequestid']}/builds")["builds"][-1:]
+        return children
+
     def worker_name(self, build: dict) -> str:
         return self.get(f"workers/{build['workerid']}")["workers"][0]["name"]
 

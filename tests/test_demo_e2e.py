@@ -12,12 +12,14 @@ import pytest
 from buildbot.process.results import WARNINGS
 
 from conftest import FAILURE, SUCCESS
+from crcr.names import RELAY_WORKER
 from harness import VENV_BIN, Relay, free_port, run, venv_env, wait_until
 from labhost import host_commands, process_arguments, unit_pid
 
 pytestmark = pytest.mark.e2e
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEMO_UNITS = ["demo-local-demo-0", "demo-local-demo-1"]  # workers/demo-local.yaml
 # The project the demo's state lies in, as `make demo`'s lies in the relay's clone: its pytest options and conftest.py
 # must reach none of the demo upstream's tests.
 ENCLOSING_PYPROJECT = '[tool.pytest.ini_options]\naddopts = "-k enclosing_only"\n'
@@ -53,9 +55,11 @@ def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_
         head = run(["git", "-C", state / "upstream.git", "rev-parse", "main"]).stdout.strip()
         build = relay.wait_for_finished_build("demo", head)
         assert build["results"] == SUCCESS
-        assert relay.worker_name(build) in {"demo-local-demo-0", "demo-local-demo-1"}
+        # The demo backend fans out: its build on the relay's own worker, its two suites one on each unit at once.
+        assert relay.worker_name(build) == RELAY_WORKER
+        assert sorted(relay.worker_name(child) for child in relay.children(build)) == DEMO_UNITS
         connected = {w["name"] for w in relay.get("workers")["workers"] if w["connected_to"]}
-        assert connected == {"demo-local-demo-0", "demo-local-demo-1"}  # the backends' only: no janitor's
+        assert connected == {*DEMO_UNITS, RELAY_WORKER}  # the units and the relay's own worker: no janitor's
         assert oct((tmp_path / "secrets" / "worker-demo-local").stat().st_mode & 0o777) == "0o600"
         # The demo's admin signs in with the password the demo printed, and forces a build as itself.
         password_file = tmp_path / "secrets" / "demo-password"
@@ -103,7 +107,7 @@ def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_
         resumed = relay.wait_for_finished_build("demo", run(["git", "-C", state / "upstream.git", "rev-parse",
                                                              "main"]).stdout.strip())
         assert resumed["results"] == WARNINGS, "the smoke test still fails, a known failure now"
-        assert relay.worker_name(resumed) in {"demo-local-demo-0", "demo-local-demo-1"}
+        assert {relay.worker_name(child) for child in relay.children(resumed)} <= set(DEMO_UNITS)
     finally:
         run(["bash", f"{REPO}/scripts/stop.sh"], env=env)
     units = [state / "workers" / f"demo-local-demo-{index}" for index in (0, 1)]

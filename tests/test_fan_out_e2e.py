@@ -42,7 +42,7 @@ class Wide:
         """The parent of `backend` at `sha` and its children held in `suites`, once each of those is."""
         def held():
             parents = self.relay.builds_of(backend, sha)
-            children = self.children(parents[0]) if parents else []
+            children = self.relay.children(parents[0]) if parents else []
             running = [child for child in children if not child["complete"] and any(
                 step["name"] in [suite_step_name(suite) for suite in suites] and step["started_at"]
                 and not step["complete"] for step in self.relay.steps(child))]
@@ -53,15 +53,6 @@ class Wide:
         """Every status of `sha` that is not pending (any backend's), once there is one."""
         return wait_until(lambda: [s for s in github.statuses(sha) if s["state"] != "pending"], 30,
                           f"a final status on {sha[:10]}")
-
-    def children(self, parent: dict) -> list[dict]:
-        """The child builds the parent triggered (their buildsets name it), the last build of each request."""
-        children = []
-        for buildset in self.relay.get(f"buildsets?parent_buildid={parent['buildid']}")["buildsets"]:
-            for request in self.relay.get(f"buildrequests?buildsetid={buildset['bsid']}")["buildrequests"]:
-                builds = self.relay.get(f"buildrequests/{request['buildrequestid']}/builds")["builds"]
-                children += builds[-1:]
-        return children
 
     def builder(self, build: dict) -> dict:
         return self.relay.get(f"builders/{build['builderid']}")["builders"][0]
@@ -117,7 +108,7 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
 
     # Each child: its own virtual builder named after its suite, tagged as a child, on a unit of gamma, its JUnit
     # XML linked; three of them ran at once (the barrier suites pass only so), one on each unit.
-    children = wide.children(parent)
+    children = wide.relay.children(parent)
     assert sorted(wide.builder(child)["name"] for child in children) == sorted(
         [child_builder_name(WIDE, name) for name in ("one", "two", "three")]
         + [child_builder_name(WIDE, "broken", shard) for shard in ("1/2", "2/2")])
@@ -171,7 +162,7 @@ def test_commits_queued_behind_a_parent_are_covered_by_one_and_a_new_failure_is_
         if "crcr_bisection" in build["properties"]]
     assert bisection_builds, "the bisection built a commit"
     for build in bisection_builds:
-        children = wide.children(build)
+        children = wide.relay.children(build)
         assert [wide.builder(child)["name"] for child in children] == [child_builder_name(BISECT, "flag")], \
             "a bisection step fans out only the suite with the new failure"
         suites = {step["name"]: step["state_string"] for step in relay.steps(build)}
@@ -187,7 +178,7 @@ def test_a_child_whose_unit_dies_runs_again_on_another_and_stopping_the_parent_c
     parent, (first, second) = wide.held_children(sha)
     lost = relay.worker_name(first)
     kill_9(wide.units[lost].basedir)
-    retried = wait_until(lambda: [child for child in wide.children(parent) if child["buildid"] != first["buildid"]
+    retried = wait_until(lambda: [child for child in wide.relay.children(parent) if child["buildid"] != first["buildid"]
                                   and child["buildrequestid"] == first["buildrequestid"] and not child["complete"]],
                          90, "the lost child's request built again")[0]
     assert relay.worker_name(retried) not in {lost, relay.worker_name(second)}
@@ -201,7 +192,7 @@ def test_a_child_whose_unit_dies_runs_again_on_another_and_stopping_the_parent_c
     open_gate(wide.gates, HELD, "first-gate")
     parent = relay.wait_for_finished_build(HELD, sha)
     assert parent["results"] == SUCCESS, relay.steps(parent)
-    assert [build["results"] for build in wide.children(parent)] == [SUCCESS, SUCCESS]
+    assert [build["results"] for build in wide.relay.children(parent)] == [SUCCESS, SUCCESS]
     steps = {step["name"]: step for step in relay.steps(parent)}
     assert any(url["name"] == f"run on {relay.worker_name(retried)}" for url in steps[suite_step_name("first")]["urls"])
     final = wide.final_statuses(github, sha)
@@ -212,7 +203,7 @@ def test_a_child_whose_unit_dies_runs_again_on_another_and_stopping_the_parent_c
     reply = relay.rpc(f"builds/{parent['buildid']}", "stop", as_user=ALICE, reason="done by alice")
     assert "result" in reply, reply
     assert relay.wait_for_finished_build(HELD, sha)["results"] == CANCELLED
-    ended = wait_until(lambda: all(child["complete"] for child in wide.children(parent)) and wide.children(parent),
+    ended = wait_until(lambda: all(child["complete"] for child in wide.relay.children(parent)) and wide.relay.children(parent),
                        30, "the children to end")
     assert [child["results"] for child in ended] == [CANCELLED, CANCELLED], ended
     log = (relay.basedir / "twistd.log").read_text(errors="replace")

@@ -60,7 +60,13 @@ class SuiteFromChild(SuiteVerdict, BuildStep):
 
     @defer.inlineCallbacks
     def _link_child(self, buildid: int, shard: str | None):
+        """A link to the suite's output in the child build. Buildbot's UI shows a step's link to a build page only
+        as a nested build, folded away; a link to a log it shows as it is."""
         child = yield self.master.data.get(("builds", buildid))
         unit = yield self.master.data.get(("workers", child["workerid"]))
-        what = f"shard {shard} run on" if shard else "run on"
-        yield self.addURL(f"{what} {unit['name']}", getURLForBuild(self.master, child["builderid"], child["number"]))
+        url = getURLForBuild(self.master, child["builderid"], child["number"])
+        steps = yield self.master.data.get(("builds", buildid, "steps"))
+        ran = [step["number"] for step in steps if step["name"] == self.name]
+        if ran:
+            url += f"/steps/{ran[-1]}/logs/stdio"
+        yield self.addURL(f"{f'shard {shard} ' if shard else ''}run on {unit['name']}", url)
