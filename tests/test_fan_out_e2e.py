@@ -15,6 +15,7 @@ from crcr.config.users import add_user, users_file
 from crcr.github.status_text import FANNED_OUT
 from crcr.names import CHILD_TAG, FAN_OUT_STEP, RELAY_WORKER, child_builder_name, status_context, suite_step_name
 from harness import holding, kill_9, open_gate, wait_until
+from webui import build_link, click_when_ready, open_page, page_text, wait_for_element, wait_for_texts
 
 pytestmark = pytest.mark.e2e
 
@@ -127,6 +128,26 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     assert posted[-1]["description"] == "8 passed, 1 failed (1 new)", posted[-1]
     assert posted[-1]["target_url"].endswith(f"/builds/{parent['number']}")
     assert github.statuses(sha) == posted, "children post nothing"
+
+
+def test_the_views_show_a_row_per_backend_and_the_parent_page_leads_to_each_suites_output(wide, browser, tmp_path):
+    relay = wide.relay
+    [parent] = [build for build in relay.builds(WIDE) if build["complete"]][-1:]
+    open_page(browser, relay.web_url + "#/")
+    click_when_ready(browser, "//div[@data-crcr='home']//a[text()='waterfall']", "the home page's waterfall link")
+    wait_for_texts(browser, [WIDE], "the waterfall")
+    browser.save_screenshot(str(tmp_path / "waterfall.png"))
+    assert child_builder_name(WIDE, "one") not in page_text(browser), "the children's rows are left out"
+
+    open_page(browser, relay.web_url + build_link(parent))
+    step = "//li[contains(@class, 'bb-build-summary-step-line')][contains(., '{}')]"
+    wait_for_texts(browser, ["5 child builds"], "the parent's fan-out step")
+    output = wait_for_element(browser, step.format("suite one") + "//a[starts-with(normalize-space(.), 'run on ')]",
+                              "the link to suite one's output in its child, without a click")
+    assert output.is_displayed() and output.get_attribute("href").endswith("/logs/stdio")
+    browser.save_screenshot(str(tmp_path / "parent.png"))
+    output.click()
+    wait_for_texts(browser, ["passed"], "suite one's output in its child build")
 
 
 def test_commits_queued_behind_a_parent_are_covered_by_one_and_a_new_failure_is_bisected_running_its_suite_alone(

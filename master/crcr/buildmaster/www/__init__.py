@@ -25,7 +25,7 @@ from crcr.buildmaster.www.rest_errors import serve_relay_rest_api
 from crcr.buildmaster.www.rest_writes import write_rest_answers_in_the_reactor
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
-from crcr.names import HOST_TOOL_PATH
+from crcr.names import CHILD_TAG, HOST_TOOL_PATH
 
 TITLE = "crcr PyTorch relay"
 PLUGIN_NAME = "crcr"
@@ -109,6 +109,8 @@ def home_page_data(relay: RelayConfig, settings: Settings) -> dict:
         ],
         # Files the master started without (see load_checked_relay_config's leave_out_invalid).
         "left_out": list(relay.left_out),
+        # The tag of a fanned-out backend's child builds: the home page's links to the views leave their rows out.
+        "child_tag": CHILD_TAG,
     }
 
 

@@ -61,8 +61,10 @@
       getJson("builders")
         .then(function (data) {
           var byName = {};
-          data.builders.forEach(function (b) { byName[b.name] = b; });
-          return Promise.all(data.builders.map(function (b) {
+          // Buildbot's virtual builders are a fanned-out backend's child builds: the backends' rows are their parents'.
+          var builders = data.builders.filter(function (b) { return b.tags.indexOf("_virtual_") < 0; });
+          builders.forEach(function (b) { byName[b.name] = b; });
+          return Promise.all(builders.map(function (b) {
             return getJson("builders/" + b.builderid + "/builds?order=-number&limit=1").then(function (d) {
               return [b.name, d.builds[0] || null];
             });
@@ -134,12 +136,14 @@
     var relay = answer.data || { backends: [], left_out: [] };
     var data = useLatestBuilds();
     var upstream = relay.upstream || {};
+    // The views without the rows of child builds: one row per backend, its children a click away in its builds.
+    var parents = relay.child_tag ? "?tags=-" + relay.child_tag : "";
     return h("div", { className: "container bb-home-view", "data-crcr": "home" },
       h("h2", null, (global.buildbotFrontendConfig || {}).title || "crcr relay"),
       h("p", null, "Relays upstream ", h("code", null, upstream.repo || ""), " (branches: ",
         (upstream.branches || []).join(", "), ") to ", relay.backends.length, " backends. See the ",
-        h("a", { href: "#/waterfall" }, "waterfall"), ", the ", h("a", { href: "#/console" }, "console"),
-        ", the ", h("a", { href: "#/builders" }, "builders"), ", the ", h("a", { href: "#/workers" }, "workers"),
+        h("a", { href: "#/waterfall" + parents }, "waterfall"), ", the ", h("a", { href: "#/console" + parents }, "console"),
+        ", the ", h("a", { href: "#/builders" + parents }, "builders"), ", the ", h("a", { href: "#/workers" }, "workers"),
         ", the ", h("a", { href: "#/bisections" }, "bisections"), " and the backends' ",
         h("a", { href: "#/health" }, "health"), "."),
       answer.error ? h("div", { className: "alert alert-warning" }, answer.error) : null,
