@@ -28,10 +28,11 @@ UNITS, SUITES, SHARDS, SETUP = 4, 12, 3, 1
 TARGETS = {"faster": 3.0, "ideal": 1.15, "overhead": 2.0}
 
 
-def suites(seconds: int) -> list[dict]:
+def suites(seconds: int, fan_out: bool) -> list[dict]:
+    """The suites; the pytest one in shards when they fan out (a serial build runs it whole: the same work)."""
     timed = [{"name": f"s{n}", "command": f"sleep {seconds}", "timeout": 600} for n in range(SUITES - 1)]
-    sharded = {"name": "wide", "pytest": {"files": ["test/test_slow.py"]}, "shards": SHARDS, "timeout": 600}
-    return [*timed, sharded]
+    wide = {"name": "wide", "pytest": {"files": ["test/test_slow.py"]}, "timeout": 600}
+    return [*timed, {**wide, "shards": SHARDS} if fan_out else wide]
 
 
 def slow_tests(seconds: int) -> str:
@@ -65,7 +66,7 @@ def main() -> None:
             upstream.branch_from(name)
             upstream.commit("slow tests", {"test/test_slow.py": slow_tests(args.seconds)}, branch=name)
         github = FakeGitHub().start()
-        backends = {name: backend("L2", name, suites(args.seconds), branches=[name], timeout=3600,
+        backends = {name: backend("L2", name, suites(args.seconds, fan_out), branches=[name], timeout=3600,
                                   setup=[f"sleep {SETUP}"], fan_out=fan_out)
                     for name, fan_out in shapes.items()}
         hosts = {f"host-{name}": {"devices": {name: UNITS}, "admin": "Bench <bench@example.com>"} for name in shapes}
