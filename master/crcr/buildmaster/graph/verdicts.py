@@ -5,13 +5,12 @@ it reads a serial build."""
 from __future__ import annotations
 
 from buildbot.process.buildstep import BuildStep
-from buildbot.process.results import FAILURE
 from buildbot.reporters.utils import getURLForBuild
 from twisted.internet import defer
 
 from crcr.buildmaster.graph.child import run_from_property
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
-from crcr.names import BISECTION_PROPERTY, CHILD_SHARD_PROPERTY, CHILDREN_PROPERTY, SUITE_RUN_PROPERTY
+from crcr.names import CHILD_SHARD_PROPERTY, CHILDREN_PROPERTY, SUITE_RUN_PROPERTY
 from crcr.store.service import relay_store
 from crcr.suites.selection import PYTEST_RAN
 
@@ -33,18 +32,17 @@ class SuiteFromChild(SuiteVerdict, BuildStep):
     """The verdict of suite `suite_name` from the runs its child builds left (FanOut records which), each child
     linked; FAILURE naming why when its children did not all leave a run."""
 
-    @defer.inlineCallbacks
     def run(self):
-        asked = None
-        if self.getProperty(BISECTION_PROPERTY) is not None:
-            asked, problem = self.asked_tests()
-            if problem:
-                self.descriptionDone = [problem]
-                return FAILURE
+        return self.judge(self._children_run)
+
+    @defer.inlineCallbacks
+    def _children_run(self, asked: list[str] | None):
+        """The suite's run, from its children's (FanOut ran only the asked tests, when there are any); None when its
+        children did not all leave one."""
         buildids = (self.getProperty(CHILDREN_PROPERTY) or {}).get(self.suite_name)
         if not buildids:
             self.descriptionDone = [f"{self.suite_name}: not run: its child builds left no run (see the fan-out step)"]
-            return FAILURE
+            return None
         runs, shards = [], []
         for buildid in buildids:
             properties = yield self.master.db.builds.getBuildProperties(buildid)
@@ -55,8 +53,7 @@ class SuiteFromChild(SuiteVerdict, BuildStep):
             self.junit_note = self.junit_note or left["junit_note"]
             runs.append(run_from_property(left, junit))
             shards.append(shard)
-        ran = shards_run(runs, shards)
-        return (yield self._verdict(ran) if asked is None else self._asked_verdict(asked, ran))
+        return shards_run(runs, shards)
 
     @defer.inlineCallbacks
     def _link_child(self, buildid: int, shard: str | None):

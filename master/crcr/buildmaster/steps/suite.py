@@ -13,7 +13,6 @@ from twisted.internet import defer
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.junit_file import worker_file_bytes
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
-from crcr.names import BISECTION_PROPERTY
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command
 
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
@@ -34,13 +33,7 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
     def run(self):
         if not (yield self.fit_to_budget()):
             return FAILURE
-        if self.getProperty(BISECTION_PROPERTY) is None:
-            return (yield self._verdict((yield self.run_on_worker(None))))
-        asked, problem = self.asked_tests()
-        if problem:
-            self.descriptionDone = [problem]
-            return FAILURE
-        return (yield self._asked_verdict(asked, (yield self.run_on_worker(asked))))
+        return (yield self.judge(self.run_on_worker))
 
     @defer.inlineCallbacks
     def run_on_worker(self, asked: list[str] | None):

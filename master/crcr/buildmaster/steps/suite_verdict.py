@@ -79,13 +79,22 @@ class SuiteVerdict:
         self.junit_note = ""  # what the summary adds of the JUnit XML: too large to keep
         super().__init__(doStepIf=needed_in_this_build, **kwargs)
 
-    def asked_tests(self) -> tuple[list[str] | None, str | None]:
-        """A bisection build's tests asked of this suite ([]: the whole suite), or why the ask is malformed."""
+    @defer.inlineCallbacks
+    def judge(self, obtain):
+        """The suite's outcome from the run `obtain(asked)` gives (a Deferred): `asked` None, or in a bisection build
+        the tests it asks of this suite ([]: the whole suite), whose outcomes are then the verdict. FAILURE naming a
+        malformed ask, and when `obtain` gives None, having said why there is no run."""
+        if self.getProperty(BISECTION_PROPERTY) is None:
+            ran = yield obtain(None)
+            return FAILURE if ran is None else (yield self._verdict(ran))
         only = self.getProperty(ONLY_TESTS_PROPERTY)
         problem = only_tests_problem(only)
         if problem:
-            return None, f"{self.suite_name}: build property {ONLY_TESTS_PROPERTY} {problem}"
-        return only[self.suite_name], None
+            self.descriptionDone = [f"{self.suite_name}: build property {ONLY_TESTS_PROPERTY} {problem}"]
+            return FAILURE
+        asked = only[self.suite_name]
+        ran = yield obtain(asked)
+        return FAILURE if ran is None else (yield self._asked_verdict(asked, ran))
 
     @defer.inlineCallbacks
     def _verdict(self, ran: SuiteRun):
