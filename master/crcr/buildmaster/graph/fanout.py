@@ -90,14 +90,15 @@ class FanOut(Trigger):
         # runs not made yet. Each child request is waited for here until it is complete, as Trigger's own count is.
         yield defer.gatherResults([self._complete(brid) for brid in self.brids], consumeErrors=True)
         yield self._find_children()
-        chosen = self.chosen()
         by_suite: dict[str, list[int | None]] = {}
-        for suite, shard in chosen:
-            by_suite.setdefault(suite, []).append(self.children.get(suite, {}).get(shard))
+        without_run = []
+        for suite, shard in self.chosen():
+            child = self.children.get(suite, {}).get(shard)
+            by_suite.setdefault(suite, []).append(child)
+            if child is None:
+                without_run.append(f"{suite} {shard}" if shard else suite)
         # Each suite's children in shard order; a suite some of whose shards left no run is not listed.
         self.setProperty(CHILDREN_PROPERTY, {suite: ids for suite, ids in by_suite.items() if None not in ids}, "crcr")
-        without_run = [f"{suite} {shard}" if shard else suite for suite, shard in chosen
-                       if shard not in self.children.get(suite, {})]
         if without_run:
             self.descriptionDone = [f"no run of {', '.join(without_run)}; {self._counts()}"]
             return FAILURE
