@@ -103,7 +103,7 @@ def unit_steps(backend: Backend, settings: Settings, selections: dict[tuple[str,
 def suite_step_arguments(backend: Backend, suite: Suite, selections: dict[tuple[str, str], dict]) -> dict:
     """The arguments of a suite's step on a unit (SuiteStep's, or a child's): its command, environment and limits."""
     env = build_environment(backend)
-    spec = selections.get((backend.name, suite.name))
+    spec = selections[backend.name, suite.name] if suite.pytest else None
     if suite.pytest:
         selection_dir = f"%(prop:builddir)s/{SELECTION_DIR}"
         suite_env = {
