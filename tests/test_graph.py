@@ -43,6 +43,12 @@ CHILD_BUILDID, CHILD_BUILDERID, UNIT_ID = 300, 301, 302
 CHECKOUT = "/units/u0/build/upstream"
 
 
+def left(rc: int, checkout: str = CHECKOUT, has_junit: bool = True) -> dict:
+    """What a child's run left, as its build property SUITE_RUN_PROPERTY has it: no timeout, no selection report."""
+    return {"rc": rc, "timed_out": None, "selection_report": None, "checkout": checkout, "has_junit": has_junit,
+            "junit_note": ""}
+
+
 class ChildSuiteRunTest(SuiteStepHarness):
     def make_child(self, asked: list[str] | None = None) -> ChildSuiteRun:
         step = self.setup_step(ChildSuiteRun(
@@ -106,8 +112,7 @@ class SuiteFromChildTest(SuiteStepHarness):
     @defer.inlineCallbacks
     def test_the_verdict_is_drawn_from_the_childs_run_and_links_it(self):
         self.make_verdict()
-        yield self.add_child({"rc": 1, "timed_out": None, "selection_report": None, "checkout": CHECKOUT,
-                              "has_junit": True, "junit_note": ""}, junit(test_a="passed", test_b="failed"))
+        yield self.add_child(left(rc=1), junit(test_a="passed", test_b="failed"))
         self.expect_history()
         self.expect_outcome(FAILURE, "ops: 1 passed, 1 failed (1 new)")
         yield self.run_step()
@@ -122,16 +127,14 @@ class SuiteFromChildTest(SuiteStepHarness):
     @defer.inlineCallbacks
     def test_a_suite_in_shards_is_judged_over_every_shards_tests_each_read_in_its_own_checkout(self):
         self.make_verdict()
-        yield self.add_child({"rc": 1, "timed_out": None, "selection_report": None, "checkout": CHECKOUT,
-                              "has_junit": True, "junit_note": ""}, junit(test_a="passed", test_b="failed"))
+        yield self.add_child(left(rc=1), junit(test_a="passed", test_b="failed"))
         other = "/units/u1/build/upstream"
         yield self.master.db.insert_test_data([
             fakedb.BuildRequest(id=312, buildsetid=310, builderid=CHILD_BUILDERID),
             fakedb.Build(id=CHILD_BUILDID + 1, number=5, buildrequestid=312, builderid=CHILD_BUILDERID,
                          workerid=UNIT_ID, masterid=fakedb.FakeDBConnector.MASTER_ID),
-            fakedb.BuildProperty(buildid=CHILD_BUILDID + 1, name=SUITE_RUN_PROPERTY, source="crcr", value={
-                "rc": 1, "timed_out": None, "selection_report": None, "checkout": other, "has_junit": True,
-                "junit_note": ""}),
+            fakedb.BuildProperty(buildid=CHILD_BUILDID + 1, name=SUITE_RUN_PROPERTY, source="crcr",
+                                 value=left(rc=1, checkout=other)),
             *[fakedb.BuildProperty(buildid=buildid, name=CHILD_SHARD_PROPERTY, value=shard, source="Trigger")
               for buildid, shard in ((CHILD_BUILDID, "1/2"), (CHILD_BUILDID + 1, "2/2"))],
         ])
@@ -159,8 +162,7 @@ class SuiteFromChildTest(SuiteStepHarness):
         self.make_verdict()
         self.build.setProperty(BISECTION_PROPERTY, 7, "crcr")
         self.build.setProperty(ONLY_TESTS_PROPERTY, {"ops": ids("test_b")}, "crcr")
-        yield self.add_child({"rc": 0, "timed_out": None, "selection_report": None, "checkout": CHECKOUT,
-                              "has_junit": True, "junit_note": ""}, junit(test_b="passed"))
+        yield self.add_child(left(rc=0), junit(test_b="passed"))
         self.expect_outcome(SUCCESS, "ops: 1 asked test: 1 passed")
         yield self.run_step()
 
@@ -231,9 +233,7 @@ class FanOutWaitTest(SuiteStepHarness):
 
         # The child leaves its run and its request completes.
         yield self.master.db.insert_test_data([fakedb.BuildProperty(
-            buildid=CHILD_BUILDID, name=SUITE_RUN_PROPERTY, source="crcr", value={
-                "rc": 0, "timed_out": None, "selection_report": None, "checkout": CHECKOUT, "has_junit": False,
-                "junit_note": ""})])
+            buildid=CHILD_BUILDID, name=SUITE_RUN_PROPERTY, source="crcr", value=left(rc=0, has_junit=False))])
         yield self.master.db.builds.finishBuild(CHILD_BUILDID, SUCCESS)
         yield self.master.db.buildrequests.completeBuildRequests([311], SUCCESS)
         # Every waiter of the message, as the master's mq calls them: the fake's own loop skips a waiter when the one
