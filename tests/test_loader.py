@@ -33,7 +33,7 @@ NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter o
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
 BACKEND_KEYS = (
     "description, maintainers, level, repo, pr_label, trusted_associations, device, branches, queue, schedule, "
-    "report_to_pytorch, timeout, stale_after, setup, fan_out, env, suites"
+    "report_to_pytorch, timeout, stale_after, setup, fan_out, build, env, suites"
 )
 SMOKE = {"name": "smoke", "command": "true"}
 
@@ -68,8 +68,21 @@ BAD_FILES = [
     pytest.param(
         "backends/demo.yaml",
         backend_yaml(suites=[{"name": "ops", "pytest": {"files": ["test/test_ops.py"]}, "shards": 3}]),
-        "{file}: shards run as child builds, which need fan_out: true (suites with shards: 'ops')",
+        "{file}: shards run as child builds, which need fan_out: true or a build stage (suites with shards: 'ops')",
         id="shards-without-fan-out",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(build={"steps": ["make wheel"], "artifacts": ["../dist/*.whl", "/tmp/x"]}),
+        "{file}: build.artifacts: '../dist/*.whl', '/tmp/x': must be a glob relative to the upstream checkout "
+        "(no '..', no leading '/')",
+        id="artifact-out-of-the-checkout",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(build={"steps": ["make wheel"]}),
+        "{file}: build.artifacts: required field is missing",
+        id="build-without-artifacts",
     ),
     pytest.param(
         "backends/demo.yaml",
@@ -660,7 +673,8 @@ def test_the_bounds_leave_room_for_the_largest_real_selection(tmp_path):
 NUMBERS = [
     (file_name, document, path)
     for file_name, model, document in (
-        ("backends/demo.yaml", Backend, {**BACKEND, "schedule": {"follow": "nightly"}}),
+        ("backends/demo.yaml", Backend, {**BACKEND, "schedule": {"follow": "nightly"},
+                                          "build": {"steps": ["make"], "artifacts": ["dist/*"]}}),
         ("workers/gpu-host.yaml", WorkerHost, WORKER),
     )
     for path in number_paths(model, document)

@@ -65,6 +65,8 @@ OVERRIDES = [
     ("CRCR_OUTBOX_MAX_DELAY", "3600", "outbox_max_delay", 3600),
     ("CRCR_TIMEOUT_GRACE", "30", "timeout_grace", 30),
     ("CRCR_HISTORY_DAYS", "400", "history_days", 400),
+    ("CRCR_ARTIFACT_DAYS", "2", "artifact_days", 2),
+    ("CRCR_ARTIFACT_STORE", "/srv/shared/artifacts", "artifact_store", Path("/srv/shared/artifacts")),
     ("CRCR_TAKEOVER_AFTER", "30", "takeover_after", 30),
     ("CRCR_MQ_REALM", "relay.labs", "mq_realm", "relay.labs"),
     ("CRCR_PYTORCH_RELAY_URL", "http://127.0.0.1:9998/github/callback", "pytorch_relay_url",
@@ -234,6 +236,7 @@ OUT_OF_BOUNDS = [
     ("CRCR_DB_URL", "sqlite:///" + "s" * 2039, "CRCR_DB_URL: must be at most 2048 characters (got 2049 characters)"),
     ("CRCR_BUILDBOT_URL", "https://" + "a" * 2041, "CRCR_BUILDBOT_URL: must be at most 2048 characters (got 2049 characters)"),
     ("CRCR_HISTORY_DAYS", "3651", "CRCR_HISTORY_DAYS: must be at most 3650 days (10 years) (got '3651')"),
+    ("CRCR_ARTIFACT_DAYS", "3651", "CRCR_ARTIFACT_DAYS: must be at most 3650 days (10 years) (got '3651')"),
 ]
 
 

@@ -35,13 +35,12 @@ class RelayConfig:
     # Loaded with leave_out_invalid: per file left out, its problems as `crcr check` words them.
     left_out: list[str] = field(default_factory=list)
 
-    def hosts_for(self, backend: Backend) -> list[WorkerHost]:
-        return [h for h in self.hosts if backend.device in h.devices]
-
     @property
     def active_backends(self) -> list[Backend]:
-        """Backends that some declared host can run; the others get no builder yet."""
-        return [b for b in self.backends if self.hosts_for(b)]
+        """Backends that some declared host can run, and build when they have a build stage; the others get no
+        builder yet."""
+        offered = {device for host in self.hosts for device in host.devices}
+        return [b for b in self.backends if b.device in offered and b.build_device in (None, *offered)]
 
     def unit_workers_by_device(self) -> dict[str, list[str]]:
         """Each device's unit workers, in host order: one pass over the hosts for all builders, not one per builder
@@ -230,6 +229,11 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
             warnings.append(
                 f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: device: no worker offers "
                 f"'{b.device}'; the backend stays inactive (no builder) until a host with it is registered"
+            )
+        if b.build_device is not None and b.build_device not in offered:
+            warnings.append(
+                f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: build: device: no worker offers "
+                f"'{b.build_device}'; the backend stays inactive (no builder) until a host with it is registered"
             )
         untracked = [br for br in b.branches if br not in settings.upstream_branches]
         if untracked:

@@ -35,6 +35,7 @@ from crcr.config.limits import (
     MAX_PATH,
     MAX_SECONDS,
     MAX_SETUP_COMMANDS,
+    MAX_ARTIFACT_GLOBS,
     MAX_SHARDS,
     MAX_SUITES,
     MAX_TEST_FILES,
@@ -191,6 +192,27 @@ class Suite(Strict):
         return self
 
 
+# An artifact glob: relative to the upstream checkout, never out of it.
+ARTIFACT_GLOB = described_pattern(r"^(?!/)(?!.*\.\.)[A-Za-z0-9_.*?\[\]/+-]+$",
+                                  "must be a glob relative to the upstream checkout (no '..', no leading '/')")
+
+
+class BuildStage(Strict):
+    """`build:` of a backend: commands run once per commit on one unit, in the upstream checkout, whose `artifacts`
+    the relay keeps and hands to every child build of the commit's suites (docs/build-graph.md)."""
+
+    # The device whose units make the build (a CPU build of torch needs no accelerator); default the backend's.
+    device: str | None = Field(default=None, pattern=DEVICE_NAME, max_length=MAX_NAME)
+    steps: list[Command] = Field(min_length=1, max_length=MAX_SETUP_COMMANDS)
+    artifacts: list[Annotated[str, Field(max_length=MAX_PATH)]] = Field(min_length=1, max_length=MAX_ARTIFACT_GLOBS)
+    timeout: Seconds = 7200
+
+    @field_validator("artifacts")
+    @classmethod
+    def _in_the_checkout(cls, globs: list[str]) -> list[str]:
+        return _all_match(globs, ARTIFACT_GLOB)
+
+
 # What a scheduled backend builds (RFC-0056): the head of upstream's nightly branch once a day, or of viable/strict
 # (upstream's newest commit that passed its own CI, so a break there is the backend's) every so often.
 SCHEDULE_BRANCHES = {"nightly": "nightly", "periodic": "viable/strict"}
@@ -261,6 +283,8 @@ class Backend(Strict):
     # suites run at once on several units (docs/build-graph.md); false: one build runs every suite in turn. Costly
     # setups (building torch) run once per suite then: the build stage that builds once is the next change.
     fan_out: bool = False
+    # Built once per commit before the suites, which then fan out and get its artifacts in $CRCR_ARTIFACTS_DIR.
+    build: BuildStage | None = None
     env: dict[str, Command] = Field(default={}, max_length=MAX_ENV_VARIABLES)
     suites: list[Suite] = Field(min_length=1, max_length=MAX_SUITES)
 
@@ -294,10 +318,21 @@ class Backend(Strict):
     @model_validator(mode="after")
     def _shards_fan_out(self) -> Backend:
         sharded = [suite.name for suite in self.suites if suite.shards > 1]
-        if sharded and not self.fan_out:
-            raise ValueError(f"shards run as child builds, which need fan_out: true (suites with shards: "
-                             f"{shown_all(sharded)})")
+        if sharded and not self.fans_out:
+            raise ValueError(f"shards run as child builds, which need fan_out: true or a build stage (suites with "
+                             f"shards: {shown_all(sharded)})")
         return self
+
+    @property
+    def fans_out(self) -> bool:
+        """Whether each suite is a child build of the commit's parent: asked for, or implied by a build stage, whose
+        artifacts the suites' children get."""
+        return self.fan_out or self.build is not None
+
+    @property
+    def build_device(self) -> str | None:
+        """The device whose units make the backend's build stage; None without one."""
+        return None if self.build is None else self.build.device or self.device
 
     @field_validator("suites")
     @classmethod

@@ -91,6 +91,10 @@ class Settings(BaseModel):
     timeout_grace: WholeNumber = Field(ge=1, le=MAX_POLL_INTERVAL)
     # The test history, the ledger's decided commits, ended bisections and build logs are kept this many days.
     history_days: WholeNumber = Field(le=MAX_HISTORY_DAYS)
+    # The build stages' artifacts (wheels: large) are kept this many days after their build ended, in this folder
+    # (relative to the master's directory); several masters: one folder they all mount, since any serves any.
+    artifact_days: WholeNumber = Field(default=7, ge=1, le=MAX_HISTORY_DAYS)
+    artifact_store: Path = Path("artifacts")
     # Several masters: one silent this long (seconds) counts as dead; another takes over its duties and rebuilds its
     # interrupted builds. Shorter is quicker after a crash, and quicker to count a master dead that is only slow.
     takeover_after: WholeNumber = Field(default=75, ge=10, le=MAX_KEEPALIVE)
@@ -137,7 +141,7 @@ class Settings(BaseModel):
     def _branch_names(cls, branches: list[str]) -> list[str]:
         return check_branch_names(branches)
 
-    @field_validator("backends_dir", "workers_dir", "secrets_dir", "allowlist", mode="before")
+    @field_validator("backends_dir", "workers_dir", "secrets_dir", "allowlist", "artifact_store", mode="before")
     @classmethod
     def _usable_path(cls, path):
         # Path("") is ".", which would silently mean the repository root.
