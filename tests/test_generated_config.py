@@ -51,7 +51,7 @@ from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.suites.selection import PLUGIN_FILE, STOP_CONFIG, STOP_CONFIG_FILE
 from crcr.names import (
     BACKEND_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, bisect_scheduler_name,
-    children_builder_name, force_scheduler_name, upstream_scheduler_name,
+    build_builder_name, children_builder_name, force_scheduler_name, upstream_scheduler_name,
 )
 
 ALPHA_SUITES = [
@@ -480,8 +480,9 @@ def test_buildbot_loads_the_committed_config(tmp_path):
     write_worker_password(secrets, "demo-local")
     master = load_with_buildbot(build_master_config(load_settings(environ={"CRCR_SECRETS_DIR": str(secrets)})))
 
-    # The demo backend fans out (backends/demo.yaml): its parent's builder, and its children's.
-    assert [b.name for b in master.builders] == ["demo", children_builder_name("demo")]
+    # The demo backend builds once and fans out (backends/demo.yaml): its parent's builder, its children's, and its
+    # build stage's.
+    assert [b.name for b in master.builders] == ["demo", children_builder_name("demo"), build_builder_name("demo")]
 
 
 def test_buildbot_has_no_warning_about_the_config(dirs):

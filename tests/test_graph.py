@@ -29,9 +29,8 @@ from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.process.workers import unit_can_start_build
 from crcr.names import (
     BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG, CHILDREN_PROPERTY,
-    FAN_OUT_STEP,
-    ONLY_TESTS_PROPERTY, RELAY_WORKER, SUITE_RUN_PROPERTY, TESTS_PROPERTY, child_builder_name, children_builder_name,
-    suites_scheduler_name,
+    FAN_OUT_STEP, ONLY_TESTS_PROPERTY, RELAY_WORKER, SUITE_RUN_PROPERTY, TESTS_PROPERTY, build_builder_name,
+    child_builder_name, children_builder_name, suites_scheduler_name,
 )
 from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
 from test_suite_step import (
@@ -302,7 +301,7 @@ def test_the_parents_maintainers_may_stop_its_children(tmp_path):
     rules = fanned_out_config(tmp_path)["www"]["authz"].allowRules
     stoppable = {rule.builder for rule in rules if rule.role == maintainer_role("alpha")
                  and type(rule).__name__ == "StopOrCancelEndpointMatcher"}
-    assert stoppable == {"alpha", "alpha / *", children_builder_name("alpha")}
+    assert stoppable == {"alpha", "alpha / *", children_builder_name("alpha"), build_builder_name("alpha")}
 
 
 def test_no_relay_worker_without_a_fanned_out_backend(tmp_path):

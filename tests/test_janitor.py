@@ -5,6 +5,7 @@ master and clock, with the relay's real store and leadership on a real SQLite da
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 from buildbot.process.results import SUCCESS
 from buildbot.test import fakedb
@@ -13,7 +14,7 @@ from buildbot.test.util.logging import LoggingMixin
 from twisted.trial import unittest
 
 from crcr.buildmaster.services.janitor import JANITOR_SERVICE, LAST_PRUNE, RelayJanitor, midnight_after, midnight_before
-from crcr.names import LEADERSHIP_SERVICE, STORE_SERVICE
+from crcr.names import ARTIFACTS_DIR, LEADERSHIP_SERVICE, STORE_SERVICE
 from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.history import BuildRow, record_build
 from crcr.store.service import RelayStore
@@ -25,7 +26,8 @@ NOW = datetime(2026, 3, 10, 15, 0).timestamp()  # 3 pm on the master's clock
 MIDNIGHT = datetime(2026, 3, 11).timestamp()
 OLD, RECENT = NOW - 91 * DAY, NOW - 89 * DAY  # either side of the 90 days' horizon
 PRUNED_ALL = {"log chunks": 1, "build data": 1, "crcr_bisection_steps": 0, "crcr_bisections": 0, "crcr_builds": 1,
-              "crcr_commits": 1, "crcr_junit_files": 0, "crcr_suite_runs": 0, "crcr_test_outcomes": 0}
+              "crcr_commits": 1, "crcr_junit_files": 0, "crcr_suite_runs": 0, "crcr_test_outcomes": 0,
+              "artifact folders": 0}
 
 
 def test_midnights_are_the_masters_local_ones():
@@ -60,7 +62,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         self.setup_test_reactor()
         self.reactor.advance(NOW)
         self.setUpLogging()
-        self.janitor = RelayJanitor(history_days=90)
+        self.janitor = RelayJanitor(history_days=90, artifact_days=3, artifact_store=Path(ARTIFACTS_DIR))
         rows = [fakedb.Builder(id=1, name="alpha"), fakedb.Worker(id=1, name="host-alpha-0")]
         self.master = await relay_master(self, RelayStore(), leadership(), prefix="crcr-janitor-", rows=rows)
         await self.master.initLock.run(lambda: None)  # the leadership's first tick: this master leads
@@ -85,7 +87,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         return kept
 
     async def start_janitor(self, master=None) -> RelayJanitor:
-        janitor = RelayJanitor(history_days=90)
+        janitor = RelayJanitor(history_days=90, artifact_days=3, artifact_store=Path(ARTIFACTS_DIR))
         await janitor.setServiceParent((master or self.master).service_manager)
         return janitor
 
@@ -97,9 +99,10 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         self.reactor.advance(0)
 
         self.assertEqual(await self.kept(), {"log chunks": {2}, "build data": {2}, "history": {2}, "commits": {2}})
-        self.assertLogged("crcr janitor: deleted what is older than 90 days: log chunks: 1, build data: 1, "
-                          "crcr_bisection_steps: 0, crcr_bisections: 0, crcr_builds: 1, crcr_commits: 1, "
-                          "crcr_junit_files: 0, crcr_suite_runs: 0, crcr_test_outcomes: 0")
+        self.assertLogged("crcr janitor: deleted what is older than 90 days \\(artifacts: 3 days\\): log chunks: 1, "
+                          "build data: 1, crcr_bisection_steps: 0, crcr_bisections: 0, crcr_builds: 1, "
+                          "crcr_commits: 1, crcr_junit_files: 0, crcr_suite_runs: 0, crcr_test_outcomes: 0, "
+                          "artifact folders: 0")
         self.assertEqual(await janitor.getState(LAST_PRUNE), {"at": NOW, "pruned": PRUNED_ALL})
 
         self.reactor.advance(MIDNIGHT - NOW)
@@ -109,6 +112,24 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         self.reactor.advance(1)
         self.assertEqual(await self.kept(), {"log chunks": set(), "build data": set(), "history": set(),
                                              "commits": set()})
+
+    async def test_a_build_stages_artifacts_are_kept_artifact_days_after_their_build_ended(self):
+        """Days, not the history's 90: wheels are large. A running build's stay, and an unknown build's go."""
+        await self.master.db.insert_test_data(
+            buildbot_rows(1, NOW - 4 * DAY) + buildbot_rows(2, NOW - 2 * DAY)
+            + [fakedb.Buildset(id=3), fakedb.BuildRequest(id=3, buildsetid=3, builderid=1),
+               fakedb.Build(id=3, buildrequestid=3, builderid=1, masterid=fakedb.FakeDBConnector.MASTER_ID,
+                            workerid=1, started_at=int(NOW) - 10 * DAY, complete_at=None)])
+        root = Path(self.master.basedir) / ARTIFACTS_DIR
+        for folder in ("1", "2", "3", "99", "notes"):
+            (root / folder).mkdir(parents=True)
+            (root / folder / "torch.whl").write_bytes(b"wheel")
+
+        janitor = await self.start_janitor()
+        self.reactor.advance(0)
+
+        self.assertEqual(sorted(path.name for path in root.iterdir()), ["2", "3", "notes"])
+        self.assertEqual((await janitor.getState(LAST_PRUNE))["pruned"]["artifact folders"], 2)
 
     async def test_a_master_leading_the_same_day_waits_for_midnight_and_one_after_a_missed_night_prunes_at_once(self):
         await self.add_history(1, OLD)

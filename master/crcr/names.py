@@ -76,9 +76,18 @@ CHILD_SHARD_PROPERTY = "crcr_child_shard"  # 'K/N': the shard of its suite a chi
 SUITE_RUN_PROPERTY = "crcr_suite_run"  # a child's: what its run left, but for its JUnit XML (in the store)
 CHILDREN_PROPERTY = "crcr_children"  # a parent's: {suite: [the child build whose run it judged, of each shard]}
 CHILD_TAG = "crcr-child"  # a child's virtual builder's tag, beside its backend's name
+# A backend's build stage (graph/build_stage.py): made once per commit by a child build, its artifacts kept by the
+# relay (graph/artifacts.py) and fetched by each suite's child.
+ARTIFACTS_MADE_PROPERTY = "crcr_artifacts_made"  # a build child's: [{name, size, sha256}] of what it uploaded
+ARTIFACTS_PROPERTY = "crcr_artifacts"  # a parent's and its suites' children's: {"build": buildid, "files": [...]}
+ARTIFACTS_DIR = "artifacts"  # in a suite child's build folder; the default artifact_store, in the master's folder
+ARTIFACTS_PATH = "plugins/crcr/artifacts"  # where the relay serves them: /<build child's id>/<file name>
 
 # Step names: the waterfall shows them, the status texts find the suites by the prefix.
 FAN_OUT_STEP = "fan out"  # a parent's: triggers its children and waits for them
+BUILD_STAGE_STEP = "build"  # a parent's: triggers the backend's build child and waits for it
+UPLOAD_STEP = "keep artifacts"  # a build child's: its artifacts uploaded to the relay
+FETCH_STEP = "fetch artifacts"  # a suite child's: the build's artifacts, through the host's cache
 COVERED_STEP = "commits covered"  # lists the queued commits a build covers, with links
 PULL_REQUEST_STEP = "pull request"  # a PR build's: which PR, linked
 CHECKOUT_STEP = "checkout upstream"
@@ -129,6 +138,21 @@ def suites_scheduler_name(backend: str) -> str:
 def children_builder_name(backend: str) -> str:
     """The builder of a backend's child builds; each child shows under a virtual builder (child_builder_name)."""
     return f"{backend} (suites)"
+
+
+def build_scheduler_name(backend: str) -> str:
+    """The Triggerable through which a backend's parent builds trigger its build stage."""
+    return f"build-{backend}"
+
+
+def build_builder_name(backend: str) -> str:
+    """The builder of a backend's build stage, on units of its build device."""
+    return f"{backend} (build)"
+
+
+def build_child_name(backend: str) -> str:
+    """The name a backend's build child is shown under (no suite is named with a space)."""
+    return f"{backend} / build stage"
 
 
 def child_builder_name(backend: str, suite: str, shard: str | None = None) -> str:

@@ -12,7 +12,7 @@ from crcr.buildmaster.changes.upstream_poller import upstream_poller
 from crcr.buildmaster.process.builders import make_builders
 from crcr.buildmaster.process.workers import HostSlotWaker, make_workers, relay_workers
 from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
-from crcr.buildmaster.schedulers.suites import suites_scheduler
+from crcr.buildmaster.schedulers.suites import build_scheduler, suites_scheduler
 from crcr.buildmaster.schedulers.upstream import upstream_scheduler
 from crcr.buildmaster.services.health import RelayHealth, health_backends
 from crcr.buildmaster.services.history_recorder import HistoryRecorder
@@ -60,7 +60,8 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "schedulers": [
             *(make(b, settings) for make in (upstream_scheduler, force_scheduler, bisect_scheduler) for b in active),
             *(PullRequestScheduler(b.name) for b in active if b.builds_pull_requests),
-            *(suites_scheduler(b) for b in active if b.fan_out),
+            *(suites_scheduler(b) for b in active if b.fans_out),
+            *(build_scheduler(b) for b in active if b.build),
         ],
         "builders": make_builders(relay, settings),
         "services": [
@@ -75,7 +76,8 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                              github_repo=settings.github_repo, github_api_url=settings.github_api_url,
                              upstream_url=settings.upstream_url),
             *nothing_pending_services(relay, settings), HostSlotWaker(),
-            HistoryRecorder(), RelayJanitor(history_days=settings.history_days),
+            HistoryRecorder(), RelayJanitor(history_days=settings.history_days, artifact_days=settings.artifact_days,
+                                             artifact_store=settings.artifact_store),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.
             RelayHealth(backends=health_backends(relay.backends), commit_url=commit_url(settings, ""),
                         takeover_after=settings.takeover_after),

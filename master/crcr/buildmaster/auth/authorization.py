@@ -29,7 +29,7 @@ from twisted.internet import defer
 from crcr.buildmaster.auth.request_targets import NotThere, control_target, data_endpoint
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
-from crcr.names import child_builder_name, children_builder_name
+from crcr.names import build_builder_name, child_builder_name, children_builder_name
 from crcr.store.service import relay_store
 
 ADMIN_ROLE = "admin"
@@ -55,10 +55,12 @@ def relay_authz(relay: RelayConfig, settings: Settings) -> RelayAuthz:
             ForceBuildEndpointMatcher(builder=backend.name, role=role),
             RebuildBuildEndpointMatcher(builder=backend.name, role=role),
             StopOrCancelEndpointMatcher(builder=backend.name, role=role),
-            # A fanned-out backend's children: each build under its virtual builder, each waiting request on the
-            # children's builder (graph/). Stopping a child needs the right to stop its parent.
+            # A fanned-out backend's children: each build under its virtual builder (its build stage's too), each
+            # waiting request on the children's or the build stage's builder (graph/). Stopping a child needs the
+            # right to stop its parent.
             StopOrCancelEndpointMatcher(builder=child_builder_name(backend.name, "*"), role=role),
             StopOrCancelEndpointMatcher(builder=children_builder_name(backend.name), role=role),
+            StopOrCancelEndpointMatcher(builder=build_builder_name(backend.name), role=role),
         ]
     rules += [WorkerActionEndpointMatcher([unit.worker_name for unit in host.units], role=host_role(host.name))
               for host in relay.hosts]

@@ -1,31 +1,43 @@
-"""The builds of a backend whose suites fan out: its parent's steps, and its children's, chosen per suite."""
+"""The builds of a backend whose suites fan out: its parent's steps, its build stage's, and its children's, chosen per
+suite."""
 
 from __future__ import annotations
 
 from buildbot.plugins import util
 from buildbot.process.buildstep import get_factory_from_step_or_factory
 
+from crcr.buildmaster.graph.artifacts import UploadArtifacts, fetch_artifacts_step
+from crcr.buildmaster.graph.build_stage import BuildStage
 from crcr.buildmaster.graph.child import ChildSuiteRun
 from crcr.buildmaster.graph.fanout import FanOut
 from crcr.buildmaster.graph.verdicts import SuiteFromChild
 from crcr.buildmaster.process.build import RelayBuild
-from crcr.buildmaster.process.factory import suite_step_arguments, unit_steps
+from crcr.buildmaster.process.factory import (
+    RESULTS_DIR, SELECTION_DIR, UPSTREAM_DIR, build_environment, commands_in_checkout, suite_step_arguments, unit_steps,
+    upstream_checkout,
+)
+from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
 from crcr.buildmaster.steps.covered import CoveredCommits
 from crcr.buildmaster.steps.pull_request import PullRequestLink
 from crcr.buildmaster.www import commit_links
 from crcr.config.models import Backend, Suite
 from crcr.config.settings import Settings
-from crcr.names import CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, COVERED_STEP, FAN_OUT_STEP, PULL_REQUEST_STEP
+from crcr.names import (
+    BUILD_STAGE_STEP, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, COVERED_STEP, FAN_OUT_STEP, FETCH_STEP, PREPARE_STEP,
+    PULL_REQUEST_STEP, UPLOAD_STEP,
+)
 from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
 
 
 def parent_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> util.BuildFactory:
-    """The commit's build on the relay's worker: the covered commits, the children triggered and waited for, then
-    one step per suite, named as a serial build's, giving its verdict."""
+    """The commit's build on the relay's worker: the covered commits, the build stage, the children triggered and
+    waited for, then one step per suite, named as a serial build's, giving its verdict."""
     factory = util.BuildFactory()
     factory.buildClass = RelayBuild
     factory.addStep(PullRequestLink(name=PULL_REQUEST_STEP))
     factory.addStep(CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)))
+    if backend.build:
+        factory.addStep(BuildStage(name=BUILD_STAGE_STEP, backend=backend.name))
     factory.addStep(FanOut(name=FAN_OUT_STEP, backend=backend.name,
                            suites={suite.name: suite.shards for suite in backend.suites}))
     for suite in backend.suites:
@@ -56,10 +68,26 @@ class ChildFactory(util.BuildFactory):
 
 
 def child_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> ChildFactory:
+    fetch = (fetch_artifacts_step(FETCH_STEP, SELECTION_DIR),) if backend.build else ()
     return ChildFactory({
-        suite.name: [*unit_steps(backend, settings, selections), child_suite_step(backend, suite, selections)]
+        suite.name: [*unit_steps(backend, settings, selections, before_setup=fetch),
+                     child_suite_step(backend, suite, selections)]
         for suite in backend.suites
     })
+
+
+def build_stage_factory(backend: Backend, settings: Settings) -> util.BuildFactory:
+    """The build child's steps: upstream checked out at the commit, the build folder prepared, the build's commands
+    (named 'build 1', ...) within its timeout, its artifacts kept by the relay."""
+    factory = util.BuildFactory()
+    factory.buildClass = RelayBuild
+    factory.addStep(upstream_checkout(settings))
+    factory.addStep(PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR, shipped={}))
+    factory.addSteps(commands_in_checkout(f"{BUILD_STAGE_STEP} ", backend.build.steps, build_environment(backend),
+                                          backend.build.timeout))
+    factory.addStep(UploadArtifacts(backend.build.artifacts, settings.artifact_store, name=UPLOAD_STEP,
+                                    workdir=UPSTREAM_DIR, haltOnFailure=True))
+    return factory
 
 
 def child_suite_step(backend: Backend, suite: Suite, selections: dict[tuple[str, str], dict]) -> ChildSuiteRun:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from buildbot.plugins import util
 
-from crcr.buildmaster.graph.factories import child_factory, parent_factory
+from crcr.buildmaster.graph.factories import build_stage_factory, child_factory, parent_factory
 from crcr.buildmaster.process.factory import make_factory
 from crcr.buildmaster.process.workers import unit_can_start_build
 from crcr.buildmaster.schedulers.coalescing import collapse_requests
 from crcr.config.loader import RelayConfig
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
-from crcr.names import BACKEND_PROPERTY, CHILD_TAG, LEVEL_PROPERTY, RELAY_WORKER, children_builder_name
+from crcr.names import (
+    BACKEND_PROPERTY, CHILD_TAG, LEVEL_PROPERTY, RELAY_WORKER, build_builder_name, children_builder_name,
+)
 
 
 def describe_backend(backend: Backend) -> str:
@@ -27,7 +29,7 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
     for backend in relay.active_backends:
         # The parent of a fanned-out backend runs on the relay's own worker, one at a time (Buildbot runs one build
         # per builder and worker), so that commits arriving meanwhile queue and collapse as today's builds do.
-        fans_out = backend.fan_out
+        fans_out = backend.fans_out
         builders.append(util.BuilderConfig(
             name=backend.name,
             description=describe_backend(backend),
@@ -52,5 +54,16 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
                 tags=[backend.device, CHILD_TAG],
                 # Buildbot would merge the sibling children of one commit: they differ only by their properties.
                 collapseRequests=False,
+            ))
+        if backend.build:
+            builders.append(util.BuilderConfig(
+                name=build_builder_name(backend.name),
+                description=f"The build stage of {backend.name}'s builds, on a unit of {backend.build_device}.",
+                project=settings.github_repo,
+                workernames=units_of[backend.build_device],
+                canStartBuild=unit_can_start_build,
+                factory=build_stage_factory(backend, settings),
+                tags=[backend.build_device, CHILD_TAG],
+                collapseRequests=False,  # each parent waits for its own commit's build
             ))
     return builders

@@ -6,6 +6,7 @@ import json
 
 from buildbot.plugins import util
 
+from crcr.buildmaster.graph.artifacts import FETCH_SCRIPT
 from crcr.buildmaster.process.build import RelayBuild
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
@@ -17,7 +18,7 @@ from crcr.buildmaster.www import commit_links
 from crcr.config.models import Backend, Suite
 from crcr.config.settings import Settings
 from crcr.names import (
-    CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, PREPARE_STEP, PULL_REQUEST_STEP, SETUP_STEP_PREFIX,
+    ARTIFACTS_DIR, CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, PREPARE_STEP, PULL_REQUEST_STEP, SETUP_STEP_PREFIX,
     suite_step_name,
 )
 from crcr.suites.selection import (
@@ -26,7 +27,7 @@ from crcr.suites.selection import (
 
 UPSTREAM_DIR = "upstream"
 RESULTS_DIR = "results"
-SELECTION_DIR = "crcr"  # in the build directory: the selection plugin and the suites' specs
+SELECTION_DIR = "crcr"  # in the build directory: the selection plugin, the suites' specs, the artifacts' fetcher
 
 
 def build_environment(backend: Backend) -> dict:
@@ -39,6 +40,8 @@ def build_environment(backend: Backend) -> dict:
         "CRCR_RESULTS_DIR": util.Interpolate(f"%(prop:builddir)s/{RESULTS_DIR}"),
         # The 0-based unit this build holds, for the backend to map onto CUDA_VISIBLE_DEVICES and the like.
         "CRCR_DEVICE_INDEX": util.Interpolate(f"%(prop:{DEVICE_INDEX_PROPERTY})s"),
+        # The build stage's artifacts, by file name (graph/artifacts.py); empty in the build stage itself.
+        **({"CRCR_ARTIFACTS_DIR": util.Interpolate(f"%(prop:builddir)s/{ARTIFACTS_DIR}")} if backend.build else {}),
     }
 
 
@@ -54,6 +57,8 @@ def build_folder_files(backend: Backend, selections: dict[tuple[str, str], dict]
             files[f"{SELECTION_DIR}/{suite.name}.json"] = json.dumps(selections[backend.name, suite.name])
     if any(not suite.pytest for suite in backend.suites):
         files[STOP_CONFIG_FILE] = STOP_CONFIG
+    if backend.build:
+        files[f"{SELECTION_DIR}/{FETCH_SCRIPT.name}"] = FETCH_SCRIPT.read_text(encoding="utf-8")
     return files
 
 
@@ -69,12 +74,19 @@ def command_suite_env(env: dict, backend: Backend) -> dict:
     return {**env, "PYTEST_ADDOPTS": addopts}
 
 
-def unit_steps(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> list:
+def unit_steps(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict],
+               before_setup: tuple = ()) -> list:
     """What a build does on a unit before its suites: upstream checked out at the exact revision, the build folder
-    prepared, the backend's setup."""
+    prepared, `before_setup`, the backend's setup."""
     env = build_environment(backend)
+    return [upstream_checkout(settings), PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR,
+                                                           shipped=build_folder_files(backend, selections)),
+            *before_setup, *commands_in_checkout(SETUP_STEP_PREFIX, backend.setup, env, backend.timeout)]
+
+
+def upstream_checkout(settings: Settings) -> UpstreamCheckout:
     # Blobless and incremental ('fresh' keeps .git): pytorch's history is huge, its blobs more so (checkout.py).
-    checkout = UpstreamCheckout(
+    return UpstreamCheckout(
         name=CHECKOUT_STEP,
         repourl=settings.upstream_url,
         mode="full",
@@ -84,20 +96,13 @@ def unit_steps(backend: Backend, settings: Settings, selections: dict[tuple[str,
         clobberOnFailure=True,
         haltOnFailure=True,
     )
-    prepare = PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR,
-                                 shipped=build_folder_files(backend, selections))
-    setup = [
-        BudgetedShellCommand(
-            name=f"{SETUP_STEP_PREFIX}{number}",
-            command=command,
-            workdir=UPSTREAM_DIR,
-            env=env,
-            build_timeout=backend.timeout,
-            haltOnFailure=True,
-        )
-        for number, command in enumerate(backend.setup, start=1)
-    ]
-    return [checkout, prepare, *setup]
+
+
+def commands_in_checkout(prefix: str, commands: list[str], env: dict, budget: int) -> list:
+    """A step per command, run in the checkout within the build's `budget`, each needed by what follows."""
+    return [BudgetedShellCommand(name=f"{prefix}{number}", command=command, workdir=UPSTREAM_DIR, env=env,
+                                 build_timeout=budget, haltOnFailure=True)
+            for number, command in enumerate(commands, start=1)]
 
 
 def suite_step_arguments(backend: Backend, suite: Suite, selections: dict[tuple[str, str], dict]) -> dict:

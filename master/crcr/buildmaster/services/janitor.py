@@ -1,7 +1,8 @@
 """The relay's janitor: a service of the leader's that deletes, nightly, what is older than the `history_days`
 setting: Buildbot's build logs and build data (what the steps of Buildbot's JanitorConfigurator delete) and the
 relay's own rows (store.prune_history): the test history, the ledger's decided commits and the ended bisections
-with their steps. Buildbot's own build rows stay (small without their logs).
+with their steps. Buildbot's own build rows stay (small without their logs). And the build stages' artifacts,
+after `artifact_days` (graph/artifacts.py).
 
 A service rather than Buildbot's JanitorConfigurator, whose builder and LocalWorker the UI listed among the
 backends' builders and workers.
@@ -14,12 +15,14 @@ the last midnight (its leader was down then) prunes at once.
 from __future__ import annotations
 
 from datetime import datetime, time, timedelta
+from pathlib import Path
 
 from buildbot.util import service
 from buildbot.util.state import StateMixin
 from twisted.internet import defer
 from twisted.python import log
 
+from crcr.buildmaster.graph.artifacts import prune_artifacts
 from crcr.buildmaster.services.leadership import LeaderDuty
 from crcr.store.service import relay_store
 
@@ -48,11 +51,11 @@ class RelayJanitor(LeaderDuty, service.BuildbotService, StateMixin):
         self._next = None  # the next prune's IDelayedCall, while this master leads
         super().__init__(*args, **kwargs)
 
-    def checkConfig(self, history_days: int):
+    def checkConfig(self, history_days: int, artifact_days: int, artifact_store: Path):
         pass
 
-    def reconfigService(self, history_days: int):
-        self.history_days = history_days
+    def reconfigService(self, history_days: int, artifact_days: int, artifact_store: Path):
+        self.history_days, self.artifact_days, self.artifact_store = history_days, artifact_days, artifact_store
 
     @defer.inlineCallbacks
     def startService(self):
@@ -104,6 +107,9 @@ class RelayJanitor(LeaderDuty, service.BuildbotService, StateMixin):
         pruned = {"log chunks": (yield db.logs.deleteOldLogChunks(horizon)),
                   "build data": (yield db.build_data.deleteOldBuildData(horizon))}
         pruned.update(sorted((yield relay_store(self.master).prune_history(horizon)).items()))
-        log.msg(f"crcr janitor: deleted what is older than {self.history_days} days: {pruned_text(pruned)}")
+        pruned["artifact folders"] = yield prune_artifacts(self.master, self.artifact_store,
+                                                            now - self.artifact_days * DAY)
+        log.msg(f"crcr janitor: deleted what is older than {self.history_days} days (artifacts: "
+                f"{self.artifact_days} days): {pruned_text(pruned)}")
         yield self.setState(LAST_PRUNE, {"at": now, "pruned": pruned})
         return pruned

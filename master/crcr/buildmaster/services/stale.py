@@ -37,7 +37,8 @@ from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.github.commit_status import post_status
 from crcr.names import (
-    children_builder_name, force_scheduler_name, pull_request_scheduler_name, upstream_scheduler_name,
+    build_builder_name, children_builder_name, force_scheduler_name, pull_request_scheduler_name,
+    upstream_scheduler_name,
 )
 from crcr.store.service import relay_store
 
@@ -193,11 +194,12 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         builders = {b["builderid"]: b["name"] for b in (yield self.master.data.get(("builders",)))}
         waiting = {r["buildrequestid"] for r in requests}
         self._asked = {brid: asked for brid, asked in self._asked.items() if brid in waiting}
-        children_of = {children_builder_name(b.name): b.name for b in self.backends}
+        children_of = {child_builder: b.name for b in self.backends
+                       for child_builder in (children_builder_name(b.name), build_builder_name(b.name))}
         found = []
         for request in sorted(requests, key=lambda r: r["buildrequestid"]):
             name = builders.get(request["builderid"])
-            if name in children_of:  # a fanned-out backend's child waits for a unit: its parent's commits wait
+            if name in children_of:  # a fanned-out backend's child (or build) waits for a unit: its parent's commits
                 parent = yield self._parent_request(request)
                 if parent is not None:
                     found.append((children_of[name], parent))

@@ -12,6 +12,7 @@ from twisted.web.resource import Resource
 from crcr.buildmaster.auth.authentication import web_auth
 from crcr.buildmaster.auth.authorization import relay_authz
 from crcr.buildmaster.changes.webhook import DIALECT, github_dialect
+from crcr.buildmaster.www.artifacts import ArtifactsResource
 from crcr.buildmaster.www.badges import BadgesResource
 from crcr.buildmaster.www.bisections import BisectionsResource
 from crcr.buildmaster.www.disconnected import DisconnectedResource
@@ -35,8 +36,9 @@ class RelayApplication(Application):
     """The `crcr` www plugin (entry point buildbot.www in pyproject.toml): static/scripts.js replaces the home page
     and adds the bisection pages; api/bisections under the plugin's URL serves their JSON, api/disconnected the
     home page's backends with no unit connected, api/relay what they show of the relay (its configuration, a
-    PluginConfiguration); junit/ each suite's JUnit XML as the worker wrote it (www/junit.py); crcr-host the host
-    tool a lab admin fetches onto a new host (www/host_tool.py)."""
+    PluginConfiguration); junit/ each suite's JUnit XML as the worker wrote it (www/junit.py); artifacts/ the build
+    stages' artifacts, for the units (www/artifacts.py); crcr-host the host tool a lab admin fetches onto a new host
+    (www/host_tool.py)."""
 
     def __init__(self):
         super().__init__(__name__, "crcr relay: home page and bisections")
@@ -53,6 +55,8 @@ class RelayApplication(Application):
         api.putChild(b"relay", self.relay)
         self.resource.putChild(b"api", api)
         self.resource.putChild(b"junit", self.junit)
+        self.artifacts = ArtifactsResource(None, lambda: self.config.artifact_store)
+        self.resource.putChild(b"artifacts", self.artifacts)
         self.host_tool = HostToolResource()
         self.resource.putChild(PurePosixPath(HOST_TOOL_PATH).name.encode(), self.host_tool)
 
@@ -63,6 +67,7 @@ class RelayApplication(Application):
         self.health.master = master
         self.relay.master = master
         self.junit.master = master
+        self.artifacts.master = master
         put_root_resources(master)
         serve_relay_rest_api()  # Buildbot builds /api after configuring the plugins, on its first configuration
         write_rest_answers_in_the_reactor()
@@ -130,7 +135,7 @@ def www_config(settings: Settings, relay: RelayConfig) -> dict:
         "plugins": {
             "waterfall_view": {}, "console_view": {}, "grid_view": {},
             # Not in the frontend config, which is everyone's: see www/relay.py.
-            PLUGIN_NAME: PluginConfiguration(home_page_data(relay, settings)),
+            PLUGIN_NAME: PluginConfiguration(home_page_data(relay, settings), settings.artifact_store),
         },
         # GitHub's webhooks at /change_hook/github; Buildbot's other hooks stay off.
         "change_hook_dialects": {DIALECT: github_dialect(settings, relay.active_backends)},

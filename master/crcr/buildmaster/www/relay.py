@@ -11,6 +11,7 @@ that under CRCR_REQUIRE_SIGN_IN an anonymous reader gets none of it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from buildbot.interfaces import IConfigured
@@ -18,16 +19,18 @@ from twisted.internet import defer
 from zope.interface import implementer
 
 from crcr.buildmaster.www.bisections import JsonResource
+from crcr.names import ARTIFACTS_DIR
 
 
 @implementer(IConfigured)
 class PluginConfiguration:
-    """The crcr plugin's configuration (www["plugins"]["crcr"]): `shown`, what the UI shows of the relay. Buildbot
-    puts a configured object in the frontend config as its getConfigDict(), as it does the auth's and the Authz's:
-    this one's is empty."""
+    """The crcr plugin's configuration (www["plugins"]["crcr"]): `shown`, what the UI shows of the relay, and
+    `artifact_store`, where the build stages' artifacts are served from (www/artifacts.py). Buildbot puts a
+    configured object in the frontend config as its getConfigDict(), as it does the auth's and the Authz's: this
+    one's is empty."""
 
-    def __init__(self, shown: dict):
-        self.shown = shown
+    def __init__(self, shown: dict, artifact_store: Path = Path(ARTIFACTS_DIR)):
+        self.shown, self.artifact_store = shown, artifact_store
 
     def getConfigDict(self) -> dict:
         return {}

@@ -1,0 +1,42 @@
+"""A parent build's build stage: the backend's `build:` made once for the commit by a child build on a unit of its
+build device, whose artifacts the fan-out then hands to every suite's child (docs/build-graph.md)."""
+
+from __future__ import annotations
+
+from buildbot.process.results import FAILURE, SUCCESS, WARNINGS, Results
+from twisted.internet import defer
+
+from crcr.buildmaster.graph.artifacts import size_text
+from crcr.buildmaster.graph.triggering import ChildTrigger
+from crcr.names import ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PROPERTY, build_child_name, build_scheduler_name
+
+
+class BuildStage(ChildTrigger):
+    """Triggers the backend's build child and waits for it. SUCCESS with its artifacts as the parent's
+    ARTIFACTS_PROPERTY; else FAILURE, which halts the parent: no suite runs without the build it needs (the child
+    is linked from this step, as Buildbot's Trigger links each)."""
+
+    def __init__(self, backend: str, **kwargs):
+        super().__init__(backend, build_scheduler_name(backend), haltOnFailure=True, **kwargs)
+
+    def getSchedulersAndProperties(self):
+        return [self.trigger_entry(build_child_name(self.backend), {},
+                                   f"the build stage of {self.backend}'s build {self.build.number}")]
+
+    @defer.inlineCallbacks
+    def gathered(self, builds: list):
+        [build] = builds
+        if build is None or build.results not in (SUCCESS, WARNINGS):
+            ended = ("was cancelled before a unit took it" if build is None
+                     else "failed" if build.results == FAILURE else f"ended: {Results[build.results]}")
+            self.descriptionDone = [f"the build {ended}: no suite runs"]
+            return FAILURE
+        properties = yield self.master.db.builds.getBuildProperties(build.id)
+        made = properties[ARTIFACTS_MADE_PROPERTY][0]
+        self.setProperty(ARTIFACTS_PROPERTY, {"build": build.id, "files": made}, "crcr")
+        self.descriptionDone = [f"built: {len(made)} artifact{'s' if len(made) != 1 else ''}, "
+                                f"{size_text(sum(f['size'] for f in made))}"]
+        return SUCCESS
+
+    def getCurrentSummary(self):
+        return {"step": "building"}

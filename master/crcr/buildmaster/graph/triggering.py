@@ -1,0 +1,71 @@
+"""What every trigger of a parent build shares (its build stage, its fan-out): Buildbot's Trigger, which adds the
+children's buildset (naming the parent, so that the UI links them), waits for them and cancels them when the parent
+is stopped, with the gaps the relay cannot leave open closed."""
+
+from __future__ import annotations
+
+from buildbot.process.results import CANCELLED
+from buildbot.steps.trigger import Trigger
+from twisted.internet import defer
+
+from crcr.names import CHILD_TAG
+
+
+class ChildTrigger(Trigger):
+    """Triggers the children getSchedulersAndProperties lists through `scheduler` and waits for each; then
+    `gathered(builds)` (the last build of each child request, in trigger order, None for one never built) gives the
+    step's result."""
+
+    def __init__(self, backend: str, scheduler: str, **kwargs):
+        self.backend = backend
+        super().__init__(schedulerNames=[scheduler], waitForFinish=True, updateSourceStamp=True,
+                         parent_relationship="Fan-out from", **kwargs)
+
+    def trigger_entry(self, shown_as: str, properties: dict, reason: str) -> dict:
+        """One child's entry of getSchedulersAndProperties: the child shown under the virtual builder `shown_as`,
+        tagged as a child of the backend."""
+        # A list: Buildbot adds its '_virtual_' tag only to a list (process/build.py getBuilderId).
+        shown = {"virtual_builder_name": shown_as, "virtual_builder_tags": [self.backend, CHILD_TAG]}
+        return {"sched_name": self.schedulerNames[0], "props_to_set": {**shown, **properties, "reason": reason},
+                "unimportant": False}
+
+    def gathered(self, builds: list):
+        raise NotImplementedError
+
+    @defer.inlineCallbacks
+    def run(self):
+        # The children check out the commit the parent stands for: Trigger passes got_revision on as their revision.
+        # Written at once, not at the step's end as Buildbot would: whoever looks for the commit's build (the CLI, the
+        # health pages) finds the parent while its children run, as it finds a serial build after its checkout.
+        revision = self.build.getSourceStamp("").revision
+        self.setProperty("got_revision", revision, "crcr")
+        yield self.master.data.updates.setBuildProperty(self.build.buildid, "got_revision", revision, "crcr")
+        yield super().run()  # its results, the children's worst, are not the parent's: gathered() says
+        if self.ended:
+            # A request triggered while the stop arrived is not among those Trigger's interrupt cancelled.
+            for brid in self.brids:
+                self.master.data.control("cancel", {"reason": "parent build was interrupted"}, ("buildrequests", brid))
+            return CANCELLED
+        # Buildbot's Triggerable gives up on the children it is waiting for when it stops (Buildbot issue 8197): a
+        # reconfiguration that removes it (fan_out turned off) left the children running and the parent judging
+        # runs not made yet. Each child request is waited for here until it is complete, as Trigger's own count is.
+        yield defer.gatherResults([self._complete(brid) for brid in self.brids], consumeErrors=True)
+        builds = []
+        for brid in self.brids:
+            made = yield self.master.db.builds.getBuilds(buildrequestid=brid)
+            # The last: a child a lost unit ended RETRY was built again. None: cancelled before a unit took it.
+            builds.append(max(made, key=lambda build: build.id) if made else None)
+        return (yield self.gathered(builds))
+
+    def getResultSummary(self):
+        if self.ended:
+            return {"step": "interrupted: its child builds are cancelled"}
+        return {"step": " ".join(self.descriptionDone)}
+
+    def _complete(self, brid: int):
+        """A Deferred that fires once request `brid` is complete."""
+        @defer.inlineCallbacks
+        def is_complete():
+            return (yield self.master.db.buildrequests.getBuildRequest(brid)).complete
+
+        return self.master.mq.waitUntilEvent(("buildrequests", str(brid), "complete"), is_complete)

@@ -1,0 +1,327 @@
+"""A backend's build stage and its artifacts, piece by piece: the generated builders and steps, the parent's build
+stage and the build child's upload under Buildbot's harness, the token, the relay's answers to a unit that asks
+without the right, and the units' fetcher (fetch_artifacts.py, run as a unit runs it) against a real HTTP server.
+The whole story, real master and units, is in test_fan_out_e2e.py."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from buildbot.process.properties import Properties
+from buildbot.interfaces import ITriggerableScheduler
+from buildbot.process.results import FAILURE, SUCCESS
+from buildbot.schedulers.triggerable import Triggerable
+from buildbot.test import fakedb
+from buildbot.test.steps import ExpectGlob, ExpectRemoteRef, ExpectStat, ExpectUploadFile
+from buildbot.test.reactor import TestReactorMixin
+from buildbot.process.remotetransfer import FileWriter
+from twisted.internet import defer
+from twisted.trial import unittest
+from zope.interface import implementer
+
+from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
+from crcr.buildmaster.graph.artifacts import (
+    FETCH_SCRIPT, UploadArtifacts, artifact_token, artifacts_folder, token_child,
+)
+from crcr.buildmaster.graph.build_stage import BuildStage
+from crcr.buildmaster.masterconfig import build_master_config
+from crcr.config.loader import load_relay_config
+from crcr.names import (
+    ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PROPERTY, CHILD_TAG, build_builder_name, build_scheduler_name,
+    children_builder_name,
+)
+from relaymaster import relay_master, relay_plugin, render
+from test_suite_step import StepHarness
+
+WHEEL = b"a wheel's bytes\n" * 1000
+WHEEL_SHA = hashlib.sha256(WHEEL).hexdigest()
+SECRET = "the session secret"
+
+
+def built_config(tmp_path, build: dict, cpu_units: int = 1) -> dict:
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "alpha", level="L2", device="alpha", setup=["pip install $CRCR_ARTIFACTS_DIR/*.whl"],
+                  build=build)
+    write_worker(dirs.workers, "host-a", devices={"alpha": 2, **({"cpu": cpu_units} if cpu_units else {})})
+    write_worker_password(dirs.secrets, "host-a")
+    return dirs
+
+
+def test_a_build_stage_has_its_builder_on_its_device_and_fans_the_suites_out_after_it(tmp_path):
+    dirs = built_config(tmp_path, {"device": "cpu", "steps": ["python setup.py bdist_wheel"],
+                                   "artifacts": ["dist/*.whl"], "timeout": 600})
+    cfg = build_master_config(settings_for(dirs))
+    builders = {b.name: b for b in cfg["builders"]}
+    assert list(builders) == ["alpha", children_builder_name("alpha"), build_builder_name("alpha")]
+    build, parent = builders[build_builder_name("alpha")], builders["alpha"]
+    assert build.workernames == ["host-a-cpu-0"] and CHILD_TAG in build.tags and build.collapseRequests is False
+    assert [step.kwargs["name"] for step in build.factory.steps] == [
+        "checkout upstream", "prepare build folder", "build 1", "keep artifacts"]
+    assert build.factory.steps[2].kwargs["build_timeout"] == 600
+    assert [step.kwargs["name"] for step in parent.factory.steps][:4] == [
+        "pull request", "commits covered", "build", "fan out"]
+    child_steps = builders[children_builder_name("alpha")].factory.steps_by_suite["smoke"]
+    assert [step.kwargs["name"] for step in child_steps] == [
+        "checkout upstream", "prepare build folder", "fetch artifacts", "setup 1", "suite smoke"]
+    artifacts_dir = child_steps[3].kwargs["env"]["CRCR_ARTIFACTS_DIR"]
+    assert Properties(builddir="/units/u0/alpha").render(artifacts_dir).result == "/units/u0/alpha/artifacts"
+    shipped = child_steps[1].kwargs["shipped"]
+    assert shipped[f"crcr/{FETCH_SCRIPT.name}"] == FETCH_SCRIPT.read_text()
+    triggerables = {s.name: s.builderNames for s in cfg["schedulers"] if isinstance(s, Triggerable)}
+    assert triggerables[build_scheduler_name("alpha")] == [build_builder_name("alpha")]
+
+
+def test_a_build_device_no_host_offers_leaves_the_backend_inactive_with_a_warning(tmp_path):
+    dirs = built_config(tmp_path, {"device": "cpu", "steps": ["make"], "artifacts": ["dist/*"]}, cpu_units=0)
+    relay = load_relay_config(settings_for(dirs))
+    assert relay.active_backends == []
+    assert any("build: device: no worker offers 'cpu'; the backend stays inactive" in w for w in relay.warnings)
+
+
+def test_a_token_opens_the_artifacts_of_one_build_for_one_child():
+    token = artifact_token(SECRET, 31, 30)
+    assert token_child(SECRET, token, 30) == 31
+    assert token_child(SECRET, token, 29) is None, "another build's artifacts"
+    assert token_child("another relay's secret", token, 30) is None
+    assert token_child(SECRET, "32" + token[2:], 30) is None, "another child's number on it"
+    assert token_child(SECRET, "not a token", 30) is None
+
+
+class BuildStageTest(StepHarness):
+    BUILD_ID, REQUEST, BUILDER = 500, 501, 502
+
+    @defer.inlineCallbacks
+    def run_stage(self, results: int, made: list[dict] | None):
+        """The parent's build stage, its build child (ended `results`, having uploaded `made`) already done."""
+        step = self.setup_step(BuildStage(name="build", backend="alpha"))
+        self.build.getSourceStamp = lambda codebase: SimpleNamespace(revision="c" * 40)
+        triggered = []
+
+        @implementer(ITriggerableScheduler)
+        class Finished:
+            name = build_scheduler_name("alpha")
+
+            def trigger(self, waited_for, sourcestamps=None, set_props=None, parent_buildid=None,
+                        parent_relationship=None):
+                triggered.append(set_props.asDict())
+                return (defer.succeed((503, {BuildStageTest.BUILDER: BuildStageTest.REQUEST})),
+                        defer.succeed((results, {BuildStageTest.BUILDER: BuildStageTest.REQUEST})))
+
+        self.master.scheduler_manager = SimpleNamespace(namedServices={Finished.name: Finished()})
+        rows = [fakedb.Builder(id=self.BUILDER, name=build_builder_name("alpha")), fakedb.Worker(id=504, name="u"),
+                fakedb.Buildset(id=503), fakedb.BuildRequest(id=self.REQUEST, buildsetid=503, builderid=self.BUILDER,
+                                                             complete=1, results=results),
+                fakedb.Build(id=self.BUILD_ID, buildrequestid=self.REQUEST, builderid=self.BUILDER, workerid=504,
+                             masterid=fakedb.FakeDBConnector.MASTER_ID, results=results)]
+        if made is not None:
+            rows.append(fakedb.BuildProperty(buildid=self.BUILD_ID, name=ARTIFACTS_MADE_PROPERTY, value=made,
+                                             source="crcr"))
+        yield self.master.db.insert_test_data(rows)
+        return step, triggered
+
+    @defer.inlineCallbacks
+    def test_the_build_childs_artifacts_become_the_parents_for_its_suites(self):
+        made = [{"name": "torch.whl", "size": 3_000_000, "sha256": WHEEL_SHA}]
+        step, triggered = yield self.run_stage(SUCCESS, made)
+        self.expect_outcome(SUCCESS, "built: 1 artifact, 3.0 MB")
+        yield self.run_step()
+        [props] = triggered
+        assert props["virtual_builder_name"][0] == "alpha / build stage"
+        assert props["virtual_builder_tags"][0] == ["alpha", CHILD_TAG]
+        self.assertEqual(step.getProperty(ARTIFACTS_PROPERTY), {"build": self.BUILD_ID, "files": made})
+
+    @defer.inlineCallbacks
+    def test_a_failed_build_halts_the_parent_before_any_suite(self):
+        step, _ = yield self.run_stage(FAILURE, None)
+        self.expect_outcome(FAILURE, "the build failed: no suite runs")
+        yield self.run_step()
+        self.assertTrue(step.haltOnFailure)
+        self.assertIsNone(step.getProperty(ARTIFACTS_PROPERTY))
+
+
+class UploadArtifactsTest(StepHarness):
+    def make_step(self) -> UploadArtifacts:
+        step = self.setup_step(UploadArtifacts(["dist/*.whl", "LICENSE"], Path("artifacts"), name="keep",
+                                               workdir="wkdir"))
+        self.master.basedir = os.path.join(os.getcwd(), "master")  # the fake master removes it at the end
+        return step
+
+    def glob(self, pattern: str, files: list[str]) -> ExpectGlob:
+        return ExpectGlob(path=f"wkdir/{pattern}", log_environ=False).files(files).exit(0)
+
+    @defer.inlineCallbacks
+    def test_the_files_found_are_uploaded_and_described_for_the_parent(self):
+        step = self.make_step()
+        found = "/w/b/wkdir/dist/torch-2.0.whl"
+        self.expect_commands(
+            self.glob("dist/*.whl", [found]), self.glob("LICENSE", ["/w/b/wkdir/LICENSE"]),
+            ExpectStat(file=found, workdir="wkdir").stat(stat.S_IFREG).exit(0),
+            ExpectUploadFile(workersrc=found, workdir="wkdir", blocksize=262144, maxsize=None, keepstamp=False,
+                             writer=ExpectRemoteRef(FileWriter)).upload_string(WHEEL).exit(0),
+            ExpectStat(file="/w/b/wkdir/LICENSE", workdir="wkdir").stat(stat.S_IFREG).exit(0),
+            ExpectUploadFile(workersrc="/w/b/wkdir/LICENSE", workdir="wkdir", blocksize=262144, maxsize=None,
+                             keepstamp=False, writer=ExpectRemoteRef(FileWriter)).upload_string(b"BSD\n").exit(0),
+        )
+        self.expect_outcome(SUCCESS, "kept 2 artifacts, 16004 bytes")
+        yield self.run_step()
+        folder = artifacts_folder(self.master.basedir, Path("artifacts"), self.build.buildid)
+        self.assertEqual((folder / "torch-2.0.whl").read_bytes(), WHEEL)
+        self.assertEqual(step.getProperty(ARTIFACTS_MADE_PROPERTY), [
+            {"name": "LICENSE", "size": 4, "sha256": hashlib.sha256(b"BSD\n").hexdigest()},
+            {"name": "torch-2.0.whl", "size": len(WHEEL), "sha256": WHEEL_SHA}])
+
+    @defer.inlineCallbacks
+    def test_a_glob_matching_nothing_fails_the_build_naming_it_and_uploads_nothing(self):
+        self.make_step()
+        self.expect_commands(self.glob("dist/*.whl", []), self.glob("LICENSE", ["/w/b/wkdir/LICENSE"]))
+        self.expect_outcome(FAILURE, "nothing matched dist/*.whl (failure)")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_two_artifacts_of_one_name_fail_the_build(self):
+        self.make_step()
+        self.expect_commands(self.glob("dist/*.whl", ["/w/b/wkdir/dist/LICENSE"]),
+                             self.glob("LICENSE", ["/w/b/wkdir/LICENSE"]))
+        self.expect_outcome(FAILURE, "two artifacts named LICENSE (failure)")
+        yield self.run_step()
+
+
+class ArtifactsResourceTest(TestReactorMixin, unittest.TestCase):
+    """What the relay answers a unit, or anyone, that may not have the file. The file itself, served, is the end to
+    end test's."""
+
+    async def setUp(self):
+        self.setup_test_reactor()
+        self.master = await relay_master(self, prefix="crcr-artifacts-")
+        self.master.www = SimpleNamespace(site=SimpleNamespace(session_secret=SECRET))
+        await self.master.db.insert_test_data([
+            fakedb.Builder(id=1, name="alpha (suites)"), fakedb.Worker(id=1, name="u"), fakedb.Buildset(id=1),
+            *[fakedb.BuildRequest(id=n, buildsetid=1, builderid=1) for n in (30, 31, 32)],
+            fakedb.Build(id=30, buildrequestid=30, builderid=1, workerid=1, complete_at=100, results=SUCCESS,
+                         masterid=fakedb.FakeDBConnector.MASTER_ID),  # the build child
+            fakedb.Build(id=31, buildrequestid=31, builderid=1, workerid=1, complete_at=None,
+                         masterid=fakedb.FakeDBConnector.MASTER_ID),  # a suite child, running
+            fakedb.Build(id=32, buildrequestid=32, builderid=1, workerid=1, complete_at=200, results=SUCCESS,
+                         masterid=fakedb.FakeDBConnector.MASTER_ID),  # a suite child that has ended
+        ])
+        folder = artifacts_folder(self.master.basedir, Path("artifacts"), 30)
+        folder.mkdir(parents=True)
+        (folder / "torch.whl").write_bytes(WHEEL)
+        self.app = relay_plugin(self.master, [{"name": "alpha"}])
+
+    async def get(self, path: str, token: str | None = None):
+        headers = {b"authorization": f"Bearer {token}".encode()} if token else {}
+        request, body = await render(self.app.resource, "/artifacts/" + path, headers)
+        return request.responseCode, body.decode()
+
+    async def test_a_request_without_the_running_childs_token_is_refused_saying_why(self):
+        running, ended = artifact_token(SECRET, 31, 30), artifact_token(SECRET, 32, 30)
+        cases = [
+            ("30/torch.whl", None, 401, "an artifact is fetched by a build the relay gave a token to"),
+            ("30/torch.whl", "31.forged", 403, "this token is not one for the artifacts of build 30"),
+            ("30/torch.whl", ended, 403, "held by a running build"),
+            ("29/torch.whl", running, 403, "not one for the artifacts of build 29"),
+            ("30/other.whl", running, 404, "build 30 has no artifact other.whl kept"),
+            ("30/..", running, 404, "artifacts are at /plugins/crcr/artifacts/<build>/<file name>"),
+            ("30/a/b", running, 404, "artifacts are at"),
+        ]
+        for path, token, code, why in cases:
+            answered, text = await self.get(path, token)
+            assert (answered, why in text) == (code, True), (path, answered, text)
+
+
+# The units' fetcher, run as a unit runs it, against a real HTTP server that wants a token.
+TOKEN = "31.secret"
+
+
+class Served(http.server.BaseHTTPRequestHandler):
+    files: dict[str, bytes] = {}
+    asked: list[str] = []
+
+    def do_GET(self):
+        self.asked.append(self.path)
+        name = self.path.rsplit("/", 1)[-1]
+        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+            self.send_error(403, "not for you")
+        elif name not in self.files:
+            self.send_error(404)
+        else:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(self.files[name])))
+            self.end_headers()
+            self.wfile.write(self.files[name])
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def relay_files():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Served)
+    Served.files, Served.asked = {"torch.whl": WHEEL}, []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/plugins/crcr/artifacts/30/"
+    server.shutdown()
+
+
+def fetch(url: str, host: Path, unit: str, files: list[dict], token: str = TOKEN) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, FETCH_SCRIPT, url, host / "cache" / "artifacts", host / unit / "artifacts", json.dumps(files)],
+        env={**os.environ, "CRCR_ARTIFACTS_TOKEN": token}, capture_output=True, text=True, timeout=60)
+
+
+WHEEL_FILE = {"name": "torch.whl", "size": len(WHEEL), "sha256": WHEEL_SHA}
+
+
+def test_the_units_of_a_host_download_a_file_once_and_each_gets_it_whole(relay_files, tmp_path):
+    first = fetch(relay_files, tmp_path, "u0", [WHEEL_FILE])
+    second = fetch(relay_files, tmp_path, "u1", [WHEEL_FILE])
+    assert first.returncode == second.returncode == 0, (first.stderr, second.stderr)
+    assert f"torch.whl: downloaded, {len(WHEEL)} bytes" in first.stdout
+    assert second.stdout == f"torch.whl: from the host cache, {len(WHEEL)} bytes\n"
+    assert Served.asked == ["/plugins/crcr/artifacts/30/torch.whl"]
+    for unit in ("u0", "u1"):
+        assert (tmp_path / unit / "artifacts" / "torch.whl").read_bytes() == WHEEL
+    assert [p.name for p in (tmp_path / "cache" / "artifacts").iterdir() if not p.name.endswith(".lock")] == [
+        WHEEL_SHA]
+
+
+def test_units_fetching_at_once_download_once(relay_files, tmp_path):
+    fetchers = [threading.Thread(target=fetch, args=(relay_files, tmp_path, f"u{n}", [WHEEL_FILE])) for n in range(4)]
+    for fetcher in fetchers:
+        fetcher.start()
+    for fetcher in fetchers:
+        fetcher.join()
+    assert Served.asked == ["/plugins/crcr/artifacts/30/torch.whl"]
+    assert all((tmp_path / f"u{n}" / "artifacts" / "torch.whl").read_bytes() == WHEEL for n in range(4))
+
+
+def test_a_file_not_as_the_relay_kept_it_or_a_refusal_fails_the_fetch_and_caches_nothing(relay_files, tmp_path):
+    Served.files["torch.whl"] = WHEEL[:-1] + b"X"
+    changed = fetch(relay_files, tmp_path, "u0", [WHEEL_FILE])
+    assert changed.returncode == 1
+    assert f"torch.whl: got {len(WHEEL)} bytes of SHA-256 " in changed.stderr
+    assert f"not the {len(WHEEL)} bytes of SHA-256 {WHEEL_SHA} the relay kept" in changed.stderr
+    refused = fetch(relay_files, tmp_path, "u0", [WHEEL_FILE], token="31.other")
+    assert refused.returncode == 1 and "torch.whl: the relay answered 403" in refused.stderr, refused.stderr
+    assert [p for p in (tmp_path / "cache" / "artifacts").iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_a_cached_file_unused_for_a_week_is_removed(relay_files, tmp_path):
+    assert fetch(relay_files, tmp_path, "u0", [WHEEL_FILE]).returncode == 0
+    cache = tmp_path / "cache" / "artifacts"
+    old = cache / ("0" * 64)
+    old.write_bytes(b"last month's wheel")
+    os.utime(old, (0, 0))
+    assert fetch(relay_files, tmp_path, "u0", [WHEEL_FILE]).returncode == 0
+    assert not old.exists() and (cache / WHEEL_SHA).exists()
