@@ -225,7 +225,8 @@ def prepare_relay(root: Path, upstream: Upstream, github: FakeGitHub, backends: 
         write_secret(dirs.secrets, "github-token", GITHUB_TOKEN + "\n")
     keepalive = min(10, int(env.get("CRCR_WORKER_KEEPALIVE", 10)))
     workers = [
-        WorkerProcess(root / "worker-hosts" / unit, unit, f"pw-{host}", int(env["CRCR_WORKER_PORT"]), keepalive)
+        # Each host's units in the host's folder, as the host tool lays them out: a host's cache is shared by its own.
+        WorkerProcess(root / "worker-hosts" / host / unit, unit, f"pw-{host}", int(env["CRCR_WORKER_PORT"]), keepalive)
         for host, data in hosts.items()
         for unit in unit_names(host, data["devices"])
     ]

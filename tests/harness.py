@@ -272,6 +272,12 @@ class Relay:
                 children += self.get(f"buildrequests/{request['buildrequestid']}/builds")["builds"][-1:]
         return children
 
+    def step_log(self, build: dict, step: str, log: str = "stdio") -> str:
+        """The text of log `log` of step `step` of `build`."""
+        [found] = [s for s in self.steps(build) if s["name"] == step]
+        chunks = self.get(f"steps/{found['stepid']}/logs/{log}/contents")["logchunks"]
+        return "".join(chunk["content"] for chunk in chunks)
+
     def worker_name(self, build: dict) -> str:
         return self.get(f"workers/{build['workerid']}")["workers"][0]["name"]
 

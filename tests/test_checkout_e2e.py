@@ -45,7 +45,7 @@ def relay(tmp_path, served, github):
 
 
 def unit_git_dir(tmp_path) -> Path:
-    return tmp_path / "relay" / "worker-hosts" / UNIT / BACKEND / "upstream" / ".git"
+    return tmp_path / "relay" / "worker-hosts" / "host-beta" / UNIT / BACKEND / "upstream" / ".git"
 
 
 def test_each_build_after_the_first_downloads_only_what_is_new(relay, served, tmp_path):

@@ -1,9 +1,13 @@
 """End to end: a backend whose suites fan out. One upstream commit gives one parent build on the relay's own worker,
-which triggers a child build per suite (per shard of a suite in shards) on the device's units, several at once; the
-parent draws each suite's verdict from its children's runs and posts the one commit status."""
+which has the backend's build stage made once by a child build, whose artifacts the relay keeps, then triggers a
+child build per suite (per shard of a suite in shards) on the device's units, several at once, each fetching the
+artifacts through its host's cache; the parent draws each suite's verdict from its children's runs and posts the one
+commit status."""
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -13,7 +17,10 @@ from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
 from conftest import BUDGET_BRANCH, UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
 from crcr.config.users import add_user, users_file
 from crcr.github.status_text import FANNED_OUT
-from crcr.names import CHILD_TAG, FAN_OUT_STEP, RELAY_WORKER, child_builder_name, status_context, suite_step_name
+from crcr.names import (
+    ARTIFACTS_PATH, BUILD_STAGE_STEP, CHILD_TAG, FAN_OUT_STEP, FETCH_STEP, RELAY_WORKER, UPLOAD_STEP, build_child_name,
+    child_builder_name, status_context, suite_step_name,
+)
 from harness import holding, kill_9, open_gate, wait_until
 from webui import build_link, click_when_ready, open_page, page_text, wait_for_element, wait_for_texts
 
@@ -24,6 +31,7 @@ WIDE, HELD, BISECT = "wide-gamma", "held-gamma", "bisect-gamma"
 FLAG_TEST = ("from pathlib import Path\n\n\n"
              "def test_no_flag():\n    assert not (Path(__file__).parents[1] / 'FLAG').exists()\n")
 ALICE, BOB = ("alice", "alice-pw"), ("bob", "bob-pw")
+WHEEL = "torch-2.0-cp311-linux_x86_64.whl"
 
 
 def barrier(name: str, gates: Path) -> dict:
@@ -35,9 +43,18 @@ def barrier(name: str, gates: Path) -> dict:
                                      f"--junitxml=$CRCR_RESULTS_DIR/{name}.xml", "timeout": 120}
 
 
+def http_status(url: str, headers: dict | None = None) -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as answer:
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
 class Wide:
-    def __init__(self, relay, upstream, gates: Path, units: dict):
-        self.relay, self.upstream, self.gates, self.units = relay, upstream, gates, units
+    def __init__(self, relay, upstream, root: Path, units: dict):
+        self.relay, self.upstream, self.root, self.units = relay, upstream, root, units
+        self.gates = root  # where the held suites' gates are opened
 
     def held_children(self, sha: str, backend: str = HELD, suites: tuple[str, ...] = ("first", "second")):
         """The parent of `backend` at `sha` and its children held in `suites`, once each of those is."""
@@ -70,7 +87,11 @@ def wide(tmp_path_factory, github):
             barrier("one", gates), barrier("two", gates), barrier("three", gates),
             # PyTorch's test-level sharding: the failing test is in one of the two shards.
             {"name": "broken", "pytest": {"files": ["test/test_pass.py", "test/test_fail.py"]}, "shards": 2},
-        ], setup=["touch $CRCR_RESULTS_DIR/setup-done"], fan_out=True), "maintainers": ["bob"]},
+        ], setup=["touch $CRCR_RESULTS_DIR/setup-done", f"cmp $CRCR_ARTIFACTS_DIR/{WHEEL} {root}/made.whl"],
+            # The build stage makes a wheel (random bytes, kept aside for the units to compare with).
+            build={"steps": [f"mkdir -p dist && head -c 3000000 /dev/urandom > dist/{WHEEL}",
+                             f"cp dist/{WHEEL} {root}/made.whl"], "artifacts": ["dist/*.whl"]}),
+            "maintainers": ["bob"]},
         BISECT: {**backend("L2", "gamma", [suite("held", "test/test_held_b.py"), suite("flag", "test/test_flag.py"),
                                            suite("other", "test/test_pass.py")],
                            branches=[BUDGET_BRANCH], env={"GATES": str(root), "BACKEND": BISECT}, fan_out=True)},
@@ -107,9 +128,15 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     fan_out = steps[FAN_OUT_STEP]
     assert fan_out["results"] == SUCCESS and fan_out["state_string"].startswith("5 child builds"), fan_out
 
-    # Each child: its own virtual builder named after its suite, tagged as a child, on a unit of gamma, its JUnit
-    # XML linked; three of them ran at once (the barrier suites pass only so), one on each unit.
-    children = wide.relay.children(parent)
+    # The build stage: made once, by a child build, its wheel kept by the relay.
+    assert steps[BUILD_STAGE_STEP]["results"] == SUCCESS
+    assert steps[BUILD_STAGE_STEP]["state_string"] == "built: 1 artifact, 3.0 MB", steps[BUILD_STAGE_STEP]
+    built, *children = wide.relay.children(parent)
+    assert wide.builder(built)["name"] == build_child_name(WIDE) and built["results"] == SUCCESS
+    assert relay.step_log(built, UPLOAD_STEP).count(WHEEL) >= 1
+
+    # Each suite's child: its own virtual builder named after its suite, tagged as a child, on a unit of gamma, its
+    # JUnit XML linked; three of them ran at once (the barrier suites pass only so), one on each unit.
     assert sorted(wide.builder(child)["name"] for child in children) == sorted(
         [child_builder_name(WIDE, name) for name in ("one", "two", "three")]
         + [child_builder_name(WIDE, "broken", shard) for shard in ("1/2", "2/2")])
@@ -117,6 +144,20 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
         assert {CHILD_TAG, WIDE} <= set(wide.builder(child)["tags"])
         assert any(url["name"] == "junit.xml" for step in relay.steps(child) for url in step["urls"])
     assert {relay.worker_name(child) for child in children} == {f"host-gamma-gamma-{n}" for n in range(UNITS)}
+
+    # Each got the wheel byte for byte (its setup compares them); the host fetched it once, into its cache, which
+    # its other units' children found it in.
+    fetched = [relay.step_log(child, FETCH_STEP) for child in children]
+    assert sum(f"{WHEEL}: downloaded, 3000000 bytes" in log for log in fetched) == 1, fetched
+    assert sum(f"{WHEEL}: from the host cache" in log for log in fetched) == len(children) - 1, fetched
+    [cached] = (wide.root / "relay" / "worker-hosts" / "host-gamma" / "cache" / "artifacts").glob("[0-9a-f]*[0-9a-f]")
+    assert cached.read_bytes() == (wide.root / "made.whl").read_bytes()
+    assert all("Bearer" not in log and "CRCR_ARTIFACTS_TOKEN=<artifact token>" in log for log in fetched), fetched[0]
+
+    # Not a public download: refused without a token, and with the token of a child that has ended.
+    url = f"{relay.web_url}{ARTIFACTS_PATH}/{built['buildid']}/{WHEEL}"
+    assert http_status(url) == 401
+    assert http_status(url, {"Authorization": f"Bearer {children[0]['buildid']}.{'0' * 64}"}) == 403
 
     # One final status for the commit and the backend, from the parent, counting every child's tests.
     def final():
