@@ -12,7 +12,7 @@ import pytest
 from buildbot.process.results import WARNINGS
 
 from conftest import FAILURE, SUCCESS
-from crcr.names import RELAY_WORKER
+from crcr.names import FETCH_STEP, RELAY_WORKER
 from harness import VENV_BIN, Relay, free_port, run, venv_env, wait_until
 from labhost import host_commands, process_arguments, unit_pid
 
@@ -55,9 +55,13 @@ def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_
         head = run(["git", "-C", state / "upstream.git", "rev-parse", "main"]).stdout.strip()
         build = relay.wait_for_finished_build("demo", head)
         assert build["results"] == SUCCESS
-        # The demo backend fans out: its build on the relay's own worker, its two suites one on each unit at once.
+        # The demo backend builds once, then fans out: its build on the relay's own worker, its build stage on a
+        # unit, its two suites one on each unit at once, each given the build's artifact.
         assert relay.worker_name(build) == RELAY_WORKER
-        assert sorted(relay.worker_name(child) for child in relay.children(build)) == DEMO_UNITS
+        built, *suites = relay.children(build)
+        assert built["results"] == SUCCESS and relay.worker_name(built) in DEMO_UNITS
+        assert sorted(relay.worker_name(child) for child in suites) == DEMO_UNITS
+        assert all("demo-upstream.zip: " in relay.step_log(child, FETCH_STEP) for child in suites)
         connected = {w["name"] for w in relay.get("workers")["workers"] if w["connected_to"]}
         assert connected == {*DEMO_UNITS, RELAY_WORKER}  # the units and the relay's own worker: no janitor's
         assert oct((tmp_path / "secrets" / "worker-demo-local").stat().st_mode & 0o777) == "0o600"
