@@ -44,26 +44,28 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
             collapseRequests=collapse_requests(backend),
         ))
         if fans_out:
-            builders.append(util.BuilderConfig(
-                name=children_builder_name(backend.name),
-                description=f"The suites of {backend.name}'s builds, each a child build on a unit of {backend.device}.",
-                project=settings.github_repo,
-                workernames=units_of[backend.device],
-                canStartBuild=unit_can_start_build,
-                factory=child_factory(backend, settings, relay.selections),
-                tags=[backend.device, CHILD_TAG],
-                # Buildbot would merge the sibling children of one commit: they differ only by their properties.
-                collapseRequests=False,
-            ))
+            builders.append(children_builder(
+                children_builder_name(backend.name), f"The suites of {backend.name}'s builds, each a child build",
+                backend.device, units_of, child_factory(backend, settings, relay.selections), settings))
         if backend.build:
-            builders.append(util.BuilderConfig(
-                name=build_builder_name(backend.name),
-                description=f"The build stage of {backend.name}'s builds, on a unit of {backend.build_device}.",
-                project=settings.github_repo,
-                workernames=units_of[backend.build_device],
-                canStartBuild=unit_can_start_build,
-                factory=build_stage_factory(backend, settings),
-                tags=[backend.build_device, CHILD_TAG],
-                collapseRequests=False,  # each parent waits for its own commit's build
-            ))
+            builders.append(children_builder(
+                build_builder_name(backend.name), f"The build stage of {backend.name}'s builds",
+                backend.build_device, units_of, build_stage_factory(backend, settings), settings))
     return builders
+
+
+def children_builder(name: str, what: str, device: str, units_of: dict[str, list[str]], factory,
+                     settings: Settings) -> util.BuilderConfig:
+    """The builder of a backend's child builds of one kind, on the units of `device`."""
+    return util.BuilderConfig(
+        name=name,
+        description=f"{what}, on a unit of {device}.",
+        project=settings.github_repo,
+        workernames=units_of[device],
+        canStartBuild=unit_can_start_build,
+        factory=factory,
+        tags=[device, CHILD_TAG],
+        # Buildbot would merge the sibling children of one commit (they differ only by their properties), and one
+        # commit's build stage with another's.
+        collapseRequests=False,
+    )
