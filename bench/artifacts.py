@@ -2,11 +2,12 @@
 One stock Buildbot master with the units of one host, the same file fetched three ways, on 1 unit and then on
 every unit of the host at once:
 - pb: Buildbot's FileDownload, through each unit's PB connection (the worker protocol's blocks, each acknowledged);
-- http: a path of the master's own reactor, asked with a token, into a cache folder the host's units share (a file
-  lock: the first unit fetches, the others wait and link it), as docs/build-graph.md proposes;
-- http, no cache: the same path, each unit fetching its own copy (the transport alone, without the host cache).
+- http: the relay's way, its own fetcher (buildmaster/graph/fetch_artifacts.py, as a suite's child runs it) from a
+  path of the master's own reactor that wants a token, through the cache the host's units share;
+- http, no cache: the same path, each unit fetching its own copy with curl (the transport alone).
 Printed: the wall time from asking the builds to the last one's end, and the master's CPU seconds meanwhile (what
-the transfer takes from everything else the master does), with the ratios to pb."""
+the transfer takes from everything else the master does), with the ratios to pb; and the relay's way to every
+unit of the host against one plain copy (one unit's own download, no cache: the target is at most 2x)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ sys.path.insert(0, str(TESTS))
 from harness import VENV_BIN, Relay, WorkerProcess, free_port, run, venv_env, wait_until  # noqa: E402
 from relays import cpu_seconds  # noqa: E402
 
+from crcr.buildmaster.graph.artifacts import FETCH_SCRIPT, TOKEN_VARIABLE, describe_files  # noqa: E402
 from crcr.cli import mastercontrol  # noqa: E402
 
 MODES = ("pb", "http", "http-no-cache")
@@ -44,7 +46,7 @@ ARTIFACT, SIZE = spec["artifact"], spec["size"]
 
 
 class Artifact(resource.Resource):
-    """The artifact, to a request carrying the token (as the relay would check a child build's)."""
+    """The artifact, to a request carrying the token (as the relay checks a child build's)."""
     isLeaf = True
 
     def render_GET(self, request):
@@ -57,20 +59,16 @@ class Artifact(resource.Resource):
 # On the master's own reactor, as a path of its web server would be.
 reactor.listenTCP(spec["http_port"], server.Site(Artifact()), interface="127.0.0.1")
 
-CHECK_AND_DROP = f"test $(stat -c %s artifact.bin) -eq {SIZE} && rm -f artifact.bin"
+CHECK = f"test $(stat -c %s artifact.bin) -eq {SIZE}"
 FETCH = f"curl -fsS -H \\"Authorization: Bearer $ARTIFACT_TOKEN\\" -o"
-URL = f"http://127.0.0.1:{spec['http_port']}/artifact"
-CACHE = spec["cache"]
-CACHED = (f"set -e; mkdir -p {CACHE}; exec 9>{CACHE}/.lock; flock 9; "
-          f"[ -f {CACHE}/artifact ] || "
-          f"{{ {FETCH} {CACHE}/artifact.part {URL}; mv {CACHE}/artifact.part {CACHE}/artifact; }}; "
-          f"flock -u 9; ln -f {CACHE}/artifact artifact.bin; {CHECK_AND_DROP}")
-ENV = {"ARTIFACT_TOKEN": spec["token"]}
+URL = f"http://127.0.0.1:{spec['http_port']}/"
+CACHED = ["python3", spec["fetch_script"], URL, spec["cache"], "artifacts", json.dumps(spec["files"])]
+ENV = {"ARTIFACT_TOKEN": spec["token"], spec["token_variable"]: spec["token"]}
 FACTORIES = {
     "pb": [steps.FileDownload(mastersrc=ARTIFACT, workerdest="artifact.bin"),
-           steps.ShellCommand(command=CHECK_AND_DROP)],
+           steps.ShellCommand(command=CHECK)],
     "http": [steps.ShellCommand(command=CACHED, env=ENV)],
-    "http-no-cache": [steps.ShellCommand(command=f"{FETCH} artifact.bin {URL} && {CHECK_AND_DROP}", env=ENV)],
+    "http-no-cache": [steps.ShellCommand(command=f"{FETCH} artifact.bin {URL}artifact.whl && {CHECK}", env=ENV)],
 }
 builders = [util.BuilderConfig(name=mode, workernames=spec["units"], factory=util.BuildFactory(factory_steps))
             for mode, factory_steps in FACTORIES.items()]
@@ -92,7 +90,8 @@ class Bench:
     def __init__(self, root: Path, units: int, mib: int):
         self.basedir, self.cache = root / "master", root / "host" / "cache"
         self.basedir.mkdir()
-        self.artifact, self.size = self.basedir / "artifact.whl", mib * MIB
+        self.artifact, self.size = self.basedir / "store" / "artifact.whl", mib * MIB
+        self.artifact.parent.mkdir()
         with open(self.artifact, "wb") as f:
             for _ in range(mib):
                 f.write(os.urandom(MIB))
@@ -102,7 +101,8 @@ class Bench:
         (self.basedir / "spec.json").write_text(json.dumps({
             "artifact": str(self.artifact), "size": self.size, "token": TOKEN, "cache": str(self.cache),
             "units": self.units, "password": PASSWORD, "web_url": self.rest.web_url, "web_port": web_port,
-            "worker_port": worker_port, "http_port": free_port(),
+            "worker_port": worker_port, "http_port": free_port(), "fetch_script": str(FETCH_SCRIPT),
+            "files": describe_files(self.artifact.parent), "token_variable": TOKEN_VARIABLE,
         }))
         (self.basedir / "master.cfg").write_text(MASTER_CFG)
         run([VENV_BIN / "buildbot", "create-master", "--quiet", self.basedir], env=venv_env())
@@ -123,7 +123,10 @@ class Bench:
     def fetch(self, mode: str, units: int) -> tuple[float, float]:
         """`units` builds of `mode` at once, each on its own unit, the host's cache empty: the seconds from asking
         them to the last one's end, and the master's CPU seconds meanwhile."""
+        # Every mode keeps what it fetched, as a unit keeps it for its build, until the next round.
         shutil.rmtree(self.cache, ignore_errors=True)
+        for copy in [*self.cache.parent.glob("*/*/build/artifact.bin"), *self.cache.parent.glob("*/*/build/artifacts")]:
+            shutil.rmtree(copy) if copy.is_dir() else copy.unlink()
         done = len(self.finished(mode))
         master = mastercontrol.require_running(self.basedir)
         cpu, began = cpu_seconds(master), time.monotonic()
@@ -152,10 +155,16 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=4, help="units of the host")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of every mode; medians printed")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="crcr-bench-artifacts-") as tmp:
+    # In memory where the machine has it (/dev/shm): a shared machine's disk writes hundreds of MB unevenly (the
+    # kernel throttles whoever writes while others' dirty pages are flushed), which would measure the disk.
+    memory = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="crcr-bench-artifacts-", dir=memory) as tmp:
         bench = Bench(Path(tmp), args.units, args.mib)
         try:
             bench.start()
+            for mode in MODES:  # a round not counted: the freshly written artifact and caches settle
+                bench.fetch(mode, args.units)
+            walls = {}
             for units in sorted({1, args.units}):
                 measured = {mode: [] for mode in MODES}
                 for repeat in range(args.repeats):
@@ -169,6 +178,10 @@ def main() -> None:
                 for mode in MODES:
                     wall, cpu = (statistics.median(m[i] for m in measured[mode]) for i in (0, 1))
                     print(f"  {mode:16} {wall:9.2f} {wall / pb_wall:5.2f}x {cpu:14.2f} {cpu / pb_cpu:5.2f}x")
+                    walls[mode, units] = wall
+            relay_way, plain = walls["http", args.units], walls["http-no-cache", 1]
+            print(f"\nthe relay's way to {args.units} units of one host: {relay_way:.2f} s, {relay_way / plain:.2f}x one "
+                  f"plain copy (one unit's own download: {plain:.2f} s; target: at most 2x)")
         finally:
             bench.stop()
 
