@@ -136,6 +136,8 @@ class Host:
         self.state = os.path.join(host_dir, "state")
         self.venv = os.path.join(host_dir, "venv")
         self.home = os.path.join(host_dir, "home")
+        # Made by the builds, not by up: the artifacts its units fetched from the relay, shared by them.
+        self.cache = os.path.join(host_dir, "cache")
         self.password = os.path.join(self.state, "password")
         self.manifest = os.path.join(self.state, MANIFEST)
         self.supervisor_conf = os.path.join(self.state, "supervisord.conf")
@@ -919,14 +921,14 @@ def cmd_down(args) -> int:
     existing.supervisor.uninstall(existing.units)
     for unit in existing.units:
         shutil.rmtree(existing.host.unit(unit), ignore_errors=True)
-    for made in (existing.host.venv, existing.host.state, existing.host.home):
+    for made in (existing.host.venv, existing.host.state, existing.host.home, existing.host.cache):
         shutil.rmtree(made, ignore_errors=True)
     try:
         os.rmdir(existing.host.dir)
     except OSError:
         pass  # something else lives there
-    print(f"removed the {len(existing.units)} units of {existing.manifest['name']} and what up made in "
-          f"{existing.host.dir}" + (f" (the account {existing.user} is kept)" if existing.as_root else ""))
+    print(f"removed the {len(existing.units)} units of {existing.manifest['name']}, their artifacts cache and what up "
+          f"made in {existing.host.dir}" + (f" (the account {existing.user} is kept)" if existing.as_root else ""))
     return 0
 
 
