@@ -113,7 +113,7 @@ class BuildStageTest(StepHarness):
 
             def trigger(self, waited_for, sourcestamps=None, set_props=None, parent_buildid=None,
                         parent_relationship=None):
-                triggered.append(set_props.asDict())
+                triggered.append({**set_props.asDict(), "relationship": parent_relationship})
                 return (defer.succeed((503, {BuildStageTest.BUILDER: BuildStageTest.REQUEST})),
                         defer.succeed((results, {BuildStageTest.BUILDER: BuildStageTest.REQUEST})))
 
@@ -138,6 +138,7 @@ class BuildStageTest(StepHarness):
         [props] = triggered
         assert props["virtual_builder_name"][0] == "alpha / build stage"
         assert props["virtual_builder_tags"][0] == ["alpha", CHILD_TAG]
+        assert props["relationship"] == "Build stage of", "what the child's page says beside the parent's link"
         self.assertEqual(step.getProperty(ARTIFACTS_PROPERTY), {"build": self.BUILD_ID, "files": made})
 
     @defer.inlineCallbacks

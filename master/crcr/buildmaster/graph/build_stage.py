@@ -17,7 +17,7 @@ class BuildStage(ChildTrigger):
     is linked from this step, as Buildbot's Trigger links each)."""
 
     def __init__(self, backend: str, **kwargs):
-        super().__init__(backend, build_scheduler_name(backend), haltOnFailure=True, **kwargs)
+        super().__init__(backend, build_scheduler_name(backend), "Build stage of", haltOnFailure=True, **kwargs)
 
     def getSchedulersAndProperties(self):
         return [self.trigger_entry(build_child_name(self.backend), {},

@@ -68,7 +68,7 @@ class ChildFactory(util.BuildFactory):
 
 
 def child_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> ChildFactory:
-    fetch = (fetch_artifacts_step(FETCH_STEP, SELECTION_DIR),) if backend.build else ()
+    fetch = (fetch_artifacts_step(FETCH_STEP, SELECTION_DIR, workdir=UPSTREAM_DIR),) if backend.build else ()
     return ChildFactory({
         suite.name: [*unit_steps(backend, settings, selections, before_setup=fetch),
                      child_suite_step(backend, suite, selections)]

@@ -32,7 +32,7 @@ class FanOut(ChildTrigger):
         self.suites = suites
         self.children: dict[str, dict[str | None, int]] = {}  # suite: {shard: the child build that ran it}
         self.child_results: list[int] = []  # each child request's last build's
-        super().__init__(backend, suites_scheduler_name(backend), **kwargs)
+        super().__init__(backend, suites_scheduler_name(backend), "Fan-out from", **kwargs)
 
     def _asked(self) -> dict[str, list[str]] | None:
         """A bisection's {suite: asked tests}; None in any other build (and for a malformed ask, which the verdict

@@ -16,10 +16,11 @@ class ChildTrigger(Trigger):
     `gathered(builds)` (the last build of each child request, in trigger order, None for one never built) gives the
     step's result."""
 
-    def __init__(self, backend: str, scheduler: str, **kwargs):
+    def __init__(self, backend: str, scheduler: str, relationship: str, **kwargs):
         self.backend = backend
+        # What a child's page says it is of its parent, beside the link to it.
         super().__init__(schedulerNames=[scheduler], waitForFinish=True, updateSourceStamp=True,
-                         parent_relationship="Fan-out from", **kwargs)
+                         parent_relationship=relationship, **kwargs)
 
     def trigger_entry(self, shown_as: str, properties: dict, reason: str) -> dict:
         """One child's entry of getSchedulersAndProperties: the child shown under the virtual builder `shown_as`,
