@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -33,7 +35,7 @@ NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter o
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
 BACKEND_KEYS = (
     "description, maintainers, level, repo, pr_label, trusted_associations, device, branches, queue, schedule, "
-    "report_to_pytorch, timeout, stale_after, setup, fan_out, build, env, suites"
+    "report_to_pytorch, timeout, stale_after, setup, fan_out, build, uses, env, suites"
 )
 SMOKE = {"name": "smoke", "command": "true"}
 
@@ -869,6 +871,57 @@ def test_warning_for_a_device_no_worker_offers(tmp_path):
         f"{npu}: device: no worker offers 'npu'; the backend stays inactive (no builder) "
         "until a host with it is registered"
     ]
+
+
+def shared_build(dirs, name: str, **fields) -> Path:
+    folder = dirs.backends / "builds"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"steps": ["python setup.py bdist_wheel"], "artifacts": ["dist/*.whl"], **fields}))
+    return path
+
+
+def test_shared_builds_are_read_from_the_builds_folder_and_a_backend_uses_them_by_name(tmp_path):
+    dirs = make_dirs(tmp_path)
+    shared_build(dirs, "torch-cpu")
+    write_backend(dirs.backends, "demo", uses=["torch-cpu"])
+    write_worker(dirs.workers, "lab-1", devices={"demo": 1, "cpu": 1})
+
+    relay = load_relay_config(settings_for(dirs))
+
+    assert relay.shared_builds["torch-cpu"].device == "cpu", "the default device of a shared build"
+    assert [b.name for b in relay.used_shared_builds()] == ["torch-cpu"]
+    assert relay.active_backends[0].fans_out, "its suites get the shared build's artifacts"
+
+
+def test_a_backend_using_an_unknown_or_invalid_shared_build_is_refused_naming_both(tmp_path):
+    dirs = make_dirs(tmp_path)
+    broken = shared_build(dirs, "torch-gpu", artifacts=[])
+    shared_build(dirs, "torch-cpu")
+    demo = write_backend(dirs.backends, "demo", uses=["torch-gpu", "torch-xpu"])
+    write_worker(dirs.workers, "lab-1", devices={"demo": 1, "cpu": 1})
+
+    with pytest.raises(ConfigError) as refused:
+        load_relay_config(settings_for(dirs))
+
+    assert str(refused.value).splitlines() == [
+        f"{broken}: artifacts: must not be empty",
+        f"{demo}: uses: 'torch-gpu', 'torch-xpu' is no shared build (its file is invalid: see above); "
+        f"{display_path(dirs.backends / 'builds')}/ holds: torch-cpu",
+    ]
+
+
+def test_a_shared_build_whose_device_no_host_offers_leaves_its_users_inactive_with_a_warning(tmp_path):
+    dirs = make_dirs(tmp_path)
+    shared_build(dirs, "torch-cpu")
+    demo = write_backend(dirs.backends, "demo", uses=["torch-cpu"])
+    write_worker(dirs.workers, "lab-1", devices={"demo": 1})
+
+    relay = load_relay_config(settings_for(dirs))
+
+    assert relay.active_backends == [] and relay.used_shared_builds() == []
+    assert relay.warnings == [f"{demo}: uses: torch-cpu: no worker offers 'cpu' to make it on; the backend stays "
+                              "inactive (no builder) until a host with it is registered"]
 
 
 def test_warning_for_a_branch_the_poller_does_not_follow(tmp_path):

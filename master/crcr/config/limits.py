@@ -44,6 +44,7 @@ MAX_SUITES = 50
 # A suite's shards, each a child build of its own (PyTorch's own CI splits its largest jobs in a few).
 MAX_SHARDS = 64
 MAX_ARTIFACT_GLOBS = 50
+MAX_SHARED_BUILDS = 10  # that one backend uses
 # Ascend's PR gate runs 128 upstream test files in its largest category.
 MAX_TEST_FILES = 500
 # Longer lists of tests not to run belong in a skip list file, which also records them as skipped.

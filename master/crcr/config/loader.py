@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from crcr.config.allowlist import LEVELS, Grant, read_allowlist
 from crcr.config.errors import ConfigError, describe_validation_error
-from crcr.config.models import PULL_REQUEST_LEVELS, Backend, WorkerHost
+from crcr.config.models import PULL_REQUEST_LEVELS, Backend, SharedBuild, WorkerHost
 from crcr.config.paths import REPO_ROOT, display_path
 from crcr.config.readfiles import refuse_outside
 from crcr.config.secretfiles import problems as secret_dir_problems
@@ -21,6 +21,7 @@ from crcr.config.yamlfiles import read_yaml_mapping
 from crcr.suites.selection import selection_spec
 
 Model = TypeVar("Model", bound=BaseModel)
+SHARED_BUILDS_DIR = "builds"  # in the backends folder: the shared builds, one file each
 
 
 @dataclass(frozen=True)
@@ -34,13 +35,20 @@ class RelayConfig:
     selections: dict[tuple[str, str], dict] = field(default_factory=dict)
     # Loaded with leave_out_invalid: per file left out, its problems as `crcr check` words them.
     left_out: list[str] = field(default_factory=list)
+    # backends/builds/*.yaml, by name: those the backends use.
+    shared_builds: dict[str, SharedBuild] = field(default_factory=dict)
 
     @property
     def active_backends(self) -> list[Backend]:
         """Backends that some declared host can run, and build when they have a build stage; the others get no
         builder yet."""
         offered = {device for host in self.hosts for device in host.devices}
-        return [b for b in self.backends if b.device in offered and b.build_device in (None, *offered)]
+        return [b for b in self.backends if b.device in offered and b.build_device in (None, *offered)
+                and all(self.shared_builds[name].device in offered for name in b.uses)]
+
+    def used_shared_builds(self) -> list[SharedBuild]:
+        """The shared builds some active backend uses, each once, by name."""
+        return [self.shared_builds[name] for name in sorted({n for b in self.active_backends for n in b.uses})]
 
     def unit_workers_by_device(self) -> dict[str, list[str]]:
         """Each device's unit workers, in host order: one pass over the hosts for all builders, not one per builder
@@ -209,15 +217,19 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
     workers, worker_errors = _load_dir(settings.workers_dir, WorkerHost)
     clashes = _unit_name_errors(workers, settings.workers_dir)
     selections, selection_errors = _selections(backends, settings.backends_dir)
+    shared_dir = settings.backends_dir / SHARED_BUILDS_DIR
+    shared, shared_errors = _load_dir(shared_dir, SharedBuild) if shared_dir.is_dir() else ([], [])
+    shared_builds = {build.name: build for build in shared}
+    unknown_uses = _unknown_uses(backends, shared_builds, settings.backends_dir, shared_errors)
     # One entry per file, in the order `crcr check` has always listed them.
     problems = (
         backend_errors + list(grant_errors.values()) + worker_errors + list(clashes.values())
-        + list(selection_errors.values())
+        + list(selection_errors.values()) + shared_errors + list(unknown_uses.values())
     )
     refusals = [] if backends or backend_errors else [f"{display_path(settings.backends_dir)}: no backend files (*.yaml)"]
     if refusals or (problems and not leave_out_invalid):
         raise ConfigError("\n".join((problems if not leave_out_invalid else []) + refusals))
-    refused = selection_errors.keys() | grant_errors.keys()
+    refused = selection_errors.keys() | grant_errors.keys() | unknown_uses.keys()
     backends = [b for b in backends if b.name not in refused]
     workers = [w for w in workers if w.name not in clashes]
     selections = {key: spec for key, spec in selections.items() if key[0] not in refused}
@@ -235,6 +247,12 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
                 f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: build: device: no worker offers "
                 f"'{b.build_device}'; the backend stays inactive (no builder) until a host with it is registered"
             )
+        for name in b.uses:
+            if shared_builds[name].device not in offered:
+                warnings.append(
+                    f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: uses: {name}: no worker offers "
+                    f"'{shared_builds[name].device}' to make it on; the backend stays inactive (no builder) until a "
+                    "host with it is registered")
         untracked = [br for br in b.branches if br not in settings.upstream_branches]
         if untracked:
             warnings.append(
@@ -248,7 +266,24 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
         hosts_dir=settings.workers_dir,
         selections=selections,
         left_out=problems,
+        shared_builds=shared_builds,
     )
+
+
+def _unknown_uses(backends: list[Backend], shared_builds: dict[str, SharedBuild], backends_dir: Path,
+                  shared_errors: list[str]) -> dict[str, str]:
+    """{backend: its `uses` naming no shared build}; a shared build file that is itself invalid counts as none."""
+    refused = {}
+    known = ", ".join(sorted(shared_builds)) or "none"
+    for backend in backends:
+        unknown = [name for name in backend.uses if name not in shared_builds]
+        if unknown:
+            invalid = " (its file is invalid: see above)" if shared_errors else ""
+            refused[backend.name] = (
+                f"{display_path(backends_dir / (backend.name + '.yaml'))}: uses: "
+                f"{', '.join(repr(n) for n in unknown)} is no shared build{invalid}; "
+                f"{display_path(backends_dir / SHARED_BUILDS_DIR)}/ holds: {known}")
+    return refused
 
 
 def require_worker_passwords(relay: RelayConfig, secrets_dir: Path) -> RelayConfig:

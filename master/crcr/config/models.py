@@ -36,6 +36,7 @@ from crcr.config.limits import (
     MAX_SECONDS,
     MAX_SETUP_COMMANDS,
     MAX_ARTIFACT_GLOBS,
+    MAX_SHARED_BUILDS,
     MAX_SHARDS,
     MAX_SUITES,
     MAX_TEST_FILES,
@@ -213,6 +214,17 @@ class BuildStage(Strict):
         return _all_match(globs, ARTIFACT_GLOB)
 
 
+SHARED_BUILD_DEVICE = "cpu"  # a shared build is most often torch built for the CPU, which any host can make
+
+
+class SharedBuild(BuildStage):
+    """`backends/builds/<name>.yaml`: a build made once per upstream commit for every backend that `uses` it (a CPU
+    torch wheel for Spyre's and Ascend's builds alike). It uses no other shared build, so there is no cycle to make."""
+
+    name: str = Field(pattern=BACKEND_NAME, max_length=MAX_NAME)
+    device: str = Field(default=SHARED_BUILD_DEVICE, pattern=DEVICE_NAME, max_length=MAX_NAME)
+
+
 # What a scheduled backend builds (RFC-0056): the head of upstream's nightly branch once a day, or of viable/strict
 # (upstream's newest commit that passed its own CI, so a break there is the backend's) every so often.
 SCHEDULE_BRANCHES = {"nightly": "nightly", "periodic": "viable/strict"}
@@ -285,6 +297,10 @@ class Backend(Strict):
     fan_out: bool = False
     # Built once per commit before the suites, which then fan out and get its artifacts in $CRCR_ARTIFACTS_DIR.
     build: BuildStage | None = None
+    # Shared builds (backends/builds/<name>.yaml) made before the backend's own build, which sees their artifacts, as
+    # its suites see all of them.
+    uses: list[Annotated[str, Field(pattern=BACKEND_NAME, max_length=MAX_NAME)]] = Field(
+        default=[], max_length=MAX_SHARED_BUILDS)
     env: dict[str, Command] = Field(default={}, max_length=MAX_ENV_VARIABLES)
     suites: list[Suite] = Field(min_length=1, max_length=MAX_SUITES)
 
@@ -325,9 +341,14 @@ class Backend(Strict):
 
     @property
     def fans_out(self) -> bool:
-        """Whether each suite is a child build of the commit's parent: asked for, or implied by a build stage, whose
-        artifacts the suites' children get."""
-        return self.fan_out or self.build is not None
+        """Whether each suite is a child build of the commit's parent: asked for, or implied by a build stage or a
+        shared build, whose artifacts the suites' children get."""
+        return self.fan_out or self.build is not None or bool(self.uses)
+
+    @property
+    def has_artifacts(self) -> bool:
+        """Whether its children are given artifacts: a build stage's, or shared builds'."""
+        return self.build is not None or bool(self.uses)
 
     @property
     def build_device(self) -> str | None:
