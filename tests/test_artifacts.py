@@ -24,6 +24,7 @@ from buildbot.schedulers.triggerable import Triggerable
 from buildbot.test import fakedb
 from buildbot.test.steps import ExpectGlob, ExpectRemoteRef, ExpectStat, ExpectUploadFile
 from buildbot.test.reactor import TestReactorMixin
+from buildbot.util.tuplematch import matchTuple
 from buildbot.process.remotetransfer import FileWriter
 from twisted.internet import defer
 from twisted.trial import unittest
@@ -34,11 +35,12 @@ from crcr.buildmaster.graph.artifacts import (
     FETCH_SCRIPT, UploadArtifacts, artifact_token, artifacts_folder, token_child,
 )
 from crcr.buildmaster.graph.build_stage import BuildStage
+from crcr.buildmaster.graph.shared import LOOK_AGAIN, SharedBuilds
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.config.loader import load_relay_config
 from crcr.names import (
     ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PROPERTY, CHILD_TAG, build_builder_name, build_scheduler_name,
-    children_builder_name,
+    children_builder_name, shared_builder_name, shared_scheduler_name,
 )
 from relaymaster import relay_master, relay_plugin, render
 from test_suite_step import StepHarness
@@ -46,6 +48,7 @@ from test_suite_step import StepHarness
 WHEEL = b"a wheel's bytes\n" * 1000
 WHEEL_SHA = hashlib.sha256(WHEEL).hexdigest()
 SECRET = "the session secret"
+WHEEL_FILE = {"name": "torch.whl", "size": len(WHEEL), "sha256": WHEEL_SHA}
 
 
 def built_config(tmp_path, build: dict, cpu_units: int = 1) -> dict:
@@ -81,6 +84,29 @@ def test_a_build_stage_has_its_builder_on_its_device_and_fans_the_suites_out_aft
     assert triggerables[build_scheduler_name("alpha")] == [build_builder_name("alpha")]
 
 
+def test_a_shared_build_has_one_builder_for_every_backend_using_it_and_comes_before_their_own_builds(tmp_path):
+    dirs = built_config(tmp_path, {"steps": ["pip wheel ."], "artifacts": ["*.whl"]})
+    (dirs.backends / "builds").mkdir()
+    (dirs.backends / "builds" / "torch-cpu.yaml").write_text("steps: [python setup.py bdist_wheel]\n"
+                                                             "artifacts: [dist/*.whl]\n")
+    write_backend(dirs.backends, "alpha", level="L2", device="alpha", uses=["torch-cpu"],
+                  build={"steps": ["pip wheel ."], "artifacts": ["*.whl"]})
+    write_backend(dirs.backends, "beta", level="L2", device="alpha", uses=["torch-cpu"])
+    cfg = build_master_config(settings_for(dirs))
+    builders = {b.name: b for b in cfg["builders"]}
+    shared = builders[shared_builder_name("torch-cpu")]
+    assert shared.workernames == ["host-a-cpu-0"] and "for alpha, beta" in shared.description
+    assert [step.kwargs["name"] for step in shared.factory.steps] == [
+        "checkout upstream", "prepare build folder", "build 1", "keep artifacts"]
+    assert [step.kwargs["name"] for step in builders["alpha"].factory.steps][2:5] == ["shared builds", "build",
+                                                                                      "fan out"]
+    assert [step.kwargs["name"] for step in builders[build_builder_name("alpha")].factory.steps][2:4] == [
+        "fetch artifacts", "build 1"], "the backend's own build installs the shared build's artifacts"
+    assert [step.kwargs["name"] for step in builders["beta"].factory.steps][2:4] == ["shared builds", "fan out"]
+    triggerables = {s.name: s.builderNames for s in cfg["schedulers"] if isinstance(s, Triggerable)}
+    assert triggerables[shared_scheduler_name("torch-cpu")] == [shared_builder_name("torch-cpu")]
+
+
 def test_a_build_device_no_host_offers_leaves_the_backend_inactive_with_a_warning(tmp_path):
     dirs = built_config(tmp_path, {"device": "cpu", "steps": ["make"], "artifacts": ["dist/*"]}, cpu_units=0)
     relay = load_relay_config(settings_for(dirs))
@@ -88,13 +114,12 @@ def test_a_build_device_no_host_offers_leaves_the_backend_inactive_with_a_warnin
     assert any("build: device: no worker offers 'cpu'; the backend stays inactive" in w for w in relay.warnings)
 
 
-def test_a_token_opens_the_artifacts_of_one_build_for_one_child():
-    token = artifact_token(SECRET, 31, 30)
-    assert token_child(SECRET, token, 30) == 31
-    assert token_child(SECRET, token, 29) is None, "another build's artifacts"
-    assert token_child("another relay's secret", token, 30) is None
-    assert token_child(SECRET, "32" + token[2:], 30) is None, "another child's number on it"
-    assert token_child(SECRET, "not a token", 30) is None
+def test_a_token_names_the_child_build_it_was_made_for_and_no_other():
+    token = artifact_token(SECRET, 31)
+    assert token_child(SECRET, token) == 31
+    assert token_child("another relay's secret", token) is None
+    assert token_child(SECRET, "32" + token[2:]) is None, "another child's number on it"
+    assert token_child(SECRET, "not a token") is None
 
 
 class BuildStageTest(StepHarness):
@@ -139,7 +164,7 @@ class BuildStageTest(StepHarness):
         assert props["virtual_builder_name"][0] == "alpha / build stage"
         assert props["virtual_builder_tags"][0] == ["alpha", CHILD_TAG]
         assert props["relationship"] == "Build stage of", "what the child's page says beside the parent's link"
-        self.assertEqual(step.getProperty(ARTIFACTS_PROPERTY), {"build": self.BUILD_ID, "files": made})
+        self.assertEqual(step.getProperty(ARTIFACTS_PROPERTY), [{"build": self.BUILD_ID, "files": made}])
 
     @defer.inlineCallbacks
     def test_a_failed_build_halts_the_parent_before_any_suite(self):
@@ -214,6 +239,8 @@ class ArtifactsResourceTest(TestReactorMixin, unittest.TestCase):
                          masterid=fakedb.FakeDBConnector.MASTER_ID),  # a suite child, running
             fakedb.Build(id=32, buildrequestid=32, builderid=1, workerid=1, complete_at=200, results=SUCCESS,
                          masterid=fakedb.FakeDBConnector.MASTER_ID),  # a suite child that has ended
+            *[fakedb.BuildProperty(buildid=child, name=ARTIFACTS_PROPERTY, source="Trigger",
+                                   value=[{"build": 30, "files": [WHEEL_FILE]}]) for child in (31, 32)],
         ])
         folder = artifacts_folder(self.master.basedir, Path("artifacts"), 30)
         folder.mkdir(parents=True)
@@ -226,12 +253,12 @@ class ArtifactsResourceTest(TestReactorMixin, unittest.TestCase):
         return request.responseCode, body.decode()
 
     async def test_a_request_without_the_running_childs_token_is_refused_saying_why(self):
-        running, ended = artifact_token(SECRET, 31, 30), artifact_token(SECRET, 32, 30)
+        running, ended = artifact_token(SECRET, 31), artifact_token(SECRET, 32)
         cases = [
             ("30/torch.whl", None, 401, "an artifact is fetched by a build the relay gave a token to"),
             ("30/torch.whl", "31.forged", 403, "this token is not one for the artifacts of build 30"),
             ("30/torch.whl", ended, 403, "held by a running build"),
-            ("29/torch.whl", running, 403, "not one for the artifacts of build 29"),
+            ("29/torch.whl", running, 403, "not one for the artifacts of build 29"),  # not given to child 31
             ("30/other.whl", running, 404, "build 30 has no artifact other.whl kept"),
             ("30/..", running, 404, "artifacts are at /plugins/crcr/artifacts/<build>/<file name>"),
             ("30/a/b", running, 404, "artifacts are at"),
@@ -275,13 +302,15 @@ def relay_files():
     server.shutdown()
 
 
-def fetch(url: str, host: Path, unit: str, files: list[dict], token: str = TOKEN) -> subprocess.CompletedProcess:
+def fetch(url: str, host: Path, unit: str, files: list[dict], token: str = TOKEN,
+          more: list[dict] = ()) -> subprocess.CompletedProcess:
+    """The fetcher as a child runs it, given `files` of the build at `url` (and the groups `more`)."""
+    groups = json.dumps([{"url": url, "files": files}, *more])
     return subprocess.run(
-        [sys.executable, FETCH_SCRIPT, url, host / "cache" / "artifacts", host / unit / "artifacts", json.dumps(files)],
+        [sys.executable, FETCH_SCRIPT, host / "cache" / "artifacts", host / unit / "artifacts", groups],
         env={**os.environ, "CRCR_ARTIFACTS_TOKEN": token}, capture_output=True, text=True, timeout=60)
 
 
-WHEEL_FILE = {"name": "torch.whl", "size": len(WHEEL), "sha256": WHEEL_SHA}
 
 
 def test_the_units_of_a_host_download_a_file_once_and_each_gets_it_whole(relay_files, tmp_path):
@@ -318,6 +347,12 @@ def test_a_file_not_as_the_relay_kept_it_or_a_refusal_fails_the_fetch_and_caches
     assert [p for p in (tmp_path / "cache" / "artifacts").iterdir() if not p.name.endswith(".lock")] == []
 
 
+def test_two_builds_artifacts_of_one_name_fail_the_fetch(relay_files, tmp_path):
+    clash = fetch(relay_files, tmp_path, "u0", [WHEEL_FILE], more=[{"url": relay_files, "files": [WHEEL_FILE]}])
+    assert clash.returncode == 1 and "two builds made an artifact named torch.whl" in clash.stderr, clash.stderr
+    assert Served.asked == []
+
+
 def test_a_cached_file_unused_for_a_week_is_removed(relay_files, tmp_path):
     assert fetch(relay_files, tmp_path, "u0", [WHEEL_FILE]).returncode == 0
     cache = tmp_path / "cache" / "artifacts"
@@ -326,3 +361,98 @@ def test_a_cached_file_unused_for_a_week_is_removed(relay_files, tmp_path):
     os.utime(old, (0, 0))
     assert fetch(relay_files, tmp_path, "u0", [WHEEL_FILE]).returncode == 0
     assert not old.exists() and (cache / WHEEL_SHA).exists()
+
+
+class SharedBuildsTest(StepHarness):
+    """The parent's wait for the shared builds its backend uses, each made once per commit whoever needs it first."""
+
+    SHA, BUILDER = "c" * 40, 600
+    MADE = [{"name": "torch-cpu.whl", "size": 3_000_000, "sha256": WHEEL_SHA}]
+
+    @defer.inlineCallbacks
+    def make_step(self):
+        step = self.setup_step(SharedBuilds(["torch-cpu"], name="shared"))
+        self.build.getSourceStamp = lambda codebase: SimpleNamespace(revision=self.SHA)
+        self.build.getAllSourceStamps = lambda: [SimpleNamespace(asDict=lambda: {"codebase": "", "revision": None})]
+        self.triggered = []
+        test = self
+
+        @implementer(ITriggerableScheduler)
+        class Shared:
+            name = shared_scheduler_name("torch-cpu")
+
+            def trigger(self, waited_for, sourcestamps=None, set_props=None, parent_buildid=None,
+                        parent_relationship=None):
+                brid = 610 + len(test.triggered)
+                test.triggered.append((sourcestamps, parent_buildid))
+                added = test.request(brid, None)  # as Buildbot's Triggerable adds the buildset and its request
+                return added.addCallback(lambda _: (613, {test.BUILDER: brid})), defer.Deferred()
+
+        self.master.scheduler_manager = SimpleNamespace(namedServices={Shared.name: Shared()})
+        yield self.master.db.insert_test_data([
+            fakedb.Builder(id=self.BUILDER, name=shared_builder_name("torch-cpu")), fakedb.Worker(id=604, name="c"),
+            fakedb.Buildset(id=603), fakedb.Buildset(id=613)])
+        return step
+
+    @defer.inlineCallbacks
+    def request(self, brid: int, results: int | None):
+        """Request `brid` of the shared build, complete with a build of `results` (None: still waiting)."""
+        rows = [fakedb.BuildRequest(id=brid, buildsetid=603 if brid < 610 else 613, builderid=self.BUILDER,
+                                    complete=int(results is not None), results=results)]
+        if results is not None:
+            rows += [fakedb.Build(id=brid, buildrequestid=brid, builderid=self.BUILDER, workerid=604,
+                                  masterid=fakedb.FakeDBConnector.MASTER_ID, results=results),
+                     fakedb.BuildProperty(buildid=brid, name=ARTIFACTS_MADE_PROPERTY, value=self.MADE, source="crcr")]
+        yield self.master.db.insert_test_data(rows)
+
+    @defer.inlineCallbacks
+    def complete(self, brid: int, results: int):
+        """The shared build's request completes: as the master announces it to whoever waits."""
+        yield self.master.db.buildrequests.completeBuildRequests([brid], results)
+        yield self.master.db.insert_test_data([
+            fakedb.Build(id=brid, buildrequestid=brid, builderid=self.BUILDER, workerid=604,
+                         masterid=fakedb.FakeDBConnector.MASTER_ID, results=results),
+            fakedb.BuildProperty(buildid=brid, name=ARTIFACTS_MADE_PROPERTY, value=self.MADE, source="crcr")])
+        completed = ("buildrequests", str(brid), "complete")
+        for waiter in [queue for queue in self.master.mq.qrefs if matchTuple(completed, queue.filter)]:
+            waiter.callback(completed, {"buildrequestid": brid})
+
+    @defer.inlineCallbacks
+    def test_the_first_parent_to_need_it_triggers_it_and_its_artifacts_become_the_parents(self):
+        step = yield self.make_step()
+        self.expect_outcome(SUCCESS, "torch-cpu built: 3.0 MB")
+        ran = self.run_step()
+        self.assertEqual(self.triggered, [([{"codebase": "", "revision": self.SHA}], None)],
+                         "the commit's build, nobody's child: one parent stopping leaves it to the others")
+        self.assertEqual((yield self.store.find_shared_build("torch-cpu", self.SHA))["brid"], 610)
+        yield self.complete(610, SUCCESS)
+        yield ran
+        self.assertEqual(step.getProperty(ARTIFACTS_PROPERTY), [{"build": 610, "files": self.MADE}])
+
+    @defer.inlineCallbacks
+    def test_a_parent_finding_it_claimed_waits_for_that_build_and_triggers_none(self):
+        yield self.store.claim_shared_build("torch-cpu", self.SHA, int(self.reactor.seconds()))
+        yield self.make_step()
+        self.expect_outcome(SUCCESS, "torch-cpu shared: 3.0 MB")
+        ran = self.run_step()
+        self.reactor.advance(LOOK_AGAIN)  # the other parent has not triggered it yet
+        claim = yield self.store.find_shared_build("torch-cpu", self.SHA)
+        yield self.request(601, None)
+        yield self.store.set_shared_build_request(claim["id"], 601)
+        self.reactor.advance(LOOK_AGAIN)
+        yield self.complete(601, SUCCESS)
+        yield ran
+        self.assertEqual(self.triggered, [])
+
+    @defer.inlineCallbacks
+    def test_a_build_that_failed_before_is_made_anew_and_one_failing_now_halts_the_parent(self):
+        claim = yield self.store.claim_shared_build("torch-cpu", self.SHA, int(self.reactor.seconds()))
+        yield self.request(601, FAILURE)
+        yield self.store.set_shared_build_request(claim, 601)
+        step = yield self.make_step()
+        self.expect_outcome(FAILURE, "shared build failed: torch-cpu: no suite runs (failure)")
+        ran = self.run_step()
+        self.assertEqual(len(self.triggered), 1, "triggered anew: the failure was before this parent needed it")
+        yield self.complete(610, FAILURE)
+        yield ran
+        self.assertTrue(step.haltOnFailure)

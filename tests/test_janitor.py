@@ -27,7 +27,7 @@ MIDNIGHT = datetime(2026, 3, 11).timestamp()
 OLD, RECENT = NOW - 91 * DAY, NOW - 89 * DAY  # either side of the 90 days' horizon
 PRUNED_ALL = {"log chunks": 1, "build data": 1, "crcr_bisection_steps": 0, "crcr_bisections": 0, "crcr_builds": 1,
               "crcr_commits": 1, "crcr_junit_files": 0, "crcr_suite_runs": 0, "crcr_test_outcomes": 0,
-              "artifact folders": 0}
+              "artifact folders": 0, "crcr_shared_builds": 0}
 
 
 def test_midnights_are_the_masters_local_ones():
@@ -102,7 +102,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         self.assertLogged("crcr janitor: deleted what is older than 90 days \\(artifacts: 3 days\\): log chunks: 1, "
                           "build data: 1, crcr_bisection_steps: 0, crcr_bisections: 0, crcr_builds: 1, "
                           "crcr_commits: 1, crcr_junit_files: 0, crcr_suite_runs: 0, crcr_test_outcomes: 0, "
-                          "artifact folders: 0")
+                          "artifact folders: 0, crcr_shared_builds: 0")
         self.assertEqual(await janitor.getState(LAST_PRUNE), {"at": NOW, "pruned": PRUNED_ALL})
 
         self.reactor.advance(MIDNIGHT - NOW)
@@ -114,12 +114,16 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
                                              "commits": set()})
 
     async def test_a_build_stages_artifacts_are_kept_artifact_days_after_their_build_ended(self):
-        """Days, not the history's 90: wheels are large. A running build's stay, and an unknown build's go."""
+        """Days, not the history's 90: wheels are large. A running build's stay, and an unknown build's go; so do the
+        rows of the shared builds made before, whose artifacts are gone."""
         await self.master.db.insert_test_data(
             buildbot_rows(1, NOW - 4 * DAY) + buildbot_rows(2, NOW - 2 * DAY)
             + [fakedb.Buildset(id=3), fakedb.BuildRequest(id=3, buildsetid=3, builderid=1),
                fakedb.Build(id=3, buildrequestid=3, builderid=1, masterid=fakedb.FakeDBConnector.MASTER_ID,
                             workerid=1, started_at=int(NOW) - 10 * DAY, complete_at=None)])
+        store = self.master.service_manager.namedServices[STORE_SERVICE]
+        await store.claim_shared_build("torch-cpu", "a" * 40, int(NOW - 4 * DAY))
+        await store.claim_shared_build("torch-cpu", "b" * 40, int(NOW - 2 * DAY))
         root = Path(self.master.basedir) / ARTIFACTS_DIR
         for folder in ("1", "2", "3", "99", "notes"):
             (root / folder).mkdir(parents=True)
@@ -130,6 +134,8 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(sorted(path.name for path in root.iterdir()), ["2", "3", "notes"])
         self.assertEqual((await janitor.getState(LAST_PRUNE))["pruned"]["artifact folders"], 2)
+        self.assertIsNone(await store.find_shared_build("torch-cpu", "a" * 40), "made again when next needed")
+        self.assertIsNotNone(await store.find_shared_build("torch-cpu", "b" * 40))
 
     async def test_a_master_leading_the_same_day_waits_for_midnight_and_one_after_a_missed_night_prunes_at_once(self):
         await self.add_history(1, OLD)

@@ -79,12 +79,14 @@ CHILD_TAG = "crcr-child"  # a child's virtual builder's tag, beside its backend'
 # A backend's build stage (graph/build_stage.py): made once per commit by a child build, its artifacts kept by the
 # relay (graph/artifacts.py) and fetched by each suite's child.
 ARTIFACTS_MADE_PROPERTY = "crcr_artifacts_made"  # a build child's: [{name, size, sha256}] of what it uploaded
-ARTIFACTS_PROPERTY = "crcr_artifacts"  # a parent's and its suites' children's: {"build": buildid, "files": [...]}
+# A parent's and its children's: what they fetch, [{"build": buildid, "files": [...]}], a shared build's, its own.
+ARTIFACTS_PROPERTY = "crcr_artifacts"
 ARTIFACTS_DIR = "artifacts"  # in a suite child's build folder; the default artifact_store, in the master's folder
 ARTIFACTS_PATH = "plugins/crcr/artifacts"  # where the relay serves them: /<build child's id>/<file name>
 
 # Step names: the waterfall shows them, the status texts find the suites by the prefix.
 FAN_OUT_STEP = "fan out"  # a parent's: triggers its children and waits for them
+SHARED_BUILDS_STEP = "shared builds"  # a parent's: waits for the shared builds its backend uses
 BUILD_STAGE_STEP = "build"  # a parent's: triggers the backend's build child and waits for it
 UPLOAD_STEP = "keep artifacts"  # a build child's: its artifacts uploaded to the relay
 FETCH_STEP = "fetch artifacts"  # a suite child's: the build's artifacts, through the host's cache
@@ -148,6 +150,15 @@ def build_scheduler_name(backend: str) -> str:
 def build_builder_name(backend: str) -> str:
     """The builder of a backend's build stage, on units of its build device."""
     return f"{backend} (build)"
+
+
+def shared_scheduler_name(build: str) -> str:
+    """The Triggerable through which parents trigger shared build `build` (backends/builds/<build>.yaml)."""
+    return f"shared-{build}"
+
+
+def shared_builder_name(build: str) -> str:
+    return f"{build} (shared build)"
 
 
 def build_child_name(backend: str) -> str:

@@ -12,7 +12,7 @@ from crcr.buildmaster.changes.upstream_poller import upstream_poller
 from crcr.buildmaster.process.builders import make_builders
 from crcr.buildmaster.process.workers import HostSlotWaker, make_workers, relay_workers
 from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
-from crcr.buildmaster.schedulers.suites import build_scheduler, suites_scheduler
+from crcr.buildmaster.schedulers.suites import build_scheduler, shared_scheduler, suites_scheduler
 from crcr.buildmaster.schedulers.upstream import upstream_scheduler
 from crcr.buildmaster.services.health import RelayHealth, health_backends
 from crcr.buildmaster.services.history_recorder import HistoryRecorder
@@ -62,6 +62,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
             *(PullRequestScheduler(b.name) for b in active if b.builds_pull_requests),
             *(suites_scheduler(b) for b in active if b.fans_out),
             *(build_scheduler(b) for b in active if b.build),
+            *map(shared_scheduler, relay.used_shared_builds()),
         ],
         "builders": make_builders(relay, settings),
         "services": [

@@ -13,7 +13,7 @@ from twisted.internet import defer
 from crcr.names import STORE_SERVICE
 from crcr.store import (
     bisections, buildbot_tables, collapses, commits, deliveries, dispatches, endings, health_queries, history,
-    host_slots, junit_files, leadership, outbox,
+    host_slots, junit_files, leadership, outbox, shared_builds,
 )
 from crcr.store.migrate import upgrade_tables
 
@@ -95,6 +95,12 @@ class RelayStore(service.BuildbotService):
 
     take_host_slot = _through_pool(host_slots.take_slot)
     release_host_slot = _through_pool(host_slots.release_slot)
+
+    find_shared_build = _through_pool(shared_builds.find)
+    claim_shared_build = _through_pool(shared_builds.claim)
+    set_shared_build_request = _through_pool(shared_builds.set_request)
+    forget_shared_build = _through_pool(shared_builds.forget)
+    prune_shared_builds = _through_pool(shared_builds.prune)
 
     note_end_reason = _through_pool(endings.note_reason)
     note_canceller = _through_pool(endings.note_canceller)

@@ -300,6 +300,20 @@ host_slots = sa.Table(
 )
 
 
+# Each shared build made for an upstream commit (store/shared_builds.py): one row per (name, commit), so that the
+# parents of every backend using it wait for one build request, whichever master runs each.
+shared_builds = sa.Table(
+    "crcr_shared_builds",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(BUILDBOT_NAME_LIMIT), nullable=False),  # backends/builds/<name>.yaml
+    sa.Column("sha", sa.String(40), nullable=False),
+    sa.Column("brid", sa.Integer, nullable=True),  # Buildbot's build request; None until the claimer triggered it
+    sa.Column("claimed_at", sa.BigInteger, nullable=False),
+    sa.Index("crcr_shared_builds_commit", "name", "sha", unique=True),  # one build per commit
+)
+
+
 def check_value(field: str, value: str, allowed: tuple[str, ...]) -> None:
     """A mistyped state would be stored silently and never match a query: refuse it."""
     if value not in allowed:

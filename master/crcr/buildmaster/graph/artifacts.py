@@ -4,9 +4,10 @@ Uploaded once per commit with Buildbot's MultipleFileUpload into the relay's sto
 `artifacts/` in the master's directory by default: `<store>/<build child's id>/<file>`); in a cluster every master
 must see that folder (shared storage, docs/operators.md). Served over HTTP by
 the master's web server (www/artifacts.py), which bench/artifacts.py measured about ten times faster than Buildbot's
-FileDownload for the many units of a commit (docs/build-graph.md), to a unit that shows a token: one per suite child
-and artifact build, an HMAC under a key derived from Buildbot's session secret (which every master of one database
-shares), valid while that child runs. A unit fetches them through its host's cache (fetch_artifacts.py)."""
+FileDownload for the many units of a commit (docs/build-graph.md), to a unit that shows a token: one per child build,
+an HMAC under a key derived from Buildbot's session secret (which every master of one database shares), valid while
+that child runs and for the artifacts its ARTIFACTS_PROPERTY lists. A unit fetches them through its host's cache
+(fetch_artifacts.py)."""
 
 from __future__ import annotations
 
@@ -59,18 +60,18 @@ def _key(session_secret: str) -> bytes:
     return hashlib.sha256(b"crcr artifacts\0" + session_secret.encode()).digest()
 
 
-def artifact_token(session_secret: str, child: int, build: int) -> str:
-    """The token with which child build `child` fetches the artifacts of build `build`."""
-    mac = hmac.new(_key(session_secret), f"{child}:{build}".encode(), hashlib.sha256).hexdigest()
+def artifact_token(session_secret: str, child: int) -> str:
+    """The token with which child build `child` fetches the artifacts it is given."""
+    mac = hmac.new(_key(session_secret), f"artifacts of {child}".encode(), hashlib.sha256).hexdigest()
     return f"{child}.{mac}"
 
 
-def token_child(session_secret: str, token: str, build: int) -> int | None:
-    """The child build `token` was made for, when it is one for the artifacts of `build`; else None."""
+def token_child(session_secret: str, token: str) -> int | None:
+    """The child build `token` was made for; None for a token the relay did not make."""
     child, _, _ = token.partition(".")
     if not child.isdigit():
         return None
-    return int(child) if hmac.compare_digest(token, artifact_token(session_secret, int(child), build)) else None
+    return int(child) if hmac.compare_digest(token, artifact_token(session_secret, int(child))) else None
 
 
 def describe_files(folder: Path) -> list[dict]:
@@ -137,24 +138,25 @@ class UploadArtifacts(MultipleFileUpload):
 @util.renderer
 def _token(props) -> str:
     build = props.getBuild()
-    token = artifact_token(build.master.www.site.session_secret, build.buildid,
-                           props.getProperty(ARTIFACTS_PROPERTY)["build"])
+    token = artifact_token(build.master.www.site.session_secret, build.buildid)
     props.useSecret(token, "artifact token")  # Buildbot redacts it from the step's log
     return token
 
 
 def fetch_artifacts_step(name: str, shipped_dir: str, **kwargs) -> ShellCommand:
-    """A suite child's step fetching the parent's build artifacts into `<build folder>/artifacts` (the suite's
-    `$CRCR_ARTIFACTS_DIR`) through its host's cache; `shipped_dir`: the build folder's folder that holds
-    fetch_artifacts.py."""
+    """A child's step fetching the artifacts it is given (ARTIFACTS_PROPERTY: the shared builds', the backend's
+    build's) into `<build folder>/artifacts` (its commands' `$CRCR_ARTIFACTS_DIR`) through its host's cache;
+    `shipped_dir`: the build folder's folder that holds fetch_artifacts.py."""
 
     @util.renderer
     def command(props) -> list:
-        artifacts, builddir = props.getProperty(ARTIFACTS_PROPERTY), props.getProperty("builddir")
-        url = f"{props.getBuild().master.config.buildbotURL}{ARTIFACTS_PATH}/{artifacts['build']}/"
+        served = f"{props.getBuild().master.config.buildbotURL}{ARTIFACTS_PATH}"
+        groups = [{"url": f"{served}/{group['build']}/", "files": group["files"]}
+                  for group in props.getProperty(ARTIFACTS_PROPERTY)]
+        builddir = props.getProperty("builddir")
         # The host's folder holds its units' folders, each of which holds a folder per builder.
-        return ["python3", f"{builddir}/{shipped_dir}/{FETCH_SCRIPT.name}", url, f"{builddir}/../../{HOST_CACHE}",
-                f"{builddir}/{ARTIFACTS_DIR}", json.dumps(artifacts["files"])]
+        return ["python3", f"{builddir}/{shipped_dir}/{FETCH_SCRIPT.name}", f"{builddir}/../../{HOST_CACHE}",
+                f"{builddir}/{ARTIFACTS_DIR}", json.dumps(groups)]
 
     return ShellCommand(name=name, command=command, env={TOKEN_VARIABLE: _token}, haltOnFailure=True,
                         description="fetching artifacts", descriptionDone="artifacts fetched", **kwargs)

@@ -12,15 +12,16 @@ from crcr.names import ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PROPERTY, build_child_
 
 
 class BuildStage(ChildTrigger):
-    """Triggers the backend's build child and waits for it. SUCCESS with its artifacts as the parent's
-    ARTIFACTS_PROPERTY; else FAILURE, which halts the parent: no suite runs without the build it needs (the child
+    """Triggers the backend's build child, handing it the shared builds' artifacts, and waits for it. SUCCESS with its
+    artifacts added to the parent's ARTIFACTS_PROPERTY; else FAILURE, which halts the parent: no suite runs without the build it needs (the child
     is linked from this step, as Buildbot's Trigger links each)."""
 
     def __init__(self, backend: str, **kwargs):
         super().__init__(backend, build_scheduler_name(backend), "Build stage of", haltOnFailure=True, **kwargs)
 
     def getSchedulersAndProperties(self):
-        return [self.trigger_entry(build_child_name(self.backend), {},
+        shared = self.getProperty(ARTIFACTS_PROPERTY)  # the shared builds' artifacts, which its steps may install
+        return [self.trigger_entry(build_child_name(self.backend), {ARTIFACTS_PROPERTY: shared} if shared else {},
                                    f"the build stage of {self.backend}'s build {self.build.number}")]
 
     @defer.inlineCallbacks
@@ -33,7 +34,8 @@ class BuildStage(ChildTrigger):
             return FAILURE
         properties = yield self.master.db.builds.getBuildProperties(build.id)
         made = properties[ARTIFACTS_MADE_PROPERTY][0]
-        self.setProperty(ARTIFACTS_PROPERTY, {"build": build.id, "files": made}, "crcr")
+        shared = self.getProperty(ARTIFACTS_PROPERTY) or []
+        self.setProperty(ARTIFACTS_PROPERTY, [*shared, {"build": build.id, "files": made}], "crcr")
         self.descriptionDone = [f"built: {len(made)} artifact{'s' if len(made) != 1 else ''}, "
                                 f"{size_text(sum(f['size'] for f in made))}"]
         return SUCCESS

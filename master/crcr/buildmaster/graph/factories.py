@@ -10,21 +10,23 @@ from crcr.buildmaster.graph.artifacts import UploadArtifacts, fetch_artifacts_st
 from crcr.buildmaster.graph.build_stage import BuildStage
 from crcr.buildmaster.graph.child import ChildSuiteRun
 from crcr.buildmaster.graph.fanout import FanOut
+from crcr.buildmaster.graph.shared import SharedBuilds
 from crcr.buildmaster.graph.verdicts import SuiteFromChild
 from crcr.buildmaster.process.build import RelayBuild
 from crcr.buildmaster.process.factory import (
-    RESULTS_DIR, SELECTION_DIR, UPSTREAM_DIR, build_environment, commands_in_checkout, suite_step_arguments, unit_steps,
-    upstream_checkout,
+    RESULTS_DIR, SELECTION_DIR, UPSTREAM_DIR, build_environment, commands_in_checkout, fetcher_files,
+    suite_step_arguments, unit_steps, upstream_checkout, upstream_environment,
 )
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
 from crcr.buildmaster.steps.covered import CoveredCommits
 from crcr.buildmaster.steps.pull_request import PullRequestLink
 from crcr.buildmaster.www import commit_links
-from crcr.config.models import Backend, Suite
+from crcr.config import models as config
+from crcr.config.models import Backend, SharedBuild, Suite
 from crcr.config.settings import Settings
 from crcr.names import (
     BUILD_STAGE_STEP, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, COVERED_STEP, FAN_OUT_STEP, FETCH_STEP, PREPARE_STEP,
-    PULL_REQUEST_STEP, UPLOAD_STEP,
+    PULL_REQUEST_STEP, SHARED_BUILDS_STEP, UPLOAD_STEP,
 )
 from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
 
@@ -36,6 +38,8 @@ def parent_factory(backend: Backend, settings: Settings, selections: dict[tuple[
     factory.buildClass = RelayBuild
     factory.addStep(PullRequestLink(name=PULL_REQUEST_STEP))
     factory.addStep(CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)))
+    if backend.uses:
+        factory.addStep(SharedBuilds(backend.uses, name=SHARED_BUILDS_STEP))
     if backend.build:
         factory.addStep(BuildStage(name=BUILD_STAGE_STEP, backend=backend.name))
     factory.addStep(FanOut(name=FAN_OUT_STEP, backend=backend.name,
@@ -68,7 +72,7 @@ class ChildFactory(util.BuildFactory):
 
 
 def child_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> ChildFactory:
-    fetch = (fetch_artifacts_step(FETCH_STEP, SELECTION_DIR, workdir=UPSTREAM_DIR),) if backend.build else ()
+    fetch = (fetch_artifacts_step(FETCH_STEP, SELECTION_DIR, workdir=UPSTREAM_DIR),) if backend.has_artifacts else ()
     return ChildFactory({
         suite.name: [*unit_steps(backend, settings, selections, before_setup=fetch),
                      child_suite_step(backend, suite, selections)]
@@ -77,15 +81,27 @@ def child_factory(backend: Backend, settings: Settings, selections: dict[tuple[s
 
 
 def build_stage_factory(backend: Backend, settings: Settings) -> util.BuildFactory:
-    """The build child's steps: upstream checked out at the commit, the build folder prepared, the build's commands
-    (named 'build 1', ...) within its timeout, its artifacts kept by the relay."""
+    """The build child's steps: a stage's (stage_factory), after the shared builds' artifacts are fetched."""
+    return stage_factory(backend.build, build_environment(backend), settings, given_artifacts=bool(backend.uses))
+
+
+def shared_build_factory(shared: SharedBuild, settings: Settings) -> util.BuildFactory:
+    return stage_factory(shared, upstream_environment(), settings, given_artifacts=False)
+
+
+def stage_factory(stage: config.BuildStage, env: dict, settings: Settings, given_artifacts: bool) -> util.BuildFactory:
+    """A build stage's steps, a backend's or a shared one's: upstream checked out at the commit, the build folder
+    prepared, the artifacts it is given fetched, its commands (named 'build 1', ...) within its timeout, its
+    artifacts kept by the relay."""
     factory = util.BuildFactory()
     factory.buildClass = RelayBuild
     factory.addStep(upstream_checkout(settings))
-    factory.addStep(PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR, shipped={}))
-    factory.addSteps(commands_in_checkout(f"{BUILD_STAGE_STEP} ", backend.build.steps, build_environment(backend),
-                                          backend.build.timeout))
-    factory.addStep(UploadArtifacts(backend.build.artifacts, settings.artifact_store, name=UPLOAD_STEP,
+    factory.addStep(PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR,
+                                       shipped=fetcher_files() if given_artifacts else {}))
+    if given_artifacts:
+        factory.addStep(fetch_artifacts_step(FETCH_STEP, SELECTION_DIR, workdir=UPSTREAM_DIR))
+    factory.addSteps(commands_in_checkout(f"{BUILD_STAGE_STEP} ", stage.steps, env, stage.timeout))
+    factory.addStep(UploadArtifacts(stage.artifacts, settings.artifact_store, name=UPLOAD_STEP,
                                     workdir=UPSTREAM_DIR, haltOnFailure=True))
     return factory
 

@@ -1,11 +1,11 @@
 """Fetches a build stage's artifacts onto a unit, through its host's cache: shipped into a suite child's build folder
 and run there with the host's python3, so the standard library only (artifacts.py runs it).
 
-    python3 fetch_artifacts.py URL CACHE DEST FILES      (the token in $CRCR_ARTIFACTS_TOKEN)
+    python3 fetch_artifacts.py CACHE DEST GROUPS      (the token in $CRCR_ARTIFACTS_TOKEN)
 
-URL: where the relay serves the build's artifacts (+ a file name); CACHE: the host's cache, shared by its units;
-DEST: the build folder's artifacts folder, emptied, then given each file (a hard link to the cached copy); FILES: a
-JSON list of {name, size, sha256}.
+CACHE: the host's cache, shared by its units; DEST: the build folder's artifacts folder, emptied, then given each
+file (a hard link to the cached copy); GROUPS: JSON, a list of {url, files}, each the artifacts of one build: where
+the relay serves them (+ a file name), and a list of {name, size, sha256}.
 
 A file is cached under its SHA-256, written to a temporary file, checked and renamed into place, so a cached file is
 always whole. The units of a host fetch one file in turn under a lock of its own: the first downloads it, the others
@@ -78,11 +78,15 @@ def forget_unused(cache: Path, now: float) -> None:
                 entry.unlink()
 
 
-def fetch(url: str, cache: Path, destination: Path, files: list[dict], token: str) -> None:
+def fetch(cache: Path, destination: Path, groups: list[dict], token: str) -> None:
+    names = [expected["name"] for group in groups for expected in group["files"]]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:  # handed over by name: a shared build's and the backend's build's may not clash
+        raise FetchFailed(f"two builds made an artifact named {', '.join(twice)}; rename one")
     cache.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(destination, ignore_errors=True)
     destination.mkdir(parents=True)
-    for expected in files:
+    for url, expected in [(group["url"], expected) for group in groups for expected in group["files"]]:
         cached = cache / expected["sha256"]
         with open(cache / (expected["sha256"] + LOCK_SUFFIX), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -99,9 +103,9 @@ def fetch(url: str, cache: Path, destination: Path, files: list[dict], token: st
 
 
 def main(argv: list[str]) -> int:
-    url, cache, destination, files = argv[1], Path(argv[2]), Path(argv[3]), json.loads(argv[4])
+    cache, destination, groups = Path(argv[1]), Path(argv[2]), json.loads(argv[3])
     try:
-        fetch(url, cache, destination, files, os.environ["CRCR_ARTIFACTS_TOKEN"])
+        fetch(cache, destination, groups, os.environ["CRCR_ARTIFACTS_TOKEN"])
     except FetchFailed as e:
         print(f"fetching the artifacts failed: {e}", file=sys.stderr)
         return 1

@@ -11,6 +11,34 @@ from twisted.internet import defer
 from crcr.names import CHILD_TAG
 
 
+@defer.inlineCallbacks
+def announce_revision(step):
+    """The commit the parent stands for as its got_revision, which its children check out (Trigger passes it on as
+    their revision). Written at once, not at the step's end as Buildbot would: whoever looks for the commit's build
+    (the CLI, the health pages) finds the parent while its children run, as it finds a serial build after its
+    checkout. Returns it."""
+    revision = step.build.getSourceStamp("").revision
+    step.setProperty("got_revision", revision, "crcr")
+    yield step.master.data.updates.setBuildProperty(step.build.buildid, "got_revision", revision, "crcr")
+    return revision
+
+
+def request_complete(master, brid: int):
+    """A Deferred that fires once build request `brid` is complete."""
+    @defer.inlineCallbacks
+    def is_complete():
+        return (yield master.db.buildrequests.getBuildRequest(brid)).complete
+
+    return master.mq.waitUntilEvent(("buildrequests", str(brid), "complete"), is_complete)
+
+
+@defer.inlineCallbacks
+def last_build(master, brid: int):
+    """The last build of request `brid` (one a lost unit ended RETRY was built again); None when none was made."""
+    made = yield master.db.builds.getBuilds(buildrequestid=brid)
+    return max(made, key=lambda build: build.id) if made else None
+
+
 class ChildTrigger(Trigger):
     """Triggers the children getSchedulersAndProperties lists through `scheduler` and waits for each; then
     `gathered(builds)` (the last build of each child request, in trigger order, None for one never built) gives the
@@ -35,12 +63,7 @@ class ChildTrigger(Trigger):
 
     @defer.inlineCallbacks
     def run(self):
-        # The children check out the commit the parent stands for: Trigger passes got_revision on as their revision.
-        # Written at once, not at the step's end as Buildbot would: whoever looks for the commit's build (the CLI, the
-        # health pages) finds the parent while its children run, as it finds a serial build after its checkout.
-        revision = self.build.getSourceStamp("").revision
-        self.setProperty("got_revision", revision, "crcr")
-        yield self.master.data.updates.setBuildProperty(self.build.buildid, "got_revision", revision, "crcr")
+        yield announce_revision(self)
         yield super().run()  # its results, the children's worst, are not the parent's: gathered() says
         if self.ended:
             # A request triggered while the stop arrived is not among those Trigger's interrupt cancelled.
@@ -50,23 +73,13 @@ class ChildTrigger(Trigger):
         # Buildbot's Triggerable gives up on the children it is waiting for when it stops (Buildbot issue 8197): a
         # reconfiguration that removes it (fan_out turned off) left the children running and the parent judging
         # runs not made yet. Each child request is waited for here until it is complete, as Trigger's own count is.
-        yield defer.gatherResults([self._complete(brid) for brid in self.brids], consumeErrors=True)
+        yield defer.gatherResults([request_complete(self.master, brid) for brid in self.brids], consumeErrors=True)
         builds = []
         for brid in self.brids:
-            made = yield self.master.db.builds.getBuilds(buildrequestid=brid)
-            # The last: a child a lost unit ended RETRY was built again. None: cancelled before a unit took it.
-            builds.append(max(made, key=lambda build: build.id) if made else None)
+            builds.append((yield last_build(self.master, brid)))  # None: cancelled before a unit took it
         return (yield self.gathered(builds))
 
     def getResultSummary(self):
         if self.ended:
             return {"step": "interrupted: its child builds are cancelled"}
         return {"step": " ".join(self.descriptionDone)}
-
-    def _complete(self, brid: int):
-        """A Deferred that fires once request `brid` is complete."""
-        @defer.inlineCallbacks
-        def is_complete():
-            return (yield self.master.db.buildrequests.getBuildRequest(brid)).complete
-
-        return self.master.mq.waitUntilEvent(("buildrequests", str(brid), "complete"), is_complete)

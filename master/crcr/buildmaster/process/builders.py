@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from buildbot.plugins import util
 
-from crcr.buildmaster.graph.factories import build_stage_factory, child_factory, parent_factory
+from crcr.buildmaster.graph.factories import (
+    build_stage_factory, child_factory, parent_factory, shared_build_factory,
+)
 from crcr.buildmaster.process.factory import make_factory
 from crcr.buildmaster.process.workers import unit_can_start_build
 from crcr.buildmaster.schedulers.coalescing import collapse_requests
@@ -14,6 +16,7 @@ from crcr.config.models import Backend
 from crcr.config.settings import Settings
 from crcr.names import (
     BACKEND_PROPERTY, CHILD_TAG, LEVEL_PROPERTY, RELAY_WORKER, build_builder_name, children_builder_name,
+    shared_builder_name,
 )
 
 
@@ -51,6 +54,11 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
             builders.append(children_builder(
                 build_builder_name(backend.name), f"The build stage of {backend.name}'s builds",
                 backend.build_device, units_of, build_stage_factory(backend, settings), settings))
+    for shared in relay.used_shared_builds():
+        builders.append(children_builder(
+            shared_builder_name(shared.name), f"The shared build {shared.name}, made once per commit for "
+            f"{', '.join(b.name for b in relay.active_backends if shared.name in b.uses)}",
+            shared.device, units_of, shared_build_factory(shared, settings), settings))
     return builders
 
 

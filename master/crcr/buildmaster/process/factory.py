@@ -35,13 +35,22 @@ def build_environment(backend: Backend) -> dict:
     return {
         **backend.env,
         "CRCR_BACKEND": backend.name,
+        **upstream_environment(),
+        # The artifacts given to the build, by file name (graph/artifacts.py): in the build stage, the shared
+        # builds'; in a suite's child, theirs and the build stage's.
+        **({"CRCR_ARTIFACTS_DIR": util.Interpolate(f"%(prop:builddir)s/{ARTIFACTS_DIR}")}
+           if backend.has_artifacts else {}),
+    }
+
+
+def upstream_environment() -> dict:
+    """What every command run in the upstream checkout sees, a shared build's too."""
+    return {
         "CRCR_UPSTREAM_SHA": util.Property("got_revision"),
         "CRCR_UPSTREAM_DIR": util.Interpolate(f"%(prop:builddir)s/{UPSTREAM_DIR}"),
         "CRCR_RESULTS_DIR": util.Interpolate(f"%(prop:builddir)s/{RESULTS_DIR}"),
         # The 0-based unit this build holds, for the backend to map onto CUDA_VISIBLE_DEVICES and the like.
         "CRCR_DEVICE_INDEX": util.Interpolate(f"%(prop:{DEVICE_INDEX_PROPERTY})s"),
-        # The build stage's artifacts, by file name (graph/artifacts.py); empty in the build stage itself.
-        **({"CRCR_ARTIFACTS_DIR": util.Interpolate(f"%(prop:builddir)s/{ARTIFACTS_DIR}")} if backend.build else {}),
     }
 
 
@@ -57,9 +66,14 @@ def build_folder_files(backend: Backend, selections: dict[tuple[str, str], dict]
             files[f"{SELECTION_DIR}/{suite.name}.json"] = json.dumps(selections[backend.name, suite.name])
     if any(not suite.pytest for suite in backend.suites):
         files[STOP_CONFIG_FILE] = STOP_CONFIG
-    if backend.build:
-        files[f"{SELECTION_DIR}/{FETCH_SCRIPT.name}"] = FETCH_SCRIPT.read_text(encoding="utf-8")
+    if backend.has_artifacts:
+        files.update(fetcher_files())
     return files
+
+
+def fetcher_files() -> dict[str, str]:
+    """The artifacts' fetcher, shipped into a build folder whose build is given artifacts."""
+    return {f"{SELECTION_DIR}/{FETCH_SCRIPT.name}": FETCH_SCRIPT.read_text(encoding="utf-8")}
 
 
 def command_suite_env(env: dict, backend: Backend) -> dict:

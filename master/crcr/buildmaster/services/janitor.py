@@ -2,7 +2,7 @@
 setting: Buildbot's build logs and build data (what the steps of Buildbot's JanitorConfigurator delete) and the
 relay's own rows (store.prune_history): the test history, the ledger's decided commits and the ended bisections
 with their steps. Buildbot's own build rows stay (small without their logs). And the build stages' artifacts,
-after `artifact_days` (graph/artifacts.py).
+after `artifact_days` (graph/artifacts.py), with the shared builds' rows.
 
 A service rather than Buildbot's JanitorConfigurator, whose builder and LocalWorker the UI listed among the
 backends' builders and workers.
@@ -107,8 +107,10 @@ class RelayJanitor(LeaderDuty, service.BuildbotService, StateMixin):
         pruned = {"log chunks": (yield db.logs.deleteOldLogChunks(horizon)),
                   "build data": (yield db.build_data.deleteOldBuildData(horizon))}
         pruned.update(sorted((yield relay_store(self.master).prune_history(horizon)).items()))
-        pruned["artifact folders"] = yield prune_artifacts(self.master, self.artifact_store,
-                                                            now - self.artifact_days * DAY)
+        artifacts_horizon = now - self.artifact_days * DAY
+        pruned["artifact folders"] = yield prune_artifacts(self.master, self.artifact_store, artifacts_horizon)
+        # A shared build whose artifacts are gone is made again by the next parent of its commit that needs it.
+        pruned["crcr_shared_builds"] = yield relay_store(self.master).prune_shared_builds(int(artifacts_horizon))
         log.msg(f"crcr janitor: deleted what is older than {self.history_days} days (artifacts: "
                 f"{self.artifact_days} days): {pruned_text(pruned)}")
         yield self.setState(LAST_PRUNE, {"at": now, "pruned": pruned})

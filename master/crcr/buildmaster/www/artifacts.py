@@ -2,8 +2,8 @@
 
     GET /plugins/crcr/artifacts/<build child's id>/<file>     Authorization: Bearer <the suite child's token>
 
-Not a public download: only a suite child fetching the artifacts of its own parent's build stage has a token, and
-only while it runs. So the relay's Authz is not asked (the units sign in to nothing), and a signed-in user is no
+Not a public download: only a child build fetching the artifacts it was given (its ARTIFACTS_PROPERTY: its parent's
+shared builds' and build stage's) has a token, and only while it runs. So the relay's Authz is not asked (the units sign in to nothing), and a signed-in user is no
 one entitled: 401 without a token, 403 with one that is not this build's or whose child has ended, 404 for a file
 not kept (never made, or removed by the janitor after `artifact_days`). The file itself is served by Twisted's
 static.File, which streams it.
@@ -22,7 +22,7 @@ from twisted.web.server import NOT_DONE_YET
 
 from crcr.buildmaster.graph.artifacts import artifacts_folder, token_child
 from crcr.buildmaster.www.bisections import NUMBER
-from crcr.names import ARTIFACTS_PATH
+from crcr.names import ARTIFACTS_PATH, ARTIFACTS_PROPERTY
 
 
 class ArtifactsResource(Resource):
@@ -45,9 +45,11 @@ class ArtifactsResource(Resource):
         scheme, _, token = (request.getHeader(b"authorization") or b"").decode(errors="replace").partition(" ")
         if scheme.lower() != "bearer" or not token:
             return _answer(request, 401, "an artifact is fetched by a build the relay gave a token to, and no other")
-        child = token_child(self.master.www.site.session_secret, token.strip(), build)
+        child = token_child(self.master.www.site.session_secret, token.strip())
         holder = None if child is None else (yield self.master.db.builds.getBuild(child))
-        if holder is None or holder.complete_at is not None:
+        given = [] if holder is None else (yield self.master.db.builds.getBuildProperties(child)).get(
+            ARTIFACTS_PROPERTY, ([],))[0]
+        if holder is None or holder.complete_at is not None or build not in [group["build"] for group in given]:
             return _answer(request, 403, f"this token is not one for the artifacts of build {build} "
                                          "held by a running build")
         file = artifacts_folder(self.master.basedir, self.store(), build) / name

@@ -1,0 +1,125 @@
+"""A parent build's shared builds: each build of backends/builds/ that its backend `uses`, made once per upstream
+commit for every backend that uses it (docs/build-graph.md).
+
+The store keeps one row per (shared build, commit): the first parent to need it claims the row and triggers the
+build through the shared build's Triggerable; every parent, that one included, then waits for that build request,
+whichever master runs it. Nobody's child: stopping one parent leaves the build to the others that wait for it, and
+to later parents of the same commit (a rebuild, a bisection step), which take its artifacts as they are while the
+relay keeps them. A build that failed fails the parents waiting for it; the next parent to need it builds it anew.
+"""
+
+from __future__ import annotations
+
+from buildbot.process.buildstep import BuildStep
+from buildbot.process.properties import Properties
+from buildbot.process.results import CANCELLED, FAILURE, SUCCESS, WARNINGS
+from twisted.internet import defer
+from twisted.python import log
+
+from crcr.buildmaster.graph.artifacts import size_text
+from crcr.buildmaster.graph.triggering import announce_revision, last_build, request_complete
+from crcr.names import ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PROPERTY, shared_scheduler_name
+from crcr.store.service import relay_store
+
+LOOK_AGAIN = 2  # seconds between two looks at a claim another parent has not triggered yet
+CLAIM_LAPSES = 120  # seconds after which such a claim is another's to take: its master died before triggering
+
+
+class SharedBuilds(BuildStep):
+    """Waits for each of the shared builds `names`, triggering those no parent has. SUCCESS with their artifacts as
+    ARTIFACTS_PROPERTY, for the backend's own build and its suites; else FAILURE naming what failed, which halts the
+    parent."""
+
+    def __init__(self, names: list[str], **kwargs):
+        self.names = names
+        self.waits: list[defer.Deferred] = []
+        super().__init__(haltOnFailure=True, **kwargs)
+
+    @defer.inlineCallbacks
+    def run(self):
+        sha = yield announce_revision(self)
+        requests = {}
+        for name in self.names:
+            requests[name] = yield self._request_of(name, sha)
+            if self.stopped:
+                return CANCELLED
+            yield self.addURL(f"shared build {name}", f"{self.master.config.buildbotURL}#/buildrequests/"
+                                                      f"{requests[name][0]}")
+        self.waits = [request_complete(self.master, brid) for brid, _ in requests.values()]
+        try:
+            yield defer.gatherResults(self.waits, consumeErrors=True)
+        except defer.FirstError:
+            if self.stopped:
+                return CANCELLED
+            raise
+        if self.stopped:
+            return CANCELLED
+        groups, failed, told = [], [], []
+        for name, (brid, here) in requests.items():
+            build = yield last_build(self.master, brid)
+            if build is None or build.results not in (SUCCESS, WARNINGS):
+                failed.append(name)
+                continue
+            made = (yield self.master.db.builds.getBuildProperties(build.id))[ARTIFACTS_MADE_PROPERTY][0]
+            groups.append({"build": build.id, "files": made})
+            told.append(f"{name} {'built' if here else 'shared'}: {size_text(sum(f['size'] for f in made))}")
+        if failed:
+            self.descriptionDone = [f"shared build failed: {', '.join(failed)}: no suite runs"]
+            return FAILURE
+        self.setProperty(ARTIFACTS_PROPERTY, groups, "crcr")
+        self.descriptionDone = ["; ".join(told)]
+        return SUCCESS
+
+    @defer.inlineCallbacks
+    def _request_of(self, name: str, sha: str):
+        """(the build request of shared build `name` at `sha`, whether this parent triggered it)."""
+        store = relay_store(self.master)
+        while not self.stopped:
+            now = int(self.master.reactor.seconds())
+            row = yield store.find_shared_build(name, sha)
+            if row is None:
+                claim = yield store.claim_shared_build(name, sha, now)
+                if claim is not None:
+                    brid = yield self._trigger(name)
+                    yield store.set_shared_build_request(claim, brid)
+                    return brid, True
+            elif row["brid"] is not None:
+                request = yield self.master.db.buildrequests.getBuildRequest(row["brid"])
+                if not (request.complete and request.results not in (SUCCESS, WARNINGS)):
+                    return row["brid"], False
+                yield store.forget_shared_build(row["id"])  # it failed before this parent needed it: build anew
+            elif now - row["claimed_at"] > CLAIM_LAPSES:
+                log.msg(f"crcr: the claim of shared build {name} at {sha} lapsed untriggered; taking it over")
+                yield store.forget_shared_build(row["id"])
+            else:
+                yield self._pause(LOOK_AGAIN)
+        return None, False
+
+    @defer.inlineCallbacks
+    def _trigger(self, name: str):
+        scheduler = self.master.scheduler_manager.namedServices[shared_scheduler_name(name)]
+        sourcestamps = [{**ss.asDict(), "revision": self.getProperty("got_revision")}
+                        for ss in self.build.getAllSourceStamps()]
+        reason = Properties(reason=f"shared build {name}, first needed by {self.build.builder.name}'s build "
+                                   f"{self.build.number}")
+        ids, _ = scheduler.trigger(waited_for=False, sourcestamps=sourcestamps, set_props=reason)
+        _, brids = yield ids
+        return next(iter(brids.values()))
+
+    def _pause(self, seconds: float):
+        """A Deferred that fires after `seconds`, or at once when the step is stopped."""
+        def stopped(failure):
+            failure.trap(defer.CancelledError)
+            if call.active():
+                call.cancel()
+
+        pause = defer.Deferred()
+        call = self.master.reactor.callLater(seconds, pause.callback, None)
+        self.waits = [pause]
+        return pause.addErrback(stopped)
+
+    def interrupt(self, reason):
+        interrupted = super().interrupt(reason)
+        for wait in self.waits:  # the shared builds go on: other parents may wait for them
+            wait.cancel()
+        return interrupted
