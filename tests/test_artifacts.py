@@ -36,6 +36,7 @@ from crcr.buildmaster.graph.artifacts import (
 )
 from crcr.buildmaster.graph.build_stage import BuildStage
 from crcr.buildmaster.graph.shared import LOOK_AGAIN, SharedBuilds
+from crcr.buildmaster.graph.triggering import request_complete
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.config.loader import load_relay_config
 from crcr.names import (
@@ -428,6 +429,19 @@ class SharedBuildsTest(StepHarness):
         yield self.complete(610, SUCCESS)
         yield ran
         self.assertEqual(step.getProperty(ARTIFACTS_PROPERTY), [{"build": 610, "files": self.MADE}])
+
+    @defer.inlineCallbacks
+    def test_every_parent_waiting_for_one_build_hears_that_it_is_complete(self):
+        """Buildbot's in-process queue skips the next waiter of a message when one stops consuming while it is
+        delivered (its fake too): with its waitUntilEvent the second parent waited for ever."""
+        yield self.make_step()
+        yield self.request(601, None)
+        waiting = [request_complete(self.master, 601) for _ in range(3)]
+        yield self.master.db.buildrequests.completeBuildRequests([601], SUCCESS)
+        self.master.mq.verifyMessages = False
+        self.master.mq.callConsumer(("buildrequests", "601", "complete"), {"buildrequestid": 601})
+        self.reactor.advance(0)
+        self.assertEqual([wait.called for wait in waiting], [True, True, True])
 
     @defer.inlineCallbacks
     def test_a_parent_finding_it_claimed_waits_for_that_build_and_triggers_none(self):

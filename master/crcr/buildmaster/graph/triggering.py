@@ -23,13 +23,24 @@ def announce_revision(step):
     return revision
 
 
+@defer.inlineCallbacks
 def request_complete(master, brid: int):
-    """A Deferred that fires once build request `brid` is complete."""
-    @defer.inlineCallbacks
-    def is_complete():
-        return (yield master.db.buildrequests.getBuildRequest(brid)).complete
+    """Fires once build request `brid` is complete. Not Buildbot's mq.waitUntilEvent: its in-process queue delivers
+    a message by going down its list of consumers, from which a waiter that is done removes itself at once, so the
+    next waiter of the same message is skipped and waits for ever (two parents waiting for one shared build). Here
+    the waiter is done on the reactor's next turn, once the message has gone to every consumer."""
+    done = defer.Deferred()
 
-    return master.mq.waitUntilEvent(("buildrequests", str(brid), "complete"), is_complete)
+    def arrived(key, message):
+        if not done.called:
+            master.reactor.callLater(0, lambda: done.called or done.callback(None))
+
+    consumer = yield master.mq.startConsuming(arrived, ("buildrequests", str(brid), "complete"))
+    try:
+        if not (yield master.db.buildrequests.getBuildRequest(brid)).complete:
+            yield done
+    finally:
+        yield consumer.stopConsuming()
 
 
 @defer.inlineCallbacks
