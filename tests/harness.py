@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from http.cookiejar import CookieJar
 from pathlib import Path
@@ -238,7 +239,7 @@ class Relay:
         return self._sessions[user]
 
     def builder_id(self, name: str) -> int:
-        return self.get(f"builders?name={name}")["builders"][0]["builderid"]
+        return self.get(f"builders?name={urllib.parse.quote(name)}")["builders"][0]["builderid"]
 
     def builds(self, backend: str) -> list[dict]:
         return self.get(f"builders/{self.builder_id(backend)}/builds?property=got_revision&property=workername")["builds"]

@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
 
@@ -19,7 +20,7 @@ from crcr.config.users import add_user, users_file
 from crcr.github.status_text import FANNED_OUT
 from crcr.names import (
     ARTIFACTS_PATH, BUILD_STAGE_STEP, CHILD_TAG, FAN_OUT_STEP, FETCH_STEP, RELAY_WORKER, UPLOAD_STEP, build_child_name,
-    child_builder_name, status_context, suite_step_name,
+    SHARED_BUILDS_STEP, child_builder_name, shared_builder_name, status_context, suite_step_name,
 )
 from harness import holding, kill_9, open_gate, wait_until
 from webui import build_link, click_when_ready, open_page, page_text, wait_for_element, wait_for_texts
@@ -32,6 +33,7 @@ FLAG_TEST = ("from pathlib import Path\n\n\n"
              "def test_no_flag():\n    assert not (Path(__file__).parents[1] / 'FLAG').exists()\n")
 ALICE, BOB = ("alice", "alice-pw"), ("bob", "bob-pw")
 WHEEL = "torch-2.0-cp311-linux_x86_64.whl"
+SHARED, TWIN, CPU_WHEEL = "torch-cpu", "twin-delta", "torch-cpu.whl"
 
 
 def barrier(name: str, gates: Path) -> dict:
@@ -87,11 +89,17 @@ def wide(tmp_path_factory, github):
             barrier("one", gates), barrier("two", gates), barrier("three", gates),
             # PyTorch's test-level sharding: the failing test is in one of the two shards.
             {"name": "broken", "pytest": {"files": ["test/test_pass.py", "test/test_fail.py"]}, "shards": 2},
-        ], setup=["touch $CRCR_RESULTS_DIR/setup-done", f"cmp $CRCR_ARTIFACTS_DIR/{WHEEL} {root}/made.whl"],
-            # The build stage makes a wheel (random bytes, kept aside for the units to compare with).
-            build={"steps": [f"mkdir -p dist && head -c 3000000 /dev/urandom > dist/{WHEEL}",
-                             f"cp dist/{WHEEL} {root}/made.whl"], "artifacts": ["dist/*.whl"]}),
-            "maintainers": ["bob"]},
+        ], setup=["touch $CRCR_RESULTS_DIR/setup-done", f"cmp $CRCR_ARTIFACTS_DIR/{WHEEL} {root}/made.whl",
+                  f"cmp $CRCR_ARTIFACTS_DIR/{CPU_WHEEL} {root}/{CPU_WHEEL}"],
+            # Its own build (after the shared one, whose wheel it sees) makes a wheel: random bytes, kept aside for
+            # the units to compare with.
+            build={"steps": [f"cmp $CRCR_ARTIFACTS_DIR/{CPU_WHEEL} {root}/{CPU_WHEEL}",
+                             f"mkdir -p dist && head -c 3000000 /dev/urandom > dist/{WHEEL}",
+                             f"cp dist/{WHEEL} {root}/made.whl"], "artifacts": ["dist/*.whl"]},
+            uses=[SHARED]), "maintainers": ["bob"]},
+        # On another device, using the same shared build.
+        TWIN: backend("L2", "delta", [{"name": "uses", "command": f"cmp $CRCR_ARTIFACTS_DIR/{CPU_WHEEL} "
+                                                                 f"{root}/{CPU_WHEEL}"}], uses=[SHARED]),
         BISECT: {**backend("L2", "gamma", [suite("held", "test/test_held_b.py"), suite("flag", "test/test_flag.py"),
                                            suite("other", "test/test_pass.py")],
                            branches=[BUDGET_BRANCH], env={"GATES": str(root), "BACKEND": BISECT}, fan_out=True)},
@@ -99,8 +107,13 @@ def wide(tmp_path_factory, github):
                          branches=[UNITS_BRANCH], env={"GATES": str(root), "BACKEND": HELD}, fan_out=True),
                "maintainers": ["alice"]},
     }
-    hosts = {"host-gamma": {"devices": {"gamma": UNITS}, "admin": "Gamma Lab <gamma@example.com>"}}
+    hosts = {"host-gamma": {"devices": {"gamma": UNITS, "cpu": 1, "delta": 1}, "admin": "Gamma Lab <gamma@example.com>"}}
     relay, workers = prepare_relay(root / "relay", upstream, github, backends, hosts=hosts)
+    # The shared build: a CPU wheel for every backend that uses it, made once per commit.
+    (root / "relay" / "backends" / "builds").mkdir()
+    (root / "relay" / "backends" / "builds" / f"{SHARED}.yaml").write_text(yaml.safe_dump({
+        "steps": [f"mkdir -p dist && head -c 1000000 /dev/urandom > dist/{CPU_WHEEL}",
+                  f"cp dist/{CPU_WHEEL} {root}/{CPU_WHEEL}"], "artifacts": [f"dist/{CPU_WHEEL}"]}))
     for name, password in (ALICE, BOB):
         add_user(users_file(root / "relay" / "secrets"), name, password)
     with running(relay, workers):
@@ -128,11 +141,20 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     fan_out = steps[FAN_OUT_STEP]
     assert fan_out["results"] == SUCCESS and fan_out["state_string"].startswith("5 child builds"), fan_out
 
-    # The build stage: made once, by a child build, its wheel kept by the relay.
+    # The shared build, made once for the commit and both backends that use it, on the cpu unit; then the build
+    # stage: made once, by a child build, its wheel kept by the relay.
+    twin = relay.wait_for_finished_build(TWIN, sha)
+    assert twin["results"] == SUCCESS
+    [shared] = relay.get(f"builders/{relay.builder_id(shared_builder_name(SHARED))}/builds")["builds"]
+    assert relay.worker_name(shared) == "host-gamma-cpu-0" and shared["results"] == SUCCESS
+    made_here = {name: [s["state_string"] for s in relay.steps(build) if s["name"] == SHARED_BUILDS_STEP][0]
+                 for name, build in ((WIDE, parent), (TWIN, twin))}
+    assert sorted(made_here.values()) == ["torch-cpu built: 1.0 MB", "torch-cpu shared: 1.0 MB"], made_here
     assert steps[BUILD_STAGE_STEP]["results"] == SUCCESS
     assert steps[BUILD_STAGE_STEP]["state_string"] == "built: 1 artifact, 3.0 MB", steps[BUILD_STAGE_STEP]
     built, *children = wide.relay.children(parent)
     assert wide.builder(built)["name"] == build_child_name(WIDE) and built["results"] == SUCCESS
+    assert relay.worker_name(built).startswith("host-gamma-gamma-")
     assert relay.step_log(built, UPLOAD_STEP).count(WHEEL) >= 1
 
     # Each suite's child: its own virtual builder named after its suite, tagged as a child, on a unit of gamma, its
@@ -150,8 +172,12 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     fetched = [relay.step_log(child, FETCH_STEP) for child in children]
     assert sum(f"{WHEEL}: downloaded, 3000000 bytes" in log for log in fetched) == 1, fetched
     assert sum(f"{WHEEL}: from the host cache" in log for log in fetched) == len(children) - 1, fetched
-    [cached] = (wide.root / "relay" / "worker-hosts" / "host-gamma" / "cache" / "artifacts").glob("[0-9a-f]*[0-9a-f]")
-    assert cached.read_bytes() == (wide.root / "made.whl").read_bytes()
+    # The shared wheel too, once for the host, by whichever child of either backend needed it first.
+    fetched += [relay.step_log(child, FETCH_STEP) for child in [built, *relay.children(twin)]]
+    assert sum(f"{CPU_WHEEL}: downloaded, 1000000 bytes" in log for log in fetched) == 1, fetched
+    cache = wide.root / "relay" / "worker-hosts" / "host-gamma" / "cache" / "artifacts"
+    cached = {path.read_bytes() for path in cache.glob("[0-9a-f]*[0-9a-f]")}
+    assert cached == {(wide.root / name).read_bytes() for name in ("made.whl", CPU_WHEEL)}
     assert all("Bearer" not in log and "CRCR_ARTIFACTS_TOKEN=<artifact token>" in log for log in fetched), fetched[0]
 
     # Not a public download: refused without a token, and with the token of a child that has ended.
@@ -168,7 +194,10 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     assert FANNED_OUT in [s["description"] for s in posted if s["state"] == "pending"], posted
     assert posted[-1]["description"] == "8 passed, 1 failed (1 new)", posted[-1]
     assert posted[-1]["target_url"].endswith(f"/builds/{parent['number']}")
-    assert github.statuses(sha) == posted, "children post nothing"
+    assert [s for s in github.statuses(sha) if s["context"] != status_context(TWIN)] == posted, "children post nothing"
+    twin_final = wait_until(lambda: [s["state"] for s in github.statuses(sha, status_context(TWIN))
+                                     if s["state"] != "pending"], 30, "the other backend's final status")
+    assert twin_final == ["success"]
 
 
 def test_the_views_show_a_row_per_backend_and_the_parent_page_leads_to_each_suites_output(wide, browser, tmp_path):
