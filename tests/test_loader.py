@@ -57,7 +57,7 @@ BAD_FILES = [
         "backends/demo.yaml",
         backend_yaml(suites=[{**SMOKE, "retries": 2}]),
         "{file}: suites.0.retries: unknown key (did you mean 'reruns'?); the known keys are name, command, pytest, "
-        "timeout, stall_timeout, mode, reruns, shards",
+        "timeout, stall_timeout, mode, reruns, shards, units",
         id="unknown-suite-key",
     ),
     pytest.param(
@@ -922,6 +922,21 @@ def test_a_shared_build_whose_device_no_host_offers_leaves_its_users_inactive_wi
     assert relay.active_backends == [] and relay.used_shared_builds() == []
     assert relay.warnings == [f"{demo}: uses: torch-cpu: no worker offers 'cpu' to make it on; the backend stays "
                               "inactive (no builder) until a host with it is registered"]
+
+
+def test_a_suite_on_more_units_than_any_host_offers_is_a_warning_and_without_fan_out_an_error(tmp_path):
+    dirs = make_dirs(tmp_path)
+    demo = write_backend(dirs.backends, "demo", fan_out=True, suites=[{**SMOKE, "units": 3}])
+    write_worker(dirs.workers, "lab-1", devices={"demo": 2})
+    write_worker(dirs.workers, "lab-2", devices={"demo": 2})
+
+    assert load_relay_config(settings_for(dirs)).warnings == [
+        f"{demo}: suite smoke: units: 3, and no host offers that many 'demo' units (at most 2); its child builds "
+        "wait until one does"]
+    write_backend(dirs.backends, "demo", suites=[{**SMOKE, "units": 2}])
+    with pytest.raises(ConfigError, match="a suite on several units runs as a child build, which needs fan_out: "
+                                          "true or a build stage \\(suites with units: 'smoke'\\)"):
+        load_relay_config(settings_for(dirs))
 
 
 def test_warning_for_a_branch_the_poller_does_not_follow(tmp_path):

@@ -247,6 +247,13 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
                 f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: build: device: no worker offers "
                 f"'{b.build_device}'; the backend stays inactive (no builder) until a host with it is registered"
             )
+        widest = max((host.devices.get(b.device, 0) for host in workers), default=0)
+        for suite in b.suites:
+            if b.device in offered and suite.units > widest:
+                warnings.append(
+                    f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: suite {suite.name}: units: "
+                    f"{suite.units}, and no host offers that many '{b.device}' units (at most {widest}); its child "
+                    "builds wait until one does")
         for name in b.uses:
             if shared_builds[name].device not in offered:
                 warnings.append(

@@ -173,6 +173,9 @@ class Suite(Strict):
     # With fan_out, a pytest suite's tests split into this many child builds by PyTorch's test-level rule (the
     # selection plugin's CRCR_SHARD).
     shards: Annotated[StrictInt, Field(ge=1, le=MAX_SHARDS)] = 1
+    # Fanned out, the units of one host its child holds at once (multi-card suites); it sees every index in
+    # CRCR_DEVICE_INDEX ("0,1").
+    units: Units = 1
 
     @field_validator("stall_timeout")
     @classmethod
@@ -337,6 +340,10 @@ class Backend(Strict):
         if sharded and not self.fans_out:
             raise ValueError(f"shards run as child builds, which need fan_out: true or a build stage (suites with "
                              f"shards: {shown_all(sharded)})")
+        several = [suite.name for suite in self.suites if suite.units > 1]
+        if several and not self.fans_out:
+            raise ValueError(f"a suite on several units runs as a child build, which needs fan_out: true or a build "
+                             f"stage (suites with units: {shown_all(several)})")
         return self
 
     @property
