@@ -89,6 +89,9 @@ def wide(tmp_path_factory, github):
             barrier("one", gates), barrier("two", gates), barrier("three", gates),
             # PyTorch's test-level sharding: the failing test is in one of the two shards.
             {"name": "broken", "pytest": {"files": ["test/test_pass.py", "test/test_fail.py"]}, "shards": 2},
+            # Multi-card: two units of one host at once, both indices seen.
+            {"name": "pair", "units": 2, "command": f"echo $CRCR_DEVICE_INDEX > {root}/pair.txt && python -m pytest "
+                                                    "test/test_pass.py -q --junitxml=$CRCR_RESULTS_DIR/pair.xml"},
         ], setup=["touch $CRCR_RESULTS_DIR/setup-done", f"cmp $CRCR_ARTIFACTS_DIR/{WHEEL} {root}/made.whl",
                   f"cmp $CRCR_ARTIFACTS_DIR/{CPU_WHEEL} {root}/{CPU_WHEEL}"],
             # Its own build (after the shared one, whose wheel it sees) makes a wheel: random bytes, kept aside for
@@ -139,7 +142,7 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     assert "new failure: test/test_fail.py::test_upstream_broke_this" in linked, linked
     assert [name.split(" run on ")[0] for name in linked if " run on " in name] == ["shard 1/2", "shard 2/2"]
     fan_out = steps[FAN_OUT_STEP]
-    assert fan_out["results"] == SUCCESS and fan_out["state_string"].startswith("5 child builds"), fan_out
+    assert fan_out["results"] == SUCCESS and fan_out["state_string"].startswith("6 child builds"), fan_out
 
     # The shared build, made once for the commit and both backends that use it, on the cpu unit; then the build
     # stage: made once, by a child build, its wheel kept by the relay.
@@ -160,12 +163,17 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     # Each suite's child: its own virtual builder named after its suite, tagged as a child, on a unit of gamma, its
     # JUnit XML linked; three of them ran at once (the barrier suites pass only so), one on each unit.
     assert sorted(wide.builder(child)["name"] for child in children) == sorted(
-        [child_builder_name(WIDE, name) for name in ("one", "two", "three")]
+        [child_builder_name(WIDE, name) for name in ("one", "two", "three", "pair")]
         + [child_builder_name(WIDE, "broken", shard) for shard in ("1/2", "2/2")])
     for child in children:
         assert {CHILD_TAG, WIDE} <= set(wide.builder(child)["tags"])
         assert any(url["name"] == "junit.xml" for step in relay.steps(child) for url in step["urls"])
     assert {relay.worker_name(child) for child in children} == {f"host-gamma-gamma-{n}" for n in range(UNITS)}
+    # The suite on two units got two units of the host, its own first, and saw both indices.
+    [pair] = [child for child in children if wide.builder(child)["name"] == child_builder_name(WIDE, "pair")]
+    indices = (wide.root / "pair.txt").read_text().strip().split(",")
+    assert len(set(indices)) == 2 and set(indices) <= {"0", "1", "2"}, indices
+    assert relay.worker_name(pair) == f"host-gamma-gamma-{indices[0]}"
 
     # Each got the wheel byte for byte (its setup compares them); the host fetched it once, into its cache, which
     # its other units' children found it in.
@@ -192,7 +200,7 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     posted = wait_until(final, 30, "the final status")
     assert [s["state"] for s in posted if s["state"] != "pending"] == ["failure"], posted
     assert FANNED_OUT in [s["description"] for s in posted if s["state"] == "pending"], posted
-    assert posted[-1]["description"] == "8 passed, 1 failed (1 new)", posted[-1]
+    assert posted[-1]["description"] == "10 passed, 1 failed (1 new)", posted[-1]
     assert posted[-1]["target_url"].endswith(f"/builds/{parent['number']}")
     assert [s for s in github.statuses(sha) if s["context"] != status_context(TWIN)] == posted, "children post nothing"
     twin_final = wait_until(lambda: [s["state"] for s in github.statuses(sha, status_context(TWIN))
@@ -211,7 +219,7 @@ def test_the_views_show_a_row_per_backend_and_the_parent_page_leads_to_each_suit
 
     open_page(browser, relay.web_url + build_link(parent))
     step = "//li[contains(@class, 'bb-build-summary-step-line')][contains(., '{}')]"
-    wait_for_texts(browser, ["5 child builds"], "the parent's fan-out step")
+    wait_for_texts(browser, ["6 child builds"], "the parent's fan-out step")
     output = wait_for_element(browser, step.format("suite one") + "//a[starts-with(normalize-space(.), 'run on ')]",
                               "the link to suite one's output in its child, without a click")
     assert output.is_displayed() and output.get_attribute("href").endswith("/logs/stdio")

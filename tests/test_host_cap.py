@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 import sqlalchemy as sa
 from buildbot.db.model import Model
+from buildbot.process.properties import Properties
 from buildbot.process.workerforbuilder import States, WorkerForBuilder
 from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
@@ -19,6 +20,7 @@ from twisted.trial import unittest
 
 from crcr.buildmaster.process.workers import SLOT_GIVEN_BACK, UNUSED_SLOT_AFTER, HostSlotWaker, HostUnitWorker, \
     unit_can_start_build
+from crcr.names import CHILD_UNITS_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY
 from crcr.store import tables
 from crcr.store.host_slots import release_slot, take_slot
 from copied_schema import relay_tables
@@ -27,6 +29,11 @@ from relaymaster import another_relay_master, relay_master
 from test_store import open_database
 
 OTHER = 2  # the second master's id
+
+
+def two_units():
+    """A child build's request for a suite on two units."""
+    return SimpleNamespace(properties=Properties(**{CHILD_UNITS_PROPERTY: 2}))
 
 
 class HostCapTest(TestReactorMixin, unittest.TestCase):
@@ -48,12 +55,16 @@ class HostCapTest(TestReactorMixin, unittest.TestCase):
         master = master or self.master
         idle = {}
         for unit, builder in builders_by_unit.items():
-            worker = HostUnitWorker(unit, "pw", host=name, host_slots=slots, max_builds=1)
+            device, index = unit.rsplit("-", 2)[1:]
+            worker = HostUnitWorker(unit, "pw", host=name, host_slots=slots, max_builds=1,
+                                    properties={DEVICE_PROPERTY: device, DEVICE_INDEX_PROPERTY: int(index)})
             await worker.setServiceParent(master.workers)
             master.workers.workers[unit] = worker  # what Buildbot's WorkerManager lists
             wfb = WorkerForBuilder(SimpleNamespace(name=builder))
             wfb.worker, wfb.state = worker, States.AVAILABLE  # as when the unit attached
             worker.addWorkerForBuilder(wfb)
+            worker.conn = SimpleNamespace()  # connected; forgotten before the master stops, as if it had left
+            self.addCleanup(setattr, worker, "conn", None)
             idle[unit] = wfb
         return idle
 
@@ -98,6 +109,44 @@ class HostCapTest(TestReactorMixin, unittest.TestCase):
         lab["lab-zeta-0"].buildFinished()
         self.assertEqual(self.woken(), ["lab-zeta-0"])
         self.assertEqual(self.given_back(), [])
+
+    async def test_a_suite_on_two_units_holds_a_second_idle_unit_of_its_host_and_device_for_its_build(self):
+        trio = await self.host("trio", None, {"trio-zeta-0": "pair", "trio-zeta-1": "pair", "trio-zeta-2": "pair",
+                                              "trio-theta-0": "pair"})
+        await self.host("solo", None, {"solo-zeta-0": "pair"})
+        trio["trio-zeta-0"].buildStarted()  # another build
+
+        self.assertTrue(await unit_can_start_build(None, trio["trio-zeta-1"], two_units()))
+        self.assertEqual(trio["trio-zeta-1"].worker.held_indices(), [1, 2], "an idle unit of its host and device")
+        self.assertFalse(await unit_can_start_build(None, trio["trio-zeta-2"], None), "held: it starts nothing else")
+        trio["trio-zeta-1"].buildStarted()
+        self.reactor.advance(10 * UNUSED_SLOT_AFTER)
+        self.assertFalse(await unit_can_start_build(None, trio["trio-zeta-2"], None), "held while the build runs")
+
+        trio["trio-zeta-1"].buildFinished()
+
+        self.assertIn("trio-zeta-2", self.woken(), "given back, and woken for what waits")
+        self.assertTrue(await unit_can_start_build(None, trio["trio-zeta-2"], None))
+
+    async def test_a_suite_on_two_units_waits_while_its_host_has_one_idle_and_never_takes_anothers(self):
+        duo = await self.host("duo", None, {"duo-zeta-0": "pair", "duo-zeta-1": "pair"})
+        await self.host("lab", None, {"lab-zeta-0": "pair", "lab-zeta-1": "pair"})
+        duo["duo-zeta-0"].buildStarted()
+
+        self.assertFalse(await unit_can_start_build(None, duo["duo-zeta-1"], two_units()))
+        self.assertEqual(duo["duo-zeta-1"].worker.held_indices(), [1], "nothing held")
+        self.assertEqual(self.woken(), [], "nobody woken by asking in vain")
+        duo["duo-zeta-0"].buildFinished()
+        self.assertTrue(await unit_can_start_build(None, duo["duo-zeta-1"], two_units()))
+
+    async def test_units_held_for_a_build_that_never_starts_are_given_back(self):
+        duo = await self.host("duo", None, {"duo-zeta-0": "pair", "duo-zeta-1": "pair"})
+        self.assertTrue(await unit_can_start_build(None, duo["duo-zeta-0"], two_units()))
+        self.assertFalse(await unit_can_start_build(None, duo["duo-zeta-1"], None))
+
+        self.reactor.advance(UNUSED_SLOT_AFTER)
+
+        self.assertTrue(await unit_can_start_build(None, duo["duo-zeta-1"], None))
 
     async def test_two_masters_asking_for_a_hosts_last_slot_at_once_get_it_once(self):
         other = await self.other_master()

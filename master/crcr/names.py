@@ -73,6 +73,7 @@ RELAY_WORKER = "relay"  # the master's own worker, which runs the parents: waiti
 CHILD_SUITE_PROPERTY = "crcr_child_suite"  # the suite a child build runs
 CHILD_ASKED_PROPERTY = "crcr_child_asked"  # a bisection's tests the child runs alone (absent: its whole suite)
 CHILD_SHARD_PROPERTY = "crcr_child_shard"  # 'K/N': the shard of its suite a child runs (absent: the whole suite)
+CHILD_UNITS_PROPERTY = "crcr_child_units"  # the units of one host a child holds at once (absent: one)
 SUITE_RUN_PROPERTY = "crcr_suite_run"  # a child's: what its run left, but for its JUnit XML (in the store)
 CHILDREN_PROPERTY = "crcr_children"  # a parent's: {suite: [the child build whose run it judged, of each shard]}
 CHILD_TAG = "crcr-child"  # a child's virtual builder's tag, beside its backend's name

@@ -43,7 +43,8 @@ def parent_factory(backend: Backend, settings: Settings, selections: dict[tuple[
     if backend.build:
         factory.addStep(BuildStage(name=BUILD_STAGE_STEP, backend=backend.name))
     factory.addStep(FanOut(name=FAN_OUT_STEP, backend=backend.name,
-                           suites={suite.name: suite.shards for suite in backend.suites}))
+                           suites={suite.name: suite.shards for suite in backend.suites},
+                           units={suite.name: suite.units for suite in backend.suites if suite.units > 1}))
     for suite in backend.suites:
         on_unit = suite_step_arguments(backend, suite, selections)
         factory.addStep(SuiteFromChild(

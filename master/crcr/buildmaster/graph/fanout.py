@@ -12,7 +12,8 @@ from twisted.internet import defer
 from crcr.buildmaster.graph.triggering import ChildTrigger
 from crcr.names import (
     ARTIFACTS_PROPERTY, BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY,
-    CHILDREN_PROPERTY, ONLY_TESTS_PROPERTY, SUITE_RUN_PROPERTY, child_builder_name, suites_scheduler_name,
+    CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, ONLY_TESTS_PROPERTY, SUITE_RUN_PROPERTY, child_builder_name,
+    suites_scheduler_name,
 )
 from crcr.suites.asked_tests import only_tests_problem
 
@@ -28,8 +29,8 @@ class FanOut(ChildTrigger):
     them); FAILURE naming the suites whose children did not all leave one (a setup that failed, a child cancelled or
     broken)."""
 
-    def __init__(self, backend: str, suites: dict[str, int], **kwargs):
-        self.suites = suites
+    def __init__(self, backend: str, suites: dict[str, int], units: dict[str, int] | None = None, **kwargs):
+        self.suites, self.units = suites, units or {}  # units: of the suites on several units, how many
         self.children: dict[str, dict[str | None, int]] = {}  # suite: {shard: the child build that ran it}
         self.child_results: list[int] = []  # each child request's last build's
         super().__init__(backend, suites_scheduler_name(backend), "Fan-out from", **kwargs)
@@ -56,6 +57,8 @@ class FanOut(ChildTrigger):
         entries = []
         for suite, shard in self.chosen():
             properties = {CHILD_SUITE_PROPERTY: suite}
+            if suite in self.units:
+                properties[CHILD_UNITS_PROPERTY] = self.units[suite]
             if shard is not None:
                 properties[CHILD_SHARD_PROPERTY] = shard
             if asked is not None:

@@ -1,5 +1,6 @@
 """The build of every crcr builder: Buildbot's Build, finished when a cancel reaches its request as a unit claims it,
-ending with the stop's results however its current step ends, and telling its own waiters that it finished."""
+ending with the stop's results however its current step ends, telling its own waiters that it finished, and naming
+every unit it holds."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from buildbot.process import metrics
 from buildbot.process.build import Build
 from buildbot.process.results import CANCELLED, worst_status
 from twisted.internet import defer
+
+from crcr.names import DEVICE_INDEX_PROPERTY
 
 
 class RelayBuild(Build):
@@ -18,6 +21,10 @@ class RelayBuild(Build):
 
     @defer.inlineCallbacks
     def startBuild(self, workerforbuilder):
+        # A suite on several units holds more than its own (process/workers.py): its commands see every index.
+        held = getattr(workerforbuilder.worker, "held_indices", None)
+        if held is not None and len(indices := held()) > 1:
+            self.setProperty(DEVICE_INDEX_PROPERTY, ",".join(map(str, indices)), "crcr")
         yield super().startBuild(workerforbuilder)
         # Buildbot 4.3 creates the preparation step just after that check, and every return after it finishes the
         # build (at once, or when its steps end); the only other earlier return, for a build with nothing to do,

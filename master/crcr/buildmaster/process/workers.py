@@ -10,6 +10,13 @@ unit busy before it looks at the next request), and gives it back as the build e
 In a cluster a host's units may be connected to several masters: so the slots are claimed in the database, one row
 per (host, slot) that two masters cannot both write (store/host_slots.py), and a slot given back is announced on
 the message queue, which wakes every master's units of the host.
+
+A suite on several units (a child build whose request asks for `units: N`, graph/fanout.py) starts on one unit
+only when N - 1 other units of its host and device are idle on the same master: it holds them for its build (they
+start nothing else meanwhile, and count as building for the host's cap), and its commands see every index
+(CRCR_DEVICE_INDEX "0,1"). It never takes units of two hosts; while too few are idle it waits, and a unit of the
+host that ends a build looks at it again. A unit is connected to one master at a time, so no other master can
+start a build on a unit held here. On a capped host it claims one slot, its own.
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ from crcr.buildmaster.auth.secrets import FileSecret
 from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password
-from crcr.names import ADMIN_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, RELAY_WORKER
+from crcr.names import (
+    ADMIN_PROPERTY, CHILD_UNITS_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, RELAY_WORKER,
+)
 from crcr.store.service import relay_store
 
 # {"host", "masterid"}: a master gave back one of the host's slots.
@@ -41,6 +50,8 @@ class HostUnitWorker(worker.Worker):
 
     _slot = None  # the id of the host slot this unit holds for its build
     _unused_slot = None  # the call giving it back unless a build starts first
+    _held_by: HostUnitWorker | None = None  # the unit whose build on several units holds this one
+    _partners: tuple[HostUnitWorker, ...] = ()  # the units this one holds for its build on several units
 
     def checkConfig(self, name, password, host: str, host_slots: int | None, **kwargs):
         super().checkConfig(name, password, **kwargs)
@@ -54,11 +65,15 @@ class HostUnitWorker(worker.Worker):
         return [w for w in workers if isinstance(w, HostUnitWorker) and w.host == self.host]
 
     def building(self) -> bool:
-        return any(wfb.state == States.BUILDING for wfb in self.workerforbuilders.values())
+        return self._held_by is not None or any(wfb.state == States.BUILDING for wfb in self.workerforbuilders.values())
+
+    def held_indices(self) -> list[int]:
+        """The device indices of the units its build holds: its own first."""
+        return [unit.properties.getProperty(DEVICE_INDEX_PROPERTY) for unit in (self, *self._partners)]
 
     def canStartBuild(self) -> bool:
         """Whether this master's own builds leave the host a slot (Buildbot asks it without waiting)."""
-        if not super().canStartBuild():
+        if self._held_by is not None or not super().canStartBuild():
             return False
         if self.host_slots is None:  # not capped: no need to look at the other units (hundreds, on a big relay)
             return True
@@ -82,13 +97,40 @@ class HostUnitWorker(worker.Worker):
         self._unused_slot = self.master.reactor.callLater(UNUSED_SLOT_AFTER, self._give_back_slot)
         return True
 
+    @defer.inlineCallbacks
+    def take_units(self, units: int):
+        """Whether a build needing `units` units can start here: a slot for it, and the other units it needs idle on
+        this host, which it then holds."""
+        if not (yield self.host_has_slot()):
+            return False
+        if units == 1:
+            return True
+        device = self.properties.getProperty(DEVICE_PROPERTY)
+        idle = [unit for unit in self.host_units() if unit is not self and unit.conn is not None
+                and unit.properties.getProperty(DEVICE_PROPERTY) == device and not unit.building()
+                and unit.canStartBuild()]
+        if len(idle) < units - 1:
+            # Its slot back, waking nobody: the units' next build end looks at this request again.
+            slot, self._slot = self._slot, None
+            self._forget_unused_slot()
+            if slot is not None:
+                yield relay_store(self.master).release_host_slot(slot)
+            return False
+        self._partners = tuple(idle[:units - 1])
+        for partner in self._partners:
+            partner._held_by = self
+        if self._unused_slot is None:  # a build that never starts gives its units back as it gives its slot
+            self._unused_slot = self.master.reactor.callLater(UNUSED_SLOT_AFTER, self._give_back_slot)
+        return True
+
     def buildStarted(self, wfb):
         super().buildStarted(wfb)
         self._forget_unused_slot()
 
     def buildFinished(self, wfb):
         super().buildFinished(wfb)  # wakes the builders of this unit
-        if self.host_slots is not None or self._slot is not None:  # held before a reconfig lifted the cap: give back
+        if self.host_slots is not None or self._slot is not None or self._partners:
+            # Given back (the slot held before a reconfig lifted the cap too), and the units held with it.
             self._give_back_slot()
 
     def stopService(self):
@@ -103,12 +145,16 @@ class HostUnitWorker(worker.Worker):
     def _give_back_slot(self) -> None:
         slot, self._slot = self._slot, None
         self._forget_unused_slot()
+        partners, self._partners = self._partners, ()
+        for partner in partners:
+            partner._held_by = None
         given_back = relay_store(self.master).release_host_slot(slot) if slot is not None else defer.succeed(None)
         # Failed, the claim stays until this master next takes a slot of the host (its unit not building: stale).
         given_back.addErrback(log.err, f"crcr: giving back a build slot of host {self.host}")
         given_back.addCallback(lambda _: self._wake_the_host())
 
     def _wake_the_host(self) -> None:
+        # Every unit of the host, the ones it held too: a build on several units waits for idle units of its host.
         for unit in self.host_units():
             if unit is not self:
                 self.botmaster.maybeStartBuildsForWorker(unit.name)
@@ -146,7 +192,8 @@ def unit_can_start_build(builder, workerforbuilder, buildrequest) -> defer.Defer
     """A builder's canStartBuild. Buildbot asks a worker whether it can start a build only when it lists the
     builder's idle workers, then hands them out to the builder's waiting requests without asking again;
     a unit's answer changes as soon as another unit of its host starts a build, so ask at each request."""
-    return workerforbuilder.worker.host_has_slot()
+    units = buildrequest.properties.getProperty(CHILD_UNITS_PROPERTY, 1) if buildrequest is not None else 1
+    return workerforbuilder.worker.take_units(units)
 
 
 def make_workers(relay: RelayConfig, secrets_dir: Path) -> list[HostUnitWorker]:
