@@ -72,7 +72,8 @@ def test_the_committed_files_pass(tmp_path, crcr_check):
     result = crcr_check(CRCR_SECRETS_DIR=str(secrets))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok: 2 backends, 1 worker hosts"
-    assert "backends/spyre.yaml: device: no worker offers 'spyre'" in result.stderr
+    assert "backends/spyre.yaml: no worker offers 'spyre' (device), 'cpu' (build: device, uses: torch-cpu)" \
+        in result.stderr
 
 
 def test_the_installed_crcr_command_runs_the_same_check(tmp_path):

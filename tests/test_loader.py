@@ -784,13 +784,17 @@ def test_committed_backends_and_workers_load():
     assert (demo.level, demo.device, demo.reports_to_github) == ("L1", "demo", False)
     assert [(s.name, s.timeout) for s in demo.suites] == [("smoke", 300), ("ops", 300)]
     assert (spyre.level, spyre.device, spyre.reports_to_github) == ("L2", "spyre", True)
-    assert [(s.name, s.timeout) for s in spyre.suites] == [("view-ops", 3600), ("torch", 5400)]
+    # torch-spyre's shape: the shared CPU torch build, its own build against it, suites in shards and on two cards.
+    assert [(s.name, s.timeout, s.shards, s.units) for s in spyre.suites] == [
+        ("view-ops", 3600, 1, 1), ("torch", 5400, 3, 1), ("binary-ufuncs", 3600, 1, 2)]
+    assert (spyre.uses, spyre.build_device, spyre.fans_out) == (["torch-cpu"], "cpu", True)
+    assert relay.shared_builds["torch-cpu"].artifacts == ["dist/torch-*.whl"]
     assert relay.hosts[0].devices == {"demo": 2}
-    # No host offers Spyre yet: the backend is known but gets no builder.
+    # No host offers Spyre (nor a CPU to build on) yet: the backend is known but gets no builder.
     assert [b.name for b in relay.active_backends] == ["demo"]
     assert relay.warnings == [
-        "backends/spyre.yaml: device: no worker offers 'spyre'; the backend stays inactive (no builder) "
-        "until a host with it is registered"
+        "backends/spyre.yaml: no worker offers 'spyre' (device), 'cpu' (build: device, uses: torch-cpu); the "
+        "backend stays inactive (no builder) until hosts with them are registered"
     ]
 
 
@@ -920,8 +924,13 @@ def test_a_shared_build_whose_device_no_host_offers_leaves_its_users_inactive_wi
     relay = load_relay_config(settings_for(dirs))
 
     assert relay.active_backends == [] and relay.used_shared_builds() == []
-    assert relay.warnings == [f"{demo}: uses: torch-cpu: no worker offers 'cpu' to make it on; the backend stays "
-                              "inactive (no builder) until a host with it is registered"]
+    assert relay.warnings == [f"{demo}: uses: torch-cpu: no worker offers 'cpu'; the backend stays inactive (no "
+                              "builder) until a host with it is registered"]
+    write_backend(dirs.backends, "demo", device="spyre", uses=["torch-cpu"], build={"device": "cpu", "steps": ["make"],
+                                                                                   "artifacts": ["dist/*"]})
+    assert load_relay_config(settings_for(dirs)).warnings == [
+        f"{demo}: no worker offers 'spyre' (device), 'cpu' (build: device, uses: torch-cpu); the backend stays "
+        "inactive (no builder) until hosts with them are registered"], "one warning naming every device it lacks"
 
 
 def test_a_suite_on_more_units_than_any_host_offers_is_a_warning_and_without_fan_out_an_error(tmp_path):

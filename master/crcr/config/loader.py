@@ -237,33 +237,18 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
     warnings = []
     offered = {device for w in workers for device in w.devices}
     for b in backends:
-        if b.device not in offered:
-            warnings.append(
-                f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: device: no worker offers "
-                f"'{b.device}'; the backend stays inactive (no builder) until a host with it is registered"
-            )
-        if b.build_device is not None and b.build_device not in offered:
-            warnings.append(
-                f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: build: device: no worker offers "
-                f"'{b.build_device}'; the backend stays inactive (no builder) until a host with it is registered"
-            )
+        where = display_path(settings.backends_dir / (b.name + '.yaml'))
+        warnings += _missing_devices(b, shared_builds, offered, where)
         widest = max((host.devices.get(b.device, 0) for host in workers), default=0)
         for suite in b.suites:
             if b.device in offered and suite.units > widest:
                 warnings.append(
-                    f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: suite {suite.name}: units: "
-                    f"{suite.units}, and no host offers that many '{b.device}' units (at most {widest}); its child "
-                    "builds wait until one does")
-        for name in b.uses:
-            if shared_builds[name].device not in offered:
-                warnings.append(
-                    f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: uses: {name}: no worker offers "
-                    f"'{shared_builds[name].device}' to make it on; the backend stays inactive (no builder) until a "
-                    "host with it is registered")
+                    f"{where}: suite {suite.name}: units: {suite.units}, and no host offers that many '{b.device}' "
+                    f"units (at most {widest}); its child builds wait until one does")
         untracked = [br for br in b.branches if br not in settings.upstream_branches]
         if untracked:
             warnings.append(
-                f"{display_path(settings.backends_dir / (b.name + '.yaml'))}: branches: "
+                f"{where}: branches: "
                 f"{', '.join(untracked)} not followed by the poller (CRCR_UPSTREAM_BRANCHES); only forced builds"
             )
     return RelayConfig(
@@ -275,6 +260,24 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
         left_out=problems,
         shared_builds=shared_builds,
     )
+
+
+def _missing_devices(backend: Backend, shared_builds: dict[str, SharedBuild], offered: set[str],
+                     where: str) -> list[str]:
+    """The warning of a backend needing a device no host offers: its own, its build stage's, a shared build's."""
+    needs: dict[str, list[str]] = {}
+    for what, device in [("device", backend.device), ("build: device", backend.build_device),
+                         *((f"uses: {name}", shared_builds[name].device) for name in backend.uses)]:
+        if device is not None and device not in offered:
+            needs.setdefault(device, []).append(what)
+    if not needs:
+        return []
+    inactive = "the backend stays inactive (no builder) until"
+    if len(needs) == 1 and len(what_of := next(iter(needs.values()))) == 1:
+        return [f"{where}: {what_of[0]}: no worker offers '{next(iter(needs))}'; {inactive} a host with it is "
+                "registered"]
+    listed = ", ".join(f"'{device}' ({', '.join(whats)})" for device, whats in needs.items())
+    return [f"{where}: no worker offers {listed}; {inactive} hosts with them are registered"]
 
 
 def _unknown_uses(backends: list[Backend], shared_builds: dict[str, SharedBuild], backends_dir: Path,
