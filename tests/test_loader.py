@@ -69,9 +69,11 @@ BAD_FILES = [
     ),
     pytest.param(
         "backends/demo.yaml",
-        backend_yaml(suites=[{"name": "ops", "pytest": {"files": ["test/test_ops.py"]}, "shards": 3}]),
-        "{file}: shards run as child builds, which need fan_out: true or a build stage (suites with shards: 'ops')",
-        id="shards-without-fan-out",
+        backend_yaml(suites=[{"name": "ops", "pytest": {"files": ["test/test_ops.py"]}, "shards": 3, "units": 2}],
+                     fan_out=False, uses=["torch-cpu"]),
+        "{file}: fan_out: false keeps every suite in one build, and shared builds ('torch-cpu'), suites in shards "
+        "('ops'), suites on several units ('ops') run as child builds: leave fan_out out, or set it true",
+        id="children-kept-in-one-build",
     ),
     pytest.param(
         "backends/demo.yaml",
@@ -933,19 +935,18 @@ def test_a_shared_build_whose_device_no_host_offers_leaves_its_users_inactive_wi
         "inactive (no builder) until hosts with them are registered"], "one warning naming every device it lacks"
 
 
-def test_a_suite_on_more_units_than_any_host_offers_is_a_warning_and_without_fan_out_an_error(tmp_path):
+def test_a_suite_on_more_units_than_any_host_offers_is_a_warning_and_its_backend_fans_out(tmp_path):
     dirs = make_dirs(tmp_path)
-    demo = write_backend(dirs.backends, "demo", fan_out=True, suites=[{**SMOKE, "units": 3}])
+    demo = write_backend(dirs.backends, "demo", suites=[{**SMOKE, "units": 3}])
     write_worker(dirs.workers, "lab-1", devices={"demo": 2})
     write_worker(dirs.workers, "lab-2", devices={"demo": 2})
 
-    assert load_relay_config(settings_for(dirs)).warnings == [
+    relay = load_relay_config(settings_for(dirs))
+
+    assert relay.warnings == [
         f"{demo}: suite smoke: units: 3, and no host offers that many 'demo' units (at most 2); its child builds "
         "wait until one does"]
-    write_backend(dirs.backends, "demo", suites=[{**SMOKE, "units": 2}])
-    with pytest.raises(ConfigError, match="a suite on several units runs as a child build, which needs fan_out: "
-                                          "true or a build stage \\(suites with units: 'smoke'\\)"):
-        load_relay_config(settings_for(dirs))
+    assert relay.backends[0].fans_out, "several units are a child build's: fan_out left out means true"
 
 
 def test_warning_for_a_branch_the_poller_does_not_follow(tmp_path):

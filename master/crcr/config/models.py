@@ -295,9 +295,9 @@ class Backend(Strict):
     stale_after: Seconds = 21600
     setup: list[Command] = Field(default=[], max_length=MAX_SETUP_COMMANDS)
     # Each suite its own child build on any free unit of the device, checked out and set up there, so that a commit's
-    # suites run at once on several units (docs/build-graph.md); false: one build runs every suite in turn. Costly
-    # setups (building torch) run once per suite then: the build stage that builds once is the next change.
-    fan_out: bool = False
+    # suites run at once on several units (docs/build-graph.md); false: one build runs every suite in turn. Left out:
+    # true when the backend has what needs child builds (a build stage, shared builds, shards, several units).
+    fan_out: bool | None = None
     # Built once per commit before the suites, which then fan out and get its artifacts in $CRCR_ARTIFACTS_DIR.
     build: BuildStage | None = None
     # Shared builds (backends/builds/<name>.yaml) made before the backend's own build, which sees their artifacts, as
@@ -335,22 +335,28 @@ class Backend(Strict):
         return env
 
     @model_validator(mode="after")
-    def _shards_fan_out(self) -> Backend:
-        sharded = [suite.name for suite in self.suites if suite.shards > 1]
-        if sharded and not self.fans_out:
-            raise ValueError(f"shards run as child builds, which need fan_out: true or a build stage (suites with "
-                             f"shards: {shown_all(sharded)})")
-        several = [suite.name for suite in self.suites if suite.units > 1]
-        if several and not self.fans_out:
-            raise ValueError(f"a suite on several units runs as a child build, which needs fan_out: true or a build "
-                             f"stage (suites with units: {shown_all(several)})")
+    def _not_kept_in_one_build(self) -> Backend:
+        if self.fan_out is False and (needs := self._needs_children()):
+            raise ValueError(f"fan_out: false keeps every suite in one build, and {needs} run as child builds: "
+                             "leave fan_out out, or set it true")
         return self
+
+    def _needs_children(self) -> str:
+        """What of the backend runs as child builds ('' when nothing does): a build stage's and shared builds'
+        artifacts go to them, and a suite in shards or on several units is several of them, or one holding units."""
+        needs = ["a build stage"] if self.build is not None else []
+        needs += [f"shared builds ({shown_all(self.uses)})"] if self.uses else []
+        needs += [f"suites in shards ({shown_all(sharded)})"] if (
+            sharded := [suite.name for suite in self.suites if suite.shards > 1]) else []
+        needs += [f"suites on several units ({shown_all(several)})"] if (
+            several := [suite.name for suite in self.suites if suite.units > 1]) else []
+        return ", ".join(needs)
 
     @property
     def fans_out(self) -> bool:
-        """Whether each suite is a child build of the commit's parent: asked for, or implied by a build stage or a
-        shared build, whose artifacts the suites' children get."""
-        return self.fan_out or self.build is not None or bool(self.uses)
+        """Whether each suite is a child build of the commit's parent: as `fan_out` says, else when something of the
+        backend needs child builds (_needs_children)."""
+        return self.fan_out if self.fan_out is not None else bool(self._needs_children())
 
     @property
     def has_artifacts(self) -> bool:
