@@ -102,7 +102,8 @@ class SharedBuilds(BuildStep):
                         for ss in self.build.getAllSourceStamps()]
         reason = Properties(reason=f"shared build {name}, first needed by {self.build.builder.name}'s build "
                                    f"{self.build.number}")
-        ids, _ = scheduler.trigger(waited_for=False, sourcestamps=sourcestamps, set_props=reason)
+        ids, results = scheduler.trigger(waited_for=False, sourcestamps=sourcestamps, set_props=reason)
+        results.addErrback(lambda _: None)  # a Triggerable that stops drops it: the parents wait for the request
         _, brids = yield ids
         return next(iter(brids.values()))
 
