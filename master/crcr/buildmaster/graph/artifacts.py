@@ -2,11 +2,11 @@
 
 Uploaded once per commit with Buildbot's MultipleFileUpload into the relay's store (the `artifact_store` setting,
 `artifacts/` in the master's directory by default: `<store>/<build child's id>/<file>`); in a cluster every master
-must see that folder (shared storage, docs/operators.md). Served over HTTP by
-the master's web server (www/artifacts.py), which bench/artifacts.py measured about ten times faster than Buildbot's
-FileDownload for the many units of a commit (docs/build-graph.md), to a unit that shows a token: one per child build,
-an HMAC under a key derived from Buildbot's session secret (which every master of one database shares), valid while
-that child runs and for the artifacts its ARTIFACTS_PROPERTY lists. A unit fetches them through its host's cache
+must see that folder (shared storage, docs/operators.md). Served over HTTP by the master's web server
+(www/artifacts.py), which bench/artifacts.py measured about ten times faster than Buildbot's FileDownload for the
+many units of a commit (docs/build-graph.md), to a unit that shows a token: one per child build, an HMAC under a key
+derived from Buildbot's session secret (which every master of one database shares), valid while that child runs
+and for the artifacts its ARTIFACTS_PROPERTY lists. A unit fetches them through its host's cache
 (fetch_artifacts.py)."""
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from crcr.names import ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PROPERTY, build_child_
 
 class BuildStage(ChildTrigger):
     """Triggers the backend's build child, handing it the shared builds' artifacts, and waits for it. SUCCESS with its
-    artifacts added to the parent's ARTIFACTS_PROPERTY; else FAILURE, which halts the parent: no suite runs without the build it needs (the child
-    is linked from this step, as Buildbot's Trigger links each)."""
+    artifacts added to the parent's ARTIFACTS_PROPERTY; else FAILURE, which halts the parent: no suite runs without
+    the build it needs (the child is linked from this step, as Buildbot's Trigger links each)."""
 
     def __init__(self, backend: str, **kwargs):
         super().__init__(backend, build_scheduler_name(backend), "Build stage of", haltOnFailure=True, **kwargs)

@@ -65,8 +65,8 @@ class FanOut(ChildTrigger):
                 properties[CHILD_ASKED_PROPERTY] = asked[suite]
             if artifacts is not None:
                 properties[ARTIFACTS_PROPERTY] = artifacts
-            entries.append(self.trigger_entry(
-                child_builder_name(self.backend, suite, shard), properties, f"{suite}{f' {shard}' if shard else ''} of {self.backend}'s build {self.build.number}"))
+            reason = f"{suite}{f' {shard}' if shard else ''} of {self.backend}'s build {self.build.number}"
+            entries.append(self.trigger_entry(child_builder_name(self.backend, suite, shard), properties, reason))
         return entries
 
     @defer.inlineCallbacks

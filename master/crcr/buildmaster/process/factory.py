@@ -18,8 +18,8 @@ from crcr.buildmaster.www import commit_links
 from crcr.config.models import Backend, Suite
 from crcr.config.settings import Settings
 from crcr.names import (
-    ARTIFACTS_DIR, CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, PREPARE_STEP, PULL_REQUEST_STEP, SETUP_STEP_PREFIX,
-    suite_step_name,
+    ARTIFACTS_DIR, CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, PREPARE_STEP, PULL_REQUEST_STEP,
+    SETUP_STEP_PREFIX, suite_step_name,
 )
 from crcr.suites.selection import (
     PLUGIN_FILE, STOP_CONFIG, STOP_CONFIG_FILE, command_suite_addopts, pytest_command, selection_report_file,

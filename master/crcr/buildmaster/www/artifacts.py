@@ -1,12 +1,12 @@
 """A build stage's artifacts, for the units that run the commit's suites (buildmaster/graph/artifacts.py):
 
-    GET /plugins/crcr/artifacts/<build child's id>/<file>     Authorization: Bearer <the suite child's token>
+    GET /plugins/crcr/artifacts/<id of the build that made it>/<file>     Authorization: Bearer <a child's token>
 
 Not a public download: only a child build fetching the artifacts it was given (its ARTIFACTS_PROPERTY: its parent's
-shared builds' and build stage's) has a token, and only while it runs. So the relay's Authz is not asked (the units sign in to nothing), and a signed-in user is no
-one entitled: 401 without a token, 403 with one that is not this build's or whose child has ended, 404 for a file
-not kept (never made, or removed by the janitor after `artifact_days`). The file itself is served by Twisted's
-static.File, which streams it.
+shared builds' and build stage's) has a token, and only while it runs. So the relay's Authz is not asked (the units
+sign in to nothing), and a signed-in user is no one entitled: 401 without a token, 403 with one that is not given
+this build's artifacts or whose child has ended, 404 for a file not kept (never made, or removed by the janitor
+after `artifact_days`). The file itself is served by Twisted's static.File, which streams it.
 """
 
 from __future__ import annotations
