@@ -86,8 +86,22 @@ def describe_files(folder: Path) -> list[dict]:
     return described
 
 
-def size_text(size: int) -> str:
+def size_text(files: list[dict]) -> str:
+    """The size of `files` ({name, size, sha256}) together: '312.4 MB'."""
+    size = sum(f["size"] for f in files)
     return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size} bytes"
+
+
+def files_text(files: list[dict]) -> str:
+    """'2 artifacts, 312.4 MB'."""
+    return f"{len(files)} artifact{'s' if len(files) != 1 else ''}, {size_text(files)}"
+
+
+@defer.inlineCallbacks
+def kept_by(master, build) -> dict:
+    """What build child `build` (a BuildModel) kept, as a child build is given it: {"build": id, "files": [...]}."""
+    properties = yield master.db.builds.getBuildProperties(build.id)
+    return {"build": build.id, "files": properties[ARTIFACTS_MADE_PROPERTY][0]}
 
 
 class UploadArtifacts(MultipleFileUpload):
@@ -130,8 +144,7 @@ class UploadArtifacts(MultipleFileUpload):
         reactor = self.master.reactor
         made = yield threads.deferToThreadPool(reactor, reactor.getThreadPool(), describe_files, folder)
         self.setProperty(ARTIFACTS_MADE_PROPERTY, made, "crcr")
-        self.descriptionDone = [f"kept {len(made)} artifact{'s' if len(made) != 1 else ''}, "
-                                f"{size_text(sum(f['size'] for f in made))}"]
+        self.descriptionDone = [f"kept {files_text(made)}"]
         return SUCCESS
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from buildbot.process.results import FAILURE, SUCCESS, WARNINGS, Results
 from twisted.internet import defer
 
-from crcr.buildmaster.graph.artifacts import size_text
+from crcr.buildmaster.graph.artifacts import files_text, kept_by
 from crcr.buildmaster.graph.triggering import ChildTrigger
-from crcr.names import ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PROPERTY, build_child_name, build_scheduler_name
+from crcr.names import ARTIFACTS_PROPERTY, build_child_name, build_scheduler_name
 
 
 class BuildStage(ChildTrigger):
@@ -32,12 +32,9 @@ class BuildStage(ChildTrigger):
                      else "failed" if build.results == FAILURE else f"ended: {Results[build.results]}")
             self.descriptionDone = [f"the build {ended}: no suite runs"]
             return FAILURE
-        properties = yield self.master.db.builds.getBuildProperties(build.id)
-        made = properties[ARTIFACTS_MADE_PROPERTY][0]
-        shared = self.getProperty(ARTIFACTS_PROPERTY) or []
-        self.setProperty(ARTIFACTS_PROPERTY, [*shared, {"build": build.id, "files": made}], "crcr")
-        self.descriptionDone = [f"built: {len(made)} artifact{'s' if len(made) != 1 else ''}, "
-                                f"{size_text(sum(f['size'] for f in made))}"]
+        kept = yield kept_by(self.master, build)
+        self.setProperty(ARTIFACTS_PROPERTY, [*(self.getProperty(ARTIFACTS_PROPERTY) or []), kept], "crcr")
+        self.descriptionDone = [f"built: {files_text(kept['files'])}"]
         return SUCCESS
 
     def getCurrentSummary(self):

@@ -16,9 +16,9 @@ from buildbot.process.results import CANCELLED, FAILURE, SUCCESS, WARNINGS
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.graph.artifacts import size_text
+from crcr.buildmaster.graph.artifacts import kept_by, size_text
 from crcr.buildmaster.graph.triggering import announce_revision, last_build, request_complete
-from crcr.names import ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PROPERTY, shared_scheduler_name
+from crcr.names import ARTIFACTS_PROPERTY, shared_scheduler_name
 from crcr.store.service import relay_store
 
 LOOK_AGAIN = 2  # seconds between two looks at a claim another parent has not triggered yet
@@ -60,9 +60,9 @@ class SharedBuilds(BuildStep):
             if build is None or build.results not in (SUCCESS, WARNINGS):
                 failed.append(name)
                 continue
-            made = (yield self.master.db.builds.getBuildProperties(build.id))[ARTIFACTS_MADE_PROPERTY][0]
-            groups.append({"build": build.id, "files": made})
-            told.append(f"{name} {'built' if here else 'shared'}: {size_text(sum(f['size'] for f in made))}")
+            kept = yield kept_by(self.master, build)
+            groups.append(kept)
+            told.append(f"{name} {'built' if here else 'shared'}: {size_text(kept['files'])}")
         if failed:
             self.descriptionDone = [f"shared build failed: {', '.join(failed)}: no suite runs"]
             return FAILURE
