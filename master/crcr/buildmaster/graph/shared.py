@@ -13,7 +13,7 @@ from __future__ import annotations
 from buildbot.process.buildstep import BuildStep
 from buildbot.process.properties import Properties
 from buildbot.process.results import CANCELLED, FAILURE, SUCCESS, WARNINGS
-from twisted.internet import defer
+from twisted.internet import defer, task
 from twisted.python import log
 
 from crcr.buildmaster.graph.artifacts import kept_by, size_text
@@ -80,7 +80,7 @@ class SharedBuilds(BuildStep):
             if row is None:
                 claim = yield store.claim_shared_build(name, sha, now)
                 if claim is not None:
-                    brid = yield self._trigger(name)
+                    brid = yield self._trigger(name, sha)
                     yield store.set_shared_build_request(claim, brid)
                     return brid, True
             elif row["brid"] is not None:
@@ -96,10 +96,9 @@ class SharedBuilds(BuildStep):
         return None, False
 
     @defer.inlineCallbacks
-    def _trigger(self, name: str):
+    def _trigger(self, name: str, sha: str):
         scheduler = self.master.scheduler_manager.namedServices[shared_scheduler_name(name)]
-        sourcestamps = [{**ss.asDict(), "revision": self.getProperty("got_revision")}
-                        for ss in self.build.getAllSourceStamps()]
+        sourcestamps = [{**ss.asDict(), "revision": sha} for ss in self.build.getAllSourceStamps()]
         reason = Properties(reason=f"shared build {name}, first needed by {self.build.builder.name}'s build "
                                    f"{self.build.number}")
         ids, results = scheduler.trigger(waited_for=False, sourcestamps=sourcestamps, set_props=reason)
@@ -108,14 +107,11 @@ class SharedBuilds(BuildStep):
         return next(iter(brids.values()))
 
     def _pause(self, seconds: float):
-        """A Deferred that fires after `seconds`, or at once when the step is stopped."""
-        def stopped(failure):
+        """A Deferred that fires after `seconds`, or at once when the step is stopped (interrupt cancels it)."""
+        def stopped(failure) -> None:
             failure.trap(defer.CancelledError)
-            if call.active():
-                call.cancel()
 
-        pause = defer.Deferred()
-        call = self.master.reactor.callLater(seconds, pause.callback, None)
+        pause = task.deferLater(self.master.reactor, seconds, lambda: None)
         self.waits = [pause]
         return pause.addErrback(stopped)
 
