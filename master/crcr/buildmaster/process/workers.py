@@ -111,10 +111,7 @@ class HostUnitWorker(worker.Worker):
                 and unit.canStartBuild()]
         if len(idle) < units - 1:
             # Its slot back, waking nobody: the units' next build end looks at this request again.
-            slot, self._slot = self._slot, None
-            self._forget_unused_slot()
-            if slot is not None:
-                yield relay_store(self.master).release_host_slot(slot)
+            yield self._give_back_slot(wake=False)
             return False
         self._partners = tuple(idle[:units - 1])
         for partner in self._partners:
@@ -142,7 +139,7 @@ class HostUnitWorker(worker.Worker):
             self._unused_slot.cancel()
         self._unused_slot = None
 
-    def _give_back_slot(self) -> None:
+    def _give_back_slot(self, wake: bool = True) -> defer.Deferred:
         slot, self._slot = self._slot, None
         self._forget_unused_slot()
         partners, self._partners = self._partners, ()
@@ -151,7 +148,9 @@ class HostUnitWorker(worker.Worker):
         given_back = relay_store(self.master).release_host_slot(slot) if slot is not None else defer.succeed(None)
         # Failed, the claim stays until this master next takes a slot of the host (its unit not building: stale).
         given_back.addErrback(log.err, f"crcr: giving back a build slot of host {self.host}")
-        given_back.addCallback(lambda _: self._wake_the_host())
+        if wake:
+            given_back.addCallback(lambda _: self._wake_the_host())
+        return given_back
 
     def _wake_the_host(self) -> None:
         # Every unit of the host, the ones it held too: a build on several units waits for idle units of its host.
