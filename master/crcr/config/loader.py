@@ -43,8 +43,8 @@ class RelayConfig:
         """Backends that some declared host can run, and build when they have a build stage; the others get no
         builder yet."""
         offered = {device for host in self.hosts for device in host.devices}
-        return [b for b in self.backends if b.device in offered and b.build_device in (None, *offered)
-                and all(self.shared_builds[name].device in offered for name in b.uses)]
+        return [b for b in self.backends
+                if all(device in offered for _, device in needed_devices(b, self.shared_builds))]
 
     def used_shared_builds(self) -> list[SharedBuild]:
         """The shared builds some active backend uses, each once, by name."""
@@ -262,13 +262,19 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
     )
 
 
+def needed_devices(backend: Backend, shared_builds: dict[str, SharedBuild]) -> list[tuple[str, str]]:
+    """(what needs it, device) for every device the backend's builds run on: its own, its build stage's, its shared
+    builds'."""
+    return [("device", backend.device), *([("build: device", backend.build_device)] if backend.build else []),
+            *((f"uses: {name}", shared_builds[name].device) for name in backend.uses)]
+
+
 def _missing_devices(backend: Backend, shared_builds: dict[str, SharedBuild], offered: set[str],
                      where: str) -> list[str]:
-    """The warning of a backend needing a device no host offers: its own, its build stage's, a shared build's."""
+    """The warning of a backend needing a device no host offers (needed_devices)."""
     needs: dict[str, list[str]] = {}
-    for what, device in [("device", backend.device), ("build: device", backend.build_device),
-                         *((f"uses: {name}", shared_builds[name].device) for name in backend.uses)]:
-        if device is not None and device not in offered:
+    for what, device in needed_devices(backend, shared_builds):
+        if device not in offered:
             needs.setdefault(device, []).append(what)
     if not needs:
         return []
