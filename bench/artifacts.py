@@ -180,8 +180,9 @@ def main() -> None:
                     print(f"  {mode:16} {wall:9.2f} {wall / pb_wall:5.2f}x {cpu:14.2f} {cpu / pb_cpu:5.2f}x")
                     walls[mode, units] = wall
             relay_way, plain = walls["http", args.units], walls["http-no-cache", 1]
-            print(f"\nthe relay's way to {args.units} units of one host: {relay_way:.2f} s, {relay_way / plain:.2f}x one "
-                  f"plain copy (one unit's own download: {plain:.2f} s; target: at most 2x)")
+            print(f"\nthe relay's way to {args.units} units of one host: {relay_way:.2f} s, "
+                  f"{relay_way / plain:.2f}x one plain copy (one unit's own download: {plain:.2f} s; target: at most "
+                  "2x)")
         finally:
             bench.stop()
 
