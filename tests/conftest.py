@@ -101,16 +101,19 @@ def backend(level: str, device: str, suites: list[dict], branches=("main",), **e
     }
 
 
+# The main relay's backends with several suites on host-alpha's two units say `fan_out: false`: they are the
+# stories of a serial build (its steps in turn, its setup, its budget), which test_fan_out_e2e tells fanned out.
 E2E_BACKENDS = {
     "ok-alpha": backend(
         "L2", "alpha",
         [suite("env", "test/test_env.py"), suite("pass", "test/test_pass.py")],
         setup=["touch $CRCR_RESULTS_DIR/setup-done"],
-        env={"PYTORCH_TESTING_DEVICE_ONLY_FOR": "alpha"},
+        env={"PYTORCH_TESTING_DEVICE_ONLY_FOR": "alpha"}, fan_out=False,
     ),
     "broken-alpha": backend(
         "L2", "alpha",
         [suite("first", "test/test_pass.py"), suite("broken", "test/test_fail.py"), suite("after", "test/test_pass.py")],
+        fan_out=False,
     ),
     "quiet-alpha": backend("L1", "alpha", [suite("pass", "test/test_pass.py")]),
     "release-alpha": backend("L2", "alpha", [suite("pass", "test/test_pass.py")], branches=[RELEASE_BRANCH]),
@@ -121,7 +124,7 @@ E2E_BACKENDS = {
         for name in ("unit-beta-1", "unit-beta-2")
     },
     "budget-alpha": {
-        **backend("L1", "alpha", [], branches=[BUDGET_BRANCH]),
+        **backend("L1", "alpha", [], branches=[BUDGET_BRANCH], fan_out=False),
         "timeout": 15,  # leaves the quick suite ample time on a loaded machine
         # The suites keep their default timeouts (an hour): the build's 15 s budget is what cuts them.
         "suites": [

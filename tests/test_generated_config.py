@@ -63,7 +63,8 @@ ALPHA_SETUP = ["pip install -e .", "python -c 'import torch_alpha'"]
 
 @pytest.fixture
 def dirs(tmp_path):
-    """alpha (L2) and delta (L3) on device alpha, beta (L1) on beta, gamma (L2) on a device no host has."""
+    """alpha (L2) and delta (L3) on device alpha, beta (L1) on beta, gamma (L2) on a device no host has. alpha's
+    suites run in one build (`fan_out: false`; its three units would fan them out): the serial build's config."""
     dirs = make_dirs(tmp_path)
     write_backend(
         dirs.backends,
@@ -74,6 +75,7 @@ def dirs(tmp_path):
         setup=ALPHA_SETUP,
         env={"PYTORCH_TESTING_DEVICE_ONLY_FOR": "alpha"},
         suites=ALPHA_SUITES,
+        fan_out=False,
     )
     write_backend(dirs.backends, "beta", level="L1", device="beta")
     write_backend(dirs.backends, "delta", level="L3", device="alpha")
@@ -538,7 +540,7 @@ def test_a_command_suite_runs_pytest_with_its_rootdir_at_the_checkout_and_no_enc
     write_backend(dirs.backends, "alpha", device="alpha", suites=[
         {"name": "smoke", "command": "python -m pytest test/test_smoke.py --junitxml=$CRCR_RESULTS_DIR/smoke.xml"},
         {"name": "ops", "pytest": {"files": ["test/test_ops.py"]}},
-    ])
+    ], fan_out=False)
     write_backend(dirs.backends, "beta", device="beta", env={"PYTEST_ADDOPTS": "-p no:cacheprovider"},
                   suites=[{"name": "smoke", "command": "python -m pytest test/test_smoke.py"}])
     builders = builders_by_name(config_for(dirs))

@@ -60,7 +60,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "schedulers": [
             *(make(b, settings) for make in (upstream_scheduler, force_scheduler, bisect_scheduler) for b in active),
             *(PullRequestScheduler(b.name) for b in active if b.builds_pull_requests),
-            *(suites_scheduler(b) for b in active if b.fans_out),
+            *(suites_scheduler(b) for b in active if relay.fans_out(b)),
             *(build_scheduler(b) for b in active if b.build),
             *map(shared_scheduler, relay.used_shared_builds()),
         ],

@@ -46,6 +46,19 @@ class RelayConfig:
         return [b for b in self.backends
                 if all(device in offered for _, device in needed_devices(b, self.shared_builds))]
 
+    def fans_out(self, backend: Backend) -> bool:
+        """Whether each suite of `backend` is a child build of the commit's parent: as its `fan_out` says; left out,
+        when it has what needs child builds, or several suites and several units of its device to run them on at
+        once. A single suite gains nothing from a child build, and its serial builds let two commits run at once
+        where a parent takes one commit at a time."""
+        if backend.fan_out is not None:
+            return backend.fan_out
+        return backend.needs_children or (len(backend.suites) > 1 and self.units_at_once(backend.device) > 1)
+
+    def units_at_once(self, device: str) -> int:
+        """How many units of `device` can build at once: each host's units of it, at most its cap."""
+        return sum(min(units, host.max_builds or units) for host in self.hosts if (units := host.devices.get(device)))
+
     def used_shared_builds(self) -> list[SharedBuild]:
         """The shared builds some active backend uses, each once, by name."""
         return [self.shared_builds[name] for name in sorted({n for b in self.active_backends for n in b.uses})]

@@ -296,7 +296,8 @@ class Backend(Strict):
     setup: list[Command] = Field(default=[], max_length=MAX_SETUP_COMMANDS)
     # Each suite its own child build on any free unit of the device, checked out and set up there, so that a commit's
     # suites run at once on several units (docs/build-graph.md); false: one build runs every suite in turn. Left out:
-    # true when the backend has what needs child builds (a build stage, shared builds, shards, several units).
+    # true when the backend has what needs child builds (a build stage, shared builds, shards, several units), or
+    # several suites and several units of its device to run them on (RelayConfig.fans_out).
     fan_out: bool | None = None
     # Built once per commit before the suites, which then fan out and get its artifacts in $CRCR_ARTIFACTS_DIR.
     build: BuildStage | None = None
@@ -353,10 +354,10 @@ class Backend(Strict):
         return ", ".join(needs)
 
     @property
-    def fans_out(self) -> bool:
-        """Whether each suite is a child build of the commit's parent: as `fan_out` says, else when something of the
-        backend needs child builds (_needs_children)."""
-        return self.fan_out if self.fan_out is not None else bool(self._needs_children())
+    def needs_children(self) -> bool:
+        """Whether something of the backend runs as child builds (_needs_children), so that it fans out whatever
+        its hosts offer."""
+        return bool(self._needs_children())
 
     @property
     def has_artifacts(self) -> bool:

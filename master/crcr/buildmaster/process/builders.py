@@ -32,7 +32,7 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
     for backend in relay.active_backends:
         # The parent of a fanned-out backend runs on the relay's own worker, one at a time (Buildbot runs one build
         # per builder and worker), so that commits arriving meanwhile queue and collapse as today's builds do.
-        fans_out = backend.fans_out
+        fans_out = relay.fans_out(backend)
         builders.append(util.BuilderConfig(
             name=backend.name,
             description=describe_backend(backend),

@@ -220,4 +220,4 @@ def make_workers(relay: RelayConfig, secrets_dir: Path) -> list[HostUnitWorker]:
 def relay_workers(relay: RelayConfig) -> list[worker.LocalWorker]:
     """The relay's own worker, in the master's process, where the parents of fanned-out backends run (graph/): they
     only wait for their children and judge, which must not hold a unit of hardware."""
-    return [worker.LocalWorker(RELAY_WORKER)] if any(b.fans_out for b in relay.active_backends) else []
+    return [worker.LocalWorker(RELAY_WORKER)] if any(map(relay.fans_out, relay.active_backends)) else []
