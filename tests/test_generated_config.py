@@ -45,7 +45,8 @@ from configfiles import (
     make_dirs, settings_for, write_backend, write_file, write_secret, write_worker, write_worker_password,
 )
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.buildmaster.process.workers import HostSlotWaker, HostUnitWorker, unit_can_start_build
+from crcr.buildmaster.graph.orphans import OrphanedChildren
+from crcr.buildmaster.process.workers import CrossMasterWaker, HostUnitWorker, unit_can_start_build
 from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.suites.selection import PLUGIN_FILE, STOP_CONFIG, STOP_CONFIG_FILE
@@ -466,8 +467,8 @@ def test_buildbot_loads_the_generated_config(dirs):
     assert [c.name for c in master.change_sources] == ["upstream"]
     assert {type(s) for s in master.services.values()} == {
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RelayStore, RelayLeadership, CommitLedger,
-        PullRequestRelay, DevicePresence, StaleWatch, HostSlotWaker, HistoryRecorder, RelayJanitor, RelayHealth,
-        UpstreamMirror,
+        PullRequestRelay, DevicePresence, StaleWatch, CrossMasterWaker, OrphanedChildren, HistoryRecorder,
+        RelayJanitor, RelayHealth, UpstreamMirror,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"

@@ -26,7 +26,7 @@ from crcr.buildmaster.graph.fanout import FanOut
 from crcr.buildmaster.graph.verdicts import SuiteFromChild, shards_run
 from crcr.buildmaster.steps.suite_verdict import SuiteRun
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.buildmaster.process.workers import unit_can_start_build
+from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can_start_build
 from crcr.names import (
     BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG, CHILDREN_PROPERTY,
     FAN_OUT_STEP, ONLY_TESTS_PROPERTY, RELAY_WORKER, SUITE_RUN_PROPERTY, TESTS_PROPERTY, build_builder_name,
@@ -273,7 +273,7 @@ def test_a_fanned_out_backend_has_its_parent_on_the_relays_worker_and_its_childr
     builders = {b.name: b for b in cfg["builders"]}
     assert list(builders) == ["alpha", children_builder_name("alpha"), "beta"]
     parent, children = builders["alpha"], builders[children_builder_name("alpha")]
-    assert parent.workernames == [RELAY_WORKER] and parent.canStartBuild is None
+    assert parent.workernames == [RELAY_WORKER] and parent.canStartBuild is one_parent_across_masters
     assert [step.kwargs["name"] for step in parent.factory.steps] == [
         "pull request", "commits covered", FAN_OUT_STEP, "suite ops", "suite nn"]
     assert children.workernames == ["host-a-alpha-0", "host-a-alpha-1"]

@@ -18,7 +18,7 @@ from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
 from twisted.trial import unittest
 
-from crcr.buildmaster.process.workers import SLOT_GIVEN_BACK, UNUSED_SLOT_AFTER, HostSlotWaker, HostUnitWorker, \
+from crcr.buildmaster.process.workers import SLOT_GIVEN_BACK, UNUSED_SLOT_AFTER, CrossMasterWaker, HostUnitWorker, \
     unit_can_start_build
 from crcr.names import CHILD_UNITS_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY
 from crcr.store import tables
@@ -39,11 +39,11 @@ def two_units():
 class HostCapTest(TestReactorMixin, unittest.TestCase):
     async def setUp(self):
         self.setup_test_reactor()
-        self.master = await relay_master(self, RelayStore(), HostSlotWaker(), prefix="crcr-host-cap-")
+        self.master = await relay_master(self, RelayStore(), CrossMasterWaker(), prefix="crcr-host-cap-")
 
     async def other_master(self):
         """A second master of the cluster on the same database."""
-        other = await another_relay_master(self, self.master, RelayStore(), HostSlotWaker(),
+        other = await another_relay_master(self, self.master, RelayStore(), CrossMasterWaker(),
                                            prefix="crcr-host-cap-other-")
         other.masterid = OTHER
         await self.master.db.insert_test_data([fakedb.Master(id=OTHER, name="other")])

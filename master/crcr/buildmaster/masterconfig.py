@@ -9,8 +9,9 @@ from crcr.buildmaster.auth.secrets import SecretsDirectory
 from crcr.buildmaster.changes.pull_requests import PullRequestRelay, PullRequestScheduler
 from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.changes.upstream_poller import upstream_poller
+from crcr.buildmaster.graph.orphans import OrphanedChildren
 from crcr.buildmaster.process.builders import make_builders
-from crcr.buildmaster.process.workers import HostSlotWaker, make_workers, relay_workers
+from crcr.buildmaster.process.workers import CrossMasterWaker, make_workers, relay_workers
 from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
 from crcr.buildmaster.schedulers.suites import build_scheduler, shared_scheduler, suites_scheduler
 from crcr.buildmaster.schedulers.upstream import upstream_scheduler
@@ -76,7 +77,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                                        for b in active],
                              github_repo=settings.github_repo, github_api_url=settings.github_api_url,
                              upstream_url=settings.upstream_url),
-            *nothing_pending_services(relay, settings), HostSlotWaker(),
+            *nothing_pending_services(relay, settings), CrossMasterWaker(), OrphanedChildren(),
             HistoryRecorder(), RelayJanitor(history_days=settings.history_days, artifact_days=settings.artifact_days,
                                              artifact_store=settings.artifact_store),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.

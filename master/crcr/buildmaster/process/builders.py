@@ -9,7 +9,7 @@ from crcr.buildmaster.graph.factories import (
     build_stage_factory, child_factory, parent_factory, shared_build_factory,
 )
 from crcr.buildmaster.process.factory import make_factory
-from crcr.buildmaster.process.workers import unit_can_start_build
+from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can_start_build
 from crcr.buildmaster.schedulers.coalescing import collapse_requests
 from crcr.config.loader import RelayConfig
 from crcr.config.models import Backend
@@ -30,8 +30,8 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
     units_of = relay.unit_workers_by_device()
     builders = []
     for backend in relay.active_backends:
-        # The parent of a fanned-out backend runs on the relay's own worker, one at a time (Buildbot runs one build
-        # per builder and worker), so that commits arriving meanwhile queue and collapse as today's builds do.
+        # The parent of a fanned-out backend runs on the relay's own worker, one at a time across masters, so that
+        # commits arriving meanwhile queue and collapse as serial builds do.
         fans_out = relay.fans_out(backend)
         builders.append(util.BuilderConfig(
             name=backend.name,
@@ -39,7 +39,7 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
             project=settings.github_repo,
             workernames=[RELAY_WORKER] if fans_out else units_of[backend.device],
             # A unit may have become unable to start a build since Buildbot listed it as idle (workers.py).
-            canStartBuild=None if fans_out else unit_can_start_build,
+            canStartBuild=one_parent_across_masters if fans_out else unit_can_start_build,
             factory=(parent_factory if fans_out else make_factory)(backend, settings, relay.selections),
             tags=[backend.device, backend.level],
             properties={BACKEND_PROPERTY: backend.name, LEVEL_PROPERTY: backend.level},

@@ -160,19 +160,26 @@ class HostUnitWorker(worker.Worker):
         self.master.mq.produce(SLOT_GIVEN_BACK, {"host": self.host, "masterid": self.master.masterid})
 
 
-class HostSlotWaker(MessageConsumer):
-    """Wakes this master's units of a capped host when another master gives back one of its slots (that master
-    wakes only its own units), or when another master's build on one of them ends: a master counted dead gives
-    nothing back, but once it is inactive its slots are free, and Buildbot's housekeeping then ends its builds."""
+class CrossMasterWaker(MessageConsumer):
+    """Wakes this master's workers when another master frees what they wait for: the units of a capped host when
+    that master gives back one of the host's slots (it wakes only its own units) or when its build on one of them
+    ends (a master counted dead gives nothing back, but once it is inactive its slots are free, and Buildbot's
+    housekeeping then ends its builds); the relay's worker when that master's parent build ends, since a backend
+    runs one parent at a time across masters (one_parent_across_masters). Buildbot's own distributor hears only of
+    its master's builds."""
 
-    name = "crcr-host-slot-waker"
+    name = "crcr-cross-master-waker"
 
     def subscriptions(self):
         return [(("builds", None, "finished"), self._build_finished), (SLOT_GIVEN_BACK, self._slot_given_back)]
 
     def _build_finished(self, key, build: dict) -> None:
-        if build["masterid"] != self.master.masterid:
-            self._wake([unit.host for unit in self._units() if unit.workerid == build["workerid"]])
+        if build["masterid"] == self.master.masterid:
+            return
+        self._wake([unit.host for unit in self._units() if unit.workerid == build["workerid"]])
+        relay = self.master.workers.workers.get(RELAY_WORKER)
+        if relay is not None and relay.workerid == build["workerid"]:
+            self.master.botmaster.maybeStartBuildsForWorker(RELAY_WORKER)
 
     def _slot_given_back(self, key, message: dict) -> None:
         if message["masterid"] != self.master.masterid:
@@ -185,6 +192,18 @@ class HostSlotWaker(MessageConsumer):
 
     def _units(self) -> list[HostUnitWorker]:
         return [unit for unit in self.master.workers.workers.values() if isinstance(unit, HostUnitWorker)]
+
+
+@defer.inlineCallbacks
+def one_parent_across_masters(builder, workerforbuilder, buildrequest):
+    """A fanned-out backend's canStartBuild: its parent starts only while no other master runs one of its parents,
+    so that the commits arriving meanwhile queue and collapse (queue: newest) in a cluster as on one master, where
+    Buildbot's one build per (builder, worker) holds it; every master has a relay worker of its own. Two masters
+    asking in the same instant may both start one: two commits then build side by side, as a serial backend's do
+    on two units."""
+    builderid = yield builder.getBuilderId()
+    running = yield builder.master.db.builds.getBuilds(builderid=builderid, complete=False)
+    return all(build.masterid == builder.master.masterid for build in running)
 
 
 def unit_can_start_build(builder, workerforbuilder, buildrequest) -> defer.Deferred:
