@@ -105,9 +105,9 @@ def wide(tmp_path_factory, github):
                                                                  f"{root}/{CPU_WHEEL}"}], uses=[SHARED]),
         BISECT: {**backend("L2", "gamma", [suite("held", "test/test_held_b.py"), suite("flag", "test/test_flag.py"),
                                            suite("other", "test/test_pass.py")],
-                           branches=[BUDGET_BRANCH], env={"GATES": str(root), "BACKEND": BISECT}, fan_out=True)},
+                           branches=[BUDGET_BRANCH], env={"GATES": str(root), "BACKEND": BISECT})},
         HELD: {**backend("L2", "gamma", [suite("first", "test/test_held.py"), suite("second", "test/test_held.py")],
-                         branches=[UNITS_BRANCH], env={"GATES": str(root), "BACKEND": HELD}, fan_out=True),
+                         branches=[UNITS_BRANCH], env={"GATES": str(root), "BACKEND": HELD}),
                "maintainers": ["alice"]},
     }
     hosts = {"host-gamma": {"devices": {"gamma": UNITS, "cpu": 1, "delta": 1}, "admin": "Gamma Lab <gamma@example.com>"}}
