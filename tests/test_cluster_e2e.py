@@ -21,7 +21,8 @@ units on both, and the fake GitHub recording every request. One story, since eac
   killed master stopped and the survivor leads.
 - 4. The router killed: the masters exit 75 (their supervisor, this test, starts them again); R1 pushed while
   the router is down gets its verdict once everything is back.
-Throughout: wide's parents never overlap and none of its children outlives its parent; GitHub gets no identical post twice, each (commit, context) exactly one final state and nothing after.
+Throughout: wide's parents never overlap and none of its children outlives its parent; GitHub gets no identical
+post twice, each (commit, context) exactly one final state and nothing after.
 """
 
 from __future__ import annotations
@@ -146,9 +147,9 @@ def leading(database) -> str:
 def builds_running_on(database, master) -> int:
     """How many builds the database holds as running on `master`."""
     with database.connect() as conn:
-        return conn.execute(sa.text(
-            "SELECT count(*) FROM builds JOIN masters ON builds.masterid = masters.id "
-            "WHERE masters.name LIKE :name AND builds.complete_at IS NULL"), {"name": f"%:{master.basedir}"}).scalar_one()
+        return conn.execute(sa.text("SELECT count(*) FROM builds JOIN masters ON builds.masterid = masters.id "
+                                    "WHERE masters.name LIKE :name AND builds.complete_at IS NULL"),
+                            {"name": f"%:{master.basedir}"}).scalar_one()
 
 
 def exits_with(master, pid: int, code: int) -> None:

@@ -23,7 +23,7 @@ from crcr.github.commit_status import OutboxStatusPush
 from crcr.github.outbox_sender import OutboxSender
 from crcr.buildmaster.services.liveness import SilentWorkerWatch
 from crcr.buildmaster.services.presence import DevicePresence
-from crcr.buildmaster.services.stale import StaleWatch, WatchedBackend
+from crcr.buildmaster.services.stale import ITS_OWN, ITS_PARENTS, ITS_USERS, StaleWatch, WatchedBackend, WatchedBuilder
 from crcr.buildmaster.services.leadership import RelayLeadership
 from crcr.store.service import RelayStore
 from crcr.buildmaster.services.ledger import CommitLedger
@@ -339,12 +339,34 @@ def test_the_stale_watch_knows_each_active_backends_waits_and_the_units_of_each_
 
     assert presence._config_args == ({"alpha": ["host-a-alpha-0", "host-a-alpha-1", "host-ab-alpha-0"],
                                       "beta": ["host-ab-beta-0"]},)
-    backends, grace, *_ = watch._config_args
+    backends, builders, grace, *_ = watch._config_args
     assert (sorted(backends, key=lambda b: b.name), grace) == ([  # gamma: no host offers its device
-        WatchedBackend("alpha", "alpha", stale_after=21600, timeout=7200, reports=True),
-        WatchedBackend("beta", "beta", stale_after=600, timeout=10800, reports=False),
-        WatchedBackend("delta", "alpha", stale_after=21600, timeout=10800, reports=True),
+        WatchedBackend("alpha", stale_after=21600, reports=True),
+        WatchedBackend("beta", stale_after=600, reports=False),
+        WatchedBackend("delta", stale_after=21600, reports=True),
     ], 120)
+    assert sorted(builders, key=lambda b: b.name) == [
+        WatchedBuilder("alpha", "alpha", ("alpha",), ITS_OWN, 7200),
+        WatchedBuilder("beta", "beta", ("beta",), ITS_OWN, 10800),
+        WatchedBuilder("delta", "alpha", ("delta",), ITS_OWN, 10800),
+    ]
+
+
+def test_the_stale_watch_waits_for_a_fanned_out_backends_units_through_its_children_build_and_shared_builds(dirs):
+    shared = dirs.backends / "builds" / "torch-cpu.yaml"
+    shared.parent.mkdir()
+    shared.write_text("device: beta\nsteps: [make]\nartifacts: [dist/*]\ntimeout: 900\n")
+    write_backend(dirs.backends, "alpha", device="alpha", timeout=3600, uses=["torch-cpu"],
+                  build={"steps": ["make"], "artifacts": ["dist/*"], "timeout": 1200})
+
+    (watch,) = [s for s in config_for(dirs)["services"] if isinstance(s, StaleWatch)]
+
+    assert [b for b in watch._config_args[1] if "alpha" in b.backends] == [
+        WatchedBuilder("alpha", "alpha", ("alpha",), ITS_OWN, None),  # the parent: its children are held to 3600
+        WatchedBuilder("alpha (suites)", "alpha", ("alpha",), ITS_PARENTS, 3600),
+        WatchedBuilder("alpha (build)", "alpha", ("alpha",), ITS_PARENTS, 1200, "its build stage's"),
+        WatchedBuilder("torch-cpu (shared build)", "beta", ("alpha",), ITS_USERS, 900, "the shared build's"),
+    ]
 
 
 def test_the_health_figures_cover_every_backend_an_inactive_one_too(dirs):

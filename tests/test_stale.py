@@ -40,12 +40,13 @@ from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import ENDING, describe
 from crcr.names import (
     LEADERSHIP_SERVICE, LEDGER_SERVICE, STORE_SERVICE, UPSTREAM_MIRROR_SERVICE, bisect_scheduler_name,
-    children_builder_name, force_scheduler_name, pull_request_ref, pull_request_scheduler_name, status_context,
-    suites_scheduler_name, upstream_scheduler_name,
+    children_builder_name, force_scheduler_name, pull_request_ref, pull_request_scheduler_name, shared_builder_name,
+    shared_scheduler_name, status_context, suites_scheduler_name, upstream_scheduler_name,
 )
 from test_ledger import API, PROJECT, TOKEN, UPSTREAM_URL, WEB, GitHubAPI, deliver_produced, sha
 
 REPORTING, SILENT, OTHER, PULL_REQUESTS, WIDE = "alpha", "beta", "gamma", "delta", "wide"  # wide fans out
+USER, SHARED = "user", "torch-cpu"  # user (on alpha) fans out, using the shared build torch-cpu, made on cpu
 UNIT, WORKERID = "host-alpha-0", 1
 STALE_AFTER = 3600  # the backends' own: an hour of sweeps rather than the default's six (test_generated_config
 # checks that the default reaches the watch)
@@ -61,11 +62,13 @@ def test_durations_say_the_two_largest_units_rounded_down():
 def test_the_texts_name_the_device_and_the_real_durations():
     assert stale_text("spyre", 6 * 3600 + 125) == "No spyre unit connected for 6 h 2 min; will build when one returns"
     assert overdue_text(600, 10800) == "Stopped by the relay: still running 10 min past the backend's 3 h timeout"
+    assert overdue_text(60, 900, "the shared build's") == (
+        "Stopped by the relay: still running 1 min past the shared build's 15 min timeout")
 
 
 def test_the_watch_looks_at_a_tenth_of_its_shortest_wait_between_a_second_and_a_minute():
     def backend(stale_after: int) -> WatchedBackend:
-        return WatchedBackend("b", "d", stale_after, timeout=3600, reports=True)
+        return WatchedBackend("b", stale_after, reports=True)
 
     assert sweep_interval((backend(21600),), timeout_grace=600) == 60
     assert sweep_interval((backend(21600), backend(300)), timeout_grace=600) == 30
@@ -263,7 +266,8 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.load_config(Path(basedir))
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name=UNIT)])
         self.builders, self.builderids = {}, {}
-        for name in (REPORTING, SILENT, OTHER, PULL_REQUESTS, WIDE, children_builder_name(WIDE)):
+        for name in (REPORTING, SILENT, OTHER, PULL_REQUESTS, WIDE, children_builder_name(WIDE), USER,
+                     children_builder_name(USER), shared_builder_name(SHARED)):
             builder = Builder(name)
             builder.master = self.master  # as BotMaster sets it
             builder.setServiceParent(self.master.botmaster)
@@ -291,8 +295,12 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         write_backend(dirs.backends, SILENT, level="L1", device="alpha", stale_after=STALE_AFTER)
         write_backend(dirs.backends, OTHER, level="L2", device="gamma", stale_after=STALE_AFTER)
         write_backend(dirs.backends, PULL_REQUESTS, level="L4", device="alpha", stale_after=STALE_AFTER)
-        write_backend(dirs.backends, WIDE, level="L2", device="alpha", stale_after=STALE_AFTER, fan_out=True)
-        write_worker(dirs.workers, "host", devices={"alpha": 1, "gamma": 1})
+        write_backend(dirs.backends, WIDE, level="L2", device="alpha", timeout=TIMEOUT, stale_after=STALE_AFTER,
+                      fan_out=True)
+        write_backend(dirs.backends, USER, level="L2", device="alpha", stale_after=STALE_AFTER, uses=[SHARED])
+        (dirs.backends / "builds").mkdir()
+        (dirs.backends / "builds" / f"{SHARED}.yaml").write_text("device: cpu\nsteps: [make]\nartifacts: [dist/*]\n")
+        write_worker(dirs.workers, "host", devices={"alpha": 1, "gamma": 1, "cpu": 1})
         write_worker_password(dirs.secrets, "host")
         self.settings = settings_for(dirs, CRCR_UPSTREAM_URL=UPSTREAM_URL, CRCR_UPSTREAM_BRANCHES="main",
                                      CRCR_GITHUB_REPO=PROJECT, CRCR_GITHUB_API_URL=API, CRCR_BUILDBOT_URL=WEB,
@@ -528,23 +536,48 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
             ("No alpha unit connected for 1 h; will build when one returns",
              f"{WEB}#/buildrequests/{brids[self.builderids[PULL_REQUESTS]]}")])
 
+    async def running_parent(self, backend: str, n: int) -> tuple[int, int]:
+        """The parent of `backend` at sha(n) running on the relay's own worker (it starts at once): its request and
+        build."""
+        brid = await self.upstream(backend, n)
+        await self.master.data.updates.claimBuildRequests([brid])
+        parent, _ = await self.master.data.updates.addBuild(self.builderids[backend], brid, WORKERID)
+        return brid, parent
+
+    async def triggered(self, scheduler: str, builder: str, n: int, parent: int | None) -> int:
+        """A request of `builder` at sha(n) that `scheduler` (a Triggerable) added for build `parent` (None: as a
+        shared build's, nobody's child)."""
+        _, brids = await self.master.data.updates.addBuildset(
+            waited_for=True, scheduler=scheduler, reason="triggered", properties={},
+            sourcestamps=[{"codebase": "", "branch": "main", "revision": sha(n), "repository": UPSTREAM_URL,
+                           "project": PROJECT}],
+            builderids=[self.builderids[builder]], parent_buildid=parent,
+            parent_relationship=None if parent is None else "Fan-out from")
+        await self.deliver()
+        return brids[self.builderids[builder]]
+
     async def test_a_fanned_out_backends_child_waiting_for_a_unit_tells_its_parents_commit(self):
         # The parent runs on the relay's own worker at once; its child is what waits for a unit of alpha.
-        brid = await self.upstream(WIDE, 4)
-        await self.master.data.updates.claimBuildRequests([brid])
-        parent, _ = await self.master.data.updates.addBuild(self.builderids[WIDE], brid, WORKERID)
-        await self.master.data.updates.addBuildset(
-            waited_for=True, scheduler=suites_scheduler_name(WIDE), reason="fan-out", properties={},
-            sourcestamps=[{"codebase": "", "branch": "main", "revision": sha(4), "repository": UPSTREAM_URL,
-                           "project": PROJECT}],
-            builderids=[self.builderids[children_builder_name(WIDE)]], parent_buildid=parent,
-            parent_relationship="Fan-out from")
-        await self.deliver()
+        brid, parent = await self.running_parent(WIDE, 4)
+        await self.triggered(suites_scheduler_name(WIDE), children_builder_name(WIDE), 4, parent)
 
         await self.pass_time(STALE_AFTER)
 
         self.assertEqual(self.errors(4, WIDE), [
             ("No alpha unit connected for 1 h; will build when one returns", f"{WEB}#/buildrequests/{brid}")])
+
+    async def test_a_shared_build_waiting_for_a_unit_tells_the_commit_of_each_parent_waiting_for_it(self):
+        await self.connected_unit()  # alpha is connected: user's children would build; cpu is out
+        brid, _ = await self.running_parent(USER, 5)
+        await self.triggered(shared_scheduler_name(SHARED), shared_builder_name(SHARED), 5, None)
+        await self.running_parent(USER, 6)  # at another commit: sha(5)'s shared build does not hold it
+        await self.triggered(shared_scheduler_name(SHARED), shared_builder_name(SHARED), 7, None)  # no parent's
+
+        await self.pass_time(STALE_AFTER)
+
+        self.assertEqual(self.errors(5, USER), [
+            ("No cpu unit connected for 1 h; will build when one returns", f"{WEB}#/buildrequests/{brid}")])
+        self.assertEqual((self.errors(6, USER), self.errors(7, USER)), ([], []))
 
     # Overdue builds.
 
@@ -591,6 +624,22 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.builders[REPORTING].building.remove(build)  # the build ended, CANCELLED
         self.reactor.advance(1)
         self.assertTrue(connection.dropped)
+
+    async def test_a_fanned_out_backends_children_are_held_to_its_timeout_and_its_parent_is_not(self):
+        unit, _ = await self.connected_unit()
+        brid, parent = await self.running_parent(WIDE, 1)
+        self.builders[WIDE].building.append(Build([await BuildRequest.fromBrdict(
+            self.master, await self.master.db.buildrequests.getBuildRequest(brid))], self.builders[WIDE]))
+        self.builders[WIDE].building[-1].buildid = parent
+        child = await self.running_build(
+            children_builder_name(WIDE),
+            await self.triggered(suites_scheduler_name(WIDE), children_builder_name(WIDE), 1, parent), unit)
+        stops = await self.stops_asked()
+
+        await self.pass_time(TIMEOUT + GRACE)
+
+        self.assertEqual(stops, [(child.buildid, "Stopped by the relay: still running 10 min past the backend's 1 h "
+                                                 "timeout")], "the child alone, not the parent waiting for it")
 
     async def test_a_build_within_the_grace_runs_on(self):
         unit, _ = await self.connected_unit()

@@ -6,15 +6,20 @@ the backend's `stale_after` while no unit of its device was connected (to any ma
 `error` status on each commit it builds or covers ('No spyre unit connected for 6 h; will build when one returns'),
 and stays queued: when a unit returns it builds, and its real verdict follows. The ledger's rows stay pending (only
 their text changes), so the verdict of a covered commit still lands. A request waits from its oldest commit's
-arrival: with `queue: newest` a stream of upstream commits keeps replacing the request itself. Each commit is told
-once per outage of its device: the commits told are kept in Buildbot's state table (across restarts) until a unit of
-the device connects again.
+arrival: with `queue: newest` a stream of upstream commits keeps replacing the request itself. A fanned-out
+backend's requests wait on units through other builders: its children's and its build stage's requests are its
+parent's commits waiting (on the backend's device, on the build stage's), and a shared build's request is the
+commits of the running parents, at its commit, of every backend using it (waiting on the shared build's device).
+Each commit is told once per outage of a device its backend waits on: the commits told are kept in Buildbot's
+state table (across restarts) until a unit of each of those devices is connected again.
 
-Overdue builds. A build still running `timeout_grace` seconds past its backend's timeout is stopped with Buildbot's
+Overdue builds. A build still running `timeout_grace` seconds past its timeout (its backend's; a build stage's or
+shared build's own) is stopped with Buildbot's
 stop, its reason ('Stopped by the relay: still running 10 min past the backend's 3 h timeout') noted in the relay's
 store for its final status, which any master's reporter may post. The timeout is the worker's to enforce (each
 step's maxTime), so a build outlives it only when its unit stops answering while its connection stays up (a frozen
-host, not yet dropped by the keepalive watch) or when a step waits on the master. So the relay first asks the unit:
+host, not yet dropped by the keepalive watch) or when a step waits on the master. A fanned-out backend's parent
+is not held to it: it waits for its children, each of which is. So the relay first asks the unit:
 one that answers gets Buildbot's stop; one that does not has its command ended as if its connection were lost
 (Buildbot's own way out of a command nobody answers) and its build stopped, CANCELLED, and is disconnected once the
 build has ended; it reconnects when it can.
@@ -38,7 +43,7 @@ from crcr.config.settings import Settings
 from crcr.github.commit_status import post_status
 from crcr.names import (
     build_builder_name, children_builder_name, force_scheduler_name, pull_request_scheduler_name,
-    upstream_scheduler_name,
+    shared_builder_name, upstream_scheduler_name,
 )
 from crcr.store.service import relay_store
 
@@ -58,10 +63,27 @@ FINISH_WAIT = 30
 @dataclass(frozen=True)
 class WatchedBackend:
     name: str
-    device: str
     stale_after: int
-    timeout: int
     reports: bool  # its verdicts go to GitHub (L2 and up)
+
+
+# Whose commits a builder's waiting request holds: its own (a backend's builder), its parent build's (a fanned-out
+# backend's children and build stage), or those of the running parents at its commit of the backends using it (a
+# shared build).
+ITS_OWN, ITS_PARENTS, ITS_USERS = "its own", "its parent's", "its users'"
+
+
+@dataclass(frozen=True)
+class WatchedBuilder:
+    """A builder whose requests wait for units of `device`, on behalf of `backends` (`holds`: whose commits), and
+    whose builds are held to `timeout` (None: a fanned-out parent, which only waits for its children)."""
+
+    name: str
+    device: str
+    backends: tuple[str, ...]
+    holds: str
+    timeout: int | None
+    timeout_of: str = "the backend's"
 
 
 @dataclass(frozen=True)
@@ -92,8 +114,8 @@ def stale_text(device: str, disconnected_for: float) -> str:
     return f"No {device} unit connected for {duration(disconnected_for)}; will build when one returns"
 
 
-def overdue_text(over: float, timeout: int) -> str:
-    return f"Stopped by the relay: still running {duration(over)} past the backend's {duration(timeout)} timeout"
+def overdue_text(over: float, timeout: int, timeout_of: str = "the backend's") -> str:
+    return f"Stopped by the relay: still running {duration(over)} past {timeout_of} {duration(timeout)} timeout"
 
 
 def sweep_interval(backends: tuple[WatchedBackend, ...], timeout_grace: int) -> float:
@@ -104,10 +126,28 @@ def sweep_interval(backends: tuple[WatchedBackend, ...], timeout_grace: int) -> 
 
 def nothing_pending_services(relay: RelayConfig, settings: Settings) -> list:
     """The services of the master's config: which devices are out since when, and the watch acting on it."""
-    watched = [WatchedBackend(b.name, b.device, b.stale_after, b.timeout, b.reports_to_github)
-               for b in relay.active_backends]
+    watched = [WatchedBackend(b.name, b.stale_after, b.reports_to_github) for b in relay.active_backends]
     return [DevicePresence(relay.unit_workers_by_device()),
-            StaleWatch(watched, settings.timeout_grace, settings.github_repo, settings.web_url)]
+            StaleWatch(watched, watched_builders(relay), settings.timeout_grace, settings.github_repo,
+                       settings.web_url)]
+
+
+def watched_builders(relay: RelayConfig) -> list[WatchedBuilder]:
+    """The builders whose requests wait for units on behalf of the active backends (process/builders.py)."""
+    watched = []
+    for b in relay.active_backends:
+        fans_out = relay.fans_out(b)
+        watched.append(WatchedBuilder(b.name, b.device, (b.name,), ITS_OWN, None if fans_out else b.timeout))
+        if fans_out:
+            watched.append(WatchedBuilder(children_builder_name(b.name), b.device, (b.name,), ITS_PARENTS, b.timeout))
+        if b.build:
+            watched.append(WatchedBuilder(build_builder_name(b.name), b.build_device, (b.name,), ITS_PARENTS,
+                                          b.build.timeout, "its build stage's"))
+    for shared in relay.used_shared_builds():
+        users = tuple(b.name for b in relay.active_backends if shared.name in b.uses)
+        watched.append(WatchedBuilder(shared_builder_name(shared.name), shared.device, users, ITS_USERS,
+                                      shared.timeout, "the shared build's"))
+    return watched
 
 
 class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
@@ -121,12 +161,14 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         self._loop: task.LoopingCall | None = None
         super().__init__(*args, **kwargs)
 
-    def checkConfig(self, backends, timeout_grace, github_repo, web_url):
+    def checkConfig(self, backends, builders, timeout_grace, github_repo, web_url):
         pass
 
-    def reconfigService(self, backends, timeout_grace, github_repo, web_url):
-        """`backends`: a WatchedBackend of each active backend."""
+    def reconfigService(self, backends, builders, timeout_grace, github_repo, web_url):
+        """`backends`: a WatchedBackend of each active backend; `builders`: a WatchedBuilder of each builder whose
+        requests wait for units on their behalf."""
         self.backends, self.timeout_grace, self.github_repo = tuple(backends), timeout_grace, github_repo
+        self.builders = tuple(builders)
         self.web_url = web_url.rstrip("/") + "/"
         self.answer_wait = min(MAX_ANSWER_WAIT, timeout_grace)
         if self._loop is not None and self._loop.running:
@@ -171,15 +213,17 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
     def _tell_stale_requests(self, now: float):
         presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
         yield presence.refresh()  # a unit connected to any master of the cluster ends its device's outage
-        outages = {b.name: presence.outage(b.device) for b in self.backends}
+        outages = {w.device: presence.outage(w.device) for w in self.builders}
+        waits_on = {b.name: {w.device for w in self.builders if b.name in w.backends} for b in self.backends}
         # A unit connected again ends its device's outage: in the next one the commits still waiting are told again.
-        told = {name: list(shas) for name, shas in self._told.items() if outages.get(name) is not None}
-        due = {b.name: (b, outages[b.name]) for b in self.backends
-               if b.reports and outages[b.name] is not None and now - outages[b.name].since >= b.stale_after}
+        told = {name: list(shas) for name, shas in self._told.items()
+                if any(outages[device] is not None for device in waits_on.get(name, ()))}
+        due = {(b.name, device): (b, outage) for b in self.backends for device in waits_on[b.name]
+               if b.reports and (outage := outages[device]) is not None and now - outage.since >= b.stale_after}
         if due:
-            for name, request in (yield self._waiting_requests()):
-                if name in due:
-                    backend, outage = due[name]
+            for name, request, device in (yield self._waiting_requests()):
+                if (name, device) in due:
+                    backend, outage = due[name, device]
                     yield self._tell_if_stale(request, backend, outage, now, told.setdefault(name, []))
         told = {name: shas for name, shas in told.items() if shas}
         if told != self._told:
@@ -188,23 +232,44 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
 
     @defer.inlineCallbacks
     def _waiting_requests(self):
-        """(backend, request) of every build request no unit has claimed. Forgets the requests no longer waiting."""
+        """(backend, request holding its commits, device waited for) of every build request no unit has claimed.
+        Forgets the requests no longer waiting."""
         requests = yield self.master.data.get(("buildrequests",), filters=[
             resultspec.Filter("claimed", "eq", [False]), resultspec.Filter("complete", "eq", [False])])
-        builders = {b["builderid"]: b["name"] for b in (yield self.master.data.get(("builders",)))}
+        names = {b["builderid"]: b["name"] for b in (yield self.master.data.get(("builders",)))}
         waiting = {r["buildrequestid"] for r in requests}
         self._asked = {brid: asked for brid, asked in self._asked.items() if brid in waiting}
-        children_of = {child_builder: b.name for b in self.backends
-                       for child_builder in (children_builder_name(b.name), build_builder_name(b.name))}
+        watched = {w.name: w for w in self.builders}
         found = []
         for request in sorted(requests, key=lambda r: r["buildrequestid"]):
-            name = builders.get(request["builderid"])
-            if name in children_of:  # a fanned-out backend's child (or build) waits for a unit: its parent's commits
+            builder = watched.get(names.get(request["builderid"]))
+            if builder is None:
+                continue
+            if builder.holds == ITS_OWN:
+                found.append((builder.backends[0], request, builder.device))
+            elif builder.holds == ITS_PARENTS:
                 parent = yield self._parent_request(request)
                 if parent is not None:
-                    found.append((children_of[name], parent))
+                    found.append((builder.backends[0], parent, builder.device))
             else:
-                found.append((name, request))
+                for backend, parent in (yield self._parents_at_commit(request, builder.backends, names)):
+                    found.append((backend, parent, builder.device))
+        return found
+
+    @defer.inlineCallbacks
+    def _parents_at_commit(self, shared_request: dict, backends: tuple[str, ...], names: dict[int, str]):
+        """(backend, parent's request) of each running parent of `backends` at the commit of a shared build's
+        request: they wait for it, whichever of them triggered it."""
+        sha = (yield self._what_is_asked(shared_request)).sha
+        ids = {name: builderid for builderid, name in names.items()}
+        found = []
+        for backend in backends:
+            running = yield self.master.data.get(("builders", ids[backend], "builds"),
+                                                 filters=[resultspec.Filter("complete", "eq", [False])])
+            for build in running:
+                request = yield self.master.data.get(("buildrequests", build["buildrequestid"]))
+                if request is not None and (yield self._what_is_asked(request)).sha == sha:
+                    found.append((backend, request))
         return found
 
     @defer.inlineCallbacks
@@ -228,9 +293,9 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
             return
         presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
         yield presence.refresh()
-        if presence.outage(backend.device) is None:  # a unit came back while the sweep read: it will build
+        if presence.outage(outage.device) is None:  # a unit came back while the sweep read: it will build
             return
-        text = stale_text(backend.device, now - outage.since)
+        text = stale_text(outage.device, now - outage.since)
         in_ledger = {row.sha for row in rows}
         untold = [sha for sha in dict.fromkeys([row.sha for row in rows] + [asked.sha]) if sha not in told]
         for sha in untold:
@@ -266,20 +331,20 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
     @defer.inlineCallbacks
     def _stop_overdue_builds(self, now: float):
         running = set()
-        for backend in self.backends:
-            builder = self.master.botmaster.builders.get(backend.name)
+        for watched in self.builders:
+            builder = self.master.botmaster.builders.get(watched.name) if watched.timeout is not None else None
             for build in list(builder.building) if builder is not None else []:
                 if build.buildid is None:  # not recorded yet: just starting
                     continue
                 running.add(build.buildid)
                 if build.buildid in self._stopping:
                     continue
-                over = now - (yield self._started_at(build.buildid)) - backend.timeout
+                over = now - (yield self._started_at(build.buildid)) - watched.timeout
                 if over >= self.timeout_grace:
                     self._stopping.add(build.buildid)
                     # Not waited for: asking the unit takes up to answer_wait, and the sweep goes on.
-                    self._stop(builder, build, overdue_text(over, backend.timeout)).addErrback(
-                        log.err, f"crcr: while stopping build {build.number} of {backend.name}")
+                    self._stop(builder, build, overdue_text(over, watched.timeout, watched.timeout_of)).addErrback(
+                        log.err, f"crcr: while stopping build {build.number} of {watched.name}")
         self._started = {buildid: at for buildid, at in self._started.items() if buildid in running}
         self._stopping &= running
 
