@@ -28,9 +28,9 @@ from crcr.buildmaster.steps.suite_verdict import SuiteRun
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can_start_build
 from crcr.names import (
-    BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG, CHILDREN_PROPERTY,
-    FAN_OUT_STEP, ONLY_TESTS_PROPERTY, RELAY_WORKER, SUITE_RUN_PROPERTY, TESTS_PROPERTY, build_builder_name,
-    child_builder_name, children_builder_name, suites_scheduler_name,
+    BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG,
+    CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, FAN_OUT_STEP, ONLY_TESTS_PROPERTY, RELAY_WORKER, SUITE_RUN_PROPERTY,
+    TESTS_PROPERTY, build_builder_name, child_builder_name, children_builder_name, suites_scheduler_name,
 )
 from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
 from test_suite_step import (
@@ -188,6 +188,15 @@ class FanOutTest(SuiteStepHarness):
         chosen = [entry["props_to_set"] for entry in step.getSchedulersAndProperties()]
         self.assertEqual([(p["virtual_builder_name"], p.get(CHILD_SHARD_PROPERTY)) for p in chosen], [
             ("alpha / ops 1/3", "1/3"), ("alpha / ops 2/3", "2/3"), ("alpha / ops 3/3", "3/3"), ("alpha / nn", None)])
+
+    def test_the_suites_on_most_units_are_triggered_first_so_that_they_get_the_units_idle_at_the_start(self):
+        step = self.setup_step(FanOut(name=FAN_OUT_STEP, backend="alpha", suites={"ops": 1, "nn": 2, "pair": 1,
+                                                                                  "quad": 1},
+                                      units={"pair": 2, "quad": 4}))
+        chosen = [entry["props_to_set"] for entry in step.getSchedulersAndProperties()]
+        self.assertEqual([(p["virtual_builder_name"], p.get(CHILD_UNITS_PROPERTY)) for p in chosen], [
+            ("alpha / quad", 4), ("alpha / pair", 2), ("alpha / ops", None), ("alpha / nn 1/2", None),
+            ("alpha / nn 2/2", None)])
 
     def test_a_bisection_runs_only_the_suites_it_asks_about(self):
         chosen = self.choose(**{BISECTION_PROPERTY: 3, ONLY_TESTS_PROPERTY: {"nn": ids("test_b")}})

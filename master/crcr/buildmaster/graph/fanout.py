@@ -45,11 +45,14 @@ class FanOut(ChildTrigger):
 
     def chosen(self) -> list[tuple[str, str | None]]:
         """(suite, shard) of each child, in order: a bisection's only of the suites it asks about, each whole (its
-        asked tests are few)."""
+        asked tests are few). The suites on the most units come first: Buildbot hands idle units to the oldest
+        request that can start, and a suite on two units triggered after one-unit suites would wait while they took
+        each unit as it freed."""
         asked = self._asked()
+        widest_first = sorted(self.suites, key=lambda suite: -self.units.get(suite, 1))
         if asked is not None:
-            return [(suite, None) for suite in self.suites if suite in asked]
-        return [(suite, shard) for suite, shards in self.suites.items() for shard in shard_labels(shards)]
+            return [(suite, None) for suite in widest_first if suite in asked]
+        return [(suite, shard) for suite in widest_first for shard in shard_labels(self.suites[suite])]
 
     def getSchedulersAndProperties(self):
         asked = self._asked()
