@@ -1,6 +1,6 @@
 """Build once, test apart (issue 35): a torch-spyre-shaped backend against today's serial build, on one relay with
-real workers. Each on its own host of 4 units: 11 suites of S seconds and one pytest suite of 3S seconds (14 S of
-work). The serial backend builds torch (B seconds) in its setup and runs its suites in turn, as crcr did; the other
+real workers. Each on its own host of 4 units: 12 suites of S seconds, one of them a pytest suite (12 S of work).
+The serial backend builds torch (B seconds) in its setup and runs its suites in turn, as crcr did; the other
 uses a shared build of B seconds (the CPU torch wheel, made on a host's cpu unit) and fans its suites out, the
 pytest one in 3 shards, each child installing the wheel; a second backend on another device uses the same shared
 build. One commit on each branch in turn, push to final commit status. Printed beside the targets: fanned out
@@ -33,17 +33,19 @@ WHEEL = "torch-0.0-cp311-linux_x86_64.whl"
 
 
 def suites(seconds: int, fan_out: bool) -> list[dict]:
-    """The suites; the pytest one in shards when they fan out (a serial build runs it whole: the same work)."""
+    """The suites; the pytest one in shards when they fan out (a serial build runs it whole: the same work).
+    Buildbot hands the children to the units in this order: the shards, a third of S each, come last, filling the
+    one unit that the 11 whole suites leave a round short."""
     timed = [{"name": f"s{n}", "command": f"sleep {seconds}", "timeout": 600} for n in range(SUITES - 1)]
     wide = {"name": "wide", "pytest": {"files": ["test/test_slow.py"]}, "timeout": 600}
     return [*timed, {**wide, "shards": SHARDS} if fan_out else wide]
 
 
 def slow_tests(seconds: int) -> str:
-    """Tests that take 3 x `seconds` together, spread over shards by PyTorch's rule."""
+    """Tests that take `seconds` together, spread over shards by PyTorch's rule."""
     count = 12
     return "import time\n\n\n" + "".join(
-        f"def test_{n}():\n    time.sleep({SHARDS * seconds / count})\n\n\n" for n in range(count))
+        f"def test_{n}():\n    time.sleep({seconds / count})\n\n\n" for n in range(count))
 
 
 def push_to_final(relay, upstream, github, names: list[str], branch: str, number: int) -> tuple[float, str]:
@@ -77,8 +79,9 @@ def main() -> None:
             upstream.commit("slow tests", {"test/test_slow.py": slow_tests(args.seconds)}, branch=branch)
         github = FakeGitHub().start()
         backends = {
+            # Its 4 units would fan its suites out by default: today's serial build says fan_out: false.
             "serial": backend("L2", "serial", suites(args.seconds, False), branches=["serial"], timeout=3600,
-                              setup=[build]),
+                              setup=[build], fan_out=False),
             "apart": backend("L2", "apart", suites(args.seconds, True), branches=["apart"], timeout=3600,
                              setup=[f"test -s $CRCR_ARTIFACTS_DIR/{WHEEL}"], uses=["torch-cpu"]),
             "twin": backend("L2", "twin", [{"name": "one", "command": "true"}], branches=["apart"],
@@ -105,8 +108,8 @@ def main() -> None:
             github.stop()
     serial, apart = (statistics.median(times[name]) for name in ("serial", "apart"))
     children = SUITES - 1 + SHARDS
-    work = children * args.seconds
-    ideal = args.build + math.ceil(children / UNITS) * args.seconds
+    work = SUITES * args.seconds
+    ideal = args.build + math.ceil(work / UNITS)
     print(f"\nA commit's build of {args.build} s and {SUITES} suites ({children} child builds, {work} s of work) on "
           f"{UNITS} units, median of {args.rounds}:")
     print(f"  serial build: {serial:.1f} s; built once, fanned out: {apart:.1f} s")
