@@ -22,10 +22,10 @@ from configfiles import (
     write_worker_password,
 )
 from crcr.config.errors import ConfigError
-from crcr.config.loader import load_model, load_relay_config, require_worker_passwords
+from crcr.config.loader import InfraRules, load_model, load_relay_config, require_worker_passwords
 from crcr.suites.selection import read_skip_list
 from crcr.config.paths import display_path
-from crcr.config.models import Backend, WorkerHost
+from crcr.config.models import Backend, Device, WorkerHost
 from crcr.config.settings import REPO_ROOT, load_settings
 from numericfields import number_paths, with_value
 
@@ -35,7 +35,7 @@ NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter o
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
 BACKEND_KEYS = (
     "description, maintainers, level, repo, pr_label, trusted_associations, device, branches, queue, schedule, "
-    "report_to_pytorch, timeout, stale_after, setup, fan_out, build, uses, env, suites"
+    "report_to_pytorch, timeout, stale_after, setup, fan_out, build, uses, env, infra_failures, suites"
 )
 SMOKE = {"name": "smoke", "command": "true"}
 
@@ -678,8 +678,10 @@ NUMBERS = [
     (file_name, document, path)
     for file_name, model, document in (
         ("backends/demo.yaml", Backend, {**BACKEND, "schedule": {"follow": "nightly"},
-                                          "build": {"steps": ["make"], "artifacts": ["dist/*"]}}),
+                                          "build": {"steps": ["make"], "artifacts": ["dist/*"]},
+                                          "infra_failures": {"tries": 2}}),
         ("workers/gpu-host.yaml", WorkerHost, WORKER),
+        ("workers/devices/demo.yaml", Device, {"infra_failures": {"tries": 2}}),
     )
     for path in number_paths(model, document)
 ]
@@ -971,6 +973,40 @@ def test_a_backend_with_several_suites_fans_out_where_several_units_of_its_devic
         "spread": True,  # one unit on each of two hosts
         "wide": True,
     }
+
+
+def test_a_backends_infrastructure_failures_are_its_devices_with_its_own_patterns_added_and_keys_first(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_file(dirs.workers / "devices" / "spyre.yaml", yaml.safe_dump({"infra_failures": {
+        "patterns": [r"RAS::\w+::\w+", {"pattern": "card lost", "in_tests": True}], "stall": True, "tries": 2}}))
+    write_backend(dirs.backends, "spyre", device="spyre", infra_failures={"patterns": ["DeviceOpenFail"], "tries": 4})
+    write_backend(dirs.backends, "plain", device="demo")
+    write_worker(dirs.workers, "lab-1", devices={"spyre": 2, "demo": 1})
+
+    relay = load_relay_config(settings_for(dirs))
+    plain, spyre = map(relay.infra_rules, relay.backends)
+
+    assert [(p.pattern, p.in_tests) for p in spyre.patterns] == [
+        (r"RAS::\w+::\w+", False), ("card lost", True), ("DeviceOpenFail", False)]
+    assert (spyre.signals, spyre.stall, spyre.tries) == (("SIGKILL", "SIGBUS", "SIGSEGV"), True, 4)
+    assert plain == InfraRules(), "a device without a file has the relay's defaults"
+
+
+def test_a_device_file_with_a_bad_pattern_is_refused_naming_file_and_field(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "demo")
+    write_worker(dirs.workers, "lab-1")
+    bad = write_file(dirs.workers / "devices" / "demo.yaml", "infra_failures:\n  patterns: ['RAS[']\n  signals: [SIGHUP]\n")
+
+    with pytest.raises(ConfigError) as refused:
+        load_relay_config(settings_for(dirs))
+
+    assert str(refused.value).splitlines() == [
+        f"{bad}: infra_failures.patterns.0.pattern: not a valid regular expression: unterminated character set at "
+        "position 3 (got 'RAS[')",
+        f"{bad}: infra_failures.signals.0: should be 'SIGABRT', 'SIGBUS', 'SIGFPE', 'SIGILL', 'SIGKILL', 'SIGSEGV' "
+        "or 'SIGTERM' (got 'SIGHUP')",
+    ]
 
 
 def test_warning_for_a_branch_the_poller_does_not_follow(tmp_path):

@@ -10,7 +10,10 @@ from pydantic import BaseModel, ValidationError
 
 from crcr.config.allowlist import LEVELS, Grant, read_allowlist
 from crcr.config.errors import ConfigError, describe_validation_error
-from crcr.config.models import PULL_REQUEST_LEVELS, Backend, SharedBuild, WorkerHost
+from crcr.config.models import (
+    DEFAULT_INFRA_SIGNALS, DEFAULT_TRIES, PULL_REQUEST_LEVELS, Backend, Device, InfraPattern, SharedBuild, Signal,
+    WorkerHost,
+)
 from crcr.config.paths import REPO_ROOT, display_path
 from crcr.config.readfiles import refuse_outside
 from crcr.config.secretfiles import problems as secret_dir_problems
@@ -22,6 +25,18 @@ from crcr.suites.selection import selection_spec
 
 Model = TypeVar("Model", bound=BaseModel)
 SHARED_BUILDS_DIR = "builds"  # in the backends folder: the shared builds, one file each
+DEVICES_DIR = "devices"  # in the workers folder: what the relay knows of each kind of device, one file each
+
+
+@dataclass(frozen=True)
+class InfraRules:
+    """What tells a backend's suite runs hit the hardware: its device's infra_failures and its own, merged
+    (docs/hardware-failures.md)."""
+
+    patterns: tuple[InfraPattern, ...] = ()
+    signals: tuple[Signal, ...] = DEFAULT_INFRA_SIGNALS
+    stall: bool = False
+    tries: int = DEFAULT_TRIES
 
 
 @dataclass(frozen=True)
@@ -37,6 +52,8 @@ class RelayConfig:
     left_out: list[str] = field(default_factory=list)
     # backends/builds/*.yaml, by name: those the backends use.
     shared_builds: dict[str, SharedBuild] = field(default_factory=dict)
+    # workers/devices/*.yaml, by name: a device without one has the relay's defaults.
+    devices: dict[str, Device] = field(default_factory=dict)
 
     @property
     def active_backends(self) -> list[Backend]:
@@ -54,6 +71,18 @@ class RelayConfig:
         if backend.fan_out is not None:
             return backend.fan_out
         return backend.needs_children or (len(backend.suites) > 1 and self.units_at_once(backend.device) > 1)
+
+    def infra_rules(self, backend: Backend) -> InfraRules:
+        """The backend's own infra_failures over its device's: its patterns added, its other keys, given, first."""
+        device = self.devices[backend.device].infra_failures if backend.device in self.devices else None
+        own = backend.infra_failures
+
+        def first(key: str, default):
+            given = [value for value in (getattr(own, key), getattr(device, key, None)) if value is not None]
+            return given[0] if given else default
+        return InfraRules(patterns=tuple([*(device.patterns if device else []), *own.patterns]),
+                          signals=tuple(first("signals", DEFAULT_INFRA_SIGNALS)), stall=first("stall", False),
+                          tries=first("tries", DEFAULT_TRIES))
 
     def units_at_once(self, device: str) -> int:
         """How many units of `device` can build at once: each host's units of it, at most its cap."""
@@ -233,11 +262,13 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
     shared_dir = settings.backends_dir / SHARED_BUILDS_DIR
     shared, shared_errors = _load_dir(shared_dir, SharedBuild) if shared_dir.is_dir() else ([], [])
     shared_builds = {build.name: build for build in shared}
+    devices_dir = settings.workers_dir / DEVICES_DIR
+    devices, device_errors = _load_dir(devices_dir, Device) if devices_dir.is_dir() else ([], [])
     unknown_uses = _unknown_uses(backends, shared_builds, settings.backends_dir, shared_errors)
     # One entry per file, in the order `crcr check` has always listed them.
     problems = (
         backend_errors + list(grant_errors.values()) + worker_errors + list(clashes.values())
-        + list(selection_errors.values()) + shared_errors + list(unknown_uses.values())
+        + list(selection_errors.values()) + shared_errors + list(unknown_uses.values()) + device_errors
     )
     refusals = [] if backends or backend_errors else [f"{display_path(settings.backends_dir)}: no backend files (*.yaml)"]
     if refusals or (problems and not leave_out_invalid):
@@ -272,6 +303,7 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
         selections=selections,
         left_out=problems,
         shared_builds=shared_builds,
+        devices={device.name: device for device in devices},
     )
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictInt,
@@ -27,6 +28,7 @@ from crcr.config.limits import (
     MAX_DEVICE_KINDS,
     MAX_ENV_NAME,
     MAX_ENV_VARIABLES,
+    MAX_INFRA_PATTERNS,
     MAX_KEYWORD,
     MAX_LABEL,
     MAX_MAINTAINERS,
@@ -41,6 +43,7 @@ from crcr.config.limits import (
     MAX_SUITES,
     MAX_TEST_FILES,
     MAX_TEXT,
+    MAX_TRIES,
     MAX_UNITS_PER_DEVICE,
 )
 from crcr.host import crcr_host
@@ -196,6 +199,56 @@ class Suite(Strict):
         return self
 
 
+# The signals that kill a suite's process while no test runs: the card or its runtime, not a test (issue 36).
+Signal = Literal["SIGABRT", "SIGBUS", "SIGFPE", "SIGILL", "SIGKILL", "SIGSEGV", "SIGTERM"]
+DEFAULT_INFRA_SIGNALS: tuple[Signal, ...] = ("SIGKILL", "SIGBUS", "SIGSEGV")
+DEFAULT_TRIES = 3
+
+
+def _regular_expression(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise ValueError(f"not a valid regular expression: {e} (got {shown(pattern)})") from None
+    return pattern
+
+
+class InfraPattern(Strict):
+    """A line of a suite's output that tells the hardware failed. Matched outside the tests' own reports (their
+    failure messages and output in the JUnit XML) unless `in_tests`: a test whose assertion prints it is a test
+    failing (docs/hardware-failures.md)."""
+
+    pattern: Annotated[str, Field(min_length=1, max_length=MAX_TEXT), AfterValidator(_regular_expression)]
+    in_tests: bool = False
+
+
+def _pattern_entry(value):
+    return {"pattern": value} if isinstance(value, str) else value
+
+
+class InfraFailures(Strict):
+    """`infra_failures:` of a device (workers/devices/<device>.yaml) or a backend: what tells a suite's run hit the
+    hardware rather than a test. A backend's patterns add to its device's; its other keys, when given, replace the
+    device's."""
+
+    # Each a regular expression, or {pattern, in_tests}.
+    patterns: list[Annotated[InfraPattern, BeforeValidator(_pattern_entry)]] = Field(
+        default=[], max_length=MAX_INFRA_PATTERNS)
+    # The suite's process killed by one of these while no test ran (default SIGKILL, SIGBUS, SIGSEGV).
+    signals: list[Signal] | None = None
+    # The stall watchdog (no output for the suite's stall_timeout) counts as the device hanging (default false).
+    stall: bool | None = None
+    # Runs of a suite, each on another unit, before its commit gets an infrastructure error (default 3).
+    tries: Annotated[StrictInt, Field(ge=1, le=MAX_TRIES)] | None = None
+
+
+class Device(Strict):
+    """workers/devices/<device>.yaml: what the relay knows of a kind of device, for every backend on it."""
+
+    name: str = Field(pattern=DEVICE_NAME, max_length=MAX_NAME)
+    infra_failures: InfraFailures = InfraFailures()
+
+
 # An artifact glob: relative to the upstream checkout, never out of it.
 ARTIFACT_GLOB = described_pattern(r"^(?!/)(?!.*\.\.)[A-Za-z0-9_.*?\[\]/+-]+$",
                                   "must be a glob relative to the upstream checkout (no '..', no leading '/')")
@@ -306,6 +359,8 @@ class Backend(Strict):
     uses: list[Annotated[str, Field(pattern=BACKEND_NAME, max_length=MAX_NAME)]] = Field(
         default=[], max_length=MAX_SHARED_BUILDS)
     env: dict[str, Command] = Field(default={}, max_length=MAX_ENV_VARIABLES)
+    # What tells its suites' runs hit the hardware, beside its device's (workers/devices/<device>.yaml).
+    infra_failures: InfraFailures = InfraFailures()
     suites: list[Suite] = Field(min_length=1, max_length=MAX_SUITES)
 
     @field_validator("maintainers")
