@@ -434,6 +434,25 @@ def test_past_the_rerun_limit_failed_tests_run_once(tmp_path):
     assert "1 failed, 2 passed, 1 error, 1 rerun in" in result.stdout, result.stdout + result.stderr
 
 
+CRASHING_TESTS = ("import os\nimport signal\n\n\ndef test_fine():\n    pass\n\n\n"
+                  "def test_crash():\n    os.kill(os.getpid(), signal.SIGSEGV)\n")
+
+
+def test_the_test_a_crash_interrupts_stays_named_and_a_run_that_ends_names_none(tmp_path):
+    checkout = nested_checkout(tmp_path, {"pytest.ini": "[pytest]\n"})
+    running = checkout.parent / "results" / "ops.running"
+    suite = Suite(name="ops", pytest={"files": ["test/test_ops.py"]}, reruns=0)
+    (checkout / "test" / "test_ops.py").write_text("def test_fine():\n    pass\n")
+
+    ended = run_relay_command(checkout, pytest_command(suite, {"files": {}}, "../results/ops.xml"))
+    assert "1 passed" in ended.stdout and not running.exists(), ended.stdout + ended.stderr
+
+    (checkout / "test" / "test_ops.py").write_text(CRASHING_TESTS)
+    crashed = run_relay_command(checkout, pytest_command(suite, {"files": {}}, "../results/ops.xml"))
+    assert crashed.returncode in (-11, 139), crashed  # bash reports its child's SIGSEGV as 128 + 11
+    assert running.read_text() == "test/test_ops.py::test_crash\n"
+
+
 def run_only(checkout: Path, *node_ids: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
     """A bisection's run of `node_ids`, as the suite step starts it; each reported test's outcome."""
     result = run_relay_command(checkout, only_tests_command("../results/ops.xml", reruns=0),

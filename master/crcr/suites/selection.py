@@ -143,5 +143,13 @@ def only_tests_command(junit_file: str, reruns: int) -> str:
 
 
 def _report_args(junit_file: str) -> list[str]:
-    """JUnit XML with each test's file (xunit1, which node ids are rebuilt from), and failures listed in the log."""
-    return ["-o", "junit_family=xunit1", f"--junitxml={junit_file}", "-rfE"]
+    """JUnit XML with each test's file (xunit1, which node ids are rebuilt from), failures listed in the log, and
+    the test that runs named in a file while it runs."""
+    return ["-o", "junit_family=xunit1", f"--junitxml={junit_file}", "-rfE",
+            f"--crcr-running={running_file(junit_file)}"]
+
+
+def running_file(junit_file: str) -> str:
+    """Where the plugin names the test that runs, beside the suite's JUnit XML: what a signal killing the run
+    interrupted (docs/hardware-failures.md)."""
+    return junit_file.removesuffix(".xml") + ".running"

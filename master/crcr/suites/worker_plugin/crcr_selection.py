@@ -195,9 +195,13 @@ def pytest_addoption(parser) -> None:
                     help="run a failed test again, at once and up to N times; passing then, it is flaky")
     group.addoption("--crcr-rerun-limit", type=int, default=None, metavar="TESTS",
                     help="no reruns once more than TESTS tests have failed: a breakage, not flakes")
+    group.addoption("--crcr-running", default=None, metavar="FILE",
+                    help="name the test that runs in FILE while it runs: what a crash of the process interrupted")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("crcr_running"):
+        config.pluginmanager.register(RunningTest(Path(config.getoption("crcr_running"))), "crcr-running")
     if config.getoption("crcr_reruns") > 0:
         config.pluginmanager.register(Reruns(config.getoption("crcr_reruns"), config.getoption("crcr_rerun_limit")),
                                       "crcr-reruns")
@@ -586,6 +590,22 @@ class Shard:
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = kept
+
+
+class RunningTest:
+    """Names the test that runs in a file, removed when it ends: a process killed by a signal while the file names
+    a test crashed in that test (a test verdict); with no file, it crashed outside any test (the device, its
+    runtime, or the machine: the relay's infrastructure failures). A rerun names its test again."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        self.path.write_text(nodeid + "\n", encoding="utf-8")
+
+    def pytest_runtest_logfinish(self, nodeid, location) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 class Reruns:
