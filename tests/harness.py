@@ -274,9 +274,10 @@ class Relay:
         return children
 
     def step_log(self, build: dict, step: str, log: str = "stdio") -> str:
-        """The text of log `log` of step `step` of `build`."""
+        """The text of log `log` of step `step` of `build` (by its name; its address has Buildbot's slug of it)."""
         [found] = [s for s in self.steps(build) if s["name"] == step]
-        chunks = self.get(f"steps/{found['stepid']}/logs/{log}/contents")["logchunks"]
+        [slug] = [x["slug"] for x in self.get(f"steps/{found['stepid']}/logs")["logs"] if x["name"] == log]
+        chunks = self.get(f"steps/{found['stepid']}/logs/{slug}/contents")["logchunks"]
         return "".join(chunk["content"] for chunk in chunks)
 
     def worker_name(self, build: dict) -> str:

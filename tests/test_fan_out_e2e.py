@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
+from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS
 
-from conftest import BUDGET_BRANCH, UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
+from conftest import BUDGET_BRANCH, RELEASE_BRANCH, UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
 from crcr.config.users import add_user, users_file
 from crcr.github.status_text import FANNED_OUT
 from crcr.names import (
@@ -34,6 +34,9 @@ FLAG_TEST = ("from pathlib import Path\n\n\n"
 ALICE, BOB = ("alice", "alice-pw"), ("bob", "bob-pw")
 WHEEL = "torch-2.0-cp311-linux_x86_64.whl"
 SHARED, TWIN, CPU_WHEEL = "torch-cpu", "twin-delta", "torch-cpu.whl"
+# On RELEASE_BRANCH: a card failing once (one suite: a serial build), and a card failing every time (fanned out).
+ONCE, DEAD = "card-once", "card-dead"
+RAS = "RAS::VFIO::DeviceOpenFail"
 
 
 def barrier(name: str, gates: Path) -> dict:
@@ -109,9 +112,20 @@ def wide(tmp_path_factory, github):
         HELD: {**backend("L2", "gamma", [suite("first", "test/test_held.py"), suite("second", "test/test_held.py")],
                          branches=[UNITS_BRANCH], env={"GATES": str(root), "BACKEND": HELD}),
                "maintainers": ["alice"]},
+        # The first run anywhere prints the device's RAS line (mkdir: once), the next passes.
+        ONCE: backend("L2", "gamma", [{"name": "ops", "command": (
+            f"if mkdir {root}/ras-once 2>/dev/null; then echo '{RAS} at 0000:3b:00.0'; exit 1; fi; "
+            "python -m pytest test/test_pass.py -q --junitxml=$CRCR_RESULTS_DIR/ops.xml")}], branches=[RELEASE_BRANCH]),
+        DEAD: backend("L2", "gamma", [{"name": "dead", "command": f"echo '{RAS}'; exit 1"},
+                                      {"name": "fine", "command": "true"}],
+                      branches=[RELEASE_BRANCH], infra_failures={"tries": 2}),
     }
     hosts = {"host-gamma": {"devices": {"gamma": UNITS, "cpu": 1, "delta": 1}, "admin": "Gamma Lab <gamma@example.com>"}}
     relay, workers = prepare_relay(root / "relay", upstream, github, backends, hosts=hosts)
+    # What tells a run hit a gamma card, for every backend on one.
+    devices = root / "relay" / "workers" / "devices"
+    devices.mkdir()
+    (devices / "gamma.yaml").write_text("infra_failures:\n  patterns: ['RAS::\\w+::\\w+']\n")
     # The shared build: a CPU wheel for every backend that uses it, made once per commit.
     (root / "relay" / "backends" / "builds").mkdir()
     (root / "relay" / "backends" / "builds" / f"{SHARED}.yaml").write_text(yaml.safe_dump({
@@ -309,3 +323,32 @@ def test_a_child_whose_unit_dies_runs_again_on_another_and_stopping_the_parent_c
     assert "attempt by bob" not in log
     final = wide.final_statuses(github, sha)
     assert [(s["state"], s["description"]) for s in final] == [("error", "Cancelled by alice")], final
+
+
+def test_a_run_that_hit_the_card_is_built_again_on_another_unit_and_a_card_failing_every_try_is_an_error(
+        wide, github):
+    relay = wide.relay
+    sha = wide.upstream.commit("A change the cards choke on", branch=RELEASE_BRANCH)
+
+    # Serial: the build that hit the card ends RETRY; Buildbot builds it again, on another unit, and it passes.
+    def verdict(name: str) -> list[tuple[str, str]]:
+        return wait_until(lambda: [(s["state"], s["description"]) for s in github.statuses(sha, status_context(name))
+                                   if s["state"] != "pending"], 90, f"{name}'s verdict")
+    final = verdict(ONCE)
+    hit, passed = relay.builds_of(ONCE, sha)
+    failed_on = relay.worker_name(hit)
+    assert (hit["results"], passed["results"]) == (RETRY, SUCCESS)
+    assert relay.worker_name(passed) != failed_on, "never again on the unit it hit the card on"
+    assert final == [("success", f"2 passed (after an infrastructure failure on {failed_on})")]
+    assert f"infrastructure: {RAS} on {failed_on} (try 1 of 3); built again on another unit" in \
+        relay.step_log(hit, suite_step_name("ops"), "infrastructure failure")
+
+    # Fanned out: the suite's child hit the card on both its tries, each on its own unit: an error, no verdict.
+    parent = relay.wait_for_finished_build(DEAD, sha)
+    tries = [child for child in relay.get(f"builders/{relay.builder_id(child_builder_name(DEAD, 'dead'))}/builds")
+             ["builds"]]
+    units = [relay.worker_name(child) for child in tries]
+    assert [child["results"] for child in tries] == [RETRY, EXCEPTION] and len(set(units)) == 2, tries
+    assert parent["results"] == EXCEPTION
+    assert verdict(DEAD) == [("error", f"infrastructure: {RAS} on {', '.join(units)}, 2 tries")]
+    assert "crcr_tests" not in relay.get(f"builds/{parent['buildid']}?property=crcr_tests")["builds"][0]["properties"]

@@ -549,8 +549,8 @@ def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_
     suite = steps["suite ops"].kwargs
     assert suite["command"] == (
         "python -m crcr_selection test/test_ops.py test/nn/test_*.py -o junit_family=xunit1 "
-        "--junitxml=../results/ops.xml -rfE --crcr-reruns=1 --crcr-rerun-limit=200 -k 'not slow' "
-        "--deselect test/test_ops.py::TestOps::test_huge"
+        "--junitxml=../results/ops.xml -rfE --crcr-running=../results/ops.running --crcr-reruns=1 "
+        "--crcr-rerun-limit=200 -k 'not slow' --deselect test/test_ops.py::TestOps::test_huge"
     )
     assert suite["timeout"] == 600  # seconds without output before the run counts as stalled
     assert (suite["mode"], suite["reruns"], suite["is_pytest"]) == ("validate", 1, True)

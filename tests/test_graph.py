@@ -70,7 +70,7 @@ class ChildSuiteRunTest(SuiteStepHarness):
         yield self.run_step()
         self.assertEqual(self.build.getProperty(SUITE_RUN_PROPERTY), {
             "rc": 1, "timed_out": None, "selection_report": report, "checkout": CHECKOUT, "has_junit": True,
-            "junit_note": ""})
+            "junit_note": "", "infra": None})
         self.assertEqual((yield self.kept_junit()), xml.encode())
         self.assertIsNone(self.build.getProperty(TESTS_PROPERTY), "no verdict, no baseline looked up")
 

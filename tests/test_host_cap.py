@@ -24,16 +24,20 @@ from crcr.names import CHILD_UNITS_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPE
 from crcr.store import tables
 from crcr.store.host_slots import release_slot, take_slot
 from copied_schema import relay_tables
-from crcr.store.service import RelayStore
+from crcr.store.service import RelayStore, relay_store
 from relaymaster import another_relay_master, relay_master
 from test_store import open_database
 
 OTHER = 2  # the second master's id
 
 
-def two_units():
+def two_units(brid: int = 1):
     """A child build's request for a suite on two units."""
-    return SimpleNamespace(properties=Properties(**{CHILD_UNITS_PROPERTY: 2}))
+    return SimpleNamespace(id=brid, properties=Properties(**{CHILD_UNITS_PROPERTY: 2}))
+
+
+def one_unit(brid: int):
+    return SimpleNamespace(id=brid, properties=Properties())
 
 
 class HostCapTest(TestReactorMixin, unittest.TestCase):
@@ -67,6 +71,10 @@ class HostCapTest(TestReactorMixin, unittest.TestCase):
             self.addCleanup(setattr, worker, "conn", None)
             idle[unit] = wfb
         return idle
+
+    def builder(self):
+        """Buildbot's builder, as canStartBuild is given it: where the units' answers read the relay's store."""
+        return SimpleNamespace(master=self.master)
 
     def woken(self, master=None) -> list[str]:
         return (master or self.master).botmaster.buildsStartedForWorkers
@@ -116,7 +124,7 @@ class HostCapTest(TestReactorMixin, unittest.TestCase):
         await self.host("solo", None, {"solo-zeta-0": "pair"})
         trio["trio-zeta-0"].buildStarted()  # another build
 
-        self.assertTrue(await unit_can_start_build(None, trio["trio-zeta-1"], two_units()))
+        self.assertTrue(await unit_can_start_build(self.builder(), trio["trio-zeta-1"], two_units()))
         self.assertEqual(trio["trio-zeta-1"].worker.held_indices(), [1, 2], "an idle unit of its host and device")
         self.assertFalse(await unit_can_start_build(None, trio["trio-zeta-2"], None), "held: it starts nothing else")
         trio["trio-zeta-1"].buildStarted()
@@ -128,20 +136,31 @@ class HostCapTest(TestReactorMixin, unittest.TestCase):
         self.assertIn("trio-zeta-2", self.woken(), "given back, and woken for what waits")
         self.assertTrue(await unit_can_start_build(None, trio["trio-zeta-2"], None))
 
+    async def test_a_unit_a_requests_run_hit_the_hardware_on_refuses_that_request_and_takes_others(self):
+        lab = await self.host("lab", None, {"lab-zeta-0": "hold-zeta", "lab-zeta-1": "hold-zeta"})
+        await relay_store(self.master).record_infra_failure(
+            at=1, unit="lab-zeta-0", host="lab", device="zeta", card=None, backend="hold-zeta", sha="a" * 40,
+            buildid=1, brid=7, kind="pattern", what="RAS::VFIO::DeviceOpenFail", lines=["RAS::VFIO::DeviceOpenFail"])
+
+        self.assertFalse(await unit_can_start_build(self.builder(), lab["lab-zeta-0"], one_unit(7)))
+        self.assertTrue(await unit_can_start_build(self.builder(), lab["lab-zeta-0"], one_unit(8)))
+        lab["lab-zeta-0"].buildStarted()
+        self.assertTrue(await unit_can_start_build(self.builder(), lab["lab-zeta-1"], one_unit(7)))
+
     async def test_a_suite_on_two_units_waits_while_its_host_has_one_idle_and_never_takes_anothers(self):
         duo = await self.host("duo", None, {"duo-zeta-0": "pair", "duo-zeta-1": "pair"})
         await self.host("lab", None, {"lab-zeta-0": "pair", "lab-zeta-1": "pair"})
         duo["duo-zeta-0"].buildStarted()
 
-        self.assertFalse(await unit_can_start_build(None, duo["duo-zeta-1"], two_units()))
+        self.assertFalse(await unit_can_start_build(self.builder(), duo["duo-zeta-1"], two_units()))
         self.assertEqual(duo["duo-zeta-1"].worker.held_indices(), [1], "nothing held")
         self.assertEqual(self.woken(), [], "nobody woken by asking in vain")
         duo["duo-zeta-0"].buildFinished()
-        self.assertTrue(await unit_can_start_build(None, duo["duo-zeta-1"], two_units()))
+        self.assertTrue(await unit_can_start_build(self.builder(), duo["duo-zeta-1"], two_units()))
 
     async def test_units_held_for_a_build_that_never_starts_are_given_back(self):
         duo = await self.host("duo", None, {"duo-zeta-0": "pair", "duo-zeta-1": "pair"})
-        self.assertTrue(await unit_can_start_build(None, duo["duo-zeta-0"], two_units()))
+        self.assertTrue(await unit_can_start_build(self.builder(), duo["duo-zeta-0"], two_units()))
         self.assertFalse(await unit_can_start_build(None, duo["duo-zeta-1"], None))
 
         self.reactor.advance(UNUSED_SLOT_AFTER)

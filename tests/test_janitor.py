@@ -17,7 +17,7 @@ from crcr.buildmaster.services.janitor import JANITOR_SERVICE, LAST_PRUNE, Relay
 from crcr.names import ARTIFACTS_DIR, LEADERSHIP_SERVICE, STORE_SERVICE
 from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.history import BuildRow, record_build
-from crcr.store.service import RelayStore
+from crcr.store.service import RelayStore, relay_store
 from relaymaster import another_relay_master, leadership, relay_master
 
 DAY = 86400
@@ -27,7 +27,7 @@ MIDNIGHT = datetime(2026, 3, 11).timestamp()
 OLD, RECENT = NOW - 91 * DAY, NOW - 89 * DAY  # either side of the 90 days' horizon
 PRUNED_ALL = {"log chunks": 1, "build data": 1, "crcr_bisection_steps": 0, "crcr_bisections": 0, "crcr_builds": 1,
               "crcr_commits": 1, "crcr_junit_files": 0, "crcr_suite_runs": 0, "crcr_test_outcomes": 0,
-              "artifact folders": 0, "crcr_shared_builds": 0}
+              "artifact folders": 0, "crcr_shared_builds": 0, "crcr_infra_failures": 1}
 
 
 def test_midnights_are_the_masters_local_ones():
@@ -70,6 +70,9 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
     async def add_history(self, buildid: int, complete_at: float) -> None:
         await self.master.db.insert_test_data(buildbot_rows(buildid, complete_at))
         await self.master.db.pool.do(relay_history, buildid, complete_at)
+        await relay_store(self.master).record_infra_failure(
+            at=int(complete_at), unit="lab-alpha-0", host="lab", device="alpha", card=None, backend="alpha",
+            sha=f"{buildid:040x}", buildid=buildid, brid=buildid, kind="signal", what="SIGSEGV", lines=[])
 
     async def kept(self, master=None) -> dict[str, set]:
         """What is left of each build: its log chunks, its build data, its row in the relay's history, its commit."""
@@ -84,6 +87,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         store = (master or self.master).service_manager.namedServices[STORE_SERVICE]
         kept["history"] = await store.recorded_buildids(0)
         kept["commits"] = {b for b in (1, 2) if await db.pool.do(find_commit, "alpha", f"{b:040x}") is not None}
+        kept["infra failures"] = {b for b in (1, 2) if await store.infra_failures_of(b)}
         return kept
 
     async def start_janitor(self, master=None) -> RelayJanitor:
@@ -98,11 +102,12 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         janitor = await self.start_janitor()
         self.reactor.advance(0)
 
-        self.assertEqual(await self.kept(), {"log chunks": {2}, "build data": {2}, "history": {2}, "commits": {2}})
+        self.assertEqual(await self.kept(), {"log chunks": {2}, "build data": {2}, "history": {2}, "commits": {2},
+                                             "infra failures": {2}})
         self.assertLogged("crcr janitor: deleted what is older than 90 days \\(artifacts: 3 days\\): log chunks: 1, "
                           "build data: 1, crcr_bisection_steps: 0, crcr_bisections: 0, crcr_builds: 1, "
                           "crcr_commits: 1, crcr_junit_files: 0, crcr_suite_runs: 0, crcr_test_outcomes: 0, "
-                          "artifact folders: 0, crcr_shared_builds: 0")
+                          "artifact folders: 0, crcr_shared_builds: 0, crcr_infra_failures: 1")
         self.assertEqual(await janitor.getState(LAST_PRUNE), {"at": NOW, "pruned": PRUNED_ALL})
 
         self.reactor.advance(MIDNIGHT - NOW)
@@ -111,7 +116,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         self.assertEqual((await self.kept())["history"], {2})
         self.reactor.advance(1)
         self.assertEqual(await self.kept(), {"log chunks": set(), "build data": set(), "history": set(),
-                                             "commits": set()})
+                                             "commits": set(), "infra failures": set()})
 
     async def test_a_build_stages_artifacts_are_kept_artifact_days_after_their_build_ended(self):
         """Days, not the history's 90: wheels are large. A running build's stay, and an unknown build's go; so do the
@@ -152,7 +157,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         self.reactor.advance(2 * DAY)  # no master led at midnight
         third = await self.another_master()
         self.assertEqual(await self.kept(third), {"log chunks": set(), "build data": set(), "history": set(),
-                                                  "commits": set()})
+                                                  "commits": set(), "infra failures": set()})
 
     async def another_master(self):
         """Another master of the relay's, which takes the lead, with its janitor."""

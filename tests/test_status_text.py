@@ -7,12 +7,12 @@ from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCE
 
 from crcr.github.check_run_text import check_run_fields
 from crcr.github.status_text import (
-    ENDING, FANNED_OUT, GITHUB_DESCRIPTION_LIMIT, QUEUED, describe, describe_finished_build, running,
+    ENDING, FANNED_OUT, GITHUB_DESCRIPTION_LIMIT, QUEUED, RETRIED_AFTER, describe, describe_finished_build, running,
 )
 from crcr.store.endings import Ending
 from crcr.suites.results import SuiteResults
 from crcr.names import (
-    BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, RELAY_WORKER, TESTS_PROPERTY,
+    BASELINES_PROPERTY, INFRA_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, RELAY_WORKER, TESTS_PROPERTY,
 )
 
 PREPARE = ["checkout upstream", "prepare build folder", "setup 1", "setup 2"]
@@ -98,6 +98,17 @@ def test_exception_before_any_step():
     assert describe_finished_build(build(EXCEPTION)) == "Relay error"
 
 
+def test_a_suite_that_hit_the_hardware_on_every_try_says_so_and_names_the_units():
+    done = build(EXCEPTION, *prepared(), ("suite smoke", EXCEPTION))
+    ras = "infrastructure: RAS::VFIO::DeviceOpenFail on lab-spyre-0, lab-spyre-1, 2 tries"
+    done["properties"] = {INFRA_PROPERTY: [{"smoke": ras}, "crcr"]}
+
+    assert describe_finished_build(done) == ras
+    done["properties"] = {INFRA_PROPERTY: [{"smoke": ras, "ops": "infrastructure: SIGSEGV on lab-spyre-2, 1 try"},
+                                           "crcr"]}
+    assert describe_finished_build(done) == f"{ras}; 1 more suite likewise"
+
+
 def test_cancelled():
     done = build(CANCELLED, *prepared(), ("suite smoke", FAILURE), ("suite ops", CANCELLED))
 
@@ -148,6 +159,16 @@ def test_describe_queued_and_cancelled_build_requests():
     assert describe({"build": cancelled}) == "Cancelled"
     assert describe({"build": cancelled, ENDING: None}) == "Cancelled", "nobody noted why"
     assert describe({"build": build(SUCCESS, ("suite smoke", SUCCESS))}) == "The only suite passed"
+
+
+def test_a_verdict_after_a_run_that_hit_the_hardware_notes_the_units_it_hit_it_on():
+    passed = build(SUCCESS, ("suite smoke", SUCCESS))
+
+    assert describe({"build": passed, RETRIED_AFTER: ["lab-spyre-0"]}) == (
+        "The only suite passed (after an infrastructure failure on lab-spyre-0)")
+    assert describe({"build": passed, RETRIED_AFTER: []}) == "The only suite passed"
+    long = describe({"build": build(FAILURE, ("s" * 200, FAILURE)), RETRIED_AFTER: ["lab-spyre-0"]})
+    assert len(long) == GITHUB_DESCRIPTION_LIMIT and long.endswith("(after an infrastructure failure on lab-spyre-0)")
 
 
 def test_a_superseded_pull_request_build_says_by_what_queued_or_running():

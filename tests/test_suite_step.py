@@ -76,8 +76,8 @@ def run_suite(command: str = COMMAND, max_time: int = SUITE_TIMEOUT) -> ExpectSh
 
 def upload(path: str, content: str | bytes | None) -> ExpectUploadFile:
     """The step reading a file of the worker's; None: the file does not exist. The suite's JUnit XML is read as bytes
-    (kept as the worker wrote it), the selection plugin's report as text."""
-    writer = BytesWriter if path == JUNIT else StringFileWriter
+    (kept as the worker wrote it), as is the plugin's file naming the running test; the plugin's report as text."""
+    writer = BytesWriter if path.endswith((".xml", ".running")) else StringFileWriter
     expect = ExpectUploadFile(workersrc=path, workdir=WORKDIR, blocksize=32 * 1024, maxsize=None,
                               writer=ExpectRemoteRef(writer))
     return expect.upload_string(content).exit(0) if content is not None else expect.exit(1)
@@ -103,11 +103,11 @@ class StepHarness(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
 
 class SuiteStepHarness(StepHarness):
     def make_step(self, mode="gating", reruns=1, is_pytest=True, command=COMMAND, build_timeout=3600,
-                  revision=SHA) -> SuiteStep:
+                  revision=SHA, infra=None) -> SuiteStep:
         step = self.setup_step(SuiteStep(
             name="suite-ops", suite_name="ops", mode=mode, junit_file=JUNIT, is_pytest=is_pytest, reruns=reruns,
             command=command, workdir=WORKDIR, build_timeout=build_timeout, maxTime=SUITE_TIMEOUT,
-            timeout=STALL_TIMEOUT,
+            timeout=STALL_TIMEOUT, infra=infra,
         ))
         self.build.setProperty("got_revision", revision, "Git")
         self.build.setProperty(BACKEND_PROPERTY, BACKEND, "Builder")

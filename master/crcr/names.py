@@ -18,6 +18,9 @@ ADMIN_PROPERTY = "crcr_admin"
 
 # Build properties of results: each suite's SuiteResults as a dict, and the build's totals.
 TESTS_PROPERTY = "crcr_tests"
+# {suite: why its run could not judge its tests: 'infrastructure: RAS::VFIO::DeviceOpenFail on lab-spyre-2, 3 tries'}
+# (docs/hardware-failures.md): the build's commit status says it.
+INFRA_PROPERTY = "crcr_infra"
 TOTALS_PROPERTY = "crcr_test_totals"
 # The commit each suite's failures were compared with ({suite: sha}): a bisection of new failures starts there.
 BASELINES_PROPERTY = "crcr_baselines"

@@ -1,16 +1,17 @@
 """A formatter whose function also gets why a cancelled build request ended: the relay's reason ('Superseded by
 1a2b3c4d5e', 'Stopped by the relay: ...') or the person who cancelled it, read from the relay's store, where the
-master that ended it wrote it (store/endings.py). Buildbot's MessageFormatterFunction hands its function only the
+master that ended it wrote it (store/endings.py); and, for a request built again after a run hit the hardware, the
+units it hit it on (store/infra_failures.py). Buildbot's MessageFormatterFunction hands its function only the
 build, and calls it without waiting; its buildAdditionalContext hook, which it waits for, is where a formatter adds
 to that."""
 
 from __future__ import annotations
 
-from buildbot.process.results import CANCELLED
+from buildbot.process.results import CANCELLED, FAILURE, SUCCESS, WARNINGS
 from buildbot.reporters.message import MessageFormatterFunction
 from twisted.internet import defer
 
-from crcr.github.status_text import ENDING, buildrequest_id
+from crcr.github.status_text import ENDING, RETRIED_AFTER, buildrequest_id
 from crcr.store.service import relay_store
 
 
@@ -21,3 +22,6 @@ class FormatterWithEnding(MessageFormatterFunction):
         if build.get("complete") and build["results"] == CANCELLED:
             store = relay_store(master)
             ctx[ENDING] = yield store.ending_of(buildrequest_id(build))
+        if build.get("complete") and build["results"] in (SUCCESS, WARNINGS, FAILURE):
+            failures = yield relay_store(master).infra_failures_of(buildrequest_id(build))
+            ctx[RETRIED_AFTER] = list(dict.fromkeys(failure["unit"] for failure in failures))

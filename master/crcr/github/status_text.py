@@ -5,14 +5,16 @@ from __future__ import annotations
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
 from crcr.names import (
-    BASELINES_PROPERTY, GITHUB_DESCRIPTION_LIMIT, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, RELAY_WORKER,
-    SUITE_STEP_PREFIX, TESTS_PROPERTY,
+    BASELINES_PROPERTY, GITHUB_DESCRIPTION_LIMIT, INFRA_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY,
+    RELAY_WORKER, SUITE_STEP_PREFIX, TESTS_PROPERTY,
 )
 from crcr.suites.results import SHORT_SHA, PullRequestBase, SuiteResults, describe_counts
 
 QUEUED = "Queued, waiting for a worker with the backend's device"
 FANNED_OUT = "Running, its suites fanned out over the device's units"  # a parent build's, on the relay's worker
 ENDING = "ending"  # the formatter's context key of a cancelled request's store.endings.Ending (formatting.py)
+# The formatter's context key of the units a request's earlier runs hit the hardware on, before this build's verdict.
+RETRIED_AFTER = "retried_after"
 
 
 def running(worker: str | None) -> str:
@@ -61,6 +63,11 @@ def describe_finished_build(build: dict) -> str:
                         + (f"; {_suites_failed(unexplained, len(suites)).lower()}" if unexplained else ""))
     if results in (SUCCESS, WARNINGS):
         return "The only suite passed" if len(suites) == 1 else _shorten(f"All {len(suites)} suites passed")
+    infra = properties.get(INFRA_PROPERTY, [None])[0]
+    if results == EXCEPTION and infra:
+        # The hardware, not the commit: 'infrastructure: RAS::VFIO::DeviceOpenFail on lab-spyre-2, 3 tries'.
+        first, *more = infra.values()
+        return _shorten(first + (f"; {len(more)} more suite{'s' if len(more) > 1 else ''} likewise" if more else ""))
     if results == EXCEPTION:
         broken = next((s["name"] for s in step_list if s["results"] == EXCEPTION), None)
         relay_error = f"Relay error in {broken}" if broken else "Relay error"
@@ -101,6 +108,10 @@ def describe(context: dict) -> str:
             return _shorten(ending.reason)
         if ending.cancelled_by:
             return f"Cancelled by {ending.cancelled_by}"
+    if context.get(RETRIED_AFTER):
+        note = f" (after an infrastructure failure on {', '.join(context[RETRIED_AFTER])})"
+        verdict, room = describe_finished_build(build), GITHUB_DESCRIPTION_LIMIT - len(note)
+        return _shorten((verdict if len(verdict) <= room else verdict[:room - 1] + "…") + note)
     return describe_finished_build(build)
 
 

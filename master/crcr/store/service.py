@@ -13,7 +13,7 @@ from twisted.internet import defer
 from crcr.names import STORE_SERVICE
 from crcr.store import (
     bisections, buildbot_tables, collapses, commits, deliveries, dispatches, endings, health_queries, history,
-    host_slots, junit_files, leadership, outbox, shared_builds,
+    host_slots, infra_failures, junit_files, leadership, outbox, shared_builds,
 )
 from crcr.store.migrate import upgrade_tables
 
@@ -101,6 +101,11 @@ class RelayStore(service.BuildbotService):
     set_shared_build_request = _through_pool(shared_builds.set_request)
     forget_shared_build = _through_pool(shared_builds.forget)
     prune_shared_builds = _through_pool(shared_builds.prune)
+
+    record_infra_failure = _through_pool(infra_failures.record)
+    units_failed = _through_pool(infra_failures.units_failed)
+    infra_failures_of = _through_pool(infra_failures.of_request)
+    prune_infra_failures = _through_pool(infra_failures.prune)
 
     note_end_reason = _through_pool(endings.note_reason)
     note_canceller = _through_pool(endings.note_canceller)

@@ -314,6 +314,29 @@ shared_builds = sa.Table(
 )
 
 
+# Each run of a suite that hit the hardware (buildmaster/steps/infra.py): against its unit and card, for the unit's
+# record and so that its request goes to another unit.
+infra_failures = sa.Table(
+    "crcr_infra_failures",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("at", sa.BigInteger, nullable=False),
+    sa.Column("unit", sa.String(BUILDBOT_NAME_LIMIT), nullable=False),  # the unit's worker name
+    sa.Column("host", sa.String(BUILDBOT_NAME_LIMIT), nullable=False),
+    sa.Column("device", sa.String(BUILDBOT_NAME_LIMIT), nullable=False),
+    sa.Column("card", sa.String(300), nullable=True),  # what the device's identify command said of it
+    sa.Column("backend", sa.String(BUILDBOT_NAME_LIMIT), nullable=False),
+    sa.Column("sha", sa.String(40), nullable=False),
+    sa.Column("buildid", sa.Integer, nullable=False),
+    sa.Column("brid", sa.Integer, nullable=False),  # Buildbot's build request, built again on another unit
+    sa.Column("kind", sa.String(10), nullable=False),  # pattern, signal, stall
+    sa.Column("what", sa.String(300), nullable=False),  # what matched: 'RAS::VFIO::DeviceOpenFail', 'SIGSEGV'
+    sa.Column("lines", sa.Text, nullable=False),  # the lines that showed it, one per line
+    sa.Index("crcr_infra_failures_request", "brid"),
+    sa.Index("crcr_infra_failures_unit", "unit", "at"),
+)
+
+
 def check_value(field: str, value: str, allowed: tuple[str, ...]) -> None:
     """A mistyped state would be stored silently and never match a query: refuse it."""
     if value not in allowed:

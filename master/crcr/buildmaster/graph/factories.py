@@ -19,6 +19,7 @@ from crcr.buildmaster.process.factory import (
 )
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
 from crcr.buildmaster.steps.covered import CoveredCommits
+from crcr.buildmaster.steps.infra import InfraSetup
 from crcr.buildmaster.steps.pull_request import PullRequestLink
 from crcr.buildmaster.www import commit_links
 from crcr.config import models as config
@@ -72,11 +73,12 @@ class ChildFactory(util.BuildFactory):
         return build
 
 
-def child_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> ChildFactory:
+def child_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict],
+                  infra: InfraSetup | None = None) -> ChildFactory:
     fetch = (fetch_artifacts_step(FETCH_STEP, SELECTION_DIR, workdir=UPSTREAM_DIR),) if backend.has_artifacts else ()
     return ChildFactory({
         suite.name: [*unit_steps(backend, settings, selections, before_setup=fetch),
-                     child_suite_step(backend, suite, selections)]
+                     child_suite_step(backend, suite, selections, infra)]
         for suite in backend.suites
     })
 
@@ -107,8 +109,9 @@ def stage_factory(stage: config.BuildStage, env: dict, settings: Settings, given
     return factory
 
 
-def child_suite_step(backend: Backend, suite: Suite, selections: dict[tuple[str, str], dict]) -> ChildSuiteRun:
+def child_suite_step(backend: Backend, suite: Suite, selections: dict[tuple[str, str], dict],
+                     infra: InfraSetup | None = None) -> ChildSuiteRun:
     """The suite's step on the unit, given its shard ('' for none: the selection plugin then runs every test)."""
     arguments = suite_step_arguments(backend, suite, selections)
     env = {**arguments.pop("env"), SHARD_VARIABLE: util.Property(CHILD_SHARD_PROPERTY, default="")}
-    return ChildSuiteRun(env=env, **arguments)
+    return ChildSuiteRun(env=env, infra=infra, **arguments)

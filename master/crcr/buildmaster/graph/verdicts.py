@@ -18,14 +18,17 @@ NO_TESTS = 5  # pytest's exit code when it ran no test: a shard may hold none
 
 
 def shards_run(runs: list[SuiteRun], shards: list[str]) -> SuiteRun:
-    """The runs of a suite's shards as one run: timed out when a shard did (naming it), its exit code the worst
-    (a shard without tests counts as passed when another ran some), each shard's JUnit XML read with its checkout."""
+    """The runs of a suite's shards as one run: timed out, or hit the hardware, when a shard did (naming it), its
+    exit code the worst (a shard without tests counts as passed when another ran some), each shard's JUnit XML read
+    with its checkout."""
     if len(runs) == 1:
         return runs[0]
     timed_out = next((f"shard {shard} {run.timed_out}" for run, shard in zip(runs, shards) if run.timed_out), None)
+    infra = next((f"{run.infra} (shard {shard})" for run, shard in zip(runs, shards) if run.infra), None)
     codes = [run.rc for run in runs if run.rc not in (NO_TESTS, None)] or [NO_TESTS]
     rc = next((code for code in codes if code not in PYTEST_RAN), max(codes))
-    return SuiteRun(rc=rc, timed_out=timed_out, selection_report=runs[0].selection_report, shards=tuple(runs))
+    return SuiteRun(rc=rc, timed_out=timed_out, selection_report=runs[0].selection_report, shards=tuple(runs),
+                    infra=infra)
 
 
 class SuiteFromChild(SuiteVerdict, BuildStep):

@@ -9,6 +9,7 @@ from crcr.buildmaster.graph.factories import (
     build_stage_factory, child_factory, parent_factory, shared_build_factory,
 )
 from crcr.buildmaster.process.factory import make_factory
+from crcr.buildmaster.steps.infra import InfraSetup
 from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can_start_build
 from crcr.buildmaster.schedulers.coalescing import collapse_requests
 from crcr.config.loader import RelayConfig
@@ -33,6 +34,7 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
         # The parent of a fanned-out backend runs on the relay's own worker, one at a time across masters, so that
         # commits arriving meanwhile queue and collapse as serial builds do.
         fans_out = relay.fans_out(backend)
+        infra = InfraSetup(relay.infra_rules(backend), backend.name, tuple(units_of[backend.device]))
         builders.append(util.BuilderConfig(
             name=backend.name,
             description=describe_backend(backend),
@@ -40,7 +42,8 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
             workernames=[RELAY_WORKER] if fans_out else units_of[backend.device],
             # A unit may have become unable to start a build since Buildbot listed it as idle (workers.py).
             canStartBuild=one_parent_across_masters if fans_out else unit_can_start_build,
-            factory=(parent_factory if fans_out else make_factory)(backend, settings, relay.selections),
+            factory=(parent_factory(backend, settings, relay.selections) if fans_out
+                     else make_factory(backend, settings, relay.selections, infra)),
             tags=[backend.device, backend.level],
             properties={BACKEND_PROPERTY: backend.name, LEVEL_PROPERTY: backend.level},
             # The backend's queue policy: which waiting requests a newer one replaces (coalescing.py).
@@ -49,7 +52,7 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
         if fans_out:
             builders.append(children_builder(
                 children_builder_name(backend.name), f"The suites of {backend.name}'s builds, each a child build",
-                backend.device, units_of, child_factory(backend, settings, relay.selections), settings))
+                backend.device, units_of, child_factory(backend, settings, relay.selections, infra), settings))
         if backend.build:
             builders.append(children_builder(
                 build_builder_name(backend.name), f"The build stage of {backend.name}'s builds",

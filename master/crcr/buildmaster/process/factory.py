@@ -12,6 +12,7 @@ from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
 from crcr.buildmaster.steps.checkout import UpstreamCheckout
 from crcr.buildmaster.steps.covered import CoveredCommits
+from crcr.buildmaster.steps.infra import InfraSetup
 from crcr.buildmaster.steps.pull_request import PullRequestLink
 from crcr.buildmaster.steps.suite import SuiteStep
 from crcr.buildmaster.www import commit_links
@@ -154,14 +155,16 @@ def suite_step_arguments(backend: Backend, suite: Suite, selections: dict[tuple[
     )
 
 
-def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> util.BuildFactory:
+def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict],
+                 infra: InfraSetup | None = None) -> util.BuildFactory:
     """One build of every suite in turn on one unit. `selections`: the plugin spec of each pytest suite, as the
-    loader read it (RelayConfig.selections)."""
+    loader read it (RelayConfig.selections); `infra`: what tells a run that hit the hardware."""
     factory = util.BuildFactory()
     factory.buildClass = RelayBuild  # a request cancelled as a unit claims it must not wedge the unit
     factory.addStep(PullRequestLink(name=PULL_REQUEST_STEP))
     factory.addStep(CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)))
     factory.addSteps(unit_steps(backend, settings, selections))
     # Each suite is its own step so the waterfall shows which one failed; a failure does not halt.
-    factory.addSteps([SuiteStep(**suite_step_arguments(backend, suite, selections)) for suite in backend.suites])
+    factory.addSteps([SuiteStep(infra=infra, **suite_step_arguments(backend, suite, selections))
+                      for suite in backend.suites])
     return factory

@@ -206,12 +206,17 @@ def one_parent_across_masters(builder, workerforbuilder, buildrequest):
     return all(build.masterid == builder.master.masterid for build in running)
 
 
-def unit_can_start_build(builder, workerforbuilder, buildrequest) -> defer.Deferred:
+@defer.inlineCallbacks
+def unit_can_start_build(builder, workerforbuilder, buildrequest):
     """A builder's canStartBuild. Buildbot asks a worker whether it can start a build only when it lists the
     builder's idle workers, then hands them out to the builder's waiting requests without asking again;
-    a unit's answer changes as soon as another unit of its host starts a build, so ask at each request."""
-    units = buildrequest.properties.getProperty(CHILD_UNITS_PROPERTY, 1) if buildrequest is not None else 1
-    return workerforbuilder.worker.take_units(units)
+    a unit's answer changes as soon as another unit of its host starts a build, so ask at each request. A unit the
+    request's run hit the hardware on refuses it: it goes to another (docs/hardware-failures.md)."""
+    if buildrequest is None:
+        return (yield workerforbuilder.worker.take_units(1))
+    if workerforbuilder.worker.name in (yield relay_store(builder.master).units_failed(buildrequest.id)):
+        return False
+    return (yield workerforbuilder.worker.take_units(buildrequest.properties.getProperty(CHILD_UNITS_PROPERTY, 1)))
 
 
 def make_workers(relay: RelayConfig, secrets_dir: Path) -> list[HostUnitWorker]:

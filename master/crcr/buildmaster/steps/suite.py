@@ -1,5 +1,6 @@
 """The step of one suite on a unit: its command (retried once if it stalls), what it left there, and its verdict
-(suite_verdict.py)."""
+(suite_verdict.py); or, when the run hit the hardware (infra.py), no verdict, the failure recorded against the
+unit, and the build made again on another unit while tries are left."""
 
 from __future__ import annotations
 
@@ -11,11 +12,19 @@ from buildbot.steps.worker import CompositeStepMixin
 from twisted.internet import defer
 
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
+from crcr.buildmaster.steps.infra import (
+    InfraFailure, InfraSetup, OutputWatch, final_text, killed_by, recognise, try_text,
+)
 from crcr.buildmaster.steps.junit_file import worker_file_bytes
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
-from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command
+from crcr.config.loader import InfraRules
+from crcr.names import DEVICE_PROPERTY, HOST_PROPERTY
+from crcr.store.service import relay_store
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, running_file
 
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
+RETRY_LOG = "stdio (retry after a stall)"
+INFRA_LOG = "infrastructure failure"
 
 
 class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
@@ -25,9 +34,12 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
 
     maxTime bounds the whole step, retry included: each command gets what is left of it."""
 
-    def __init__(self, junit_file: str, reruns: int, **kwargs):
-        self.junit_file, self.reruns = junit_file, reruns
+    def __init__(self, junit_file: str, reruns: int, infra: InfraSetup | None = None, **kwargs):
+        self.junit_file, self.reruns, self.infra = junit_file, reruns, infra
         super().__init__(**kwargs)
+        self.output = OutputWatch(infra.rules if infra else InfraRules())
+        for log_name in ("stdio", RETRY_LOG):
+            self.addLogObserver(log_name, self.output)
 
     @defer.inlineCallbacks
     def run(self):
@@ -47,13 +59,52 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         else:
             command, env = self.command, None
         cmd, timed_out = yield self._run(command, env)
-        if timed_out:
+        stalled = cmd is not None and cmd.remote_failure_reason == STALLED
+        if timed_out and not (stalled and self._stall_is_infra()):
             return SuiteRun(rc=None, timed_out=timed_out)
-        xml = yield worker_file_bytes(self, self.junit_file)
+        xml = None if timed_out else (yield worker_file_bytes(self, self.junit_file))
+        failure = yield self._infra_failure(None if timed_out else cmd.rc, xml, stalled)
+        if failure is not None:
+            return (yield self._failed_on_this_unit(failure))
         report = None
         if xml is not None and asked is None and self.selection_report is not None:
             report = yield self.getFileContentFromWorker(self.selection_report)
         return SuiteRun(rc=cmd.rc, junit=xml, selection_report=report, checkout=self._checkout())
+
+    def _stall_is_infra(self) -> bool:
+        return self.infra is not None and self.infra.rules.stall
+
+    @defer.inlineCallbacks
+    def _infra_failure(self, rc: int | None, xml: bytes | None, stalled: bool):
+        """What shows the run hit the hardware (infra.recognise); None when nothing does, or the backend's relay
+        does not watch for it (a step made without `infra`)."""
+        if self.infra is None:
+            return None
+        running = None
+        if self.is_pytest and killed_by(self.output.signal, rc) in self.infra.rules.signals:
+            named = yield worker_file_bytes(self, running_file(self.junit_file))
+            running = named.decode(errors="replace").strip() if named else None
+        return recognise(self.infra.rules, self.output, rc, running, xml, stalled, self.is_pytest)
+
+    @defer.inlineCallbacks
+    def _failed_on_this_unit(self, failure: InfraFailure):
+        """The failure recorded against this unit, and the run that says so: built again on another unit of the
+        device while tries are left and a unit it has not failed on remains, else ended."""
+        unit, brid, store = self.getProperty("workername"), self.build.requests[0].id, relay_store(self.master)
+        yield store.record_infra_failure(
+            at=int(self.master.reactor.seconds()), unit=unit, host=self.getProperty(HOST_PROPERTY) or "",
+            device=self.getProperty(DEVICE_PROPERTY) or "", card=None, backend=self.infra.backend,
+            sha=self.getProperty("got_revision") or "", buildid=self.build.buildid, brid=brid, kind=failure.kind,
+            what=failure.what, lines=list(failure.lines))
+        failures = yield store.infra_failures_of(brid)
+        failed_on = list(dict.fromkeys(f["unit"] for f in failures))
+        tries, most = len(failures), self.infra.rules.tries
+        retry = tries < most and any(other not in failed_on for other in self.infra.units)
+        text = try_text(failure.what, unit, tries, most) if retry else final_text(failure.what, failed_on, tries)
+        yield self.addCompleteLog(INFRA_LOG, (
+            f"{text}\nthe run hit the hardware ({failure.kind}: {failure.what}), not a test; its tests are not "
+            f"judged. What showed it:\n" + "".join(f"  {line}\n" for line in failure.lines)))
+        return SuiteRun(rc=None, infra=text, retry=retry)
 
     def _checkout(self) -> str | None:
         """The upstream checkout's path on the worker (the step's folder), which node ids are relative to."""
@@ -65,10 +116,10 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         """`command`, once more if it stalls: the command run (None when no time was left for it), and why
         it timed out (None when it did not)."""
         cmd = yield self._attempt("stdio", command, env)
+        if cmd is not None and cmd.remote_failure_reason == STALLED and not self._stall_is_infra():
+            cmd = yield self._attempt(RETRY_LOG, command, env)  # a stall declared the device's goes to another unit
         if cmd is not None and cmd.remote_failure_reason == STALLED:
-            cmd = yield self._attempt("stdio (retry after a stall)", command, env)
-        if cmd is not None and cmd.remote_failure_reason == STALLED:
-            return cmd, f"timed out: no output for {self.timeout}s, twice"
+            return cmd, f"timed out: no output for {self.timeout}s" + ("" if self._stall_is_infra() else ", twice")
         if cmd is None or cmd.remote_failure_reason == "timeout":
             return cmd, f"timed out after {self.maxTime}s"
         return cmd, None

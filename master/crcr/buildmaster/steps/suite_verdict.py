@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from buildbot.process.results import FAILURE, SKIPPED, SUCCESS, WARNINGS
+from buildbot.process.results import EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 from twisted.internet import defer
 
 from crcr.buildmaster.changes import revisions
@@ -16,7 +16,7 @@ from crcr.buildmaster.steps.junit_file import (
     FAILING_LOG, failing_tests_listed, junit_link, test_links, too_large_to_keep,
 )
 from crcr.names import (
-    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
+    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, INFRA_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
     PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
 )
 from crcr.store.service import relay_store
@@ -50,6 +50,10 @@ class SuiteRun:
     # A suite run in shards (graph/): each shard's run, which the fields above sum up (junit: None, each shard's is
     # its own).
     shards: tuple[SuiteRun, ...] = ()
+    # The run hit the hardware (steps/infra.py): what the suite's step says instead of a verdict, and whether the
+    # build is made again on another unit (RETRY) or ends there (EXCEPTION), its tests not judged.
+    infra: str | None = None
+    retry: bool = False
 
     def junit_files(self) -> list[tuple[bytes, str | None]]:
         """Each JUnit XML the run left, with the checkout its paths are relative to."""
@@ -86,6 +90,8 @@ class SuiteVerdict:
         malformed ask, and when `obtain` gives None, having said why there is no run."""
         if self.getProperty(BISECTION_PROPERTY) is None:
             ran = yield obtain(None)
+            if ran is not None and ran.infra:
+                return (yield self._hit_the_hardware(ran))
             return FAILURE if ran is None else (yield self._verdict(ran))
         only = self.getProperty(ONLY_TESTS_PROPERTY)
         problem = only_tests_problem(only)
@@ -94,7 +100,18 @@ class SuiteVerdict:
             return FAILURE
         asked = only[self.suite_name]
         ran = yield obtain(asked)
+        if ran is not None and ran.infra:
+            return (yield self._hit_the_hardware(ran))
         return FAILURE if ran is None else (yield self._asked_verdict(asked, ran))
+
+    def _hit_the_hardware(self, ran: SuiteRun):
+        """No verdict: the run hit the hardware. RETRY makes the build again on another unit; EXCEPTION, once no try
+        is left, ends it with an infrastructure error, which the build's status says (INFRA_PROPERTY)."""
+        if not ran.retry:
+            said = dict(self.getProperty(INFRA_PROPERTY) or {})
+            said[self.suite_name] = ran.infra
+            self.setProperty(INFRA_PROPERTY, said, "crcr")
+        return self._finish(None, RETRY if ran.retry else EXCEPTION, ran.infra)
 
     @defer.inlineCallbacks
     def _verdict(self, ran: SuiteRun):

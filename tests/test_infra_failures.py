@@ -1,0 +1,145 @@
+"""A suite's run that hit the hardware, in Buildbot's step harness (docs/hardware-failures.md): told from a run its
+tests judge, recorded against its unit, built again on another unit while tries are left, then an infrastructure
+error; and the recognition itself."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from buildbot.process.results import EXCEPTION, FAILURE, RETRY, SUCCESS
+from twisted.internet import defer
+
+from crcr.buildmaster.steps.infra import InfraSetup, OutputWatch, killed_by, recognise
+from crcr.config.loader import InfraRules
+from crcr.config.models import InfraPattern
+from crcr.names import DEVICE_PROPERTY, HOST_PROPERTY, INFRA_PROPERTY, TESTS_PROPERTY
+from crcr.suites.selection import running_file
+from test_suite_step import BACKEND, JUNIT, SHA, SuiteStepHarness, junit, run_suite, upload
+
+UNITS = ("lab-spyre-0", "lab-spyre-1", "lab-spyre-2")
+BRID = 40
+RAS = "RAS::VFIO::DeviceOpenFail"
+RULES = InfraRules(patterns=(InfraPattern(pattern=r"RAS::\w+::\w+"),
+                             InfraPattern(pattern="card fell off the bus", in_tests=True)), stall=True)
+KILLED_HEADER = "process killed by signal 11\n"
+
+
+def watched(*lines: str, signal: int | None = None, rules: InfraRules = RULES) -> OutputWatch:
+    watch = OutputWatch(rules)
+    for line in lines:
+        watch.outLineReceived(line)
+    watch.signal = signal
+    return watch
+
+
+def failing_with(message: str) -> str:
+    """JUnit XML of test_a failing with `message`: the test's own report."""
+    return junit(test_a="failed").replace('message="assert False">E   assert False',
+                                          f'message="{message}">E   {message}')
+
+
+def test_a_pattern_outside_the_tests_reports_is_the_hardware_and_one_inside_is_a_test_unless_declared():
+    found = recognise(RULES, watched("init card 2", f"E: {RAS} at 0000:3b:00.0"), 1, None, junit(test_a="passed"),
+                      False, True)
+    assert (found.kind, found.what, found.lines) == ("pattern", RAS, (f"E: {RAS} at 0000:3b:00.0",))
+
+    in_a_test = failing_with(f"RuntimeError: {RAS}")
+    assert recognise(RULES, watched(f"E   RuntimeError: {RAS}", f"FAILED test_a - RuntimeError: {RAS}"), 1, None,
+                     in_a_test.encode(), False, True) is None, "an assertion printing it is the test failing"
+    declared = recognise(RULES, watched("E   card fell off the bus"), 1, None,
+                         failing_with("card fell off the bus").encode(), False, True)
+    assert declared.what == "card fell off the bus", "in_tests: the backend says a test's report tells it too"
+
+
+def test_a_signal_while_no_test_ran_is_the_hardware_and_one_in_a_test_or_a_command_suite_is_a_verdict():
+    assert recognise(RULES, watched(signal=11), -1, None, None, False, True).what == "SIGSEGV"
+    assert recognise(RULES, watched(), 139, None, None, False, True).what == "SIGSEGV", "a shell's 128 + 11"
+    assert recognise(RULES, watched(signal=11), -1, "test/test_ops.py::test_a", None, False, True) is None
+    assert recognise(RULES, watched(signal=11), -1, None, None, False, False) is None, "a command suite's own"
+    assert recognise(RULES, watched(signal=6), -1, None, None, False, True) is None, "SIGABRT: not declared"
+    assert (killed_by(None, 1), killed_by(None, -9), killed_by(None, 137)) == (None, "SIGKILL", "SIGKILL")
+
+
+def test_a_stall_is_the_hardware_only_where_declared():
+    assert recognise(RULES, watched(), None, None, None, True, True).kind == "stall"
+    assert recognise(InfraRules(), watched(rules=InfraRules()), None, None, None, True, True) is None
+
+
+class InfraStepTest(SuiteStepHarness):
+    def make_infra_step(self, unit: str = UNITS[0], tries: int = 3, units=UNITS) -> SuiteStep:
+        step = self.make_step(infra=InfraSetup(InfraRules(patterns=RULES.patterns, stall=True, tries=tries), BACKEND,
+                                               units))
+        self.build.setProperty("workername", unit, "Worker")
+        self.build.setProperty(HOST_PROPERTY, "lab", "Worker")
+        self.build.setProperty(DEVICE_PROPERTY, "spyre", "Worker")
+        self.build.requests = [SimpleNamespace(id=BRID)]  # Buildbot's Build has them; its FakeBuild lacks them
+        return step
+
+    @defer.inlineCallbacks
+    def failed_before(self, *units: str):
+        for unit in units:
+            yield self.store.record_infra_failure(
+                at=1, unit=unit, host="lab", device="spyre", card=None, backend=BACKEND, sha=SHA, buildid=1,
+                brid=BRID, kind="pattern", what=RAS, lines=[RAS])
+
+    @defer.inlineCallbacks
+    def test_a_run_that_hit_the_hardware_is_recorded_and_built_again_on_another_unit(self):
+        self.make_infra_step()
+        self.expect_commands(run_suite().stdout(f"init\n{RAS}\n").exit(1), upload(JUNIT, junit(test_a="passed")))
+        self.expect_outcome(RETRY, f"ops: infrastructure: {RAS} on lab-spyre-0 (try 1 of 3); built again on "
+                                   "another unit")
+        yield self.run_step()
+        self.assertEqual([(f["unit"], f["kind"], f["what"]) for f in (yield self.store.infra_failures_of(BRID))],
+                         [("lab-spyre-0", "pattern", RAS)])
+        self.assertIsNone(self.build.getProperty(TESTS_PROPERTY), "no test judged, no baseline")
+        self.assertIn(RAS, self.get_nth_step(0).logs["infrastructure failure"].stdout)
+
+    @defer.inlineCallbacks
+    def test_the_last_try_is_an_infrastructure_error_naming_every_unit(self):
+        yield self.failed_before("lab-spyre-0", "lab-spyre-1")
+        self.make_infra_step(unit="lab-spyre-2")
+        self.expect_commands(run_suite().stdout(f"{RAS}\n").exit(1), upload(JUNIT, None))
+        text = f"infrastructure: {RAS} on lab-spyre-0, lab-spyre-1, lab-spyre-2, 3 tries"
+        self.expect_outcome(EXCEPTION, f"ops: {text}")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(INFRA_PROPERTY), {"ops": text})
+
+    @defer.inlineCallbacks
+    def test_a_device_with_no_unit_left_to_try_ends_at_once(self):
+        self.make_infra_step(units=UNITS[:1])
+        self.expect_commands(run_suite().stdout(f"{RAS}\n").exit(1), upload(JUNIT, None))
+        self.expect_outcome(EXCEPTION, f"ops: infrastructure: {RAS} on lab-spyre-0, 1 try")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_signal_outside_a_test_is_the_hardware_and_inside_one_a_failing_test(self):
+        self.make_infra_step()
+        self.expect_commands(run_suite().log("stdio", header=KILLED_HEADER).exit(-1), upload(JUNIT, None),
+                             upload(running_file(JUNIT), None))
+        self.expect_outcome(RETRY, "ops: infrastructure: SIGSEGV on lab-spyre-0 (try 1 of 3); built again on "
+                                   "another unit")
+        self.make_infra_step()
+        self.expect_commands(run_suite().log("stdio", header=KILLED_HEADER).exit(-1), upload(JUNIT, None),
+                             upload(running_file(JUNIT), b"test/test_ops.py::test_a\n"))
+        self.expect_outcome(FAILURE, "ops: exit code -1, no JUnit XML")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_declared_stall_goes_to_another_unit_at_once_rather_than_again_here(self):
+        self.make_infra_step()
+        # The watchdog kills the hung run in a test: the device hung, whatever test it hung in.
+        self.expect_commands(run_suite().update("failure_reason", "timeout_without_output")
+                             .log("stdio", header="process killed by signal 9\n").exit(-1),
+                             upload(running_file(JUNIT), b"test/test_ops.py::test_a\n"))
+        self.expect_outcome(RETRY, "ops: infrastructure: no output on lab-spyre-0 (try 1 of 3); built again on "
+                                   "another unit")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_run_with_nothing_of_the_hardware_is_judged_as_ever(self):
+        self.make_infra_step()
+        self.expect_commands(run_suite().stdout("all fine\n").exit(0), upload(JUNIT, junit(test_a="passed")))
+        self.expect_history()
+        self.expect_outcome(SUCCESS, "ops: 1 passed")
+        yield self.run_step()
+        self.assertEqual((yield self.store.infra_failures_of(BRID)), [])
