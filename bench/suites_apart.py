@@ -66,7 +66,8 @@ def push_to_final(relay, upstream, github, names: list[str], branch: str, number
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=int, default=5, help="S: one suite's time")
+    parser.add_argument("--seconds", type=int, default=30,
+                        help="S: one suite's time (shorter suites weigh each child's checkout and setup more)")
     parser.add_argument("--build", type=int, default=20, help="B: the build's time")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
