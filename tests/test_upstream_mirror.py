@@ -23,6 +23,9 @@ from test_baseline_pull_request import push_pull_request, refs
 
 
 class MirrorTestCase(unittest.TestCase):
+    # Buildbot makes trial's 5 s: a test here runs a dozen real git commands, on a machine that may be loaded.
+    timeout = 60
+
     async def setUp(self):
         self.root = Path(tempfile.mkdtemp(prefix="crcr-mirror-"))
         self.addCleanup(shutil.rmtree, self.root)
