@@ -12,11 +12,13 @@ from twisted.internet import defer
 from crcr.buildmaster.steps.infra import InfraSetup, OutputWatch, killed_by, recognise
 from crcr.config.loader import InfraRules
 from crcr.config.models import InfraPattern
-from crcr.names import DEVICE_PROPERTY, HOST_PROPERTY, INFRA_PROPERTY, TESTS_PROPERTY
+from crcr.buildmaster.services.units_out import UNIT_PAUSED, pause_reason
+from crcr.names import ADMIN_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, INFRA_PROPERTY, TESTS_PROPERTY
 from crcr.suites.selection import running_file
-from test_suite_step import BACKEND, JUNIT, SHA, SuiteStepHarness, junit, run_suite, upload
+from test_suite_step import BACKEND, BUILDID, JUNIT, SHA, SuiteStepHarness, junit, run_suite, upload
 
 UNITS = ("lab-spyre-0", "lab-spyre-1", "lab-spyre-2")
+UNIT_ID = 400  # the harness's earlier builds' unit (test_suite_step.add_build)
 BRID = 40
 RAS = "RAS::VFIO::DeviceOpenFail"
 RULES = InfraRules(patterns=(InfraPattern(pattern=r"RAS::\w+::\w+"),
@@ -66,14 +68,22 @@ def test_a_stall_is_the_hardware_only_where_declared():
 
 
 class InfraStepTest(SuiteStepHarness):
-    def make_infra_step(self, unit: str = UNITS[0], tries: int = 3, units=UNITS) -> SuiteStep:
+    def make_infra_step(self, unit: str = UNITS[0], tries: int = 3, units=UNITS, pause_after: int = 3):
         step = self.make_step(infra=InfraSetup(InfraRules(patterns=RULES.patterns, stall=True, tries=tries), BACKEND,
-                                               units))
+                                               units, pause_after))
         self.build.setProperty("workername", unit, "Worker")
+        self.build.setProperty(ADMIN_PROPERTY, "Spyre Lab <lab@example.com>", "Worker")
+        self.build.workerforbuilder.worker.workerid = UNIT_ID
         self.build.setProperty(HOST_PROPERTY, "lab", "Worker")
         self.build.setProperty(DEVICE_PROPERTY, "spyre", "Worker")
         self.build.requests = [SimpleNamespace(id=BRID)]  # Buildbot's Build has them; its FakeBuild lacks them
         return step
+
+    def this_build_on_the_unit(self):
+        """The harness's build is the unit's latest."""
+        model = self.master.db.model
+        return self.master.db.pool.do(lambda conn: (conn.execute(
+            model.builds.update().where(model.builds.c.id == BUILDID).values(workerid=UNIT_ID)), conn.commit()))
 
     @defer.inlineCallbacks
     def failed_before(self, *units: str):
@@ -134,6 +144,42 @@ class InfraStepTest(SuiteStepHarness):
         self.expect_outcome(RETRY, "ops: infrastructure: no output on lab-spyre-0 (try 1 of 3); built again on "
                                    "another unit")
         yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_unit_whose_builds_hit_the_hardware_in_a_row_is_paused_and_its_admin_told(self):
+        for buildid in (60, 61):  # its two builds before this one, each of which hit the card
+            yield self.add_build(buildid, buildid, SHA)
+            yield self.store.record_infra_failure(
+                at=1, unit=UNITS[0], host="lab", device="spyre", card=None, backend=BACKEND, sha=SHA, buildid=buildid,
+                brid=buildid, kind="pattern", what=RAS, lines=[RAS])
+        yield self.this_build_on_the_unit()
+        self.make_infra_step()
+        self.expect_commands(run_suite().stdout(f"{RAS}\n").exit(1), upload(JUNIT, None))
+        self.expect_outcome(RETRY, f"ops: infrastructure: {RAS} on lab-spyre-0 (try 1 of 3); built again on "
+                                   "another unit")
+        yield self.run_step()
+
+        reason = pause_reason(3, f"{RAS} on lab-spyre-0", "lab-spyre-0")
+        self.assertIn((("control", "worker", str(UNIT_ID), "pause"), {"reason": reason}), self.master.mq.productions)
+        [told] = [message for key, message in self.master.mq.productions if key == UNIT_PAUSED]
+        self.assertEqual((told["name"], told["admin"], told["backend"], told["reason"]),
+                         ("lab-spyre-0", "Spyre Lab <lab@example.com>", BACKEND, reason))
+
+    @defer.inlineCallbacks
+    def test_a_unit_with_a_build_between_its_failures_stays_in(self):
+        yield self.add_build(60, 60, SHA)  # hit the card
+        yield self.store.record_infra_failure(
+            at=1, unit=UNITS[0], host="lab", device="spyre", card=None, backend=BACKEND, sha=SHA, buildid=60,
+            brid=60, kind="pattern", what=RAS, lines=[RAS])
+        yield self.add_build(61, 61, SHA)  # passed
+        yield self.this_build_on_the_unit()
+        self.make_infra_step(pause_after=2)
+        self.expect_commands(run_suite().stdout(f"{RAS}\n").exit(1), upload(JUNIT, None))
+        self.expect_outcome(RETRY, f"ops: infrastructure: {RAS} on lab-spyre-0 (try 1 of 3); built again on "
+                                   "another unit")
+        yield self.run_step()
+
+        self.assertEqual([key for key, _ in self.master.mq.productions if key == UNIT_PAUSED], [])
 
     @defer.inlineCallbacks
     def test_a_run_with_nothing_of_the_hardware_is_judged_as_ever(self):

@@ -68,6 +68,8 @@ OVERRIDES = [
     ("CRCR_ARTIFACT_DAYS", "2", "artifact_days", 2),
     ("CRCR_ARTIFACT_STORE", "/srv/shared/artifacts", "artifact_store", Path("/srv/shared/artifacts")),
     ("CRCR_TAKEOVER_AFTER", "30", "takeover_after", 30),
+    ("CRCR_SMTP_RELAY", "smtp.lab.example.com:25", "smtp_relay", "smtp.lab.example.com:25"),
+    ("CRCR_MAIL_FROM", "relay@lab.example.com", "mail_from", "relay@lab.example.com"),
     ("CRCR_MQ_REALM", "relay.labs", "mq_realm", "relay.labs"),
     ("CRCR_PYTORCH_RELAY_URL", "http://127.0.0.1:9998/github/callback", "pytorch_relay_url",
      "http://127.0.0.1:9998/github/callback"),

@@ -23,6 +23,7 @@ from crcr.buildmaster.services.ledger import CommitLedger
 from crcr.buildmaster.services.liveness import SilentWorkerWatch
 from crcr.buildmaster.services.router_loss import ExitWithTheMaster
 from crcr.buildmaster.services.stale import nothing_pending_services
+from crcr.buildmaster.services.units_out import unit_mailers
 from crcr.buildmaster.www import TITLE, commit_links, commit_url, upstream_project, www_config
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_checked_relay_config
@@ -68,6 +69,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "builders": make_builders(relay, settings),
         "services": [
             *github_status_reporters(relay, settings), *pytorch_relay_reporters(relay, settings),
+            *unit_mailers(settings),
             SilentWorkerWatch(settings.worker_keepalive),
             UpstreamMirror(upstream_url=settings.upstream_url, branches=list(settings.upstream_branches)),
             RelayStore(), RelayLeadership(takeover_after=settings.takeover_after),

@@ -11,6 +11,7 @@ from crcr.cli import hostsetup, mastercontrol, registry
 from crcr.cli.hostsetup import DEFAULT_HOST_DIR, DEFAULT_HOST_USER, DEFAULT_PASSWORD_FILE, HostSetup
 from crcr.cli.hostup import HostUp
 from crcr.cli.hoststable import devices_text, print_hosts_table
+from crcr.cli.relayapi import RelaySession, add_sign_in_options, credentials_from, error_message
 from crcr.cli.subcommands import add_command
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
@@ -76,6 +77,25 @@ def cmd_remove(args) -> int:
     removed = registry.remove(settings, args.name)
     print(f"removed worker host '{args.name}': " + ", ".join(display_path(p) for p in removed))
     print(f"Reconfigure the master, which then disconnects the host's unit workers: {_reconfig_command(settings)}")
+    return 0
+
+
+def cmd_resume(args) -> int:
+    """Buildbot's unpause of a unit the relay took out (or anyone paused), as the UI's button does."""
+    relay = RelaySession((args.url or load_settings().web_url).rstrip("/"), credentials_from(args))
+    try:
+        found = relay.call(f"workers/{args.unit}")
+        if not found.get("workers"):
+            raise RuntimeError(f"no unit '{args.unit}' on the relay at {relay.url} ({error_message(found)})")
+        unit = found["workers"][0]
+        reply = relay.call(f"workers/{unit['workerid']}", {"jsonrpc": "2.0", "id": 1, "method": "unpause",
+                                                          "params": {"reason": "resumed with crcr worker resume"}})
+    except OSError as e:
+        raise RuntimeError(f"cannot reach the relay at {relay.url}: {getattr(e, 'reason', e)}") from None
+    if "error" in reply:
+        raise RuntimeError(error_message(reply))
+    was = f" (it was paused: {unit['pause_reason']})" if unit.get("paused") and unit.get("pause_reason") else ""
+    print(f"{args.unit} resumed{was}" if unit.get("paused") else f"{args.unit} was not paused; nothing changed")
     return 0
 
 
@@ -245,6 +265,16 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
                  "create a declared host's password if it has none (for scripts)")
     host_command("remove", cmd_remove, "delete a host's file and password",
                  "Delete workers/NAME.yaml and the host's password; `crcr master reconfig` then disconnects its units.")
+
+    resume = add_command(
+        commands, "resume", cmd_resume, "put back a unit taken out (paused) after failures of its hardware",
+        "Resume a unit the relay paused after its builds hit the hardware several times in a row (its reason on "
+        "its page in the UI), once its card was looked at: Buildbot's unpause, as the worker page's button. For "
+        "the relay's admins and the host's maintainers.",
+    )
+    resume.add_argument("unit", metavar="UNIT", help="the unit's worker name, <host>-<device>-<index>")
+    resume.add_argument("--url", help="relay web address (default: the settings' buildbot URL)")
+    add_sign_in_options(resume)
 
     listing = add_command(
         commands, "list", cmd_list, "every declared host, its devices, and how many of its units are connected",

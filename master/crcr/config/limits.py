@@ -47,6 +47,7 @@ MAX_ARTIFACT_GLOBS = 50
 MAX_SHARED_BUILDS = 10  # that one backend uses
 MAX_INFRA_PATTERNS = 50  # a device's, and a backend's
 MAX_TRIES = 10  # of a suite whose runs hit the hardware
+MAX_PAUSE_AFTER = 100  # infrastructure failures in a row before a unit is taken out
 # Ascend's PR gate runs 128 upstream test files in its largest category.
 MAX_TEST_FILES = 500
 # Longer lists of tests not to run belong in a skip list file, which also records them as skipped.

@@ -35,6 +35,7 @@ from crcr.config.limits import (
     MAX_NAME,
     MAX_NODE_ID,
     MAX_PATH,
+    MAX_PAUSE_AFTER,
     MAX_SECONDS,
     MAX_SETUP_COMMANDS,
     MAX_ARTIFACT_GLOBS,
@@ -203,6 +204,7 @@ class Suite(Strict):
 Signal = Literal["SIGABRT", "SIGBUS", "SIGFPE", "SIGILL", "SIGKILL", "SIGSEGV", "SIGTERM"]
 DEFAULT_INFRA_SIGNALS: tuple[Signal, ...] = ("SIGKILL", "SIGBUS", "SIGSEGV")
 DEFAULT_TRIES = 3
+DEFAULT_PAUSE_AFTER = 3
 
 
 def _regular_expression(pattern: str) -> str:
@@ -247,6 +249,8 @@ class Device(Strict):
 
     name: str = Field(pattern=DEVICE_NAME, max_length=MAX_NAME)
     infra_failures: InfraFailures = InfraFailures()
+    # A unit whose builds hit the hardware this many times in a row is paused, and its host's admin told.
+    pause_after: Annotated[StrictInt, Field(ge=1, le=MAX_PAUSE_AFTER)] = DEFAULT_PAUSE_AFTER
 
 
 # An artifact glob: relative to the upstream checkout, never out of it.

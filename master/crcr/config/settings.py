@@ -110,6 +110,12 @@ class Settings(BaseModel):
                                   "endpoint: http:// or https://, ending in /github/callback"),
         max_length=MAX_URL)
     pytorch_relay_token_command: str | None = Field(default=None, min_length=1, max_length=MAX_URL)
+    # Where the relay sends its e-mail (a unit taken out, to its host's admin: docs/hardware-failures.md), as
+    # host:port of an SMTP relay that takes mail from the master unauthenticated; none: no e-mail is sent.
+    smtp_relay: str | None = Field(default=None, max_length=MAX_ADDRESS, pattern=described_pattern(
+        r"^[A-Za-z0-9.-]+:[0-9]{1,5}$", "must be host:port of an SMTP relay, e.g. smtp.lab.example.com:25"))
+    mail_from: str = Field(default="crcr@localhost", max_length=MAX_ADDRESS, pattern=described_pattern(
+        r"^[^\s@]+@[^\s@]+$", "must be an e-mail address, e.g. crcr@lab.example.com"))
     mq_realm: str = Field(default="crcr", pattern=described_pattern(r"^[a-z][a-z0-9_.]*$",
                                                                       "must be a WAMP realm name, e.g. crcr"),
                           max_length=MAX_ADDRESS)

@@ -32,6 +32,15 @@ def of_request(conn, brid: int) -> list[dict]:
     return [dict(row._mapping) for row in rows]
 
 
+def in_a_row(conn, model, workerid: int, count: int) -> bool:
+    """Whether the last `count` builds of unit `workerid` (Buildbot's builds, of any builder) each hit the hardware."""
+    builds = model.builds
+    last = conn.execute(sa.select(builds.c.id).where(builds.c.workerid == workerid)
+                        .order_by(builds.c.id.desc()).limit(count)).scalars().all()
+    hit = set(conn.execute(sa.select(_f.buildid).where(_f.buildid.in_(last))).scalars()) if last else set()
+    return len(last) == count and hit.issuperset(last)
+
+
 def prune(conn, before: int) -> int:
     deleted = conn.execute(infra_failures.delete().where(_f.at < before)).rowcount
     conn.commit()

@@ -106,6 +106,7 @@ class RelayStore(service.BuildbotService):
     units_failed = _through_pool(infra_failures.units_failed)
     infra_failures_of = _through_pool(infra_failures.of_request)
     prune_infra_failures = _through_pool(infra_failures.prune)
+    failed_in_a_row = _through_pool(infra_failures.in_a_row)
 
     note_end_reason = _through_pool(endings.note_reason)
     note_canceller = _through_pool(endings.note_canceller)

@@ -27,6 +27,7 @@ class InfraSetup:
     rules: InfraRules
     backend: str
     units: tuple[str, ...]
+    pause_after: int = 3  # the device's: failures in a row after which a unit is taken out (units_out.py)
 
 
 def try_text(what: str, unit: str, tries: int, of: int) -> str:
