@@ -51,7 +51,7 @@ from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.suites.selection import PLUGIN_FILE, STOP_CONFIG, STOP_CONFIG_FILE
 from crcr.names import (
-    BACKEND_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, bisect_scheduler_name,
+    BACKEND_PROPERTY, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, bisect_scheduler_name,
     build_builder_name, children_builder_name, force_scheduler_name, upstream_scheduler_name,
 )
 
@@ -147,6 +147,19 @@ def test_builder_steps_in_order(dirs):
     assert step_names(builders["beta"]) == common + ["suite smoke"]
     assert list(steps_by_name(builders["beta"])["prepare build folder"].kwargs["shipped"]) == [STOP_CONFIG_FILE], \
         "no pytest suite: no plugin"
+
+
+def test_a_devices_health_check_and_identify_command_come_first_on_its_units(dirs):
+    write_file(dirs.workers / "devices" / "alpha.yaml",
+               "health_check: alpha-smi --check\nidentify: alpha-smi --serial --index $CRCR_DEVICE_INDEX\n")
+    builders = builders_by_name(config_for(dirs))
+
+    alpha = steps_by_name(builders["alpha"])
+    assert step_names(builders["alpha"])[2:5] == ["health check", "identify card", "checkout upstream"]
+    assert alpha["health check"].kwargs["command"] == "alpha-smi --check"
+    assert (alpha["identify card"].kwargs["property"], alpha["identify card"].kwargs["flunkOnFailure"]) == (
+        CARD_PROPERTY, False), "a card that cannot say who it is still builds"
+    assert "health check" not in step_names(builders["beta"]), "beta's device has no file"
 
 
 def test_checkout_is_of_the_upstream_repository(dirs):

@@ -7,13 +7,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from buildbot.process.results import EXCEPTION, FAILURE, RETRY, SUCCESS
+from buildbot.test.steps import ExpectShell
 from twisted.internet import defer
 
 from crcr.buildmaster.steps.infra import InfraSetup, OutputWatch, killed_by, recognise
 from crcr.config.loader import InfraRules
 from crcr.config.models import InfraPattern
-from crcr.buildmaster.services.units_out import UNIT_PAUSED, pause_reason
-from crcr.names import ADMIN_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, INFRA_PROPERTY, TESTS_PROPERTY
+from crcr.buildmaster.services.units_out import UNIT_PAUSED, health_check_reason, pause_reason
+from crcr.buildmaster.steps.unit_checks import HealthCheck
+from crcr.names import ADMIN_PROPERTY, CARD_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, INFRA_PROPERTY, TESTS_PROPERTY
 from crcr.suites.selection import running_file
 from test_suite_step import BACKEND, BUILDID, JUNIT, SHA, SuiteStepHarness, junit, run_suite, upload
 
@@ -95,12 +97,14 @@ class InfraStepTest(SuiteStepHarness):
     @defer.inlineCallbacks
     def test_a_run_that_hit_the_hardware_is_recorded_and_built_again_on_another_unit(self):
         self.make_infra_step()
+        self.build.setProperty(CARD_PROPERTY, "0000:3b:00.0 SN-1234", "SetPropertyFromCommand")
         self.expect_commands(run_suite().stdout(f"init\n{RAS}\n").exit(1), upload(JUNIT, junit(test_a="passed")))
         self.expect_outcome(RETRY, f"ops: infrastructure: {RAS} on lab-spyre-0 (try 1 of 3); built again on "
                                    "another unit")
         yield self.run_step()
-        self.assertEqual([(f["unit"], f["kind"], f["what"]) for f in (yield self.store.infra_failures_of(BRID))],
-                         [("lab-spyre-0", "pattern", RAS)])
+        self.assertEqual([(f["unit"], f["card"], f["kind"], f["what"])
+                          for f in (yield self.store.infra_failures_of(BRID))],
+                         [("lab-spyre-0", "0000:3b:00.0 SN-1234", "pattern", RAS)])
         self.assertIsNone(self.build.getProperty(TESTS_PROPERTY), "no test judged, no baseline")
         self.assertIn(RAS, self.get_nth_step(0).logs["infrastructure failure"].stdout)
 
@@ -189,3 +193,31 @@ class InfraStepTest(SuiteStepHarness):
         self.expect_outcome(SUCCESS, "ops: 1 passed")
         yield self.run_step()
         self.assertEqual((yield self.store.infra_failures_of(BRID)), [])
+
+
+class HealthCheckTest(SuiteStepHarness):
+    def make_check(self) -> HealthCheck:
+        step = self.setup_step(HealthCheck(BACKEND, name="health_check", command="spyre-smi --check"))
+        self.build.setProperty("workername", UNITS[1], "Worker")
+        self.build.setProperty(ADMIN_PROPERTY, "Spyre Lab <lab@example.com>", "Worker")
+        self.build.workerforbuilder.worker.workerid = UNIT_ID
+        self.build.getBuilderId = lambda: defer.succeed(7)
+        return step
+
+    @defer.inlineCallbacks
+    def test_a_unit_failing_its_health_check_is_taken_out_and_the_build_made_elsewhere(self):
+        self.make_check()
+        self.expect_commands(ExpectShell(workdir="wkdir", command="spyre-smi --check").exit(2))
+        self.expect_outcome(RETRY, "failed (exit code 2): lab-spyre-1 taken out; built again on another unit (retry)")
+        yield self.run_step()
+        reason = health_check_reason(UNITS[1], "exit code 2")
+        self.assertIn((("control", "worker", str(UNIT_ID), "pause"), {"reason": reason}), self.master.mq.productions)
+        self.assertEqual([m["name"] for k, m in self.master.mq.productions if k == UNIT_PAUSED], [UNITS[1]])
+
+    @defer.inlineCallbacks
+    def test_a_unit_passing_it_builds(self):
+        self.make_check()
+        self.expect_commands(ExpectShell(workdir="wkdir", command="spyre-smi --check").exit(0))
+        self.expect_outcome(SUCCESS)
+        yield self.run_step()
+        self.assertEqual([k for k, _ in self.master.mq.productions if k == UNIT_PAUSED], [])

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ValidationError
 from crcr.config.allowlist import LEVELS, Grant, read_allowlist
 from crcr.config.errors import ConfigError, describe_validation_error
 from crcr.config.models import (
-    DEFAULT_INFRA_SIGNALS, DEFAULT_PAUSE_AFTER, DEFAULT_TRIES, PULL_REQUEST_LEVELS, Backend, Device, InfraPattern,
-    SharedBuild, Signal, WorkerHost,
+    DEFAULT_INFRA_SIGNALS, DEFAULT_TRIES, PULL_REQUEST_LEVELS, Backend, Device, InfraPattern, SharedBuild, Signal,
+    WorkerHost,
 )
 from crcr.config.paths import REPO_ROOT, display_path
 from crcr.config.readfiles import refuse_outside
@@ -84,9 +84,9 @@ class RelayConfig:
                           signals=tuple(first("signals", DEFAULT_INFRA_SIGNALS)), stall=first("stall", False),
                           tries=first("tries", DEFAULT_TRIES))
 
-    def pause_after(self, device: str) -> int:
-        """Infrastructure failures in a row after which a unit of `device` is taken out."""
-        return self.devices[device].pause_after if device in self.devices else DEFAULT_PAUSE_AFTER
+    def device(self, name: str) -> Device:
+        """What workers/devices/<name>.yaml says of a device; without that file, the relay's defaults."""
+        return self.devices.get(name) or Device(name=name)
 
     def units_at_once(self, device: str) -> int:
         """How many units of `device` can build at once: each host's units of it, at most its cap."""

@@ -251,6 +251,12 @@ class Device(Strict):
     infra_failures: InfraFailures = InfraFailures()
     # A unit whose builds hit the hardware this many times in a row is paused, and its host's admin told.
     pause_after: Annotated[StrictInt, Field(ge=1, le=MAX_PAUSE_AFTER)] = DEFAULT_PAUSE_AFTER
+    # Run on the unit before each build, with $CRCR_DEVICE_INDEX: what it prints identifies the card (PCI address,
+    # serial), recorded with each failure of it.
+    identify: Command | None = None
+    # Run on the unit before each build: a unit failing it is taken out before it wastes the build, which goes to
+    # another unit.
+    health_check: Command | None = None
 
 
 # An artifact glob: relative to the upstream checkout, never out of it.

@@ -77,7 +77,7 @@ def child_factory(backend: Backend, settings: Settings, selections: dict[tuple[s
                   infra: InfraSetup | None = None) -> ChildFactory:
     fetch = (fetch_artifacts_step(FETCH_STEP, SELECTION_DIR, workdir=UPSTREAM_DIR),) if backend.has_artifacts else ()
     return ChildFactory({
-        suite.name: [*unit_steps(backend, settings, selections, before_setup=fetch),
+        suite.name: [*unit_steps(backend, settings, selections, before_setup=fetch, infra=infra),
                      child_suite_step(backend, suite, selections, infra)]
         for suite in backend.suites
     })

@@ -34,8 +34,9 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
         # The parent of a fanned-out backend runs on the relay's own worker, one at a time across masters, so that
         # commits arriving meanwhile queue and collapse as serial builds do.
         fans_out = relay.fans_out(backend)
+        device = relay.device(backend.device)
         infra = InfraSetup(relay.infra_rules(backend), backend.name, tuple(units_of[backend.device]),
-                           relay.pause_after(backend.device))
+                           device.pause_after, device.identify, device.health_check)
         builders.append(util.BuilderConfig(
             name=backend.name,
             description=describe_backend(backend),

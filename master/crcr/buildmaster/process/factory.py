@@ -15,6 +15,7 @@ from crcr.buildmaster.steps.covered import CoveredCommits
 from crcr.buildmaster.steps.infra import InfraSetup
 from crcr.buildmaster.steps.pull_request import PullRequestLink
 from crcr.buildmaster.steps.suite import SuiteStep
+from crcr.buildmaster.steps.unit_checks import device_steps
 from crcr.buildmaster.www import commit_links
 from crcr.config.models import Backend, Suite
 from crcr.config.settings import Settings
@@ -90,11 +91,11 @@ def command_suite_env(env: dict, backend: Backend) -> dict:
 
 
 def unit_steps(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict],
-               before_setup: tuple = ()) -> list:
-    """What a build does on a unit before its suites: upstream checked out at the exact revision, the build folder
-    prepared, `before_setup`, the backend's setup."""
+               before_setup: tuple = (), infra: InfraSetup | None = None) -> list:
+    """What a build does on a unit before its suites: the device's checks, upstream checked out at the exact
+    revision, the build folder prepared, `before_setup`, the backend's setup."""
     env = build_environment(backend)
-    return [upstream_checkout(settings), PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR,
+    return [*device_steps(infra), upstream_checkout(settings), PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR,
                                                            shipped=build_folder_files(backend, selections)),
             *before_setup, *commands_in_checkout(SETUP_STEP_PREFIX, backend.setup, env, backend.timeout)]
 
@@ -163,7 +164,7 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
     factory.buildClass = RelayBuild  # a request cancelled as a unit claims it must not wedge the unit
     factory.addStep(PullRequestLink(name=PULL_REQUEST_STEP))
     factory.addStep(CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)))
-    factory.addSteps(unit_steps(backend, settings, selections))
+    factory.addSteps(unit_steps(backend, settings, selections, infra=infra))
     # Each suite is its own step so the waterfall shows which one failed; a failure does not halt.
     factory.addSteps([SuiteStep(infra=infra, **suite_step_arguments(backend, suite, selections))
                       for suite in backend.suites])

@@ -24,15 +24,24 @@ def pause_reason(pause_after: int, failure: str, unit: str) -> str:
             f"crcr worker resume {unit}")
 
 
+def health_check_reason(unit: str, said: str) -> str:
+    return f"its health check failed ({said}); after a look at its card: crcr worker resume {unit}"
+
+
 @defer.inlineCallbacks
-def take_out_if_failing(master, unit: dict, pause_after: int, failure: str, build_url: str):
-    """Pause `unit` ({name, workerid, host, admin, backend}) when its last `pause_after` builds each hit the
-    hardware, `failure` the last one's text; True when it did."""
-    if not (yield relay_store(master).failed_in_a_row(master.db.model, unit["workerid"], pause_after)):
-        return False
-    reason = pause_reason(pause_after, failure, unit["name"])
+def take_out(master, unit: dict, reason: str, failure: str, build_url: str):
+    """Pause `unit` ({name, workerid, host, admin, backend}) for `reason`, and tell its host's admin."""
     yield master.data.control("pause", {"reason": reason}, ("workers", unit["workerid"]))
     master.mq.produce(UNIT_PAUSED, {**unit, "reason": reason, "failure": failure, "build_url": build_url})
+
+
+@defer.inlineCallbacks
+def take_out_if_failing(master, unit: dict, pause_after: int, failure: str, build_url: str):
+    """Take `unit` out when its last `pause_after` builds each hit the hardware, `failure` the last one's text;
+    True when it did."""
+    if not (yield relay_store(master).failed_in_a_row(master.db.model, unit["workerid"], pause_after)):
+        return False
+    yield take_out(master, unit, pause_reason(pause_after, failure, unit["name"]), failure, build_url)
     return True
 
 

@@ -28,6 +28,8 @@ class InfraSetup:
     backend: str
     units: tuple[str, ...]
     pause_after: int = 3  # the device's: failures in a row after which a unit is taken out (units_out.py)
+    identify: str | None = None  # the device's command that says which card a unit is
+    health_check: str | None = None  # the device's command a unit must pass before each build
 
 
 def try_text(what: str, unit: str, tries: int, of: int) -> str:

@@ -8,7 +8,6 @@ import json
 import math
 
 from buildbot.process.results import FAILURE
-from buildbot.reporters.utils import getURLForBuild
 from buildbot.steps.worker import CompositeStepMixin
 from twisted.internet import defer
 
@@ -20,7 +19,8 @@ from crcr.buildmaster.steps.junit_file import worker_file_bytes
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
 from crcr.config.loader import InfraRules
 from crcr.buildmaster.services.units_out import take_out_if_failing
-from crcr.names import ADMIN_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
+from crcr.buildmaster.steps.unit_checks import build_url, unit_facts
+from crcr.names import CARD_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
 from crcr.store.service import relay_store
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, running_file
 
@@ -95,7 +95,8 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         unit, brid, store = self.getProperty("workername"), self.build.requests[0].id, relay_store(self.master)
         yield store.record_infra_failure(
             at=int(self.master.reactor.seconds()), unit=unit, host=self.getProperty(HOST_PROPERTY) or "",
-            device=self.getProperty(DEVICE_PROPERTY) or "", card=None, backend=self.infra.backend,
+            device=self.getProperty(DEVICE_PROPERTY) or "", card=(self.getProperty(CARD_PROPERTY) or "")[:300] or None,
+            backend=self.infra.backend,
             sha=self.getProperty("got_revision") or "", buildid=self.build.buildid, brid=brid, kind=failure.kind,
             what=failure.what, lines=list(failure.lines))
         failures = yield store.infra_failures_of(brid)
@@ -106,12 +107,8 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         yield self.addCompleteLog(INFRA_LOG, (
             f"{text}\nthe run hit the hardware ({failure.kind}: {failure.what}), not a test; its tests are not "
             f"judged. What showed it:\n" + "".join(f"  {line}\n" for line in failure.lines)))
-        unit_info = {"name": unit, "workerid": self.build.workerforbuilder.worker.workerid,
-                     "host": self.getProperty(HOST_PROPERTY) or "", "admin": self.getProperty(ADMIN_PROPERTY),
-                     "backend": self.infra.backend}
-        if (yield take_out_if_failing(self.master, unit_info, self.infra.pause_after, f"{failure.what} on {unit}",
-                                      getURLForBuild(self.master, (yield self.build.getBuilderId()),
-                                                     self.build.number))):
+        if (yield take_out_if_failing(self.master, unit_facts(self, self.infra.backend), self.infra.pause_after,
+                                      f"{failure.what} on {unit}", (yield build_url(self)))):
             yield self.addCompleteLog(INFRA_LOG + " (unit taken out)", f"{unit} is paused: its last "
                                       f"{self.infra.pause_after} builds each hit the hardware\n")
         return SuiteRun(rc=None, infra=text, retry=retry)

@@ -1,0 +1,68 @@
+"""What a build does on a unit before anything else, from its device's file (workers/devices/<device>.yaml,
+docs/hardware-failures.md): the device's health check, which takes out a unit failing it before it wastes the
+build (RETRY: Buildbot builds it again, on a unit not paused); and its identify command, whose output names the
+card in the build's CARD_PROPERTY, recorded with each failure of the build's runs."""
+
+from __future__ import annotations
+
+from buildbot.plugins import steps, util
+from buildbot.process.results import RETRY, SUCCESS
+from buildbot.reporters.utils import getURLForBuild
+from twisted.internet import defer
+
+from crcr.buildmaster.services.units_out import health_check_reason, take_out
+from crcr.buildmaster.steps.infra import InfraSetup
+from crcr.names import ADMIN_PROPERTY, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, HOST_PROPERTY
+
+HEALTH_CHECK_STEP, IDENTIFY_STEP = "health check", "identify card"
+# What the device's commands see: which of the host's units the build holds.
+DEVICE_ENV = {"CRCR_DEVICE_INDEX": util.Interpolate(f"%(prop:{DEVICE_INDEX_PROPERTY})s")}
+
+
+def unit_facts(step, backend: str) -> dict:
+    """The unit a step runs on, as units_out.take_out names it."""
+    return {"name": step.getProperty("workername"), "workerid": step.build.workerforbuilder.worker.workerid,
+            "host": step.getProperty(HOST_PROPERTY) or "", "admin": step.getProperty(ADMIN_PROPERTY),
+            "backend": backend}
+
+
+@defer.inlineCallbacks
+def build_url(step):
+    return getURLForBuild(step.master, (yield step.build.getBuilderId()), step.build.number)
+
+
+class HealthCheck(steps.ShellCommand):
+    """The device's health check: passed, the build goes on; failed, the unit is taken out and the build ends
+    RETRY, to be made on another unit."""
+
+    def __init__(self, backend: str, **kwargs):
+        self.backend = backend
+        super().__init__(**kwargs)
+
+    @defer.inlineCallbacks
+    def run(self):
+        cmd = yield self.makeRemoteShellCommand()
+        yield self.runCommand(cmd)
+        if not cmd.didFail():
+            return SUCCESS
+        unit = unit_facts(self, self.backend)
+        said = f"exit code {cmd.rc}"
+        yield take_out(self.master, unit, health_check_reason(unit["name"], said),
+                       f"its health check failed on {unit['name']}", (yield build_url(self)))
+        self.descriptionDone = [f"failed ({said}): {unit['name']} taken out; built again on another unit"]
+        return RETRY
+
+
+def device_steps(infra: InfraSetup | None) -> list:
+    """The device's checks before a build on a unit: its health check, then its identify command."""
+    if infra is None:
+        return []
+    found = []
+    if infra.health_check:
+        found.append(HealthCheck(infra.backend, name=HEALTH_CHECK_STEP, command=infra.health_check, env=DEVICE_ENV,
+                                 haltOnFailure=True))
+    if infra.identify:
+        found.append(steps.SetPropertyFromCommand(
+            name=IDENTIFY_STEP, command=infra.identify, property=CARD_PROPERTY, env=DEVICE_ENV,
+            flunkOnFailure=False, warnOnFailure=True))
+    return found
