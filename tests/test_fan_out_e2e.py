@@ -48,6 +48,13 @@ def barrier(name: str, gates: Path) -> dict:
                                      f"--junitxml=$CRCR_RESULTS_DIR/{name}.xml", "timeout": 120}
 
 
+def card_once(name: str, root: Path) -> dict:
+    """A suite whose first run anywhere prints the device's RAS line (mkdir: once), and whose next passes."""
+    return {"name": name, "command": f"if mkdir {root}/ras-{name} 2>/dev/null; then echo '{RAS} at 0000:3b:00.0'; "
+                                     f"exit 1; fi; python -m pytest test/test_pass.py -q "
+                                     f"--junitxml=$CRCR_RESULTS_DIR/{name}.xml"}
+
+
 def http_status(url: str, headers: dict | None = None) -> int:
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as answer:
@@ -112,12 +119,8 @@ def wide(tmp_path_factory, github):
         HELD: {**backend("L2", "gamma", [suite("first", "test/test_held.py"), suite("second", "test/test_held.py")],
                          branches=[UNITS_BRANCH], env={"GATES": str(root), "BACKEND": HELD}),
                "maintainers": ["alice"]},
-        # The first run anywhere prints the device's RAS line (mkdir: once), the next passes.
-        ONCE: backend("L2", "gamma", [{"name": "ops", "command": (
-            f"if mkdir {root}/ras-once 2>/dev/null; then echo '{RAS} at 0000:3b:00.0'; exit 1; fi; "
-            "python -m pytest test/test_pass.py -q --junitxml=$CRCR_RESULTS_DIR/ops.xml")}], branches=[RELEASE_BRANCH]),
-        DEAD: backend("L2", "gamma", [{"name": "dead", "command": f"echo '{RAS}'; exit 1"},
-                                      {"name": "fine", "command": "true"}],
+        ONCE: backend("L2", "gamma", [card_once("ops", root)], branches=[RELEASE_BRANCH]),
+        DEAD: backend("L2", "gamma", [card_once("lucky", root), {"name": "dead", "command": f"echo '{RAS}'; exit 1"}],
                       branches=[RELEASE_BRANCH], infra_failures={"tries": 2}),
     }
     hosts = {"host-gamma": {"devices": {"gamma": UNITS, "cpu": 1, "delta": 1}, "admin": "Gamma Lab <gamma@example.com>"}}
@@ -343,12 +346,16 @@ def test_a_run_that_hit_the_card_is_built_again_on_another_unit_and_a_card_faili
     assert f"infrastructure: {RAS} on {failed_on} (try 1 of 3); built again on another unit" in \
         relay.step_log(hit, suite_step_name("ops"), "infrastructure failure")
 
-    # Fanned out: the suite's child hit the card on both its tries, each on its own unit: an error, no verdict.
+    # Fanned out: lucky's child passed on its second unit; dead's hit the card on both its tries, each on its own
+    # unit: an error, no verdict.
     parent = relay.wait_for_finished_build(DEAD, sha)
+    lucky = {step["name"]: step for step in relay.steps(parent)}[suite_step_name("lucky")]["state_string"]
+    assert lucky.startswith("lucky: 2 passed (after an infrastructure failure on host-gamma-gamma-"), lucky
     tries = [child for child in relay.get(f"builders/{relay.builder_id(child_builder_name(DEAD, 'dead'))}/builds")
              ["builds"]]
     units = [relay.worker_name(child) for child in tries]
     assert [child["results"] for child in tries] == [RETRY, EXCEPTION] and len(set(units)) == 2, tries
     assert parent["results"] == EXCEPTION
     assert verdict(DEAD) == [("error", f"infrastructure: {RAS} on {', '.join(units)}, 2 tries")]
-    assert "crcr_tests" not in relay.get(f"builds/{parent['buildid']}?property=crcr_tests")["builds"][0]["properties"]
+    tested = relay.get(f"builds/{parent['buildid']}?property=crcr_tests")["builds"][0]["properties"]["crcr_tests"][0]
+    assert list(tested) == ["lucky"], "dead's tests are not judged: no failure counted, no baseline"

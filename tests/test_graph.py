@@ -29,8 +29,9 @@ from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can_start_build
 from crcr.names import (
     BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG,
-    CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, FAN_OUT_STEP, ONLY_TESTS_PROPERTY, RELAY_WORKER, SUITE_RUN_PROPERTY,
-    TESTS_PROPERTY, build_builder_name, child_builder_name, children_builder_name, suites_scheduler_name,
+    CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, FAN_OUT_STEP, ONLY_TESTS_PROPERTY, RELAY_WORKER, RETRIED_PROPERTY,
+    SUITE_RUN_PROPERTY, TESTS_PROPERTY, build_builder_name, child_builder_name, children_builder_name,
+    suites_scheduler_name,
 )
 from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
 from test_suite_step import (
@@ -122,6 +123,18 @@ class SuiteFromChildTest(SuiteStepHarness):
         self.assertTrue(links["run on host-a-alpha-1"].endswith(output))
         names = list(links)
         self.assertIn("junit.xml", names, "the parent keeps the XML too, for its own links")
+
+    @defer.inlineCallbacks
+    def test_a_child_built_again_after_its_run_hit_the_hardware_is_named_with_the_unit(self):
+        self.make_verdict()
+        yield self.add_child(left(rc=0), junit(test_a="passed"))
+        yield self.store.record_infra_failure(
+            at=1, unit="host-a-alpha-0", host="host-a", device="alpha", card=None, backend="alpha", sha="c" * 40,
+            buildid=CHILD_BUILDID - 1, brid=311, kind="pattern", what="RAS::VFIO::DeviceOpenFail", lines=[])
+        self.expect_history()
+        self.expect_outcome(SUCCESS, "ops: 1 passed (after an infrastructure failure on host-a-alpha-0)")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(RETRIED_PROPERTY), ["host-a-alpha-0"])
 
     @defer.inlineCallbacks
     def test_a_suite_in_shards_is_judged_over_every_shards_tests_each_read_in_its_own_checkout(self):

@@ -12,7 +12,8 @@ from crcr.github.status_text import (
 from crcr.store.endings import Ending
 from crcr.suites.results import SuiteResults
 from crcr.names import (
-    BASELINES_PROPERTY, INFRA_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, RELAY_WORKER, TESTS_PROPERTY,
+    BASELINES_PROPERTY, INFRA_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, RELAY_WORKER, RETRIED_PROPERTY,
+    TESTS_PROPERTY,
 )
 
 PREPARE = ["checkout upstream", "prepare build folder", "setup 1", "setup 2"]
@@ -167,6 +168,12 @@ def test_a_verdict_after_a_run_that_hit_the_hardware_notes_the_units_it_hit_it_o
     assert describe({"build": passed, RETRIED_AFTER: ["lab-spyre-0"]}) == (
         "The only suite passed (after an infrastructure failure on lab-spyre-0)")
     assert describe({"build": passed, RETRIED_AFTER: []}) == "The only suite passed"
+    parent = {**passed, "properties": {RETRIED_PROPERTY: [["lab-spyre-1"], "crcr"]}}  # its children's
+    assert describe({"build": parent, RETRIED_AFTER: []}) == (
+        "The only suite passed (after an infrastructure failure on lab-spyre-1)")
+    hit = {**build(EXCEPTION, ("suite smoke", EXCEPTION)), "properties": {
+        RETRIED_PROPERTY: [["lab-spyre-1"], "crcr"], INFRA_PROPERTY: [{"smoke": "infrastructure: X on u, 1 try"}, ""]}}
+    assert describe({"build": hit}) == "infrastructure: X on u, 1 try", "no verdict, so no note on one"
     long = describe({"build": build(FAILURE, ("s" * 200, FAILURE)), RETRIED_AFTER: ["lab-spyre-0"]})
     assert len(long) == GITHUB_DESCRIPTION_LIMIT and long.endswith("(after an infrastructure failure on lab-spyre-0)")
 

@@ -21,6 +21,8 @@ TESTS_PROPERTY = "crcr_tests"
 # {suite: why its run could not judge its tests: 'infrastructure: RAS::VFIO::DeviceOpenFail on lab-spyre-2, 3 tries'}
 # (docs/hardware-failures.md): the build's commit status says it.
 INFRA_PROPERTY = "crcr_infra"
+# A fanned-out parent's: the units its children's runs hit the hardware on before they were built again elsewhere.
+RETRIED_PROPERTY = "crcr_retried_after"
 CARD_PROPERTY = "crcr_card"  # what the device's identify command said of the unit's card, before the build
 TOTALS_PROPERTY = "crcr_test_totals"
 # The commit each suite's failures were compared with ({suite: sha}): a bisection of new failures starts there.

@@ -6,7 +6,7 @@ from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPP
 
 from crcr.names import (
     BASELINES_PROPERTY, GITHUB_DESCRIPTION_LIMIT, INFRA_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY,
-    RELAY_WORKER, SUITE_STEP_PREFIX, TESTS_PROPERTY,
+    RELAY_WORKER, RETRIED_PROPERTY, SUITE_STEP_PREFIX, TESTS_PROPERTY,
 )
 from crcr.suites.results import SHORT_SHA, PullRequestBase, SuiteResults, describe_counts
 
@@ -108,8 +108,10 @@ def describe(context: dict) -> str:
             return _shorten(ending.reason)
         if ending.cancelled_by:
             return f"Cancelled by {ending.cancelled_by}"
-    if context.get(RETRIED_AFTER):
-        note = f" (after an infrastructure failure on {', '.join(context[RETRIED_AFTER])})"
+    retried = [*(context.get(RETRIED_AFTER) or []),  # a serial build's request, built again
+               *(build.get("properties") or {}).get(RETRIED_PROPERTY, [[]])[0]]  # a parent's children
+    if retried and build["results"] in (SUCCESS, WARNINGS, FAILURE):  # a verdict after all
+        note = f" (after an infrastructure failure on {', '.join(dict.fromkeys(retried))})"
         verdict, room = describe_finished_build(build), GITHUB_DESCRIPTION_LIMIT - len(note)
         return _shorten((verdict if len(verdict) <= room else verdict[:room - 1] + "…") + note)
     return describe_finished_build(build)

@@ -5,12 +5,13 @@ it reads a serial build."""
 from __future__ import annotations
 
 from buildbot.process.buildstep import BuildStep
+from buildbot.process.results import EXCEPTION, RETRY
 from buildbot.reporters.utils import getURLForBuild
 from twisted.internet import defer
 
 from crcr.buildmaster.graph.child import run_from_property
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
-from crcr.names import CHILD_SHARD_PROPERTY, CHILDREN_PROPERTY, SUITE_RUN_PROPERTY
+from crcr.names import CHILD_SHARD_PROPERTY, CHILDREN_PROPERTY, RETRIED_PROPERTY, SUITE_RUN_PROPERTY
 from crcr.store.service import relay_store
 from crcr.suites.selection import PYTEST_RAN
 
@@ -33,10 +34,19 @@ def shards_run(runs: list[SuiteRun], shards: list[str]) -> SuiteRun:
 
 class SuiteFromChild(SuiteVerdict, BuildStep):
     """The verdict of suite `suite_name` from the runs its child builds left (FanOut records which), each child
-    linked; FAILURE naming why when its children did not all leave a run."""
+    linked; FAILURE naming why when its children did not all leave a run. A child built again after its run hit
+    the hardware names the units it hit it on, here and in the build's RETRIED_PROPERTY (the commit's status)."""
 
+    @defer.inlineCallbacks
     def run(self):
-        return self.judge(self._children_run)
+        self.retried_after: list[str] = []
+        result = yield self.judge(self._children_run)
+        if self.retried_after and self.descriptionDone and result not in (RETRY, EXCEPTION):
+            self.descriptionDone = [f"{self.descriptionDone[0]} (after an infrastructure failure on "
+                                    f"{', '.join(self.retried_after)})"]
+            units = self.getProperty(RETRIED_PROPERTY) or []
+            self.setProperty(RETRIED_PROPERTY, list(dict.fromkeys([*units, *self.retried_after])), "crcr")
+        return result
 
     @defer.inlineCallbacks
     def _children_run(self, asked: list[str] | None):
@@ -64,6 +74,8 @@ class SuiteFromChild(SuiteVerdict, BuildStep):
         as a nested build, folded away; a link to a log it shows as it is."""
         child = yield self.master.data.get(("builds", buildid))
         unit = yield self.master.data.get(("workers", child["workerid"]))
+        for failure in (yield relay_store(self.master).infra_failures_of(child["buildrequestid"])):
+            self.retried_after.append(failure["unit"])
         url = getURLForBuild(self.master, child["builderid"], child["number"])
         steps = yield self.master.data.get(("builds", buildid, "steps"))
         ran = [step["number"] for step in steps if step["name"] == self.name]
