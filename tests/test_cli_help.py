@@ -40,6 +40,7 @@ COMMAND_OPTIONS = {
                              "--new-device"},
     ("worker", "show"): {"--master", "--host-dir", "--password-file", "--host-user", "--systemd-unit", "--by-hand"},
     ("worker", "list"): {"--url"},
+    ("worker", "resume"): {"--url", "--user"},
     ("worker", "remove"): set(),
     ("worker", "units"): set(),
     ("worker", "ensure-password"): set(),
@@ -49,7 +50,7 @@ COMMAND_OPTIONS = {
     ("force",): {"--reason", "--url", "--user"},
     ("bisect",): {"--test", "--reason", "--url", "--user"},
     ("latency",): {"--json", "--basedir"},
-    ("status",): {"--range", "--outbox", "--json", "--basedir", "--url", "--user"},
+    ("status",): {"--range", "--outbox", "--units", "--json", "--basedir", "--url", "--user"},
 }
 
 

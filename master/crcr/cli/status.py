@@ -32,6 +32,7 @@ from crcr.store.tables import github_outbox
 OUTBOX = "Outbox (GitHub and PyTorch's relay)"
 NOTHING_WAITING = f"{OUTBOX}: nothing waiting"
 HEALTH_JSON = "plugins/crcr/api/health"  # the health pages' JSON, under the relay's web address
+UNITS_JSON = "plugins/crcr/api/units"  # each unit's builds and hardware failures (www/units.py)
 
 
 def _state(row: OutboxRow) -> str:
@@ -138,7 +139,38 @@ def cmd_status(args) -> int:
         else:
             print_outbox(rows, refused, at)
         return 0
+    if args.units:
+        return print_units(args)
     return print_health(args)
+
+
+def units_lines(body: dict) -> list[str]:
+    """The units' table: state, builds and hardware failures over the window, the card their last failure named;
+    then why each paused unit is."""
+    lines = [f"Units over the last {body['days']} days (builds of any backend; hardware failures: runs that hit it):",
+             f"{'UNIT':30}  {'STATE':12}  {'BUILDS':>6}  {'HW FAILURES':>11}  {'RATE':>5}  {'CARD':20}  LAST FAILURE"]
+    for unit in body["units"]:
+        state = "paused" if unit["paused"] else "connected" if unit["connected"] else "disconnected"
+        rate = "-" if unit["rate"] is None else f"{unit['rate']:.0%}"
+        last = unit["last_failure"]["what"] if unit["last_failure"] else "-"
+        lines.append(f"{unit['name']:30}  {state:12}  {unit['builds']:>6}  {unit['infra_failures']:>11}  {rate:>5}  "
+                     f"{unit['card'] or '-':20}  {last}")
+    lines += [f"{unit['name']} is paused: {unit['pause_reason'] or 'no reason given'}"
+              for unit in body["units"] if unit["paused"]]
+    return lines
+
+
+def print_units(args) -> int:
+    url = (args.url or load_settings().web_url).rstrip("/")
+    try:
+        status, body = RelaySession(url, credentials_from(args)).answer(UNITS_JSON)
+    except OSError as e:
+        raise RuntimeError(f"the master at {url} does not answer ({getattr(e, 'reason', e)}): start it (crcr master "
+                           "start --basedir DIR)") from None
+    if status != 200:
+        raise RuntimeError(error_message(body))
+    print(json.dumps(body, indent=2) if args.json else "\n".join(units_lines(body)))
+    return 0
 
 
 def print_health(args) -> int:
@@ -182,6 +214,8 @@ def print_health(args) -> int:
 
 
 def _refuse_mixed_options(args) -> None:
+    if args.units and (args.outbox or args.backend is not None or args.range is not None):
+        raise RuntimeError("--units is every unit's record over the last 7 days: give no BACKEND, --range or --outbox")
     if args.outbox and args.backend is not None:
         raise RuntimeError("--outbox is the whole relay's outbox: give no BACKEND")
     if args.outbox and args.range is not None:
@@ -213,6 +247,9 @@ def add_status_command(sub: argparse._SubParsersAction) -> None:
     status.add_argument("--outbox", action="store_true",
                         help="the outbox only (GitHub and PyTorch's relay), from the database (the master need not "
                              "be running)")
+    status.add_argument("--units", action="store_true",
+                        help="each unit: connected or paused (and why), its builds and the runs of them that hit the "
+                             "hardware over the last 7 days, the card their last failure named")
     status.add_argument("--json", action="store_true",
                         help="the relay's answer as JSON, as the pages read it (times in Unix seconds); with "
                              "--outbox, the outbox as JSON")

@@ -41,6 +41,26 @@ def in_a_row(conn, model, workerid: int, count: int) -> bool:
     return len(last) == count and hit.issuperset(last)
 
 
+def unit_records(conn, model, since: int) -> dict[str, dict]:
+    """{unit: {builds, infra_failures, card, last_failure}} of every unit with a build started since `since`:
+    Buildbot's builds of it (of any builder), those that hit the hardware, the card its last failure named, and
+    that failure ({what, at})."""
+    builds, workers = model.builds, model.workers
+    records = {name: {"builds": count, "infra_failures": 0, "card": None, "last_failure": None}
+               for name, count in conn.execute(
+                   sa.select(workers.c.name, sa.func.count(builds.c.id))
+                   .select_from(builds.join(workers, builds.c.workerid == workers.c.id))
+                   .where(builds.c.started_at >= since).group_by(workers.c.name))}
+    for failure in conn.execute(sa.select(_f.unit, _f.card, _f.what, _f.at, _f.buildid).where(_f.at >= since)
+                                .order_by(_f.id)):
+        record = records.setdefault(failure.unit, {"builds": 0, "infra_failures": 0, "card": None,
+                                                   "last_failure": None})
+        record["infra_failures"] += 1
+        record["card"] = failure.card or record["card"]
+        record["last_failure"] = {"what": failure.what, "at": failure.at, "buildid": failure.buildid}
+    return records
+
+
 def prune(conn, before: int) -> int:
     deleted = conn.execute(infra_failures.delete().where(_f.at < before)).rowcount
     conn.commit()

@@ -24,6 +24,7 @@ from crcr.buildmaster.www.metrics import MetricsResource
 from crcr.buildmaster.www.relay import PluginConfiguration, RelayResource
 from crcr.buildmaster.www.rest_errors import serve_relay_rest_api
 from crcr.buildmaster.www.rest_writes import write_rest_answers_in_the_reactor
+from crcr.buildmaster.www.units import UnitsResource
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.names import CHILD_TAG, HOST_TOOL_PATH
@@ -48,11 +49,13 @@ class RelayApplication(Application):
         self.health = SummaryResource(None)
         self.relay = RelayResource(None, lambda: self.config.shown)
         self.junit = JunitFileResource(None)
+        self.units = UnitsResource(None)
         api = Resource()
         api.putChild(b"bisections", self.bisections)
         api.putChild(b"disconnected", self.disconnected)
         api.putChild(b"health", self.health)  # the health pages' JSON and charts (www/health.py)
         api.putChild(b"relay", self.relay)
+        api.putChild(b"units", self.units)  # each unit's builds and hardware failures (www/units.py)
         self.resource.putChild(b"api", api)
         self.resource.putChild(b"junit", self.junit)
         self.artifacts = ArtifactsResource(None, lambda: self.config.artifact_store)
@@ -67,6 +70,7 @@ class RelayApplication(Application):
         self.health.master = master
         self.relay.master = master
         self.junit.master = master
+        self.units.master = master
         self.artifacts.master = master
         put_root_resources(master)
         serve_relay_rest_api()  # Buildbot builds /api after configuring the plugins, on its first configuration
