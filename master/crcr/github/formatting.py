@@ -23,5 +23,4 @@ class FormatterWithEnding(MessageFormatterFunction):
             store = relay_store(master)
             ctx[ENDING] = yield store.ending_of(buildrequest_id(build))
         if build.get("complete") and build["results"] in (SUCCESS, WARNINGS, FAILURE):
-            failures = yield relay_store(master).infra_failures_of(buildrequest_id(build))
-            ctx[RETRIED_AFTER] = list(dict.fromkeys(failure["unit"] for failure in failures))
+            ctx[RETRIED_AFTER] = yield relay_store(master).units_failed(buildrequest_id(build))

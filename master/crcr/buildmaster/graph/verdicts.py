@@ -74,8 +74,7 @@ class SuiteFromChild(SuiteVerdict, BuildStep):
         as a nested build, folded away; a link to a log it shows as it is."""
         child = yield self.master.data.get(("builds", buildid))
         unit = yield self.master.data.get(("workers", child["workerid"]))
-        for failure in (yield relay_store(self.master).infra_failures_of(child["buildrequestid"])):
-            self.retried_after.append(failure["unit"])
+        self.retried_after += (yield relay_store(self.master).units_failed(child["buildrequestid"]))
         url = getURLForBuild(self.master, child["builderid"], child["number"])
         steps = yield self.master.data.get(("builds", buildid, "steps"))
         ran = [step["number"] for step in steps if step["name"] == self.name]

@@ -95,8 +95,9 @@ def unit_steps(backend: Backend, settings: Settings, selections: dict[tuple[str,
     """What a build does on a unit before its suites: the device's checks, upstream checked out at the exact
     revision, the build folder prepared, `before_setup`, the backend's setup."""
     env = build_environment(backend)
-    return [*device_steps(infra), upstream_checkout(settings), PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR,
-                                                           shipped=build_folder_files(backend, selections)),
+    return [*device_steps(infra), upstream_checkout(settings),
+            PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR,
+                               shipped=build_folder_files(backend, selections)),
             *before_setup, *commands_in_checkout(SETUP_STEP_PREFIX, backend.setup, env, backend.timeout)]
 
 

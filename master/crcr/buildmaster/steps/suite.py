@@ -17,10 +17,9 @@ from crcr.buildmaster.steps.infra import (
 )
 from crcr.buildmaster.steps.junit_file import worker_file_bytes
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
-from crcr.config.loader import InfraRules
 from crcr.buildmaster.services.units_out import take_out_if_failing
 from crcr.buildmaster.steps.unit_checks import build_url, unit_facts
-from crcr.names import CARD_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY
+from crcr.names import CARD_PROPERTY, DEVICE_PROPERTY
 from crcr.store.service import relay_store
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, running_file
 
@@ -39,8 +38,9 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
     def __init__(self, junit_file: str, reruns: int, infra: InfraSetup | None = None, **kwargs):
         self.junit_file, self.reruns, self.infra = junit_file, reruns, infra
         super().__init__(**kwargs)
-        self.output = OutputWatch(infra.rules if infra else InfraRules())
-        for log_name in ("stdio", RETRY_LOG):
+        # The output is watched only where the backend's relay tells runs that hit the hardware.
+        self.output = OutputWatch(infra.rules) if infra else None
+        for log_name in ("stdio", RETRY_LOG) if infra else ():
             self.addLogObserver(log_name, self.output)
 
     @defer.inlineCallbacks
@@ -92,13 +92,13 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
     def _failed_on_this_unit(self, failure: InfraFailure):
         """The failure recorded against this unit, and the run that says so: built again on another unit of the
         device while tries are left and a unit it has not failed on remains, else ended."""
-        unit, brid, store = self.getProperty("workername"), self.build.requests[0].id, relay_store(self.master)
+        facts, brid, store = unit_facts(self, self.infra.backend), self.build.requests[0].id, relay_store(self.master)
+        unit = facts["name"]
         yield store.record_infra_failure(
-            at=int(self.master.reactor.seconds()), unit=unit, host=self.getProperty(HOST_PROPERTY) or "",
+            at=int(self.master.reactor.seconds()), unit=unit, host=facts["host"],
             device=self.getProperty(DEVICE_PROPERTY) or "", card=(self.getProperty(CARD_PROPERTY) or "")[:300] or None,
-            backend=self.infra.backend,
-            sha=self.getProperty("got_revision") or "", buildid=self.build.buildid, brid=brid, kind=failure.kind,
-            what=failure.what, lines=list(failure.lines))
+            backend=self.infra.backend, sha=self.getProperty("got_revision") or "", buildid=self.build.buildid,
+            brid=brid, kind=failure.kind, what=failure.what, lines=list(failure.lines))
         failures = yield store.infra_failures_of(brid)
         failed_on = list(dict.fromkeys(f["unit"] for f in failures))
         tries, most = len(failures), self.infra.rules.tries
@@ -107,8 +107,8 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         yield self.addCompleteLog(INFRA_LOG, (
             f"{text}\nthe run hit the hardware ({failure.kind}: {failure.what}), not a test; its tests are not "
             f"judged. What showed it:\n" + "".join(f"  {line}\n" for line in failure.lines)))
-        if (yield take_out_if_failing(self.master, unit_facts(self, self.infra.backend), self.infra.pause_after,
-                                      f"{failure.what} on {unit}", (yield build_url(self)))):
+        if (yield take_out_if_failing(self.master, facts, self.infra.pause_after, f"{failure.what} on {unit}",
+                                      (yield build_url(self)))):
             yield self.addCompleteLog(INFRA_LOG + " (unit taken out)", f"{unit} is paused: its last "
                                       f"{self.infra.pause_after} builds each hit the hardware\n")
         return SuiteRun(rc=None, infra=text, retry=retry)
