@@ -34,6 +34,7 @@ from crcr.names import (
     suites_scheduler_name,
 )
 from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
+from test_infra_failures import record_failure
 from test_suite_step import (
     BUILDERID, COMMAND, JUNIT, SELECTION_REPORT, STALL_TIMEOUT, SUITE_TIMEOUT, WORKDIR, SuiteStepHarness, ids, junit,
     run_asked_ids, run_suite, upload,
@@ -128,9 +129,7 @@ class SuiteFromChildTest(SuiteStepHarness):
     def test_a_child_built_again_after_its_run_hit_the_hardware_is_named_with_the_unit(self):
         self.make_verdict()
         yield self.add_child(left(rc=0), junit(test_a="passed"))
-        yield self.store.record_infra_failure(
-            at=1, unit="host-a-alpha-0", host="host-a", device="alpha", card=None, backend="alpha", sha="c" * 40,
-            buildid=CHILD_BUILDID - 1, brid=311, kind="pattern", what="RAS::VFIO::DeviceOpenFail", lines=[])
+        yield record_failure(self.store, "host-a-alpha-0", 311, CHILD_BUILDID - 1)  # the child's first try
         self.expect_history()
         self.expect_outcome(SUCCESS, "ops: 1 passed (after an infrastructure failure on host-a-alpha-0)")
         yield self.run_step()

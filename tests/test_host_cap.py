@@ -26,6 +26,7 @@ from crcr.store.host_slots import release_slot, take_slot
 from copied_schema import relay_tables
 from crcr.store.service import RelayStore, relay_store
 from relaymaster import another_relay_master, relay_master
+from test_infra_failures import record_failure
 from test_store import open_database
 
 OTHER = 2  # the second master's id
@@ -138,9 +139,7 @@ class HostCapTest(TestReactorMixin, unittest.TestCase):
 
     async def test_a_unit_a_requests_run_hit_the_hardware_on_refuses_that_request_and_takes_others(self):
         lab = await self.host("lab", None, {"lab-zeta-0": "hold-zeta", "lab-zeta-1": "hold-zeta"})
-        await relay_store(self.master).record_infra_failure(
-            at=1, unit="lab-zeta-0", host="lab", device="zeta", card=None, backend="hold-zeta", sha="a" * 40,
-            buildid=1, brid=7, kind="pattern", what="RAS::VFIO::DeviceOpenFail", lines=["RAS::VFIO::DeviceOpenFail"])
+        await record_failure(relay_store(self.master), "lab-zeta-0", 7)
 
         self.assertFalse(await unit_can_start_build(self.builder(), lab["lab-zeta-0"], one_unit(7)))
         self.assertTrue(await unit_can_start_build(self.builder(), lab["lab-zeta-0"], one_unit(8)))

@@ -28,6 +28,13 @@ RULES = InfraRules(patterns=(InfraPattern(pattern=r"RAS::\w+::\w+"),
 KILLED_HEADER = "process killed by signal 11\n"
 
 
+def record_failure(store, unit: str, brid: int, buildid: int = 1, at: int = 1, card: str | None = None):
+    """A run of build request `brid` (in build `buildid`) that hit the card on `unit`, as a suite's step records
+    it."""
+    return store.record_infra_failure(at=at, unit=unit, host="lab", device="spyre", card=card, backend=BACKEND, sha=SHA,
+                                      buildid=buildid, brid=brid, kind="pattern", what=RAS, lines=[RAS])
+
+
 def watched(*lines: str, signal: int | None = None, rules: InfraRules = RULES) -> OutputWatch:
     watch = OutputWatch(rules)
     for line in lines:
@@ -90,9 +97,7 @@ class InfraStepTest(SuiteStepHarness):
     @defer.inlineCallbacks
     def failed_before(self, *units: str):
         for unit in units:
-            yield self.store.record_infra_failure(
-                at=1, unit=unit, host="lab", device="spyre", card=None, backend=BACKEND, sha=SHA, buildid=1,
-                brid=BRID, kind="pattern", what=RAS, lines=[RAS])
+            yield record_failure(self.store, unit, BRID)
 
     @defer.inlineCallbacks
     def test_a_run_that_hit_the_hardware_is_recorded_and_built_again_on_another_unit(self):
@@ -153,9 +158,7 @@ class InfraStepTest(SuiteStepHarness):
     def test_a_unit_whose_builds_hit_the_hardware_in_a_row_is_paused_and_its_admin_told(self):
         for buildid in (60, 61):  # its two builds before this one, each of which hit the card
             yield self.add_build(buildid, buildid, SHA)
-            yield self.store.record_infra_failure(
-                at=1, unit=UNITS[0], host="lab", device="spyre", card=None, backend=BACKEND, sha=SHA, buildid=buildid,
-                brid=buildid, kind="pattern", what=RAS, lines=[RAS])
+            yield record_failure(self.store, UNITS[0], buildid, buildid)
         yield self.this_build_on_the_unit()
         self.make_infra_step()
         self.expect_commands(run_suite().stdout(f"{RAS}\n").exit(1), upload(JUNIT, None))
@@ -172,9 +175,7 @@ class InfraStepTest(SuiteStepHarness):
     @defer.inlineCallbacks
     def test_a_unit_with_a_build_between_its_failures_stays_in(self):
         yield self.add_build(60, 60, SHA)  # hit the card
-        yield self.store.record_infra_failure(
-            at=1, unit=UNITS[0], host="lab", device="spyre", card=None, backend=BACKEND, sha=SHA, buildid=60,
-            brid=60, kind="pattern", what=RAS, lines=[RAS])
+        yield record_failure(self.store, UNITS[0], 60, 60)
         yield self.add_build(61, 61, SHA)  # passed
         yield self.this_build_on_the_unit()
         self.make_infra_step(pause_after=2)

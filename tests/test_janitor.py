@@ -19,6 +19,7 @@ from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.history import BuildRow, record_build
 from crcr.store.service import RelayStore, relay_store
 from relaymaster import another_relay_master, leadership, relay_master
+from test_infra_failures import record_failure
 
 DAY = 86400
 HOUR = 3600
@@ -70,9 +71,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
     async def add_history(self, buildid: int, complete_at: float) -> None:
         await self.master.db.insert_test_data(buildbot_rows(buildid, complete_at))
         await self.master.db.pool.do(relay_history, buildid, complete_at)
-        await relay_store(self.master).record_infra_failure(
-            at=int(complete_at), unit="lab-alpha-0", host="lab", device="alpha", card=None, backend="alpha",
-            sha=f"{buildid:040x}", buildid=buildid, brid=buildid, kind="signal", what="SIGSEGV", lines=[])
+        await record_failure(relay_store(self.master), "lab-alpha-0", buildid, buildid, at=int(complete_at))
 
     async def kept(self, master=None) -> dict[str, set]:
         """What is left of each build: its log chunks, its build data, its row in the relay's history, its commit."""

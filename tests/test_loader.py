@@ -996,7 +996,8 @@ def test_a_device_file_with_a_bad_pattern_is_refused_naming_file_and_field(tmp_p
     dirs = make_dirs(tmp_path)
     write_backend(dirs.backends, "demo")
     write_worker(dirs.workers, "lab-1")
-    bad = write_file(dirs.workers / "devices" / "demo.yaml", "infra_failures:\n  patterns: ['RAS[']\n  signals: [SIGHUP]\n")
+    bad = write_file(dirs.workers / "devices" / "demo.yaml",
+                     "infra_failures:\n  patterns: ['RAS[']\n  signals: [SIGHUP]\n")
 
     with pytest.raises(ConfigError) as refused:
         load_relay_config(settings_for(dirs))

@@ -16,10 +16,10 @@ from crcr.cli.status import units_lines
 from crcr.names import RELAY_WORKER
 from crcr.store.service import RelayStore
 from relaymaster import relay_master, relay_plugin, render
+from test_infra_failures import RAS, record_failure
 
 DAY = 86400
 NOW = 1_800_000_000
-RAS = "RAS::VFIO::DeviceOpenFail"
 BUILDER = 10
 
 
@@ -46,9 +46,7 @@ class UnitsResourceTest(TestReactorMixin, unittest.TestCase):
         self.master.www = SimpleNamespace(assertUserAllowed=lambda *args: defer.succeed(None))
         self.app = relay_plugin(self.master, [{"name": "spyre"}])
         for buildid, unit, at in ((3, "lab-spyre-1", NOW - 50), (4, "lab-spyre-1", NOW - 8 * DAY)):
-            await self.store.record_infra_failure(
-                at=at, unit=unit, host="lab", device="spyre", card="0000:3b:00.0 SN-7", backend="spyre", sha="a" * 40,
-                buildid=buildid, brid=buildid, kind="pattern", what=RAS, lines=[RAS])
+            await record_failure(self.store, unit, buildid, buildid, at=at, card="0000:3b:00.0 SN-7")
 
     @defer.inlineCallbacks
     def test_each_unit_says_its_builds_and_hardware_failures_of_the_week_its_card_and_why_it_is_paused(self):
