@@ -118,9 +118,17 @@ def test_a_commit_decided_exactly_at_the_ranges_start_is_in_it():
 def test_the_pass_rate_is_the_share_of_decided_commits_in_success():
     counts = verdict_counts([decided("success", 1)] * 3 + [decided("failure", 1), decided("error", 1)])
 
-    assert counts == {"success": 3, "failure": 1, "error": 1}
+    assert counts == {"success": 3, "failure": 1, "error": 1, "infrastructure": 0}
     assert pass_rate(counts) == 0.6
     assert pass_rate(verdict_counts([])) is None
+
+
+def test_the_pass_rate_leaves_out_the_commits_the_hardware_failed_and_counts_them_apart():
+    counts = verdict_counts([decided("success", 1)] * 3 + [decided("failure", 1), decided("infrastructure", 1)])
+
+    assert counts == {"success": 3, "failure": 1, "error": 0, "infrastructure": 1}
+    assert pass_rate(counts) == 0.75  # 3 of the 4 commits the hardware did not fail
+    assert pass_rate(verdict_counts([decided("infrastructure", 1)])) is None  # nothing judged
 
 
 def test_the_latest_verdict_says_since_when_its_state_stands_and_links_its_build():
@@ -129,7 +137,7 @@ def test_the_latest_verdict_says_since_when_its_state_stands_and_links_its_build
 
     assert latest_verdict(Streak(latest, since), build(42, 9, NOW - HOUR), GITHUB) == {
         "state": "failure", "sha": sha(9), "title": "Commit 9", "author": "A U Thor", "commit_url": GITHUB + sha(9),
-        "description": "failure 9", "how": "built", "decided_at": NOW - HOUR, "build_url": "#/builders/5/builds/142",
+        "description": "failure 9", "infrastructure": False, "how": "built", "decided_at": NOW - HOUR, "build_url": "#/builders/5/builds/142",
         "since": NOW - 5 * HOUR, "since_sha": sha(7), "since_title": "Commit 7", "since_commit_url": GITHUB + sha(7),
     }
     assert latest_verdict(Streak(latest, since), None, GITHUB)["build_url"] is None  # its build pruned
@@ -401,7 +409,7 @@ def test_a_summary_row_holds_the_backends_figures_over_the_range():
         "backend": BACKEND, "level": "L2", "device": "npu", "description": "An NPU", "page": "#/health/npu",
         "state": "known_failures",  # its newest verdict passed, TEST failing since 9 all the same
         "failing_since": {"sha": sha(9), "title": "Commit 9", "commit_url": GITHUB + sha(9), "since": NOW},
-        "latency": {"decided": 2, "p50": 600, "p95": 1200}, "verdicts": {"success": 1, "failure": 1, "error": 0},
+        "latency": {"decided": 2, "p50": 600, "p95": 1200}, "verdicts": {"success": 1, "failure": 1, "error": 0, "infrastructure": 0},
         "pass_rate": 0.5, "builds": 4, "timeouts": 1, "timeout_rate": 0.25,
         "queue": {"length": 1, "oldest_sha": sha(11), "oldest_seen_at": NOW - 300, "oldest_age": 300},
         "units": {"connected": 1, "declared": 2}, "failing_tests": 1,
@@ -554,10 +562,12 @@ def test_metrics_give_every_backend_all_its_states_even_at_zero():
     assert metrics(infos, rows, NOW, {"npu": {"connected": 1, "declared": 1}}) == {
         "backends": {
             BACKEND: {"state": "known_failures",
-                      "commits": {"pending": 2, "success": 5, "failure": 0, "error": 0}, "latencies": [60, 300],
+                      "commits": {"pending": 2, "success": 5, "failure": 0, "error": 0, "infrastructure": 0},
+                      "latencies": [60, 300],
                       "queue_length": 1, "oldest_queued_age": 120,
                       "bisections": {"running": 0, "done": 1, "abandoned": 0}, "failing_tests": 1},
-            "idle": {"state": None, "commits": {"pending": 0, "success": 0, "failure": 0, "error": 0}, "latencies": [],
+            "idle": {"state": None, "commits": {"pending": 0, "success": 0, "failure": 0, "error": 0,
+                                                "infrastructure": 0}, "latencies": [],
                      "queue_length": 0, "oldest_queued_age": None,
                      "bisections": {"running": 0, "done": 0, "abandoned": 0}, "failing_tests": 0},
         },

@@ -122,7 +122,7 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
         assert red["latest"] == {
             "state": "failure", "sha": B, "title": None, "author": None,  # no change brought it here
             "commit_url": f"https://github.com/{PROJECT}/commit/{B}",
-            "description": "failure", "how": "built", "decided_at": self.now - 2 * HOUR,
+            "description": "failure", "infrastructure": False, "how": "built", "decided_at": self.now - 2 * HOUR,
             "build_url": f"#/builders/{BUILDERID}/builds/2", "since": self.now - 2 * HOUR, "since_sha": B,
             "since_title": None, "since_commit_url": f"https://github.com/{PROJECT}/commit/{B}",
         }
@@ -184,10 +184,26 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
 
         found = await self.health.metrics()
 
-        assert found["backends"][RED]["commits"] == {"pending": 0, "success": 1, "failure": 1, "error": 0}
+        assert found["backends"][RED]["commits"] == {"pending": 0, "success": 1, "failure": 1, "error": 0,
+                                                     "infrastructure": 0}
         assert found["backends"][RED]["latencies"] == [HOUR, HOUR]
         assert found["outbox"] == {"waiting": 0, "given_up": 0, "oldest_age": None}
         assert found["units"] == {"npu": {"connected": 0, "declared": 2}}
+
+    async def test_an_error_the_hardware_gave_is_counted_apart_and_left_out_of_the_pass_rate(self):
+        await self.history()
+        await self.store.record_arrival(GREEN, B, "main", self.now - HOUR)
+        await self.store.decide(GREEN, B, "error", "infrastructure: RAS::PCI::BusFence on host-npu-0, host-npu-1, "
+                                "2 tries", "built", 5, self.now - HOUR // 2, infrastructure=True)
+
+        green = next(row for row in (await self.health.summary("7d"))["backends"] if row["backend"] == GREEN)
+        metrics = await self.health.metrics()
+
+        assert green["verdicts"] == {"success": 1, "failure": 0, "error": 0, "infrastructure": 1}
+        assert green["pass_rate"] == 1.0  # C passed; the card that failed B says nothing of B
+        assert (green["state"], green["latest"]["state"], green["latest"]["infrastructure"]) == ("error", "error", True)
+        assert metrics["backends"][GREEN]["commits"] == {"pending": 0, "success": 1, "failure": 0, "error": 0,
+                                                       "infrastructure": 1}
 
     async def assert_refused(self, asked, code: int, message: str) -> None:
         with self.assertRaises(HealthQueryError) as raised:

@@ -23,7 +23,7 @@ from buildbot.config.master import MasterConfig
 from buildbot.process.builder import Builder
 from buildbot.process.properties import Properties
 from buildbot.process.buildrequest import BuildRequest
-from buildbot.process.results import CANCELLED, FAILURE, RETRY, SKIPPED, SUCCESS
+from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
@@ -45,7 +45,7 @@ from crcr.config.errors import shown
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
 from crcr.names import (
-    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, FORCED_CHANGE_CATEGORY,
+    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, FORCED_CHANGE_CATEGORY, INFRA_PROPERTY,
     LEADERSHIP_SERVICE, LEDGER_SERVICE, PULL_REQUEST_PROPERTY,
     STORE_SERVICE, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, UPSTREAM_MIRROR_DIR, UPSTREAM_MIRROR_SERVICE,
     bisect_scheduler_name, force_scheduler_name,
@@ -407,6 +407,29 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
             await self.assert_decided(SILENT, n, "failure",
                                       "Not built alone; 3333333333 on top of it: 5 passed, 1 failed (0 new)",
                                       "covered", buildid)
+
+    async def test_a_build_whose_suite_hit_the_hardware_on_every_try_errs_its_commits_as_the_hardwares(self):
+        buildid = await self.covering_build()
+        said = "infrastructure: RAS::PCI::BusFence on host-npu-0, host-npu-1, 2 tries"
+
+        await self.finish_build(buildid, EXCEPTION, {"smoke": EXCEPTION}, **{INFRA_PROPERTY: {"smoke": said}})
+        await self.deliver()
+
+        await self.assert_decided(SILENT, 3, "error", said, "built", buildid)
+        for n in (1, 2):
+            await self.assert_decided(SILENT, n, "error", f"Not built alone; 3333333333 on top of it: {said}",
+                                      "covered", buildid)
+        self.assertEqual([(await self.row(SILENT, n)).infrastructure for n in (1, 2, 3)], [True] * 3)
+        self.assertEqual(await self.store.bisections_triggered_by(buildid), [])
+
+    async def test_a_relay_error_is_not_the_hardwares(self):
+        buildid = await self.covering_build()
+
+        await self.finish_build(buildid, EXCEPTION, {"smoke": EXCEPTION})
+        await self.deliver()
+
+        await self.assert_decided(SILENT, 3, "error", "Relay error in suite smoke", "built", buildid)
+        self.assertFalse((await self.row(SILENT, 3)).infrastructure)
 
     async def test_new_failures_without_a_known_good_commit_fail_the_covered_commits_without_bisecting(self):
         buildid = await self.covering_build()

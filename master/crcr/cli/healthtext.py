@@ -32,7 +32,7 @@ def summary_lines(summary: dict, web_url: str) -> list[str]:
             f"{_short(since[0])}, {_ago(now, since[1])}" if since else NONE,
             _duration(latency["p50"]),
             _duration(latency["p95"]),
-            f"{_percent(row['pass_rate'])} ({row['verdicts']['success']}/{latency['decided']})"
+            f"{_percent(row['pass_rate'])} ({row['verdicts']['success']}/{_judged(row)})"
             if row["pass_rate"] is not None else NONE,
             str(row["builds"]),
             f"{row['timeouts']} ({_percent(row['timeout_rate'])})" if row["builds"] else NONE,
@@ -145,7 +145,8 @@ def _latest_lines(latest: dict | None, now: int, web_url: str) -> list[str]:
     if latest is None:
         return ["latest verdict: none yet"]
     said = f": {latest['description']}" if latest["description"] else ""
-    lines = [f"latest verdict: {latest['state']} at {_named(latest['sha'], latest['title'])}, decided "
+    state = f"{latest['state']} (infrastructure)" if latest["infrastructure"] else latest["state"]
+    lines = [f"latest verdict: {state} at {_named(latest['sha'], latest['title'])}, decided "
              f"{_ago(now, latest['decided_at'])}{said}",
              f"  {latest['state']} since {_named(latest['since_sha'], latest['since_title'])}, "
              f"{_ago(now, latest['since'])}"]
@@ -158,9 +159,16 @@ def _decided_text(row: dict) -> str:
     latency, verdicts = row["latency"], row["verdicts"]
     if not latency["decided"]:
         return "no commit decided"
+    hardware = verdicts["infrastructure"]
     return (f"{counted(latency['decided'], 'commit')} decided ({verdicts['success']} success, {verdicts['failure']} "
-            f"failure, {verdicts['error']} error), pass rate {_percent(row['pass_rate'])}; latency p50 "
+            f"failure, {verdicts['error']} error, {hardware} infrastructure), pass rate {_percent(row['pass_rate'])}"
+            f"{f' of the {_judged(row)} the hardware did not fail' if hardware else ''}; latency p50 "
             f"{duration_text(latency['p50'])}, p95 {duration_text(latency['p95'])}")
+
+
+def _judged(row: dict) -> int:
+    """The commits the pass rate is over: those decided but the hardware's errors (health/verdicts.pass_rate)."""
+    return row["latency"]["decided"] - row["verdicts"]["infrastructure"]
 
 
 def _builds_text(row: dict) -> str:

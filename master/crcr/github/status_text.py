@@ -38,6 +38,11 @@ def _suites_failed(names: list[str], total: int) -> str:
     return head + listed + tail
 
 
+def hit_the_hardware(build: dict) -> bool:
+    """Whether a finished build (with its properties) ended in error because a suite's every try hit the hardware."""
+    return build["results"] == EXCEPTION and bool((build.get("properties") or {}).get(INFRA_PROPERTY, [None])[0])
+
+
 def describe_finished_build(build: dict) -> str:
     """E.g. 'All 3 suites passed', 'Suites failed: view-ops (1 of 3)', 'Failed in setup 1'."""
     results = build["results"]
@@ -63,10 +68,9 @@ def describe_finished_build(build: dict) -> str:
                         + (f"; {_suites_failed(unexplained, len(suites)).lower()}" if unexplained else ""))
     if results in (SUCCESS, WARNINGS):
         return "The only suite passed" if len(suites) == 1 else _shorten(f"All {len(suites)} suites passed")
-    infra = properties.get(INFRA_PROPERTY, [None])[0]
-    if results == EXCEPTION and infra:
+    if hit_the_hardware(build):
         # The hardware, not the commit: 'infrastructure: RAS::VFIO::DeviceOpenFail on lab-spyre-2, 3 tries'.
-        first, *more = infra.values()
+        first, *more = properties[INFRA_PROPERTY][0].values()
         return _shorten(first + (f"; {len(more)} more suite{'s' if len(more) > 1 else ''} likewise" if more else ""))
     if results == EXCEPTION:
         broken = next((s["name"] for s in step_list if s["results"] == EXCEPTION), None)

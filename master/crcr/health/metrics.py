@@ -1,6 +1,7 @@
 """The figures /metrics exports: per backend its state and the tests failing at its tip, verdict counts,
 latencies, queue, bisections; the GitHub outbox; units per device (and the masters, health/masters.py's, which
-RelayHealth adds as it does to the summary)."""
+RelayHealth adds as it does to the summary, and each unit's week, services/unit_figures.py's, which it adds as the
+Units page shows it)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from crcr.health.queue import queue_now
 from crcr.health.state import backend_state
 from crcr.health.summary import BackendInfo, by_backend
 from crcr.store.health_queries import MetricsRows
-from crcr.store.tables import BISECTION_STATES, VERDICTS
+from crcr.store.tables import BISECTION_STATES, FIGURE_VERDICTS
 
-COMMIT_STATES = ("pending", *VERDICTS)
+COMMIT_STATES = ("pending", *FIGURE_VERDICTS)
 
 
 def outbox_figures(waiting: int, given_up: int, oldest: int | None, now: int) -> dict:

@@ -6,7 +6,7 @@ from crcr.health.links import build_url
 from crcr.store.history import BuildRow
 from crcr.store.latency import nearest_rank
 from crcr.store.health_queries import Streak
-from crcr.store.tables import VERDICTS
+from crcr.store.tables import FIGURE_VERDICTS, INFRASTRUCTURE
 
 
 def decided_within(decided: list, now: int, seconds: int) -> list:
@@ -23,13 +23,16 @@ def latency(decided: list) -> dict:
 
 
 def verdict_counts(decided: list) -> dict:
-    """The ledger keeps each commit's latest verdict: counting its rows counts the latest attempt per commit."""
-    return {state: sum(1 for row in decided if row.state == state) for state in VERDICTS}
+    """The ledger keeps each commit's latest verdict: counting its rows counts the latest attempt per commit. An
+    error the hardware gave counts as `infrastructure`, apart from the relay's errors."""
+    return {state: sum(1 for row in decided if row.state == state) for state in FIGURE_VERDICTS}
 
 
 def pass_rate(counts: dict) -> float | None:
-    decided = sum(counts.values())
-    return counts["success"] / decided if decided else None
+    """Successes over the commits decided but those the hardware failed: a card that died says nothing of the
+    commit it ran."""
+    judged = sum(counts.values()) - counts[INFRASTRUCTURE]
+    return counts["success"] / judged if judged else None
 
 
 def latest_verdict(streak: Streak | None, deciding_build: BuildRow | None, commit_url: str) -> dict | None:
@@ -45,6 +48,7 @@ def latest_verdict(streak: Streak | None, deciding_build: BuildRow | None, commi
         "author": latest.author,
         "commit_url": commit_url + latest.sha,
         "description": latest.description,
+        "infrastructure": latest.infrastructure,  # an error the hardware gave
         "how": latest.how,
         "decided_at": latest.decided_at,
         "build_url": None if deciding_build is None else build_url(deciding_build.builderid, deciding_build.number),

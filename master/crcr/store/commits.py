@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from crcr.store.tables import HOW_DECIDED, VERDICTS, check_value, commits
+from crcr.store.tables import HOW_DECIDED, INFRASTRUCTURE, VERDICTS, check_value, commits
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class CommitRow:
     position: int | None = None  # upstream order (tables.py); None: older than every commit that has one
     title: str | None = None  # the first line of its message, when the relay knows it
     author: str | None = None
+    infrastructure: bool = False  # an error verdict the hardware gave
 
     @property
     def in_figures(self) -> bool:
@@ -42,6 +43,8 @@ class CommitRow:
 # than the relay's first poll) is a user's request, not upstream's flow: it is left out. A forced rebuild of an
 # upstream commit still counts, its latency ending at its first verdict (`decide` keeps that).
 IN_FIGURES = sa.or_(commits.c.position.is_not(None), sa.func.coalesce(commits.c.how, "") != "forced")
+# A verdict as the figures count it (tables.FIGURE_VERDICTS): the hardware's errors apart.
+FIGURE_STATE = sa.case((commits.c.infrastructure, INFRASTRUCTURE), else_=commits.c.state)
 
 
 @dataclass(frozen=True)
@@ -133,15 +136,17 @@ def find_commit(conn, backend: str, sha: str) -> CommitRow | None:
 
 
 def decide(conn, backend: str, sha: str, state: str, description: str, how: str, buildid: int | None,
-           decided_at: float) -> bool:
+           decided_at: float, infrastructure: bool = False) -> bool:
     """A final verdict posted for a commit; False when the relay has no row for it. The row holds the latest
-    verdict posted (a rebuild, a bisection may post another) and when the first was: the latency's end."""
+    verdict posted (a rebuild, a bisection may post another) and when the first was: the latency's end.
+    `infrastructure`: an error the hardware gave, not the relay."""
     check_value("state", state, VERDICTS)
     check_value("how", how, HOW_DECIDED)
     decided = conn.execute(
         commits.update()
         .where(commits.c.backend == backend, commits.c.sha == sha)
         .values(state=state, description=description, how=how, buildid=buildid,
+                infrastructure=infrastructure and state == "error",
                 decided_at=sa.func.coalesce(commits.c.decided_at, int(decided_at)))
     ).rowcount
     conn.commit()

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from crcr.store.bisections import Bisection, _bisections
 from crcr.store.buildbot_tables import MasterRow, masters_since
-from crcr.store.commits import IN_FIGURES, CommitRow, _rows as _commit_rows
+from crcr.store.commits import FIGURE_STATE, IN_FIGURES, CommitRow, _rows as _commit_rows
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 from crcr.store import leadership, outbox
 from crcr.store.tables import bisections, builds, commits, suite_runs, test_outcomes
@@ -37,7 +37,7 @@ class Decided:
     """A decided commit, with what the latency and pass rate need."""
 
     backend: str
-    state: str
+    state: str  # as the figures count it: one of tables.FIGURE_VERDICTS
     seen_at: int
     decided_at: int
 
@@ -207,8 +207,9 @@ def latest_streaks(conn, backends: list[str]) -> dict[str, Streak]:
 
 
 def decided_after(conn, backends: list[str], since: int) -> list[Decided]:
-    """The commits decided at or after `since` that count in the figures (commits.IN_FIGURES)."""
-    query = (sa.select(_c.backend, _c.state, _c.seen_at, _c.decided_at)
+    """The commits decided at or after `since` that count in the figures (commits.IN_FIGURES), each with its
+    verdict as the figures count it (commits.FIGURE_STATE)."""
+    query = (sa.select(_c.backend, FIGURE_STATE, _c.seen_at, _c.decided_at)
              .where(_c.backend.in_(backends), _c.decided_at >= since, IN_FIGURES))
     return [Decided(*row) for row in conn.execute(query)]
 
@@ -426,9 +427,10 @@ def commit_rows(conn, commit: CommitRow) -> CommitRows:
 
 def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
     states: dict[str, dict[str, int]] = {}
-    for backend, state, count in conn.execute(sa.select(_c.backend, _c.state, sa.func.count())
+    figure_state = FIGURE_STATE.label("figure_state")  # not "state": PostgreSQL would group by the column
+    for backend, state, count in conn.execute(sa.select(_c.backend, figure_state, sa.func.count())
                                               .where(_c.backend.in_(backends), IN_FIGURES)
-                                              .group_by(_c.backend, _c.state)):
+                                              .group_by(_c.backend, figure_state)):
         states.setdefault(backend, {})[state] = count
     latencies: dict[str, list[int]] = {}
     for backend, latency in conn.execute(sa.select(_c.backend, _c.decided_at - _c.seen_at)

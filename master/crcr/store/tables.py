@@ -12,6 +12,10 @@ from crcr.config.limits import MAX_BRANCH_NAME, MAX_NAME
 from crcr.config.models import BUILDBOT_NAME_LIMIT
 
 VERDICTS = ("success", "failure", "error")  # GitHub's commit status states but pending
+# What the health figures count a verdict as: an error the hardware gave (every try of a suite hit an infrastructure
+# failure) apart from the relay's own errors and cancels, since it says nothing of the commit.
+INFRASTRUCTURE = "infrastructure"
+FIGURE_VERDICTS = (*VERDICTS, INFRASTRUCTURE)
 HOW_DECIDED = ("built", "covered", "bisected", "forced")
 BISECTION_STATES = ("running", "done", "abandoned")
 # interrupted: written by earlier relays, whose build stopped with the master could end CANCELLED (it ends RETRY now
@@ -54,6 +58,8 @@ commits = sa.Table(
     sa.Column("position", sa.BigInteger),
     sa.Column("title", sa.Text),  # the first line of its message
     sa.Column("author", sa.Text),  # its author's name
+    # An error verdict the hardware gave (docs/hardware-failures.md): the figures count it apart.
+    sa.Column("infrastructure", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("crcr_commits_backend_sha", "backend", "sha", unique=True),
     sa.Index("crcr_commits_brid", "brid"),
     sa.Index("crcr_commits_backend_decided_at", "backend", "decided_at"),

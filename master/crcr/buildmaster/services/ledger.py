@@ -166,7 +166,8 @@ class CommitLedger(OrderedLeaderService, StateMixin):
     def _decide_build(self, build, backend, how):
         sha = build["buildset"]["sourcestamps"][0]["revision"]
         state, description = github_state(build["results"]), status_text.describe_finished_build(build)
-        yield self.store.decide(backend, sha, state, description, how, build["buildid"], self.now())
+        hardware = status_text.hit_the_hardware(build)
+        yield self.store.decide(backend, sha, state, description, how, build["buildid"], self.now(), hardware)
         covered = yield self._covered(build["buildrequestid"], sha)
         started = yield self.store.bisections_triggered_by(build["buildid"])  # seen before a restart
         if started:
@@ -178,7 +179,8 @@ class CommitLedger(OrderedLeaderService, StateMixin):
         for row in covered:
             if row.sha not in bisecting:
                 text = status_text.covered(sha, state, description)
-                yield self.store.decide(backend, row.sha, state, text, "covered", build["buildid"], self.now())
+                yield self.store.decide(backend, row.sha, state, text, "covered", build["buildid"], self.now(),
+                                        hardware)
                 self.post(backend, row.sha, state, text, self.build_url(build))
 
     @defer.inlineCallbacks
