@@ -1,5 +1,6 @@
 """The host tool (crcr/host/crcr_host.py) without a relay: what it refuses before touching anything, the names it
-gives units, the pins it installs, and the supervisor files it writes (no password in any of them)."""
+gives units, the pins it installs, the supervisor files it writes (no password in any of them), and the cards its
+units name."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from crcr.config.models import WorkerHost
 from crcr.host import crcr_host
+from crcr.store.tables import infra_failures
 from harness import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,6 +67,10 @@ def test_units_are_named_as_the_relay_names_them():
         (["--master", "relay.example.org"], PASSWORD, "--master 'relay.example.org': the relay's worker address"),
         (["--host-dir", "/tmp/a dir"], PASSWORD, "--host-dir: '/tmp/a dir' must be a path of letters"),
         ([], "", "no password on standard input"),
+        (["--identify", "cuda=cuda-smi"], PASSWORD, "--identify 'cuda=cuda-smi': must be KIND=COMMAND for a kind of "
+                                                    "--device"),
+        (["--identify", "demo"], PASSWORD, "--identify 'demo': must be KIND=COMMAND"),
+        (["--identify", "demo=a", "--identify", "demo=b"], PASSWORD, "--identify demo: given twice"),
     ],
 )
 def test_bad_input_is_refused_by_name_and_nothing_is_made(tmp_path, options, password, message):
@@ -289,3 +296,84 @@ def test_systemd_units_are_enabled_started_once_and_restarted_only_when_somethin
     calls = take_calls()
     assert "disable --now --quiet crcr-worker@lab-01-demo-2.service" in calls
     assert f"restart {services[1]}" in calls
+
+
+UNITS = ["lab-01-demo-0", "lab-01-demo-1"]
+
+
+def test_a_card_is_cut_where_the_relay_cuts_it():
+    assert crcr_host.CARD_LENGTH == infra_failures.c.card.type.length
+
+
+def cards_of(plan: crcr_host.Plan) -> dict[str, str]:
+    """Each unit's info/card, as the unit sends it to the relay when it connects."""
+    files = {unit: Path(plan.host.unit(unit)) / "info" / "card" for unit in plan.units}
+    return {unit: path.read_text() for unit, path in files.items() if path.exists()}
+
+
+def readable(path: Path, text: str) -> Path:
+    """A file the build account (nobody, as root), which runs the identify commands, may read."""
+    path.write_text(text)
+    path.chmod(0o644)
+    return path
+
+
+def test_each_unit_names_its_card_in_its_info_and_a_unit_whose_card_changed_restarts(shared_tmp):
+    """The device's identify command runs on each unit, told its index; a unit restarts only when what it said
+    changed (Buildbot reads the info files at a connection), and loses its card when the command is dropped."""
+    for index in (0, 1):
+        readable(shared_tmp / f"serial-{index}", f"  0000:3{index}:00.0 SN-{index}\n\n")
+    identify = ("--identify", f"demo=cat {shared_tmp}/serial-$CRCR_DEVICE_INDEX")
+    plan = plan_of(shared_tmp, *identify)
+
+    def units_changed(plan: crcr_host.Plan = plan) -> list[str]:
+        """As ensure_units, with a buildbot.tac of our own (its create-worker needs a worker venv)."""
+        run = crcr_host.Runner(plan)
+        return crcr_host.write_units(plan, run, "workername = 'x'\n", crcr_host.identify_cards(plan, run))
+
+    assert units_changed() == UNITS
+    assert cards_of(plan) == {"lab-01-demo-0": "0000:30:00.0 SN-0\n", "lab-01-demo-1": "0000:31:00.0 SN-1\n"}
+    assert units_changed() == [], "the same cards: nothing restarts"
+    readable(shared_tmp / "serial-1", "0000:31:00.0 SN-9\n")  # a card swapped
+    assert units_changed() == ["lab-01-demo-1"]
+    assert cards_of(plan)["lab-01-demo-1"] == "0000:31:00.0 SN-9\n"
+
+    without = plan_of(shared_tmp)
+    assert units_changed(without) == UNITS
+    assert cards_of(without) == {}
+
+
+def test_a_card_that_cannot_say_which_it_is_says_why_with_a_warning_and_its_unit_comes_up(shared_tmp, capsys):
+    plan = plan_of(shared_tmp, "--device", "other:1", "--identify", "other=true", "--identify",
+                   'demo=if [ "$CRCR_DEVICE_INDEX" = 0 ]; then echo "spyre-smi: no device 0" >&2; exit 3; fi; '
+                   "printf '%0400d' 7")
+
+    cards = crcr_host.identify_cards(plan, crcr_host.Runner(plan))
+
+    assert cards == {"lab-01-demo-0": "not identified: exit code 3: spyre-smi: no device 0",
+                     "lab-01-demo-1": "0" * 300, "lab-01-other-0": "not identified: it printed nothing"}
+    warned = capsys.readouterr().err
+    assert "crcr-host: warning: lab-01-demo-0: its card could not be identified (exit code 3: spyre-smi: no device " \
+           "0); the unit comes up all the same" in warned
+    assert "lab-01-other-0: its card could not be identified (it printed nothing)" in warned
+    assert "lab-01-demo-1" not in warned
+
+
+def test_a_hung_identify_command_is_ended_with_what_it_started_and_every_unit_waited_for_once(shared_tmp,
+                                                                                            monkeypatch):
+    monkeypatch.setattr(crcr_host, "IDENTIFY_TIMEOUT", 1)
+    started = shared_tmp / "started"
+    started.mkdir()
+    started.chmod(0o777)  # the build account's commands write there
+    hang = "sleep 60 & echo $! > {}/{}-$CRCR_DEVICE_INDEX; wait"
+    plan = plan_of(shared_tmp, "--device", "other:2", "--identify", "demo=" + hang.format(started, "demo"),
+                   "--identify", "other=" + hang.format(started, "other"))
+
+    began = time.monotonic()
+    cards = crcr_host.identify_cards(plan, crcr_host.Runner(plan))
+
+    assert time.monotonic() - began < 3, "the four units' commands are waited for at once, not one after the other"
+    assert cards == {unit: "not identified: no answer within 1s" for unit in plan.units}
+    assert len(list(started.iterdir())) == 4
+    for pid in (int(path.read_text()) for path in started.iterdir()):
+        wait_until(lambda: not crcr_host.alive(pid), 10, f"the command's sleep {pid} to be ended")

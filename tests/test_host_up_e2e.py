@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from configfiles import write_file
 from conftest import backend, make_upstream, prepare_relay, suite
 from crcr.host import crcr_host
 from harness import wait_until
@@ -107,6 +108,8 @@ def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(
     relay, upstream = lab
     host_dir = trial_account.home / "host"
     units = ["trial-lab-trial-0", "trial-lab-trial-1"]
+    write_file(Path(relay.env["CRCR_WORKERS_DIR"]) / "devices" / "trial.yaml",
+               "identify: echo trial card $CRCR_DEVICE_INDEX\n")
     printed = relay.crcr("worker", "register", "trial-lab", "--device", "trial:2", "--admin",
                          "Trial Lab <trial@example.com>", "--host-dir", host_dir).stdout
     relay.crcr("master", "reconfig", "--basedir", relay.basedir)
@@ -119,6 +122,8 @@ def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(
     assert "made: trial-lab-trial-0, trial-lab-trial-1" in up.stdout, up.stdout
     assert "running (supervisord as" in up.stdout and "a trial: builds can read the password" in up.stdout
     assert connected(relay, "trial-lab") == set(units), "up returns once both units are logged in"
+    assert [(host_dir / unit / "info" / "card").read_text() for unit in units] == [
+        "trial card 0\n", "trial card 1\n"], "each unit names its card to the relay when it connects"
     status = trial_account.tool("status", "--host-dir", host_dir).stdout
     assert "trial-lab-trial-0: running, connected" in status and "trial-lab-trial-1: running, connected" in status, \
         "up returns once the supervisor counts the units as running"

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from clirun import InProcessCrcr
-from configfiles import make_dirs, write_backend, write_worker, write_worker_password
+from configfiles import make_dirs, write_backend, write_file, write_worker, write_worker_password
+from crcr.host import crcr_host
 from harness import VENV_BIN, free_port
 from printedsetup import host_with_venv, paragraph, run_paragraph
 from masterfolders import master_folder, process_in  # noqa: F401 (a fixture)
@@ -152,6 +153,22 @@ def test_the_up_command_carries_the_hosts_folder_and_account_only_when_given(dir
     default = crcr("worker", "show", "lab1").stdout
     assert not {"--host-dir", "--host-user", "--build-env"} & set(up_arguments(default))
     assert "useradd" not in default and "systemctl" not in default
+
+
+def test_the_up_command_carries_the_identify_command_of_each_of_the_hosts_devices_from_its_device_file(
+        dirs, crcr, register):
+    """The relay's device file is the one source of the command: the host tool runs it on each unit at `up`."""
+    identify = "spyre-smi --index $CRCR_DEVICE_INDEX --pci --serial"
+    write_file(dirs.workers / "devices" / "spyre.yaml", f"identify: {identify}\n")
+    write_file(dirs.workers / "devices" / "cuda.yaml", "identify: nvidia-smi -L\n")  # no unit of the host's
+    register("lab1")
+
+    arguments = up_arguments(crcr("worker", "show", "lab1").stdout)
+
+    assert arguments[-2:] == ["--identify", f"spyre={identify}"] and "--identify" not in arguments[:-2]
+    taken = crcr_host.parser().parse_args(arguments[2:])
+    units = crcr_host.unit_names(taken.name, taken.device)
+    assert crcr_host.identify_commands(taken.identify, units, taken.name) == {"spyre": identify}
 
 
 def test_the_password_file_is_a_choice_of_the_setup_by_hand_only(dirs, crcr, register):

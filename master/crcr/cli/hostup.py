@@ -2,6 +2,10 @@
 command, `crcr-host up`, which creates, keys and starts every unit worker of the host (the paragraphs of
 cli/hostsetup.py, printed with --by-hand, are what it does).
 
+A device of the host whose file (workers/devices/<kind>.yaml) has an `identify:` command gets it in the command
+(`--identify KIND=COMMAND`): the relay's file stays its one source, the host asks the relay for nothing more, and
+the `up` printed again after the file changed brings the change to the host.
+
 The host's password reaches the tool as the first line of its standard input, a here-document, never as an
 argument, where `ps` would show it. Where the workers live and which account runs builds are the tool's to choose
 for whoever runs it (root with systemd, or oneself for a trial), so the command
@@ -11,10 +15,12 @@ carries them only when the relay's admin gave them.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from crcr.cli.hostsetup import DEFAULT_HOST_USER, HEREDOC_END
-from crcr.config.models import BUILD_ENV_WORKER, WorkerHost
+from crcr.config.loader import DEVICES_DIR, load_model
+from crcr.config.models import BUILD_ENV_WORKER, Device, WorkerHost
 from crcr.names import HOST_TOOL_PATH
 
 TOOL_FILE = "crcr-host"  # what the printed curl saves the tool as, on the host
@@ -29,6 +35,7 @@ class HostUp:
     # Each None unless given to register or show: the tool then chooses it.
     host_dir: str | None = None
     host_user: str | None = None
+    identify: dict[str, str] = field(default_factory=dict)  # {device kind: its identify command} (identify_commands)
 
     def up_arguments(self) -> list[str]:
         """The `up` command as the host's shell hands it to the tool."""
@@ -38,6 +45,8 @@ class HostUp:
         arguments += ["--admin", self.host.admin]
         if self.host.build_env != BUILD_ENV_WORKER:
             arguments += ["--build-env", self.host.build_env]
+        for device, command in self.identify.items():
+            arguments += ["--identify", f"{device}={command}"]
         return arguments + self._given("--host-dir", "--host-user")
 
     def _given(self, *options: str) -> list[str]:
@@ -61,3 +70,10 @@ class HostUp:
             "# Run it again at any time (after --rotate-password, a changed unit count): it changes only what differs.",
             " ".join([f"# python3 {TOOL_FILE} status | stop | down", *self._given("--host-dir")]),
         ])
+
+
+def identify_commands(workers_dir: Path, host: WorkerHost) -> dict[str, str]:
+    """{device kind: its identify command} for each of the host's device kinds whose file has one."""
+    files = {device: workers_dir / DEVICES_DIR / f"{device}.yaml" for device in host.devices}
+    devices = {device: load_model(path, Device) for device, path in files.items() if path.exists()}
+    return {name: device.identify for name, device in devices.items() if device.identify}

@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 
 from crcr.cli import hostsetup, mastercontrol, registry
 from crcr.cli.hostsetup import DEFAULT_HOST_DIR, DEFAULT_HOST_USER, DEFAULT_PASSWORD_FILE, HostSetup
-from crcr.cli.hostup import HostUp
+from crcr.cli.hostup import HostUp, identify_commands
 from crcr.cli.hoststable import devices_text, print_hosts_table
 from crcr.cli.relayapi import RelaySession, add_sign_in_options, credentials_from, error_message
 from crcr.cli.subcommands import add_command
@@ -178,7 +178,8 @@ def _setup(args, settings: Settings, host: WorkerHost, password: str) -> HostSet
 
 def _host_up(args, settings: Settings, host: WorkerHost, password: str) -> HostUp:
     return HostUp(host=host, password=password, master_address=args.master or settings.worker_address,
-                  web_url=settings.web_url, host_dir=args.host_dir, host_user=args.host_user)
+                  web_url=settings.web_url, host_dir=args.host_dir, host_user=args.host_user,
+                  identify=identify_commands(settings.workers_dir, host))
 
 
 def _print_setup(args, settings: Settings, host: WorkerHost, password: str) -> None:

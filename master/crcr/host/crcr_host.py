@@ -2,6 +2,7 @@
 """crcr-host: attach a lab host to a crcr relay in one command, and keep it attached.
 
     python3 crcr-host up --master HOST:PORT --name NAME --device KIND:N [--admin TEXT] [--build-env worker|VENV]
+                         [--identify KIND=COMMAND]
     python3 crcr-host status | stop | down
 
 `up` makes one Buildbot worker per accelerator unit (`<name>-<kind>-<index>`, as the relay names them), keys them
@@ -15,6 +16,9 @@ under a supervisor that restarts a unit that crashes:
   password file as the unit's standard input, then setpriv drops to the build account;
 * as an unprivileged user (a trial, a laptop): supervisord as that user. Builds run as that user too, so they can
   read the password; that is why production uses root.
+
+With `--identify`, each unit's card is named in its info/card (what its device's identify command prints), which
+the unit sends the relay at each connection.
 
 Units and builds get a declared environment (PATH, HOME, USER, LOGNAME, LANG; the backend's variables come with each
 build), never the one of the shell that ran `up`, where an admin keeps tokens and proxies' passwords.
@@ -38,6 +42,7 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -67,6 +72,11 @@ PIP_SETTINGS = re.compile(r"PIP_\w+|(?:http|https|no|all)_proxy|(?:HTTP|HTTPS|NO
 KEEPALIVE = 30
 MAX_RECONNECT_DELAY = 60
 WAIT_FOR_CONNECTION = 120
+# A device's identify command, run on each unit by up: a hung driver must not keep the units from coming up. What it
+# says is cut as the relay cuts a card's identity in its records.
+IDENTIFY_TIMEOUT = 30
+CARD_LENGTH = 300
+DEVICE_INDEX_VARIABLE = "CRCR_DEVICE_INDEX"  # which of the host's units of its kind, as builds are told
 # What buildbot-worker logs in twistd.log (buildbot_worker/pb.py and pbutil.py).
 CONNECTED = "Connected to buildmaster; worker is ready"
 REFUSED = "unauthorized login; check worker name and password"
@@ -185,6 +195,27 @@ def unit_names(name: str, devices: list[str]) -> list[str]:
     return units
 
 
+def identify_commands(given: list[str], units: list[str], name: str) -> dict[str, str]:
+    """--identify KIND=COMMAND, each for a kind of --device: {kind: command}."""
+    kinds = {unit_device(unit, name)[0] for unit in units}
+    commands = {}
+    for text in given:
+        kind, _, command = text.partition("=")
+        if kind not in kinds or not command.strip():
+            raise Refused(f"--identify {text!r}: must be KIND=COMMAND for a kind of --device (as `crcr worker "
+                          "register` printed it)")
+        if kind in commands:
+            raise Refused(f"--identify {kind}: given twice")
+        commands[kind] = command
+    return commands
+
+
+def unit_device(unit: str, name: str) -> tuple[str, str]:
+    """The device kind of a unit of host `name`, and its index among the host's units of that kind."""
+    kind, index = unit[len(name) + 1:].rsplit("-", 1)
+    return kind, index
+
+
 def checked_path(path: str, option: str) -> str:
     path = os.path.abspath(os.path.expanduser(path))
     if not SAFE_PATH.fullmatch(path):
@@ -213,6 +244,7 @@ class Plan:
         self.name = args.name
         self.master = args.master
         self.units = unit_names(args.name, args.device)
+        self.identify = identify_commands(args.identify or [], self.units, args.name)
         self.admin = " ".join((args.admin or "").split())
         self.password = password
         self.host = Host(checked_path(args.host_dir or default_host_dir(), "--host-dir"))
@@ -305,6 +337,12 @@ class Runner:
         if check and result.returncode != 0:
             raise Refused(f"{what} failed ({' '.join(argv)}):\n{(result.stdout + result.stderr).strip()}")
         return result
+
+    def start_in_session(self, argv: list[str], env: dict, output, errors) -> subprocess.Popen:
+        """argv started as the build account with `env`, in a session of its own (to be ended with all it started),
+        writing to the files `output` and `errors`."""
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output, stderr=errors, env=env,
+                                start_new_session=True, **self._as_build_account())
 
     def pip_install(self, venv: str, packages: list[str], what: str, build_account: bool) -> None:
         """As the build account, pip gets of this process's environment only its settings and the way to an index."""
@@ -538,27 +576,103 @@ def desired_tac(plan: Plan, run: Runner) -> str:
     return re.sub(r"^passwd = .*$", lambda _: TAC_PASSWORD, tac, count=1, flags=re.MULTILINE)
 
 
+class Identification:
+    """A device's identify command on one unit, run as builds run it: as the build account, in the units'
+    environment, told the unit's index. Its output goes to files, so that none of the units' commands, run at once,
+    waits on a full pipe while another is waited for."""
+
+    def __init__(self, run: Runner, command: str, index: str):
+        self.output, self.errors = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        env = {**run.plan.unit_environment(), DEVICE_INDEX_VARIABLE: index}
+        self.process, self.unrun = None, None
+        try:
+            self.process = run.start_in_session(["/bin/sh", "-c", command], env, self.output, self.errors)
+        except OSError as e:  # not the build account's to run
+            self.unrun = f"cannot run /bin/sh: {e.strerror}"
+
+    def card(self, deadline: float) -> tuple[str, str | None]:
+        """What the unit's info/card says, and why the card could not be identified (None: it was)."""
+        with self.output, self.errors:
+            why = self.unrun or self._failure(deadline)
+            said = read_all(self.output).strip()
+        if why is None and not said:
+            why = "it printed nothing"
+        return (said if why is None else f"not identified: {why}")[:CARD_LENGTH], why
+
+    def _failure(self, deadline: float) -> str | None:
+        try:
+            code = self.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):  # its session: the processes it started end with it
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            return f"no answer within {IDENTIFY_TIMEOUT}s"
+        if code == 0:
+            return None
+        said = read_all(self.errors).strip().splitlines()
+        return f"exit code {code}" + (f": {said[-1]}" if said else "")
+
+
+def read_all(file) -> str:
+    file.seek(0)
+    return file.read().decode(errors="replace")
+
+
+def identify_cards(plan: Plan, run: Runner) -> dict[str, str]:
+    """{unit: its info/card} for the units of a kind with --identify: what the device's identify command printed on
+    it, or why it could not say (a warning: the unit comes up all the same). Run on every unit at once, so that a
+    hung driver costs IDENTIFY_TIMEOUT once, not once per unit."""
+    started = {unit: Identification(run, plan.identify[kind], index) for unit in plan.units
+               for kind, index in [unit_device(unit, plan.name)] if kind in plan.identify}
+    deadline = time.monotonic() + IDENTIFY_TIMEOUT
+    cards = {}
+    for unit, identification in started.items():
+        cards[unit], why = identification.card(deadline)
+        if why is not None:
+            print(f"crcr-host: warning: {unit}: its card could not be identified ({why}); the unit comes up all the "
+                  "same, its info/card saying why", file=sys.stderr)
+    return cards
+
+
+def remove_if_present(path: str) -> bool:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def ensure_units(plan: Plan, run: Runner) -> list[str]:
-    """Each unit's folder, buildbot.tac and info files (what the UI's Workers page shows); returns the units whose
-    files changed (made or re-pointed), which must be (re)started."""
-    template = desired_tac(plan, run)
+    """Each unit's folder, buildbot.tac and info files; returns the units whose files changed, which must be
+    (re)started."""
+    return write_units(plan, run, desired_tac(plan, run), identify_cards(plan, run))
+
+
+def write_units(plan: Plan, run: Runner, template: str, cards: dict[str, str]) -> list[str]:
+    """Each unit's folder, its buildbot.tac made from `template`, and its info files (what the UI's Workers page
+    shows; info/card those of `cards`); returns the units whose files changed: a unit sends its info files only when
+    it connects."""
     changed = []
     for unit in plan.units:
         folder = plan.host.unit(unit)
-        device = unit[len(plan.name) + 1:].rsplit("-", 1)
+        device = unit_device(unit, plan.name)
         files = {
             "buildbot.tac": re.sub(r"^workername = .*$", lambda _: f"workername = {unit!r}", template, count=1,
                                    flags=re.MULTILINE),
             "info/admin": (plan.admin or plan.user) + "\n",
             "info/host": f"{plan.name}: {device[0]} unit {device[1]}\n",
         }
+        if unit in cards:
+            files["info/card"] = cards[unit] + "\n"
         if not os.path.isdir(folder):
             makedirs(folder, 0o755)
             run.owned_by_build_account(folder)
         with run.acting_as_build_account():
             makedirs(os.path.join(folder, "info"), 0o755)
             wrote = [name for name, text in files.items() if write_if_changed(os.path.join(folder, name), text, 0o644)]
-        if "buildbot.tac" in wrote:
+            if unit not in cards and remove_if_present(os.path.join(folder, "info", "card")):
+                wrote.append("info/card")  # its device's identify command was dropped: no stale card
+        if wrote:
             changed.append(unit)
     return changed
 
@@ -957,6 +1071,12 @@ def parser() -> argparse.ArgumentParser:
                     f"else {', '.join(SYSTEM_PYTHONS)}: the first the build account can run)")
     up.add_argument("--supervisor", choices=("auto", "systemd", "supervisord"), default="auto",
                     help="auto: systemd as root on a systemd host, supervisord otherwise")
+    # The relay's device file (workers/devices/<kind>.yaml) holds the command; the `up` the relay prints carries it,
+    # so the host asks the relay for nothing more, and running that `up` again brings a changed command here.
+    up.add_argument("--identify", action="append", metavar="KIND=COMMAND",
+                    help="the device's identify command (repeatable): run on each unit of KIND by up, with "
+                    f"{DEVICE_INDEX_VARIABLE} its index, what it prints is the unit's info/card, sent to the relay at "
+                    "each connection")
     up.add_argument("--wait", type=float, default=WAIT_FOR_CONNECTION, metavar="SECONDS",
                     help="how long to wait for the units to log in and run")
     for command, func, summary in (("up", cmd_up, None), ("status", cmd_status, "each unit's state"),
