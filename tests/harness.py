@@ -211,6 +211,11 @@ class Relay:
                 raise AssertionError(f"GET {path}: {cut!r} after the headers {dict(r.getheaders())}; the master's "
                                      f"http.log ends with {served}; its log:\n{self.log_tail(30)}") from cut
 
+    def plugin(self, path: str) -> dict:
+        """The JSON the relay's www plugin answers at plugins/crcr/`path` (the health, the units), to its admin."""
+        with self.session(self.admin).open(f"{self.web_url}plugins/crcr/{path}", timeout=30) as r:
+            return json.load(r)
+
     def rpc(self, path: str, method: str, as_user: tuple[str, str] | None = None, anonymous: bool = False,
             **params) -> dict:
         """A JSON-RPC call (a control action), signed in as `as_user` (name, password), else as the admin, or

@@ -6,6 +6,7 @@ commit status."""
 
 from __future__ import annotations
 
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,12 +18,14 @@ from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCE
 
 from conftest import BUDGET_BRANCH, RELEASE_BRANCH, UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
 from crcr.config.users import add_user, users_file
+from crcr.buildmaster.services.units_out import pause_reason
 from crcr.github.status_text import FANNED_OUT
 from crcr.names import (
     ARTIFACTS_PATH, BUILD_STAGE_STEP, CHILD_TAG, FAN_OUT_STEP, FETCH_STEP, RELAY_WORKER, UPLOAD_STEP, build_child_name,
     SHARED_BUILDS_STEP, child_builder_name, shared_builder_name, status_context, suite_step_name,
 )
 from harness import holding, kill_9, open_gate, wait_until
+from smtp import smtp_server
 from webui import build_link, click_when_ready, open_page, page_text, wait_for_element, wait_for_texts
 
 pytestmark = pytest.mark.e2e
@@ -37,6 +40,8 @@ SHARED, TWIN, CPU_WHEEL = "torch-cpu", "twin-delta", "torch-cpu.whl"
 # On RELEASE_BRANCH: a card failing once (one suite: a serial build), and a card failing every time (fanned out).
 ONCE, DEAD = "card-once", "card-dead"
 RAS = "RAS::VFIO::DeviceOpenFail"
+# On RELEASE_BRANCH too: four suites on a host of two epsilon cards, the first of which fails whenever it is bad.
+SICK, SICK_HOST, BUS_FENCE = "sick-epsilon", "host-eps", "RAS::PCI::BusFence"
 
 
 def barrier(name: str, gates: Path) -> dict:
@@ -63,9 +68,17 @@ def http_status(url: str, headers: dict | None = None) -> int:
         return refused.code
 
 
+def on_a_bad_card(name: str, root: Path) -> dict:
+    """A suite that hits the card while `bad-card-<its unit's index>` exists, waits while `sick-hold` does, then
+    passes."""
+    return {"name": name, "command": f"if [ -e {root}/bad-card-$CRCR_DEVICE_INDEX ]; then echo '{BUS_FENCE} at "
+                                     f"0000:5e:00.0'; exit 1; fi; while [ -e {root}/sick-hold ]; do sleep 0.1; done; "
+                                     f"python -m pytest test/test_pass.py -q --junitxml=$CRCR_RESULTS_DIR/{name}.xml"}
+
+
 class Wide:
-    def __init__(self, relay, upstream, root: Path, units: dict):
-        self.relay, self.upstream, self.root, self.units = relay, upstream, root, units
+    def __init__(self, relay, upstream, root: Path, units: dict, mailbox):
+        self.relay, self.upstream, self.root, self.units, self.mailbox = relay, upstream, root, units, mailbox
         self.gates = root  # where the held suites' gates are opened
 
     def held_children(self, sha: str, backend: str = HELD, suites: tuple[str, ...] = ("first", "second")):
@@ -90,7 +103,11 @@ class Wide:
 
 @pytest.fixture(scope="module")
 def wide(tmp_path_factory, github):
-    root = tmp_path_factory.mktemp("fan-out")
+    with smtp_server() as mail:  # the labs' mail server
+        yield from relay_of_wide_backends(tmp_path_factory.mktemp("fan-out"), github, mail)
+
+
+def relay_of_wide_backends(root: Path, github, mail: tuple):
     upstream = make_upstream(root / "upstream")
     gates = root / "gates"
     gates.mkdir()
@@ -122,13 +139,18 @@ def wide(tmp_path_factory, github):
         ONCE: backend("L2", "gamma", [card_once("ops", root)], branches=[RELEASE_BRANCH]),
         DEAD: backend("L2", "gamma", [card_once("lucky", root), {"name": "dead", "command": f"echo '{RAS}'; exit 1"}],
                       branches=[RELEASE_BRANCH], infra_failures={"tries": 2}),
+        SICK: backend("L2", "epsilon", [on_a_bad_card(name, root) for name in ("one", "two", "three", "four")],
+                      branches=[RELEASE_BRANCH]),
     }
-    hosts = {"host-gamma": {"devices": {"gamma": UNITS, "cpu": 1, "delta": 1}, "admin": "Gamma Lab <gamma@example.com>"}}
-    relay, workers = prepare_relay(root / "relay", upstream, github, backends, hosts=hosts)
-    # What tells a run hit a gamma card, for every backend on one.
+    hosts = {"host-gamma": {"devices": {"gamma": UNITS, "cpu": 1, "delta": 1}, "admin": "Gamma Lab <gamma@example.com>"},
+             SICK_HOST: {"devices": {"epsilon": 2}, "admin": "Eps Lab <eps@example.com>"}}
+    relay, workers = prepare_relay(root / "relay", upstream, github, backends, hosts=hosts, CRCR_SMTP_RELAY=mail[1])
+    # What tells a run hit a gamma or an epsilon card, for every backend on one, and which epsilon card it is.
     devices = root / "relay" / "workers" / "devices"
     devices.mkdir()
     (devices / "gamma.yaml").write_text("infra_failures:\n  patterns: ['RAS::\\w+::\\w+']\n")
+    (devices / "epsilon.yaml").write_text("infra_failures:\n  patterns: ['RAS::\\w+::\\w+']\n"
+                                          "identify: echo card-$CRCR_DEVICE_INDEX\n")
     # The shared build: a CPU wheel for every backend that uses it, made once per commit.
     (root / "relay" / "backends" / "builds").mkdir()
     (root / "relay" / "backends" / "builds" / f"{SHARED}.yaml").write_text(yaml.safe_dump({
@@ -137,7 +159,7 @@ def wide(tmp_path_factory, github):
     for name, password in (ALICE, BOB):
         add_user(users_file(root / "relay" / "secrets"), name, password)
     with running(relay, workers):
-        yield Wide(relay, upstream, root, {worker.name: worker for worker in workers})
+        yield Wide(relay, upstream, root, {worker.name: worker for worker in workers}, mail[0])
 
 
 def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from_its_parent(wide, github):
@@ -298,6 +320,10 @@ def test_a_child_whose_unit_dies_runs_again_on_another_and_stopping_the_parent_c
                                   and child["buildrequestid"] == first["buildrequestid"] and not child["complete"]],
                          90, "the lost child's request built again")[0]
     assert relay.worker_name(retried) not in {lost, relay.worker_name(second)}
+    # The unit lost mid-build is the hardware's doing: recorded against it.
+    wait_until(lambda: [unit for unit in relay.plugin("api/units")["units"] if unit["name"] == lost
+                        and unit["last_failure"] and unit["last_failure"]["what"] == "unit lost mid-build"],
+               30, f"{lost} recorded lost mid-build")
     assert relay.get(f"builds/{second['buildid']}")["builds"][0]["complete"] is False, "the other child ran on"
 
     for child in (retried, second):
@@ -329,7 +355,7 @@ def test_a_child_whose_unit_dies_runs_again_on_another_and_stopping_the_parent_c
 
 
 def test_a_run_that_hit_the_card_is_built_again_on_another_unit_and_a_card_failing_every_try_is_an_error(
-        wide, github):
+        wide, github, browser):
     relay = wide.relay
     sha = wide.upstream.commit("A change the cards choke on", branch=RELEASE_BRANCH)
 
@@ -359,3 +385,75 @@ def test_a_run_that_hit_the_card_is_built_again_on_another_unit_and_a_card_faili
     assert verdict(DEAD) == [("error", f"infrastructure: {RAS} on {', '.join(units)}, 2 tries")]
     tested = relay.get(f"builds/{parent['buildid']}?property=crcr_tests")["builds"][0]["properties"]["crcr_tests"][0]
     assert list(tested) == ["lucky"], "dead's tests are not judged: no failure counted, no baseline"
+    # Its health: an infrastructure error, apart from test failures and out of the pass rate.
+    health = wait_until(lambda: (found := relay.plugin(f"api/health/{DEAD}"))["latest"] and found, 30, "its health")
+    assert (health["state"], health["latest"]["infrastructure"], health["verdicts"], health["pass_rate"]) == (
+        "error", True, {"success": 0, "failure": 0, "error": 0, "infrastructure": 1}, None), health
+    open_page(browser, f"{relay.web_url}#/health/{DEAD}")
+    wait_for_texts(browser, ["1 infrastructure error, not counted"], "its health page counting the error apart")
+
+    # The Units page, from the home page: the unit the card failed on, its state (paused should its last three
+    # builds each have hit the card: which unit took which run varies), its worker page, the last run on it that hit
+    # the card and that run's build.
+    open_page(browser, relay.web_url + "#/")
+    click_when_ready(browser, "//div[@data-crcr='home']//a[text()='units']", "the home page's units link")
+    row = f"//div[@data-crcr='units']//tr[@data-unit='{failed_on}']"
+    wait_for_element(browser, f"{row}/td[@data-figure='state']//*[@data-state='connected' or @data-state='paused']",
+                     f"{failed_on} connected or paused")
+    wait_for_element(browser, f"{row}//a[@href='#/workers/{hit['workerid']}']", f"{failed_on}'s worker page link")
+    last = wait_for_element(browser, f"{row}/td[@data-figure='last-failure']//a", f"{failed_on}'s last failure")
+    builderid, number = last.get_attribute("href").split("#/builders/")[1].split("/builds/")
+    failed = relay.get(f"builders/{builderid}/builds/{number}")["builds"][0]
+    assert (last.text, failed["workerid"], failed["results"] in (RETRY, EXCEPTION)) == (RAS, hit["workerid"], True)
+
+
+def test_a_unit_hitting_the_hardware_three_times_in_a_row_is_taken_out_its_admin_mailed_and_it_is_resumed(
+        wide, github):
+    relay, root = wide.relay, wide.root
+    bad, good = f"{SICK_HOST}-epsilon-0", f"{SICK_HOST}-epsilon-1"
+    (root / "bad-card-0").touch()
+    (root / "sick-hold").touch()
+    sha = wide.upstream.commit("A change run while card 0 is bad", branch=RELEASE_BRANCH)
+
+    # While card 1 holds its first child, card 0 takes the other three one after another and hits the card on each:
+    # three in a row, so it is paused, with a reason that says so, and its host's admin gets one mail.
+    def bad_unit() -> dict:
+        return relay.get(f"workers?name={bad}")["workers"][0]
+    paused = wait_until(lambda: bad_unit()["paused"] and bad_unit(), 120, f"{bad} taken out")
+    assert paused["pause_reason"] == pause_reason(3, f"{BUS_FENCE} on {bad}", bad)
+    def mails() -> list:  # a gamma card may have been taken out by the stories before: its lab's mail is not ours
+        return [mail for to, mail in wide.mailbox.received() if to == ["eps@example.com"]]
+    [mail] = wait_until(mails, 60, "the mail to the host's admin")
+    assert mail["subject"] == f"crcr: unit {bad} taken out ({BUS_FENCE} on {bad})"
+    body = mail.get_content().replace("\r\n", "\n")  # as SMTP carries it
+    assert f"The relay took unit {bad} of host {SICK_HOST} out: 3 infrastructure failures in a row" in body, body
+    assert f"Card: card-0\nBackend: {SICK}\n" in body, body
+    log_url = body.split("The log of the last build it failed: ")[1].split()[0]
+    builderid, number, step, slug = re.fullmatch(r".*#/builders/(\d+)/builds/(\d+)/steps/(\d+)/logs/(\w+)",
+                                                 log_url).groups()
+    log = relay.get(f"builders/{builderid}/builds/{number}/steps/{step}/logs/{slug}")["logs"][0]
+    assert log["name"] == "infrastructure failure", log
+
+    # Card 1 then runs every suite, the three retried ones too: the commit passes, its status noting the retry.
+    (root / "sick-hold").unlink()
+    parent = relay.wait_for_finished_build(SICK, sha)
+    assert parent["results"] == SUCCESS, relay.steps(parent)
+    final = wait_until(lambda: [(s["state"], s["description"]) for s in github.statuses(sha, status_context(SICK))
+                                if s["state"] != "pending"], 30, "its verdict")
+    assert final == [("success", f"8 passed (after an infrastructure failure on {bad})")]
+    [recorded] = [unit for unit in relay.plugin("api/units")["units"] if unit["name"] == bad]
+    assert (recorded["paused"], recorded["infra_failures"], recorded["card"]) == (True, 3, "card-0"), recorded
+    assert recorded["last_failure"]["what"] == BUS_FENCE
+
+    # The next commit's suites go to card 1 alone; no second mail.
+    sha = wide.upstream.commit("The next change", branch=RELEASE_BRANCH)
+    parent = relay.wait_for_finished_build(SICK, sha)
+    assert parent["results"] == SUCCESS
+    assert {relay.worker_name(child) for child in relay.children(parent)} == {good}
+    assert len(mails()) == 1
+
+    # Its card seen to, the lab admin puts it back.
+    (root / "bad-card-0").unlink()
+    resumed = relay.crcr("worker", "resume", bad, "--url", relay.web_url)
+    assert resumed.stdout.startswith(f"{bad} resumed"), resumed.stdout
+    assert bad_unit()["paused"] is False

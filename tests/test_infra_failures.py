@@ -15,7 +15,9 @@ from crcr.config.loader import InfraRules
 from crcr.config.models import InfraPattern
 from crcr.buildmaster.services.units_out import UNIT_PAUSED, health_check_reason, pause_reason
 from crcr.buildmaster.steps.unit_checks import HealthCheck
-from crcr.names import ADMIN_PROPERTY, CARD_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, INFRA_PROPERTY, TESTS_PROPERTY
+from crcr.names import (
+    ADMIN_PROPERTY, CARD_INFO, CARD_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, INFRA_PROPERTY, LOST_UNIT, TESTS_PROPERTY,
+)
 from crcr.suites.selection import running_file
 from test_suite_step import BACKEND, BUILDID, JUNIT, SHA, SuiteStepHarness, junit, run_suite, upload
 
@@ -26,13 +28,15 @@ RAS = "RAS::VFIO::DeviceOpenFail"
 RULES = InfraRules(patterns=(InfraPattern(pattern=r"RAS::\w+::\w+"),
                              InfraPattern(pattern="card fell off the bus", in_tests=True)), stall=True)
 KILLED_HEADER = "process killed by signal 11\n"
+AT_CONNECTION = "0000:3b:00.0 SN-77\n"  # as a unit's info/card holds it
 
 
-def record_failure(store, unit: str, brid: int, buildid: int = 1, at: int = 1, card: str | None = None):
+def record_failure(store, unit: str, brid: int, buildid: int = 1, at: int = 1, card: str | None = None,
+                   kind: str = "pattern"):
     """A run of build request `brid` (in build `buildid`) that hit the card on `unit`, as a suite's step records
-    it."""
+    it (or, kind LOST_UNIT, the unit lost mid-build, as RelayBuild records it)."""
     return store.record_infra_failure(at=at, unit=unit, host="lab", device="spyre", card=card, backend=BACKEND, sha=SHA,
-                                      buildid=buildid, brid=brid, kind="pattern", what=RAS, lines=[RAS])
+                                      buildid=buildid, brid=brid, kind=kind, what=RAS, lines=[RAS])
 
 
 def watched(*lines: str, signal: int | None = None, rules: InfraRules = RULES) -> OutputWatch:
@@ -111,7 +115,31 @@ class InfraStepTest(SuiteStepHarness):
                           for f in (yield self.store.infra_failures_of(BRID))],
                          [("lab-spyre-0", "0000:3b:00.0 SN-1234", "pattern", RAS)])
         self.assertIsNone(self.build.getProperty(TESTS_PROPERTY), "no test judged, no baseline")
-        self.assertIn(RAS, self.get_nth_step(0).logs["infrastructure failure"].stdout)
+        told = self.get_nth_step(0).logs["infrastructure failure"].stdout
+        self.assertIn(f"the run hit the hardware (pattern: {RAS}) on lab-spyre-0, card 0000:3b:00.0 SN-1234, not a "
+                      f"test; its tests are not judged. What showed it:\n  {RAS}\n", told)
+
+    @defer.inlineCallbacks
+    def card_recorded(self):
+        """The card of the run's failure, once the step ran on a unit that named AT_CONNECTION when it connected
+        (its info/card, which the host tool writes at `up`)."""
+        self.build.getWorkerInfo().setProperty(CARD_INFO, AT_CONNECTION, "Worker")
+        self.expect_commands(run_suite().stdout(f"{RAS}\n").exit(1), upload(JUNIT, None))
+        self.expect_outcome(RETRY, f"ops: infrastructure: {RAS} on lab-spyre-0 (try 1 of 3); built again on "
+                                   "another unit")
+        yield self.run_step()
+        return [failure["card"] for failure in (yield self.store.infra_failures_of(BRID))]
+
+    @defer.inlineCallbacks
+    def test_a_build_whose_identify_step_named_no_card_records_the_one_its_unit_named_at_connection(self):
+        self.make_infra_step()
+        self.assertEqual((yield self.card_recorded()), ["0000:3b:00.0 SN-77"])
+
+    @defer.inlineCallbacks
+    def test_the_card_the_build_named_comes_first_being_the_newer(self):
+        self.make_infra_step()
+        self.build.setProperty(CARD_PROPERTY, "0000:3b:00.0 SN-78", "SetPropertyFromCommand")
+        self.assertEqual((yield self.card_recorded()), ["0000:3b:00.0 SN-78"])
 
     @defer.inlineCallbacks
     def test_the_last_try_is_an_infrastructure_error_naming_every_unit(self):
@@ -160,7 +188,8 @@ class InfraStepTest(SuiteStepHarness):
             yield self.add_build(buildid, buildid, SHA)
             yield record_failure(self.store, UNITS[0], buildid, buildid)
         yield self.this_build_on_the_unit()
-        self.make_infra_step()
+        step = self.make_infra_step()
+        self.build.setProperty(CARD_PROPERTY, "0000:3b:00.0 SN1234", "crcr")
         self.expect_commands(run_suite().stdout(f"{RAS}\n").exit(1), upload(JUNIT, None))
         self.expect_outcome(RETRY, f"ops: infrastructure: {RAS} on lab-spyre-0 (try 1 of 3); built again on "
                                    "another unit")
@@ -169,8 +198,9 @@ class InfraStepTest(SuiteStepHarness):
         reason = pause_reason(3, f"{RAS} on lab-spyre-0", "lab-spyre-0")
         self.assertIn((("control", "worker", str(UNIT_ID), "pause"), {"reason": reason}), self.master.mq.productions)
         [told] = [message for key, message in self.master.mq.productions if key == UNIT_PAUSED]
-        self.assertEqual((told["name"], told["admin"], told["backend"], told["reason"]),
-                         ("lab-spyre-0", "Spyre Lab <lab@example.com>", BACKEND, reason))
+        self.assertEqual((told["name"], told["admin"], told["backend"], told["card"], told["reason"]),
+                         ("lab-spyre-0", "Spyre Lab <lab@example.com>", BACKEND, "0000:3b:00.0 SN1234", reason))
+        assert told["log_url"].endswith(f"/steps/{step.number}/logs/infrastructure_failure"), told["log_url"]
 
     @defer.inlineCallbacks
     def test_a_unit_with_a_build_between_its_failures_stays_in(self):
@@ -185,6 +215,15 @@ class InfraStepTest(SuiteStepHarness):
         yield self.run_step()
 
         self.assertEqual([key for key, _ in self.master.mq.productions if key == UNIT_PAUSED], [])
+
+    @defer.inlineCallbacks
+    def test_a_unit_lost_mid_build_counts_in_its_row_yet_may_take_the_request_again_once_back(self):
+        yield self.add_build(60, 60, SHA)  # the unit's latest build, which lost it
+        yield record_failure(self.store, UNITS[0], BRID, 60, kind=LOST_UNIT)
+        yield record_failure(self.store, UNITS[1], BRID, BUILDID)
+
+        self.assertEqual((yield self.store.units_failed(BRID)), [UNITS[1]], "the lost unit may be the only one")
+        self.assertTrue((yield self.store.failed_in_a_row(self.master.db.model, UNIT_ID, 1)))
 
     @defer.inlineCallbacks
     def test_a_run_with_nothing_of_the_hardware_is_judged_as_ever(self):

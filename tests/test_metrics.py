@@ -32,6 +32,10 @@ FIGURES = {
     },
     "outbox": {"waiting": 4, "given_up": 1, "oldest_age": 30},
     "units": {"alpha": {"connected": 1, "declared": 2}, "beta": {"connected": 0, "declared": 1}},
+    "unit_figures": [  # as services/unit_figures.py gives them (fields /metrics leaves out omitted)
+        {"name": "lab-alpha-0", "connected": True, "paused": False, "builds": 12, "infra_failures": 1},
+        {"name": "lab-alpha-1", "connected": False, "paused": True, "builds": 3, "infra_failures": 3},
+    ],
     "masters": [
         {"name": "lab:/srv/crcr-a", "state": "up", "last_active": 1_700_000_000, "leader": True,
          "leader_since": 1_699_990_000},
@@ -105,6 +109,18 @@ def test_the_github_outbox_and_the_units_by_device():
     assert found[("crcr_github_outbox_oldest_age_seconds", ())] == 30
     assert [found[(f"crcr_units_{kind}", (("device", device),))]
             for device in ("alpha", "beta") for kind in ("connected", "declared")] == [1, 2, 0, 1]
+
+
+def test_each_unit_s_builds_and_hardware_failures_of_the_week_and_whether_it_is_paused_or_connected():
+    found = samples(FIGURES)
+
+    def each(metric):
+        return [found[(metric, (("unit", unit),))] for unit in ("lab-alpha-0", "lab-alpha-1")]
+
+    assert each("crcr_unit_builds") == [12, 3]
+    assert each("crcr_unit_infra_failures") == [1, 3]
+    assert each("crcr_unit_paused") == [0, 1]
+    assert each("crcr_unit_connected") == [1, 0]
 
 
 def test_each_master_is_up_or_not_with_its_last_sign_of_life_and_the_one_that_leads():

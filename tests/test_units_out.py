@@ -10,9 +10,9 @@ from crcr.config.settings import load_settings
 from crcr.names import LEADERSHIP_SERVICE
 
 PAUSED = {"name": "lab-spyre-2", "workerid": 7, "host": "lab", "admin": "Spyre Lab <lab@example.com>",
-          "backend": "spyre", "failure": "RAS::VFIO::DeviceOpenFail on lab-spyre-2",
+          "backend": "spyre", "card": "0000:3b:00.0 SN1234", "failure": "RAS::VFIO::DeviceOpenFail on lab-spyre-2",
           "reason": pause_reason(3, "RAS::VFIO::DeviceOpenFail on lab-spyre-2", "lab-spyre-2"),
-          "build_url": "http://relay/#/builders/3/builds/12"}
+          "log_url": "http://relay/#/builders/3/builds/12/steps/4/logs/infrastructure_failure"}
 
 
 def master(leading: bool):
@@ -20,7 +20,7 @@ def master(leading: bool):
         namedServices={LEADERSHIP_SERVICE: SimpleNamespace(leading=leading)}))
 
 
-def test_the_leader_mails_the_hosts_admin_naming_the_unit_what_it_hit_the_backend_and_the_build():
+def test_the_leader_mails_the_hosts_admin_naming_the_unit_its_card_what_it_hit_the_backend_and_the_log():
     report = UnitPausedGenerator().generate(master(True), None, UNIT_PAUSED, PAUSED)
 
     assert (report["users"], report["worker"]) == (["lab@example.com"], "lab-spyre-2")
@@ -29,7 +29,10 @@ def test_the_leader_mails_the_hosts_admin_naming_the_unit_what_it_hit_the_backen
     assert body.startswith("The relay took unit lab-spyre-2 of host lab out: 3 infrastructure failures in a row, "
                            "the last RAS::VFIO::DeviceOpenFail on lab-spyre-2; after a look at its card: "
                            "crcr worker resume lab-spyre-2.")
-    assert "Backend: spyre\nThe last build it failed: http://relay/#/builders/3/builds/12" in body
+    assert ("Card: 0000:3b:00.0 SN1234\nBackend: spyre\nThe log of the last build it failed: "
+            "http://relay/#/builders/3/builds/12/steps/4/logs/infrastructure_failure") in body
+    unidentified = UnitPausedGenerator().generate(master(True), None, UNIT_PAUSED, {**PAUSED, "card": None})
+    assert "Card: not identified (no identify command for its device)\n" in unidentified["body"].decode()
 
 
 def test_no_mail_from_another_master_nor_to_an_admin_without_an_address():

@@ -1,6 +1,7 @@
-"""GET /plugins/crcr/api/units and `crcr status --units` (docs/hardware-failures.md): each unit's builds and runs
-that hit the hardware over 7 days, its card, paused and why; under Buildbot's harness, a fake master with a real
-SQLite database and the relay's store."""
+"""GET /plugins/crcr/api/units, `crcr status --units` and /metrics' unit gauges (docs/hardware-failures.md): each
+unit's builds and runs that hit the hardware over 7 days, its card, paused and why, its host and device; under
+Buildbot's harness, a fake master with a real SQLite database, the relay's store and health service, and the unit
+workers its configuration declares."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ from types import SimpleNamespace
 
 from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
+from prometheus_client.parser import text_string_to_metric_families
 from twisted.internet import defer
 from twisted.trial import unittest
 
+from crcr.buildmaster.process.workers import HostUnitWorker
+from crcr.buildmaster.services.health import RelayHealth
 from crcr.cli.status import units_lines
-from crcr.names import RELAY_WORKER
+from crcr.names import CARD_INFO, DEVICE_PROPERTY, HOST_PROPERTY, RELAY_WORKER
 from crcr.store.service import RelayStore
-from relaymaster import relay_master, relay_plugin, render
+from relaymaster import relay_master, relay_plugin, render, www_root
 from test_infra_failures import RAS, record_failure
 
 DAY = 86400
@@ -29,20 +33,32 @@ def build(buildid: int, workerid: int, started_at: int) -> list:
                          masterid=fakedb.FakeDBConnector.MASTER_ID, started_at=started_at)]
 
 
+def declared_unit(name: str, host: str, device: str) -> HostUnitWorker:
+    """The unit's worker as the relay's configuration makes it (process/workers.py's make_workers)."""
+    return HostUnitWorker(name, "pw", host=host, host_slots=None, properties={HOST_PROPERTY: host,
+                                                                             DEVICE_PROPERTY: device})
+
+
 class UnitsResourceTest(TestReactorMixin, unittest.TestCase):
     async def setUp(self):
         self.setup_test_reactor()
         self.reactor.advance(NOW)
         self.store = RelayStore()
-        self.master = await relay_master(self, self.store, prefix="crcr-units-", rows=[
+        health = RelayHealth(backends=[], commit_url="", takeover_after=75)
+        self.master = await relay_master(self, self.store, health, prefix="crcr-units-", rows=[
             fakedb.Builder(id=BUILDER, name="spyre"),
             fakedb.Worker(id=1, name="lab-spyre-0"),
             fakedb.Worker(id=2, name="lab-spyre-1", paused=1, pause_reason="3 infrastructure failures in a row"),
             fakedb.Worker(id=3, name=RELAY_WORKER),
+            fakedb.Worker(id=4, name="old-spyre-0"),  # a unit the configuration no longer declares
             fakedb.ConnectedWorker(id=1, masterid=fakedb.FakeDBConnector.MASTER_ID, workerid=1),
             *build(1, 1, NOW - 3600), *build(2, 1, NOW - 7200), *build(3, 2, NOW - 60),
             *build(4, 2, NOW - 8 * DAY),  # before the window
         ])
+        for name in ("lab-spyre-0", "lab-spyre-1"):
+            self.master.workers.workers[name] = declared_unit(name, "lab", "spyre")
+        # What lab-spyre-0 named at its connection (its info/card, as the host tool wrote it).
+        self.master.workers.workers["lab-spyre-0"].info.setProperty(CARD_INFO, "0000:5e:00.0 SN-9\n", "Worker")
         self.master.www = SimpleNamespace(assertUserAllowed=lambda *args: defer.succeed(None))
         self.app = relay_plugin(self.master, [{"name": "spyre"}])
         for buildid, unit, at in ((3, "lab-spyre-1", NOW - 50), (4, "lab-spyre-1", NOW - 8 * DAY)):
@@ -55,14 +71,33 @@ class UnitsResourceTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(request.responseCode, 200)
         self.assertEqual(answer, {"days": 7, "units": [
-            {"name": "lab-spyre-0", "connected": True, "paused": False, "pause_reason": None, "builds": 2,
-             "infra_failures": 0, "rate": 0.0, "card": None, "last_failure": None},
-            {"name": "lab-spyre-1", "connected": False, "paused": True,
-             "pause_reason": "3 infrastructure failures in a row", "builds": 1, "infra_failures": 1, "rate": 1.0,
-             "card": "0000:3b:00.0 SN-7", "last_failure": {"what": RAS, "at": NOW - 50, "buildid": 3}},
-        ]}, "the relay's own worker is no unit; a failure before the window is not counted")
+            {"name": "lab-spyre-0", "workerid": 1, "host": "lab", "device": "spyre", "connected": True,
+             "paused": False, "pause_reason": None, "builds": 2, "infra_failures": 0, "rate": 0.0,
+             "card": "0000:5e:00.0 SN-9", "last_failure": None},
+            {"name": "lab-spyre-1", "workerid": 2, "host": "lab", "device": "spyre", "connected": False,
+             "paused": True, "pause_reason": "3 infrastructure failures in a row", "builds": 1, "infra_failures": 1,
+             "rate": 1.0, "card": "0000:3b:00.0 SN-7", "last_failure": {"what": RAS, "at": NOW - 50, "buildid": 3,
+                                                       "build_url": f"#/builders/{BUILDER}/builds/3"}},
+            {"name": "old-spyre-0", "workerid": 4, "host": None, "device": None, "connected": False,
+             "paused": False, "pause_reason": None, "builds": 0, "infra_failures": 0, "rate": None, "card": None,
+             "last_failure": None},
+        ]}, "the relay's own worker is no unit; a failure before the window is not counted; a worker no longer "
+            "declared has no host nor device")
         self.assertEqual(units_lines(answer)[2:], [
-            f"{'lab-spyre-0':30}  {'connected':12}  {2:>6}  {0:>11}  {'0%':>5}  {'-':20}  -",
+            f"{'lab-spyre-0':30}  {'connected':12}  {2:>6}  {0:>11}  {'0%':>5}  {'0000:5e:00.0 SN-9':20}  -",
             f"{'lab-spyre-1':30}  {'paused':12}  {1:>6}  {1:>11}  {'100%':>5}  {'0000:3b:00.0 SN-7':20}  {RAS}",
+            f"{'old-spyre-0':30}  {'disconnected':12}  {0:>6}  {0:>11}  {'-':>5}  {'-':20}  -",
             "lab-spyre-1 is paused: 3 infrastructure failures in a row",
         ])
+
+    @defer.inlineCallbacks
+    def test_metrics_give_each_unit_the_same_figures(self):
+        _, body = yield render(self.app.resource, "/api/units")
+        _, text = yield render(www_root(), "/metrics")
+        gauges = {(s.name, s.labels["unit"]): s.value for family in text_string_to_metric_families(text.decode())
+                  for s in family.samples if family.name.startswith("crcr_unit_")}
+
+        self.assertEqual(gauges, {
+            (f"crcr_unit_{figure}", unit["name"]): int(unit[figure])
+            for unit in json.loads(body)["units"] for figure in ("builds", "infra_failures", "paused", "connected")})
+        self.assertEqual(gauges[("crcr_unit_infra_failures", "lab-spyre-1")], 1)

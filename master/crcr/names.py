@@ -23,6 +23,8 @@ TESTS_PROPERTY = "crcr_tests"
 INFRA_PROPERTY = "crcr_infra"
 # A fanned-out parent's: the units its children's runs hit the hardware on before they were built again elsewhere.
 RETRIED_PROPERTY = "crcr_retried_after"
+LOST_UNIT = "lost"  # the kind of an infrastructure failure that is a unit lost mid-build (store/infra_failures.py)
+CARD_INFO = "card"  # the unit's info/card (the host tool writes it at `up`), in Buildbot's worker info
 CARD_PROPERTY = "crcr_card"  # what the device's identify command said of the unit's card, before the build
 TOTALS_PROPERTY = "crcr_test_totals"
 # The commit each suite's failures were compared with ({suite: sha}): a bisection of new failures starts there.

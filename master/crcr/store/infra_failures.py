@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from crcr.names import LOST_UNIT
 from crcr.store.tables import infra_failures
 
 _f = infra_failures.c
@@ -21,8 +22,9 @@ def record(conn, *, at: int, unit: str, host: str, device: str, card: str | None
 
 
 def units_failed(conn, brid: int) -> list[str]:
-    """The units build request `brid` hit the hardware on, oldest first, each once."""
-    rows = conn.execute(sa.select(_f.unit).where(_f.brid == brid).order_by(_f.id)).scalars()
+    """The units build request `brid` hit the hardware on, oldest first, each once: those it may not go back to.
+    A unit lost mid-build is not among them: it may be the device's only one, and it takes nothing until back."""
+    rows = conn.execute(sa.select(_f.unit).where(_f.brid == brid, _f.kind != LOST_UNIT).order_by(_f.id)).scalars()
     return list(dict.fromkeys(rows))
 
 

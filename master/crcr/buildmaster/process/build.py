@@ -1,6 +1,6 @@
 """The build of every crcr builder: Buildbot's Build, finished when a cancel reaches its request as a unit claims it,
-ending with the stop's results however its current step ends, telling its own waiters that it finished, and naming
-every unit it holds."""
+ending with the stop's results however its current step ends, telling its own waiters that it finished, naming
+every unit it holds, and recording a unit lost mid-build against it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from buildbot.process import metrics
 from buildbot.process.build import Build
 from buildbot.process.results import CANCELLED, worst_status
 from twisted.internet import defer
+from twisted.python import log
 
-from crcr.names import DEVICE_INDEX_PROPERTY
+from crcr.buildmaster.steps.unit_checks import card_of
+from crcr.names import BACKEND_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, LOST_UNIT
+from crcr.store.service import relay_store
 
 
 class RelayBuild(Build):
@@ -60,6 +63,25 @@ class RelayBuild(Build):
         waiters, self._finish_waiters = self._finish_waiters, []
         for waiter in waiters:
             waiter.callback(None)
+
+    def lostRemote(self, conn=None):
+        """A unit lost mid-build (its worker gone: the host down, or a card wedging it) is an infrastructure failure
+        (docs/hardware-failures.md): recorded against the unit, where its rate and its failures in a row count it.
+        Buildbot builds the request again (RETRY), as before; it may go back to the same unit once it is back, since
+        the unit may be its device's only one. A build the master stopped first (its own shutdown) is not the
+        unit's doing."""
+        if not (self.stopped or self.finished) and self.getProperty(DEVICE_PROPERTY):
+            self._record_lost_unit().addErrback(log.err, f"crcr: recording {self.getProperty('workername')} lost")
+        super().lostRemote(conn)
+
+    def _record_lost_unit(self):
+        return relay_store(self.master).record_infra_failure(
+            at=int(self.master.reactor.seconds()), unit=self.getProperty("workername"),
+            host=self.getProperty(HOST_PROPERTY) or "", device=self.getProperty(DEVICE_PROPERTY),
+            card=card_of(self),
+            backend=self.getProperty(BACKEND_PROPERTY) or "",
+            sha=self.getProperty("got_revision") or self.getProperty("revision") or "", buildid=self.buildid,
+            brid=self.requests[0].id, kind=LOST_UNIT, what="unit lost mid-build", lines=[])
 
     stop_results = None  # the results the build was stopped with: its results, whatever its steps end with
 

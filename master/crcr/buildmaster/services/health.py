@@ -13,6 +13,7 @@ from buildbot.util import service
 from twisted.internet import defer
 
 from crcr.buildmaster.services.presence import PRESENCE_SERVICE
+from crcr.buildmaster.services.unit_figures import unit_figures
 from crcr.config.errors import shown
 from crcr.health.backend import backend_page
 from crcr.health.errors import HealthQueryError
@@ -82,7 +83,9 @@ class RelayHealth(service.BuildbotService):
     def metrics(self):
         now = self._now()
         rows = yield self._store.health_metrics_rows(self._names(), now)
-        return {**metrics(self.backends, rows, now, (yield self._units())), "masters": (yield self._masters(now))}
+        # Each unit's week as the Units page shows it: one set of figures for both.
+        return {**metrics(self.backends, rows, now, (yield self._units())), "masters": (yield self._masters(now)),
+                "unit_figures": (yield unit_figures(self.master))}
 
     # --- what the views need ---
 

@@ -16,7 +16,7 @@ from crcr.config.settings import Settings
 from crcr.names import leads
 from crcr.store.service import relay_store
 
-UNIT_PAUSED = ("crcr", "units", "paused")  # {name, workerid, host, admin, backend, reason, failure, build_url}
+UNIT_PAUSED = ("crcr", "units", "paused")  # {name, workerid, host, admin, backend, card, reason, failure, log_url}
 
 
 def pause_reason(pause_after: int, failure: str, unit: str) -> str:
@@ -29,24 +29,25 @@ def health_check_reason(unit: str, said: str) -> str:
 
 
 @defer.inlineCallbacks
-def take_out(master, unit: dict, reason: str, failure: str, build_url: str):
-    """Pause `unit` ({name, workerid, host, admin, backend}) for `reason`, and tell its host's admin."""
+def take_out(master, unit: dict, reason: str, failure: str, log_url: str):
+    """Pause `unit` ({name, workerid, host, admin, backend, card}) for `reason`, and tell its host's admin, with
+    the log of the build that made it (`log_url`)."""
     yield master.data.control("pause", {"reason": reason}, ("workers", unit["workerid"]))
-    master.mq.produce(UNIT_PAUSED, {**unit, "reason": reason, "failure": failure, "build_url": build_url})
+    master.mq.produce(UNIT_PAUSED, {**unit, "reason": reason, "failure": failure, "log_url": log_url})
 
 
 @defer.inlineCallbacks
-def take_out_if_failing(master, unit: dict, pause_after: int, failure: str, build_url: str):
+def take_out_if_failing(master, unit: dict, pause_after: int, failure: str, log_url: str):
     """Take `unit` out when its last `pause_after` builds each hit the hardware, `failure` the last one's text;
     True when it did."""
     if not (yield relay_store(master).failed_in_a_row(master.db.model, unit["workerid"], pause_after)):
         return False
-    yield take_out(master, unit, pause_reason(pause_after, failure, unit["name"]), failure, build_url)
+    yield take_out(master, unit, pause_reason(pause_after, failure, unit["name"]), failure, log_url)
     return True
 
 
 class UnitPausedGenerator(ComparableMixin):
-    """The mail to a host's admin naming the unit taken out, what it hit, the backend and the build's log; a
+    """The mail to a host's admin naming the unit taken out, its card, what it hit, the backend and the log; a
     generator of Buildbot's reporters, as its WorkerMissingGenerator is for a worker gone."""
 
     compare_attrs = ()
@@ -64,7 +65,8 @@ class UnitPausedGenerator(ComparableMixin):
         if not leads(master) or "@" not in address:
             return None
         body = (f"The relay took unit {message['name']} of host {message['host']} out: {message['reason']}.\n\n"
-                f"Backend: {message['backend']}\nThe last build it failed: {message['build_url']}\n\n"
+                f"Card: {message.get('card') or 'not identified (no identify command for its device)'}\n"
+                f"Backend: {message['backend']}\nThe log of the last build it failed: {message['log_url']}\n\n"
                 f"No build goes to it until it is resumed (crcr worker resume {message['name']}, or the worker's "
                 "page in the relay's UI); the other units of its device build meanwhile.\n")
         return {"body": body.encode(), "subject": f"crcr: unit {message['name']} taken out ({message['failure']})",

@@ -18,8 +18,8 @@ from crcr.buildmaster.steps.infra import (
 from crcr.buildmaster.steps.junit_file import worker_file_bytes
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
 from crcr.buildmaster.services.units_out import take_out_if_failing
-from crcr.buildmaster.steps.unit_checks import build_url, unit_facts
-from crcr.names import CARD_PROPERTY, DEVICE_PROPERTY
+from crcr.buildmaster.steps.unit_checks import log_url, unit_facts
+from crcr.names import DEVICE_PROPERTY
 from crcr.store.service import relay_store
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, running_file
 
@@ -96,7 +96,7 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         unit = facts["name"]
         yield store.record_infra_failure(
             at=int(self.master.reactor.seconds()), unit=unit, host=facts["host"],
-            device=self.getProperty(DEVICE_PROPERTY) or "", card=(self.getProperty(CARD_PROPERTY) or "")[:300] or None,
+            device=self.getProperty(DEVICE_PROPERTY) or "", card=facts["card"],
             backend=self.infra.backend, sha=self.getProperty("got_revision") or "", buildid=self.build.buildid,
             brid=brid, kind=failure.kind, what=failure.what, lines=list(failure.lines))
         failures = yield store.infra_failures_of(brid)
@@ -105,10 +105,11 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         retry = tries < most and any(other not in failed_on for other in self.infra.units)
         text = try_text(failure.what, unit, tries, most) if retry else final_text(failure.what, failed_on, tries)
         yield self.addCompleteLog(INFRA_LOG, (
-            f"{text}\nthe run hit the hardware ({failure.kind}: {failure.what}), not a test; its tests are not "
-            f"judged. What showed it:\n" + "".join(f"  {line}\n" for line in failure.lines)))
+            f"{text}\nthe run hit the hardware ({failure.kind}: {failure.what}) on {unit}, card "
+            f"{facts['card'] or 'not identified'}, not a test; its tests are not judged. What showed it:\n"
+            + "".join(f"  {line}\n" for line in failure.lines)))
         if (yield take_out_if_failing(self.master, facts, self.infra.pause_after, f"{failure.what} on {unit}",
-                                      (yield build_url(self)))):
+                                      (yield log_url(self, INFRA_LOG)))):
             yield self.addCompleteLog(INFRA_LOG + " (unit taken out)", f"{unit} is paused: its last "
                                       f"{self.infra.pause_after} builds each hit the hardware\n")
         return SuiteRun(rc=None, infra=text, retry=retry)

@@ -8,27 +8,46 @@ from __future__ import annotations
 from buildbot.plugins import steps, util
 from buildbot.process.results import RETRY, SUCCESS
 from buildbot.reporters.utils import getURLForBuild
+from buildbot.util import identifiers
 from twisted.internet import defer
 
 from crcr.buildmaster.services.units_out import health_check_reason, take_out
 from crcr.buildmaster.steps.infra import InfraSetup
-from crcr.names import ADMIN_PROPERTY, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, HOST_PROPERTY
+from crcr.names import ADMIN_PROPERTY, CARD_INFO, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, HOST_PROPERTY
+from crcr.store.tables import infra_failures
 
 HEALTH_CHECK_STEP, IDENTIFY_STEP = "health check", "identify card"
 # What the device's commands see: which of the host's units the build holds.
 DEVICE_ENV = {"CRCR_DEVICE_INDEX": util.Interpolate(f"%(prop:{DEVICE_INDEX_PROPERTY})s")}
 
 
+CARD_LENGTH = infra_failures.c.card.type.length  # as much of a card's identity as the store keeps
+
+
+def card_of(build) -> str | None:
+    """What identified the card of the build's unit: the build's identify step, else the unit's info/card, which the
+    host tool wrote when it set the unit up and the unit sent at its connection."""
+    said = build.getProperty(CARD_PROPERTY) or build.getWorkerInfo().getProperty(CARD_INFO) or ""
+    return said.strip()[:CARD_LENGTH] or None
+
+
 def unit_facts(step, backend: str) -> dict:
     """The unit a step runs on, as units_out.take_out names it."""
     return {"name": step.getProperty("workername"), "workerid": step.build.workerforbuilder.worker.workerid,
             "host": step.getProperty(HOST_PROPERTY) or "", "admin": step.getProperty(ADMIN_PROPERTY),
-            "backend": backend}
+            "backend": backend, "card": card_of(step.build)}
 
 
 @defer.inlineCallbacks
 def build_url(step):
     return getURLForBuild(step.master, (yield step.build.getBuilderId()), step.build.number)
+
+
+@defer.inlineCallbacks
+def log_url(step, name: str):
+    """The UI's page of the step's log `name`, the only one of that name in its step: Buildbot routes a log by its
+    slug, which its addLog makes so."""
+    return f"{(yield build_url(step))}/steps/{step.number}/logs/{identifiers.forceIdentifier(50, name)}"
 
 
 class HealthCheck(steps.ShellCommand):
@@ -48,7 +67,7 @@ class HealthCheck(steps.ShellCommand):
         unit = unit_facts(self, self.backend)
         said = f"exit code {cmd.rc}"
         yield take_out(self.master, unit, health_check_reason(unit["name"], said),
-                       f"its health check failed on {unit['name']}", (yield build_url(self)))
+                       f"its health check failed on {unit['name']}", (yield log_url(self, "stdio")))
         self.descriptionDone = [f"failed ({said}): {unit['name']} taken out; built again on another unit"]
         return RETRY
 

@@ -22,6 +22,7 @@ from twisted.python import log
 from twisted.web.error import Error
 
 from crcr.buildmaster.www.reading import ReadResource
+from crcr.buildmaster.services.unit_figures import DAYS
 from crcr.config.secretfiles import METRICS_TOKEN
 from crcr.health.state import STATES
 
@@ -91,7 +92,8 @@ class _Figures:
                                   "known_failures (tests still fail at its tip), error, passing",
                                   labels=["backend", "state"])
         commits = GaugeMetricFamily("crcr_commits", "Upstream commits in the relay's ledger (retained history), "
-                                    "by verdict state; pending ones wait or build", labels=["backend", "state"])
+                                    "by verdict state (infrastructure: errors the hardware gave, apart from the "
+                                    "relay's); pending ones wait or build", labels=["backend", "state"])
         latency = HistogramMetricFamily("crcr_commit_verdict_latency_seconds", "Time from an upstream commit's "
                                         "arrival to its verdict, over the decided commits retained", labels=["backend"])
         queue = GaugeMetricFamily("crcr_queue_length", "Commits waiting for a unit", labels=["backend"])
@@ -116,6 +118,7 @@ class _Figures:
         yield from (states, commits, latency, queue, oldest, bisections, failing)
         yield from self._outbox(self.figures["outbox"])
         yield from self._units(self.figures["units"])
+        yield from self._each_unit(self.figures["unit_figures"])
         yield from self._masters(self.figures["masters"])
 
     @staticmethod
@@ -137,6 +140,24 @@ class _Figures:
             connected.add_metric([device], counts["connected"])
             declared.add_metric([device], counts["declared"])
         yield from (connected, declared)
+
+    @staticmethod
+    def _each_unit(units: list[dict]):
+        """Each unit's gauges, from the Units page's figures (services/unit_figures.py)."""
+        families = {
+            "builds": GaugeMetricFamily("crcr_unit_builds", f"Builds the unit started (of any backend) in the last "
+                                        f"{DAYS} days", labels=["unit"]),
+            "infra_failures": GaugeMetricFamily("crcr_unit_infra_failures", f"Runs on the unit that hit the hardware "
+                                                f"(infrastructure failures) in the last {DAYS} days", labels=["unit"]),
+            "paused": GaugeMetricFamily("crcr_unit_paused", "1 while the unit is paused (taken out after hardware "
+                                        "failures, or by hand), else 0", labels=["unit"]),
+            "connected": GaugeMetricFamily("crcr_unit_connected", "1 while the unit is connected (to any master of "
+                                           "the relay), else 0", labels=["unit"]),
+        }
+        for unit in units:
+            for figure, family in families.items():
+                family.add_metric([unit["name"]], int(unit[figure]))
+        yield from families.values()
 
     @staticmethod
     def _masters(masters: list[dict]):

@@ -1,8 +1,9 @@
 // crcr's web UI plugin: the relay's home page, in place of Buildbot's "Welcome to buildbot", the bisection
-// pages (#/bisections, #/bisections/<id>) and the health pages (#/health, #/health/<backend>,
-// #/health/<backend>/test?id=<node id>). Hand-written against the globals Buildbot's UI gives its plugins
-// (React, ReactRouterDOM, BuildbotPluginSupport), so it needs no JavaScript build step. What it shows comes
-// from the master's REST API and the plugin's own JSON (plugins/crcr/api/), which both ask the relay's Authz.
+// pages (#/bisections, #/bisections/<id>), the health pages (#/health, #/health/<backend>,
+// #/health/<backend>/test?id=<node id>) and the units' week (#/units). Hand-written against the globals
+// Buildbot's UI gives its plugins (React, ReactRouterDOM, BuildbotPluginSupport), so it needs no JavaScript build
+// step. What it shows comes from the master's REST API and the plugin's own JSON (plugins/crcr/api/), which both ask
+// the relay's Authz.
 (function (global) {
   "use strict";
   var React = global.React;
@@ -144,7 +145,8 @@
         (upstream.branches || []).join(", "), ") to ", relay.backends.length, " backends. See the ",
         h("a", { href: "#/waterfall" + parents }, "waterfall"), ", the ", h("a", { href: "#/console" + parents }, "console"),
         ", the ", h("a", { href: "#/builders" + parents }, "builders"), ", the ", h("a", { href: "#/workers" }, "workers"),
-        ", the ", h("a", { href: "#/bisections" }, "bisections"), " and the backends' ",
+        ", the ", h("a", { href: "#/units" }, "units"), "' hardware failures, the ",
+        h("a", { href: "#/bisections" }, "bisections"), " and the backends' ",
         h("a", { href: "#/health" }, "health"), "."),
       answer.error ? h("div", { className: "alert alert-warning" }, answer.error) : null,
       h(LeftOut, { problems: relay.left_out || [] }),
@@ -328,6 +330,7 @@
     skipped: "SKIPPED", exception: "EXCEPTION", retry: "RETRY", cancelled: "CANCELLED",
     failing: "FAILURE", passing: "SUCCESS", failed: "FAILURE", errored: "EXCEPTION", flaky: "WARNINGS",
     up: "SUCCESS", silent: "WARNINGS", stopped: "CANCELLED",  // a master's (health/masters.py)
+    connected: "SUCCESS", paused: "EXCEPTION", disconnected: "CANCELLED",  // a unit's (www/units.py)
     passed: "SUCCESS", known_failures: "WARNINGS", "no failure": "SUCCESS", "suite broken": "EXCEPTION",
   };
   // A backend's state (its tip's, not one commit's verdict: docs/health.md) in words.
@@ -421,6 +424,8 @@
     if (!latest) return h(Muted, null, "no verdict yet");
     return h("span", null,
       h(StateBadge, { value: latest.state, href: latest.build_url, title: latest.description }),
+      latest.infrastructure ? h("span", { className: "text-muted", "data-marker": "infrastructure" }, " infrastructure")
+        : null,
       " at ", h(CommitLink, { sha: latest.sha, href: latest.commit_url }), " ", h(CommitTitle, { title: latest.title }),
       h("br"), h(Muted, null, "since "), h(CommitLink, { sha: latest.since_sha, href: latest.since_commit_url }),
       h(Muted, null, ", " + since(latest.since, now)));
@@ -433,12 +438,16 @@
       h("br"), h(Muted, null, plural(l.decided, "commit") + " decided"));
   }
 
+  // The commits the hardware failed (every try of a suite hit it) are counted apart, out of the rate.
   function PassRate(props) {
     var v = props.row.verdicts;
-    if (props.row.pass_rate === null) return h(Muted, null, "—");
-    var decided = v.success + v.failure + v.error;
+    var hardware = v.infrastructure ? h("span", { "data-figure": "infrastructure" }, h("br"),
+      h(Muted, null, plural(v.infrastructure, "infrastructure error") + ", not counted")) : null;
+    if (props.row.pass_rate === null) return h("span", null, h(Muted, null, "—"), hardware);
+    var judged = v.success + v.failure + v.error;
     return h("span", null, percent(props.row.pass_rate), h("br"),
-      h(Muted, null, v.success + " of " + decided + " passed" + (v.error ? ", " + plural(v.error, "error") : "")));
+      h(Muted, null, v.success + " of " + judged + " passed" + (v.error ? ", " + plural(v.error, "error") : "")),
+      hardware);
   }
 
   function Builds(props) {
@@ -780,6 +789,77 @@
       answer.data ? h(HealthTable, { summary: answer.data }) : h(Loading, answer));
   }
 
+  // --- units (the JSON of plugins/crcr/api/units, see www/units.py) ---
+
+  // Paused first (taken out, most often by the relay after hardware failures), then the highest hardware failure
+  // rate, a unit without builds last; the API's order, by name, within each (sort is stable).
+  function unitOrder(a, b) {
+    function rate(unit) { return unit.rate === null ? -1 : unit.rate; }
+    return (b.paused - a.paused) || (rate(b) - rate(a));
+  }
+
+  function UnitName(props) {
+    var u = props.unit;
+    return h("span", null, h("a", { href: "#/workers/" + u.workerid }, h("strong", null, u.name)),
+      u.host ? h("span", null, h("br"), h(Muted, null, u.host + " · " + u.device)) : null);
+  }
+
+  function UnitState(props) {
+    var u = props.unit;
+    var state = u.paused ? "paused" : u.connected ? "connected" : "disconnected";
+    return h("span", null, h(StateBadge, { value: state }),
+      u.paused && !u.connected ? h(Muted, null, " (disconnected)") : null,
+      u.paused ? h("span", null, h("br"), h("span", { "data-crcr": "pause-reason" },
+        u.pause_reason || "no reason given")) : null);
+  }
+
+  function LastFailure(props) {
+    var f = props.failure;
+    if (!f) return h(Muted, null, "—");
+    var what = h("code", null, f.what);
+    return h("span", null, f.build_url ? h("a", { href: f.build_url, title: "the build it failed" }, what) : what,
+      h("br"), h(Muted, null, when(f.at)));
+  }
+
+  // The figures of a unit's row, each in a cell carrying its name (data-figure).
+  var UNIT_FIGURES = [
+    ["unit", "unit", function (u) { return h(UnitName, { unit: u }); }],
+    ["state", "state", function (u) { return h(UnitState, { unit: u }); }],
+    ["builds", "builds", function (u) { return u.builds; }],
+    ["infra-failures", "hardware failures", function (u) { return u.infra_failures; }],
+    ["rate", "rate", function (u) { return percent(u.rate); }],
+    ["card", "card", function (u) { return u.card ? h("code", null, u.card) : h(Muted, null, "—"); }],
+    ["last-failure", "last failure", function (u) { return h(LastFailure, { failure: u.last_failure }); }],
+  ];
+
+  function UnitsTable(props) {
+    var units = props.units.slice().sort(unitOrder);
+    if (!units.length) {
+      return h("p", { "data-crcr": "no-units" },
+        "No unit: no host is attached to the relay yet (crcr worker register).");
+    }
+    return h("table", { className: "table table-hover", "data-crcr": "units-table" },
+      h("thead", null, h("tr", null, UNIT_FIGURES.map(function (f) { return h("th", { key: f[0] }, f[1]); }))),
+      h("tbody", null, units.map(function (u) {
+        return h("tr", { key: u.name, "data-unit": u.name }, UNIT_FIGURES.map(function (f) {
+          return h("td", { key: f[0], "data-figure": f[0] }, f[2](u));
+        }));
+      })));
+  }
+
+  function UnitsPage() {
+    var answer = useJson("plugins/crcr/api/units");
+    var title = h("h2", null, "Units");
+    if (!answer.data) return h("div", { className: "container-fluid" }, title, h(Loading, answer));
+    return h("div", { className: "container-fluid", "data-crcr": "units" },
+      title,
+      h("p", null, "Each unit (a worker: one accelerator of a host) over the last " + answer.data.days + " days: " +
+        "its builds of any backend, the runs of them that hit the hardware and their rate, and the card its last " +
+        "failure named. A unit whose builds keep hitting the hardware is paused, saying why; its worker page's " +
+        "unpause (or crcr worker resume) puts it back."),
+      h(UnitsTable, { units: answer.data.units }));
+  }
+
   // Buildbot's top-level menu entries have an icon: a pulse line, drawn here rather than pulled from a library.
   function PulseIcon() {
     return h("svg", { viewBox: "0 0 16 16", width: "1em", height: "1em", fill: "none", stroke: "currentColor",
@@ -850,5 +930,7 @@
     reg.registerRoute({ route: "/bisections", group: "builds", element: function () { return h(BisectionList); } });
     reg.registerRoute({ route: "/bisections/:bisectionid", group: "builds",
       element: function () { return h(BisectionPage); } });
+    reg.registerMenuGroup({ name: "units", parentName: "builds", caption: "Units", order: null, route: "/units" });
+    reg.registerRoute({ route: "/units", group: "builds", element: function () { return h(UnitsPage); } });
   });
 })(globalThis);
