@@ -422,6 +422,20 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual([(await self.row(SILENT, n)).infrastructure for n in (1, 2, 3)], [True] * 3)
         self.assertEqual(await self.store.bisections_triggered_by(buildid), [])
 
+    async def test_a_verdict_after_a_run_that_hit_the_hardware_says_so_as_its_github_status_does(self):
+        buildid = await self.covering_build()
+        brid = (await self.master.data.get(("builds", buildid)))["buildrequestid"]
+        await self.store.record_infra_failure(at=1, unit="lab-spyre-0", host="lab", device="spyre", card=None,
+                                              backend=SILENT, sha=sha(3), buildid=buildid - 1, brid=brid,
+                                              kind="pattern", what="RAS::PCI::BusFence", lines=[])
+
+        await self.finish_build(buildid, SUCCESS, {"smoke": SUCCESS})
+        await self.deliver()
+
+        await self.assert_decided(SILENT, 3, "success",
+                                  "The only suite passed (after an infrastructure failure on lab-spyre-0)", "built",
+                                  buildid)
+
     async def test_a_relay_error_is_not_the_hardwares(self):
         buildid = await self.covering_build()
 

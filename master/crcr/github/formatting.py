@@ -18,9 +18,15 @@ from crcr.store.service import relay_store
 class FormatterWithEnding(MessageFormatterFunction):
     @defer.inlineCallbacks
     def buildAdditionalContext(self, master, ctx):
-        build = ctx["build"]
-        if build.get("complete") and build["results"] == CANCELLED:
-            store = relay_store(master)
-            ctx[ENDING] = yield store.ending_of(buildrequest_id(build))
-        if build.get("complete") and build["results"] in (SUCCESS, WARNINGS, FAILURE):
-            ctx[RETRIED_AFTER] = yield relay_store(master).units_failed(buildrequest_id(build))
+        ctx.update((yield what_the_store_adds(master, ctx["build"])))
+
+
+@defer.inlineCallbacks
+def what_the_store_adds(master, build: dict):
+    """The context status_text.describe takes beside the build: why it was cancelled, the units it was built again
+    after. The ledger describes a commit's verdict with it too, so its text is its GitHub status's."""
+    if build.get("complete") and build["results"] == CANCELLED:
+        return {ENDING: (yield relay_store(master).ending_of(buildrequest_id(build)))}
+    if build.get("complete") and build["results"] in (SUCCESS, WARNINGS, FAILURE):
+        return {RETRIED_AFTER: (yield relay_store(master).units_failed(buildrequest_id(build)))}
+    return {}

@@ -30,6 +30,7 @@ from crcr.buildmaster.services.bisector import Bisector
 from crcr.buildmaster.services.ordered import OrderedLeaderService
 from crcr.github import status_text
 from crcr.github.commit_status import post_status
+from crcr.github.formatting import what_the_store_adds
 from crcr.health.links import build_url
 from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE,
@@ -165,7 +166,8 @@ class CommitLedger(OrderedLeaderService, StateMixin):
     @defer.inlineCallbacks
     def _decide_build(self, build, backend, how):
         sha = build["buildset"]["sourcestamps"][0]["revision"]
-        state, description = github_state(build["results"]), status_text.describe_finished_build(build)
+        state = github_state(build["results"])
+        description = status_text.describe({"build": build, **(yield what_the_store_adds(self.master, build))})
         hardware = status_text.hit_the_hardware(build)
         yield self.store.decide(backend, sha, state, description, how, build["buildid"], self.now(), hardware)
         covered = yield self._covered(build["buildrequestid"], sha)
