@@ -854,8 +854,8 @@
     return h("div", { className: "container-fluid", "data-crcr": "units" },
       title,
       h("p", null, "Each unit (a worker: one accelerator of a host) over the last " + answer.data.days + " days: " +
-        "its builds of any backend, the runs of them that hit the hardware and their rate, and the card its last " +
-        "failure named. A unit whose builds keep hitting the hardware is paused, saying why; its worker page's " +
+        "its builds of any backend, the runs of them that hit the hardware and their rate, and its card (as it " +
+        "named it when it connected, else as its last failure recorded). A unit whose builds keep hitting the hardware is paused, saying why; its worker page's " +
         "unpause (or crcr worker resume) puts it back."),
       h(UnitsTable, { units: answer.data.units }));
   }
