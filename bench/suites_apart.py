@@ -51,7 +51,7 @@ def slow_tests(seconds: int) -> str:
 def push_to_final(relay, upstream, github, names: list[str], branch: str, number: int) -> tuple[float, str]:
     """Seconds from the push of a commit on `branch` to the final status of the first of `names`, once each of them
     has its own; and the commit."""
-    sha = upstream.commit(f"Change {number} on {branch}", {"NOTES.md": f"{branch} {number}\n"}, branch=branch)
+    sha = upstream.commit(f"Change {number} on {branch}", {"NOTES.txt": f"{branch} {number}\n"}, branch=branch)
     pushed = time.monotonic()
 
     def final(name: str):

@@ -8,7 +8,7 @@ state=$1
 work=$state/upstream-work
 
 commit() {  # commit <message>: change the demo upstream a little and push it
-  echo "# $1" >> "$work/CHANGES.md"
+  echo "# $1" >> "$work/CHANGES.txt"
   git -C "$work" add -A
   git -C "$work" -c user.name="Demo Upstream" -c user.email=demo@localhost commit -q -m "$1"
   git -C "$work" push -q origin main

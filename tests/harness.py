@@ -118,7 +118,7 @@ class Upstream:
         """Commit `files` (path -> text) on `branch`, push it (unless told not to), return the commit's sha."""
         if self._has_commits():
             self.git("checkout", "-q", branch)
-        for name, text in (files or {"CHANGES.md": message + "\n"}).items():
+        for name, text in (files or {"CHANGES.txt": message + "\n"}).items():
             path = self.work / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)

@@ -46,7 +46,7 @@ def lab(tmp_path_factory, github):
     root = tmp_path_factory.mktemp("access")
     upstream = make_upstream(root / "upstream")
     upstream.commit("beta's test", {"test/test_flag.py": FLAG_TEST})
-    held = [upstream.commit(f"alpha's held test {n}", {"test/test_held.py": holding("hold"), "CHANGES.md": f"{n}\n"},
+    held = [upstream.commit(f"alpha's held test {n}", {"test/test_held.py": holding("hold"), "CHANGES.txt": f"{n}\n"},
                             branch=UNITS_BRANCH) for n in range(HELD_COMMITS)]
     backends = {
         "alpha": {**backend("L2", "alpha", [suite("held", "test/test_held.py")], branches=[UNITS_BRANCH],

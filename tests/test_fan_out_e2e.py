@@ -273,9 +273,9 @@ def test_commits_queued_behind_a_parent_are_covered_by_one_and_a_new_failure_is_
     first = upstream.commit("A held build", {"test/test_held_b.py": holding("bisect-gate"),
                                              "test/test_flag.py": FLAG_TEST}, branch=BUDGET_BRANCH)
     wide.held_children(first, BISECT, ("held",))
-    noise = upstream.commit("Noise", {"NOTES.md": "1\n"}, branch=BUDGET_BRANCH, push=False)
+    noise = upstream.commit("Noise", {"NOTES.txt": "1\n"}, branch=BUDGET_BRANCH, push=False)
     culprit = upstream.commit("Flags it", {"FLAG": "on\n"}, branch=BUDGET_BRANCH, push=False)
-    newest = upstream.commit("More noise", {"NOTES.md": "2\n"}, branch=BUDGET_BRANCH, push=False)
+    newest = upstream.commit("More noise", {"NOTES.txt": "2\n"}, branch=BUDGET_BRANCH, push=False)
     upstream.push(BUDGET_BRANCH)
     requests = f"buildrequests?builderid={relay.builder_id(BISECT)}"
     wait_until(lambda: len(relay.get(requests)["buildrequests"]) == 4, 60, "the three commits' parents asked for")

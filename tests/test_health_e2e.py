@@ -168,7 +168,7 @@ def test_the_summary_puts_the_backend_with_failures_first_with_its_figures(histo
         "known_failures", shas[4], "C4")
     assert (row["latest"]["since_sha"], row["latest"]["since"]) == (shas[5], ledger(database, "hist")[shas[5]].decided_at)
     assert row["latest"]["commit_url"] == commit_url(github, shas[7])
-    assert row["verdicts"] == {"success": 6, "failure": 2, "error": 0, "infrastructure": 0}
+    assert row["verdicts"] == {"success": 6, "failure": 2, "error": 0, "infrastructure": 0, "not_relevant": 0}
     assert row["pass_rate"] == 0.75
     assert (row["builds"], row["timeouts"], row["timeout_rate"]) == (6, 0, 0.0), "C1's forced build counts"
     assert row["failing_tests"] == 1

@@ -118,7 +118,7 @@ def test_a_commit_decided_exactly_at_the_ranges_start_is_in_it():
 def test_the_pass_rate_is_the_share_of_decided_commits_in_success():
     counts = verdict_counts([decided("success", 1)] * 3 + [decided("failure", 1), decided("error", 1)])
 
-    assert counts == {"success": 3, "failure": 1, "error": 1, "infrastructure": 0}
+    assert counts == {"success": 3, "failure": 1, "error": 1, "infrastructure": 0, "not_relevant": 0}
     assert pass_rate(counts) == 0.6
     assert pass_rate(verdict_counts([])) is None
 
@@ -126,9 +126,17 @@ def test_the_pass_rate_is_the_share_of_decided_commits_in_success():
 def test_the_pass_rate_leaves_out_the_commits_the_hardware_failed_and_counts_them_apart():
     counts = verdict_counts([decided("success", 1)] * 3 + [decided("failure", 1), decided("infrastructure", 1)])
 
-    assert counts == {"success": 3, "failure": 1, "error": 0, "infrastructure": 1}
+    assert counts == {"success": 3, "failure": 1, "error": 0, "infrastructure": 1, "not_relevant": 0}
     assert pass_rate(counts) == 0.75  # 3 of the 4 commits the hardware did not fail
     assert pass_rate(verdict_counts([decided("infrastructure", 1)])) is None  # nothing judged
+
+
+def test_commits_not_relevant_are_counted_apart_and_left_out_of_the_pass_rate_and_the_latency():
+    rows = [decided("success", 600), decided("not_relevant", 0), decided("failure", 1200)]
+
+    assert verdict_counts(rows)["not_relevant"] == 1
+    assert pass_rate(verdict_counts(rows)) == 0.5  # nothing ran for it: it tells nothing of the backend
+    assert latency(rows) == {"decided": 2, "p50": 600, "p95": 1200}
 
 
 def test_the_latest_verdict_says_since_when_its_state_stands_and_links_its_build():
@@ -409,7 +417,7 @@ def test_a_summary_row_holds_the_backends_figures_over_the_range():
         "backend": BACKEND, "level": "L2", "device": "npu", "description": "An NPU", "page": "#/health/npu",
         "state": "known_failures",  # its newest verdict passed, TEST failing since 9 all the same
         "failing_since": {"sha": sha(9), "title": "Commit 9", "commit_url": GITHUB + sha(9), "since": NOW},
-        "latency": {"decided": 2, "p50": 600, "p95": 1200}, "verdicts": {"success": 1, "failure": 1, "error": 0, "infrastructure": 0},
+        "latency": {"decided": 2, "p50": 600, "p95": 1200}, "verdicts": {"success": 1, "failure": 1, "error": 0, "infrastructure": 0, "not_relevant": 0},
         "pass_rate": 0.5, "builds": 4, "timeouts": 1, "timeout_rate": 0.25,
         "queue": {"length": 1, "oldest_sha": sha(11), "oldest_seen_at": NOW - 300, "oldest_age": 300},
         "units": {"connected": 1, "declared": 2}, "failing_tests": 1,
@@ -562,12 +570,12 @@ def test_metrics_give_every_backend_all_its_states_even_at_zero():
     assert metrics(infos, rows, NOW, {"npu": {"connected": 1, "declared": 1}}) == {
         "backends": {
             BACKEND: {"state": "known_failures",
-                      "commits": {"pending": 2, "success": 5, "failure": 0, "error": 0, "infrastructure": 0},
+                      "commits": {"pending": 2, "success": 5, "failure": 0, "error": 0, "infrastructure": 0, "not_relevant": 0},
                       "latencies": [60, 300],
                       "queue_length": 1, "oldest_queued_age": 120,
                       "bisections": {"running": 0, "done": 1, "abandoned": 0}, "failing_tests": 1},
             "idle": {"state": None, "commits": {"pending": 0, "success": 0, "failure": 0, "error": 0,
-                                                "infrastructure": 0}, "latencies": [],
+                                                "infrastructure": 0, "not_relevant": 0}, "latencies": [],
                      "queue_length": 0, "oldest_queued_age": None,
                      "bisections": {"running": 0, "done": 0, "abandoned": 0}, "failing_tests": 0},
         },

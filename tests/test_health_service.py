@@ -185,7 +185,7 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
         found = await self.health.metrics()
 
         assert found["backends"][RED]["commits"] == {"pending": 0, "success": 1, "failure": 1, "error": 0,
-                                                     "infrastructure": 0}
+                                                     "infrastructure": 0, "not_relevant": 0}
         assert found["backends"][RED]["latencies"] == [HOUR, HOUR]
         assert found["outbox"] == {"waiting": 0, "given_up": 0, "oldest_age": None}
         assert found["units"] == {"npu": {"connected": 0, "declared": 2}}
@@ -199,11 +199,11 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
         green = next(row for row in (await self.health.summary("7d"))["backends"] if row["backend"] == GREEN)
         metrics = await self.health.metrics()
 
-        assert green["verdicts"] == {"success": 1, "failure": 0, "error": 0, "infrastructure": 1}
+        assert green["verdicts"] == {"success": 1, "failure": 0, "error": 0, "infrastructure": 1, "not_relevant": 0}
         assert green["pass_rate"] == 1.0  # C passed; the card that failed B says nothing of B
         assert (green["state"], green["latest"]["state"], green["latest"]["infrastructure"]) == ("error", "error", True)
         assert metrics["backends"][GREEN]["commits"] == {"pending": 0, "success": 1, "failure": 0, "error": 0,
-                                                       "infrastructure": 1}
+                                                       "infrastructure": 1, "not_relevant": 0}
 
     async def assert_refused(self, asked, code: int, message: str) -> None:
         with self.assertRaises(HealthQueryError) as raised:

@@ -72,12 +72,13 @@ def test_a_window_holds_the_commits_decided_within_it_its_start_included():
         row(NOW - DAY - 100, NOW - DAY, "covered"),  # decided at the window's very start
         row(NOW - 2 * HOUR, NOW - HOUR, "built"),
         row(NOW - DAY - 200, NOW - DAY - 1, "bisected"),  # a second before it
+        row(NOW - 3 * HOUR, NOW - 3 * HOUR, "not_relevant"),  # decided unbuilt: counted, no latency of the promise
     ]
 
     last_day = window("24h", "24 h", DAY, decided, NOW)
 
-    assert (last_day.decided, last_day.p50, last_day.p95, last_day.max) == (2, 100, HOUR, HOUR)
-    assert last_day.how == {"built": 1, "covered": 1, "bisected": 0, "forced": 0}
+    assert (last_day.decided, last_day.p50, last_day.p95, last_day.max) == (3, 100, HOUR, HOUR)
+    assert last_day.how == {"built": 1, "covered": 1, "bisected": 0, "forced": 0, "not_relevant": 1}
 
 
 def test_the_latency_runs_from_seen_to_decided_whatever_the_build_started():
@@ -223,9 +224,11 @@ def test_latency_as_json(crcr, master_dir):
     spyre = figures["backends"]["spyre"]
     assert list(figures["backends"]) == ["spyre"]
     assert spyre["windows"] == {
-        "24h": {"seconds": DAY, "decided": 3, "how": {"built": 1, "covered": 1, "bisected": 1, "forced": 0},
+        "24h": {"seconds": DAY, "decided": 3, "how": {"built": 1, "covered": 1, "bisected": 1, "forced": 0,
+                                                                   "not_relevant": 0},
                 "p50": HOUR + 12 * MINUTE, "p95": 2 * HOUR + 10 * MINUTE, "max": 2 * HOUR + 10 * MINUTE},
-        "7d": {"seconds": 7 * DAY, "decided": 5, "how": {"built": 2, "covered": 1, "bisected": 1, "forced": 1},
+        "7d": {"seconds": 7 * DAY, "decided": 5, "how": {"built": 2, "covered": 1, "bisected": 1, "forced": 1,
+                                                                       "not_relevant": 0},
                "p50": HOUR + 12 * MINUTE, "p95": DAY + 4 * HOUR, "max": DAY + 4 * HOUR},
     }
     assert spyre["pending"]["count"] == 2
@@ -238,7 +241,8 @@ def test_json_of_a_backend_without_verdicts_has_null_figures(crcr, master_dir):
 
     idle = json.loads(result.stdout)["backends"]["idle"]
     assert idle["windows"]["24h"] == {
-        "seconds": DAY, "decided": 0, "how": {"built": 0, "covered": 0, "bisected": 0, "forced": 0},
+        "seconds": DAY, "decided": 0, "how": {"built": 0, "covered": 0, "bisected": 0, "forced": 0,
+                                                   "not_relevant": 0},
         "p50": None, "p95": None, "max": None,
     }
     assert idle["pending"] == {"count": 0, "oldest_age": None}

@@ -485,6 +485,23 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         row = await self.store.find_commit(SILENT, commits[2])
         self.assertEqual((row.state, row.how, row.buildid), ("failure", "built", buildid), "built: keeps its own")
 
+    async def test_a_commit_not_relevant_to_the_backend_is_left_out_of_the_bisection_of_its_range(self):
+        good, docs, two, three = git_commits(self.mirror_path(), ["good", "docs", "two", "three"])
+        await self.store.record_arrival(SILENT, docs, "main", self.reactor.seconds())
+        await self.store.decide(SILENT, docs, "success", f"Not relevant to {SILENT}: changes only docs/…",
+                                "not_relevant", None, self.reactor.seconds())
+        requests = [await self.upstream(SILENT, revision=commit) for commit in (two, three)]
+        await self.deliver()
+        buildid, _ = await self.start_build(requests[-1])
+        broken = "test/test_smoke.py::test_new"
+        await self.finish_build(buildid, FAILURE, {"smoke": FAILURE},
+                                {"smoke": SuiteResults(passed=5, failing=[broken], new=[broken])},
+                                **{BASELINES_PROPERTY: {"smoke": good}})
+        await self.deliver()
+
+        [bisection] = await self.store.recent_bisections(SILENT, 1)
+        self.assertEqual(Bisection.from_json(bisection.plan).commits, (two, three), "docs cannot have broken it")
+
     async def bisecting_three_commits(self) -> tuple[list[str], str, int]:
         """Commits one..three queued behind a good one; three's build fails test_new, new since good: a
         bisection of the three starts. Returns the commits, the failing test and three's build."""

@@ -35,7 +35,7 @@ NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter o
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
 BACKEND_KEYS = (
     "description, maintainers, level, repo, pr_label, trusted_associations, device, branches, queue, schedule, "
-    "report_to_pytorch, timeout, stale_after, setup, fan_out, build, uses, env, infra_failures, suites"
+    "report_to_pytorch, timeout, stale_after, setup, fan_out, build, uses, env, paths, ignore_paths, infra_failures, suites"
 )
 SMOKE = {"name": "smoke", "command": "true"}
 
@@ -46,6 +46,13 @@ BAD_FILES = [
         backend_yaml(timout=60),
         f"{{file}}: timout: unknown key (did you mean 'timeout'?); the known keys are {BACKEND_KEYS}",
         id="misspelt-key",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(paths=["/torch/csrc/**"]),
+        "{file}: paths.0: must be relative to upstream's root (no leading '/'), e.g. 'torch/csrc/**' or '*.md' "
+        "(got '/torch/csrc/**')",
+        id="absolute-path-glob",
     ),
     pytest.param(
         "backends/demo.yaml",

@@ -86,7 +86,7 @@ def test_every_commit_gets_one_verdict_whatever_interrupts_its_build(tmp_path, o
 
     def push_held(round_: str, count: int) -> list[str]:
         """`count` commits pushed at once, each holding held's build at the gate of `round_`."""
-        shas = [upstream.commit(f"{round_} {n}", {"test/test_held.py": holding(round_), "CHANGES.md": f"{round_} {n}\n"},
+        shas = [upstream.commit(f"{round_} {n}", {"test/test_held.py": holding(round_), "CHANGES.txt": f"{round_} {n}\n"},
                                 push=False) for n in range(count)]
         upstream.push("main")
         return shas

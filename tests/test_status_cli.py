@@ -65,7 +65,7 @@ def row(backend: str, **figures) -> dict:
     return {"backend": backend, "level": "L1", "device": "cpu", "description": f"{backend} backend",
             "page": f"#/health/{backend}", "state": None, "failing_since": None, "latest": None,
             "latency": {"decided": 0, "p50": None, "p95": None},
-            "verdicts": {"success": 0, "failure": 0, "error": 0, "infrastructure": 0}, "pass_rate": None, "builds": 0, "timeouts": 0,
+            "verdicts": {"success": 0, "failure": 0, "error": 0, "infrastructure": 0, "not_relevant": 0}, "pass_rate": None, "builds": 0, "timeouts": 0,
             "timeout_rate": None,
             "queue": {"length": 0, "oldest_sha": None, "oldest_seen_at": None, "oldest_age": None},
             "units": {"connected": 0, "declared": 1}, "failing_tests": 0, **figures}
@@ -83,15 +83,15 @@ BETA = row(
     "beta", level="L3", device="xpu", description="Intel GPUs",
     state="failing", latest=latest("failure", B, 3600, C, 7260, description="2 tests failed", title="Speed up mul"),
     failing_since={"sha": C, "title": "Break add", "commit_url": GITHUB + C, "since": NOW - 7260},
-    # One commit the hardware failed: out of the pass rate.
-    latency={"decided": 4, "p50": 750, "p95": 3900}, verdicts={"success": 2, "failure": 1, "error": 0, "infrastructure": 1},
+    # One commit the hardware failed, two not relevant to it: out of the pass rate.
+    latency={"decided": 4, "p50": 750, "p95": 3900}, verdicts={"success": 2, "failure": 1, "error": 0, "infrastructure": 1, "not_relevant": 2},
     pass_rate=2 / 3, builds=5, timeouts=1, timeout_rate=0.2,
     queue={"length": 2, "oldest_sha": D, "oldest_seen_at": NOW - 7260, "oldest_age": 7260},
     units={"connected": 1, "declared": 2}, failing_tests=2,
 )
 ALPHA = row(
     "alpha", state="passing", latest=latest("success", A, 600, E, 90000), latency={"decided": 4, "p50": 300, "p95": 542},
-    verdicts={"success": 4, "failure": 0, "error": 0, "infrastructure": 0}, pass_rate=1.0, builds=6, timeout_rate=0.0,
+    verdicts={"success": 4, "failure": 0, "error": 0, "infrastructure": 0, "not_relevant": 0}, pass_rate=1.0, builds=6, timeout_rate=0.0,
     units={"connected": 2, "declared": 2},
 )
 MASTERS = [
@@ -222,8 +222,8 @@ def test_a_backend_its_figures_windows_failing_and_flaky_tests_bisections_and_pu
         'latest verdict: failure at bbbbbbbbbb "Speed up mul", decided 1h ago: 2 tests failed',
         "  failure since cccccccccc, 2h 1m ago",
         f"  its build: {u}/#/builders/2/builds/7",
-        "last 7d: 4 commits decided (2 success, 1 failure, 0 error, 1 infrastructure), pass rate 67% of the 3 the "
-        "hardware did not fail; latency p50 12m 30s, "
+        "last 7d: 6 commits decided (2 success, 1 failure, 0 error, 1 infrastructure, 2 not relevant), pass rate 67% "
+        "of the 3 judged; latency p50 12m 30s, "
         "p95 1h 5m; 5 builds, 1 timed out (20%)",
         "now: 2 commits queued, the oldest dddddddddd for 2h 1m; units 1 of 2 connected; 2 failing tests",
         "RANGE  DECIDED  P50      P95    PASS RATE",

@@ -213,7 +213,7 @@ def test_a_new_failure_fails_a_gating_suite_and_is_known_in_the_next_build(lab):
     assert suite_step(relay, build, "validating")["results"] == WARNINGS, "validate mode records, never fails"
     assert description(github, first, "gate-alpha") == "2 passed, 2 failed (2 new)"
 
-    second = upstream.commit("Unrelated change", {"CHANGES.md": "unrelated\n"}, branch="gate")
+    second = upstream.commit("Unrelated change", {"CHANGES.txt": "unrelated\n"}, branch="gate")
     build = relay.wait_for_finished_build("gate-alpha", second)
     assert build["results"] == WARNINGS, "a known failure alone never turns the build red"
     assert recorded_results(relay, build)["gating"]["new"] == []
@@ -259,7 +259,7 @@ def test_a_forced_build_of_an_older_commit_never_becomes_the_baseline_of_a_newer
     first = upstream.commit("A: test_old fixed, test_known breaks", {
         history: "def test_steady(): pass\ndef test_old(): pass\ndef test_known(): assert False\n"}, branch="baseline")
     relay.wait_for_finished_build("baseline-alpha", first)
-    second = upstream.commit("B: unrelated", {"CHANGES.md": "B\n"}, branch="baseline")
+    second = upstream.commit("B: unrelated", {"CHANGES.txt": "B\n"}, branch="baseline")
     relay.wait_for_finished_build("baseline-alpha", second)
 
     earlier = relay.build_ids("baseline-alpha", older)
@@ -269,7 +269,7 @@ def test_a_forced_build_of_an_older_commit_never_becomes_the_baseline_of_a_newer
     # Compared with commits before X (none built here), never with X itself nor the later A and B.
     assert (rebuilt["failing"], rebuilt["new"], rebuilt["fixed"]) == ([f"{history}::test_old"], [f"{history}::test_old"], [])
 
-    newest = upstream.commit("C: unrelated", {"CHANGES.md": "C\n"}, branch="baseline")
+    newest = upstream.commit("C: unrelated", {"CHANGES.txt": "C\n"}, branch="baseline")
     build = relay.wait_for_finished_build("baseline-alpha", newest)
     results = recorded_results(relay, build)["history"]
     assert (results["failing"], results["new"], results["fixed"]) == ([f"{history}::test_known"], [], []), \

@@ -157,18 +157,20 @@ def _latest_lines(latest: dict | None, now: int, web_url: str) -> list[str]:
 
 def _decided_text(row: dict) -> str:
     latency, verdicts = row["latency"], row["verdicts"]
-    if not latency["decided"]:
+    decided = sum(verdicts.values())
+    if not decided:
         return "no commit decided"
-    hardware = verdicts["infrastructure"]
-    return (f"{counted(latency['decided'], 'commit')} decided ({verdicts['success']} success, {verdicts['failure']} "
-            f"failure, {verdicts['error']} error, {hardware} infrastructure), pass rate {_percent(row['pass_rate'])}"
-            f"{f' of the {_judged(row)} the hardware did not fail' if hardware else ''}; latency p50 "
-            f"{duration_text(latency['p50'])}, p95 {duration_text(latency['p95'])}")
+    counts = ", ".join(f"{verdicts[state]} {state.replace('_', ' ')}" for state in verdicts)
+    judged = f" of the {_judged(row)} judged" if _judged(row) != decided else ""
+    return (f"{counted(decided, 'commit')} decided ({counts}), pass rate {_percent(row['pass_rate'])}{judged}; "
+            f"latency p50 {duration_text(latency['p50'])}, p95 {duration_text(latency['p95'])}")
 
 
 def _judged(row: dict) -> int:
-    """The commits the pass rate is over: those decided but the hardware's errors (health/verdicts.pass_rate)."""
-    return row["latency"]["decided"] - row["verdicts"]["infrastructure"]
+    """The commits the pass rate is over: those decided but the hardware's errors and those not relevant
+    (health/verdicts.pass_rate)."""
+    verdicts = row["verdicts"]
+    return verdicts["success"] + verdicts["failure"] + verdicts["error"]
 
 
 def _builds_text(row: dict) -> str:

@@ -34,7 +34,7 @@ def duration_text(seconds: int) -> str:
 def _window_line(w: Window, width: int) -> str:
     if not w.decided:
         return f"no verdicts in the last {w.label}"
-    how = ", ".join(f"{w.how[way]} {way}" for way in HOW_DECIDED if w.how[way])
+    how = ", ".join(f"{w.how[way]} {way.replace('_', ' ')}" for way in HOW_DECIDED if w.how[way])
     return (
         f"{f'last {w.label}:':<{width}} {counted(w.decided, 'commit')} decided ({how}); "
         f"latency p50 {duration_text(w.p50)}, p95 {duration_text(w.p95)}, max {duration_text(w.max)}"

@@ -35,6 +35,7 @@ from crcr.config.limits import (
     MAX_NAME,
     MAX_NODE_ID,
     MAX_PATH,
+    MAX_PATH_GLOBS,
     MAX_PAUSE_AFTER,
     MAX_SECONDS,
     MAX_SETUP_COMMANDS,
@@ -47,6 +48,7 @@ from crcr.config.limits import (
     MAX_TRIES,
     MAX_UNITS_PER_DEVICE,
 )
+from crcr.config.relevance import DEFAULT_IGNORE_PATHS, Relevance
 from crcr.host import crcr_host
 
 BACKEND_NAME = described_pattern(
@@ -96,6 +98,9 @@ WRITE_ACCESS_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
 Seconds = Annotated[StrictInt, Field(gt=0, le=MAX_SECONDS)]
 Units = Annotated[StrictInt, Field(gt=0, le=MAX_UNITS_PER_DEVICE)]
 Command = Annotated[str, Field(max_length=MAX_COMMAND)]
+# A glob over upstream's paths, relative to its root (config/relevance.py).
+PathGlob = Annotated[str, Field(min_length=1, max_length=MAX_PATH, pattern=described_pattern(
+    r"^[^/\\]", "must be relative to upstream's root (no leading '/'), e.g. 'torch/csrc/**' or '*.md'"))]
 BranchNames = Annotated[
     list[Annotated[str, Field(max_length=MAX_BRANCH_NAME)]], Field(min_length=1, max_length=MAX_BRANCHES)
 ]
@@ -369,6 +374,11 @@ class Backend(Strict):
     uses: list[Annotated[str, Field(pattern=BACKEND_NAME, max_length=MAX_NAME)]] = Field(
         default=[], max_length=MAX_SHARED_BUILDS)
     env: dict[str, Command] = Field(default={}, max_length=MAX_ENV_VARIABLES)
+    # Which upstream commits concern it (docs/relevance.md): one changing a file within `paths` (none given: every
+    # path) and outside `ignore_paths` (left out: the relay's list for PyTorch; [] ignores nothing). Any other gets
+    # its status at once, without hardware: success, "Not relevant to <backend>: changes only docs/…".
+    paths: list[PathGlob] = Field(default=[], max_length=MAX_PATH_GLOBS)
+    ignore_paths: list[PathGlob] = Field(default=list(DEFAULT_IGNORE_PATHS), max_length=MAX_PATH_GLOBS)
     # What tells its suites' runs hit the hardware, beside its device's (workers/devices/<device>.yaml).
     infra_failures: InfraFailures = InfraFailures()
     suites: list[Suite] = Field(min_length=1, max_length=MAX_SUITES)
@@ -399,6 +409,10 @@ class Backend(Strict):
         if problems:
             raise ValueError("; ".join(problems))
         return env
+
+    @property
+    def relevance(self) -> Relevance:
+        return Relevance(self.name, tuple(self.paths), tuple(self.ignore_paths))
 
     @model_validator(mode="after")
     def _not_kept_in_one_build(self) -> Backend:

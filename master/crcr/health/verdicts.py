@@ -6,7 +6,7 @@ from crcr.health.links import build_url
 from crcr.store.history import BuildRow
 from crcr.store.latency import nearest_rank
 from crcr.store.health_queries import Streak
-from crcr.store.tables import FIGURE_VERDICTS, INFRASTRUCTURE
+from crcr.store.tables import FIGURE_VERDICTS, INFRASTRUCTURE, NOT_RELEVANT
 
 
 def decided_within(decided: list, now: int, seconds: int) -> list:
@@ -15,8 +15,9 @@ def decided_within(decided: list, now: int, seconds: int) -> list:
 
 
 def latency(decided: list) -> dict:
-    """decided_at - seen_at of each row: how many, and the nearest-rank p50 and p95 (None when none)."""
-    latencies = sorted(row.decided_at - row.seen_at for row in decided)
+    """decided_at - seen_at of each row but those decided unbuilt, as not relevant (at once: the promise is about the
+    commits the hardware judges): how many, and the nearest-rank p50 and p95 (None when none)."""
+    latencies = sorted(row.decided_at - row.seen_at for row in decided if row.state != NOT_RELEVANT)
     if not latencies:
         return {"decided": 0, "p50": None, "p95": None}
     return {"decided": len(latencies), "p50": nearest_rank(latencies, 50), "p95": nearest_rank(latencies, 95)}
@@ -29,9 +30,9 @@ def verdict_counts(decided: list) -> dict:
 
 
 def pass_rate(counts: dict) -> float | None:
-    """Successes over the commits decided but those the hardware failed: a card that died says nothing of the
-    commit it ran."""
-    judged = sum(counts.values()) - counts[INFRASTRUCTURE]
+    """Successes over the commits decided but those the hardware failed (a card that died says nothing of the
+    commit it ran) and those not relevant (nothing ran)."""
+    judged = sum(counts.values()) - counts[INFRASTRUCTURE] - counts[NOT_RELEVANT]
     return counts["success"] / judged if judged else None
 
 

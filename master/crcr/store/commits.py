@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from crcr.store.tables import HOW_DECIDED, INFRASTRUCTURE, VERDICTS, check_value, commits
+from crcr.store.tables import HOW_DECIDED, INFRASTRUCTURE, NOT_RELEVANT, VERDICTS, check_value, commits
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class CommitRow:
     decided_at: int | None  # when its final verdict was posted; None while pending
     state: str  # pending | success | failure | error
     description: str | None  # the text of its GitHub status
-    how: str | None  # built | covered | bisected | forced, once decided
+    how: str | None  # built | covered | bisected | forced | not_relevant, once decided
     brid: int | None  # the build request that builds or covers it
     buildid: int | None  # the build that decided it
     position: int | None = None  # upstream order (tables.py); None: older than every commit that has one
@@ -43,8 +43,12 @@ class CommitRow:
 # than the relay's first poll) is a user's request, not upstream's flow: it is left out. A forced rebuild of an
 # upstream commit still counts, its latency ending at its first verdict (`decide` keeps that).
 IN_FIGURES = sa.or_(commits.c.position.is_not(None), sa.func.coalesce(commits.c.how, "") != "forced")
+# The commits the relay judged (built, covered, bisected, forced), not those it decided unbuilt as not relevant:
+# the latency of the promise is theirs.
+BUILT = sa.func.coalesce(commits.c.how, "") != NOT_RELEVANT
 # A verdict as the figures count it (tables.FIGURE_VERDICTS): the hardware's errors apart.
-FIGURE_STATE = sa.case((commits.c.infrastructure, INFRASTRUCTURE), else_=commits.c.state)
+FIGURE_STATE = sa.case((commits.c.infrastructure, INFRASTRUCTURE), (commits.c.how == NOT_RELEVANT, NOT_RELEVANT),
+                       else_=commits.c.state)
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,13 @@ def take_into_request(conn, backend: str, sha: str, brid: int) -> bool:
 def commits_of_request(conn, brid: int) -> list[CommitRow]:
     """The commits request `brid` builds or covers, in the order they arrived."""
     return _rows(conn, commits.select().where(commits.c.brid == brid).order_by(commits.c.id))
+
+
+def not_relevant_among(conn, backend: str, shas: list[str]) -> set[str]:
+    """Those of `shas` the backend decided unbuilt, as not relevant to it (config/relevance.py)."""
+    c = commits.c
+    return set(conn.execute(sa.select(c.sha).where(c.backend == backend, c.sha.in_(shas), c.how == NOT_RELEVANT))
+               .scalars())
 
 
 def find_commit(conn, backend: str, sha: str) -> CommitRow | None:

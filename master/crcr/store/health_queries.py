@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from crcr.store.bisections import Bisection, _bisections
 from crcr.store.buildbot_tables import MasterRow, masters_since
-from crcr.store.commits import FIGURE_STATE, IN_FIGURES, CommitRow, _rows as _commit_rows
+from crcr.store.commits import BUILT, FIGURE_STATE, IN_FIGURES, CommitRow, _rows as _commit_rows
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 from crcr.store import leadership, outbox
 from crcr.store.tables import bisections, builds, commits, suite_runs, test_outcomes
@@ -434,7 +434,8 @@ def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
         states.setdefault(backend, {})[state] = count
     latencies: dict[str, list[int]] = {}
     for backend, latency in conn.execute(sa.select(_c.backend, _c.decided_at - _c.seen_at)
-                                         .where(_c.backend.in_(backends), _c.decided_at.is_not(None), IN_FIGURES)):
+                                         .where(_c.backend.in_(backends), _c.decided_at.is_not(None), IN_FIGURES,
+                                                BUILT)):
         latencies.setdefault(backend, []).append(latency)
     bisection_states: dict[str, dict[str, int]] = {}
     bc = bisections.c

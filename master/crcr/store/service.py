@@ -66,6 +66,7 @@ class RelayStore(service.BuildbotService):
     newest_request = _through_pool(commits.newest_request)
     commits_of_request = _through_pool(commits.commits_of_request)
     find_commit = _through_pool(commits.find_commit)
+    not_relevant_among = _through_pool(commits.not_relevant_among)
     decide = _through_pool(commits.decide)
     set_pending_description = _through_pool(commits.set_pending_description)
     decided_since = _through_pool(commits.decided_since)

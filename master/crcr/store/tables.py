@@ -12,11 +12,14 @@ from crcr.config.limits import MAX_BRANCH_NAME, MAX_NAME
 from crcr.config.models import BUILDBOT_NAME_LIMIT
 
 VERDICTS = ("success", "failure", "error")  # GitHub's commit status states but pending
+# not_relevant: a commit that changes nothing the backend builds or runs (config/relevance.py), decided unbuilt.
+NOT_RELEVANT = "not_relevant"
+HOW_DECIDED = ("built", "covered", "bisected", "forced", NOT_RELEVANT)
 # What the health figures count a verdict as: an error the hardware gave (every try of a suite hit an infrastructure
-# failure) apart from the relay's own errors and cancels, since it says nothing of the commit.
+# failure) apart from the relay's own errors and cancels, since it says nothing of the commit; and a commit decided
+# unbuilt, as not relevant, apart from those the hardware judged.
 INFRASTRUCTURE = "infrastructure"
-FIGURE_VERDICTS = (*VERDICTS, INFRASTRUCTURE)
-HOW_DECIDED = ("built", "covered", "bisected", "forced")
+FIGURE_VERDICTS = (*VERDICTS, INFRASTRUCTURE, NOT_RELEVANT)
 BISECTION_STATES = ("running", "done", "abandoned")
 # interrupted: written by earlier relays, whose build stopped with the master could end CANCELLED (it ends RETRY now
 # and is built again: relay_build.py); the bisection asks for such a step's commit again when it resumes.

@@ -95,10 +95,11 @@ class Commit:
     committer: str
     when: int  # the commit's time, epoch seconds
     message: str
+    parents: int = 1  # a merge has several
 
 
 # Commit's fields apart by NULs, which no commit holds; the message last.
-COMMIT_FORMAT = "%an <%ae>%x00%cn <%ce>%x00%ct%x00%B"
+COMMIT_FORMAT = "%an <%ae>%x00%cn <%ce>%x00%ct%x00%P%x00%B"
 
 
 @defer.inlineCallbacks
@@ -108,8 +109,9 @@ def describe_commit(sha: str, repository: str):
                                    repository)
     if code != 0:
         raise NotFetched(f"no commit '{sha}': {err}")
-    author, committer, when, message = out.split("\0", 3)
-    return Commit(author=author, committer=committer, when=int(when), message=message.strip())
+    author, committer, when, parents, message = out.split("\0", 4)
+    return Commit(author=author, committer=committer, when=int(when), message=message.strip(),
+                  parents=len(parents.split()))
 
 
 # A bisection of more commits than this is refused: the relay's baselines look no further back either.

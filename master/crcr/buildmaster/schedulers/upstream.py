@@ -14,9 +14,15 @@ from __future__ import annotations
 
 from buildbot.changes.changes import Change
 from buildbot.plugins import schedulers, util
+from buildbot.util import ComparableMixin
 from twisted.internet import defer
+from twisted.python import log
 
+from crcr.buildmaster.changes.revisions import RevisionError
+from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.buildmaster.schedulers.scheduled import scheduled
+from crcr.buildmaster.services.ledger import commit_ledger
+from crcr.config.relevance import Relevance
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
 from crcr.names import RELAY_CHANGE_CATEGORIES
@@ -26,7 +32,24 @@ from crcr.store.buildbot_tables import changes_after
 LAST_CHANGE = "last_changeid"  # the scheduler's state: the newest change it has dealt with
 
 
+class ConcernsBackend(ComparableMixin):
+    """Buildbot's fileIsImportant: whether a change's files concern the backend (config/relevance.py). Comparable,
+    so that a reconfiguration with the same globs keeps the scheduler."""
+
+    compare_attrs = ("relevance",)
+
+    def __init__(self, relevance: Relevance):
+        self.relevance = relevance
+
+    def __call__(self, change) -> bool:
+        return self.relevance.not_relevant(change.files) is None
+
+
 class UpstreamScheduler(schedulers.AnyBranchScheduler):
+    """Buildbot's AnyBranchScheduler with no tree-stable timer, which ignores unimportant changes: here a change
+    whose files do not concern the backend, decided at once, unbuilt (CommitLedger.not_relevant), unless its commit
+    is a merge (what a merge brings cannot be told from its files)."""
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._last_change: int | None = None
@@ -50,7 +73,7 @@ class UpstreamScheduler(schedulers.AnyBranchScheduler):
         for changeid in (yield self.master.db.pool.do(changes_after, self.master.db.model, self._last_change)):
             change = yield Change.fromChdict(self.master, (yield self.master.db.changes.getChange(changeid)))
             if self.change_filter.filter_change(change) and change.codebase in self.codebases:
-                yield super().gotChange(change, True)
+                yield self._take(change, self.fileIsImportant(change))
             self._caught_up.add(changeid)
             yield self._dealt_with(changeid)
 
@@ -59,8 +82,28 @@ class UpstreamScheduler(schedulers.AnyBranchScheduler):
         if change.number in self._caught_up:
             self._caught_up.discard(change.number)
             return
-        yield super().gotChange(change, important)
+        yield self._take(change, important)
         yield self._dealt_with(change.number)
+
+    @defer.inlineCallbacks
+    def _take(self, change, important: bool):
+        if important or (yield self._is_merge(change)):
+            yield super().gotChange(change, True)
+            return
+        [backend] = self.builderNames
+        yield commit_ledger(self.master).not_relevant(backend, change, self.fileIsImportant.relevance.not_relevant(
+            change.files))
+
+    @defer.inlineCallbacks
+    def _is_merge(self, change) -> bool:
+        """Whether the change's commit has several parents; a commit the mirror cannot describe counts as one (it
+        is built: what cannot be read may concern the backend)."""
+        try:
+            commit = yield defer.Deferred.fromCoroutine(upstream_mirror(self.master).describe_commit(change.revision))
+        except RevisionError as e:
+            log.msg(f"crcr: {self.name}: {change.revision[:10]} not described ({e}): built, as relevant")
+            return True
+        return commit.parents > 1
 
     @defer.inlineCallbacks
     def _enabledCallback(self, key, msg):
@@ -93,5 +136,6 @@ def upstream_scheduler(backend: Backend, settings: Settings):
         change_filter=util.ChangeFilter(project=settings.github_repo, branch=backend.branches,
                                         category_not_eq=list(RELAY_CHANGE_CATEGORIES)),
         treeStableTimer=None,
+        fileIsImportant=ConcernsBackend(backend.relevance),
         builderNames=[backend.name],
     )

@@ -124,6 +124,9 @@ class Bisector:
                 return set()
             if len(found) > len(commits):
                 commits, start = found, good
+        # A commit that changes nothing the backend builds or runs cannot have broken it: not built, not named.
+        unbuilt = yield self.store.not_relevant_among(backend, commits)
+        commits = [sha for sha in commits if sha not in unbuilt]
         if len(commits) < 2:
             return set()  # the build's own commit is the first bad one
         tests = [key_of(suite, node_id) for suite in known_good for node_id in failing[suite]]

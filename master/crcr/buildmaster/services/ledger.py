@@ -31,7 +31,7 @@ from crcr.buildmaster.services.ordered import OrderedLeaderService
 from crcr.github import status_text
 from crcr.github.commit_status import post_status
 from crcr.github.formatting import what_the_store_adds
-from crcr.health.links import build_url
+from crcr.health.links import backend_page, build_url
 from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE,
     force_scheduler_name, upstream_scheduler_name,
@@ -39,6 +39,7 @@ from crcr.names import (
 from crcr.store.buildbot_tables import origin_of
 from crcr.store.commits import Origin
 from crcr.store.service import relay_store
+from crcr.store.tables import NOT_RELEVANT
 
 # GitHub's state for a finished build, as Buildbot's GitHubStatusPush posts it (RETRY: built again, no verdict).
 GITHUB_STATES = {SUCCESS: "success", WARNINGS: "success", SKIPPED: "success", FAILURE: "failure"}
@@ -50,6 +51,10 @@ def github_state(results: int) -> str:
 
 # Object state (shared by the masters: the same service name): the newest build request whose arrival was recorded.
 LAST_REQUEST = "last_request"
+
+
+def commit_ledger(master) -> CommitLedger:
+    return master.service_manager.namedServices[LEDGER_SERVICE]
 
 
 class CommitLedger(OrderedLeaderService, StateMixin):
@@ -90,6 +95,19 @@ class CommitLedger(OrderedLeaderService, StateMixin):
         """A status the relay posts itself, for a commit no build of its own reports on (L2 and up only)."""
         if backend in self.reporting:
             post_status(self.master, self.github_repo, backend, sha, state, description, target_url)
+
+    @defer.inlineCallbacks
+    def not_relevant(self, backend: str, change, why: str):
+        """The commit of `change`, which does not concern `backend` (config/relevance.py): decided at once as a
+        success that says `why`, unbuilt, its status linking the backend's health page. Its upstream scheduler
+        calls this, on whichever master it runs; a commit decided already (forced before its push came) keeps its
+        verdict."""
+        sha, now = change.revision, self.now()
+        origin = yield self.master.db.pool.do(origin_of, self.master.db.model, sha)
+        yield self.store.record_arrival(backend, sha, change.branch or "", now, origin=origin)
+        if (yield self.store.find_commit(backend, sha)).decided_at is None:
+            yield self.store.decide(backend, sha, "success", why, NOT_RELEVANT, None, now)
+            self.post(backend, sha, "success", why, self.web_url + backend_page(backend))
 
     # --- what Buildbot tells ---
 

@@ -438,16 +438,21 @@
       h("br"), h(Muted, null, plural(l.decided, "commit") + " decided"));
   }
 
-  // The commits the hardware failed (every try of a suite hit it) are counted apart, out of the rate.
+  // The commits the hardware failed (every try of a suite hit it) and those not relevant to the backend (decided
+  // unbuilt) are counted apart, out of the rate.
   function PassRate(props) {
     var v = props.row.verdicts;
-    var hardware = v.infrastructure ? h("span", { "data-figure": "infrastructure" }, h("br"),
-      h(Muted, null, plural(v.infrastructure, "infrastructure error") + ", not counted")) : null;
-    if (props.row.pass_rate === null) return h("span", null, h(Muted, null, "—"), hardware);
+    function apart(figure, text) {
+      return text ? h("span", { "data-figure": figure }, h("br"), h(Muted, null, text)) : null;
+    }
+    var hardware = apart("infrastructure", v.infrastructure &&
+      plural(v.infrastructure, "infrastructure error") + ", not counted");
+    var unbuilt = apart("not-relevant", v.not_relevant && v.not_relevant + " not relevant, not built");
+    if (props.row.pass_rate === null) return h("span", null, h(Muted, null, "—"), hardware, unbuilt);
     var judged = v.success + v.failure + v.error;
     return h("span", null, percent(props.row.pass_rate), h("br"),
       h(Muted, null, v.success + " of " + judged + " passed" + (v.error ? ", " + plural(v.error, "error") : "")),
-      hardware);
+      hardware, unbuilt);
   }
 
   function Builds(props) {
