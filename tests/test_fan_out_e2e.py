@@ -388,7 +388,7 @@ def test_a_run_that_hit_the_card_is_built_again_on_another_unit_and_a_card_faili
     # Its health: an infrastructure error, apart from test failures and out of the pass rate.
     health = wait_until(lambda: (found := relay.plugin(f"api/health/{DEAD}"))["latest"] and found, 30, "its health")
     assert (health["state"], health["latest"]["infrastructure"], health["verdicts"], health["pass_rate"]) == (
-        "error", True, {"success": 0, "failure": 0, "error": 0, "infrastructure": 1}, None), health
+        "error", True, {"success": 0, "failure": 0, "error": 0, "infrastructure": 1, "not_relevant": 0}, None), health
     open_page(browser, f"{relay.web_url}#/health/{DEAD}")
     wait_for_texts(browser, ["1 infrastructure error, not counted"], "its health page counting the error apart")
 
