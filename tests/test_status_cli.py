@@ -311,6 +311,7 @@ def test_a_commit_its_verdict_how_it_was_decided_and_its_failing_tests(crcr, rel
     ("built", NOW - 6000, "decided: built, by its own build"),
     ("bisected", NOW - 6000, "decided: bisected"),
     ("forced", NOW - 6000, "decided: forced, by a build asked for"),
+    ("not_relevant", None, "decided: unbuilt: it changes nothing the backend builds or runs"),
 ])
 def test_each_way_a_commit_is_decided(crcr, relay, how, started_at, said):
     relay.answers[f"{HEALTH}/beta/commits/{B}"] = (200, {**COMMIT, "how": how, "covered_by": None})

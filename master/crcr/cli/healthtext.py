@@ -216,7 +216,8 @@ def _how_text(commit: dict) -> str:
         return "not yet, " + ("building" if commit["started_at"] is not None else "waiting for a unit")
     if how == "covered":
         return f"covered by the build of {_short(commit['covered_by'])}, a newer commit"
-    return {"built": "built, by its own build", "forced": "forced, by a build asked for"}.get(how, how)
+    return {"built": "built, by its own build", "forced": "forced, by a build asked for",
+            "not_relevant": "unbuilt: it changes nothing the backend builds or runs"}.get(how, how)
 
 
 def _cell_text(cell: dict) -> str:
