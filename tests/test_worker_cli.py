@@ -171,6 +171,20 @@ def test_the_up_command_carries_the_identify_command_of_each_of_the_hosts_device
     assert crcr_host.identify_commands(taken.identify, units, taken.name) == {"spyre": identify}
 
 
+def test_the_setup_by_hand_names_each_units_card_as_the_host_tool_does(dirs, crcr, register, tmp_path):
+    write_file(dirs.workers / "devices" / "spyre.yaml", "identify: echo card-$CRCR_DEVICE_INDEX\n")
+    register("lab1")
+    shown = crcr("worker", "show", "lab1", "--by-hand", "--host-dir", str(tmp_path))
+    units = [tmp_path / f"lab1-spyre-{n}" for n in (0, 1)]
+    for unit in units:
+        (unit / "info").mkdir(parents=True)  # as create-worker, printed before, makes it
+
+    subprocess.run(["bash", "-e", "-c", "\n".join(line for line in shown.stdout.splitlines() if "info/card" in line)],
+                   check=True)
+
+    assert [(unit / "info" / "card").read_text() for unit in units] == ["card-0\n", "card-1\n"]
+
+
 def test_the_password_file_is_a_choice_of_the_setup_by_hand_only(dirs, crcr, register):
     """crcr-host up keeps the password in its folder's state/, readable by the account running up alone."""
     register("lab1")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import PurePosixPath
 
@@ -74,6 +74,8 @@ class HostSetup:
     host_dir: PurePosixPath  # on the host: the venv and one directory per unit
     host_user: str
     password_file: PurePosixPath  # on the host, root's alone
+    # {device kind: its identify command} (hostup.identify_commands): each unit's card, as `crcr-host up` names it.
+    identify: dict[str, str] = field(default_factory=dict)
 
     @property
     def worker_version(self) -> str:
@@ -96,7 +98,8 @@ class HostSetup:
 
     def create_commands(self) -> list[str]:
         """Per unit: the worker (its buildbot.tac remade, so the commands can run again), its password read from
-        standard input, and what the UI's Workers page shows as its admin and host."""
+        standard input, what the UI's Workers page shows as its admin and host, and its card (info/card, from its
+        device's identify command: a failing one says so rather than stopping the setup)."""
         tacs = self._tacs()
         creates = [
             shlex.join(
@@ -120,11 +123,18 @@ class HostSetup:
                 ("host", f"{self.host.name}: {unit.device} unit {unit.index}"),
             )
         ]
+        cards = [
+            f"CRCR_DEVICE_INDEX={unit.index} sh -c {shlex.quote(self.identify[unit.device])} > {card} "
+            f"|| echo 'not identified: its identify command failed' > {card}"
+            for unit in self.host.units if unit.device in self.identify
+            for card in [self.unit_dir(unit.worker_name) / "info" / "card"]
+        ]
         return [
             shlex.join(["rm", "-f", *tacs]),
             *creates,
             shlex.join(["sed", "-i", f"s|^passwd = .*|{TAC_PASSWORD}|", *tacs]),
             *infos,
+            *cards,
         ]
 
     def systemd_unit(self) -> str:

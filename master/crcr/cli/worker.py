@@ -173,6 +173,7 @@ def _setup(args, settings: Settings, host: WorkerHost, password: str) -> HostSet
         host_dir=PurePosixPath(args.host_dir or DEFAULT_HOST_DIR),  # checked by _check_setup_options
         host_user=args.host_user or DEFAULT_HOST_USER,
         password_file=PurePosixPath(args.password_file or DEFAULT_PASSWORD_FILE),  # checked by _check_setup_options
+        identify=identify_commands(settings.workers_dir, host),
     )
 
 
