@@ -10,9 +10,8 @@ from buildbot.process.results import CANCELLED, worst_status
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.steps.unit_checks import card_of
-from crcr.names import BACKEND_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, LOST_UNIT
-from crcr.store.service import relay_store
+from crcr.buildmaster.steps.unit_checks import record_hardware_failure
+from crcr.names import BACKEND_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, LOST_UNIT
 
 
 class RelayBuild(Build):
@@ -71,17 +70,10 @@ class RelayBuild(Build):
         the unit may be its device's only one. A build the master stopped first (its own shutdown) is not the
         unit's doing."""
         if not (self.stopped or self.finished) and self.getProperty(DEVICE_PROPERTY):
-            self._record_lost_unit().addErrback(log.err, f"crcr: recording {self.getProperty('workername')} lost")
+            recording = record_hardware_failure(self, self.getProperty(BACKEND_PROPERTY) or "", LOST_UNIT,
+                                                "unit lost mid-build", [])
+            recording.addErrback(log.err, f"crcr: recording {self.getProperty('workername')} lost")
         super().lostRemote(conn)
-
-    def _record_lost_unit(self):
-        return relay_store(self.master).record_infra_failure(
-            at=int(self.master.reactor.seconds()), unit=self.getProperty("workername"),
-            host=self.getProperty(HOST_PROPERTY) or "", device=self.getProperty(DEVICE_PROPERTY),
-            card=card_of(self),
-            backend=self.getProperty(BACKEND_PROPERTY) or "",
-            sha=self.getProperty("got_revision") or self.getProperty("revision") or "", buildid=self.buildid,
-            brid=self.requests[0].id, kind=LOST_UNIT, what="unit lost mid-build", lines=[])
 
     stop_results = None  # the results the build was stopped with: its results, whatever its steps end with
 

@@ -18,8 +18,7 @@ from crcr.buildmaster.steps.infra import (
 from crcr.buildmaster.steps.junit_file import worker_file_bytes
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
 from crcr.buildmaster.services.units_out import take_out_if_failing
-from crcr.buildmaster.steps.unit_checks import log_url, unit_facts
-from crcr.names import DEVICE_PROPERTY
+from crcr.buildmaster.steps.unit_checks import log_url, record_hardware_failure, unit_facts
 from crcr.store.service import relay_store
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, running_file
 
@@ -92,14 +91,9 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
     def _failed_on_this_unit(self, failure: InfraFailure):
         """The failure recorded against this unit, and the run that says so: built again on another unit of the
         device while tries are left and a unit it has not failed on remains, else ended."""
-        facts, brid, store = unit_facts(self, self.infra.backend), self.build.requests[0].id, relay_store(self.master)
-        unit = facts["name"]
-        yield store.record_infra_failure(
-            at=int(self.master.reactor.seconds()), unit=unit, host=facts["host"],
-            device=self.getProperty(DEVICE_PROPERTY) or "", card=facts["card"],
-            backend=self.infra.backend, sha=self.getProperty("got_revision") or "", buildid=self.build.buildid,
-            brid=brid, kind=failure.kind, what=failure.what, lines=list(failure.lines))
-        failures = yield store.infra_failures_of(brid)
+        facts, unit = unit_facts(self, self.infra.backend), self.getProperty("workername")
+        yield record_hardware_failure(self.build, self.infra.backend, failure.kind, failure.what, list(failure.lines))
+        failures = yield relay_store(self.master).infra_failures_of(self.build.requests[0].id)
         failed_on = list(dict.fromkeys(f["unit"] for f in failures))
         tries, most = len(failures), self.infra.rules.tries
         retry = tries < most and any(other not in failed_on for other in self.infra.units)

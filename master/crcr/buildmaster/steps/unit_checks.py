@@ -13,7 +13,10 @@ from twisted.internet import defer
 
 from crcr.buildmaster.services.units_out import health_check_reason, take_out
 from crcr.buildmaster.steps.infra import InfraSetup
-from crcr.names import ADMIN_PROPERTY, CARD_INFO, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, HOST_PROPERTY
+from crcr.names import (
+    ADMIN_PROPERTY, CARD_INFO, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY,
+)
+from crcr.store.service import relay_store
 from crcr.store.tables import infra_failures
 
 HEALTH_CHECK_STEP, IDENTIFY_STEP = "health check", "identify card"
@@ -29,6 +32,16 @@ def card_of(build) -> str | None:
     host tool wrote when it set the unit up and the unit sent at its connection."""
     said = build.getProperty(CARD_PROPERTY) or build.getWorkerInfo().getProperty(CARD_INFO) or ""
     return said.strip()[:CARD_LENGTH] or None
+
+
+def record_hardware_failure(build, backend: str, kind: str, what: str, lines: list[str]):
+    """A run of `build` that hit the hardware, recorded against its unit and card (store/infra_failures.py)."""
+    return relay_store(build.master).record_infra_failure(
+        at=int(build.master.reactor.seconds()), unit=build.getProperty("workername"),
+        host=build.getProperty(HOST_PROPERTY) or "", device=build.getProperty(DEVICE_PROPERTY) or "",
+        card=card_of(build), backend=backend,
+        sha=build.getProperty("got_revision") or build.getProperty("revision") or "", buildid=build.buildid,
+        brid=build.requests[0].id, kind=kind, what=what, lines=lines)
 
 
 def unit_facts(step, backend: str) -> dict:
