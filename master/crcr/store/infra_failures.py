@@ -11,6 +11,8 @@ from crcr.names import LOST_UNIT
 from crcr.store.tables import infra_failures
 
 _f = infra_failures.c
+# A unit's record (unit_records) with nothing in the window.
+NO_RECORD = {"builds": 0, "infra_failures": 0, "card": None, "last_failure": None}
 
 
 def record(conn, *, at: int, unit: str, host: str, device: str, card: str | None, backend: str, sha: str,
@@ -48,15 +50,14 @@ def unit_records(conn, model, since: int) -> dict[str, dict]:
     Buildbot's builds of it (of any builder), those that hit the hardware, the card its last failure named, and
     that failure ({what, at})."""
     builds, workers = model.builds, model.workers
-    records = {name: {"builds": count, "infra_failures": 0, "card": None, "last_failure": None}
+    records = {name: {**NO_RECORD, "builds": count}
                for name, count in conn.execute(
                    sa.select(workers.c.name, sa.func.count(builds.c.id))
                    .select_from(builds.join(workers, builds.c.workerid == workers.c.id))
                    .where(builds.c.started_at >= since).group_by(workers.c.name))}
     for failure in conn.execute(sa.select(_f.unit, _f.card, _f.what, _f.at, _f.buildid).where(_f.at >= since)
                                 .order_by(_f.id)):
-        record = records.setdefault(failure.unit, {"builds": 0, "infra_failures": 0, "card": None,
-                                                   "last_failure": None})
+        record = records.setdefault(failure.unit, dict(NO_RECORD))
         record["infra_failures"] += 1
         record["card"] = failure.card or record["card"]
         record["last_failure"] = {"what": failure.what, "at": failure.at, "buildid": failure.buildid}

@@ -19,10 +19,10 @@ from twisted.internet import defer
 
 from crcr.health.links import build_url
 from crcr.names import CARD_INFO, DEVICE_PROPERTY, HOST_PROPERTY, RELAY_WORKER
+from crcr.store.infra_failures import NO_RECORD
 from crcr.store.service import relay_store
 
 DAYS = 7
-NO_RECORD = {"builds": 0, "infra_failures": 0, "card": None, "last_failure": None}
 
 
 @defer.inlineCallbacks
