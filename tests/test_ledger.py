@@ -490,14 +490,7 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         await self.store.record_arrival(SILENT, docs, "main", self.reactor.seconds())
         await self.store.decide(SILENT, docs, "success", f"Not relevant to {SILENT}: changes only docs/…",
                                 "not_relevant", None, self.reactor.seconds())
-        requests = [await self.upstream(SILENT, revision=commit) for commit in (two, three)]
-        await self.deliver()
-        buildid, _ = await self.start_build(requests[-1])
-        broken = "test/test_smoke.py::test_new"
-        await self.finish_build(buildid, FAILURE, {"smoke": FAILURE},
-                                {"smoke": SuiteResults(passed=5, failing=[broken], new=[broken])},
-                                **{BASELINES_PROPERTY: {"smoke": good}})
-        await self.deliver()
+        await self.newest_fails_a_new_test(good, [two, three])
 
         [bisection] = await self.store.recent_bisections(SILENT, 1)
         self.assertEqual(Bisection.from_json(bisection.plan).commits, (two, three), "docs cannot have broken it")
@@ -506,6 +499,11 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         """Commits one..three queued behind a good one; three's build fails test_new, new since good: a
         bisection of the three starts. Returns the commits, the failing test and three's build."""
         good, *commits = git_commits(self.mirror_path(), ["good", "one", "two", "three"])
+        broken, buildid = await self.newest_fails_a_new_test(good, commits)
+        return commits, broken, buildid
+
+    async def newest_fails_a_new_test(self, good: str, commits: list[str]) -> tuple[str, int]:
+        """`commits` queued; the newest's build fails test_new, new since `good`. Returns the test and the build."""
         requests = [await self.upstream(SILENT, revision=commit) for commit in commits]
         await self.deliver()
         buildid, _ = await self.start_build(requests[-1])
@@ -514,7 +512,7 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
                                 {"smoke": SuiteResults(passed=5, failing=[broken], new=[broken])},
                                 **{BASELINES_PROPERTY: {"smoke": good}})
         await self.deliver()
-        return commits, broken, buildid
+        return broken, buildid
 
     async def step_revisions(self) -> list[str]:
         revisions = []
