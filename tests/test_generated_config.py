@@ -49,7 +49,7 @@ from crcr.buildmaster.graph.orphans import OrphanedChildren
 from crcr.buildmaster.process.workers import CrossMasterWaker, HostUnitWorker, unit_can_start_build
 from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.secretfiles import GITHUB_TOKEN
-from crcr.suites.selection import PLUGIN_FILE, STOP_CONFIG, STOP_CONFIG_FILE
+from crcr.suites.selection import PLUGIN_FILES, STOP_CONFIG, STOP_CONFIG_FILE
 from crcr.names import (
     BACKEND_PROPERTY, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, bisect_scheduler_name,
     build_builder_name, children_builder_name, force_scheduler_name, upstream_scheduler_name,
@@ -554,8 +554,9 @@ def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_
 
     prepare = steps["prepare build folder"].kwargs
     assert prepare["results_dir"] == "results"
-    assert sorted(prepare["shipped"]) == ["crcr/crcr_selection.py", "crcr/ops.json"]  # no command suite to shield
-    assert prepare["shipped"]["crcr/crcr_selection.py"] == PLUGIN_FILE.read_text()
+    # no command suite to shield
+    assert sorted(prepare["shipped"]) == ["crcr/crcr_order.py", "crcr/crcr_selection.py", "crcr/ops.json"]
+    assert all(prepare["shipped"][f"crcr/{plugin.name}"] == plugin.read_text() for plugin in PLUGIN_FILES)
     spec = json.loads(prepare["shipped"]["crcr/ops.json"])
     assert spec == {"device": "alpha", "files": {},
                     "skip": [{"nodeid": "test/test_ops.py::TestOps::test_flaky_here", "reason": "skips.txt"}]}

@@ -296,7 +296,7 @@ def test_a_fanned_out_backend_has_its_parent_on_the_relays_worker_and_its_childr
     parent, children = builders["alpha"], builders[children_builder_name("alpha")]
     assert parent.workernames == [RELAY_WORKER] and parent.canStartBuild is one_parent_across_masters
     assert [step.kwargs["name"] for step in parent.factory.steps] == [
-        "pull request", "commits covered", FAN_OUT_STEP, "suite ops", "suite nn"]
+        "pull request", "commits covered", "order tests", FAN_OUT_STEP, "suite ops", "suite nn"]
     assert children.workernames == ["host-a-alpha-0", "host-a-alpha-1"]
     assert children.canStartBuild is unit_can_start_build and children.collapseRequests is False
     assert CHILD_TAG in children.tags
@@ -305,7 +305,8 @@ def test_a_fanned_out_backend_has_its_parent_on_the_relays_worker_and_its_childr
     assert child_steps == {suite: ["checkout upstream", "prepare build folder", "setup 1", f"suite {suite}"]
                            for suite in ("ops", "nn")}
     assert builders["beta"].workernames == ["host-a-alpha-0", "host-a-alpha-1"], "a serial backend as before"
-    assert parent.factory.steps[2].kwargs["suites"] == {"ops": 1, "nn": 2}
+    assert parent.factory.steps[2].kwargs["suites"] == ["nn"], "the tests of its pytest suite, ordered"
+    assert parent.factory.steps[3].kwargs["suites"] == {"ops": 1, "nn": 2}
     shard = children.factory.steps_by_suite["nn"][-1].kwargs["env"][SHARD_VARIABLE]
     assert Properties(**{CHILD_SHARD_PROPERTY: "2/2"}).render(shard).result == "2/2"
     assert Properties().render(shard).result == "", "no shard: every test"

@@ -346,7 +346,8 @@ def test_a_suite_runs_in_the_checkout_alone_whatever_folder_holds_it(tmp_path, c
     assert result.returncode == 1, result.stdout + result.stderr
     config = checkout / "pytest.ini" if checkout_config else os.devnull
     shown = f"crcr_selection: running {sys.executable} -m pytest --rootdir={checkout} -c {config} --confcutdir={checkout}"
-    assert result.stdout.startswith(shown + " -p crcr_selection test/test_ops.py -o junit_family=xunit1 "), result.stdout
+    assert result.stdout.startswith(shown + " -p crcr_selection -p crcr_order test/test_ops.py -o junit_family=xunit1 "), (
+        result.stdout)
     assert f"rootdir: {checkout}\n" in result.stdout
     strict = ["test/test_ops.py::test_unexpectedly_passes"] if checkout_config else []
     failing = ["test/test_ops.py::test_add[-1-1-5]", *strict]

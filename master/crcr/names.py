@@ -81,6 +81,10 @@ RELAY_WORKER = "relay"  # the master's own worker, which runs the parents: waiti
 CHILD_SUITE_PROPERTY = "crcr_child_suite"  # the suite a child build runs
 CHILD_ASKED_PROPERTY = "crcr_child_asked"  # a bisection's tests the child runs alone (absent: its whole suite)
 CHILD_SHARD_PROPERTY = "crcr_child_shard"  # 'K/N': the shard of its suite a child runs (absent: the whole suite)
+# {suite: the crcr_order plugin's spec} (suites/test_order.py), drawn by the order step; a child gets its suite's.
+ORDER_PROPERTY = "crcr_test_order"
+# True in a commit's own build (upstream or forced) and its children: a suite's first new failure is told at once.
+TELL_EARLY_PROPERTY = "crcr_tell_early"
 CHILD_UNITS_PROPERTY = "crcr_child_units"  # the units of one host a child holds at once (absent: one)
 SUITE_RUN_PROPERTY = "crcr_suite_run"  # a child's: what its run left, but for its JUnit XML (in the store)
 CHILDREN_PROPERTY = "crcr_children"  # a parent's: {suite: [the child build whose run it judged, of each shard]}
@@ -100,6 +104,7 @@ BUILD_STAGE_STEP = "build"  # a parent's: triggers the backend's build child and
 UPLOAD_STEP = "keep artifacts"  # a build child's: its artifacts uploaded to the relay
 FETCH_STEP = "fetch artifacts"  # a suite child's: the build's artifacts, through the host's cache
 COVERED_STEP = "commits covered"  # lists the queued commits a build covers, with links
+ORDER_STEP = "order tests"  # draws the order of each pytest suite's tests: likely failures first
 PULL_REQUEST_STEP = "pull request"  # a PR build's: which PR, linked
 CHECKOUT_STEP = "checkout upstream"
 PREPARE_STEP = "prepare build folder"  # empties the results folder, ships the selection plugin and specs

@@ -13,7 +13,7 @@ from twisted.internet import defer
 from crcr.names import STORE_SERVICE
 from crcr.store import (
     bisections, buildbot_tables, collapses, commits, deliveries, dispatches, endings, health_queries, history,
-    host_slots, infra_failures, junit_files, leadership, outbox, shared_builds,
+    host_slots, infra_failures, junit_files, leadership, order_inputs, outbox, shared_builds,
 )
 from crcr.store.migrate import upgrade_tables
 
@@ -86,6 +86,8 @@ class RelayStore(service.BuildbotService):
     newest_recorded_at = _through_pool(history.newest_recorded_at)
     recorded_buildids = _through_pool(history.recorded_buildids)
     prune_history = _through_pool(history.prune)
+
+    read_order_inputs = _through_pool(order_inputs.order_inputs)
 
     keep_junit_file = _through_pool(junit_files.keep)
     junit_file = _through_pool(junit_files.find)

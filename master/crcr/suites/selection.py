@@ -22,6 +22,8 @@ from crcr.suites.worker_plugin.crcr_selection import described_unmatched
 
 PLUGIN_FILE = Path(__file__).parent / "worker_plugin" / "crcr_selection.py"
 PLUGIN_MODULE = PLUGIN_FILE.stem
+# The plugins the runner loads, shipped into each build folder together: crcr_order puts likely failures first.
+PLUGIN_FILES = (PLUGIN_FILE, PLUGIN_FILE.with_name("crcr_order.py"))
 RUNNER = f"python -m {PLUGIN_MODULE}"
 # pytest's exit codes that mean the run happened: 0 all passed, 1 some tests failed.
 PYTEST_RAN = (0, 1)
@@ -153,3 +155,8 @@ def running_file(junit_file: str) -> str:
     """Where the plugin names the test that runs, beside the suite's JUnit XML: what a signal killing the run
     interrupted (docs/hardware-failures.md)."""
     return junit_file.removesuffix(".xml") + ".running"
+
+
+def order_file(junit_file: str) -> str:
+    """Where the suite's step ships the order of its tests (worker_plugin/crcr_order.py), beside its JUnit XML."""
+    return junit_file.removesuffix(".xml") + ".order.json"

@@ -114,6 +114,23 @@ def describe_commit(sha: str, repository: str):
                   parents=len(parents.split()))
 
 
+@defer.inlineCallbacks
+def changed_files(shas: list[str], repository: str):
+    """{sha: the files it changed against its first parent} (a merge's: what it brought to its branch); NotFetched
+    when the repository lacks one of them."""
+    if not shas:
+        return {}
+    code, out, err = yield run_git(["log", "--no-walk=unsorted", "-m", "--first-parent", "--name-only",
+                                    "--format=%x00%H", *shas, "--"], repository)
+    if code != 0:
+        raise NotFetched(f"no commits {' '.join(sha[:10] for sha in shas[:3])}...: {err}")
+    files: dict[str, list[str]] = {}
+    for entry in out.split("\0")[1:]:
+        sha, *names = entry.strip().splitlines()
+        files[sha] = [name for name in names if name]
+    return files
+
+
 # A bisection of more commits than this is refused: the relay's baselines look no further back either.
 MAX_BISECTED_COMMITS = 500
 

@@ -14,20 +14,17 @@ from crcr.buildmaster.graph.shared import SharedBuilds
 from crcr.buildmaster.graph.verdicts import SuiteFromChild
 from crcr.buildmaster.process.build import RelayBuild
 from crcr.buildmaster.process.factory import (
-    RESULTS_DIR, SELECTION_DIR, UPSTREAM_DIR, build_environment, commands_in_checkout, fetcher_files,
+    RESULTS_DIR, SELECTION_DIR, UPSTREAM_DIR, build_environment, commands_in_checkout, fetcher_files, master_steps,
     suite_step_arguments, unit_steps, upstream_checkout, upstream_environment,
 )
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
-from crcr.buildmaster.steps.covered import CoveredCommits
 from crcr.buildmaster.steps.infra import InfraSetup
-from crcr.buildmaster.steps.pull_request import PullRequestLink
-from crcr.buildmaster.www import commit_links
 from crcr.config import models as config
 from crcr.config.models import Backend, SharedBuild, Suite
 from crcr.config.settings import Settings
 from crcr.names import (
-    BUILD_STAGE_STEP, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, COVERED_STEP, FAN_OUT_STEP, FETCH_STEP, PREPARE_STEP,
-    PULL_REQUEST_STEP, SHARED_BUILDS_STEP, UPLOAD_STEP,
+    BUILD_STAGE_STEP, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, FAN_OUT_STEP, FETCH_STEP, PREPARE_STEP,
+    SHARED_BUILDS_STEP, UPLOAD_STEP,
 )
 from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
 
@@ -37,8 +34,7 @@ def parent_factory(backend: Backend, settings: Settings, selections: dict[tuple[
     waited for, then one step per suite, named as a serial build's, giving its verdict."""
     factory = util.BuildFactory()
     factory.buildClass = RelayBuild
-    factory.addStep(PullRequestLink(name=PULL_REQUEST_STEP))
-    factory.addStep(CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)))
+    factory.addSteps(master_steps(backend, settings))
     if backend.uses:
         factory.addStep(SharedBuilds(backend.uses, name=SHARED_BUILDS_STEP))
     if backend.build:

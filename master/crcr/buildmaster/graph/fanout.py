@@ -12,8 +12,8 @@ from twisted.internet import defer
 from crcr.buildmaster.graph.triggering import ChildTrigger
 from crcr.names import (
     ARTIFACTS_PROPERTY, BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY,
-    CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, ONLY_TESTS_PROPERTY, SUITE_RUN_PROPERTY, child_builder_name,
-    suites_scheduler_name,
+    CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, ONLY_TESTS_PROPERTY, ORDER_PROPERTY, SUITE_RUN_PROPERTY,
+    TELL_EARLY_PROPERTY, child_builder_name, suites_scheduler_name,
 )
 from crcr.suites.asked_tests import only_tests_problem
 
@@ -56,7 +56,7 @@ class FanOut(ChildTrigger):
 
     def getSchedulersAndProperties(self):
         asked = self._asked()
-        artifacts = self.getProperty(ARTIFACTS_PROPERTY)
+        artifacts, order = self.getProperty(ARTIFACTS_PROPERTY), self.getProperty(ORDER_PROPERTY) or {}
         entries = []
         for suite, shard in self.chosen():
             properties = {CHILD_SUITE_PROPERTY: suite}
@@ -68,6 +68,9 @@ class FanOut(ChildTrigger):
                 properties[CHILD_ASKED_PROPERTY] = asked[suite]
             if artifacts is not None:
                 properties[ARTIFACTS_PROPERTY] = artifacts
+            if suite in order:  # its tests' order, likely failures first: each shard keeps it among its own
+                properties[ORDER_PROPERTY] = {suite: order[suite]}
+                properties[TELL_EARLY_PROPERTY] = self.getProperty(TELL_EARLY_PROPERTY)
             reason = f"{suite}{f' {shard}' if shard else ''} of {self.backend}'s build {self.build.number}"
             entries.append(self.trigger_entry(child_builder_name(self.backend, suite, shard), properties, reason))
         return entries

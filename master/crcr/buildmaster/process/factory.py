@@ -15,16 +15,17 @@ from crcr.buildmaster.steps.covered import CoveredCommits
 from crcr.buildmaster.steps.infra import InfraSetup
 from crcr.buildmaster.steps.pull_request import PullRequestLink
 from crcr.buildmaster.steps.suite import SuiteStep
+from crcr.buildmaster.steps.test_order import OrderTests
 from crcr.buildmaster.steps.unit_checks import device_steps
 from crcr.buildmaster.www import commit_links
 from crcr.config.models import Backend, Suite
 from crcr.config.settings import Settings
 from crcr.names import (
-    ARTIFACTS_DIR, CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, PREPARE_STEP, PULL_REQUEST_STEP,
+    ARTIFACTS_DIR, CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, ORDER_STEP, PREPARE_STEP, PULL_REQUEST_STEP,
     SETUP_STEP_PREFIX, suite_step_name,
 )
 from crcr.suites.selection import (
-    PLUGIN_FILE, STOP_CONFIG, STOP_CONFIG_FILE, command_suite_addopts, pytest_command, selection_report_file,
+    PLUGIN_FILES, STOP_CONFIG, STOP_CONFIG_FILE, command_suite_addopts, pytest_command, selection_report_file,
 )
 
 UPSTREAM_DIR = "upstream"
@@ -57,13 +58,14 @@ def upstream_environment() -> dict:
 
 
 def build_folder_files(backend: Backend, selections: dict[tuple[str, str], dict]) -> dict[str, str]:
-    """The files shipped into the build folder, by path: in SELECTION_DIR the selection plugin and each pytest
-    suite's spec travel with the build, so the worker needs no crcr; with a command suite, the pytest configuration
-    that keeps an enclosing project's out of it (STOP_CONFIG)."""
+    """The files shipped into the build folder, by path: in SELECTION_DIR the selection and order plugins and each
+    pytest suite's spec travel with the build, so the worker needs no crcr; with a command suite, the pytest
+    configuration that keeps an enclosing project's out of it (STOP_CONFIG)."""
     files = {}
     pytest_suites = [suite for suite in backend.suites if suite.pytest]
     if pytest_suites:
-        files[f"{SELECTION_DIR}/{PLUGIN_FILE.name}"] = PLUGIN_FILE.read_text(encoding="utf-8")
+        for plugin in PLUGIN_FILES:
+            files[f"{SELECTION_DIR}/{plugin.name}"] = plugin.read_text(encoding="utf-8")
         for suite in pytest_suites:
             files[f"{SELECTION_DIR}/{suite.name}.json"] = json.dumps(selections[backend.name, suite.name])
     if any(not suite.pytest for suite in backend.suites):
@@ -88,6 +90,15 @@ def command_suite_env(env: dict, backend: Backend) -> dict:
         return command_suite_addopts(f"{props.getProperty('builddir')}/{UPSTREAM_DIR}", given)
 
     return {**env, "PYTEST_ADDOPTS": addopts}
+
+
+def master_steps(backend: Backend, settings: Settings) -> list:
+    """What a backend's build (serial, or a fanned-out parent) does first, on the master: the pull request or the
+    covered commits it stands for, linked; the order of its pytest suites' tests, likely failures first."""
+    pytest_suites = [suite.name for suite in backend.suites if suite.pytest]
+    return [PullRequestLink(name=PULL_REQUEST_STEP),
+            CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)),
+            *([OrderTests(name=ORDER_STEP, suites=pytest_suites)] if pytest_suites else [])]
 
 
 def unit_steps(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict],
@@ -163,8 +174,7 @@ def make_factory(backend: Backend, settings: Settings, selections: dict[tuple[st
     loader read it (RelayConfig.selections); `infra`: what tells a run that hit the hardware."""
     factory = util.BuildFactory()
     factory.buildClass = RelayBuild  # a request cancelled as a unit claims it must not wedge the unit
-    factory.addStep(PullRequestLink(name=PULL_REQUEST_STEP))
-    factory.addStep(CoveredCommits(name=COVERED_STEP, commit_url=commit_links(settings)))
+    factory.addSteps(master_steps(backend, settings))
     factory.addSteps(unit_steps(backend, settings, selections, infra=infra))
     # Each suite is its own step so the waterfall shows which one failed; a failure does not halt.
     factory.addSteps([SuiteStep(infra=infra, **suite_step_arguments(backend, suite, selections))

@@ -20,7 +20,10 @@ from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
 from crcr.buildmaster.services.units_out import take_out_if_failing
 from crcr.buildmaster.steps.unit_checks import log_url, record_hardware_failure, unit_facts
 from crcr.store.service import relay_store
-from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, running_file
+from crcr.buildmaster.steps.early_news import EarlyNews
+from crcr.names import ORDER_PROPERTY, TELL_EARLY_PROPERTY
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, order_file, running_file
+from crcr.suites.worker_plugin.crcr_order import ORDER_VARIABLE
 
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
 RETRY_LOG = "stdio (retry after a stall)"
@@ -36,6 +39,7 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
 
     def __init__(self, junit_file: str, reruns: int, infra: InfraSetup | None = None, **kwargs):
         self.junit_file, self.reruns, self.infra = junit_file, reruns, infra
+        self.news: EarlyNews | None = None  # what the run tells before it ends, when its tests are ordered
         super().__init__(**kwargs)
         # The output is watched only where the backend's relay tells runs that hit the hardware.
         self.output = OutputWatch(infra.rules) if infra else None
@@ -58,8 +62,10 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
             command = only_tests_command(self.junit_file, self.reruns)
             env = {**self.env, ONLY_TESTS_VARIABLE: json.dumps(asked)}
         else:
-            command, env = self.command, None
+            command, env = self.command, (yield self._ordered()) if self.is_pytest and asked is None else None
         cmd, timed_out = yield self._run(command, env)
+        if self.news is not None:
+            yield self.news.done()
         stalled = cmd is not None and cmd.remote_failure_reason == STALLED
         if timed_out and not (stalled and self._stall_is_infra()):
             return SuiteRun(rc=None, timed_out=timed_out)
@@ -71,6 +77,26 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         if xml is not None and asked is None and self.selection_report is not None:
             report = yield self.getFileContentFromWorker(self.selection_report)
         return SuiteRun(rc=cmd.rc, junit=xml, selection_report=report, checkout=self._checkout())
+
+    @defer.inlineCallbacks
+    def _ordered(self):
+        """The environment that orders the suite's tests, likely failures first, with the order the build drew
+        (steps/test_order.py) shipped beside the JUnit XML; and what the run tells early (early_news.py) followed.
+        None without an order: the step's own environment."""
+        order = (self.getProperty(ORDER_PROPERTY) or {}).get(self.suite_name)
+        if not order:
+            return None
+        if self.getProperty(TELL_EARLY_PROPERTY):
+            self.news = EarlyNews(self, set(order["watch"]))
+            for log_name in ("stdio", RETRY_LOG):
+                self.addLogObserver(log_name, self.news)
+        yield self.downloadFileContentToWorker(order_file(self.junit_file), json.dumps(order))
+        return {**self.env, ORDER_VARIABLE: order_file(self.junit_file)}
+
+    def getCurrentSummary(self):
+        if self.news is not None and self.news.said:
+            return {"step": f"{self.suite_name}: {self.news.said}"}
+        return super().getCurrentSummary()
 
     def _stall_is_infra(self) -> bool:
         return self.infra is not None and self.infra.rules.stall

@@ -3,7 +3,8 @@ runner that starts pytest with it in the upstream checkout.
 
 The relay copies this file to the worker and runs `python -m crcr_selection <pytest arguments>` in
 the checkout, with this folder on PYTHONPATH; crcr is not installed there, so it needs only the
-standard library and pytest (and the parsers pytest itself reads its configuration with).
+standard library and pytest (and the parsers pytest itself reads its configuration with). The
+runner loads crcr_order.py, shipped beside it, too: the tests most likely to fail run first.
 
 The runner pins pytest to the checkout: its rootdir, the checkout's own configuration file (or
 none), and no conftest.py from the folders above it. pytest would otherwise look upwards from the
@@ -75,6 +76,7 @@ except ImportError:  # Python < 3.11, where pytest itself reads pyproject.toml w
     import tomli as tomllib
 
 PLUGIN_NAME = Path(__file__).stem  # this module's name as `-p` loads it (it runs as __main__)
+ORDER_PLUGIN = "crcr_order"  # shipped beside it: likely failures first, each outcome named as it ends
 SPEC_VARIABLE = "CRCR_SELECTION"
 ONLY_VARIABLE = "CRCR_ONLY_TESTS"
 SHARD_VARIABLE = "CRCR_SHARD"
@@ -124,7 +126,7 @@ def main(args: list[str]) -> None:
     only = _only_tests()
     if only is not None:
         args = [*args, *files_to_collect(only, Path.cwd())]
-    pytest_args = [*pinned_to_checkout(Path.cwd()), "-p", PLUGIN_NAME, *args]
+    pytest_args = [*pinned_to_checkout(Path.cwd()), "-p", PLUGIN_NAME, "-p", ORDER_PLUGIN, *args]
     print(f"{PLUGIN_NAME}: running {shlex.join([sys.executable, '-m', 'pytest', *pytest_args])}", flush=True)
     # In this process, as `python -m pytest` runs it (its console_main reads sys.argv): the command shown is what
     # runs, the step stops this process, and pytest is imported once, not once here and again in a new process.

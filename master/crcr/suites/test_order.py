@@ -1,0 +1,89 @@
+"""The order a suite's tests run in: the tests most likely to fail first, as PyTorch's target determination
+orders its (tools/testing/target_determination/heuristics/), from what the relay knows of this backend's own
+hardware. The master draws an order spec per suite (this module); the worker's crcr_order plugin applies it, adding
+the keywords of the changed files' folders to the test files' paths (PyTorch's `filepath` heuristic).
+
+A test's reasons, each with its weight:
+- failing at the tip (FAILING_AT_TIP): a known failure, run first so that a commit fixing it says so at once;
+- its file is changed by the commit (EDITED): PyTorch's `edited_by_pr`;
+- it failed anew after past changes to a file this commit changes too (HISTORY times the share of those past
+  breaks it was in): PyTorch's `correlated_with_historical_failures`, learned from the relay's own history.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatch
+from pathlib import PurePosixPath
+
+from crcr.suites.worker_plugin.crcr_order import keywords_of
+
+FAILING_AT_TIP, EDITED, HISTORY = 1.0, 0.8, 0.6
+CHANGED_SHOWN, TESTS_SHOWN = 50, 20  # in the order's log: of the changed files, of each suite's tests
+# The tests named per suite, highest scores first: bounds the build property and the file shipped to the unit.
+MAX_ORDERED_TESTS = 500
+
+
+def order_spec(failing: list[str], breaks: list, changed: list[str], files_of: dict[str, list[str]]) -> dict:
+    """The crcr_order plugin's spec for one suite: `failing`, its tests failing at the tip; `breaks`, its past
+    builds that brought new failures (store.order_inputs.PastBreak: `shas`, `tests`); `changed`, the files the
+    build's commits changed; `files_of`, the files of each past break's commits."""
+    reasons: dict[str, list[list]] = {}
+    for test in failing:
+        reasons.setdefault(test, []).append([FAILING_AT_TIP, "failing at the tip"])
+    for test, (share, file, times, breaks) in correlated(breaks, changed, files_of).items():
+        reasons.setdefault(test, []).append(
+            [HISTORY * share, f"failed anew after {times} of {breaks} past breaks changing {file}"])
+    kept = sorted(reasons, key=lambda test: (-sum(weight for weight, _ in reasons[test]), test))[:MAX_ORDERED_TESTS]
+    return {
+        "tests": {test: reasons[test] for test in kept},
+        "files": {file: [[EDITED, "its file is changed by the commit"]] for file in changed if is_test_file(file)},
+        "keywords": keywords_of(changed),
+        "watch": [test for test in kept if test in set(failing)],
+    }
+
+
+def is_test_file(path: str) -> bool:
+    """Whether pytest collects tests from a file of this name by default (its python_files: test_*.py, *_test.py)."""
+    name = PurePosixPath(path).name
+    return fnmatch(name, "test_*.py") or fnmatch(name, "*_test.py")
+
+
+def correlated(breaks: list, changed: list[str], files_of: dict[str, list[str]]) -> dict:
+    """{test: (share, file, times, breaks)}: of the past breaks whose commits changed `file` (one of `changed`),
+    the share `times` / `breaks` that brought the test's failure; the highest share over the files."""
+    broke_after: dict[str, list] = {}
+    for file in changed:
+        after = [past for past in breaks if any(file in files_of.get(sha, ()) for sha in past.shas)]
+        for test in {test for past in after for test in past.tests}:
+            times = sum(test in past.tests for past in after)
+            found = (times / len(after), file, times, len(after))
+            if test not in broke_after or found[0] > broke_after[test][0]:
+                broke_after[test] = found
+    return broke_after
+
+
+def order_log(changed: list[str], specs: dict[str, dict]) -> str:
+    """The order step's log: the changed files, and each suite's tests named, highest first, with why."""
+    more = len(changed) - CHANGED_SHOWN
+    lines = [f"the commits of this build changed {len(changed)} file{'' if len(changed) == 1 else 's'}:",
+             *(f"  {file}" for file in changed[:CHANGED_SHOWN]), *([f"  and {more} more"] if more > 0 else [])]
+    for suite, spec in specs.items():
+        keywords = ", then the test files whose path points at the changed files" if spec["keywords"] else ""
+        lines += [f"{suite}: {tests(len(spec['tests']))} named, first the most likely to fail{keywords}",
+                  *described(spec)]
+    return "\n".join(lines) + "\n"
+
+
+def tests(count: int) -> str:
+    return f"{count} test{'' if count == 1 else 's'}"
+
+
+def described(spec: dict, shown: int = TESTS_SHOWN) -> list[str]:
+    """The spec's tests, highest first, each with why: what the step's log says of a suite's order."""
+    tests = spec["tests"]
+    ranked = sorted(tests, key=lambda test: -sum(weight for weight, _ in tests[test]))
+    lines = [f"  {sum(w for w, _ in tests[test]):.2f} {test}: {'; '.join(why for _, why in tests[test])}"
+             for test in ranked[:shown]]
+    if len(ranked) > shown:
+        lines.append(f"  and {len(ranked) - shown} more")
+    return lines

@@ -1,0 +1,163 @@
+"""crcr_order: a pytest plugin that runs the tests most likely to fail first and names each test's outcome as it
+ends, so that the relay tells a new failure while the suite still runs (docs/relevance.md).
+
+Shipped beside crcr_selection.py and loaded by its runner (`-p crcr_order`); like it, it needs only the standard
+library and pytest. Without the CRCR_ORDER variable it does nothing.
+
+CRCR_ORDER names a JSON file the relay writes for the run:
+
+    {"tests": {"test/test_nn.py::TestNN::test_conv": [[1.0, "failing at the tip"]]},
+     "files": {"test/test_nn.py": [[0.8, "its file is changed by the commit"]]},
+     "keywords": {"nn": 2},
+     "watch": ["test/test_nn.py::TestNN::test_conv"]}
+
+A test's score is the sum of the weights naming it (by node id, by node id without its [parameters], by file) and,
+for a test file whose path matches the keywords of the changed files, KEYWORD_WEIGHT times their share (PyTorch's
+`filepath` target-determination heuristic, tools/testing/target_determination/heuristics/filepath.py). The tests
+with a score run first, highest first; the others keep pytest's order after them. The top TOP_SHOWN, with why, are
+listed under "collected N items".
+
+Each test that fails (its last attempt, after the selection plugin's reruns) is named on a line of its own,
+`crcr: test failed: <node id>`, as it ends; so is each watched test that passes (`crcr: test passed: <node id>`):
+the relay watches the suite's known failures, to tell a fix early. A test moved ahead of its module's others
+shares their module and class set-up no longer: that set-up runs once more, the price of the early answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+ORDER_VARIABLE = "CRCR_ORDER"
+FAILED_LINE, PASSED_LINE = "crcr: test failed: ", "crcr: test passed: "
+TOP_SHOWN = 20
+KEYWORD_WEIGHT = 0.25
+
+# PyTorch's filepath heuristic: the folders of a changed file are its keywords, but for these, which say nothing of
+# what it touches; a synonym counts as its first name; 'nn' and 'c10' must not match inside 'onnx' and 'c10d'.
+NOT_KEYWORDS = {"torch", "test", "tests", "util", "utils", "func", "src", "c", "ns", "tools", "internal"}
+SYNONYMS = {
+    "amp": ["mixed_precision"],
+    "quant": ["quantized", "quantization", "quantize"],
+    "decomp": ["decomposition", "decompositions"],
+    "numpy": ["torch_np", "numpy_tests"],
+    "ops": ["opinfo"],
+}
+MASKED = {"nn": "onnx", "c10": "c10d"}
+
+
+def keywords_of(files: list[str]) -> dict[str, int]:
+    """Each keyword of the changed files' folders, with how many files have it."""
+    counted: dict[str, int] = {}
+    for file in files:
+        for keyword in dict.fromkeys(_keywords(file)):
+            counted[keyword] = counted.get(keyword, 0) + 1
+    return counted
+
+
+def _keywords(file: str) -> list[str]:
+    return [name for name in map(_canonical, Path(file).parts[:-1]) if name not in NOT_KEYWORDS]
+
+
+def _canonical(folder: str) -> str:
+    folder = folder.removeprefix("_")
+    return next((name for name, synonyms in SYNONYMS.items() if folder == name or folder in synonyms), folder)
+
+
+def matches_keyword(test_file: str, keyword: str) -> bool:
+    """Whether a test file's path points at `keyword`: one of its folders, a synonym anywhere in it, or the keyword
+    anywhere in it (test/test_nn.py for 'nn', not test/onnx/test_export.py)."""
+    if keyword in _keywords(test_file) or any(synonym in test_file for synonym in SYNONYMS.get(keyword, [])):
+        return True
+    masked = test_file.replace(MASKED[keyword], "_") if keyword in MASKED else test_file
+    return keyword in masked
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = os.environ.get(ORDER_VARIABLE)
+    if path:
+        config.pluginmanager.register(Order(_read(path), config.pluginmanager), "crcr-order")
+
+
+def _read(path: str) -> dict:
+    where = f"{ORDER_VARIABLE}={path}"
+    try:
+        spec = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise pytest.UsageError(f"{where}: cannot be read: {e.strerror}") from None
+    except ValueError as e:
+        raise pytest.UsageError(f"{where}: not valid JSON: {e}") from None
+    if not (isinstance(spec, dict) and set(spec) <= {"tests", "files", "keywords", "watch"}
+            and all(isinstance(spec.get(key, {}), dict) for key in ("tests", "files", "keywords"))):
+        raise pytest.UsageError(f"{where}: expected an object with tests, files, keywords and watch")
+    return spec
+
+
+class Order:
+    """The hooks that act once an order is given."""
+
+    def __init__(self, spec: dict, plugins):
+        self.tests, self.files = spec.get("tests", {}), spec.get("files", {})
+        self.keywords = spec.get("keywords", {})
+        self.watched = set(spec.get("watch", []))
+        self.plugins = plugins
+        self.first: list[tuple[float, str, list[str]]] = []  # (score, node id, why) of the tests moved first
+        self.failed: set[str] = set()
+        self.passed: set[str] = set()
+
+    # Last, after every selection, so that only what runs is ordered; a shard's split keeps this order.
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items) -> None:
+        scored = []
+        for place, item in enumerate(items):
+            score, why = self.score(item.nodeid)
+            if score > 0:
+                scored.append((-score, place, item, why))
+        scored.sort(key=lambda entry: entry[:2])
+        self.first = [(-negative, item.nodeid, why) for negative, _, item, why in scored]
+        moved = {id(item) for _, _, item, _ in scored}
+        items[:] = [item for _, _, item, _ in scored] + [item for item in items if id(item) not in moved]
+
+    def score(self, node_id: str) -> tuple[float, list[str]]:
+        """The test's score and its reasons."""
+        file = node_id.split("::", 1)[0]
+        template = node_id.split("[", 1)[0]  # a parametrized test named without its [parameters]
+        named = [*self.tests.get(node_id, []), *(self.tests.get(template, []) if template != node_id else []),
+                 *self.files.get(file, [])]
+        total = sum(self.keywords.values())
+        shared = [keyword for keyword in self.keywords if matches_keyword(file, keyword)]
+        if shared and total:
+            share = sum(self.keywords[keyword] for keyword in shared) / total
+            named.append([KEYWORD_WEIGHT * share, f"its path shares {', '.join(shared)} with the changed files"])
+        return sum(weight for weight, _ in named), [why for _, why in named]
+
+    def pytest_report_collectionfinish(self, items) -> list[str]:
+        if not self.first:
+            return ["crcr order: no test is more likely to fail than another: pytest's order"]
+        lines = [f"crcr order: {len(self.first)} of {len(items)} tests first, most likely to fail first:"]
+        for score, node_id, why in self.first[:TOP_SHOWN]:
+            lines.append(f"  {score:.2f} {node_id}: {'; '.join(why)}")
+        if len(self.first) > TOP_SHOWN:
+            lines.append(f"  and {len(self.first) - TOP_SHOWN} more")
+        return lines
+
+    def pytest_runtest_logreport(self, report) -> None:
+        if report.failed and report.nodeid not in self.failed:  # a rerun's failed attempt is logged as 'rerun'
+            self.failed.add(report.nodeid)
+            self._say(FAILED_LINE + report.nodeid)
+        elif report.when == "call" and report.passed:
+            self.passed.add(report.nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid, location) -> None:
+        if nodeid in self.watched and nodeid in self.passed and nodeid not in self.failed:
+            self._say(PASSED_LINE + nodeid)
+
+    def _say(self, line: str) -> None:
+        """A line of its own in the output, as the test ends: pytest's terminal writes outside any capture here."""
+        terminal = self.plugins.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.write_line(line)
+            terminal.flush()

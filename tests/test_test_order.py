@@ -1,0 +1,271 @@
+"""The tests most likely to fail first (docs/relevance.md): the order the master draws from what it knows
+(suites/test_order.py), and the worker's crcr_order plugin applying it in real pytest runs, naming each failure as it
+ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from buildbot.process.remotetransfer import StringFileReader
+from buildbot.process.results import FAILURE, SUCCESS
+from buildbot.test.steps import ExpectDownloadFile, ExpectRemoteRef, ExpectShell
+from twisted.internet import defer
+
+from crcr.buildmaster.services.ledger import CommitLedger
+from crcr.buildmaster.steps.early_news import BISECTION_NOTE
+from crcr.names import LEDGER_SERVICE, ORDER_PROPERTY, TELL_EARLY_PROPERTY
+from crcr.store.order_inputs import PastBreak, order_inputs
+from crcr.suites.selection import PLUGIN_FILE
+from crcr.suites.test_order import EDITED, FAILING_AT_TIP, HISTORY, MAX_ORDERED_TESTS, described, order_spec
+from crcr.suites.worker_plugin.crcr_order import KEYWORD_WEIGHT, keywords_of, matches_keyword
+from test_health_queries import NOW, arrive_and_decide, record, sha
+from test_store import db, open_database  # noqa: F401  (the fixture: a migrated SQLite file)
+from test_suite_step import (
+    BACKEND, COMMAND, JUNIT, SHA, STALL_TIMEOUT, SUITE_TIMEOUT, WORKDIR, SuiteStepHarness, junit, upload,
+)
+
+NN_FILE = "torch/nn/modules/conv.py"
+
+
+def past(tests: list[str], *shas: str) -> PastBreak:
+    return PastBreak(frozenset(shas), frozenset(tests))
+
+
+def test_the_keywords_of_changed_files_are_their_folders_as_pytorchs_filepath_heuristic_takes_them():
+    assert keywords_of([NN_FILE, "torch/nn/functional.py", "torch/_decomp/decompositions.py", "torch/utils/x.py",
+                        "setup.py"]) == {"nn": 2, "modules": 1, "decomp": 1}
+    assert matches_keyword("test/test_nn.py", "nn")
+    assert not matches_keyword("test/onnx/test_export.py", "nn"), "nn is not inside onnx"
+    assert matches_keyword("test/test_decomp.py", "decomp") and matches_keyword("test/test_opinfo_x.py", "ops")
+    assert not matches_keyword("test/test_ops.py", "decomp")
+
+
+def test_failing_at_the_tip_edited_and_correlated_tests_are_named_with_their_weights_and_reasons():
+    breaks = [past(["t.py::conv"], "a"), past(["t.py::conv", "t.py::pool"], "b"), past(["t.py::lstm"], "c")]
+    files_of = {"a": [NN_FILE], "b": [NN_FILE, "README.md"], "c": ["torch/nn/rnn.py"]}
+
+    spec = order_spec(["t.py::known"], breaks, [NN_FILE, "test/test_nn.py", "docs/x.rst"], files_of)
+
+    assert spec["tests"] == {
+        "t.py::known": [[FAILING_AT_TIP, "failing at the tip"]],
+        "t.py::conv": [[HISTORY, f"failed anew after 2 of 2 past breaks changing {NN_FILE}"]],
+        "t.py::pool": [[HISTORY / 2, f"failed anew after 1 of 2 past breaks changing {NN_FILE}"]],
+    }, "lstm broke after another file's change: nothing to do with this one"
+    assert spec["files"] == {"test/test_nn.py": [[EDITED, "its file is changed by the commit"]]}
+    assert spec["keywords"] == {"nn": 1, "modules": 1, "docs": 1} and spec["watch"] == ["t.py::known"]
+    assert described(spec, shown=2) == ["  1.00 t.py::known: failing at the tip",
+                                        f"  0.60 t.py::conv: failed anew after 2 of 2 past breaks changing {NN_FILE}",
+                                        "  and 1 more"]
+
+
+def test_the_tests_named_are_bounded_keeping_the_likeliest():
+    failing = [f"t.py::known_{n:04d}" for n in range(MAX_ORDERED_TESTS + 5)]
+    spec = order_spec(failing, [past(["t.py::zz_correlated"], "a")], [NN_FILE], {"a": [NN_FILE]})
+    assert len(spec["tests"]) == MAX_ORDERED_TESTS and "t.py::known_0000" in spec["tests"]
+    assert "t.py::zz_correlated" not in spec["tests"], "scored below every known failure"
+
+
+TESTS = {
+    "test/test_a_slow.py": """
+def test_one():
+    pass
+
+def test_two():
+    pass
+""",
+    "test/test_nn.py": """
+import pytest
+
+def test_conv():
+    assert False, "broken by the commit"
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_pool(n):
+    pass
+""",
+    "test/test_z.py": """
+def test_known():
+    pass
+
+def test_last():
+    pass
+""",
+}
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    root = tmp_path / "upstream"
+    for name, text in TESTS.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def run_ordered(checkout: Path, order: dict | None, *args: str) -> tuple[subprocess.CompletedProcess, list[tuple]]:
+    """The suite through the runner, as a worker runs it, with CRCR_ORDER naming `order` (None: no order); its
+    output, and each test's (node id, outcome) in the order they ran (the JUnit XML's)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "CRCR_"))}
+    env["PYTHONPATH"] = str(PLUGIN_FILE.parent)
+    if order is not None:
+        (checkout.parent / "order.json").write_text(json.dumps(order))
+        env["CRCR_ORDER"] = "../order.json"  # relative to the checkout, as the suite's step names it
+    junit = checkout.parent / "results.xml"
+    result = subprocess.run([sys.executable, "-m", "crcr_selection", "-p", "no:cacheprovider", "-o",
+                             "junit_family=xunit1", f"--junitxml={junit}", "test", *args],
+                            cwd=checkout, env=env, capture_output=True, text=True, timeout=120)
+    ran = [(f"{case.get('file')}::{case.get('name')}", "failed" if case.find("failure") is not None else "passed")
+           for case in ET.parse(junit).iter("testcase")]
+    return result, ran
+
+
+def test_the_likeliest_tests_run_first_the_others_in_pytests_order_and_the_outcomes_do_not_change(checkout):
+    order = {"tests": {"test/test_z.py::test_known": [[1.0, "failing at the tip"]],
+                       "test/test_nn.py::test_pool": [[0.3, "failed anew after 1 of 2 past breaks changing x"]]},
+             "files": {}, "keywords": {"nn": 1}, "watch": ["test/test_z.py::test_known"]}
+
+    plain, unordered = run_ordered(checkout, None)
+    result, ordered = run_ordered(checkout, order)
+
+    assert [test for test, _ in ordered] == [
+        "test/test_z.py::test_known", "test/test_nn.py::test_pool[1]", "test/test_nn.py::test_pool[2]",
+        "test/test_nn.py::test_conv", "test/test_a_slow.py::test_one", "test/test_a_slow.py::test_two",
+        "test/test_z.py::test_last"], result.stdout
+    assert sorted(ordered) == sorted(unordered) and result.returncode == plain.returncode == 1
+    assert "crcr order: 4 of 7 tests first, most likely to fail first:\n" in result.stdout
+    assert "  1.00 test/test_z.py::test_known: failing at the tip\n" in result.stdout
+    assert (f"  {0.3 + KEYWORD_WEIGHT:.2f} test/test_nn.py::test_pool[1]: failed anew after 1 of 2 past breaks "
+            "changing x; its path shares nn with the changed files\n") in result.stdout
+    # Each outcome the relay watches, named as it ends, before the tests after it run.
+    lines = result.stdout.splitlines()
+    assert "crcr: test passed: test/test_z.py::test_known" in lines
+    told = lines.index("crcr: test failed: test/test_nn.py::test_conv")
+    assert told < next(i for i, line in enumerate(lines) if "test_a_slow.py" in line), "told before the rest ran"
+    assert not any(line.startswith("crcr: test") for line in plain.stdout.splitlines()), "no order: nothing said"
+
+
+def test_a_failure_is_named_once_after_its_reruns_and_a_flaky_test_not_at_all(tmp_path):
+    root = tmp_path / "upstream"
+    (root / "test").mkdir(parents=True)
+    (root / "test" / "test_f.py").write_text(f"""
+from pathlib import Path
+
+def test_flaky():
+    mark = Path({str(tmp_path / "ran")!r})
+    first = not mark.exists()
+    mark.touch()
+    assert not first
+
+def test_broken():
+    assert False
+""")
+    result, ran = run_ordered(root, {"watch": ["test/test_f.py::test_flaky"]}, "--crcr-reruns=1")
+    told = [line for line in result.stdout.splitlines() if line.startswith("crcr: test")]
+    assert told == ["crcr: test passed: test/test_f.py::test_flaky", "crcr: test failed: test/test_f.py::test_broken"]
+    assert "crcr order: no test is more likely to fail than another: pytest's order" in result.stdout
+
+
+def test_an_unreadable_order_stops_the_run_naming_it(checkout):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "CRCR_"))}
+    env.update(PYTHONPATH=str(PLUGIN_FILE.parent), CRCR_ORDER="missing.json")
+    result = subprocess.run([sys.executable, "-m", "crcr_selection", "test"], cwd=checkout, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 4 and "CRCR_ORDER=missing.json: cannot be read" in result.stderr
+
+
+# --- what the order is drawn from, in the relay's history ---
+
+
+def test_the_inputs_are_the_tests_failing_at_the_tip_and_the_builds_that_brought_new_failures(db):
+    # Build 1 of commit 1 broke test_a (new); build 2 stood for commits 2 and 3 (queue: newest) and broke test_b;
+    # a bisection's build and another suite's failure do not count; at the tip (build 3) test_b still fails.
+    record(db, 1, "alpha", 1, NOW - 300, suites={"ops": {"t::test_a": "failed"}, "nn": {"t::test_x": "failed"}})
+    arrive_and_decide(db, "alpha", 2, "failure", NOW - 400, NOW - 150, buildid=2)
+    record(db, 2, "alpha", 3, NOW - 200, suites={"ops": {"t::test_b": "failed"}})
+    record(db, 9, "alpha", 3, NOW - 180, kind="bisection", suites={"ops": {"t::test_c": "failed"}})
+    record(db, 3, "alpha", 4, NOW - 100, suites={"ops": {"t::test_b": "failed"}})
+
+    found = order_inputs(db, "alpha", ["ops"])["ops"]
+
+    assert found.failing == ["t::test_b"]
+    # Newest first; build 3's failure of test_b is recorded new too (record() marks each failure new).
+    assert [(sorted(b.shas), sorted(b.tests)) for b in found.breaks] == [
+        ([sha(4)], ["t::test_b"]), ([sha(2), sha(3)], ["t::test_b"]), ([sha(1)], ["t::test_a"])]
+
+
+# --- the suite's step shipping the order and telling early, in Buildbot's step harness ---
+
+ORDER = {"tests": {"test/test_ops.py::test_known": [[1.0, "failing at the tip"]]}, "files": {}, "keywords": {},
+         "watch": ["test/test_ops.py::test_known"]}
+ORDER_FILE = "../results/ops.order.json"
+
+
+class OrderedSuiteStepTest(SuiteStepHarness):
+    @defer.inlineCallbacks
+    def ordered_step(self, tell_early: bool = True):
+        step = self.make_step()
+        self.build.setProperty(ORDER_PROPERTY, {"ops": ORDER}, "crcr")
+        self.build.setProperty(TELL_EARLY_PROPERTY, tell_early, "crcr")
+        # The real ledger, configured and reporting the backend, as the master's service: what it posts goes nowhere
+        # here (no outbox sender), what it writes goes to the store.
+        configured = ([BACKEND], "pytorch/pytorch", "file:///upstream.git", "http://relay.example/")
+        ledger = CommitLedger(*configured)
+        ledger.reconfigService(*configured)
+        ledger.parent = self.master.service_manager  # held, not started: it leads nothing here
+        self.master.service_manager.namedServices[LEDGER_SERVICE] = ledger
+        yield self.store.record_arrival(BACKEND, SHA, "main", 1)
+        self.shipped = {}
+        self.expect_commands(ExpectDownloadFile(
+            workerdest=ORDER_FILE, workdir=WORKDIR, blocksize=32 * 1024, maxsize=None, mode=None,
+            reader=ExpectRemoteRef(StringFileReader)).download_string(
+            lambda data: self.shipped.__setitem__(ORDER_FILE, data), size=100_000).exit(0))
+        return step
+
+    def run_ordered(self, output: str, rc: int) -> ExpectShell:
+        return (ExpectShell(workdir=WORKDIR, command=COMMAND, env={"CRCR_ORDER": ORDER_FILE}, timeout=STALL_TIMEOUT,
+                            max_time=SUITE_TIMEOUT).stdout(output).exit(rc))
+
+    @defer.inlineCallbacks
+    def test_the_order_is_shipped_and_the_first_new_failure_told_while_the_suite_runs(self):
+        yield self.ordered_step()
+        self.expect_commands(
+            self.run_ordered("crcr: test failed: test/test_ops.py::test_known\n"  # known: not news
+                             "crcr: test failed: test/test_ops.py::test_new\n"
+                             "crcr: test failed: test/test_ops.py::test_later\n", rc=1),
+            upload(JUNIT, junit(test_known="failed", test_new="failed", test_later="failed")))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 3 failed (3 new)")
+        self.expect_log_file("told early: failing", (
+            "failing: test/test_ops.py::test_new (still running), told at once: the commit's status is pending "
+            "until the build ends.\n") + BISECTION_NOTE)
+        yield self.run_step()
+        self.assertEqual(json.loads(self.shipped[ORDER_FILE]), ORDER)
+        commit = yield self.store.find_commit(BACKEND, SHA)
+        self.assertEqual(commit.description, "failing: test/test_ops.py::test_new (still running)")
+
+    @defer.inlineCallbacks
+    def test_a_known_failure_passing_is_told_as_fixed(self):
+        yield self.ordered_step()
+        self.expect_commands(self.run_ordered("crcr: test passed: test/test_ops.py::test_known\n", rc=0),
+                             upload(JUNIT, junit(test_known="passed")))
+        self.expect_history()
+        self.expect_outcome(SUCCESS, "ops: 1 passed")
+        yield self.run_step()
+        commit = yield self.store.find_commit(BACKEND, SHA)
+        self.assertEqual(commit.description, "fixed: test/test_ops.py::test_known (still running)")
+
+    @defer.inlineCallbacks
+    def test_a_pull_requests_build_orders_its_tests_and_tells_nothing_early(self):
+        yield self.ordered_step(tell_early=False)
+        self.expect_commands(self.run_ordered("crcr: test failed: test/test_ops.py::test_new\n", rc=1),
+                             upload(JUNIT, junit(test_new="failed")))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
+        yield self.run_step()
+        self.assertIsNone((yield self.store.find_commit(BACKEND, SHA)).description)
