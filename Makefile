@@ -60,8 +60,9 @@ unit: venv
 # cluster.py: one master with two on PostgreSQL and the router, then kill -9 of the leader; suite_rerun.py: a
 # suite run as a worker runs it, failed tests run again in the same session, with plain pytest; artifacts.py: a
 # 300 MB build artifact to the units of one host, Buildbot's FileDownload against HTTP into a host cache;
-# suites_apart.py: a commit's suites fanned out over 4 units against one serial build) and prints the ratios beside
-# the targets (this machine is shared and noisy). About two hours.
+# suites_apart.py: a commit's suites fanned out over 4 units against one serial build; relevance.py: a day of
+# upstream commits, a backend building each against one skipping docs and CI and telling a new failure while its
+# suite runs) and prints the ratios beside the targets (this machine is shared and noisy). About two hours.
 bench: venv router-venv
 	$(PY) bench/checkout.py
 	$(PY) bench/fanout.py
@@ -71,6 +72,7 @@ bench: venv router-venv
 	$(PY) bench/suite_rerun.py
 	$(PY) bench/artifacts.py
 	$(PY) bench/suites_apart.py
+	$(PY) bench/relevance.py
 	$(PY) bench/cluster.py
 
 # The demo stopped, its second hosts removed, its state deleted (scripts/stop.sh).

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from buildbot.process.remotetransfer import StringFileReader
@@ -19,7 +20,9 @@ from twisted.internet import defer
 
 from crcr.buildmaster.services.ledger import CommitLedger
 from crcr.buildmaster.steps.early_news import BISECTION_NOTE
-from crcr.names import LEDGER_SERVICE, ORDER_PROPERTY, TELL_EARLY_PROPERTY
+from crcr.buildmaster.steps.test_order import OrderTests
+from crcr.names import BACKEND_PROPERTY, LEDGER_SERVICE, ORDER_PROPERTY, TELL_EARLY_PROPERTY
+from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 from crcr.store.order_inputs import PastBreak, order_inputs
 from crcr.suites.selection import PLUGIN_FILE
 from crcr.suites.test_order import EDITED, FAILING_AT_TIP, HISTORY, MAX_ORDERED_TESTS, described, order_spec
@@ -27,10 +30,11 @@ from crcr.suites.worker_plugin.crcr_order import KEYWORD_WEIGHT, keywords_of, ma
 from test_health_queries import NOW, arrive_and_decide, record, sha
 from test_store import db, open_database  # noqa: F401  (the fixture: a migrated SQLite file)
 from test_suite_step import (
-    BACKEND, COMMAND, JUNIT, SHA, STALL_TIMEOUT, SUITE_TIMEOUT, WORKDIR, SuiteStepHarness, junit, upload,
+    BACKEND, COMMAND, JUNIT, SHA, STALL_TIMEOUT, SUITE_TIMEOUT, WORKDIR, StepHarness, SuiteStepHarness, junit, upload,
 )
+from harness import Upstream
 
-NN_FILE = "torch/nn/modules/conv.py"
+NN_FILE = CONV = "torch/nn/modules/conv.py"
 
 
 def past(tests: list[str], *shas: str) -> PastBreak:
@@ -269,3 +273,42 @@ class OrderedSuiteStepTest(SuiteStepHarness):
         self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
         yield self.run_step()
         self.assertIsNone((yield self.store.find_commit(BACKEND, SHA)).description)
+
+
+class OrderTestsStepTest(StepHarness):
+    """The order step on the master, its upstream mirror a real git repository (the one StepHarness's mirror
+    follows), its history the store's."""
+
+    timeout = 60  # Buildbot makes trial's 5 s: git runs here, on a machine that may be loaded
+
+    @defer.inlineCallbacks
+    def test_the_order_is_drawn_from_the_commits_files_and_the_history_and_logged_with_why(self):
+        here = Path(os.getcwd())
+        upstream = Upstream(here / "upstream")
+        upstream.commit("Base", {"test/test_nn.py": "", CONV: "fine\n"})
+        broke = upstream.commit("Break conv", {CONV: "broken\n"})
+        built = upstream.commit("Touch conv again, and the test", {CONV: "fixed\n", "test/test_nn.py": "#\n"})
+        upstream.bare.rename(here / "no-upstream.git")  # where the mirror follows upstream
+        # Build 1 of `broke` brought test_conv's failure; build 2, at the tip, still has it.
+        for buildid, sha in ((1, broke), (2, broke)):
+            yield self.store.record_build(
+                BuildRow(buildid, BACKEND, 3, buildid, sha, "main", "upstream", 2, None, 1, 2, False),
+                [SuiteRunRow(buildid, BACKEND, "ops", 2, 0, 1, 0, 0, 0, 0, 1, False, 2)],
+                [TestOutcomeRow(buildid, BACKEND, "ops", "test/test_nn.py::test_conv", "failed", True, 2)])
+        self.setup_step(OrderTests(name="order_tests", suites=["ops"]))
+        self.build.setProperty(BACKEND_PROPERTY, BACKEND, "Builder")
+        # What Buildbot's Build has and the harness's FakeBuild lacks: the commit built, the request.
+        self.build.getSourceStamp = lambda codebase: SimpleNamespace(revision=built)
+        self.build.requests = [SimpleNamespace(id=7)]
+        self.expect_outcome(SUCCESS, "1 test named first")
+        self.expect_property(TELL_EARLY_PROPERTY, True)
+        self.expect_log_file("test order", (
+            f"the commits of this build changed 2 files:\n  test/test_nn.py\n  {CONV}\n"
+            "ops: 1 test named, first the most likely to fail, then the test files whose path points at the "
+            "changed files\n"
+            f"  1.60 test/test_nn.py::test_conv: failing at the tip; failed anew after 2 of 2 past breaks changing "
+            f"{CONV}\n"))
+        yield self.run_step()
+        spec = self.build.getProperty(ORDER_PROPERTY)["ops"]
+        self.assertEqual(spec["files"], {"test/test_nn.py": [[EDITED, "its file is changed by the commit"]]})
+        self.assertEqual((spec["keywords"], spec["watch"]), ({"nn": 1, "modules": 1}, ["test/test_nn.py::test_conv"]))
