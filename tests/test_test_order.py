@@ -300,14 +300,15 @@ class OrderTestsStepTest(StepHarness):
         # What Buildbot's Build has and the harness's FakeBuild lacks: the commit built, the request.
         self.build.getSourceStamp = lambda codebase: SimpleNamespace(revision=built)
         self.build.requests = [SimpleNamespace(id=7)]
-        self.expect_outcome(SUCCESS, "1 test named first")
+        self.expect_outcome(SUCCESS, "first: 1 test, 1 test file")
         self.expect_property(TELL_EARLY_PROPERTY, True)
         self.expect_log_file("test order", (
             f"the commits of this build changed 2 files:\n  test/test_nn.py\n  {CONV}\n"
-            "ops: 1 test named, first the most likely to fail, then the test files whose path points at the "
-            "changed files\n"
+            "ops: first the most likely to fail:\n"
             f"  1.60 test/test_nn.py::test_conv: failing at the tip; failed anew after 2 of 2 past breaks changing "
-            f"{CONV}\n"))
+            f"{CONV}\n"
+            "  0.80 every test of test/test_nn.py: its file is changed by the commit\n"
+            "  then the test files whose path has a keyword of the changed files: nn, modules\n"))
         yield self.run_step()
         spec = self.build.getProperty(ORDER_PROPERTY)["ops"]
         self.assertEqual(spec["files"], {"test/test_nn.py": [[EDITED, "its file is changed by the commit"]]})

@@ -92,7 +92,8 @@ def test_the_test_the_change_points_at_runs_first_and_its_failure_and_then_its_f
         order = master.step_log(master.wait_for_finished_build(SERIAL, fix), "order tests", "test order")
         assert order == (
             f"the commits of this build changed 1 file:\n  {CONV}\n"
-            "ops: 1 test named, first the most likely to fail, then the test files whose path points at the changed "
-            "files\n"
+            "ops: first the most likely to fail:\n"
             f"  1.60 test/test_nn.py::test_conv: failing at the tip; failed anew after 1 of 1 past breaks changing "
-            f"{CONV}\n"), "the relay learned from the break it saw"
+            f"{CONV}\n"
+            "  then the test files whose path has a keyword of the changed files: nn, modules\n"
+            ), "the relay learned from the break it saw"

@@ -63,19 +63,31 @@ def correlated(breaks: list, changed: list[str], files_of: dict[str, list[str]])
 
 
 def order_log(changed: list[str], specs: dict[str, dict]) -> str:
-    """The order step's log: the changed files, and each suite's tests named, highest first, with why."""
+    """The order step's log: the changed files, and per suite what it names first, highest first, with why."""
     more = len(changed) - CHANGED_SHOWN
     lines = [f"the commits of this build changed {len(changed)} file{'' if len(changed) == 1 else 's'}:",
              *(f"  {file}" for file in changed[:CHANGED_SHOWN]), *([f"  and {more} more"] if more > 0 else [])]
     for suite, spec in specs.items():
-        keywords = ", then the test files whose path points at the changed files" if spec["keywords"] else ""
-        lines += [f"{suite}: {tests(len(spec['tests']))} named, first the most likely to fail{keywords}",
-                  *described(spec)]
+        lines.append(f"{suite}: " + ("first the most likely to fail:" if spec["tests"] or spec["files"]
+                                     else "no test named first"))
+        lines += described(spec)
+        lines += [f"  {sum(weight for weight, _ in why):.2f} every test of {file}: {'; '.join(r for _, r in why)}"
+                  for file, why in spec["files"].items()]
+        if spec["keywords"]:
+            lines.append(f"  then the test files whose path has a keyword of the changed files: "
+                         f"{', '.join(spec['keywords'])}")
     return "\n".join(lines) + "\n"
 
 
-def tests(count: int) -> str:
-    return f"{count} test{'' if count == 1 else 's'}"
+def order_summary(specs: dict[str, dict]) -> str:
+    """The order step's summary: what it names first, over the suites."""
+    named, files = (sum(len(spec[key]) for spec in specs.values()) for key in ("tests", "files"))
+    parts = [*([f"{named} test{'' if named == 1 else 's'}"] if named else []),
+             *([f"{files} test file{'' if files == 1 else 's'}"] if files else [])]
+    if parts:
+        return f"first: {', '.join(parts)}"
+    keywords = sorted({keyword for spec in specs.values() for keyword in spec["keywords"]})
+    return f"first: the tests of files named {', '.join(keywords)}" if keywords else "no test named first"
 
 
 def described(spec: dict, shown: int = TESTS_SHOWN) -> list[str]:

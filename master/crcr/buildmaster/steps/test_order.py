@@ -16,7 +16,7 @@ from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, ORDER_PROPERTY, PULL_REQUEST_PROPERTY, TELL_EARLY_PROPERTY,
 )
 from crcr.store.service import relay_store
-from crcr.suites.test_order import order_log, order_spec, tests
+from crcr.suites.test_order import order_log, order_spec, order_summary
 
 ORDER_LOG = "test order"
 
@@ -47,8 +47,7 @@ class OrderTests(BuildStep):
         # request's. Its children know only what the build hands them.
         self.setProperty(TELL_EARLY_PROPERTY, self.getProperty(PULL_REQUEST_PROPERTY) is None, "crcr")
         yield self.addCompleteLog(ORDER_LOG, order_log(changed, specs))
-        first = sum(len(spec["tests"]) for spec in specs.values())
-        self.descriptionDone = [f"{tests(first)} named first" if first else "no test named first"]
+        self.descriptionDone = [order_summary(specs)]
         return SUCCESS
 
     @defer.inlineCallbacks
