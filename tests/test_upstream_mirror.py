@@ -15,6 +15,7 @@ from twisted.internet import defer
 from twisted.trial import unittest
 
 from crcr.buildmaster.changes import upstream_mirror as upstream_mirror_module
+from crcr.buildmaster.changes import revisions
 from crcr.buildmaster.changes.revisions import Resolved, RevisionError
 from crcr.names import POLLER_WORKDIR, UPSTREAM_MIRROR_DIR
 from harness import Upstream, run
@@ -88,6 +89,21 @@ class UpstreamMirrorTest(MirrorTestCase):
         third = self.upstream.commit("third")
 
         self.assertEqual(await self.mirror.first_parent_range(self.first, third), [self.second, third])
+
+    async def test_the_files_commits_changed_a_merges_against_its_first_parent(self):
+        self.upstream.git("branch", "side")
+        self.upstream.commit("On a side branch", {"docs/side.rst": "side\n", "torch/side.py": "x\n"}, branch="side",
+                             push=False)
+        plain = self.upstream.commit("A plain commit", {"torch/nn/a.py": "a\n", "torch/nn/b.py": "b\n"})
+        self.upstream.git("merge", "-q", "--no-ff", "-m", "Merge the side branch", "side")
+        self.upstream.push("main")
+        merge = self.upstream.git("rev-parse", "HEAD")
+
+        files = await self.mirror.answer(lambda path: revisions.changed_files([merge, plain], path))
+
+        self.assertEqual(files, {merge: ["docs/side.rst", "torch/side.py"], plain: ["torch/nn/a.py", "torch/nn/b.py"]})
+        with self.assertRaises(RevisionError):
+            await revisions.changed_files(["0" * 40], self.repository())
 
     async def test_two_questions_at_once_fetch_upstream_once(self):
         third, fourth = self.upstream.commit("third"), self.upstream.commit("fourth")
