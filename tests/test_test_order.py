@@ -215,7 +215,8 @@ class OrderedSuiteStepTest(SuiteStepHarness):
     def ordered_step(self, tell_early: bool = True):
         step = self.make_step()
         self.build.setProperty(ORDER_PROPERTY, {"ops": ORDER}, "crcr")
-        self.build.setProperty(TELL_EARLY_PROPERTY, tell_early, "crcr")
+        if tell_early:  # as the order step sets it, the backend's name: a child build has no other
+            self.build.setProperty(TELL_EARLY_PROPERTY, BACKEND, "crcr")
         # The real ledger, configured and reporting the backend, as the master's service: what it posts goes nowhere
         # here (no outbox sender), what it writes goes to the store.
         configured = ([BACKEND], "pytorch/pytorch", "file:///upstream.git", "http://relay.example/")
@@ -301,7 +302,7 @@ class OrderTestsStepTest(StepHarness):
         self.build.getSourceStamp = lambda codebase: SimpleNamespace(revision=built)
         self.build.requests = [SimpleNamespace(id=7)]
         self.expect_outcome(SUCCESS, "first: 1 test, 1 test file")
-        self.expect_property(TELL_EARLY_PROPERTY, True)
+        self.expect_property(TELL_EARLY_PROPERTY, BACKEND)
         self.expect_log_file("test order", (
             f"the commits of this build changed 2 files:\n  test/test_nn.py\n  {CONV}\n"
             "ops: first the most likely to fail:\n"

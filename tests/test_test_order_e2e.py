@@ -52,7 +52,9 @@ def test_the_test_the_change_points_at_runs_first_and_its_failure_and_then_its_f
     release = tmp_path / "release"
     release.touch()
     upstream = make_upstream(tmp_path / "upstream")
-    backends = {SERIAL: backend("L2", "ord", ORDERED, fan_out=False), FANNED: backend("L2", "ord", ORDERED)}
+    # One suite builds serially unless told: FANNED's runs as a child build of its commit's parent.
+    backends = {SERIAL: backend("L2", "ord", ORDERED, fan_out=False),
+                FANNED: backend("L2", "ord", ORDERED, fan_out=True)}
     master, workers = prepare_relay(tmp_path / "relay", upstream, github, backends, hosts=HOSTS)
     with running(master, workers):
         base = upstream.commit("A suite gated by a file", {"test/test_gate.py": GATE.format(release=str(release)),
@@ -66,14 +68,14 @@ def test_the_test_the_change_points_at_runs_first_and_its_failure_and_then_its_f
         broke = upstream.commit("Speed up conv", {CONV: "broken\n"})
         for name in backends:
             told(github, broke, name, FAILING)
-        status = master.crcr("status", SERIAL, broke).stdout
-        assert f"{SERIAL} {broke}: pending: {FAILING}" in status
+            assert f"{name} {broke}: pending: {FAILING}" in master.crcr("status", name, broke).stdout
         [building] = [b for b in master.builds_of(SERIAL, broke) if not b["complete"]]
         wait_until(lambda: [s["state_string"] for s in master.steps(building) if s["name"] == "suite ops"]
                    == [f"ops: {FAILING}"], 10, "the build page to say it")
         release.touch()
         for name in backends:
             assert verdict(github, broke, name) == ("failure", "1 passed, 1 failed (1 new)")
+        assert master.children(master.wait_for_finished_build(FANNED, broke)), "its suite ran as a child build"
         # Each line of a stdio log starts with its stream's letter (o: stdout).
         stdio = "\n".join(line[1:] for line in master.step_log(
             master.wait_for_finished_build(SERIAL, broke), "suite ops").splitlines())
@@ -86,6 +88,7 @@ def test_the_test_the_change_points_at_runs_first_and_its_failure_and_then_its_f
         fix = upstream.commit("Fix conv", {CONV: "fine again\n"})
         for name in backends:
             told(github, fix, name, FIXED)
+            assert f"{name} {fix}: pending: {FIXED}" in master.crcr("status", name, fix).stdout
         release.touch()
         for name in backends:
             assert verdict(github, fix, name)[0] == "success"

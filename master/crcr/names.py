@@ -83,7 +83,8 @@ CHILD_ASKED_PROPERTY = "crcr_child_asked"  # a bisection's tests the child runs 
 CHILD_SHARD_PROPERTY = "crcr_child_shard"  # 'K/N': the shard of its suite a child runs (absent: the whole suite)
 # {suite: the crcr_order plugin's spec} (suites/test_order.py), drawn by the order step; a child gets its suite's.
 ORDER_PROPERTY = "crcr_test_order"
-# True in a commit's own build (upstream or forced) and its children: a suite's first new failure is told at once.
+# In a commit's own build (upstream or forced) and its children, the backend whose commit status a suite's first new
+# failure updates at once (a child has no BACKEND_PROPERTY: the history would count it as the backend's build).
 TELL_EARLY_PROPERTY = "crcr_tell_early"
 CHILD_UNITS_PROPERTY = "crcr_child_units"  # the units of one host a child holds at once (absent: one)
 SUITE_RUN_PROPERTY = "crcr_suite_run"  # a child's: what its run left, but for its JUnit XML (in the store)

@@ -70,7 +70,8 @@ class FanOut(ChildTrigger):
                 properties[ARTIFACTS_PROPERTY] = artifacts
             if suite in order:  # its tests' order, likely failures first: each shard keeps it among its own
                 properties[ORDER_PROPERTY] = {suite: order[suite]}
-                properties[TELL_EARLY_PROPERTY] = self.getProperty(TELL_EARLY_PROPERTY)
+                if self.getProperty(TELL_EARLY_PROPERTY):
+                    properties[TELL_EARLY_PROPERTY] = self.getProperty(TELL_EARLY_PROPERTY)
             reason = f"{suite}{f' {shard}' if shard else ''} of {self.backend}'s build {self.build.number}"
             entries.append(self.trigger_entry(child_builder_name(self.backend, suite, shard), properties, reason))
         return entries

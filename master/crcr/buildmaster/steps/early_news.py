@@ -18,7 +18,6 @@ from twisted.python import log
 
 from crcr.buildmaster.services.ledger import commit_ledger
 from crcr.buildmaster.steps.unit_checks import build_url
-from crcr.names import BACKEND_PROPERTY
 from crcr.store.service import relay_store
 from crcr.suites.worker_plugin.crcr_order import FAILED_LINE, PASSED_LINE
 
@@ -29,12 +28,13 @@ BISECTION_NOTE = ("A bisection, when this build stands for queued commits too (q
 
 
 class EarlyNews(LogLineObserver):
-    """Follows a suite's output for the plugin's outcome lines; tells the first new failure (a test failing that
-    is not among `known`, those failing at the tip), or, while none came, the first known failure that passes."""
+    """Follows a suite's output for the plugin's outcome lines; tells `backend`'s commit status the first new
+    failure (a test failing that is not among `known`, those failing at the tip), or, while none came, the first
+    known failure that passes."""
 
-    def __init__(self, step, known: set[str]):
+    def __init__(self, step, backend: str, known: set[str]):
         super().__init__()
-        self.step, self.known = step, known
+        self.step, self.backend, self.known = step, backend, known
         self.said: str | None = None  # what was told last
         self.failing: str | None = None  # the first new failure, once told
         self.telling: list[defer.Deferred] = []
@@ -59,8 +59,7 @@ class EarlyNews(LogLineObserver):
 
     @defer.inlineCallbacks
     def _told(self, text: str):
-        step, backend = self.step, self.step.getProperty(BACKEND_PROPERTY)
-        sha = step.getProperty("got_revision")
+        step, backend, sha = self.step, self.backend, self.step.getProperty("got_revision")
         yield step.addCompleteLog(f"{EARLY_LOG}: {text.split(':', 1)[0]}", (
             f"{text}, told at once: the commit's status is pending until the build ends.\n"
             + (BISECTION_NOTE if self.failing else "")))

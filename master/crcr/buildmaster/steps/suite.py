@@ -87,7 +87,7 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         if not order:
             return None
         if self.getProperty(TELL_EARLY_PROPERTY):
-            self.news = EarlyNews(self, set(order["watch"]))
+            self.news = EarlyNews(self, self.getProperty(TELL_EARLY_PROPERTY), set(order["watch"]))
             for log_name in ("stdio", RETRY_LOG):
                 self.addLogObserver(log_name, self.news)
         yield self.downloadFileContentToWorker(order_file(self.junit_file), json.dumps(order))

@@ -44,8 +44,9 @@ class OrderTests(BuildStep):
                  for suite in self.suites}
         self.setProperty(ORDER_PROPERTY, specs, "crcr")
         # Only a commit's own build has a pending status to update early: a pull request's verdict is the pull
-        # request's. Its children know only what the build hands them.
-        self.setProperty(TELL_EARLY_PROPERTY, self.getProperty(PULL_REQUEST_PROPERTY) is None, "crcr")
+        # request's. Its children know only what the build hands them, the backend included.
+        if self.getProperty(PULL_REQUEST_PROPERTY) is None:
+            self.setProperty(TELL_EARLY_PROPERTY, backend, "crcr")
         yield self.addCompleteLog(ORDER_LOG, order_log(changed, specs))
         self.descriptionDone = [order_summary(specs)]
         return SUCCESS
