@@ -25,11 +25,15 @@ shares their module and class set-up no longer: that set-up runs once more, the 
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
+
+try:  # part of crcr's package on the master; on a worker, the module beside this one, loaded by the runner first
+    from .crcr_selection import read_named_json
+except ImportError:
+    from crcr_selection import read_named_json
 
 ORDER_VARIABLE = "CRCR_ORDER"
 FAILED_LINE, PASSED_LINE = "crcr: test failed: ", "crcr: test passed: "
@@ -83,13 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _read(path: str) -> dict:
-    where = f"{ORDER_VARIABLE}={path}"
-    try:
-        spec = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise pytest.UsageError(f"{where}: cannot be read: {e.strerror}") from None
-    except ValueError as e:
-        raise pytest.UsageError(f"{where}: not valid JSON: {e}") from None
+    where, spec = f"{ORDER_VARIABLE}={path}", read_named_json(ORDER_VARIABLE, path)
     if not (isinstance(spec, dict) and set(spec) <= {"tests", "files", "keywords", "watch"}
             and all(isinstance(spec.get(key, {}), dict) for key in ("tests", "files", "keywords"))):
         raise pytest.UsageError(f"{where}: expected an object with tests, files, keywords and watch")

@@ -235,17 +235,22 @@ def _shard() -> Shard | None:
     return Shard(int(match[1]), int(match[2]))
 
 
-def _read_spec(path: str) -> dict:
-    where = f"{SPEC_VARIABLE}={path}"
+def read_named_json(variable: str, path: str):
+    """The JSON of the file `variable` names (`path`): a file the relay wrote for the run. One that cannot be read
+    stops the run with pytest's usage error naming the variable (the order plugin's order too)."""
     try:
-        spec = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
-        raise pytest.UsageError(f"{where}: cannot be read: {e.strerror}") from None
+        raise pytest.UsageError(f"{variable}={path}: cannot be read: {e.strerror}") from None
     except ValueError as e:
-        raise pytest.UsageError(f"{where}: not valid JSON: {e}") from None
+        raise pytest.UsageError(f"{variable}={path}: not valid JSON: {e}") from None
+
+
+def _read_spec(path: str) -> dict:
+    spec = read_named_json(SPEC_VARIABLE, path)
     problem = _spec_problem(spec)
     if problem:
-        raise pytest.UsageError(f"{where}: {problem}")
+        raise pytest.UsageError(f"{SPEC_VARIABLE}={path}: {problem}")
     return spec
 
 
