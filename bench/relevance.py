@@ -150,7 +150,7 @@ def report(day: list[Commit], seen: dict[str, Seen], hardware: dict[str, tuple[f
     today, relevant = hardware[TODAY][0], hardware[RELEVANT][0]
     print(f"  hardware: today {today:.0f} s, relevant {relevant:.0f} s: {relevant / today:.2f}x "
           f"(target <= {TARGETS['hardware']}x)")
-    breaks = [(sha, s) for sha, s in seen.items() if dict(commits)[sha].breaks]
+    breaks = [(sha, seen[sha]) for sha, c in commits if c.breaks]
     for sha, s in breaks:
         first, (verdict, _) = s.first_red.get(RELEVANT), s.final[RELEVANT]
         shown = f"{first:.1f} s" if first is not None else "never"

@@ -33,12 +33,13 @@ def order_spec(failing: list[str], breaks: list, changed: list[str], files_of: d
     for test, (share, file, times, breaks) in correlated(breaks, changed, files_of).items():
         reasons.setdefault(test, []).append(
             [HISTORY * share, f"failed anew after {times} of {breaks} past breaks changing {file}"])
+    known = set(failing)
     kept = sorted(reasons, key=lambda test: (-sum(weight for weight, _ in reasons[test]), test))[:MAX_ORDERED_TESTS]
     return {
         "tests": {test: reasons[test] for test in kept},
         "files": {file: [[EDITED, "its file is changed by the commit"]] for file in changed if is_test_file(file)},
         "keywords": keywords_of(changed),
-        "watch": [test for test in kept if test in set(failing)],
+        "watch": [test for test in kept if test in known],
     }
 
 

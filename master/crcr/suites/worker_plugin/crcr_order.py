@@ -100,6 +100,7 @@ class Order:
     def __init__(self, spec: dict, plugins):
         self.tests, self.files = spec.get("tests", {}), spec.get("files", {})
         self.keywords = spec.get("keywords", {})
+        self._file_keywords: dict[str, list[list]] = {}  # file -> its keyword reason (_by_keywords)
         self.watched = set(spec.get("watch", []))
         self.plugins = plugins
         self.first: list[tuple[float, str, list[str]]] = []  # (score, node id, why) of the tests moved first
@@ -124,13 +125,19 @@ class Order:
         file = node_id.split("::", 1)[0]
         template = node_id.split("[", 1)[0]  # a parametrized test named without its [parameters]
         named = [*self.tests.get(node_id, []), *(self.tests.get(template, []) if template != node_id else []),
-                 *self.files.get(file, [])]
-        total = sum(self.keywords.values())
-        shared = [keyword for keyword in self.keywords if matches_keyword(file, keyword)]
-        if shared and total:
-            share = sum(self.keywords[keyword] for keyword in shared) / total
-            named.append([KEYWORD_WEIGHT * share, f"its path shares {', '.join(shared)} with the changed files"])
+                 *self.files.get(file, []), *self._by_keywords(file)]
         return sum(weight for weight, _ in named), [why for _, why in named]
+
+    def _by_keywords(self, file: str) -> list[list]:
+        """The keyword reason of a test file, [] or [[weight, why]]: worked out once per file, however many of its
+        tests (a PyTorch file has thousands of instantiated ones)."""
+        if file not in self._file_keywords:
+            total = sum(self.keywords.values())
+            shared = [keyword for keyword in self.keywords if matches_keyword(file, keyword)]
+            share = sum(self.keywords[keyword] for keyword in shared) / total if shared and total else 0
+            self._file_keywords[file] = [[KEYWORD_WEIGHT * share, f"its path shares {', '.join(shared)} with the "
+                                                                  "changed files"]] if share else []
+        return self._file_keywords[file]
 
     def pytest_report_collectionfinish(self, items) -> list[str]:
         if not self.first:
