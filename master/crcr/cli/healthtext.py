@@ -10,6 +10,7 @@ from crcr.cli.latency import duration_text
 from crcr.cli.wording import counted
 from crcr.health.backend import PULL_REQUEST_LEVELS
 from crcr.health.links import bisection_page
+from crcr.health.verdicts import judged
 from crcr.suites.results import SHORT_SHA
 
 NONE = "-"  # a figure that has no value (no verdict, no build in the range)
@@ -32,7 +33,7 @@ def summary_lines(summary: dict, web_url: str) -> list[str]:
             f"{_short(since[0])}, {_ago(now, since[1])}" if since else NONE,
             _duration(latency["p50"]),
             _duration(latency["p95"]),
-            f"{_percent(row['pass_rate'])} ({row['verdicts']['success']}/{_judged(row)})"
+            f"{_percent(row['pass_rate'])} ({row['verdicts']['success']}/{judged(row['verdicts'])})"
             if row["pass_rate"] is not None else NONE,
             str(row["builds"]),
             f"{row['timeouts']} ({_percent(row['timeout_rate'])})" if row["builds"] else NONE,
@@ -161,16 +162,10 @@ def _decided_text(row: dict) -> str:
     if not decided:
         return "no commit decided"
     counts = ", ".join(f"{verdicts[state]} {state.replace('_', ' ')}" for state in verdicts)
-    judged = f" of the {_judged(row)} judged" if _judged(row) != decided else ""
-    return (f"{counted(decided, 'commit')} decided ({counts}), pass rate {_percent(row['pass_rate'])}{judged}; "
+    over = judged(verdicts)
+    of_judged = f" of the {over} judged" if over != decided else ""
+    return (f"{counted(decided, 'commit')} decided ({counts}), pass rate {_percent(row['pass_rate'])}{of_judged}; "
             f"latency p50 {duration_text(latency['p50'])}, p95 {duration_text(latency['p95'])}")
-
-
-def _judged(row: dict) -> int:
-    """The commits the pass rate is over: those decided but the hardware's errors and those not relevant
-    (health/verdicts.pass_rate)."""
-    verdicts = row["verdicts"]
-    return verdicts["success"] + verdicts["failure"] + verdicts["error"]
 
 
 def _builds_text(row: dict) -> str:

@@ -29,11 +29,16 @@ def verdict_counts(decided: list) -> dict:
     return {state: sum(1 for row in decided if row.state == state) for state in FIGURE_VERDICTS}
 
 
+def judged(counts: dict) -> int:
+    """The commits a pass rate is over: those decided but those the hardware failed (a card that died says nothing
+    of the commit it ran) and those not relevant (nothing ran)."""
+    return sum(counts.values()) - counts[INFRASTRUCTURE] - counts[NOT_RELEVANT]
+
+
 def pass_rate(counts: dict) -> float | None:
-    """Successes over the commits decided but those the hardware failed (a card that died says nothing of the
-    commit it ran) and those not relevant (nothing ran)."""
-    judged = sum(counts.values()) - counts[INFRASTRUCTURE] - counts[NOT_RELEVANT]
-    return counts["success"] / judged if judged else None
+    """Successes over the commits judged."""
+    over = judged(counts)
+    return counts["success"] / over if over else None
 
 
 def latest_verdict(streak: Streak | None, deciding_build: BuildRow | None, commit_url: str) -> dict | None:
