@@ -66,6 +66,17 @@ def test_a_pattern_outside_the_tests_reports_is_the_hardware_and_one_inside_is_a
     assert declared.what == "card fell off the bus", "in_tests: the backend says a test's report tells it too"
 
 
+def test_a_pattern_declared_in_tests_counts_where_an_earlier_pattern_matches_the_same_line():
+    # docs/backends.md's example: the device's broad pattern first, the backend's in_tests one after it.
+    rules = InfraRules(patterns=(InfraPattern(pattern=r"RAS::\w+::\w+"),
+                                 InfraPattern(pattern="DeviceOpenFail", in_tests=True)))
+    lines = (f"E   RuntimeError: {RAS}", f"FAILED test_a - RuntimeError: {RAS}")
+    found = recognise(rules, watched(*lines, rules=rules), 1, None, failing_with(f"RuntimeError: {RAS}").encode(),
+                      False, True)
+    assert found is not None, "the runtime reported the lost card inside the test that was using it"
+    assert (found.kind, found.what, found.lines) == ("pattern", "DeviceOpenFail", lines)
+
+
 def test_a_signal_while_no_test_ran_is_the_hardware_and_one_in_a_test_or_a_command_suite_is_a_verdict():
     assert recognise(RULES, watched(signal=11), -1, None, None, False, True).what == "SIGSEGV"
     assert recognise(RULES, watched(), 139, None, None, False, True).what == "SIGSEGV", "a shell's 128 + 11"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pwd
 import re
 import shlex
 import stat
@@ -544,3 +546,21 @@ def test_host_options_that_would_break_the_commands_or_the_systemd_unit_are_refu
     for by_hand in ([], ["--by-hand"]):
         shown = crcr("worker", "show", "lab2", option, value, *by_hand)
         assert shown.returncode == 1 and shown.stderr.startswith(f"error: {option}: {problem}"), shown.stderr
+
+
+def test_the_environment_of_a_trial_hosts_units_is_the_declared_one_not_the_callers(crcr, tmp_path):
+    """What `make demo` starts its own units with: what the host tool gives a trial host's units, nothing of the
+    shell that ran it (a user's PATH with its home folders, PIP_*, tokens)."""
+    venv = tmp_path / "venv"
+    result = crcr("worker", "unit-environment", "--venv", venv, CRCR_TEST_SECRET_SENTINEL="a token",
+                  PIP_INDEX_URL="https://user:pass@pypi.example.org/simple")
+    assert result.returncode == 0, result.stderr
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    assert result.stdout.splitlines() == [
+        f"HOME={os.path.expanduser('~')}", f"USER={me}", f"LOGNAME={me}",
+        f"PATH={venv}/bin:/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"]
+
+
+def test_the_environment_of_a_trial_hosts_units_needs_an_absolute_venv(crcr):
+    result = crcr("worker", "unit-environment", "--venv", "venv")
+    assert result.returncode != 0 and "--venv" in result.stderr and result.stdout == ""

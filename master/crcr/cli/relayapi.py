@@ -13,7 +13,7 @@ import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from crcr.config.errors import ConfigError
 from crcr.config.users import check_name
@@ -151,8 +151,8 @@ def call_force_scheduler(
         if scheduler not in names:
             # A kind's schedulers are all named <prefix><backend>; the other kinds' are not backends of this one.
             prefix = scheduler_name("")
-            backends = ", ".join(sorted(n.removeprefix(prefix) for n in names if n.startswith(prefix))) or "none"
-            raise RuntimeError(f"no backend '{backend}' on the relay at {relay.url} (it has: {backends})")
+            raise RuntimeError(not_on_relay("backend", backend, relay.url,
+                                            [n.removeprefix(prefix) for n in names if n.startswith(prefix)]))
         body = {"jsonrpc": "2.0", "id": 1, "method": "force", "params": params}
         reply = relay.call(f"forceschedulers/{scheduler}", body)
     except OSError as e:  # URLError, and a connection reset or timed out once made
@@ -160,6 +160,12 @@ def call_force_scheduler(
     if "error" in reply:
         raise RuntimeError(error_message(reply))
     return reply["result"]
+
+
+def not_on_relay(kind: str, name: str, url: str, known: Iterable[str]) -> str:
+    """What to say of a `kind` the command was given by `name` that the relay at `url` does not have: the ones it
+    has."""
+    return f"no {kind} '{name}' on the relay at {url} (it has: {', '.join(sorted(known)) or 'none'})"
 
 
 def _call(opener: urllib.request.OpenerDirector, url: str, body: dict | None = None,

@@ -11,7 +11,7 @@ from crcr.cli import hostsetup, mastercontrol, registry
 from crcr.cli.hostsetup import DEFAULT_HOST_DIR, DEFAULT_HOST_USER, DEFAULT_PASSWORD_FILE, HostSetup
 from crcr.cli.hostup import HostUp, identify_commands
 from crcr.cli.hoststable import devices_text, print_hosts_table
-from crcr.cli.relayapi import RelaySession, add_sign_in_options, credentials_from, error_message
+from crcr.cli.relayapi import RelaySession, add_sign_in_options, credentials_from, error_message, not_on_relay
 from crcr.cli.subcommands import add_command
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
@@ -19,6 +19,8 @@ from crcr.config.models import BUILD_ENV_WORKER, WorkerHost
 from crcr.config.secretfiles import worker_password
 from crcr.config.settings import Settings, load_settings
 from crcr.config.paths import display_path
+from crcr.names import RELAY_WORKER
+from crcr.host import crcr_host
 
 def cmd_register(args) -> int:
     settings = load_settings()
@@ -64,6 +66,13 @@ def cmd_units(args) -> int:
     return 0
 
 
+def cmd_unit_environment(args) -> int:
+    hostsetup.check_host_dir(args.venv, "--venv")
+    for name, value in crcr_host.trial_unit_environment(args.venv).items():
+        print(f"{name}={value}")
+    return 0
+
+
 def cmd_ensure_password(args) -> int:
     settings = load_settings()
     created = registry.ensure_password(settings, args.name)
@@ -81,21 +90,27 @@ def cmd_remove(args) -> int:
 
 
 def cmd_resume(args) -> int:
-    """Buildbot's unpause of a unit the relay took out (or anyone paused), as the UI's button does."""
+    """Buildbot's unpause of a unit the relay took out (or anyone paused), as the UI's button does; a unit not
+    paused is left alone (a resume starts its count of failures in a row again)."""
     relay = RelaySession((args.url or load_settings().web_url).rstrip("/"), credentials_from(args))
     try:
-        found = relay.call(f"workers/{args.unit}")
-        if not found.get("workers"):
-            raise RuntimeError(f"no unit '{args.unit}' on the relay at {relay.url} ({error_message(found)})")
-        unit = found["workers"][0]
+        listed = relay.call("workers")
+        if "workers" not in listed:
+            raise RuntimeError(f"the relay at {relay.url} did not list its units: {error_message(listed)}")
+        units = {worker["name"]: worker for worker in listed["workers"] if worker["name"] != RELAY_WORKER}
+        if args.unit not in units:
+            raise RuntimeError(not_on_relay("unit", args.unit, relay.url, units))
+        unit = units[args.unit]
+        if not unit["paused"]:
+            print(f"{args.unit} was not paused; nothing changed")
+            return 0
         reply = relay.call(f"workers/{unit['workerid']}", {"jsonrpc": "2.0", "id": 1, "method": "unpause",
                                                           "params": {"reason": "resumed with crcr worker resume"}})
     except OSError as e:
         raise RuntimeError(f"cannot reach the relay at {relay.url}: {getattr(e, 'reason', e)}") from None
     if "error" in reply:
         raise RuntimeError(error_message(reply))
-    was = f" (it was paused: {unit['pause_reason']})" if unit.get("paused") and unit.get("pause_reason") else ""
-    print(f"{args.unit} resumed{was}" if unit.get("paused") else f"{args.unit} was not paused; nothing changed")
+    print(f"{args.unit} resumed" + (f" (it was paused: {unit['pause_reason']})" if unit.get("pause_reason") else ""))
     return 0
 
 
@@ -265,6 +280,13 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
     host_command("units", cmd_units, "print a host's unit worker names, one per line (for scripts)")
     host_command("ensure-password", cmd_ensure_password,
                  "create a declared host's password if it has none (for scripts)")
+    unit_environment = add_command(
+        commands, "unit-environment", cmd_unit_environment,
+        "print the environment a trial host's units get, one NAME=VALUE a line (for scripts)",
+        "Print the environment the host tool gives the units of a host attached as oneself (a trial), and so their "
+        "builds: nothing of the caller's. `make demo` starts its own units with it.")
+    unit_environment.add_argument("--venv", required=True, metavar="DIR",
+                                  help="the venv whose commands the builds run, first on PATH (absolute)")
     host_command("remove", cmd_remove, "delete a host's file and password",
                  "Delete workers/NAME.yaml and the host's password; `crcr master reconfig` then disconnects its units.")
 

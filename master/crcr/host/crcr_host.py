@@ -288,18 +288,30 @@ class Plan:
 
     def unit_path(self) -> str:
         """The units' PATH: the builds' Python environment first, so `python` and `pytest` are the chosen ones."""
-        dirs = [os.path.join(self.build_python_dir, "bin"), os.path.join(self.host.venv, "bin"),
-                *SYSTEM_PATH.split(":")]
-        return ":".join(dict.fromkeys(dirs))
+        return unit_path([self.build_python_dir, self.host.venv])
 
     def unit_home(self) -> str:
         return self.host.home if self.as_root else os.path.expanduser("~")
 
     def unit_environment(self) -> dict:
-        """The units' whole environment, and so their builds' (the backend's variables come with each build): none
-        of the shell that ran up, where an admin keeps cloud credentials, tokens and proxies' passwords."""
-        return {"HOME": self.unit_home(), "USER": self.user, "LOGNAME": self.user, "PATH": self.unit_path(),
-                "LANG": UNIT_LANG}
+        return unit_environment(self.user, self.unit_home(), self.unit_path())
+
+
+def unit_path(venvs: list[str]) -> str:
+    """A unit's PATH: the commands of `venvs` first, then the system's."""
+    return ":".join(dict.fromkeys([*(os.path.join(venv, "bin") for venv in venvs), *SYSTEM_PATH.split(":")]))
+
+
+def unit_environment(user: str, home: str, path: str) -> dict:
+    """A unit's whole environment, and so its builds' (the backend's variables come with each build): none of the
+    shell that started it, where an admin keeps cloud credentials, tokens and proxies' passwords."""
+    return {"HOME": home, "USER": user, "LOGNAME": user, "PATH": path, "LANG": UNIT_LANG}
+
+
+def trial_unit_environment(venv: str) -> dict:
+    """The environment of a trial host's units (up run as oneself), whose builds run `venv`'s commands."""
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    return unit_environment(me, os.path.expanduser("~"), unit_path([venv]))
 
 
 def _uid(user: str) -> int | None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from crcr.names import LOST_UNIT
-from crcr.store.tables import infra_failures
+from crcr.store.tables import infra_failures, unit_resumes
 
-_f = infra_failures.c
+_f, _r = infra_failures.c, unit_resumes.c
 # A unit's record (unit_records) with nothing in the window.
 NO_RECORD = {"builds": 0, "infra_failures": 0, "card": None, "last_failure": None}
 
@@ -36,10 +36,21 @@ def of_request(conn, brid: int) -> list[dict]:
     return [dict(row._mapping) for row in rows]
 
 
+def record_resume(conn, workerid: int, at: int) -> None:
+    """Unit `workerid` resumed at `at`, its one row: the older are deleted after the insert, so that two resumes at
+    once never write the same row."""
+    added = conn.execute(unit_resumes.insert().values(workerid=workerid, at=at)).inserted_primary_key[0]
+    conn.execute(unit_resumes.delete().where(_r.workerid == workerid, _r.id < added))
+    conn.commit()
+
+
 def in_a_row(conn, model, workerid: int, count: int) -> bool:
-    """Whether the last `count` builds of unit `workerid` (Buildbot's builds, of any builder) each hit the hardware."""
+    """Whether the last `count` builds of unit `workerid` (Buildbot's builds, of any builder) since it was last
+    resumed each hit the hardware: a resume means its card was looked at."""
     builds = model.builds
-    last = conn.execute(sa.select(builds.c.id).where(builds.c.workerid == workerid)
+    resumed = conn.execute(sa.select(sa.func.max(_r.at)).where(_r.workerid == workerid)).scalar()
+    since = builds.c.started_at >= resumed if resumed is not None else sa.true()
+    last = conn.execute(sa.select(builds.c.id).where(builds.c.workerid == workerid, since)
                         .order_by(builds.c.id.desc()).limit(count)).scalars().all()
     hit = set(conn.execute(sa.select(_f.buildid).where(_f.buildid.in_(last))).scalars()) if last else set()
     return len(last) == count and hit.issuperset(last)

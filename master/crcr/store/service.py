@@ -110,6 +110,7 @@ class RelayStore(service.BuildbotService):
     infra_failures_of = _through_pool(infra_failures.of_request)
     prune_infra_failures = _through_pool(infra_failures.prune)
     failed_in_a_row = _through_pool(infra_failures.in_a_row)
+    record_unit_resume = _through_pool(infra_failures.record_resume)
     unit_records = _through_pool(infra_failures.unit_records)
 
     note_end_reason = _through_pool(endings.note_reason)

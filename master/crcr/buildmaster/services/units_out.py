@@ -2,16 +2,18 @@
 infrastructure failures in a row, Buildbot's own worker pause (no build is sent to it, the other units build on)
 with its reason, which the UI and `crcr worker list` show; and one e-mail to its host's admin through Buildbot's
 MailNotifier, sent by the leader alone (every master hears the message). `crcr worker resume <unit>` puts it back:
-Buildbot's unpause."""
+Buildbot's unpause, which the leader records (UnitsResumed) so that its failures in a row count from then on."""
 
 from __future__ import annotations
 
-from email.utils import parseaddr
+from email.utils import make_msgid, parseaddr
 
 from buildbot.reporters.mail import MailNotifier
 from buildbot.util import ComparableMixin
 from twisted.internet import defer
 
+from crcr.buildmaster.services.consumer import MessageConsumer
+from crcr.buildmaster.services.leadership import LeaderDuty
 from crcr.config.settings import Settings
 from crcr.names import leads
 from crcr.store.service import relay_store
@@ -46,6 +48,22 @@ def take_out_if_failing(master, unit: dict, pause_after: int, failure: str, log_
     return True
 
 
+class UnitsResumed(LeaderDuty, MessageConsumer):
+    """Records each unit resumed (Buildbot's unpause: the UI's button, `crcr worker resume`) in the relay's store,
+    once, on the leader (every master hears it): its card was looked at, so the builds that took it out no longer
+    count in its failures in a row."""
+
+    name = "crcr-units-resumed"
+
+    def subscriptions(self):
+        return [(("control", "worker", None, "unpause"), self._resumed)]
+
+    def _resumed(self, key, message):
+        if not self.leads():
+            return None
+        return relay_store(self.master).record_unit_resume(int(key[2]), int(self.master.reactor.seconds()))
+
+
 class UnitPausedGenerator(ComparableMixin):
     """The mail to a host's admin naming the unit taken out, its card, what it hit, the backend and the log; a
     generator of Buildbot's reporters, as its WorkerMissingGenerator is for a worker gone."""
@@ -70,14 +88,25 @@ class UnitPausedGenerator(ComparableMixin):
                 f"No build goes to it until it is resumed (crcr worker resume {message['name']}, or the worker's "
                 "page in the relay's UI); the other units of its device build meanwhile.\n")
         return {"body": body.encode(), "subject": f"crcr: unit {message['name']} taken out ({message['failure']})",
-                "type": "plain", "results": None, "builds": None, "buildset": None, "users": [address],
+                "type": "plain", "results": None, "builds": None, "buildset": None, "users": [message["admin"]],
                 "patches": None, "logs": None, "worker": message["name"]}
 
 
+class UnitMailNotifier(MailNotifier):
+    """Buildbot's MailNotifier, whose mail about a worker goes to its users through the SMTP envelope alone: that
+    mail gets the headers a mail reader expects besides Buildbot's Date and From, To and Message-ID."""
+
+    def sendMail(self, m, recipients):
+        m["To"] = ", ".join(self.formatAddress(address) for address in recipients)
+        m["Message-ID"] = make_msgid(domain=parseaddr(self.fromaddr)[1].rpartition("@")[2] or None)
+        return super().sendMail(m, recipients)
+
+
 def unit_mailers(settings: Settings) -> list[MailNotifier]:
-    """Buildbot's MailNotifier sending the units-taken-out mail through CRCR_SMTP_RELAY; none without one."""
+    """Buildbot's MailNotifier (as UnitMailNotifier) sending the units-taken-out mail through CRCR_SMTP_RELAY; none
+    without one."""
     if settings.smtp_relay is None:
         return []
     host, port = settings.smtp_relay.rsplit(":", 1)
-    return [MailNotifier(fromaddr=settings.mail_from, relayhost=host, smtpPort=int(port),
+    return [UnitMailNotifier(fromaddr=settings.mail_from, relayhost=host, smtpPort=int(port),
                          generators=[UnitPausedGenerator()])]

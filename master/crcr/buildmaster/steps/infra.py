@@ -64,7 +64,8 @@ class OutputWatch(LogLineObserver):
     def __init__(self, rules: InfraRules):
         super().__init__()
         self.patterns = [(re.compile(p.pattern), p.in_tests) for p in rules.patterns]
-        self.matched: list[tuple[str, str, bool]] = []  # (line, what matched, in_tests)
+        # (line, ((what a pattern matched, its in_tests), ...)): every pattern's, since a later one may say in_tests
+        self.matched: list[tuple[str, tuple[tuple[str, bool], ...]]] = []
         self.signal: int | None = None
 
     def outLineReceived(self, line: str) -> None:
@@ -80,10 +81,9 @@ class OutputWatch(LogLineObserver):
     def _look_at(self, line: str) -> None:
         if len(self.matched) >= MAX_LINES:
             return
-        for pattern, in_tests in self.patterns:
-            if found := pattern.search(line):
-                self.matched.append((line.rstrip(), found[0], in_tests))
-                return
+        if found := tuple((match[0], in_tests) for pattern, in_tests in self.patterns
+                          if (match := pattern.search(line))):
+            self.matched.append((line.rstrip(), found))
 
 
 def signal_name(number: int | None) -> str | None:
@@ -130,9 +130,11 @@ def recognise(rules: InfraRules, watch: OutputWatch, rc: int | None, running_tes
     """The infrastructure failure a suite's run shows, if any: a declared pattern (outside the tests' reports
     unless `in_tests`), a stall where declared, or a declared signal while no test ran (known for pytest suites
     only: the plugin names the test that runs; a command suite's signal is its tests')."""
-    reported = tests_text(junit) if any(not in_tests for _, _, in_tests in watch.matched) else ""
-    # What a test reported is the test's wherever pytest prints it again (its traceback, the summary's line).
-    found = [(line, what) for line, what, in_tests in watch.matched if in_tests or what not in reported]
+    reported = tests_text(junit) if any(not in_tests for _, matches in watch.matched for _, in_tests in matches) else ""
+    # What a test reported is the test's wherever pytest prints it again (its traceback, the summary's line); a line
+    # counts when any pattern matching it does.
+    found = [(line, counting[0]) for line, matches in watch.matched
+             if (counting := [what for what, in_tests in matches if in_tests or what not in reported])]
     if found:
         return InfraFailure("pattern", found[0][1], tuple(line for line, _ in found))
     if stalled and rules.stall:  # before the signal: the watchdog's own kill
