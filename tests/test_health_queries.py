@@ -7,6 +7,7 @@ import pytest
 
 from crcr.bisection.plan import Bisection as Plan
 from crcr.health.failing import failing_tests
+from crcr.health.verdicts import latency, verdict_counts
 from crcr.store import outbox
 from crcr.store.bisections import create_bisection, update_bisection
 from crcr.store.commits import Origin, decide, decided_since, find_commit, mark_started, record_arrival
@@ -427,6 +428,20 @@ def test_the_figures_leave_out_a_forced_commit_upstream_never_brought_and_keep_a
     assert found.states == {"b": {"success": 1}}
     assert found.latencies == {"b": [HOUR]}
     assert [row.sha for row in decided_since(db, NOW - DAY, "b")] == [sha(1)]
+
+
+def test_a_commit_decided_not_relevant_then_forced_counts_its_forced_verdict_and_stays_out_of_the_latency(db):
+    # sha(1) came upstream and was decided at once, unbuilt, as not relevant; a person forced a build of it later.
+    arrive_and_decide(db, "b", 1, "success", NOW - 2 * HOUR, NOW - 2 * HOUR, how="not_relevant", position=11)
+    arrive_and_decide(db, "b", 2, "success", NOW - 2 * HOUR, NOW - HOUR, position=12)
+    assert not record_arrival(db, "b", sha(1), "main", NOW - 600), "forced: its row and first seen_at stay"
+    assert decide(db, "b", sha(1), "failure", "1 failed", "forced", 5, NOW - 60)
+
+    rows = decided_after(db, ["b"], NOW - DAY)
+    assert latency(rows) == {"decided": 1, "p50": HOUR, "p95": HOUR}, "its 0 s to the unbuilt verdict is no latency"
+    assert verdict_counts(rows)["failure"] == 1, "the verdict its forced build gave counts, once"
+    assert metrics_rows(db, ["b"], NOW).latencies == {"b": [HOUR]}
+    assert find_commit(db, "b", sha(1)).latency is None and find_commit(db, "b", sha(2)).latency == HOUR
 
 
 @pytest.mark.parametrize("backends", [[], ["nobody"]])

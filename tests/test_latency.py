@@ -59,9 +59,10 @@ def test_the_figures_need_neither_buildbot_nor_twisted():
 
 
 def row(seen_at: int, decided_at: int | None, how: str | None = "built", backend: str = "spyre") -> CommitRow:
+    """An upstream commit's row, as the ledger leaves it."""
     return CommitRow(id=0, backend=backend, sha="0" * 40, branch="main", seen_at=seen_at, started_at=None,
                      decided_at=decided_at, state="pending" if decided_at is None else "success", description=None,
-                     how=how, brid=None, buildid=None)
+                     how=how, brid=None, buildid=None, position=1, decided_unbuilt=how == "not_relevant")
 
 
 NOW = 1_000_000_000
@@ -140,6 +141,11 @@ def fill_ledger(conn, now: int) -> None:
     add_commit(conn, "spyre", 4, seen=now - 3 * DAY, started=now - 2 * DAY, decided=now - 2 * DAY + 4 * HOUR)
     add_commit(conn, "spyre", 5, seen=now - 3 * DAY - 45, started=now - 3 * DAY - 30, decided=now - 3 * DAY,
                how="forced")
+    # decided at once, unbuilt, as not relevant, then forced: the forced verdict counts, with no latency (not 0 s)
+    sha = f"{12:040x}"
+    record_arrival(conn, "spyre", sha, "main", seen_at=now - 4 * DAY, origin=Origin(position=12))
+    decide(conn, "spyre", sha, "success", "Not relevant", "not_relevant", buildid=None, decided_at=now - 4 * DAY)
+    decide(conn, "spyre", sha, "failure", "Failed", "forced", buildid=12, decided_at=now - 2 * DAY)
     add_commit(conn, "spyre", 6, seen=now - 10 * DAY, started=now - 10 * DAY, decided=now - 9 * DAY)  # too old
     # forced, older than the relay's first poll: a user's request, in no figure however quickly decided
     add_commit(conn, "spyre", 11, seen=now - 10 * MINUTE, started=now - 10 * MINUTE, decided=now - 10 * MINUTE + 3,
@@ -189,7 +195,7 @@ def test_latency_of_every_backend_over_both_windows(crcr, master_dir):
         "spyre\n"
         "  last 24 h:   3 commits decided (1 built, 1 covered, 1 bisected); "
         "latency p50 1h 12m, p95 2h 10m, max 2h 10m\n"
-        "  last 7 days: 5 commits decided (2 built, 1 covered, 1 bisected, 1 forced); "
+        "  last 7 days: 6 commits decided (2 built, 1 covered, 1 bisected, 2 forced); "
         "latency p50 1h 12m, p95 1d 4h, max 1d 4h\n"
         "  pending: 2 commits, the oldest seen 2h 5m ago\n"
     )
@@ -227,7 +233,7 @@ def test_latency_as_json(crcr, master_dir):
         "24h": {"seconds": DAY, "decided": 3, "how": {"built": 1, "covered": 1, "bisected": 1, "forced": 0,
                                                                    "not_relevant": 0},
                 "p50": HOUR + 12 * MINUTE, "p95": 2 * HOUR + 10 * MINUTE, "max": 2 * HOUR + 10 * MINUTE},
-        "7d": {"seconds": 7 * DAY, "decided": 5, "how": {"built": 2, "covered": 1, "bisected": 1, "forced": 1,
+        "7d": {"seconds": 7 * DAY, "decided": 6, "how": {"built": 2, "covered": 1, "bisected": 1, "forced": 2,
                                                                        "not_relevant": 0},
                "p50": HOUR + 12 * MINUTE, "p95": DAY + 4 * HOUR, "max": DAY + 4 * HOUR},
     }
@@ -344,7 +350,7 @@ def test_latency_on_postgresql(crcr, postgres):
         "spyre\n"
         "  last 24 h:   3 commits decided (1 built, 1 covered, 1 bisected); "
         "latency p50 1h 12m, p95 2h 10m, max 2h 10m\n"
-        "  last 7 days: 5 commits decided (2 built, 1 covered, 1 bisected, 1 forced); "
+        "  last 7 days: 6 commits decided (2 built, 1 covered, 1 bisected, 2 forced); "
         "latency p50 1h 12m, p95 1d 4h, max 1d 4h\n"
         "  pending: 2 commits, the oldest seen 2h 5m ago\n"
     )

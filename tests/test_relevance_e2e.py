@@ -59,3 +59,11 @@ def test_a_commit_is_built_only_for_the_backends_it_concerns_and_the_others_are_
         assert master.wait_for_finished_build(WHOLE, docs)["results"] == SUCCESS
         health = master.plugin(f"api/health/{CSRC}")
         assert (health["verdicts"]["not_relevant"], health["latency"]["decided"], health["pass_rate"]) == (2, 2, 1.0)
+        # For whole, the forced build's verdict replaced "not relevant" in the counts, never in the time to verdict:
+        # its first verdict came unbuilt, at once, and a 0 s latency would say nothing of the promise.
+        forced = wait_until(lambda: (found := master.plugin(f"api/health/{WHOLE}/commits/{docs}"))["how"] == "forced"
+                            and found, 30, "the forced verdict of the docs commit")
+        assert (forced["latency"], forced["decided_unbuilt"]) == (None, True), forced
+        whole = master.plugin(f"api/health/{WHOLE}")
+        assert whole["verdicts"]["not_relevant"] == 0, whole["verdicts"]
+        assert whole["latency"]["decided"] == sum(whole["verdicts"].values()) - 1, (whole["latency"], whole["verdicts"])

@@ -320,6 +320,31 @@ def test_the_unique_keys_migration_merges_on_postgresql(tmp_path, postgres):
         db.close()
 
 
+def test_the_commits_decided_unbuilt_before_are_known_so_once_forced_too(tmp_path):
+    db = open_database(f"sqlite:///{tmp_path / 'state.sqlite'}", tmp_path)
+    try:
+        upgrade_tables(db, to="016")
+        old = sa.table("crcr_commits", *map(sa.column, ("backend", "sha", "branch", "seen_at", "decided_at", "state",
+                                                        "how", "brid")))
+        db.execute(old.insert(), [
+            dict(backend="alpha", sha=A, branch="main", seen_at=100, decided_at=100, state="success",
+                 how="not_relevant", brid=None),
+            # Decided not relevant, then forced: only the ledger's not-relevant decision makes a row without request.
+            dict(backend="alpha", sha=B, branch="main", seen_at=100, decided_at=100, state="failure", how="forced",
+                 brid=None),
+            dict(backend="alpha", sha=C, branch="main", seen_at=100, decided_at=200, state="success", how="forced",
+                 brid=3),
+            dict(backend="alpha", sha=D, branch="main", seen_at=100, decided_at=None, state="pending", how=None, brid=4),
+        ])
+        db.commit()
+
+        upgrade_tables(db)
+
+        assert [find_commit(db, "alpha", sha).decided_unbuilt for sha in (A, B, C, D)] == [True, True, False, False]
+    finally:
+        db.close()
+
+
 def test_the_commits_kept_take_their_place_upstream_and_title_from_buildbots_changes(tmp_path):
     db = open_database(f"sqlite:///{tmp_path / 'state.sqlite'}", tmp_path)
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from crcr.config.upstream_web import commit_link
 from crcr.config.errors import shown
 from crcr.health.errors import HealthQueryError
 from crcr.health.links import build_url
@@ -35,14 +36,14 @@ def pick_commit(backend: str, asked: str, candidates: list[CommitRow]) -> Commit
     return candidates[0]
 
 
-def commit_page(rows: CommitRows, commit_url: str) -> dict:
+def commit_page(rows: CommitRows, commit_url: str | None) -> dict:
     commit, build = rows.commit, rows.build
     return {
         "backend": commit.backend,
         "sha": commit.sha,
         "title": commit.title,
         "author": commit.author,
-        "commit_url": commit_url + commit.sha,
+        "commit_url": commit_link(commit_url, commit.sha),
         "state": commit.state,
         "description": commit.description,
         "how": commit.how,
@@ -50,7 +51,9 @@ def commit_page(rows: CommitRows, commit_url: str) -> dict:
         "started_at": commit.started_at,
         "decided_at": commit.decided_at,
         # None too for a commit in no figure (a forced build of one no upstream change brought: commits.IN_FIGURES)
-        "latency": None if commit.decided_at is None or not commit.in_figures else commit.decided_at - commit.seen_at,
+        # and for one first decided unbuilt, as not relevant (commits.HAS_LATENCY), whatever decided it since
+        "latency": commit.latency,
+        "decided_unbuilt": commit.decided_unbuilt,
         "covered_by": covered_by(commit, build),
         "build_url": None if build is None else build_url(build.builderid, build.number),
         "build_kind": None if build is None else build.kind,  # "bisection": its cells hold the asked tests only

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from crcr.config.upstream_web import commit_link
 from crcr.health.links import build_url
 from crcr.store.history import BuildRow
 from crcr.store.latency import nearest_rank
@@ -15,9 +16,10 @@ def decided_within(decided: list, now: int, seconds: int) -> list:
 
 
 def latency(decided: list) -> dict:
-    """decided_at - seen_at of each row but those decided unbuilt, as not relevant (at once: the promise is about the
-    commits the hardware judges): how many, and the nearest-rank p50 and p95 (None when none)."""
-    latencies = sorted(row.decided_at - row.seen_at for row in decided if row.state != NOT_RELEVANT)
+    """decided_at - seen_at of each row but those first decided unbuilt, as not relevant (at once: the promise is
+    about the commits the hardware judges; a build forced later is a user's request): how many, and the
+    nearest-rank p50 and p95 (None when none)."""
+    latencies = sorted(row.decided_at - row.seen_at for row in decided if not row.unbuilt)
     if not latencies:
         return {"decided": 0, "p50": None, "p95": None}
     return {"decided": len(latencies), "p50": nearest_rank(latencies, 50), "p95": nearest_rank(latencies, 95)}
@@ -41,7 +43,7 @@ def pass_rate(counts: dict) -> float | None:
     return counts["success"] / over if over else None
 
 
-def latest_verdict(streak: Streak | None, deciding_build: BuildRow | None, commit_url: str) -> dict | None:
+def latest_verdict(streak: Streak | None, deciding_build: BuildRow | None, commit_url: str | None) -> dict | None:
     """The newest decided commit's verdict (upstream's newest: never a forced build's older commit), and the first
     commit of the run of verdicts in the same state."""
     if streak is None:
@@ -52,7 +54,7 @@ def latest_verdict(streak: Streak | None, deciding_build: BuildRow | None, commi
         "sha": latest.sha,
         "title": latest.title,
         "author": latest.author,
-        "commit_url": commit_url + latest.sha,
+        "commit_url": commit_link(commit_url, latest.sha),
         "description": latest.description,
         "infrastructure": latest.infrastructure,  # an error the hardware gave
         "how": latest.how,
@@ -61,5 +63,5 @@ def latest_verdict(streak: Streak | None, deciding_build: BuildRow | None, commi
         "since": since.decided_at,
         "since_sha": since.sha,
         "since_title": since.title,
-        "since_commit_url": commit_url + since.sha,
+        "since_commit_url": commit_link(commit_url, since.sha),
     }

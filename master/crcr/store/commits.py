@@ -31,11 +31,19 @@ class CommitRow:
     title: str | None = None  # the first line of its message, when the relay knows it
     author: str | None = None
     infrastructure: bool = False  # an error verdict the hardware gave
+    decided_unbuilt: bool = False  # its first verdict was given unbuilt, as not relevant
 
     @property
     def in_figures(self) -> bool:
         """Whether the commit counts in the figures of upstream's flow (see IN_FIGURES)."""
         return self.position is not None or self.how != "forced"
+
+    @property
+    def latency(self) -> int | None:
+        """Seen to first verdict, for a decided commit in the figures that the relay judged (see HAS_LATENCY)."""
+        if self.decided_at is None or not self.in_figures or self.decided_unbuilt:
+            return None
+        return self.decided_at - self.seen_at
 
 
 # The commits the figures count (time to verdict, pass rate, decided counts): they describe the relay's promise,
@@ -44,8 +52,9 @@ class CommitRow:
 # upstream commit still counts, its latency ending at its first verdict (`decide` keeps that).
 IN_FIGURES = sa.or_(commits.c.position.is_not(None), sa.func.coalesce(commits.c.how, "") != "forced")
 # The commits the relay judged (built, covered, bisected, forced), not those it decided unbuilt as not relevant:
-# the latency of the promise is theirs.
-BUILT = sa.func.coalesce(commits.c.how, "") != NOT_RELEVANT
+# the latency of the promise is theirs. A build forced after such a decision leaves it out still: the latency ends
+# at the first verdict, which was given unbuilt (at once), and the forced build is a user's request.
+HAS_LATENCY = sa.not_(commits.c.decided_unbuilt)
 # A verdict as the figures count it (tables.FIGURE_VERDICTS): the hardware's errors apart.
 FIGURE_STATE = sa.case((commits.c.infrastructure, INFRASTRUCTURE), (commits.c.how == NOT_RELEVANT, NOT_RELEVANT),
                        else_=commits.c.state)
@@ -149,15 +158,17 @@ def find_commit(conn, backend: str, sha: str) -> CommitRow | None:
 def decide(conn, backend: str, sha: str, state: str, description: str, how: str, buildid: int | None,
            decided_at: float, infrastructure: bool = False) -> bool:
     """A final verdict posted for a commit; False when the relay has no row for it. The row holds the latest
-    verdict posted (a rebuild, a bisection may post another) and when the first was: the latency's end.
-    `infrastructure`: an error the hardware gave, not the relay."""
+    verdict posted (a rebuild, a bisection may post another) and when the first was: the latency's end, and
+    whether it was given unbuilt. `infrastructure`: an error the hardware gave, not the relay."""
     check_value("state", state, VERDICTS)
     check_value("how", how, HOW_DECIDED)
+    first = commits.c.decided_at.is_(None)  # the row as it was: an UPDATE's values read the old columns
     decided = conn.execute(
         commits.update()
         .where(commits.c.backend == backend, commits.c.sha == sha)
         .values(state=state, description=description, how=how, buildid=buildid,
                 infrastructure=infrastructure and state == "error",
+                decided_unbuilt=sa.case((first, sa.literal(how == NOT_RELEVANT)), else_=commits.c.decided_unbuilt),
                 decided_at=sa.func.coalesce(commits.c.decided_at, int(decided_at)))
     ).rowcount
     conn.commit()

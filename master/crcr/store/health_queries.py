@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from crcr.store.bisections import Bisection, _bisections
 from crcr.store.buildbot_tables import MasterRow, masters_since
-from crcr.store.commits import BUILT, FIGURE_STATE, IN_FIGURES, CommitRow, _rows as _commit_rows
+from crcr.store.commits import FIGURE_STATE, HAS_LATENCY, IN_FIGURES, CommitRow, _rows as _commit_rows
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 from crcr.store import leadership, outbox
 from crcr.store.tables import bisections, builds, commits, suite_runs, test_outcomes
@@ -40,6 +40,7 @@ class Decided:
     state: str  # as the figures count it: one of tables.FIGURE_VERDICTS
     seen_at: int
     decided_at: int
+    unbuilt: bool = False  # its first verdict given unbuilt, as not relevant: no latency (commits.HAS_LATENCY)
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,7 @@ def latest_streaks(conn, backends: list[str]) -> dict[str, Streak]:
 def decided_after(conn, backends: list[str], since: int) -> list[Decided]:
     """The commits decided at or after `since` that count in the figures (commits.IN_FIGURES), each with its
     verdict as the figures count it (commits.FIGURE_STATE)."""
-    query = (sa.select(_c.backend, FIGURE_STATE, _c.seen_at, _c.decided_at)
+    query = (sa.select(_c.backend, FIGURE_STATE, _c.seen_at, _c.decided_at, _c.decided_unbuilt)
              .where(_c.backend.in_(backends), _c.decided_at >= since, IN_FIGURES))
     return [Decided(*row) for row in conn.execute(query)]
 
@@ -435,7 +436,7 @@ def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
     latencies: dict[str, list[int]] = {}
     for backend, latency in conn.execute(sa.select(_c.backend, _c.decided_at - _c.seen_at)
                                          .where(_c.backend.in_(backends), _c.decided_at.is_not(None), IN_FIGURES,
-                                                BUILT)):
+                                                HAS_LATENCY)):
         latencies.setdefault(backend, []).append(latency)
     bisection_states: dict[str, dict[str, int]] = {}
     bc = bisections.c

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crcr.store.commits import CommitRow
-from crcr.store.tables import HOW_DECIDED, NOT_RELEVANT
+from crcr.store.tables import HOW_DECIDED
 
 HOUR = 3600
 DAY = 24 * HOUR
@@ -54,8 +54,8 @@ class BackendLatency:
 def window(name: str, label: str, seconds: int, decided: list[CommitRow], now: int) -> Window:
     """The figures of the commits among `decided` that were decided in the `seconds` before `now`."""
     inside = [row for row in decided if row.decided_at is not None and row.decided_at >= now - seconds]
-    # Those decided unbuilt, as not relevant, are counted but have no latency of the promise's.
-    latencies = sorted(row.decided_at - row.seen_at for row in inside if row.how != NOT_RELEVANT)
+    # Those first decided unbuilt, as not relevant, are counted but have no latency of the promise's.
+    latencies = sorted(row.latency for row in inside if row.latency is not None)
     how = {way: sum(1 for row in inside if row.how == way) for way in HOW_DECIDED}
     if not latencies:
         return Window(name, label, seconds, len(inside), how, None, None, None)

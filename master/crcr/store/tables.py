@@ -63,6 +63,9 @@ commits = sa.Table(
     sa.Column("author", sa.Text),  # its author's name
     # An error verdict the hardware gave (docs/hardware-failures.md): the figures count it apart.
     sa.Column("infrastructure", sa.Boolean, nullable=False, server_default=sa.false()),
+    # Its first verdict was given unbuilt, as not relevant (docs/relevance.md): it has no latency, whatever a build
+    # forced later decides.
+    sa.Column("decided_unbuilt", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("crcr_commits_backend_sha", "backend", "sha", unique=True),
     sa.Index("crcr_commits_brid", "brid"),
     sa.Index("crcr_commits_backend_decided_at", "backend", "decided_at"),
@@ -343,6 +346,18 @@ infra_failures = sa.Table(
     sa.Column("lines", sa.Text, nullable=False),  # the lines that showed it, one per line
     sa.Index("crcr_infra_failures_request", "brid"),
     sa.Index("crcr_infra_failures_unit", "unit", "at"),
+)
+
+
+# When a unit was last resumed (Buildbot's unpause, store/infra_failures.py): its card looked at, its failures in a
+# row count from then on. Written by the leader; every master's count reads it.
+unit_resumes = sa.Table(
+    "crcr_unit_resumes",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("workerid", sa.Integer, nullable=False),  # Buildbot's: the unit
+    sa.Column("at", sa.BigInteger, nullable=False),
+    sa.Index("crcr_unit_resumes_workerid", "workerid"),
 )
 
 
