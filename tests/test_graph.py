@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from buildbot.config.master import MasterConfig
 from buildbot.process.properties import Properties
-from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
+from buildbot.process.results import EXCEPTION, FAILURE, SUCCESS, WARNINGS
 from buildbot.schedulers.triggerable import Triggerable
 from buildbot.test import fakedb
 from buildbot.worker.local import LocalWorker
@@ -24,17 +24,19 @@ from crcr.buildmaster.graph.child import ChildSuiteRun
 from crcr.buildmaster.graph.factories import ChildFactory
 from crcr.buildmaster.graph.fanout import FanOut
 from crcr.buildmaster.graph.verdicts import SuiteFromChild, shards_run
+from crcr.buildmaster.steps.infra import InfraSetup
+from crcr.buildmaster.steps.junit_file import FAILING_LOG
 from crcr.buildmaster.steps.suite_verdict import SuiteRun
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can_start_build
 from crcr.names import (
-    BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG,
-    CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, FAN_OUT_STEP, ONLY_TESTS_PROPERTY, RELAY_WORKER, RETRIED_PROPERTY,
-    SUITE_RUN_PROPERTY, TESTS_PROPERTY, build_builder_name, child_builder_name, children_builder_name,
-    suites_scheduler_name,
+    BACKEND_PROPERTY, BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG,
+    CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, DEVICE_PROPERTY, FAN_OUT_STEP, HOST_PROPERTY, ONLY_TESTS_PROPERTY,
+    RELAY_WORKER, RETRIED_PROPERTY, SUITE_RUN_PROPERTY, TESTS_PROPERTY, build_builder_name, child_builder_name,
+    children_builder_name, suites_scheduler_name,
 )
 from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
-from test_infra_failures import record_failure
+from test_infra_failures import RAS, RULES, UNITS, record_failure
 from test_suite_step import (
     BUILDERID, COMMAND, JUNIT, SELECTION_REPORT, STALL_TIMEOUT, SUITE_TIMEOUT, WORKDIR, SuiteStepHarness, ids, junit,
     run_asked_ids, run_suite, upload,
@@ -42,6 +44,7 @@ from test_suite_step import (
 
 CHILD_BUILDID, CHILD_BUILDERID, UNIT_ID = 300, 301, 302
 CHECKOUT = "/units/u0/build/upstream"
+NO_NAMES = json.dumps({"unmatched": [], "deselected_by_edits": 0})  # the selection plugin's report
 
 
 def left(rc: int, checkout: str = CHECKOUT, has_junit: bool = True) -> dict:
@@ -51,36 +54,100 @@ def left(rc: int, checkout: str = CHECKOUT, has_junit: bool = True) -> dict:
 
 
 class ChildSuiteRunTest(SuiteStepHarness):
-    def make_child(self, asked: list[str] | None = None) -> ChildSuiteRun:
+    def make_child(self, asked: list[str] | None = None, mode: str = "gating",
+                   infra: InfraSetup | None = None) -> ChildSuiteRun:
         step = self.setup_step(ChildSuiteRun(
-            name="suite-ops", suite_name="ops", mode="gating", junit_file=JUNIT, is_pytest=True, reruns=1,
+            name="suite-ops", suite_name="ops", mode=mode, junit_file=JUNIT, is_pytest=True, reruns=1,
             selection_report=SELECTION_REPORT, command=COMMAND, workdir=WORKDIR, build_timeout=3600,
-            maxTime=SUITE_TIMEOUT, timeout=STALL_TIMEOUT,
+            maxTime=SUITE_TIMEOUT, timeout=STALL_TIMEOUT, infra=infra,
         ))
         self.build.setProperty("builddir", "/units/u0/build", "Worker")
+        self.build.setProperty(BACKEND_PROPERTY, "alpha", "Builder")  # the children's builder's, as the parent's
+        self.build.getBuilderId = lambda: defer.succeed(CHILD_BUILDERID)  # as Buildbot's Build has it
         if asked is not None:
             self.build.setProperty(CHILD_ASKED_PROPERTY, asked, "Trigger")
         return step
 
     @defer.inlineCallbacks
-    def test_the_run_is_left_for_the_parent_and_judged_by_nobody_here(self):
-        self.make_child()
-        xml = junit(test_a="passed", test_b="failed")
-        report = json.dumps({"unmatched": [], "deselected_by_edits": 0})
-        self.expect_commands(run_suite().exit(1), upload(JUNIT, xml), upload(SELECTION_REPORT, report))
-        self.expect_outcome(WARNINGS, "ops: exit code 1; the verdict is the parent build's")
+    def test_a_run_with_failing_tests_is_red_naming_them_and_is_left_for_the_parent_to_judge(self):
+        step = self.make_child()
+        xml = junit(test_a="passed", test_b="failed", test_c="errored")
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, xml), upload(SELECTION_REPORT, NO_NAMES))
+        self.expect_outcome(FAILURE, "ops: 1 passed, 2 failed; failing: test/test_ops.py::test_b, "
+                                     "test/test_ops.py::test_c; the verdict is the parent build's")
+        self.expect_log_file(FAILING_LOG, "failing tests (the parent build compares them with the baseline):\n"
+                                          "  test/test_ops.py::test_b\n  test/test_ops.py::test_c\n")
         yield self.run_step()
         self.assertEqual(self.build.getProperty(SUITE_RUN_PROPERTY), {
-            "rc": 1, "timed_out": None, "selection_report": report, "checkout": CHECKOUT, "has_junit": True,
+            "rc": 1, "timed_out": None, "selection_report": NO_NAMES, "checkout": CHECKOUT, "has_junit": True,
             "junit_note": "", "infra": None})
         self.assertEqual((yield self.kept_junit()), xml.encode())
         self.assertIsNone(self.build.getProperty(TESTS_PROPERTY), "no verdict, no baseline looked up")
+        self.assertEqual([name for name, _ in (yield self.links(step))], [
+            "junit.xml", "failed: test/test_ops.py::test_b", "errored: test/test_ops.py::test_c"])
+
+    @defer.inlineCallbacks
+    def test_past_three_failing_tests_the_summary_counts_the_rest(self):
+        self.make_child()
+        xml = junit(**{f"test_{n}": "failed" for n in range(5)})
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, xml), upload(SELECTION_REPORT, NO_NAMES))
+        self.expect_outcome(FAILURE, "ops: 0 passed, 5 failed; failing: test/test_ops.py::test_0, "
+                                     "test/test_ops.py::test_1, test/test_ops.py::test_2 and 2 more; the verdict is "
+                                     "the parent build's")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_run_that_broke_is_red_saying_how(self):
+        self.make_child()
+        self.expect_commands(run_suite().exit(3), upload(JUNIT, None))
+        self.expect_outcome(FAILURE, "ops: exit code 3 (pytest internal error), no JUnit XML; the verdict is the "
+                                     "parent build's")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_an_empty_shard_passes_as_the_parent_counts_it(self):
+        self.make_child()
+        self.build.setProperty(CHILD_SHARD_PROPERTY, "2/3", "Trigger")
+        self.expect_commands(run_suite().exit(5), upload(JUNIT, junit()), upload(SELECTION_REPORT, NO_NAMES))
+        self.expect_outcome(SUCCESS, "ops: no test in shard 2/3; the verdict is the parent build's")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_whole_suite_without_tests_broke(self):
+        self.make_child()
+        self.expect_commands(run_suite().exit(5), upload(JUNIT, junit()), upload(SELECTION_REPORT, NO_NAMES))
+        self.expect_outcome(FAILURE, "ops: exit code 5 (no tests collected); 0 passed; the verdict is the parent "
+                                     "build's")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_validate_suites_failing_tests_are_orange_as_its_suite_step_is(self):
+        self.make_child(mode="validate")
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_a="passed", test_b="failed")),
+                             upload(SELECTION_REPORT, NO_NAMES))
+        self.expect_outcome(WARNINGS, "ops: 1 passed, 1 failed; failing: test/test_ops.py::test_b; the verdict is the "
+                                      "parent build's")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_run_that_hit_the_hardware_on_its_last_try_is_an_infrastructure_error_not_a_failing_test(self):
+        self.make_child(infra=InfraSetup(RULES, "alpha", UNITS[:1], 3))
+        for name, value in {"workername": UNITS[0], HOST_PROPERTY: "lab", DEVICE_PROPERTY: "spyre"}.items():
+            self.build.setProperty(name, value, "Worker")
+        self.build.requests = [SimpleNamespace(id=311)]  # Buildbot's Build has them; its FakeBuild lacks them
+        self.build.workerforbuilder.worker.workerid = UNIT_ID
+        self.expect_commands(run_suite().stdout(f"{RAS}\n").exit(1), upload(JUNIT, junit(test_a="failed")))
+        self.expect_outcome(EXCEPTION, f"ops: infrastructure: {RAS} on {UNITS[0]}, 1 try; the verdict is the "
+                                       "parent build's")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(SUITE_RUN_PROPERTY)["infra"], f"infrastructure: {RAS} on {UNITS[0]}, "
+                                                                              "1 try", "the parent's to say")
 
     @defer.inlineCallbacks
     def test_a_bisections_child_runs_the_asked_tests_alone(self):
         self.make_child(asked=ids("test_b"))
         self.expect_commands(run_asked_ids(*ids("test_b")).exit(0), upload(JUNIT, junit(test_b="passed")))
-        self.expect_outcome(SUCCESS, "ops: passed; the verdict is the parent build's")
+        self.expect_outcome(SUCCESS, "ops: 1 passed; the verdict is the parent build's")
         yield self.run_step()
         self.assertIsNone(self.build.getProperty(SUITE_RUN_PROPERTY)["selection_report"])
 
@@ -300,6 +367,7 @@ def test_a_fanned_out_backend_has_its_parent_on_the_relays_worker_and_its_childr
     assert children.workernames == ["host-a-alpha-0", "host-a-alpha-1"]
     assert children.canStartBuild is unit_can_start_build and children.collapseRequests is False
     assert CHILD_TAG in children.tags
+    assert children.properties == {BACKEND_PROPERTY: "alpha"}, "a child links its failing tests to alpha's pages"
     child_steps = {suite: [step.kwargs["name"] for step in steps]
                    for suite, steps in children.factory.steps_by_suite.items()}
     assert child_steps == {suite: ["checkout upstream", "prepare build folder", "setup 1", f"suite {suite}"]

@@ -44,9 +44,10 @@ from crcr.buildmaster.www import commit_links
 from crcr.config.errors import shown
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
+from crcr.github.status_text import FANNED_OUT
 from crcr.names import (
     BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, FORCED_CHANGE_CATEGORY, INFRA_PROPERTY,
-    LEADERSHIP_SERVICE, LEDGER_SERVICE, PULL_REQUEST_PROPERTY,
+    LEADERSHIP_SERVICE, LEDGER_SERVICE, PULL_REQUEST_PROPERTY, RELAY_WORKER,
     STORE_SERVICE, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, UPSTREAM_MIRROR_DIR, UPSTREAM_MIRROR_SERVICE,
     bisect_scheduler_name, force_scheduler_name,
     status_context, suite_step_name, upstream_scheduler_name,
@@ -216,7 +217,7 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
             await self.master.data.updates.setBuildProperty(buildid, name, value, source)
         if BISECTION_PROPERTY in properties:
             return buildid, []  # the first step is skipped in a bisection build (steps/covered.py)
-        covered = await self.ledger.build_started(brid, backend, buildset["sourcestamps"][0]["revision"])
+        covered = await self.ledger.build_started(brid, backend, buildset["sourcestamps"][0]["revision"], "unit")
         return buildid, covered
 
     async def finish_build(self, buildid: int, results: int, suites: dict[str, int],
@@ -676,9 +677,12 @@ class LedgerTest(TestReactorMixin, unittest.TestCase):
         await self.deliver()
 
         self.assertEqual([row.sha for row in await self.store.pending_commits(SILENT)], [sha(1), sha(2), sha(3)])
+        self.assertEqual((await self.row(SILENT, 3)).description, "Interrupted; will be retried",
+                         "no longer running, as its GitHub status says")
         retried = (await self.master.data.get(("builds", buildid)))["buildrequestid"]
         again, covered = await self.start_build(retried)
         self.assertEqual([row.sha for row in covered], [sha(1), sha(2)])
+        self.assertEqual((await self.row(SILENT, 3)).description, "Running on unit")
         await self.finish_build(again, SUCCESS, {"smoke": SUCCESS})
         await self.deliver()
 
@@ -946,7 +950,9 @@ class CoveredCommitsStepTest(TestBuildStepMixin, TestReactorMixin, unittest.Test
         await self.setup_test_build_step()
         self.shas = git_commits(os.path.join(self.master.basedir, UPSTREAM_MIRROR_DIR),
                                 ["Fix the add kernel", "Speed up mul", "Add div"])
-        self.settings = settings_for(make_dirs(Path(scratch) / "relay"), CRCR_UPSTREAM_URL=UPSTREAM_URL,
+        # Polled from GitHub, where its commits have pages (the mirror the master keeps is a local copy of it).
+        self.settings = settings_for(make_dirs(Path(scratch) / "relay"),
+                                     CRCR_UPSTREAM_URL=f"https://github.com/{PROJECT}.git",
                                      CRCR_UPSTREAM_BRANCHES="main", CRCR_GITHUB_REPO=PROJECT)
         await self.master.db.insert_test_data([
             fakedb.SourceStamp(id=234, revision=self.shas[-1], branch="main", repository=UPSTREAM_URL,
@@ -1000,6 +1006,32 @@ class CoveredCommitsStepTest(TestBuildStepMixin, TestReactorMixin, unittest.Test
         ])
         for sha_ in self.shas:
             self.assertEqual((await self.store.find_commit(SILENT, sha_)).started_at, started)
+
+    async def test_covered_commits_of_an_upstream_with_no_web_view_are_listed_unlinked(self):
+        self.settings = settings_for(make_dirs(Path(os.getcwd()) / "local"), CRCR_UPSTREAM_URL=UPSTREAM_URL,
+                                     CRCR_UPSTREAM_BRANCHES="main", CRCR_GITHUB_REPO=PROJECT)
+        await self.queued(self.shas)
+        step = await self.make_step()
+        self.expect_outcome(SUCCESS, "covers 2 earlier commits")
+
+        await self.run_step()
+
+        self.assertEqual((await self.master.data.get(("steps", step.stepid)))["urls"], [])
+
+    async def running_text(self, worker: str) -> str:
+        """What the commit of a build started on `worker` says until its verdict (`crcr status`, the health pages)."""
+        await self.store.record_arrival(SILENT, self.shas[-1], "main", self.reactor.seconds(), brid=self.BRID,
+                                        description=QUEUED)
+        await self.make_step(workername=worker)
+        self.expect_outcome(SUCCESS, "builds its own commit only")
+        await self.run_step()
+        return (await self.store.find_commit(SILENT, self.shas[-1])).description
+
+    async def test_a_fanned_out_parent_started_says_its_commit_runs_fanned_out_as_its_github_status_does(self):
+        self.assertEqual(await self.running_text(RELAY_WORKER), FANNED_OUT)
+
+    async def test_a_build_started_on_a_unit_says_its_commit_runs_there(self):
+        self.assertEqual(await self.running_text("host-alpha-0"), "Running on host-alpha-0")
 
     async def test_a_build_of_its_own_commit_only_is_hidden(self):
         await self.queued(self.shas[-1:])

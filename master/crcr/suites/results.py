@@ -218,14 +218,16 @@ class PullRequestBase:
         return f"no merge base with {self.branch} found to compare with"
 
 
-def describe_counts(suites: list[SuiteResults], pull_request: PullRequestBase | None = None) -> str:
+def describe_counts(suites: list[SuiteResults], pull_request: PullRequestBase | None = None,
+                    compared: bool = True) -> str:
     """E.g. '1843 passed, 3 failed (2 new), 120 skipped, 1 flaky'; errored tests count as failed here. A pull
-    request's build says what its failures were compared with: '3 failed (2 new vs main@1a2b3c4d5e)'."""
+    request's build says what its failures were compared with: '3 failed (2 new vs main@1a2b3c4d5e)'; a run compared
+    with nothing (a child build's: its parent compares) says no 'new'."""
     counts = totals(suites)
     parts = [f"{counts['passed']} passed"]
     failed = counts["failed"] + counts["errored"]
     if failed:
         new = pull_request.compared(counts["new"]) if pull_request else f"{counts['new']} new"
-        parts.append(f"{failed} failed ({new})")
+        parts.append(f"{failed} failed ({new})" if compared else f"{failed} failed")
     parts += [f"{counts[label]} {label}" for label in ("skipped", "xfailed", "flaky", "timed out") if counts[label]]
     return ", ".join(parts)

@@ -9,13 +9,11 @@ from buildbot.process.results import EXCEPTION, RETRY
 from buildbot.reporters.utils import getURLForBuild
 from twisted.internet import defer
 
-from crcr.buildmaster.graph.child import run_from_property
+from crcr.buildmaster.graph.child import NO_TESTS, run_from_property
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
 from crcr.names import CHILD_SHARD_PROPERTY, CHILDREN_PROPERTY, RETRIED_PROPERTY, SUITE_RUN_PROPERTY
 from crcr.store.service import relay_store
 from crcr.suites.selection import PYTEST_RAN
-
-NO_TESTS = 5  # pytest's exit code when it ran no test: a shard may hold none
 
 
 def shards_run(runs: list[SuiteRun], shards: list[str]) -> SuiteRun:

@@ -54,7 +54,10 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
         if fans_out:
             builders.append(children_builder(
                 children_builder_name(backend.name), f"The suites of {backend.name}'s builds, each a child build",
-                backend.device, units_of, child_factory(backend, settings, relay.selections, infra), settings))
+                backend.device, units_of, child_factory(backend, settings, relay.selections, infra), settings,
+                # Its children link their failing tests to the backend's pages. Nothing takes them for the
+                # backend's builds: what reads those matches the backend's builders or schedulers.
+                properties={BACKEND_PROPERTY: backend.name}))
         if backend.build:
             builders.append(children_builder(
                 build_builder_name(backend.name), f"The build stage of {backend.name}'s builds",
@@ -68,10 +71,11 @@ def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderCo
 
 
 def children_builder(name: str, what: str, device: str, units_of: dict[str, list[str]], factory,
-                     settings: Settings) -> util.BuilderConfig:
+                     settings: Settings, properties: dict | None = None) -> util.BuilderConfig:
     """The builder of a backend's child builds of one kind, on the units of `device`."""
     return util.BuilderConfig(
         name=name,
+        properties=properties or {},
         description=f"{what}, on a unit of {device}.",
         project=settings.github_repo,
         workernames=units_of[device],

@@ -148,14 +148,16 @@ class CommitLedger(OrderedLeaderService, StateMixin):
             yield self._record_request(request, datetime2epoch(request["submitted_at"]))
 
     @defer.inlineCallbacks
-    def build_started(self, brid: int, backend: str, sha: str):
-        """The commits the build of request `brid` covers (its own commit left out), once it has started:
-        the collapses of its request are all recorded by then. Called by the build's first step."""
-        return (yield self.in_order(self._started, brid, backend, sha))
+    def build_started(self, brid: int, backend: str, sha: str, worker: str | None):
+        """The commits the build of request `brid` covers (its own commit left out), once it has started on
+        `worker`: the collapses of its request are all recorded by then. Called by the build's first step."""
+        return (yield self.in_order(self._started, brid, backend, sha, worker))
 
     @defer.inlineCallbacks
-    def _started(self, brid, backend, sha):
+    def _started(self, brid, backend, sha, worker):
         yield self.store.take_into_request(backend, sha, brid)
+        # Until its verdict, its commit says where it runs, as its GitHub status does ('crcr status', the health).
+        yield self.store.set_pending_description(backend, sha, status_text.running(worker))
         yield self.store.mark_started(brid, self.now())
         return (yield self._covered(brid, sha))
 
@@ -176,8 +178,10 @@ class CommitLedger(OrderedLeaderService, StateMixin):
         scheduler = properties.get("scheduler", (None,))[0]
         if backend is None or scheduler not in (upstream_scheduler_name(backend), force_scheduler_name(backend)):
             return
-        if build["results"] == RETRY:
-            return  # Buildbot builds the request again: that build decides
+        if build["results"] == RETRY:  # Buildbot builds the request again: that build decides
+            sha = build["buildset"]["sourcestamps"][0]["revision"]
+            yield self.store.set_pending_description(backend, sha, status_text.describe({"build": build}))
+            return
         how = "forced" if scheduler == force_scheduler_name(backend) else "built"
         yield self._decide_build(build, backend, how)
 

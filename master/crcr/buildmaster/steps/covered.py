@@ -1,5 +1,5 @@
 """The build's first step, on the master: the queued commits its build covers (`queue: newest`), each linked to
-GitHub, so the build page says which commits its verdict stands for. It also tells the ledger that the build
+its web page, so the build page says which commits its verdict stands for. It also tells the ledger that the build
 started (the latency's middle figure)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _an_upstream_commits_build(step) -> bool:
 
 class CoveredCommits(BuildStep):
     def __init__(self, commit_url, **kwargs):
-        """`commit_url`: Buildbot's revlink, the GitHub page of a commit."""
+        """`commit_url`: Buildbot's revlink, a commit's web page (None where the upstream has none)."""
         self.commit_url = commit_url
         self.covered = 0
         # Shown only when the build covers commits: most builds build their own commit alone.
@@ -33,14 +33,17 @@ class CoveredCommits(BuildStep):
     def run(self):
         ledger = self.master.service_manager.namedServices[LEDGER_SERVICE]
         sha = self.build.getSourceStamp("").revision
-        covered = yield ledger.build_started(self.build.requests[0].id, self.getProperty(BACKEND_PROPERTY), sha)
+        covered = yield ledger.build_started(self.build.requests[0].id, self.getProperty(BACKEND_PROPERTY), sha,
+                                             self.getProperty("workername"))
         if not covered:
             self.descriptionDone = ["builds its own commit only"]
             return SUCCESS
         self.covered = len(covered)
         titles = yield self._titles([row.sha for row in covered])
         for row in covered:
-            yield self.addURL(f"{row.sha[:10]} {titles.get(row.sha, '')}".strip(), self.commit_url(row.sha, ""))
+            page = self.commit_url(row.sha, "")
+            if page:  # else the log below names it
+                yield self.addURL(f"{row.sha[:10]} {titles.get(row.sha, '')}".strip(), page)
         yield self.addCompleteLog("covered commits", (
             f"This build of {sha} also stands for these earlier commits, queued while every unit was busy:\n"
             + "".join(f"  {row.sha}  {titles.get(row.sha, '')}\n" for row in covered)

@@ -63,7 +63,7 @@ def failing_tests_listed(results: SuiteResults) -> list[tuple[str, str]]:
 def test_links(backend: str, listed: list[tuple[str, str]], step: tuple[int, int, int], log_name: str):
     """(name, url) of each (kind, test) of `listed`, to the test's health page; past MAX_LINKED_TESTS, one to the
     step's log `log_name` that lists them all (`step`: builderid, build number, step number)."""
-    links = [(f"{kind}: {_cut(test)}", test_page(backend, test)) for kind, test in listed[:MAX_LINKED_TESTS]]
+    links = [(f"{kind}: {shown_test(test)}", test_page(backend, test)) for kind, test in listed[:MAX_LINKED_TESTS]]
     more = len(listed) - MAX_LINKED_TESTS
     if more > 0:
         links.append((f"{more} more in the log '{log_name}'", log_page(*step, forceIdentifier(50, log_name))))
@@ -73,5 +73,6 @@ def test_links(backend: str, listed: list[tuple[str, str]], step: tuple[int, int
 test_links.__test__ = False  # pytest: not a test function, whatever its name
 
 
-def _cut(test: str) -> str:
+def shown_test(test: str) -> str:
+    """A test's id as a link or a summary names it: a parametrized id may be thousands of characters long."""
     return test if len(test) <= SHOWN_CHARACTERS else f"{test[:SHOWN_CHARACTERS]}… ({len(test)} characters)"
