@@ -36,8 +36,13 @@ mkdir -p "$workers"
 ln -sfn "$root/.venv" "$workers/venv"
 crcr worker show "$host" --by-hand --host-dir "$workers" --master "localhost:${CRCR_WORKER_PORT:-9989}" |
   awk -v RS= '/ create-worker /' | bash -e >/dev/null
+# They start with the environment the host tool gives a trial host's units, nothing of this shell's (your PATH, PIP_*,
+# tokens): a build's commands could read it.
+declared=$(crcr worker unit-environment --venv "$workers/venv")
+mapfile -t unit_env <<<"$declared"
 for unit in $(crcr worker units "$host"); do
-  running "$workers/$unit" || buildbot-worker start --quiet "$workers/$unit" <"$secrets/worker-$host"
+  running "$workers/$unit" ||
+    env -i "${unit_env[@]}" "$workers/venv/bin/buildbot-worker" start --quiet "$workers/$unit" <"$secrets/worker-$host"
 done
 
 "$root/scripts/init-demo-upstream.sh" "$state" "Demo change at $(date -u +%H:%M:%S)"

@@ -30,7 +30,7 @@ from buildbot.worker import Worker
 from twisted.internet import defer
 from twisted.trial import unittest
 
-from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
+from configfiles import make_dirs, settings_for, write_backend, write_file, write_worker, write_worker_password
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.process.build import RelayBuild
 
@@ -74,6 +74,27 @@ class HeldConnection(FakeConnection):
             return super().remotePrint(message)
         self.ping = defer.Deferred()
         return self.ping
+
+
+def every_step_config() -> MasterConfig:
+    """A relay with every kind of step that runs on a unit: alpha serial on a device with a health check and an
+    identify command, with setup and a command and a pytest suite; beta fanned out, its build stage given a shared
+    build's artifacts and giving its children its own."""
+    root = Path(tempfile.mkdtemp(prefix="crcr-relay-build-"))
+    try:
+        dirs = make_dirs(root)
+        write_file(dirs.workers / "devices" / "alpha.yaml", "health_check: alpha-smi --check\nidentify: alpha-smi -L\n")
+        suites = [{"name": "smoke", "command": "pytest test/test_smoke.py"},
+                  {"name": "ops", "pytest": {"files": ["test/test_ops.py"]}}]
+        write_backend(dirs.backends, BACKEND, device="alpha", setup=["pip install ."], suites=suites, fan_out=False)
+        write_file(dirs.backends / "builds" / "torch-cpu.yaml", "steps: [make]\nartifacts: [dist/*.whl]\n")
+        write_backend(dirs.backends, "beta", device="alpha", suites=suites, fan_out=True, uses=["torch-cpu"],
+                      build={"steps": ["pip wheel ."], "artifacts": ["*.whl"]})
+        write_worker(dirs.workers, "host", devices={"alpha": 2, "cpu": 1})
+        write_worker_password(dirs.secrets, "host")
+        return MasterConfig.loadFromDict(build_master_config(settings_for(dirs)), "master.cfg")
+    finally:
+        shutil.rmtree(root, True)
 
 
 class RelayBuildTest(TestReactorMixin, unittest.TestCase):
@@ -302,6 +323,27 @@ class RelayBuildTest(TestReactorMixin, unittest.TestCase):
         row, request = await self.stopped_as_its_step_runs(Build, ("Master Shutdown", RETRY))
         self.assertEqual(row["results"], CANCELLED)
         self.assertEqual((request["complete"], request["results"]), (True, CANCELLED))
+
+    async def test_no_step_of_a_relay_build_opens_its_log_on_the_workers_environment(self):
+        """Buildbot's shell and git steps open their log on the unit's whole environment (every variable of whoever
+        started it, PATH, PIP_*, any token kept there), the command's own output below it. Every step of every
+        generated builder that runs a command on a unit is told not to, where the build makes its steps."""
+        builder = await self.builder(self.waiting_builder_config())
+        request = await BuildRequest.fromBrdict(
+            self.master, await self.master.db.buildrequests.getBuildRequest(await self.request(builder)))
+        build = RelayBuild([request], builder)
+        build.workerforbuilder = self.wfb
+
+        logging = {}
+        for builder_config in every_step_config().builders:
+            factory = builder_config.factory
+            for step_factories in getattr(factory, "steps_by_suite", {"": factory.steps}).values():
+                for step in build.setupBuildSteps(step_factories):
+                    if hasattr(step, "logEnviron"):  # a command on the unit: shell, git, property from a command
+                        logging[step.name] = step.logEnviron
+        self.assertLessEqual({"health check", "identify card", "checkout upstream", "setup 1", "suite smoke",
+                              "suite ops", "build 1", "fetch artifacts"}, set(logging), "every kind is looked at")
+        self.assertEqual({name for name, logs in logging.items() if logs}, set())
 
     async def test_a_persons_stop_stands_when_the_master_stops_the_build_too(self):
         row, request = await self.stopped_as_its_step_runs(RelayBuild, (REASON, CANCELLED), ("Master Shutdown", RETRY))

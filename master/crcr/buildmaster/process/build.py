@@ -1,6 +1,6 @@
 """The build of every crcr builder: Buildbot's Build, finished when a cancel reaches its request as a unit claims it,
 ending with the stop's results however its current step ends, telling its own waiters that it finished, naming
-every unit it holds, and recording a unit lost mid-build against it."""
+every unit it holds, recording a unit lost mid-build against it, and logging no step's environment."""
 
 from __future__ import annotations
 
@@ -38,6 +38,16 @@ class RelayBuild(Build):
             metrics.MetricCountEvent.log("active_builds", 1)
             self.text = []
             yield self.allStepsDone()
+
+    def setupBuildSteps(self, step_factories):
+        """Buildbot's shell and source steps open their log on the unit's whole environment (every variable of whoever
+        started it, tokens among them) above the command's own output: in public logs, and the failure at their end.
+        Every step the relay's builds make is told not to, however it was declared."""
+        steps = super().setupBuildSteps(step_factories)
+        for step in steps:
+            if hasattr(step, "logEnviron"):
+                step.logEnviron = False
+        return steps
 
     def __init__(self, requests, builder):
         super().__init__(requests, builder)
