@@ -39,13 +39,15 @@ from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import ENDING, describe
 from crcr.names import (
-    LEADERSHIP_SERVICE, LEDGER_SERVICE, STORE_SERVICE, UPSTREAM_MIRROR_SERVICE, bisect_scheduler_name,
-    children_builder_name, force_scheduler_name, pull_request_ref, pull_request_scheduler_name, shared_builder_name,
-    shared_scheduler_name, status_context, suites_scheduler_name, upstream_scheduler_name,
+    CHILD_SUITE_PROPERTY, CHILD_UNITS_PROPERTY, LEADERSHIP_SERVICE, LEDGER_SERVICE, STORE_SERVICE,
+    UPSTREAM_MIRROR_SERVICE, bisect_scheduler_name, children_builder_name, force_scheduler_name, pull_request_ref,
+    pull_request_scheduler_name, shared_builder_name, shared_scheduler_name, status_context, suites_scheduler_name,
+    upstream_scheduler_name,
 )
 from test_ledger import API, PROJECT, TOKEN, UPSTREAM_URL, WEB, GitHubAPI, deliver_produced, sha
 
 REPORTING, SILENT, OTHER, PULL_REQUESTS, WIDE = "alpha", "beta", "gamma", "delta", "wide"  # wide fans out
+PAIR = "pair"  # fans out, on device duo: its suite cards holds 2 units of one host (twin's two; lone has one), solo 1
 USER, SHARED = "user", "torch-cpu"  # user (on alpha) fans out, using the shared build torch-cpu, made on cpu
 UNIT, WORKERID = "host-alpha-0", 1
 STALE_AFTER = 3600  # the backends' own: an hour of sweeps rather than the default's six (test_generated_config
@@ -267,7 +269,7 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name=UNIT)])
         self.builders, self.builderids = {}, {}
         for name in (REPORTING, SILENT, OTHER, PULL_REQUESTS, WIDE, children_builder_name(WIDE), USER,
-                     children_builder_name(USER), shared_builder_name(SHARED)):
+                     children_builder_name(USER), shared_builder_name(SHARED), PAIR, children_builder_name(PAIR)):
             builder = Builder(name)
             builder.master = self.master  # as BotMaster sets it
             builder.setServiceParent(self.master.botmaster)
@@ -300,8 +302,14 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         write_backend(dirs.backends, USER, level="L2", device="alpha", stale_after=STALE_AFTER, uses=[SHARED])
         (dirs.backends / "builds").mkdir()
         (dirs.backends / "builds" / f"{SHARED}.yaml").write_text("device: cpu\nsteps: [make]\nartifacts: [dist/*]\n")
+        write_backend(dirs.backends, PAIR, level="L2", device="duo", stale_after=STALE_AFTER,
+                      suites=[{"name": "cards", "command": "pytest test/test_cards.py", "units": 2},
+                              {"name": "solo", "command": "pytest test/test_solo.py"}])
         write_worker(dirs.workers, "host", devices={"alpha": 1, "gamma": 1, "cpu": 1})
-        write_worker_password(dirs.secrets, "host")
+        write_worker(dirs.workers, "twin", devices={"duo": 2})
+        write_worker(dirs.workers, "lone", devices={"duo": 1})
+        for host in ("host", "twin", "lone"):
+            write_worker_password(dirs.secrets, host)
         self.settings = settings_for(dirs, CRCR_UPSTREAM_URL=UPSTREAM_URL, CRCR_UPSTREAM_BRANCHES="main",
                                      CRCR_GITHUB_REPO=PROJECT, CRCR_GITHUB_API_URL=API, CRCR_BUILDBOT_URL=WEB,
                                      CRCR_TIMEOUT_GRACE=str(GRACE))
@@ -354,9 +362,16 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         worker = Worker(name, "pw")
         await worker.setServiceParent(self.master.workers)
         self.master.workers.workers[name] = worker  # what Buildbot's WorkerManager lists
-        await self.master.workers.startService()
-        self.addCleanup(self.master.workers.stopService)
+        if not self.master.workers.running:
+            await self.master.workers.startService()
+            self.addCleanup(self.master.workers.stopService)
         return worker
+
+    async def connect(self, *names: str) -> None:
+        for name in names:
+            unit = self.master.workers.workers.get(name) or await self.unit_worker(name)
+            unit.attached(FakeConnection(unit))
+        await self.deliver()
 
     async def running_build(self, backend: str, brid: int, unit: Worker) -> Build:
         """`unit` claimed request `brid` and its build runs: Buildbot's record of it, and the builder's Build."""
@@ -507,7 +522,7 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         # GitHub shows that very error still: the outbox does not post an identical status twice.
         self.assertEqual(len(self.errors(1)), 1)
 
-    async def test_a_forced_request_is_told_and_l1_and_bisection_requests_are_not(self):
+    async def test_a_forced_request_is_told_an_l1_one_in_the_ledger_alone_and_bisection_requests_not_at_all(self):
         scheduler = self.master.config.schedulers[force_scheduler_name(REPORTING)]
         _, brids = await scheduler.addBuildsetForSourceStamps(
             sourcestamps=[{"codebase": "", "branch": "main", "revision": sha(1), "repository": UPSTREAM_URL,
@@ -522,6 +537,9 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         self.assertEqual((self.errors(2, SILENT), self.errors(3)), ([], []))
         self.assertEqual([p for p in self.github.posted if "statuses" in p[1]], [
             p for p in self.github.posted if p[1].endswith(sha(1))])
+        row = await self.store.find_commit(SILENT, sha(2))
+        self.assertEqual((row.state, row.description), (
+            "pending", "No alpha unit connected for 1 h; will build when one returns"), "what `crcr status` says")
 
     async def test_a_pull_requests_head_is_told(self):
         scheduler = self.master.config.schedulers[pull_request_scheduler_name(PULL_REQUESTS)]
@@ -544,11 +562,13 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
         parent, _ = await self.master.data.updates.addBuild(self.builderids[backend], brid, WORKERID)
         return brid, parent
 
-    async def triggered(self, scheduler: str, builder: str, n: int, parent: int | None) -> int:
+    async def triggered(self, scheduler: str, builder: str, n: int, parent: int | None,
+                        properties: dict | None = None) -> int:
         """A request of `builder` at sha(n) that `scheduler` (a Triggerable) added for build `parent` (None: as a
-        shared build's, nobody's child)."""
+        shared build's, nobody's child), with the fan out's `properties`."""
         _, brids = await self.master.data.updates.addBuildset(
-            waited_for=True, scheduler=scheduler, reason="triggered", properties={},
+            waited_for=True, scheduler=scheduler, reason="triggered",
+            properties={name: (value, "crcr") for name, value in (properties or {}).items()},
             sourcestamps=[{"codebase": "", "branch": "main", "revision": sha(n), "repository": UPSTREAM_URL,
                            "project": PROJECT}],
             builderids=[self.builderids[builder]], parent_buildid=parent,
@@ -565,6 +585,38 @@ class StaleWatchTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(self.errors(4, WIDE), [
             ("No alpha unit connected for 1 h; will build when one returns", f"{WEB}#/buildrequests/{brid}")])
+
+    async def test_a_child_whose_suite_needs_more_units_than_any_connected_host_has_tells_its_parents_commit(self):
+        await self.connect("twin-duo-0", "lone-duo-0")  # two duo units connected, on two hosts: one on each
+        brid, parent = await self.running_parent(PAIR, 8)
+        await self.triggered(suites_scheduler_name(PAIR), children_builder_name(PAIR), 8, parent,
+                             {CHILD_SUITE_PROPERTY: "cards", CHILD_UNITS_PROPERTY: 2})
+
+        await self.pass_time(STALE_AFTER)  # the watch notes the shortage at its first sweep
+        self.assertEqual(self.errors(8, PAIR), [])
+        await self.pass_time(SWEEP)
+
+        told = ("Suite cards needs 2 duo units on one host; for 1 h no connected host has had more than 1; will "
+                "build when one has")
+        self.assertEqual(self.errors(8, PAIR), [(told, f"{WEB}#/buildrequests/{brid}")])
+        row = await self.store.find_commit(PAIR, sha(8))
+        self.assertEqual((row.state, row.description), ("pending", told), "what `crcr status pair <sha>` says")
+        await self.pass_time(10 * SWEEP)
+        self.assertEqual(len(self.errors(8, PAIR)), 1, "told once")
+
+        await self.connect("twin-duo-1")  # twin has its two: the child can start there
+        await self.pass_time(SWEEP)
+        self.assertEqual(self.master.service_manager.namedServices[STALE_SERVICE]._told, {}, "the wait is over")
+
+    async def test_a_child_on_one_unit_waits_for_busy_units_untold_beside_a_suite_no_connected_host_is_wide_for(self):
+        await self.connect("lone-duo-0")
+        _, parent = await self.running_parent(PAIR, 8)
+        await self.triggered(suites_scheduler_name(PAIR), children_builder_name(PAIR), 8, parent,
+                             {CHILD_SUITE_PROPERTY: "solo"})
+
+        await self.pass_time(2 * STALE_AFTER)
+
+        self.assertEqual(self.errors(8, PAIR), [], "a unit is connected: the child waits for it to be free")
 
     async def test_a_shared_build_waiting_for_a_unit_tells_the_commit_of_each_parent_waiting_for_it(self):
         await self.connected_unit()  # alpha is connected: user's children would build; cpu is out

@@ -8,6 +8,7 @@ from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCE
 from crcr.github.check_run_text import check_run_fields
 from crcr.github.status_text import (
     ENDING, FANNED_OUT, GITHUB_DESCRIPTION_LIMIT, QUEUED, RETRIED_AFTER, describe, describe_finished_build, running,
+    too_few_units,
 )
 from crcr.store.endings import Ending
 from crcr.suites.results import SuiteResults
@@ -307,3 +308,11 @@ def test_a_passing_pull_request_build_needs_no_comparison():
                            MERGE_BASE, ops=None)
 
     assert describe_finished_build(done) == "10 passed"
+
+
+def test_a_suite_waiting_for_a_host_with_its_units_names_them_and_what_connected_hosts_have():
+    assert too_few_units("binary-ufuncs", 2, "spyre", 1, "6 h") == (
+        "Suite binary-ufuncs needs 2 spyre units on one host; for 6 h no connected host has had more than 1; will "
+        "build when one has")
+    longest = too_few_units("s" * 40, 64, "d" * 40, 63, "23 h 59 min")
+    assert len(longest) == GITHUB_DESCRIPTION_LIMIT and longest.startswith(f"Suite {'s' * 40} needs 64 ")

@@ -131,3 +131,10 @@ def covered(covering_sha: str, state: str, description: str) -> str:
 def bisecting(commits: int, bad_sha: str) -> str:
     """A covered commit while the bisection of its range decides it."""
     return f"Bisecting {commits} commits for the new failures of {bad_sha[:SHORT_SHA]}"
+
+
+def too_few_units(suite: str, units: int, device: str, most: int, waited: str) -> str:
+    """A commit whose suite's child holds `units` units of one host while, for `waited` (worded), no connected host
+    has had more than `most` (the stale watch's; a device with none connected is its outage)."""
+    return _shorten(f"Suite {suite} needs {units} {device} units on one host; for {waited} no connected host has had "
+                    f"more than {most}; will build when one has")

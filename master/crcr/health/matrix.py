@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from crcr.config.upstream_web import commit_link
 from crcr.health.links import build_url
 from crcr.health.plans import ReadPlan
 from crcr.health.results import results_text
@@ -33,7 +34,8 @@ def shown_build(commit: CommitRow, builds: dict[int, BuildRow],
 
 
 def matrix(commits: list[CommitRow], builds: dict[int, BuildRow], runs: list[SuiteRunRow],
-           plans: list[ReadPlan], commit_url: str, *, bisection_builds: dict[str, BuildRow]) -> dict:
+           plans: list[ReadPlan], commit_url: str | None, *,
+           bisection_builds: dict[str, BuildRow]) -> dict:
     """`commits` newest upstream first; `builds` their deciding builds by id; `bisection_builds` the newest bisection build
     by sha of those decided "bisected"; `runs` both's suite runs in the order they were recorded (their suites are
     listed in that order)."""
@@ -49,8 +51,9 @@ def matrix(commits: list[CommitRow], builds: dict[int, BuildRow], runs: list[Sui
             "sha": commit.sha,
             "title": commit.title,
             "author": commit.author,
-            "commit_url": commit_url + commit.sha,
+            "commit_url": commit_link(commit_url, commit.sha),
             "seen_at": commit.seen_at,
+            "started_at": commit.started_at,
             "state": commit.state,
             "how": commit.how,
             "description": commit.description,

@@ -1,5 +1,5 @@
-"""Nothing pending for ever: requests that cannot build because their device has no unit connected, and builds
-that run past their timeout.
+"""Nothing pending for ever: requests that cannot build because their device has no unit connected (or no host
+with the units a suite holds at once), and builds that run past their timeout.
 
 Stale requests. A build request of a backend's upstream, force or pull request scheduler that has waited longer than
 the backend's `stale_after` while no unit of its device was connected (to any master of the cluster) gets a final
@@ -10,8 +10,13 @@ arrival: with `queue: newest` a stream of upstream commits keeps replacing the r
 backend's requests wait on units through other builders: its children's and its build stage's requests are its
 parent's commits waiting (on the backend's device, on the build stage's), and a shared build's request is the
 commits of the running parents, at its commit, of every backend using it (waiting on the shared build's device).
-Each commit is told once per outage of a device its backend waits on: the commits told are kept in Buildbot's
-state table (across restarts) until a unit of each of those devices is connected again.
+A fanned-out backend's suite on several units (`units: N`) holds N units of one host, so its child's request is told
+the same way when units of the device are connected but no host has N of them connected ('Suite cards needs 2 spyre
+units on one host; for 6 h no connected host has had more than 1; will build when one has', counted from the sweep
+that first saw it): the loader refuses a suite wider than every host file, so this is a wide host not connected, or
+connected in part. An L1 backend's commits are told in the ledger alone (`crcr status`, Health), not on GitHub.
+Each commit is told once per outage (or shortage) its backend waits on: the commits told are kept in Buildbot's
+state table (across restarts) until no such wait of its backend is left.
 
 Overdue builds. A build still running `timeout_grace` seconds past its timeout (its backend's; a build stage's or
 shared build's own) is stopped with Buildbot's
@@ -41,9 +46,10 @@ from crcr.buildmaster.services.presence import PRESENCE_SERVICE, DevicePresence,
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.github.commit_status import post_status
+from crcr.github.status_text import too_few_units
 from crcr.names import (
-    build_builder_name, children_builder_name, force_scheduler_name, pull_request_scheduler_name,
-    shared_builder_name, upstream_scheduler_name,
+    CHILD_SUITE_PROPERTY, build_builder_name, children_builder_name, force_scheduler_name,
+    pull_request_scheduler_name, shared_builder_name, upstream_scheduler_name,
 )
 from crcr.store.service import relay_store
 
@@ -84,6 +90,22 @@ class WatchedBuilder:
     holds: str
     timeout: int | None
     timeout_of: str = "the backend's"
+    # A fanned-out backend's children with suites on several units of one host: those suites' units, and each
+    # host's units of the device, so many of which one host must have connected for such a child to start.
+    wide_suites: tuple[tuple[str, int], ...] = ()
+    hosts: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class Shortage:
+    """Units of `device` are connected, but since `since` no host has the `units` of them that suite `suite`'s child
+    holds at once: `most` at most."""
+
+    device: str
+    suite: str
+    units: int
+    most: int
+    since: float
 
 
 @dataclass(frozen=True)
@@ -93,6 +115,7 @@ class Asked:
     scheduler: str
     sha: str
     submitted_at: float
+    suite: str | None = None  # a child's suite
 
 
 def duration(seconds: float) -> str:
@@ -139,7 +162,11 @@ def watched_builders(relay: RelayConfig) -> list[WatchedBuilder]:
         fans_out = relay.fans_out(b)
         watched.append(WatchedBuilder(b.name, b.device, (b.name,), ITS_OWN, None if fans_out else b.timeout))
         if fans_out:
-            watched.append(WatchedBuilder(children_builder_name(b.name), b.device, (b.name,), ITS_PARENTS, b.timeout))
+            wide = tuple((suite.name, suite.units) for suite in b.suites if suite.units > 1)
+            hosts = tuple(units for host in relay.hosts if (units := tuple(
+                unit.worker_name for unit in host.units if unit.device == b.device))) if wide else ()
+            watched.append(WatchedBuilder(children_builder_name(b.name), b.device, (b.name,), ITS_PARENTS, b.timeout,
+                                          wide_suites=wide, hosts=hosts))
         if b.build:
             watched.append(WatchedBuilder(build_builder_name(b.name), b.build_device, (b.name,), ITS_PARENTS,
                                           b.build.timeout, "its build stage's"))
@@ -155,6 +182,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
 
     def __init__(self, *args, **kwargs):
         self._told: dict[str, list[str]] = {}
+        self._short_since: dict[tuple[str, int], float] = {}  # (device, units) no host has connected: since when
         self._asked: dict[int, Asked] = {}  # waiting requests seen, by id (what a request asks never changes)
         self._started: dict[int, float] = {}  # running builds' start, by build id
         self._stopping: set[int] = set()  # running builds the relay is stopping, by id
@@ -169,6 +197,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         requests wait for units on their behalf."""
         self.backends, self.timeout_grace, self.github_repo = tuple(backends), timeout_grace, github_repo
         self.builders = tuple(builders)
+        self._hosts_of = {w.device: w.hosts for w in self.builders if w.hosts}
         self.web_url = web_url.rstrip("/") + "/"
         self.answer_wait = min(MAX_ANSWER_WAIT, timeout_grace)
         if self._loop is not None and self._loop.running:
@@ -200,6 +229,8 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         try:
             if self.leads():  # once in the cluster; the overdue builds below are each master's own
                 yield self._tell_stale_requests(now)
+            else:  # what it saw short as leader is no measure of a later lead
+                self._short_since = {}
         except Exception:
             log.err(None, "crcr: while looking for stale build requests")
         try:
@@ -214,26 +245,55 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
         yield presence.refresh()  # a unit connected to any master of the cluster ends its device's outage
         outages = {w.device: presence.outage(w.device) for w in self.builders}
-        waits_on = {b.name: {w.device for w in self.builders if b.name in w.backends} for b in self.backends}
-        # A unit connected again ends its device's outage: in the next one the commits still waiting are told again.
+        shortages = self._shortages(presence, outages, now)
+        # What keeps each builder's requests waiting: its device out, or no host with a wide suite's units connected.
+        # (builder, None): the outage; (builder, suite): the shortage.
+        blockers = {**{(w.name, None): outages[w.device] for w in self.builders if outages[w.device] is not None},
+                    **shortages}
+        waits_on = {b.name: {w.name for w in self.builders if b.name in w.backends} for b in self.backends}
+        # A unit connected again ends its device's outage (enough units of one host, a shortage): in the next one the
+        # commits still waiting are told again.
         told = {name: list(shas) for name, shas in self._told.items()
-                if any(outages[device] is not None for device in waits_on.get(name, ()))}
-        due = {(b.name, device): (b, outage) for b in self.backends for device in waits_on[b.name]
-               if b.reports and (outage := outages[device]) is not None and now - outage.since >= b.stale_after}
+                if any(builder in waits_on.get(name, ()) for builder, _ in blockers)}
+        due = {(b.name, builder, suite): (b, blocker) for b in self.backends
+               for (builder, suite), blocker in blockers.items()
+               if builder in waits_on[b.name] and now - blocker.since >= b.stale_after}
         if due:
-            for name, request, device in (yield self._waiting_requests()):
-                if (name, device) in due:
-                    backend, outage = due[name, device]
-                    yield self._tell_if_stale(request, backend, outage, now, told.setdefault(name, []))
+            for name, request, builder, asked in (yield self._waiting_requests()):
+                found = due.get((name, builder, None)) or due.get((name, builder, asked.suite))
+                if found is not None:
+                    backend, blocker = found
+                    yield self._tell_if_stale(request, backend, blocker, now, told.setdefault(name, []))
         told = {name: shas for name, shas in told.items() if shas}
         if told != self._told:
             self._told = told
             yield self.setState(TOLD_STATE, told)
 
+    def _shortages(self, presence: DevicePresence, outages: dict[str, Outage | None],
+                   now: float) -> dict[tuple[str, str], Shortage]:
+        """{(builder, suite): its shortage} of each suite on several units that no host has connected, its device not
+        out (its outage says more); notes since when each (device, units) has been short."""
+        found, short_since = {}, {}
+        for w in self.builders:
+            if not w.wide_suites or outages[w.device] is not None:
+                continue
+            most = self._most_connected(presence, w.hosts)
+            for suite, units in w.wide_suites:
+                if units > most:
+                    since = short_since[w.device, units] = self._short_since.get((w.device, units), now)
+                    found[w.name, suite] = Shortage(w.device, suite, units, most, since)
+        self._short_since = short_since
+        return found
+
+    @staticmethod
+    def _most_connected(presence: DevicePresence, hosts: tuple[tuple[str, ...], ...]) -> int:
+        """The most units connected on one host: a child holding several takes them on one host."""
+        return max((sum(1 for unit in units if presence.is_connected(unit)) for units in hosts), default=0)
+
     @defer.inlineCallbacks
     def _waiting_requests(self):
-        """(backend, request holding its commits, device waited for) of every build request no unit has claimed.
-        Forgets the requests no longer waiting."""
+        """(backend, request holding its commits, builder, what the waiting request asks) of every build request no
+        unit has claimed. Forgets the requests no longer waiting."""
         requests = yield self.master.data.get(("buildrequests",), filters=[
             resultspec.Filter("claimed", "eq", [False]), resultspec.Filter("complete", "eq", [False])])
         names = {b["builderid"]: b["name"] for b in (yield self.master.data.get(("builders",)))}
@@ -245,15 +305,16 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
             builder = watched.get(names.get(request["builderid"]))
             if builder is None:
                 continue
+            asked = yield self._what_is_asked(request)
             if builder.holds == ITS_OWN:
-                found.append((builder.backends[0], request, builder.device))
+                found.append((builder.backends[0], request, builder.name, asked))
             elif builder.holds == ITS_PARENTS:
                 parent = yield self._parent_request(request)
                 if parent is not None:
-                    found.append((builder.backends[0], parent, builder.device))
+                    found.append((builder.backends[0], parent, builder.name, asked))
             else:
                 for backend, parent in (yield self._parents_at_commit(request, builder.backends, names)):
-                    found.append((backend, parent, builder.device))
+                    found.append((backend, parent, builder.name, asked))
         return found
 
     @defer.inlineCallbacks
@@ -282,7 +343,8 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         return None if parent is None else (yield self.master.data.get(("buildrequests", parent["buildrequestid"])))
 
     @defer.inlineCallbacks
-    def _tell_if_stale(self, request: dict, backend: WatchedBackend, outage: Outage, now: float, told: list[str]):
+    def _tell_if_stale(self, request: dict, backend: WatchedBackend, blocker: Outage | Shortage, now: float,
+                       told: list[str]):
         brid = request["buildrequestid"]
         asked = yield self._what_is_asked(request)
         if not self._tells(asked.scheduler, backend.name) or now - asked.submitted_at < ARRIVAL_SETTLE:
@@ -293,19 +355,26 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
             return
         presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
         yield presence.refresh()
-        if presence.outage(outage.device) is None:  # a unit came back while the sweep read: it will build
-            return
-        text = stale_text(outage.device, now - outage.since)
+        if isinstance(blocker, Outage):
+            if presence.outage(blocker.device) is None:  # a unit came back while the sweep read: it will build
+                return
+            text = stale_text(blocker.device, now - blocker.since)
+        else:
+            if self._most_connected(presence, self._hosts_of[blocker.device]) >= blocker.units:  # likewise
+                return
+            text = too_few_units(blocker.suite, blocker.units, blocker.device, blocker.most,
+                                 duration(now - blocker.since))
         in_ledger = {row.sha for row in rows}
         untold = [sha for sha in dict.fromkeys([row.sha for row in rows] + [asked.sha]) if sha not in told]
         for sha in untold:
-            post_status(self.master, self.github_repo, backend.name, sha, "error", text,
-                        f"{self.web_url}#/buildrequests/{brid}")
+            if backend.reports:  # an L1 backend's commits are told in the ledger alone: `crcr status`, Health
+                post_status(self.master, self.github_repo, backend.name, sha, "error", text,
+                            f"{self.web_url}#/buildrequests/{brid}")
             if sha in in_ledger:  # still pending: its build or the one covering it decides it
                 yield self.store.set_pending_description(backend.name, sha, text)
             told.append(sha)
         if untold:
-            log.msg(f"crcr: build request {brid} of {backend.name}: {text} (told GitHub for {len(untold)} commits)")
+            log.msg(f"crcr: build request {brid} of {backend.name}: {text} (told {len(untold)} commits)")
 
     def _tells(self, scheduler: str, backend: str) -> bool:
         """A bisection's request has no status of its own; a pull request's, when they are check runs, neither."""
@@ -323,7 +392,8 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
             buildset = yield self.master.data.get(("buildsets", request["buildsetid"]))
             properties = yield self.master.data.get(("buildsets", request["buildsetid"], "properties"))
             self._asked[brid] = Asked(properties.get("scheduler", (None,))[0], buildset["sourcestamps"][0]["revision"],
-                                      request["submitted_at"].timestamp())
+                                      request["submitted_at"].timestamp(),
+                                      properties.get(CHILD_SUITE_PROPERTY, (None,))[0])
         return self._asked[brid]
 
     # --- overdue builds ---
