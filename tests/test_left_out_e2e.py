@@ -45,6 +45,14 @@ def test_a_broken_backend_file_is_left_out_at_start_and_the_others_run(half_brok
 
     open_page(browser, master.web_url + "#/")
     wait_for_texts(browser, ["Left out of this relay", BROKEN_MESSAGE, "good-alpha"], "the home page")
+    # Not gone from the health figures either: listed as not loaded, with why.
+    open_page(browser, master.web_url + "#/health")
+    wait_for_texts(browser, ["broken-alpha", "not loaded:", BROKEN_MESSAGE, "good-alpha"], "the Health page")
+    status = master.crcr("status").stdout
+    assert "broken-alpha: not loaded: its file did not validate at the master's start" in status, status
+    assert BROKEN_MESSAGE in status, status
+    page = master.crcr("status", "broken-alpha", check=False)
+    assert page.returncode == 1 and "backend 'broken-alpha' was not loaded at the master's start: " in page.stderr
 
     check = master.crcr("check", check=False)
     assert check.returncode == 1 and BROKEN_MESSAGE in check.stderr, "crcr check still fails on the file"
@@ -65,6 +73,7 @@ def test_a_reconfig_refuses_the_broken_file_and_takes_it_once_fixed(half_broken,
     open_page(browser, master.web_url + "#/")
     wait_for_texts(browser, ["broken-alpha", "good-alpha"], "the home page after the fix")
     assert "Left out of this relay" not in browser.page_source
+    assert "not loaded" not in master.crcr("status").stdout
 
 
 def test_a_relay_with_no_valid_backend_still_refuses_to_start(tmp_path, upstream, github):

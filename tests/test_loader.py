@@ -27,7 +27,7 @@ from crcr.suites.selection import read_skip_list
 from crcr.config.paths import display_path
 from crcr.config.models import Backend, Device, WorkerHost
 from crcr.config.settings import REPO_ROOT, load_settings
-from numericfields import number_paths, with_value
+from numericfields import boolean_paths, number_paths, with_value
 
 FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "pytorch-oot"
 
@@ -616,6 +616,12 @@ OUT_OF_BOUNDS = [
         id="backend-name-41-characters",
     ),
     pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(suites=[{"name": "ops", "pytest": {"files": ["test/test_ops.py"]}, "shards": 65}]),
+        "{file}: suites.0.shards: must be at most 64 shards (got 65)",
+        id="suite-65-shards",
+    ),
+    pytest.param(
         "workers/gpu-host.yaml",
         worker_yaml(devices={"npu": 100_000}),
         "{file}: devices.npu: must be at most 64 units (got 100000)",
@@ -703,6 +709,31 @@ def test_every_number_of_the_files_refuses_a_boolean_a_string_and_a_fraction(tmp
     text = yaml.safe_dump(with_value(document, path, not_a_number), sort_keys=False)
     field = ".".join(map(str, path))
     message = f"{{file}}: {field}: should be a whole number (got {not_a_number!r})"
+
+    test_bad_file_is_refused_naming_file_field_and_problem(tmp_path, file_name, text, message)
+
+
+# Each boolean of the backend and device files, found from their models (no host field is one yet).
+INFRA_FAILURES = {"patterns": [{"pattern": "RAS::", "in_tests": True}], "stall": True}
+BOOLEANS = [
+    (file_name, document, path)
+    for file_name, model, document in (
+        ("backends/demo.yaml", Backend, {**BACKEND, "fan_out": True, "infra_failures": INFRA_FAILURES}),
+        ("workers/gpu-host.yaml", WorkerHost, WORKER),
+        ("workers/devices/demo.yaml", Device, {"infra_failures": INFRA_FAILURES}),
+    )
+    for path in boolean_paths(model, document)
+]
+
+
+@pytest.mark.parametrize("not_a_boolean", ["yes", "true", 1], ids=repr)
+@pytest.mark.parametrize("file_name, document, path", BOOLEANS,
+                         ids=[f"{f.split('/')[0]}:{'.'.join(map(str, p))}" for f, _, p in BOOLEANS])
+def test_every_boolean_of_the_files_refuses_a_string_and_a_number(tmp_path, file_name, document, path, not_a_boolean):
+    """`fan_out: "yes"` is a string, not true, as "3" is no 3 (pydantic's lax mode would take it)."""
+    text = yaml.safe_dump(with_value(document, path, not_a_boolean), sort_keys=False)
+    field = ".".join(map(str, path))
+    message = f"{{file}}: {field}: should be true or false (got {not_a_boolean!r})"
 
     test_bad_file_is_refused_naming_file_field_and_problem(tmp_path, file_name, text, message)
 
@@ -888,6 +919,19 @@ def test_warning_for_a_device_no_worker_offers(tmp_path):
     ]
 
 
+def test_a_device_no_worker_offers_is_told_with_the_offered_device_it_may_mean(tmp_path):
+    dirs = make_dirs(tmp_path)
+    typo = write_backend(dirs.backends, "demo", device="dmeo")
+    write_worker(dirs.workers, "lab-1", devices={"demo": 1})
+
+    relay = load_relay_config(settings_for(dirs))
+
+    assert relay.warnings == [
+        f"{typo}: device: no worker offers 'dmeo' (did you mean 'demo'?); the backend stays inactive (no builder) "
+        "until a host with it is registered"
+    ]
+
+
 def shared_build(dirs, name: str, **fields) -> Path:
     folder = dirs.backends / "builds"
     folder.mkdir(exist_ok=True)
@@ -944,18 +988,33 @@ def test_a_shared_build_whose_device_no_host_offers_leaves_its_users_inactive_wi
         "inactive (no builder) until hosts with them are registered"], "one warning naming every device it lacks"
 
 
-def test_a_suite_on_more_units_than_any_host_offers_is_a_warning_and_its_backend_fans_out(tmp_path):
+def test_a_suite_on_more_units_than_any_host_has_refuses_its_backend_naming_the_widest_host(tmp_path):
+    """A child build takes its units on one host: a suite wider than every host of its device would wait for ever.
+    The host files are configuration too: removing the wide host refuses that change, naming the backend."""
     dirs = make_dirs(tmp_path)
     demo = write_backend(dirs.backends, "demo", suites=[{**SMOKE, "units": 3}])
-    write_worker(dirs.workers, "lab-1", devices={"demo": 2})
+    write_backend(dirs.backends, "other")
+    write_worker(dirs.workers, "lab-1", devices={"demo": 1})
     write_worker(dirs.workers, "lab-2", devices={"demo": 2})
+    refusal = (f"{demo}: suite smoke: units: 3, and no host has 3 'demo' units (the most: 2, "
+               f"{display_path(dirs.workers / 'lab-2.yaml')}); its child builds, which take their units on one "
+               "host, would never start")
 
+    with pytest.raises(ConfigError) as refused:
+        load_relay_config(settings_for(dirs))  # `crcr check`, a reconfig
+    assert str(refused.value) == refusal
+    at_start = load_relay_config(settings_for(dirs), leave_out_invalid=True)
+    assert ([b.name for b in at_start.backends], at_start.left_out) == (["other"], [refusal])
+
+    wide = write_worker(dirs.workers, "lab-3", devices={"demo": 3})
     relay = load_relay_config(settings_for(dirs))
-
-    assert relay.warnings == [
-        f"{demo}: suite smoke: units: 3, and no host offers that many 'demo' units (at most 2); its child builds "
-        "wait until one does"]
+    assert (relay.warnings, relay.left_out) == ([], [])
     assert relay.fans_out(relay.backends[0]), "several units are a child build's: fan_out left out means true"
+
+    wide.unlink()
+    with pytest.raises(ConfigError) as refused:
+        load_relay_config(settings_for(dirs))
+    assert str(refused.value) == refusal
 
 
 def test_a_backend_with_several_suites_fans_out_where_several_units_of_its_device_can_build_at_once(tmp_path):

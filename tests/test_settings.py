@@ -9,7 +9,7 @@ import yaml
 
 from crcr.config.errors import ConfigError
 from crcr.config.settings import DEFAULTS_FILE, ENV_VARS, REPO_ROOT, Settings, load_settings
-from numericfields import number_paths, with_value
+from numericfields import boolean_paths, number_paths, with_value
 
 
 def test_defaults_come_from_master_settings_yaml():
@@ -185,22 +185,25 @@ def test_bad_defaults_file_is_refused_naming_file_and_key(tmp_path):
     assert lines[1].startswith("settings.yaml: poll_intervall: unknown key (did you mean 'poll_interval'?); the known keys are ")
 
 
-# Each number of the settings, found from the model's fields.
-NUMBERS = [name for name, in number_paths(Settings, yaml.safe_load(DEFAULTS_FILE.read_text(encoding="utf-8")))]
+DEFAULTS = yaml.safe_load(DEFAULTS_FILE.read_text(encoding="utf-8"))
+# Each number and boolean of the settings, found from the model's fields.
+NUMBERS = [name for name, in number_paths(Settings, DEFAULTS)]
+BOOLEANS = [name for name, in boolean_paths(Settings, DEFAULTS)]
+# (setting, a value of another type, what the message says it should be)
+MISTYPED = [*((name, value, "a whole number") for name in NUMBERS for value in (True, "60", 60.0)),
+            *((name, value, "true or false") for name in BOOLEANS for value in ("yes", "true", 1))]
 
 
-@pytest.mark.parametrize("not_a_number", [True, "60", 60.0], ids=repr)
-@pytest.mark.parametrize("setting", NUMBERS)
-def test_every_number_of_the_defaults_file_refuses_a_boolean_a_string_and_a_fraction(tmp_path, setting, not_a_number):
-    """YAML's `true` is no 1, nor "60" a 60 (pydantic's lax mode would take both)."""
-    defaults = yaml.safe_load(DEFAULTS_FILE.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("setting, mistyped, should_be", MISTYPED, ids=[f"{n}-{v!r}" for n, v, _ in MISTYPED])
+def test_every_number_and_boolean_of_the_defaults_file_refuses_another_type(tmp_path, setting, mistyped, should_be):
+    """YAML's `true` is no 1, nor "60" a 60, nor "yes" true (pydantic's lax mode would take them all)."""
     custom = tmp_path / "settings.yaml"
-    custom.write_text(yaml.safe_dump(with_value(defaults, (setting,), not_a_number)), encoding="utf-8")
+    custom.write_text(yaml.safe_dump(with_value(DEFAULTS, (setting,), mistyped)), encoding="utf-8")
 
     with pytest.raises(ConfigError) as raised:
         load_settings(environ={}, defaults_file=custom)
 
-    assert str(raised.value) == f"settings.yaml: {setting}: should be a whole number (got {not_a_number!r})"
+    assert str(raised.value) == f"settings.yaml: {setting}: should be {should_be} (got {mistyped!r})"
 
 
 @pytest.mark.parametrize("setting", NUMBERS)
@@ -211,6 +214,18 @@ def test_every_number_is_read_from_its_variables_text_and_only_a_whole_one(setti
     with pytest.raises(ConfigError) as raised:
         load_settings(environ={var: "true"})
     assert str(raised.value) == f"{var}: should be a whole number (got 'true')"
+
+
+@pytest.mark.parametrize("setting", BOOLEANS)
+def test_every_boolean_is_read_from_its_variables_text(setting):
+    """A variable's value is text by nature: "true" and "false" are its booleans."""
+    var = f"CRCR_{setting.upper()}"
+
+    assert getattr(load_settings(environ={var: "true"}), setting) is True
+    assert getattr(load_settings(environ={var: "false"}), setting) is False
+    with pytest.raises(ConfigError) as raised:
+        load_settings(environ={var: "maybe"})
+    assert str(raised.value) == f"{var}: should be true or false (got 'maybe')"
 
 
 def test_a_variable_fixes_a_bad_default(tmp_path):

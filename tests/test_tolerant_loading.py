@@ -75,6 +75,17 @@ def test_each_invalid_file_is_left_out_with_the_message_crcr_check_prints(tmp_pa
     assert str(raised.value) == "\n".join(relay.left_out)
 
 
+def test_each_backend_left_out_is_named_with_its_problems_for_health_and_status(tmp_path):
+    dirs, bad = a_relay_with_every_kind_of_bad_file(tmp_path)
+
+    relay = load_checked_relay_config(settings_for(dirs), leave_out_invalid=True)
+
+    assert relay.not_loaded == {
+        "a-bad-yaml": relay.left_out[0], "b-bad-model": relay.left_out[1], "d-linked": relay.left_out[2],
+        "e-stray.yml": relay.left_out[3], "c-bad-skips": relay.left_out[-1],
+    }
+
+
 def test_the_strict_load_is_the_default_everywhere(tmp_path):
     dirs, _ = a_relay_with_every_kind_of_bad_file(tmp_path)
 

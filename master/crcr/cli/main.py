@@ -11,7 +11,7 @@ from crcr.cli.bisect import add_bisect_command
 from crcr.cli.force import add_force_command
 from crcr.cli.host import add_host_command, run_host_tool
 from crcr.cli.latency import add_latency_command
-from crcr.cli.mastercommands import add_master_commands, checked_config
+from crcr.cli.mastercommands import add_master_commands, checked_config, counted
 from crcr.cli.routercommands import add_router_commands
 from crcr.cli.status import add_status_command
 from crcr.cli.subcommands import add_command
@@ -23,7 +23,7 @@ from crcr.config.settings import load_settings
 
 def cmd_check(args) -> int:
     relay = checked_config(load_settings())
-    print(f"ok: {len(relay.backends)} backends, {len(relay.hosts)} worker hosts")
+    print(f"ok: {counted(relay)}")
     return 0
 
 

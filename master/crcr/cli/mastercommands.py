@@ -49,46 +49,63 @@ def _stop(basedir: Path, timeout: float) -> None:
     print(f"master in {basedir} stopped")
 
 
+def counted(relay: RelayConfig) -> str:
+    """What `crcr check` and `crcr master reconfig` say they found: every backend, the inactive ones (no host offers
+    a device they need: no builder) named."""
+    active = {backend.name for backend in relay.active_backends}
+    inactive = [backend.name for backend in relay.backends if backend.name not in active]
+    detail = f" ({len(active)} active, {len(inactive)} inactive: {', '.join(inactive)})" if inactive else ""
+    return f"{len(relay.backends)} backends{detail}, {len(relay.hosts)} worker hosts"
+
+
+def _basedir(args, settings: Settings | None = None) -> Path:
+    """--basedir, or the default folder (mastercontrol.default_basedir)."""
+    return args.basedir or mastercontrol.default_basedir((settings or load_settings()).workers_dir)
+
+
 def cmd_start(args) -> int:
     settings = load_settings()
+    basedir = _basedir(args, settings)
     checked_config(settings, starting=True)
-    _start(args.basedir, settings, args.wait_for_upstream, foreground=args.nodaemon)
+    _start(basedir, settings, args.wait_for_upstream, foreground=args.nodaemon)
     return 0
 
 
 def cmd_stop(args) -> int:
-    _stop(args.basedir, args.timeout)
+    _stop(_basedir(args), args.timeout)
     return 0
 
 
 def cmd_restart(args) -> int:
     settings = load_settings()
+    basedir = _basedir(args, settings)
     # Strict, as a reconfig: a file broken since the start is not dropped from a master that still runs it.
     checked_config(settings)
-    _stop(args.basedir, args.stop_timeout)
-    _start(args.basedir, settings, args.wait_for_upstream)
+    _stop(basedir, args.stop_timeout)
+    _start(basedir, settings, args.wait_for_upstream)
     return 0
 
 
 def cmd_reconfig(args) -> int:
-    mastercontrol.require_running(args.basedir)
+    settings = load_settings()
+    basedir = _basedir(args, settings)
+    mastercontrol.require_running(basedir)
     # Buildbot would only log that the new configuration failed; this says which file and field.
-    relay = checked_config(load_settings())
-    mastercontrol.reconfig(args.basedir, args.timeout, on_progress=lambda text: print(text, file=sys.stderr))
-    print(
-        f"master in {args.basedir} reconfigured: {len(relay.active_backends)} backends, {len(relay.hosts)} worker hosts"
-    )
+    relay = checked_config(settings)
+    mastercontrol.reconfig(basedir, args.timeout, on_progress=lambda text: print(text, file=sys.stderr))
+    print(f"master in {basedir} reconfigured: {counted(relay)}")
     return 0
 
 
 def cmd_status(args) -> int:
     settings = load_settings()
-    pid = mastercontrol.running_pid(args.basedir)
+    basedir = _basedir(args, settings)
+    pid = mastercontrol.running_pid(basedir)
     if pid is None:
-        print(f"master in {args.basedir}: not running")
+        print(f"master in {basedir}: not running")
         return NOT_RUNNING
     url = args.url or settings.web_url
-    print(f"master in {args.basedir}: running (pid {pid}), web UI at {url}")
+    print(f"master in {basedir}: running (pid {pid}), web UI at {url}")
     print_hosts_table(settings, url)
     return 0
 
@@ -101,8 +118,10 @@ def add_master_commands(sub: argparse._SubParsersAction) -> None:
     commands = master.add_subparsers(dest="action", required=True, metavar="COMMAND")
 
     basedir = argparse.ArgumentParser(add_help=False)
-    basedir.add_argument("--basedir", required=True, type=lambda p: Path(p).resolve(), metavar="DIR",
-                         help="the master directory")
+    basedir.add_argument("--basedir", type=lambda p: Path(p).resolve(), metavar="DIR",
+                         help="the master directory (default: the current folder when it holds a master (a "
+                              "buildbot.tac), as with Buildbot's own commands; else the one master running on this "
+                              "machine that reads the settings' workers folder)")
     waiting = argparse.ArgumentParser(add_help=False)
     waiting.add_argument(
         "--wait-for-upstream", type=float, metavar="SECONDS",

@@ -106,6 +106,21 @@ def running_basedirs(workers_dir: Path) -> list[Path]:
     return sorted(set(found))
 
 
+def default_basedir(workers_dir: Path) -> Path:
+    """The master folder of a command given none: the current folder when it holds a master (Buildbot's own default),
+    else the one master running on this machine that reads `workers_dir` (the settings' host files), so that
+    `crcr master reconfig` works from the repository root too. RuntimeError when neither tells one."""
+    here = Path.cwd()
+    if (here / "buildbot.tac").is_file():
+        return here
+    running = running_basedirs(workers_dir)
+    if len(running) == 1:
+        return running[0]
+    masters = (f"{len(running)} masters reading {workers_dir} run on this machine: {', '.join(map(str, running))}"
+               if running else f"no master reading {workers_dir} runs on this machine")
+    raise RuntimeError(f"give --basedir DIR: {here} is no master folder (no buildbot.tac), and {masters}")
+
+
 def _workers_dir_of(proc: Path) -> Path:
     """The workers folder of the master running as /proc/<pid>, from the CRCR_* variables it was started with."""
     environ = dict(item.split("=", 1) for item in (proc / "environ").read_text(errors="replace").split("\0")

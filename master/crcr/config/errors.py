@@ -91,9 +91,13 @@ def _unknown_key(error, model: type[BaseModel] | None, derived: Iterable[str]) -
     known = [
         field.alias or name for name, field in owner.model_fields.items() if not (owner is model and name in derived)
     ]
-    close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return f"unknown key{hint}; the known keys are {', '.join(known)}"
+    return f"unknown key{did_you_mean(str(loc[-1]), known)}; the known keys are {', '.join(known)}"
+
+
+def did_you_mean(written: str, known: Iterable[str]) -> str:
+    """" (did you mean 'x'?)" naming the known word closest to a misspelt one; '' when none is close."""
+    close = difflib.get_close_matches(written, list(known), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _explain(error, model: type[BaseModel] | None = None, derived: Iterable[str] = ()) -> str:
@@ -118,6 +122,8 @@ def _explain(error, model: type[BaseModel] | None = None, derived: Iterable[str]
         return f"should be a mapping of fields (got {shown(value)})"
     if kind in ("int_type", "int_parsing", "int_from_float"):
         return f"should be a whole number (got {shown(value)})"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"should be true or false (got {shown(value)})"
     msg = error["msg"]
     if msg.startswith("Input should"):
         msg = "should" + msg[len("Input should") :]

@@ -19,7 +19,7 @@ MISSED_KEEPALIVES = 3
 MAX_KEEPALIVE = described_limit(3600, "3600 seconds (1 hour)")
 
 # Worker hosts: each unit is one Buildbot worker.
-MAX_UNITS_PER_DEVICE = described_limit(64, "64 units")
+MAX_UNITS_PER_DEVICE = 64
 MAX_DEVICE_KINDS = 16
 MAX_BUILD_SLOTS = MAX_UNITS_PER_DEVICE * MAX_DEVICE_KINDS
 

@@ -9,7 +9,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from crcr.config.allowlist import LEVELS, Grant, read_allowlist
-from crcr.config.errors import ConfigError, describe_validation_error
+from crcr.config.errors import ConfigError, describe_validation_error, did_you_mean
 from crcr.config.models import (
     DEFAULT_INFRA_SIGNALS, DEFAULT_TRIES, PULL_REQUEST_LEVELS, Backend, Device, InfraPattern, SharedBuild, Signal,
     WorkerHost,
@@ -50,6 +50,8 @@ class RelayConfig:
     selections: dict[tuple[str, str], dict] = field(default_factory=dict)
     # Loaded with leave_out_invalid: per file left out, its problems as `crcr check` words them.
     left_out: list[str] = field(default_factory=list)
+    # Of those, each backend's, by name: Health and `crcr status` list it as not loaded, with its problems.
+    not_loaded: dict[str, str] = field(default_factory=dict)
     # backends/builds/*.yaml, by name: those the backends use.
     shared_builds: dict[str, SharedBuild] = field(default_factory=dict)
     # workers/devices/*.yaml, by name: a device without one has the relay's defaults.
@@ -126,17 +128,19 @@ def load_model(path: Path, model: type[Model]) -> Model:
         raise ConfigError(describe_validation_error(e, field_where, model, derived=("name",))) from None
 
 
-def _load_dir(directory: Path, model: type[Model]) -> tuple[list[Model], list[str]]:
+def _load_dir(directory: Path, model: type[Model]) -> tuple[list[Model], dict[str, str]]:
+    """The models of the folder's files, and {name: problems} of those that do not validate: a file's name is its
+    stem, a .yml file's its whole name (it is not read)."""
     if not directory.is_dir():
         raise ConfigError(f"{display_path(directory)}: directory does not exist")
-    models, errors = [], []
+    models, errors = [], {}
     for path in sorted(directory.glob("*.yaml")):
         try:
             models.append(load_model(path, model))
         except ConfigError as e:
-            errors.append(str(e))
-    strays = sorted(p.name for p in directory.glob("*.yml"))
-    errors += [f"{display_path(directory / s)}: use the .yaml extension, .yml files are not read" for s in strays]
+            errors[path.stem] = str(e)
+    for stray in sorted(p.name for p in directory.glob("*.yml")):
+        errors[stray] = f"{display_path(directory / stray)}: use the .yaml extension, .yml files are not read"
     return models, errors
 
 
@@ -254,9 +258,9 @@ def _reporting_problem(backend: Backend, settings: Settings) -> str | None:
 def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) -> RelayConfig:
     """Every file is checked. By default all problems are reported together, in one ConfigError.
     With leave_out_invalid, each backend or host file that is invalid on its own (a backend above its
-    allowlist grant included), and the later host of a unit-name clash, is left out instead, its problems
-    kept in `left_out` in the same words. A missing folder, no backend file at all, or an unreadable or
-    malformed allowlist refuses either way."""
+    allowlist grant included, or with a suite on more units than any host has), and the later host of a unit-name
+    clash, is left out instead, its problems kept in `left_out` in the same words. A missing folder, no backend
+    file at all, or an unreadable or malformed allowlist refuses either way."""
     backends, backend_errors = _load_dir(settings.backends_dir, Backend)
     backends, grant_errors = _within_grants(backends, settings)
     grant_errors |= _reporting_problems(backends, settings)
@@ -264,20 +268,26 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
     clashes = _unit_name_errors(workers, settings.workers_dir)
     selections, selection_errors = _selections(backends, settings.backends_dir)
     shared_dir = settings.backends_dir / SHARED_BUILDS_DIR
-    shared, shared_errors = _load_dir(shared_dir, SharedBuild) if shared_dir.is_dir() else ([], [])
+    shared, shared_errors = _load_dir(shared_dir, SharedBuild) if shared_dir.is_dir() else ([], {})
     shared_builds = {build.name: build for build in shared}
     devices_dir = settings.workers_dir / DEVICES_DIR
-    devices, device_errors = _load_dir(devices_dir, Device) if devices_dir.is_dir() else ([], [])
+    devices, device_errors = _load_dir(devices_dir, Device) if devices_dir.is_dir() else ([], {})
     unknown_uses = _unknown_uses(backends, shared_builds, settings.backends_dir, shared_errors)
+    too_wide = _too_wide_suites(backends, [w for w in workers if w.name not in clashes], settings)
     # One entry per file, in the order `crcr check` has always listed them.
     problems = (
-        backend_errors + list(grant_errors.values()) + worker_errors + list(clashes.values())
-        + list(selection_errors.values()) + shared_errors + list(unknown_uses.values()) + device_errors
+        [*backend_errors.values(), *grant_errors.values(), *worker_errors.values(), *clashes.values(),
+         *selection_errors.values(), *shared_errors.values(), *unknown_uses.values(), *too_wide.values(),
+         *device_errors.values()]
     )
     refusals = [] if backends or backend_errors else [f"{display_path(settings.backends_dir)}: no backend files (*.yaml)"]
     if refusals or (problems and not leave_out_invalid):
         raise ConfigError("\n".join((problems if not leave_out_invalid else []) + refusals))
-    refused = selection_errors.keys() | grant_errors.keys() | unknown_uses.keys()
+    refused = selection_errors.keys() | grant_errors.keys() | unknown_uses.keys() | too_wide.keys()
+    not_loaded: dict[str, str] = {}
+    for errors in (backend_errors, grant_errors, selection_errors, unknown_uses, too_wide):
+        for name, problem in errors.items():
+            not_loaded[name] = f"{not_loaded[name]}\n{problem}" if name in not_loaded else problem
     backends = [b for b in backends if b.name not in refused]
     workers = [w for w in workers if w.name not in clashes]
     selections = {key: spec for key, spec in selections.items() if key[0] not in refused}
@@ -287,12 +297,6 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
     for b in backends:
         where = display_path(settings.backends_dir / (b.name + '.yaml'))
         warnings += _missing_devices(b, shared_builds, offered, where)
-        widest = max((host.devices.get(b.device, 0) for host in workers), default=0)
-        for suite in b.suites:
-            if b.device in offered and suite.units > widest:
-                warnings.append(
-                    f"{where}: suite {suite.name}: units: {suite.units}, and no host offers that many '{b.device}' "
-                    f"units (at most {widest}); its child builds wait until one does")
         untracked = [br for br in b.branches if br not in settings.upstream_branches]
         if untracked:
             warnings.append(
@@ -306,6 +310,7 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
         hosts_dir=settings.workers_dir,
         selections=selections,
         left_out=problems,
+        not_loaded=not_loaded,
         shared_builds=shared_builds,
         devices={device.name: device for device in devices},
     )
@@ -328,15 +333,43 @@ def _missing_devices(backend: Backend, shared_builds: dict[str, SharedBuild], of
     if not needs:
         return []
     inactive = "the backend stays inactive (no builder) until"
+
+    def named(device: str) -> str:  # a typo of an offered device is more likely than a device no host has yet
+        return f"'{device}'{did_you_mean(device, offered)}"
     if len(needs) == 1 and len(what_of := next(iter(needs.values()))) == 1:
-        return [f"{where}: {what_of[0]}: no worker offers '{next(iter(needs))}'; {inactive} a host with it is "
+        return [f"{where}: {what_of[0]}: no worker offers {named(next(iter(needs)))}; {inactive} a host with it is "
                 "registered"]
-    listed = ", ".join(f"'{device}' ({', '.join(whats)})" for device, whats in needs.items())
+    listed = ", ".join(f"{named(device)} ({', '.join(whats)})" for device, whats in needs.items())
     return [f"{where}: no worker offers {listed}; {inactive} hosts with them are registered"]
 
 
+def _widest_host(hosts: list[WorkerHost], device: str) -> tuple[str | None, int]:
+    """(the first host with the most units of `device`, how many): a build on several units takes them on one
+    host. (None, 0) when no host offers the device."""
+    widest = max(hosts, key=lambda host: host.devices.get(device, 0), default=None)
+    units = widest.devices.get(device, 0) if widest is not None else 0
+    return (widest.name if units else None), units
+
+
+def _too_wide_suites(backends: list[Backend], hosts: list[WorkerHost], settings: Settings) -> dict[str, str]:
+    """{backend: its suites on more units than any host of its device has}: their children could never start. A
+    backend whose device no host offers is inactive instead (_missing_devices)."""
+    refused = {}
+    for backend in backends:
+        host, most = _widest_host(hosts, backend.device)
+        wider = [suite for suite in backend.suites if suite.units > most]
+        if host is not None and wider:
+            where = display_path(settings.backends_dir / (backend.name + ".yaml"))
+            widest = display_path(settings.workers_dir / (host + ".yaml"))
+            refused[backend.name] = "\n".join(
+                f"{where}: suite {suite.name}: units: {suite.units}, and no host has {suite.units} '{backend.device}' "
+                f"units (the most: {most}, {widest}); its child builds, which take their units on one host, would "
+                "never start" for suite in wider)
+    return refused
+
+
 def _unknown_uses(backends: list[Backend], shared_builds: dict[str, SharedBuild], backends_dir: Path,
-                  shared_errors: list[str]) -> dict[str, str]:
+                  shared_errors: dict[str, str]) -> dict[str, str]:
     """{backend: its `uses` naming no shared build}; a shared build file that is itself invalid counts as none."""
     refused = {}
     known = ", ".join(sorted(shared_builds)) or "none"

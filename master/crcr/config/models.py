@@ -96,7 +96,19 @@ WRITE_ACCESS_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
 # Seconds and counts: whole numbers above zero. Strict, so that `timeout: yes` (YAML's true)
 # or `timeout: 1.5` is an error rather than one second.
 Seconds = Annotated[StrictInt, Field(gt=0, le=MAX_SECONDS)]
-Units = Annotated[StrictInt, Field(gt=0, le=MAX_UNITS_PER_DEVICE)]
+
+
+def _at_most(limit: int, counted: str) -> AfterValidator:
+    """A count's upper bound, which its message says with what it counts: 'at most 64 shards' (several counts share
+    a bound, so the number alone cannot tell it)."""
+    def check(value: int) -> int:
+        if value > limit:
+            raise ValueError(f"must be at most {limit} {counted} (got {shown(value)})")
+        return value
+    return AfterValidator(check)
+
+
+Units = Annotated[StrictInt, Field(gt=0), _at_most(MAX_UNITS_PER_DEVICE, "units")]
 Command = Annotated[str, Field(max_length=MAX_COMMAND)]
 # A glob over upstream's paths, relative to its root (config/relevance.py).
 PathGlob = Annotated[str, Field(min_length=1, max_length=MAX_PATH, pattern=described_pattern(
@@ -125,7 +137,11 @@ QUEUE_EVERY: QueuePolicy = "every"  # each commit gets its own build
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Every model of the relay's data files (backends, hosts, devices, shared builds, torch-spyre configs; the
+    settings, whose variables are text, have their own rule in settings.py): no unknown key, and each value of the
+    type written (strict), so that `fan_out: "yes"` is refused as `timeout: "60"` is, rather than taken as true."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 # Under the upstream checkout's test/ folder; globs allowed; no way out of it.
@@ -181,7 +197,7 @@ class Suite(Strict):
     reruns: Annotated[StrictInt, Field(ge=0, le=3)] = 1
     # With fan_out, a pytest suite's tests split into this many child builds by PyTorch's test-level rule (the
     # selection plugin's CRCR_SHARD).
-    shards: Annotated[StrictInt, Field(ge=1, le=MAX_SHARDS)] = 1
+    shards: Annotated[StrictInt, Field(ge=1), _at_most(MAX_SHARDS, "shards")] = 1
     # Fanned out, the units of one host its child holds at once (multi-card suites); it sees every index in
     # CRCR_DEVICE_INDEX ("0,1").
     units: Units = 1

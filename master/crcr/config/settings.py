@@ -33,16 +33,19 @@ INTERFACE = r"^[A-Za-z0-9.:-]+$"
 FROM_ENVIRONMENT = "from_environment"
 
 
-def _whole_number(value, parse, info: ValidationInfo):
-    """A number of the settings file is a YAML number, not `true` (which pydantic would take as 1) nor "60"; only a
-    variable's text is parsed as one."""
-    from_environment = info.field_name in (info.context or {}).get(FROM_ENVIRONMENT, ())
-    if from_environment or (isinstance(value, int) and not isinstance(value, bool)):
-        return parse(value)
-    raise PydanticCustomError("int_type", "Input should be a valid integer")
+def _as_written(kind: type, error: str):
+    """A validator taking a value of the settings file only as the YAML type `kind` (a number is not `true`, which
+    pydantic would take as 1, nor "60"; a boolean is not "yes"); only a variable's text is parsed as one."""
+    def validate(value, parse, info: ValidationInfo):
+        from_environment = info.field_name in (info.context or {}).get(FROM_ENVIRONMENT, ())
+        if from_environment or (isinstance(value, kind) and isinstance(value, bool) == (kind is bool)):
+            return parse(value)
+        raise PydanticCustomError(error, "Input should be a valid " + kind.__name__)
+    return WrapValidator(validate)
 
 
-WholeNumber = Annotated[int, WrapValidator(_whole_number)]
+WholeNumber = Annotated[int, _as_written(int, "int_type")]
+Flag = Annotated[bool, _as_written(bool, "bool_type")]
 
 
 class Settings(BaseModel):
@@ -80,7 +83,7 @@ class Settings(BaseModel):
     admins: list[Annotated[str, Field(pattern=described_pattern(GITHUB_LOGIN, "must be a GitHub login or user name"))]] = Field(
         default=[], max_length=MAX_MAINTAINERS)
     # Reading the UI and the REST API needs no sign-in unless this is true.
-    require_sign_in: bool
+    require_sign_in: Flag
     # The addresses the UI/REST port and the worker port listen on (0.0.0.0 or :: for every interface).
     web_interface: str = Field(pattern=described_pattern(INTERFACE, "must be an IP address or host name"), max_length=MAX_ADDRESS)
     worker_interface: str = Field(pattern=described_pattern(INTERFACE, "must be an IP address or host name"), max_length=MAX_ADDRESS)

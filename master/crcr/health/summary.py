@@ -57,7 +57,7 @@ def failing_since(failing: list[dict]) -> dict | None:
 
 
 def backend_row(info: BackendInfo, rows: SummaryRows, range_name: str, now: int, units: dict[str, dict],
-                commit_url: str) -> dict:
+                commit_url: str | None) -> dict:
     """`rows`: the backend's alone (split_by_backend); commits decided before the range do not count.
     `units`: {device: {"connected", "declared"}}."""
     name = info.name
@@ -97,7 +97,7 @@ def badness(row: dict) -> tuple:
 
 
 def summary(infos: list[BackendInfo], rows: SummaryRows, range_name: str, now: int, units: dict[str, dict],
-            commit_url: str) -> dict:
+            commit_url: str | None) -> dict:
     each = split_by_backend(rows)
     nothing = SummaryRows({}, {}, [], {}, [], [], [], [])
     backends = [backend_row(info, each.get(info.name, nothing), range_name, now, units, commit_url)

@@ -10,6 +10,7 @@ from twisted.internet import defer
 from crcr.buildmaster.changes import revisions
 from crcr.buildmaster.changes.forced_changes import ChangesForStamps
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
+from crcr.buildmaster.schedulers.files_read import FilesRead
 from crcr.buildmaster.schedulers.force_forms import OwnBuildersForceScheduler, PriorityParameter
 from crcr.config.errors import shown
 from crcr.config.limits import MAX_BISECTED_TESTS, MAX_NODE_ID
@@ -23,8 +24,10 @@ from crcr.store.buildbot_tables import builds_at
 from crcr.suites.results import SuiteResults
 
 
-class UpstreamRevisionForceScheduler(ChangesForStamps, OwnBuildersForceScheduler):
+class UpstreamRevisionForceScheduler(FilesRead, ChangesForStamps, OwnBuildersForceScheduler):
     """A force scheduler that pins the typed revision to an exact upstream commit before building it."""
+
+    files_read = ("settings", "followed_branches")
 
     def __init__(self, name: str, builder: str, settings: Settings, branches: list[str]):
         self.settings = settings
@@ -101,9 +104,11 @@ def _hidden_upstream_codebase(settings: Settings) -> util.CodebaseParameter:
     )
 
 
-class BisectScheduler(ChangesForStamps, OwnBuildersForceScheduler):
+class BisectScheduler(FilesRead, ChangesForStamps, OwnBuildersForceScheduler):
     """`bisect-<backend>`: the builder page's 'Bisect' form and `crcr bisect` start a bisection through its
     force(); the bisector asks it for each step's build, so that Buildbot records it as the steps' scheduler."""
+
+    files_read = ("settings", "followed_branches", "suites")
 
     def __init__(self, backend: Backend, settings: Settings, branches: list[str]):
         self.settings, self.followed_branches = settings, branches

@@ -19,6 +19,7 @@ from twisted.python import log
 from crcr.buildmaster.changes.forced_changes import ChangesForStamps
 from crcr.buildmaster.changes.revisions import RevisionError
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
+from crcr.buildmaster.schedulers.files_read import FilesRead
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
 from crcr.names import upstream_scheduler_name
@@ -35,18 +36,15 @@ class Head:
     project: str
 
 
-class HeadOfBranch:
+class HeadOfBranch(FilesRead):
     """Mixed into a Buildbot timed scheduler: each firing builds the branch's head, once per commit."""
 
     compare_attrs = ("head",)  # a changed branch is a changed scheduler (ComparableMixin merges the classes')
+    files_read = ("head",)
 
     def __init__(self, *args, head: Head, **kwargs):
         self.head = head
         super().__init__(*args, **kwargs)
-
-    def reconfigServiceWithSibling(self, sibling):
-        self.head = sibling.head  # Buildbot passes the new configuration's arguments only
-        return super().reconfigServiceWithSibling(sibling)
 
     @defer.inlineCallbacks
     def startBuild(self):

@@ -37,15 +37,20 @@ def health_backends(backends) -> list[dict]:
 class RelayHealth(service.BuildbotService):
     name = HEALTH_SERVICE
 
-    def checkConfig(self, backends: list[dict], commit_url: str, takeover_after: int):
+    def checkConfig(self, backends: list[dict], commit_url: str | None, takeover_after: int,
+                    not_loaded: dict[str, str] | None = None):
         pass
 
-    def reconfigService(self, backends: list[dict], commit_url: str, takeover_after: int):
-        """`backends`: health_backends(...) of the configured backends; `commit_url`: GitHub's commit page, before the
-        sha; `takeover_after`: the seconds of silence after which a master counts as dead (RelayLeadership's)."""
+    def reconfigService(self, backends: list[dict], commit_url: str | None, takeover_after: int,
+                        not_loaded: dict[str, str] | None = None):
+        """`backends`: health_backends(...) of the configured backends; `commit_url`: the upstream's commit page,
+        before the sha (None: its commits link nowhere, config/upstream_web.py); `takeover_after`: the seconds of
+        silence after which a master counts as dead (RelayLeadership's); `not_loaded`: {backend: its problems} of
+        the backend files the master's start left out (RelayConfig.not_loaded), listed so that they do not vanish."""
         self.backends = [BackendInfo(**b) for b in backends]
         self.commit_url = commit_url
         self.takeover_after = takeover_after
+        self.not_loaded = dict(not_loaded or {})
 
     # --- the views ---
 
@@ -56,7 +61,8 @@ class RelayHealth(service.BuildbotService):
         outbox = yield self._store.health_outbox_counts(now)
         # The outbox too, so that crcr status need not read the database for it.
         return {**summary(self.backends, rows, range, now, (yield self._units()), self.commit_url),
-                "outbox": outbox_figures(*outbox, now), "masters": (yield self._masters(now))}
+                "outbox": outbox_figures(*outbox, now), "masters": (yield self._masters(now)),
+                "not_loaded": [{"backend": name, "error": error} for name, error in sorted(self.not_loaded.items())]}
 
     @defer.inlineCallbacks
     def backend(self, name: str, range: str = DEFAULT_RANGE):
@@ -103,6 +109,9 @@ class RelayHealth(service.BuildbotService):
         for info in self.backends:
             if info.name == name:
                 return info
+        if name in self.not_loaded:
+            raise HealthQueryError(404, f"backend {shown(name)} was not loaded at the master's start: "
+                                        f"{self.not_loaded[name]}")
         raise HealthQueryError(404, f"no backend {shown(name)} (backends: {', '.join(self._names()) or 'none'})")
 
     @defer.inlineCallbacks
