@@ -68,6 +68,26 @@ def test_failing_at_the_tip_edited_and_correlated_tests_are_named_with_their_wei
                                         "  and 1 more"]
 
 
+def test_a_correlated_test_names_every_changed_file_its_past_breaks_changed():
+    ufuncs, views, other = "test/test_binary_ufuncs.py", "test/test_view_ops.py", "torch/x.py"
+    # One break changed both files the commit changes and brought test_view's failure: both files are why.
+    breaks = [past(["v.py::test_view"], "a"), past(["v.py::test_view"], "b"), past(["v.py::test_other"], "c")]
+    files_of = {"a": [ufuncs, views], "b": [other], "c": [other]}
+
+    both = order_spec([], breaks[:1], [ufuncs, views], files_of)
+    # With b changing x.py and view_ops, and bringing test_view's failure too, view_ops' breaks are a and b: as
+    # high a share as ufuncs', after other breaks.
+    tied = order_spec([], breaks, [ufuncs, views, other], {**files_of, "b": [other, views]})
+
+    assert both["tests"] == {"v.py::test_view": [[HISTORY, f"failed anew after 1 of 1 past breaks changing {ufuncs} "
+                                                           f"and {views}"]]}
+    assert tied["tests"]["v.py::test_view"] == [[HISTORY, f"failed anew after 1 of 1 past breaks changing {ufuncs}, "
+                                                          f"and after 2 of 2 changing {views}"]], \
+        "the share is the highest over the files: each past-break set that gives it is named"
+    assert tied["tests"]["v.py::test_other"] == [[HISTORY / 2, f"failed anew after 1 of 2 past breaks changing "
+                                                               f"{other}"]]
+
+
 def test_the_tests_named_are_bounded_keeping_the_likeliest():
     failing = [f"t.py::known_{n:04d}" for n in range(MAX_ORDERED_TESTS + 5)]
     spec = order_spec(failing, [past(["t.py::zz_correlated"], "a")], [NN_FILE], {"a": [NN_FILE]})
@@ -282,6 +302,14 @@ class OrderTestsStepTest(StepHarness):
 
     timeout = 60  # Buildbot makes trial's 5 s: git runs here, on a machine that may be loaded
 
+    def order_step(self, built: str, suites: list[str]) -> None:
+        """The step ordering `suites` in a build of commit `built`."""
+        self.setup_step(OrderTests(name="order_tests", suites=suites))
+        self.build.setProperty(BACKEND_PROPERTY, BACKEND, "Builder")
+        # What Buildbot's Build has and the harness's FakeBuild lacks: the commit built, the request.
+        self.build.getSourceStamp = lambda codebase: SimpleNamespace(revision=built)
+        self.build.requests = [SimpleNamespace(id=7)]
+
     @defer.inlineCallbacks
     def test_the_order_is_drawn_from_the_commits_files_and_the_history_and_logged_with_why(self):
         here = Path(os.getcwd())
@@ -296,11 +324,7 @@ class OrderTestsStepTest(StepHarness):
                 BuildRow(buildid, BACKEND, 3, buildid, sha, "main", "upstream", 2, None, 1, 2, False),
                 [SuiteRunRow(buildid, BACKEND, "ops", 2, 0, 1, 0, 0, 0, 0, 1, False, 2)],
                 [TestOutcomeRow(buildid, BACKEND, "ops", "test/test_nn.py::test_conv", "failed", True, 2)])
-        self.setup_step(OrderTests(name="order_tests", suites=["ops"]))
-        self.build.setProperty(BACKEND_PROPERTY, BACKEND, "Builder")
-        # What Buildbot's Build has and the harness's FakeBuild lacks: the commit built, the request.
-        self.build.getSourceStamp = lambda codebase: SimpleNamespace(revision=built)
-        self.build.requests = [SimpleNamespace(id=7)]
+        self.order_step(built, ["ops"])
         self.expect_outcome(SUCCESS, "first: 1 test, 1 test file")
         self.expect_property(TELL_EARLY_PROPERTY, BACKEND)
         self.expect_log_file("test order", (
@@ -314,3 +338,25 @@ class OrderTestsStepTest(StepHarness):
         spec = self.build.getProperty(ORDER_PROPERTY)["ops"]
         self.assertEqual(spec["files"], {"test/test_nn.py": [[EDITED, "its file is changed by the commit"]]})
         self.assertEqual((spec["keywords"], spec["watch"]), ({"nn": 1, "modules": 1}, ["test/test_nn.py::test_conv"]))
+
+    @defer.inlineCallbacks
+    def test_the_summary_counts_the_commits_tests_and_files_once_over_the_suites(self):
+        here = Path(os.getcwd())
+        ufuncs, views = "test/test_binary_ufuncs.py", "test/test_view_ops.py"
+        upstream = Upstream(here / "upstream")
+        upstream.commit("Base", {ufuncs: "", views: ""})
+        broke = upstream.commit("Break views, touching both", {ufuncs: "#\n", views: "#\n"})
+        built = upstream.commit("Touch both again", {ufuncs: "##\n", views: "##\n"})
+        upstream.bare.rename(here / "no-upstream.git")  # where the mirror follows upstream
+        yield self.store.record_build(
+            BuildRow(1, BACKEND, 3, 1, broke, "main", "upstream", 2, None, 1, 2, False),
+            [SuiteRunRow(1, BACKEND, "views", 2, 0, 1, 0, 0, 0, 0, 1, False, 2)],
+            [TestOutcomeRow(1, BACKEND, "views", f"{views}::test_view", "failed", True, 2)])
+        self.order_step(built, ["ufuncs", "views", "misc"])
+        # Each suite orders the two changed test files first; the commit changed two, not six.
+        self.expect_outcome(SUCCESS, "first: 1 test, 2 test files")
+        self.expect_property(TELL_EARLY_PROPERTY, BACKEND)
+        yield self.run_step()
+        spec = self.build.getProperty(ORDER_PROPERTY)["views"]
+        self.assertEqual(spec["tests"][f"{views}::test_view"][1], [
+            HISTORY, f"failed anew after 1 of 1 past breaks changing {ufuncs} and {views}"])

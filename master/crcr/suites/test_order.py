@@ -30,9 +30,8 @@ def order_spec(failing: list[str], breaks: list, changed: list[str], files_of: d
     reasons: dict[str, list[list]] = {}
     for test in failing:
         reasons.setdefault(test, []).append([FAILING_AT_TIP, "failing at the tip"])
-    for test, (share, file, times, breaks) in correlated(breaks, changed, files_of).items():
-        reasons.setdefault(test, []).append(
-            [HISTORY * share, f"failed anew after {times} of {breaks} past breaks changing {file}"])
+    for test, (share, after) in correlated(breaks, changed, files_of).items():
+        reasons.setdefault(test, []).append([HISTORY * share, history_reason(after)])
     known = set(failing)
     kept = sorted(reasons, key=lambda test: (-sum(weight for weight, _ in reasons[test]), test))[:MAX_ORDERED_TESTS]
     return {
@@ -50,17 +49,37 @@ def is_test_file(path: str) -> bool:
 
 
 def correlated(breaks: list, changed: list[str], files_of: dict[str, list[str]]) -> dict:
-    """{test: (share, file, times, breaks)}: of the past breaks whose commits changed `file` (one of `changed`),
-    the share `times` / `breaks` that brought the test's failure; the highest share over the files."""
-    broke_after: dict[str, list] = {}
+    """{test: (share, [(files, times, count), ...])}: of the `count` past breaks whose commits changed `files`
+    (some of `changed`), the share `times` / `count` that brought the test's failure; the highest share over the
+    changed files, with every set of past breaks that gives it. The files changed by the same past breaks go
+    together: each of those breaks changed them all."""
+    by_breaks: dict[tuple[int, ...], list[str]] = {}
     for file in changed:
-        after = [past for past in breaks if any(file in files_of.get(sha, ()) for sha in past.shas)]
-        for test in {test for past in after for test in past.tests}:
-            times = sum(test in past.tests for past in after)
-            found = (times / len(after), file, times, len(after))
-            if test not in broke_after or found[0] > broke_after[test][0]:
-                broke_after[test] = found
+        after = tuple(n for n, past in enumerate(breaks) if any(file in files_of.get(sha, ()) for sha in past.shas))
+        if after:
+            by_breaks.setdefault(after, []).append(file)
+    broke_after: dict[str, tuple[float, list]] = {}
+    for after, files in by_breaks.items():
+        for test in {test for n in after for test in breaks[n].tests}:
+            times = sum(test in breaks[n].tests for n in after)
+            share, found = times / len(after), (files, times, len(after))
+            if test not in broke_after or share > broke_after[test][0]:
+                broke_after[test] = (share, [found])
+            elif share == broke_after[test][0]:
+                broke_after[test][1].append(found)
     return broke_after
+
+
+def history_reason(after: list) -> str:
+    """'failed anew after 1 of 1 past breaks changing a.py and b.py, and after 2 of 4 changing c.py'."""
+    (files, times, count), *others = after
+    return (f"failed anew after {times} of {count} past breaks changing {listed(files)}"
+            + "".join(f", and after {times} of {count} changing {listed(files)}" for files, times, count in others))
+
+
+def listed(names: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def order_log(changed: list[str], specs: dict[str, dict]) -> str:
@@ -81,8 +100,9 @@ def order_log(changed: list[str], specs: dict[str, dict]) -> str:
 
 
 def order_summary(specs: dict[str, dict]) -> str:
-    """The order step's summary: what it names first, over the suites."""
-    named, files = (sum(len(spec[key]) for spec in specs.values()) for key in ("tests", "files"))
+    """The order step's summary: what it names first, over the suites, each test and file once (every suite's
+    spec names the commit's changed test files)."""
+    named, files = (len({name for spec in specs.values() for name in spec[key]}) for key in ("tests", "files"))
     parts = [*([f"{named} test{'' if named == 1 else 's'}"] if named else []),
              *([f"{files} test file{'' if files == 1 else 's'}"] if files else [])]
     if parts:
