@@ -82,6 +82,14 @@ def test_the_pass_rate_chart_has_a_bar_per_decided_bucket_in_percent_a_zero_one_
     assert bars[1] > 0 and bars[0] < bars[2]
 
 
+def test_a_bar_says_its_rate_as_the_pages_and_crcr_status_do():
+    # 1 of 16 is 6.25%: rounded half up to one decimal, as every view (health/percentages.py), not half to even.
+    root = parse(pass_rate_chart(days(bucket(DEC_1, decided=16, pass_rate=1 / 16), bucket(DEC_1 + DAY, decided=3,
+                                                                                          pass_rate=2 / 3))))
+    assert [tip for _, tip in points(root, "pass rate", "rect")] == ["2025-12-01: pass rate 6.3%",
+                                                                     "2025-12-02: pass rate 66.7%"]
+
+
 def test_the_queue_chart_counts_whole_commits_and_shows_an_always_empty_queue():
     root = parse(queue_chart(WEEK))
     assert texts(root, "y-label") == ["0", "1", "2", "3"]

@@ -83,10 +83,16 @@ class UnitsResourceTest(TestReactorMixin, unittest.TestCase):
              "last_failure": None},
         ]}, "the relay's own worker is no unit; a failure before the window is not counted; a worker no longer "
             "declared has no host nor device")
-        self.assertEqual(units_lines(answer)[2:], [
-            f"{'lab-spyre-0':30}  {'connected':12}  {2:>6}  {0:>11}  {'0%':>5}  {'0000:5e:00.0 SN-9':20}  -",
-            f"{'lab-spyre-1':30}  {'paused':12}  {1:>6}  {1:>11}  {'100%':>5}  {'0000:3b:00.0 SN-7':20}  {RAS}",
-            f"{'old-spyre-0':30}  {'disconnected':12}  {0:>6}  {0:>11}  {'-':>5}  {'-':20}  -",
+        # What BUILDS RUN counts is said: every build the unit ran, a fanned-out commit's parts one each, unlike the
+        # Health page's builds (a commit's build once).
+        self.assertEqual(units_lines(answer), [
+            "Units over the last 7 days. BUILDS RUN: every build the unit ran, of any backend and kind (a fanned-out "
+            "commit's build stage, shared builds and suite children one each, where Health counts its build once); "
+            "HW FAILURES: those of them that hit the hardware:",
+            f"{'UNIT':30}  {'STATE':12}  BUILDS RUN  HW FAILURES  {'RATE':>5}  {'CARD':20}  LAST FAILURE",
+            f"{'lab-spyre-0':30}  {'connected':12}  {2:>10}  {0:>11}  {'0%':>5}  {'0000:5e:00.0 SN-9':20}  -",
+            f"{'lab-spyre-1':30}  {'paused':12}  {1:>10}  {1:>11}  {'100%':>5}  {'0000:3b:00.0 SN-7':20}  {RAS}",
+            f"{'old-spyre-0':30}  {'disconnected':12}  {0:>10}  {0:>11}  {'-':>5}  {'-':20}  -",
             "lab-spyre-1 is paused: 3 infrastructure failures in a row",
         ])
 

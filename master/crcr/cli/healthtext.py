@@ -10,6 +10,7 @@ from crcr.cli.latency import duration_text
 from crcr.cli.wording import counted
 from crcr.health.backend import PULL_REQUEST_LEVELS
 from crcr.health.links import bisection_page
+from crcr.health.percentages import percent
 from crcr.health.verdicts import judged
 from crcr.suites.results import SHORT_SHA
 
@@ -73,6 +74,10 @@ def backend_lines(page: dict, web_url: str) -> list[str]:
     units_text = (f"units {units['connected']} of {units['declared']} connected" if units["declared"]
                   else "units: inactive, no host offers its device")
     lines.append(f"now: {_queue_text(page['queue'])}; {units_text}; {counted(page['failing_tests'], 'failing test')}")
+    # Started and still pending, so not in the queue: what each waits for (children waiting for units, a bisection);
+    # a master older than this crcr gives no started_at.
+    lines += [f"  {_short(c['sha'])}, started {_ago(now, c['started_at'])}: {c['description']}"
+              for c in page["matrix"]["commits"] if c["state"] == "pending" and c.get("started_at") is not None]
     lines += table([("RANGE", "DECIDED", "P50", "P95", "PASS RATE")] + [
         (name, str(w["decided"]), _duration(w["p50"]), _duration(w["p95"]), _percent(w["pass_rate"]))
         for name, w in page["windows"].items()
@@ -94,7 +99,7 @@ def commit_lines(commit: dict, web_url: str) -> list[str]:
     times = f"seen {_utc(commit['seen_at'])}"
     if commit["decided_at"] is not None:
         times += f", decided {_utc(commit['decided_at'])}: " + (
-            "no latency, a build asked for a commit no upstream push brought counts in no figure"
+            f"no latency, {_no_latency_text(commit)}"
             if commit["latency"] is None else f"latency {duration_text(commit['latency'])}")
     lines.append(times)
     if commit["build_url"]:
@@ -102,7 +107,9 @@ def commit_lines(commit: dict, web_url: str) -> list[str]:
         bisection = " (the bisection's build of it: only the tests it asked)" if asked_only else ""
         lines.append(f"build: {_link(web_url, commit['build_url'])}{bisection}")
     by = f" by {commit['author']}" if commit["author"] else ""
-    lines.append(f"commit: {commit['commit_url']}" + (f' "{commit["title"]}"{by}' if commit["title"] else ""))
+    # Its web page, or its sha where the upstream has none (a local repository: config/upstream_web.py).
+    page = commit["commit_url"] or commit["sha"]
+    lines.append(f"commit: {page}" + (f' "{commit["title"]}"{by}' if commit["title"] else ""))
     if commit["bisections"]:
         lines.append("bisections: " + ", ".join(
             f"{b} ({_link(web_url, bisection_page(b))})" for b in commit["bisections"]))
@@ -215,6 +222,15 @@ def _how_text(commit: dict) -> str:
             "not_relevant": "unbuilt: it changes nothing the backend builds or runs"}.get(how, how)
 
 
+def _no_latency_text(commit: dict) -> str:
+    """Why a decided commit has no time to verdict (docs/health.md, Conventions)."""
+    if not commit["decided_unbuilt"]:
+        return "a build asked for a commit no upstream push brought counts in no figure"
+    if commit["how"] == "not_relevant":
+        return "decided unbuilt, as not relevant"
+    return "decided unbuilt at first (not relevant); a build asked for since gave its verdict, not a time to verdict"
+
+
 def _cell_text(cell: dict) -> str:
     if cell["timed_out"]:
         return f"{cell['results']}, timed out"
@@ -250,7 +266,7 @@ def _duration(seconds: int | None) -> str:
 
 
 def _percent(rate: float | None) -> str:
-    return NONE if rate is None else f"{rate:.0%}"
+    return NONE if rate is None else percent(rate)
 
 
 def _utc(at: int) -> str:

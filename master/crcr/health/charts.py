@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
+from crcr.health.percentages import percent
+
 WIDTH, HEIGHT = 640, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 44, 44  # the plot area's margins: y ticks, title and legend, x labels
 MAX_X_LABELS = 8
@@ -41,12 +43,13 @@ class Axis:
     step: float
     unit: str  # the y axis's unit, "" for none
     scale: float  # a value divided by scale is what the axis and the tooltips say
-    percent: bool = False
+    percent: bool = False  # values are rates, said as percentages (health/percentages.py; scale unused)
 
     def text(self, value: float) -> str:
+        if self.percent:
+            return percent(value)  # the rate as every view shows it
         shown = round(value / self.scale, 1)
-        number = f"{shown:.0f}" if shown == int(shown) else f"{shown:.1f}"
-        return number + ("%" if self.percent else "")
+        return f"{shown:.0f}" if shown == int(shown) else f"{shown:.1f}"
 
     def ticks(self) -> list[float]:
         return [self.step * i for i in range(round(self.top / self.step) + 1)]
@@ -66,7 +69,7 @@ def pass_rate_chart(series: dict) -> str:
     buckets = series["buckets"]
     rates = Series("pass rate", [b["pass_rate"] for b in buckets], COLOURS["pass rate"])
     return bar_chart("Pass rate of the commits decided", series["bucket_seconds"], [b["start"] for b in buckets],
-                     rates, Axis(top=1, step=0.2, unit="%", scale=0.01, percent=True), "pass rate")
+                     rates, Axis(top=1, step=0.2, unit="%", scale=1, percent=True), "pass rate")
 
 
 def queue_chart(series: dict) -> str:

@@ -6,10 +6,11 @@
 
 `workerid` is Buildbot's (its worker page: #/workers/<workerid>); `build_url` the failed build's page, null once
 Buildbot no longer keeps it; `host` and `device` are the unit's as the relay's configuration declares it (null for a
-worker it no longer declares). `builds` counts Buildbot's builds of the unit (of any builder) started in the window,
-`infra_failures` those of its runs that hit the hardware (a unit lost mid-build included), `rate` the one over the
-other; `card` is what the unit named at its connection to this master (its info/card), else what its last failure
-recorded; paused and why are Buildbot's (a unit the relay took out says so in its reason).
+worker it no longer declares). `builds` counts Buildbot's builds of the unit (of any builder: a fanned-out commit's
+build stage, shared builds and suite children one each, where Health counts the backend's own builds, one per commit)
+started in the window, `infra_failures` those of its runs that hit the hardware (a unit lost mid-build included),
+`rate` the one over the other; `card` is what the unit named at its connection to this master (its info/card), else
+what its last failure recorded; paused and why are Buildbot's (a unit the relay took out says so in its reason).
 """
 
 from __future__ import annotations

@@ -145,7 +145,8 @@ class _Figures:
     def _each_unit(units: list[dict]):
         """Each unit's gauges, from the Units page's figures (services/unit_figures.py)."""
         families = {
-            "builds": GaugeMetricFamily("crcr_unit_builds", f"Builds the unit started (of any backend) in the last "
+            "builds": GaugeMetricFamily("crcr_unit_builds", f"Builds the unit started (of any backend and kind: a "
+                                        "fanned-out commit's build stage and suite children one each) in the last "
                                         f"{DAYS} days", labels=["unit"]),
             "infra_failures": GaugeMetricFamily("crcr_unit_infra_failures", f"Runs on the unit that hit the hardware "
                                                 f"(infrastructure failures) in the last {DAYS} days", labels=["unit"]),
