@@ -307,6 +307,7 @@ def chromium(tmp_path_factory):
     options.binary_location = chromium
     for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"]:
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the page's console: webui.page_errors
     driver = webdriver.Chrome(service=Service(chromedriver), options=options)
     try:
         yield driver

@@ -16,11 +16,13 @@ carries out, in order, so once an allowed action's reason is in the master's log
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from urllib.parse import quote
 
 import pytest
 from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
+from selenium.webdriver.common.by import By
 
 from conftest import UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
 from crcr.config.users import add_user, users_file
@@ -171,7 +173,15 @@ def test_the_ui_offers_an_anonymous_visitor_to_sign_in_in_place_of_each_control(
         open_page(browser, lab.relay.web_url + page)
         for caption in buttons:
             wait_for_element(browser, f"{TOPBAR_BUTTONS}[.='{caption}']", f"{caption} on {page}")
-        assert all(shown.startswith("Sign in") for shown in topbar_buttons(browser)), (page, topbar_buttons(browser))
+        # Each names what it signs in for ("Sign in to " alone read for a caption-less button).
+        assert all(re.fullmatch(r"Sign in (to|for) \w.*", shown) for shown in topbar_buttons(browser)), (
+            page, topbar_buttons(browser))
+    # The waterfall's zoom in and out (an icon each, no caption) change only the view: anyone may use them.
+    open_page(browser, lab.relay.web_url + "#/waterfall")
+    zoom = f"{TOPBAR_BUTTONS}[.//*[local-name()='svg']]"
+    wait_for_element(browser, zoom, "the waterfall's zoom buttons")
+    assert len(browser.find_elements(By.XPATH, zoom)) == 2, topbar_buttons(browser)
+    assert [shown.strip() for shown in topbar_buttons(browser)] == ["", ""], topbar_buttons(browser)
 
     open_page(browser, lab.relay.web_url + build_page)
     click_when_ready(browser, f"{TOPBAR_BUTTONS}[.='Sign in to rebuild']", "Sign in to rebuild")

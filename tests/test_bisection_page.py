@@ -30,6 +30,7 @@ from crcr.store.service import RelayStore
 from relaymaster import relay_master, relay_plugin, render
 from webui import click_when_ready, open_page, page_text, wait_for_element, wait_for_texts
 
+GITHUB_UPSTREAM = "https://github.com/pytorch/pytorch.git"
 TEST_ADD = "unit::test/test_ops.py::test_add"
 TEST_MUL = "unit::test/test_ops.py::test_mul"
 
@@ -255,6 +256,11 @@ def bisected(tmp_path_factory, github):
         update_bisection(conn, abandoned, state="abandoned", ended_at=time.time() - 1100)
     finally:
         conn.close()
+    # Started again as a relay of pytorch/pytorch on GitHub (git reads that URL as the local upstream): its pages
+    # link the commits to their GitHub pages.
+    gitconfig = root / "gitconfig"
+    gitconfig.write_text(f'[url "{upstream.url}"]\n\tinsteadOf = {GITHUB_UPSTREAM}\n')
+    master.env.update(CRCR_UPSTREAM_URL=GITHUB_UPSTREAM, GIT_CONFIG_GLOBAL=str(gitconfig))
     master.start()
     try:
         yield {"relay": master, "good": good, "commits": commits, "builds": builds, "done": done,
@@ -300,7 +306,7 @@ def test_the_json_lists_the_bisections_and_gives_each_with_its_builds(bisected):
 
 
 @pytest.mark.e2e
-def test_the_pages_show_the_range_steps_with_build_links_and_culprits(bisected, browser, github, tmp_path):
+def test_the_pages_show_the_range_steps_with_build_links_and_culprits(bisected, browser, tmp_path):
     relay, commits, builds = bisected["relay"], bisected["commits"], bisected["builds"]
     short = [sha[:10] for sha in commits]
 
@@ -328,8 +334,8 @@ def test_the_pages_show_the_range_steps_with_build_links_and_culprits(bisected, 
     culprits = browser.find_elements(By.XPATH, "//table[@data-crcr='culprits']/tbody/tr")
     assert [(c.find_element(By.XPATH, "td[1]//a").get_attribute("href"), c.find_element(By.XPATH, "td[2]").text)
             for c in culprits] == [
-        (f"{github.url}/pytorch/pytorch/commit/{commits[1]}", TEST_ADD),
-        (f"{github.url}/pytorch/pytorch/commit/{commits[3]}", TEST_MUL),
+        (f"https://github.com/pytorch/pytorch/commit/{commits[1]}", TEST_ADD),
+        (f"https://github.com/pytorch/pytorch/commit/{commits[3]}", TEST_MUL),
     ]
     assert browser.save_screenshot(str(tmp_path / "bisection.png"))
 

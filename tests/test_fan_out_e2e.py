@@ -13,20 +13,24 @@ from pathlib import Path
 
 import pytest
 import yaml
+from selenium.webdriver.common.by import By
 
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS
 
 from conftest import BUDGET_BRANCH, RELEASE_BRANCH, UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
 from crcr.config.users import add_user, users_file
 from crcr.buildmaster.services.units_out import pause_reason
-from crcr.github.status_text import FANNED_OUT
+from crcr.github.status_text import FANNED_OUT, QUEUED
 from crcr.names import (
     ARTIFACTS_PATH, BUILD_STAGE_STEP, CHILD_TAG, FAN_OUT_STEP, FETCH_STEP, RELAY_WORKER, UPLOAD_STEP, build_child_name,
     SHARED_BUILDS_STEP, child_builder_name, shared_builder_name, status_context, suite_step_name,
 )
 from harness import holding, kill_9, open_gate, wait_until
 from smtp import smtp_server
-from webui import build_link, click_when_ready, open_page, page_text, wait_for_element, wait_for_texts
+from webui import (
+    build_link, click_when_ready, clipped_header_names, open_page, page_errors, page_text, wait_for_element,
+    wait_for_texts,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -181,7 +185,7 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     assert "new failure: test/test_fail.py::test_upstream_broke_this" in linked, linked
     assert [name.split(" run on ")[0] for name in linked if " run on " in name] == ["shard 1/2", "shard 2/2"]
     fan_out = steps[FAN_OUT_STEP]
-    assert fan_out["results"] == SUCCESS and fan_out["state_string"].startswith("6 child builds"), fan_out
+    assert fan_out["results"] == SUCCESS and fan_out["state_string"] == "6 child builds: 5 success, 1 failure", fan_out
 
     # The shared build, made once for the commit and both backends that use it, on the cpu unit; then the build
     # stage: made once, by a child build, its wheel kept by the relay.
@@ -207,6 +211,10 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     for child in children:
         assert {CHILD_TAG, WIDE} <= set(wide.builder(child)["tags"])
         assert any(url["name"] == "junit.xml" for step in relay.steps(child) for url in step["urls"])
+    # The shard with the failing test reads as its run did: red, naming the test; the others green.
+    [red] = [child for child in children if child["results"] != SUCCESS]
+    assert red["results"] == FAILURE and wide.builder(red)["name"].startswith(child_builder_name(WIDE, "broken"))
+    assert "failing: test/test_fail.py::test_upstream_broke_this" in red["state_string"], red
     assert {relay.worker_name(child) for child in children} == {f"host-gamma-gamma-{n}" for n in range(UNITS)}
     # The suite on two units got two units of the host, its own first, and saw both indices.
     [pair] = [child for child in children if wide.builder(child)["name"] == child_builder_name(WIDE, "pair")]
@@ -225,7 +233,8 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     cache = wide.root / "relay" / "worker-hosts" / "host-gamma" / "cache" / "artifacts"
     cached = {path.read_bytes() for path in cache.glob("[0-9a-f]*[0-9a-f]")}
     assert cached == {(wide.root / name).read_bytes() for name in ("made.whl", CPU_WHEEL)}
-    assert all("Bearer" not in log and "CRCR_ARTIFACTS_TOKEN=<artifact token>" in log for log in fetched), fetched[0]
+    # Nor does its log show the token: no header, and no environment dumped before the output (logEnviron off).
+    assert all("Bearer" not in log and "CRCR_ARTIFACTS_TOKEN" not in log for log in fetched), fetched[0]
 
     # Not a public download: refused without a token, and with the token of a child that has ended.
     url = f"{relay.web_url}{ARTIFACTS_PATH}/{built['buildid']}/{WHEEL}"
@@ -238,7 +247,9 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
         return posted and posted[-1]["state"] != "pending" and posted
     posted = wait_until(final, 30, "the final status")
     assert [s["state"] for s in posted if s["state"] != "pending"] == ["failure"], posted
-    assert FANNED_OUT in [s["description"] for s in posted if s["state"] == "pending"], posted
+    # Once the parent ran, the commit said so, and never queued again (its failing test was told early after it).
+    pending = [s["description"] for s in posted if s["state"] == "pending"]
+    assert FANNED_OUT in pending and QUEUED not in pending[pending.index(FANNED_OUT):], pending
     assert posted[-1]["description"] == "10 passed, 1 failed (1 new)", posted[-1]
     assert posted[-1]["target_url"].endswith(f"/builds/{parent['number']}")
     assert [s for s in github.statuses(sha) if s["context"] != status_context(TWIN)] == posted, "children post nothing"
@@ -250,11 +261,34 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
 def test_the_views_show_a_row_per_backend_and_the_parent_page_leads_to_each_suites_output(wide, browser, tmp_path):
     relay = wide.relay
     [parent] = [build for build in relay.builds(WIDE) if build["complete"]][-1:]
+    page_errors(browser)  # what the pages of earlier tests logged
     open_page(browser, relay.web_url + "#/")
     click_when_ready(browser, "//div[@data-crcr='home']//a[text()='waterfall']", "the home page's waterfall link")
     wait_for_texts(browser, [WIDE], "the waterfall")
     browser.save_screenshot(str(tmp_path / "waterfall.png"))
     assert child_builder_name(WIDE, "one") not in page_text(browser), "the children's rows are left out"
+    # Its tag filter offers the backends' tags, the children's shown as left out; Buildbot's own '_virtual_' is no
+    # tag of theirs.
+    tags = {tag.text: tag.get_attribute("class").split() for tag in
+            browser.find_elements(By.CLASS_NAME, "bb-tag-filter-manager-tag")}
+    assert "_virtual_" not in tags and {WIDE, CHILD_TAG} <= set(tags), tags
+    assert "crcr-tag-excluded" in tags[CHILD_TAG] and "bb-tag-filter-manager-tag-filtered" not in tags[CHILD_TAG]
+    # Every row, each builder's name whole above its column, the rightmost too ("wide-gamma / thr" was cut).
+    open_page(browser, relay.web_url + "#/waterfall")
+    wait_for_texts(browser, [child_builder_name(WIDE, "one")], "the waterfall of every builder")
+    header = wait_for_element(browser, "//div[contains(@class, 'header-content')]", "the waterfall's header")
+    assert header.value_of_css_property("width") == browser.execute_script(
+        "return getComputedStyle(arguments[0].parentElement).width", header), "the chart fits the window"
+    assert clipped_header_names(browser) == []
+    browser.save_screenshot(str(tmp_path / "waterfall-all.png"))
+
+    # The console, from the home page's link, has a column per backend too (Buildbot's reads no filter).
+    open_page(browser, relay.web_url + "#/")
+    click_when_ready(browser, "//div[@data-crcr='home']//a[text()='console']", "the home page's console link")
+    columns = "//th//span[contains(@class, 'bb-console-table-builder')]/a"
+    wait_for_element(browser, f"{columns}[text()='{WIDE}']", f"{WIDE}'s column in the console")
+    assert not [a.text for a in browser.find_elements(By.XPATH, columns) if a.text.startswith(f"{WIDE} /")]
+    browser.save_screenshot(str(tmp_path / "console.png"))
 
     open_page(browser, relay.web_url + build_link(parent))
     step = "//li[contains(@class, 'bb-build-summary-step-line')][contains(., '{}')]"
@@ -265,6 +299,9 @@ def test_the_views_show_a_row_per_backend_and_the_parent_page_leads_to_each_suit
     browser.save_screenshot(str(tmp_path / "parent.png"))
     output.click()
     wait_for_texts(browser, ["passed"], "suite one's output in its child build")
+    # No page asked for a file the relay does not serve (Buildbot's grid view has no stylesheet; its build pages
+    # look for the icons at //icon.svg), and no script failed.
+    assert page_errors(browser) == []
 
 
 def test_commits_queued_behind_a_parent_are_covered_by_one_and_a_new_failure_is_bisected_running_its_suite_alone(
@@ -314,6 +351,10 @@ def test_a_child_whose_unit_dies_runs_again_on_another_and_stopping_the_parent_c
     relay = wide.relay
     sha = wide.upstream.commit("Tests that hold", {"test/test_held.py": holding("first-gate")}, branch=UNITS_BRANCH)
     parent, (first, second) = wide.held_children(sha)
+    # While its parent runs, the commit reads as running, fanned out: on GitHub, in its health and `crcr status`.
+    wait_until(lambda: [s["description"] for s in github.statuses(sha, status_context(HELD))][-1:] == [FANNED_OUT],
+               30, "the running parent's status")
+    assert relay.plugin(f"api/health/{HELD}/commits/{sha}")["description"] == FANNED_OUT
     lost = relay.worker_name(first)
     kill_9(wide.units[lost].basedir)
     retried = wait_until(lambda: [child for child in wide.relay.children(parent) if child["buildid"] != first["buildid"]
@@ -400,6 +441,9 @@ def test_a_run_that_hit_the_card_is_built_again_on_another_unit_and_a_card_faili
     row = f"//div[@data-crcr='units']//tr[@data-unit='{failed_on}']"
     wait_for_element(browser, f"{row}/td[@data-figure='state']//*[@data-state='connected' or @data-state='paused']",
                      f"{failed_on} connected or paused")
+    # Its builds are every build it ran (each child here), not Health's builds: the heading says which.
+    wait_for_element(browser, "//table[@data-crcr='units-table']/thead//th[text()='builds run']",
+                     "the Units page's 'builds run' heading")
     wait_for_element(browser, f"{row}//a[@href='#/workers/{hit['workerid']}']", f"{failed_on}'s worker page link")
     last = wait_for_element(browser, f"{row}/td[@data-figure='last-failure']//a", f"{failed_on}'s last failure")
     builderid, number = last.get_attribute("href").split("#/builders/")[1].split("/builds/")
@@ -425,6 +469,7 @@ def test_a_unit_hitting_the_hardware_three_times_in_a_row_is_taken_out_its_admin
         return [mail for to, mail in wide.mailbox.received() if to == ["eps@example.com"]]
     [mail] = wait_until(mails, 60, "the mail to the host's admin")
     assert mail["subject"] == f"crcr: unit {bad} taken out ({BUS_FENCE} on {bad})"
+    assert (mail["To"], bool(mail["Date"]), bool(mail["Message-ID"])) == ("Eps Lab <eps@example.com>", True, True)
     body = mail.get_content().replace("\r\n", "\n")  # as SMTP carries it
     assert f"The relay took unit {bad} of host {SICK_HOST} out: 3 infrastructure failures in a row" in body, body
     assert f"Card: card-0\nBackend: {SICK}\n" in body, body
@@ -457,3 +502,7 @@ def test_a_unit_hitting_the_hardware_three_times_in_a_row_is_taken_out_its_admin
     resumed = relay.crcr("worker", "resume", bad, "--url", relay.web_url)
     assert resumed.stdout.startswith(f"{bad} resumed"), resumed.stdout
     assert bad_unit()["paused"] is False
+    # A unit the relay does not have is refused, naming those it has.
+    unknown = relay.crcr("worker", "resume", f"{SICK_HOST}-epsilon-9", "--url", relay.web_url, check=False)
+    assert unknown.returncode != 0 and f"no unit '{SICK_HOST}-epsilon-9' on the relay" in unknown.stderr, unknown
+    assert f"{bad}, {good}" in unknown.stderr and "ResultSpec" not in unknown.stderr, unknown.stderr

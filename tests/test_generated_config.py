@@ -47,6 +47,7 @@ from configfiles import (
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.graph.orphans import OrphanedChildren
 from crcr.buildmaster.process.workers import CrossMasterWaker, HostUnitWorker, unit_can_start_build
+from crcr.buildmaster.services.units_out import UnitsResumed
 from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.suites.selection import PLUGIN_FILES, STOP_CONFIG, STOP_CONFIG_FILE
@@ -503,7 +504,7 @@ def test_buildbot_loads_the_generated_config(dirs):
     assert {type(s) for s in master.services.values()} == {
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RelayStore, RelayLeadership, CommitLedger,
         PullRequestRelay, DevicePresence, StaleWatch, CrossMasterWaker, OrphanedChildren, HistoryRecorder,
-        RelayJanitor, RelayHealth, UpstreamMirror,
+        RelayJanitor, RelayHealth, UpstreamMirror, UnitsResumed,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"
@@ -535,12 +536,28 @@ def test_buildbot_has_no_warning_about_the_config(dirs):
     assert [str(w.message) for w in caught if issubclass(w.category, ConfigWarning)] == []
 
 
-def test_commits_link_to_github_and_builders_belong_to_the_upstream_project(dirs):
-    cfg = config_for(dirs)
-    assert cfg["revlink"]("abc123", "file:///srv/mirror/pytorch.git") == "https://github.com/pytorch/pytorch/commit/abc123"
+def test_commits_link_to_the_configured_upstreams_web_view_and_builders_belong_to_the_upstream_project(dirs):
+    cfg = config_for(dirs)  # master/settings.yaml's upstream: https://github.com/pytorch/pytorch.git
+    assert cfg["revlink"]("abc123", "https://github.com/pytorch/pytorch.git") == \
+        "https://github.com/pytorch/pytorch/commit/abc123"
     assert [p.name for p in cfg["projects"]] == ["pytorch/pytorch"]
-    enterprise = config_for(dirs, CRCR_GITHUB_API_URL="https://ghe.example.com/api/v3", CRCR_GITHUB_REPO="ml/torch")
+    (health,) = [s for s in cfg["services"] if isinstance(s, RelayHealth)]
+    assert health._config_kwargs["commit_url"] == "https://github.com/pytorch/pytorch/commit/"
+    enterprise = config_for(dirs, CRCR_GITHUB_API_URL="https://ghe.example.com/api/v3", CRCR_GITHUB_REPO="ml/torch",
+                            CRCR_UPSTREAM_URL="git@ghe.example.com:ml/torch.git")
     assert enterprise["revlink"]("abc123", "") == "https://ghe.example.com/ml/torch/commit/abc123"
+
+
+def test_commits_of_an_upstream_with_no_web_view_link_nowhere(dirs):
+    """The demo's upstream is a local repository: its commits are on no GitHub page (nor is a mirror's, elsewhere)."""
+    for upstream in ("file:///srv/mirror/pytorch.git", "https://git.example.org/mirror/pytorch.git"):
+        cfg = config_for(dirs, CRCR_UPSTREAM_URL=upstream)
+        assert cfg["revlink"]("abc123", upstream) is None
+        (health,) = [s for s in cfg["services"] if isinstance(s, RelayHealth)]
+        assert health._config_kwargs["commit_url"] is None
+        # The home page calls it by its URL, and links no commit (plugins/crcr/api/relay).
+        shown = cfg["www"]["plugins"]["crcr"].shown["upstream"]
+        assert (shown["name"], shown["commit_url"]) == (upstream, None)
 
 
 def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_them(dirs):

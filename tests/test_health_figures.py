@@ -65,7 +65,8 @@ def suite_run(buildid: int, n: int, complete_at: int, suite: str = "ops", kind: 
 
 
 def decided(state: str, latency_: int, decided_at: int = NOW - HOUR, backend: str = BACKEND) -> Decided:
-    return Decided(backend, state, decided_at - latency_, decided_at)
+    """A commit decided as `state`, the first verdict a not relevant one's (as the ledger keeps it)."""
+    return Decided(backend, state, decided_at - latency_, decided_at, unbuilt=state == "not_relevant")
 
 
 def bisection_row(bisectionid: int, shas: list[str], broken_at: int, tests: list[str], state: str = "done") -> Bisection:
@@ -320,7 +321,7 @@ def suite_counts(buildid: int, suite: str, failed: int = 0, errored: int = 0, re
 
 def test_the_matrix_marks_covered_and_bisected_commits_and_shows_each_suites_counts():
     commits = [  # newest first
-        commit(6, "failure", buildid=20),  # built, failing
+        commit(6, "failure", buildid=20, started_at=NOW - HOUR + 60),  # built, failing
         commit(5, "failure", how="bisected", buildid=None),
         commit(4, "success", how="covered", buildid=10),  # covered by 3's build
         commit(3, "success", buildid=10),
@@ -338,7 +339,7 @@ def test_the_matrix_marks_covered_and_bisected_commits_and_shows_each_suites_cou
     assert [row["sha"] for row in found["commits"]] == [sha(n) for n in (6, 5, 4, 3, 2)]
     assert rows[sha(6)] == {
         "sha": sha(6), "title": "Commit 6", "author": "A U Thor", "commit_url": GITHUB + sha(6), "seen_at": NOW - HOUR, "state": "failure", "how": "built",
-        "description": "failure 6", "covered_by": None, "bisected": True, "build_url": "#/builders/5/builds/120",
+        "started_at": NOW - HOUR + 60, "description": "failure 6", "covered_by": None, "bisected": True, "build_url": "#/builders/5/builds/120",
         "build_number": 120, "build_kind": "upstream",
         "cells": {"ops": {"results": "failure", "passed": 10, "failed": 3, "flaky": 1, "skipped": 2, "new": 2,
                           "timed_out": False},
@@ -497,8 +498,15 @@ def test_a_tests_page_shows_a_run_of_its_suite_that_did_not_run_whole_as_such_an
     assert (found["counts"]["suite broken"], found["counts"]["no failure"]) == (1, 1)
 
 
-def test_a_test_without_rows_is_unknown_and_one_passing_in_its_newest_run_is_passing():
-    assert test_page(BACKEND, TEST, TestRows([], [], [], []), NOW, GITHUB)["state"] == "unknown"
+def test_a_test_the_relay_has_no_row_of_is_not_found_naming_it():
+    with pytest.raises(HealthQueryError) as refused:
+        test_page(BACKEND, "test/test_ops.py::test_no_such_thing", TestRows([], [], [], []), NOW, GITHUB)
+    assert (refused.value.code, refused.value.message) == (404, (
+        f"no test test/test_ops.py::test_no_such_thing of {BACKEND} in the relay's history: the relay records a "
+        "test when it fails, errors or is flaky, and this one never did in the kept history, or there is no such test"))
+
+
+def test_a_test_without_a_telling_run_is_unknown_and_one_passing_in_its_newest_run_is_passing():
     only_broken = TestRows([(TestOutcomeRow(1, BACKEND, "ops", TEST, "flaky", False, NOW), build(1, 1, NOW))],
                            [suite_run(1, 1, NOW, broken="timed out")], [], [])
     assert test_page(BACKEND, TEST, only_broken, NOW, GITHUB)["state"] == "unknown", "no run of it that tells"
@@ -540,7 +548,8 @@ def test_a_commits_page_tells_how_it_was_decided_and_its_builds_failing_tests():
         "backend": BACKEND, "sha": sha(4), "title": "Commit 4", "author": "A U Thor", "commit_url": GITHUB + sha(4),
         "state": "failure",
         "description": "failure 4", "how": "covered", "seen_at": NOW - 2 * HOUR, "started_at": NOW - 90 * 60,
-        "decided_at": NOW, "latency": 2 * HOUR, "covered_by": sha(5), "build_url": "#/builders/5/builds/110",
+        "decided_at": NOW, "latency": 2 * HOUR, "decided_unbuilt": False, "covered_by": sha(5),
+        "build_url": "#/builders/5/builds/110",
         "build_kind": "upstream",
         "bisections": [3], "failing": [{"test": TEST, "suite": "ops", "outcome": "failed", "new": True}],
         "flaky": ["test_x.py::test_y"],
@@ -555,6 +564,14 @@ def test_a_commit_forced_that_upstream_never_brought_has_no_latency_a_forced_reb
 
     assert commit_page(CommitRows(old, None, [], [], []), GITHUB)["latency"] is None
     assert commit_page(CommitRows(rebuilt, None, [], [], []), GITHUB)["latency"] == HOUR
+
+
+def test_a_commit_first_decided_not_relevant_has_no_latency_once_forced_either():
+    forced = replace(commit(1, "failure", seen_at=NOW, how="forced"), decided_unbuilt=True)
+
+    page = commit_page(CommitRows(forced, None, [], [], []), GITHUB)
+
+    assert (page["how"], page["latency"], page["decided_unbuilt"]) == ("forced", None, True)
 
 
 def test_metrics_give_every_backend_all_its_states_even_at_zero():

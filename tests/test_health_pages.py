@@ -25,12 +25,14 @@ BACKENDS = [
     {"name": "beta", "level": "L3", "device": "beta", "description": "an L3 backend"},
 ]
 JSON = [b"application/json; charset=utf-8"]
+# A backend file the master's start left out (RelayConfig.not_loaded).
+NOT_LOADED = {"delta": "backends/delta.yaml: fan_out: should be true or false (got 'yes')"}
 
 
 class HealthResourcesTest(TestReactorMixin, unittest.TestCase):
     async def setUp(self):
         self.setup_test_reactor()
-        health = RelayHealth(backends=BACKENDS, commit_url=COMMIT_URL, takeover_after=75)
+        health = RelayHealth(backends=BACKENDS, commit_url=COMMIT_URL, takeover_after=75, not_loaded=NOT_LOADED)
         self.master = await relay_master(self, RelayStore(), health, prefix="crcr-health-")
         self.master.www = SimpleNamespace(assertUserAllowed=lambda request, ep, action, options: defer.succeed(None))
         self.app = relay_plugin(self.master, BACKENDS)
@@ -59,6 +61,15 @@ class HealthResourcesTest(TestReactorMixin, unittest.TestCase):
             self.assertEqual({row["page"] for row in found["backends"]}, {"#/health/alpha", "#/health/beta"})
 
     @defer.inlineCallbacks
+    def test_a_backend_left_out_at_start_is_listed_as_not_loaded_and_its_page_says_why(self):
+        _, found = yield self.get("api/health")
+        code, page = yield self.get("api/health/delta")
+
+        self.assertEqual(found["not_loaded"], [{"backend": "delta", "error": NOT_LOADED["delta"]}])
+        self.assertEqual((code, page), (404, {"error": "backend 'delta' was not loaded at the master's start: "
+                                                       + NOT_LOADED["delta"]}))
+
+    @defer.inlineCallbacks
     def test_a_backend_its_test_and_its_commit_each_have_their_page(self):
         code, alpha = yield self.get("api/health/alpha?range=30d")
         self.assertEqual((code, alpha["backend"], alpha["range"], alpha["level"]), (200, "alpha", "30d", "L2"))
@@ -68,7 +79,8 @@ class HealthResourcesTest(TestReactorMixin, unittest.TestCase):
 
         test_id = "unit::test/test_ops.py::test_add[cpu]"
         code, test = yield self.get("api/health/beta/test?id=" + test_id.replace("[", "%5B").replace("]", "%5D"))
-        self.assertEqual((code, test["backend"], test["test"], test["state"]), (200, "beta", test_id, "unknown"))
+        self.assertEqual(code, 404)
+        self.assertTrue(test["error"].startswith(f"no test {test_id} of beta in the relay's history"), test["error"])
 
         sha = "0123456789abcdef" * 2 + "01234567"
         code, found = yield self.get(f"api/health/alpha/commits/{sha}")

@@ -58,14 +58,14 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
         self.addCleanup(shutil.rmtree, basedir, True)
         self.master = await fakemaster.make_master(self, wantData=True, basedir=basedir)  # SQLite in memory
         self.master.mq.verifyMessages = False
-        dirs = make_dirs(Path(basedir) / "relay")
+        self.dirs = dirs = make_dirs(Path(basedir) / "relay")
         write_backend(dirs.backends, RED, level="L2", device="npu", description="Red backend")
         write_backend(dirs.backends, GREEN, level="L1", device="npu", description="Green backend")
         write_backend(dirs.backends, PULLS, level="L3", device="npu", description="Pull requests")
         write_worker(dirs.workers, "host", devices={"npu": 2})
         write_worker_password(dirs.secrets, "host")
-        settings = settings_for(dirs, CRCR_UPSTREAM_URL="https://example.test/pytorch.git",
-                                CRCR_UPSTREAM_BRANCHES="main", CRCR_GITHUB_REPO=PROJECT)
+        self.settings = settings = settings_for(dirs, CRCR_UPSTREAM_URL=f"https://github.com/{PROJECT}.git",
+                                                CRCR_UPSTREAM_BRANCHES="main", CRCR_GITHUB_REPO=PROJECT)
         config = MasterConfig.loadFromDict(build_master_config(settings), "master.cfg")
         self.master.service_manager = service.BuildbotServiceManager()
         await self.master.service_manager.setServiceParent(self.master)
@@ -249,11 +249,26 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
         assert set(await self.health.commit(RED, A)) == {
             "backend", "sha", "title", "author", "commit_url", "state", "description", "how", "seen_at", "started_at",
             "decided_at",
-            "latency", "covered_by", "build_url", "build_kind", "bisections", "failing", "flaky", "cells"}
+            "latency", "decided_unbuilt", "covered_by", "build_url", "build_kind", "bisections", "failing", "flaky",
+            "cells"}
 
     async def test_an_unknown_backend_is_not_found(self):
         await self.assert_refused(self.health.backend("omega"), 404, "no backend 'omega' (backends: alpha, beta, gamma)")
         await self.assert_refused(self.health.test("omega", "t"), 404, "no backend 'omega' (backends: alpha, beta, gamma)")
+
+    async def test_a_backend_left_out_at_start_is_listed_as_not_loaded_with_its_error(self):
+        """Its file did not validate when the master started: gone from the figures, but not from the page."""
+        broken = write_backend(self.dirs.backends, "broken", level="L5")
+        error = f"{broken}: level: should be 'L1', 'L2', 'L3' or 'L4' (got 'L5')"
+        started = MasterConfig.loadFromDict(build_master_config(self.settings, leave_out_invalid=True), "master.cfg")
+        await self.health.reconfigServiceWithSibling(started.services[HEALTH_SERVICE])
+
+        found = await self.health.summary()
+
+        assert [row["backend"] for row in found["backends"]] == [RED, GREEN, PULLS]
+        assert found["not_loaded"] == [{"backend": "broken", "error": error}]
+        await self.assert_refused(self.health.backend("broken"), 404,
+                                  f"backend 'broken' was not loaded at the master's start: {error}")
 
     async def test_an_unknown_range_is_refused(self):
         await self.assert_refused(self.health.summary("1y"), 400, "range must be one of 24h, 7d, 30d (got '1y')")

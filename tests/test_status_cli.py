@@ -13,6 +13,8 @@ import sqlalchemy as sa
 
 from clirun import InProcessCrcr
 from copied_schema import relay_tables
+from crcr.cli.status import master_not_answering
+from crcr.health.percentages import percent
 from harness import free_port
 from loopback import JsonHandler, LoopbackServer
 
@@ -111,13 +113,13 @@ def test_the_summary_one_line_per_backend_worst_first_then_the_outbox_and_the_ma
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines() == [
         f"Backends, worst first; latency, pass rate, builds and timeouts over the last 7d ({relay.url}/#/health):",
-        "BACKEND  STATE       SINCE                  P50      P95    PASS RATE   BUILDS  TIMEOUTS  "
+        "BACKEND  STATE       SINCE                  P50      P95    PASS RATE    BUILDS  TIMEOUTS  "
         "QUEUE                           UNITS  FAILING TESTS",
-        "beta     failing     cccccccccc, 2h 1m ago  12m 30s  1h 5m  67% (2/3)   5       1 (20%)   "
+        "beta     failing     cccccccccc, 2h 1m ago  12m 30s  1h 5m  66.7% (2/3)  5       1 (20%)   "
         "2, oldest dddddddddd 2h 1m ago  1/2    2",
-        "gamma    no verdict  -                      -        -      -           0       -         "
+        "gamma    no verdict  -                      -        -      -            0       -         "
         "0                               0/1    0",
-        "alpha    passing     eeeeeeeeee, 1d 1h ago  5m       9m 2s  100% (4/4)  6       0 (0%)    "
+        "alpha    passing     eeeeeeeeee, 1d 1h ago  5m       9m 2s  100% (4/4)   6       0 (0%)    "
         "0                               2/2    0",
         "Outbox (GitHub and PyTorch's relay): nothing waiting",
         "Masters; the leader runs the relay's once-per-event duties:",
@@ -151,6 +153,21 @@ def test_a_backend_no_host_offers_says_it_is_inactive(crcr, relay):
 
     assert listed[2].split()[-2:] == ["inactive", "0"], listed[2]
     assert "units: inactive, no host offers its device" in page, page
+
+
+def test_a_backend_left_out_at_the_masters_start_is_listed_as_not_loaded_with_its_error(crcr, relay):
+    error = ("backends/delta.yaml: fan_out: should be true or false (got 'yes')\n"
+             "backends/delta.yaml: shards: must be at most 64 shards (got 65)")
+    relay.answers[f"{HEALTH}?range=7d"] = (200, {**SUMMARY, "not_loaded": [{"backend": "delta", "error": error}]})
+
+    lines = crcr("status", "--url", relay.url).stdout.splitlines()
+
+    assert lines[5:8] == [
+        "delta: not loaded: its file did not validate at the master's start (fix it, crcr check, crcr master reconfig):",
+        "  backends/delta.yaml: fan_out: should be true or false (got 'yes')",
+        "  backends/delta.yaml: shards: must be at most 64 shards (got 65)",
+    ]
+    assert lines[8] == "Outbox (GitHub and PyTorch's relay): nothing waiting"
 
 
 def test_the_range_is_asked_of_the_relay(crcr, relay):
@@ -222,13 +239,13 @@ def test_a_backend_its_figures_windows_failing_and_flaky_tests_bisections_and_pu
         'latest verdict: failure at bbbbbbbbbb "Speed up mul", decided 1h ago: 2 tests failed',
         "  failure since cccccccccc, 2h 1m ago",
         f"  its build: {u}/#/builders/2/builds/7",
-        "last 7d: 6 commits decided (2 success, 1 failure, 0 error, 1 infrastructure, 2 not relevant), pass rate 67% "
+        "last 7d: 6 commits decided (2 success, 1 failure, 0 error, 1 infrastructure, 2 not relevant), pass rate 66.7% "
         "of the 3 judged; latency p50 12m 30s, "
         "p95 1h 5m; 5 builds, 1 timed out (20%)",
         "now: 2 commits queued, the oldest dddddddddd for 2h 1m; units 1 of 2 connected; 2 failing tests",
         "RANGE  DECIDED  P50      P95    PASS RATE",
         "24h    1        1h 5m    1h 5m  0%",
-        "7d     3        12m 30s  1h 5m  67%",
+        "7d     3        12m 30s  1h 5m  66.7%",
         "30d    0        -        -      -",
         "failing tests (2):",
         '  tests/test_ops.py::test_add (unit): failing for 2 builds, since cccccccccc "Break add" 2h 1m ago; '
@@ -246,6 +263,22 @@ def test_a_backend_its_figures_windows_failing_and_flaky_tests_bisections_and_pu
         "https://github.com/pytorch/pytorch/pull/12)",
         f"  #13 at bbbbbbbbbb: failure 1m ago ({u}/#/builders/5/builds/4)",
     ]
+
+
+def test_a_backend_says_what_each_started_commit_still_waits_for(crcr, relay):
+    """A fanned-out parent starts at once: its commit is no longer queued while its children wait for units."""
+    waiting = ("Suite cards needs 2 duo units on one host; for 6h no connected host has had more than 1; will build "
+               "when one has")
+    commits = [{"sha": A, "state": "pending", "started_at": NOW - 7260, "description": waiting},
+               {"sha": B, "state": "pending", "started_at": None, "description": "Queued"},  # in the queue's count
+               {"sha": C, "state": "success", "started_at": NOW - 9000, "description": "All 3 suites passed"}]
+    relay.answers[f"{HEALTH}/beta?range=7d"] = (200, {**BACKEND_PAGE, "matrix": {"suites": [], "commits": commits}})
+
+    lines = crcr("status", "beta", "--url", relay.url).stdout.splitlines()
+
+    now = next(i for i, line in enumerate(lines) if line.startswith("now: "))
+    assert lines[now + 1:now + 3] == [f"  aaaaaaaaaa, started 2h 1m ago: {waiting}",
+                                      "RANGE  DECIDED  P50      P95    PASS RATE"]
 
 
 def test_a_backend_with_nothing_to_tell(crcr, relay):
@@ -272,7 +305,7 @@ COMMIT = {
     "backend": "beta", "sha": B, "title": "Speed up mul", "author": "A U Thor", "commit_url": GITHUB + B,
     "state": "failure", "description": "2 tests failed",
     "how": "covered", "seen_at": NOW - 7200, "started_at": NOW - 6000, "decided_at": NOW - 3480, "latency": 3720,
-    "covered_by": C, "build_url": "#/builders/2/builds/7", "build_kind": "upstream", "bisections": [4],
+    "decided_unbuilt": False, "covered_by": C, "build_url": "#/builders/2/builds/7", "build_kind": "upstream", "bisections": [4],
     "failing": [{"test": "tests/test_ops.py::test_add", "suite": "unit", "outcome": "failed", "new": True},
                 {"test": "tests/test_ops.py::test_mul", "suite": "unit", "outcome": "errored", "new": False}],
     "flaky": ["tests/test_nn.py::test_dropout"],
@@ -330,6 +363,32 @@ def test_a_commit_forced_that_upstream_never_brought_is_said_to_count_in_no_figu
     assert result.stdout.splitlines()[2] == (
         "seen 2025-12-03 12:00:00 UTC, decided 2025-12-03 13:02:00 UTC: no latency, a build asked for a commit no "
         "upstream push brought counts in no figure")
+
+
+def test_a_commit_first_decided_not_relevant_then_forced_is_said_to_have_no_latency(crcr, relay):
+    relay.answers[f"{HEALTH}/beta/commits/{B}"] = (200, {**COMMIT, "how": "forced", "covered_by": None,
+                                                         "decided_at": NOW - 7200, "latency": None,
+                                                         "decided_unbuilt": True})
+
+    result = crcr("status", "beta", B, "--url", relay.url)
+
+    assert result.stdout.splitlines()[2] == (
+        "seen 2025-12-03 12:00:00 UTC, decided 2025-12-03 12:00:00 UTC: no latency, decided unbuilt at first (not "
+        "relevant); a build asked for since gave its verdict, not a time to verdict")
+    relay.answers[f"{HEALTH}/beta/commits/{B}"] = (200, {**COMMIT, "how": "not_relevant", "covered_by": None,
+                                                         "decided_at": NOW - 7200, "latency": None,
+                                                         "decided_unbuilt": True})
+    assert crcr("status", "beta", B, "--url", relay.url).stdout.splitlines()[2] == (
+        "seen 2025-12-03 12:00:00 UTC, decided 2025-12-03 12:00:00 UTC: no latency, decided unbuilt, as not relevant")
+
+
+def test_a_commit_of_an_upstream_with_no_web_view_is_named_by_its_sha(crcr, relay):
+    """The demo's upstream is a local repository: the relay gives no page for its commits (config/upstream_web.py)."""
+    relay.answers[f"{HEALTH}/beta/commits/{B}"] = (200, {**COMMIT, "commit_url": None})
+
+    result = crcr("status", "beta", B, "--url", relay.url)
+
+    assert f'commit: {B} "Speed up mul" by A U Thor' in result.stdout.splitlines()
 
 
 def test_a_bisected_commits_build_is_said_to_be_the_bisections(crcr, relay):
@@ -420,6 +479,19 @@ def test_a_master_that_does_not_answer_is_said_so_with_the_outbox_that_works_wit
             "): start it (crcr master start --basedir DIR); crcr status --outbox works without it\n"), args
 
 
+def test_a_master_on_the_default_port_that_does_not_answer_is_said_to_maybe_run_on_another():
+    """`make demo` on other ports, then `crcr status` without its CRCR_WEB_PORT: the default port is asked."""
+    refused = ConnectionRefusedError(111, "Connection refused")
+
+    on_default = master_not_answering("http://localhost:8010", refused, default_port=True)
+    elsewhere = master_not_answering("http://localhost:8110", refused, default_port=False)
+
+    assert str(on_default) == (
+        "the master at http://localhost:8010 does not answer ([Errno 111] Connection refused): start it (crcr master "
+        "start --basedir DIR); a master on another port is asked with its CRCR_WEB_PORT (or --url)")
+    assert "CRCR_WEB_PORT" not in str(elsewhere)
+
+
 def test_the_web_address_is_the_settings_by_default(crcr, relay):
     port = relay.url.rsplit(":", 1)[1]
     relay.answers[f"{HEALTH}?range=7d"] = (200, SUMMARY)
@@ -447,3 +519,7 @@ def test_an_unknown_range_is_refused_by_the_command(crcr):
     assert "argument --range: invalid choice: '1y'" in result.stderr
 
 
+def test_a_rate_reads_as_on_the_web_pages_one_decimal_rounded_half_up_left_out_when_zero():
+    # The same values through static/scripts.js's percent() (Math.round(rate * 1000) / 10) read the same.
+    rates = [2 / 3, 1 / 3, 0.5, 1.0, 0.0, 0.0005, 0.1234, 0.99951]
+    assert [percent(rate) for rate in rates] == ["66.7%", "33.3%", "50%", "100%", "0%", "0.1%", "12.3%", "100%"]

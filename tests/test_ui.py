@@ -23,10 +23,12 @@ def test_waterfall_shows_title_and_each_backends_builds(relay, pushed, browser, 
     assert browser.save_screenshot(str(tmp_path / "waterfall.png"))
 
 
-def test_home_page_shows_the_relay_and_each_backends_latest_build(relay, pushed, browser, tmp_path):
+def test_home_page_shows_the_relay_and_each_backends_latest_build(relay, upstream, pushed, browser, tmp_path):
     latest_number = max(b["number"] for b in relay.builds("ok-beta"))
     open_page(browser, relay.web_url + "#/")
-    wait_for_texts(browser, ["Relays upstream", "pytorch/pytorch", *MAIN_BACKENDS], "the home page")
+    # The upstream it follows, a local repository here: called by its URL, its commits linked to no page.
+    wait_for_texts(browser, [f"Relays upstream {upstream.url}", *MAIN_BACKENDS], "the home page")
+    assert "pytorch/pytorch" not in page_text(browser)
     row = wait_for_element(browser, "//tr[td[1]//a[text()='ok-beta']]", "ok-beta's row")
     assert row.find_element(By.XPATH, "td[2]").text == "L2" and row.find_element(By.XPATH, "td[3]").text == "beta"
     latest = row.find_element(By.XPATH, "td[4]//a")

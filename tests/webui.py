@@ -95,6 +95,26 @@ def drawn_text(browser, element) -> str:
         return drawn(arguments[0]);""", element)
 
 
+def page_errors(browser) -> list[str]:
+    """The errors the browser's console logged since the last call: a file the page asked for and did not get (a
+    404), an uncaught error of its scripts."""
+    return [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def clipped_header_names(browser) -> list[str]:
+    """The builder names of the waterfall's header that are not drawn whole within the page's visible width."""
+    return browser.execute_script("""
+        var cut = [];
+        document.querySelectorAll('.bb-waterfall-view .header .axis.x .tick text').forEach(function (name) {
+          var edge = document.documentElement.clientWidth;
+          for (var box = name.parentElement; box; box = box.parentElement) {
+            if (getComputedStyle(box).overflowX !== 'visible') edge = Math.min(edge, box.getBoundingClientRect().right);
+          }
+          if (name.getBoundingClientRect().right > edge + 0.5) cut.push(name.textContent);
+        });
+        return cut;""")
+
+
 def topbar_buttons(browser) -> list[str]:
     """The captions of the buttons Buildbot's top bar shows for the page (its controls)."""
     return [b.text for b in browser.find_elements(By.XPATH, TOPBAR_BUTTONS)]

@@ -23,8 +23,8 @@ from crcr.buildmaster.services.ledger import CommitLedger
 from crcr.buildmaster.services.liveness import SilentWorkerWatch
 from crcr.buildmaster.services.router_loss import ExitWithTheMaster
 from crcr.buildmaster.services.stale import nothing_pending_services
-from crcr.buildmaster.services.units_out import unit_mailers
-from crcr.buildmaster.www import TITLE, commit_links, commit_url, upstream_project, www_config
+from crcr.buildmaster.services.units_out import UnitsResumed, unit_mailers
+from crcr.buildmaster.www import TITLE, commit_links, upstream_project, upstream_web_of, www_config
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_checked_relay_config
 from crcr.config.settings import Settings, load_settings
@@ -69,7 +69,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "builders": make_builders(relay, settings),
         "services": [
             *github_status_reporters(relay, settings), *pytorch_relay_reporters(relay, settings),
-            *unit_mailers(settings),
+            *unit_mailers(settings), UnitsResumed(),
             SilentWorkerWatch(settings.worker_keepalive),
             UpstreamMirror(upstream_url=settings.upstream_url, branches=list(settings.upstream_branches)),
             RelayStore(), RelayLeadership(takeover_after=settings.takeover_after),
@@ -83,8 +83,8 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
             HistoryRecorder(), RelayJanitor(history_days=settings.history_days, artifact_days=settings.artifact_days,
                                              artifact_store=settings.artifact_store),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.
-            RelayHealth(backends=health_backends(relay.backends), commit_url=commit_url(settings, ""),
-                        takeover_after=settings.takeover_after),
+            RelayHealth(backends=health_backends(relay.backends), commit_url=upstream_web_of(settings).commit_url,
+                        takeover_after=settings.takeover_after, not_loaded=relay.not_loaded),
             *([ExitWithTheMaster()] if settings.clustered else []),
         ],
         "www": www_config(settings, relay),

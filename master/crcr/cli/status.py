@@ -24,6 +24,7 @@ from crcr.cli.relayapi import RelaySession, add_sign_in_options, credentials_fro
 from crcr.cli.subcommands import add_command
 from crcr.cli.wording import counted
 from crcr.config.settings import load_settings
+from crcr.health.percentages import percent
 from crcr.health.ranges import DEFAULT_RANGE, RANGES
 from crcr.store.outbox import CLAIM_EXPIRY, KEEP_GIVEN_UP, OutboxRow, given_up, waiting
 from crcr.store.tables import github_outbox
@@ -145,28 +146,54 @@ def cmd_status(args) -> int:
 
 
 def units_lines(body: dict) -> list[str]:
-    """The units' table: state, builds and hardware failures over the window, the card their last failure named;
-    then why each paused unit is."""
-    lines = [f"Units over the last {body['days']} days (builds of any backend; hardware failures: runs that hit it):",
-             f"{'UNIT':30}  {'STATE':12}  {'BUILDS':>6}  {'HW FAILURES':>11}  {'RATE':>5}  {'CARD':20}  LAST FAILURE"]
+    """The units' table: state, builds run and hardware failures over the window, the card their last failure
+    named; then why each paused unit is."""
+    lines = [f"Units over the last {body['days']} days. BUILDS RUN: every build the unit ran, of any backend and kind "
+             "(a fanned-out commit's build stage, shared builds and suite children one each, where Health counts its "
+             "build once); HW FAILURES: those of them that hit the hardware:",
+             f"{'UNIT':30}  {'STATE':12}  BUILDS RUN  {'HW FAILURES':>11}  {'RATE':>5}  {'CARD':20}  LAST FAILURE"]
     for unit in body["units"]:
         state = "paused" if unit["paused"] else "connected" if unit["connected"] else "disconnected"
-        rate = "-" if unit["rate"] is None else f"{unit['rate']:.0%}"
+        rate = "-" if unit["rate"] is None else percent(unit["rate"])
         last = unit["last_failure"]["what"] if unit["last_failure"] else "-"
-        lines.append(f"{unit['name']:30}  {state:12}  {unit['builds']:>6}  {unit['infra_failures']:>11}  {rate:>5}  "
+        lines.append(f"{unit['name']:30}  {state:12}  {unit['builds']:>10}  {unit['infra_failures']:>11}  {rate:>5}  "
                      f"{unit['card'] or '-':20}  {last}")
     lines += [f"{unit['name']} is paused: {unit['pause_reason'] or 'no reason given'}"
               for unit in body["units"] if unit["paused"]]
     return lines
 
 
-def print_units(args) -> int:
+def master_url(args) -> tuple[str, bool]:
+    """The master's web address (--url, else the settings'), and whether it is the default one: the settings' own,
+    no CRCR_WEB_PORT nor CRCR_BUILDBOT_URL given."""
     url = (args.url or load_settings().web_url).rstrip("/")
+    return url, args.url is None and url == load_settings(environ={}).web_url.rstrip("/")
+
+
+def master_not_answering(url: str, error: OSError, default_port: bool) -> str:
+    """Why the master could not be asked: a master started on other ports (`make demo` with CRCR_WEB_PORT) is asked
+    on the default one unless the command is given its CRCR_WEB_PORT too."""
+    elsewhere = "; a master on another port is asked with its CRCR_WEB_PORT (or --url)" if default_port else ""
+    return (f"the master at {url} does not answer ({getattr(error, 'reason', error)}): start it (crcr master start "
+            f"--basedir DIR){elsewhere}")
+
+
+def not_loaded_lines(not_loaded: list[dict]) -> list[str]:
+    """Each backend the master's start left out (its file did not validate), with its problems."""
+    lines = []
+    for left in not_loaded:
+        lines.append(f"{left['backend']}: not loaded: its file did not validate at the master's start (fix it, crcr "
+                     "check, crcr master reconfig):")
+        lines += [f"  {problem}" for problem in left["error"].splitlines()]
+    return lines
+
+
+def print_units(args) -> int:
+    url, default_port = master_url(args)
     try:
         status, body = RelaySession(url, credentials_from(args)).answer(UNITS_JSON)
     except OSError as e:
-        raise RuntimeError(f"the master at {url} does not answer ({getattr(e, 'reason', e)}): start it (crcr master "
-                           "start --basedir DIR)") from None
+        raise RuntimeError(master_not_answering(url, e, default_port)) from None
     if status != 200:
         raise RuntimeError(error_message(body))
     print(json.dumps(body, indent=2) if args.json else "\n".join(units_lines(body)))
@@ -175,7 +202,7 @@ def print_units(args) -> int:
 
 def print_health(args) -> int:
     """The figures of the summary, a backend or one of its commits, as the running master answers them."""
-    url = (args.url or load_settings().web_url).rstrip("/")
+    url, default_port = master_url(args)
     over = args.range or DEFAULT_RANGE
     if args.backend is None:
         path, wording = f"{HEALTH_JSON}?range={over}", summary_lines
@@ -189,9 +216,7 @@ def print_health(args) -> int:
         status, body = relay.answer(path)
     except OSError as e:  # refused, reset or timed out: URLError is one
         raise RuntimeError(
-            f"the master at {url} does not answer ({getattr(e, 'reason', e)}): start it (crcr master start "
-            "--basedir DIR); crcr status --outbox works without it"
-        ) from None
+            f"{master_not_answering(url, e, default_port)}; crcr status --outbox works without it") from None
     if args.json:  # as answered, so that a script reads the numbers the pages show
         print(json.dumps(body, indent=2))
         return 0 if status == 200 else 1
@@ -206,6 +231,8 @@ def print_health(args) -> int:
     for line in wording(body, url):
         print(line)
     if args.backend is None:  # the master's own count: no database to find
+        for line in not_loaded_lines(body.get("not_loaded", [])):
+            print(line)
         outbox = body["outbox"]
         print(outbox_line(outbox["waiting"], outbox["oldest_age"], outbox["given_up"]))
         for line in masters_lines(body.get("masters", []), body["now"]):
@@ -248,8 +275,9 @@ def add_status_command(sub: argparse._SubParsersAction) -> None:
                         help="the outbox only (GitHub and PyTorch's relay), from the database (the master need not "
                              "be running)")
     status.add_argument("--units", action="store_true",
-                        help="each unit: connected or paused (and why), its builds and the runs of them that hit the "
-                             "hardware over the last 7 days, the card their last failure named")
+                        help="each unit: connected or paused (and why), the builds it ran (a fanned-out commit's build "
+                             "stage and suite children one each) and those of them that hit the hardware over the last "
+                             "7 days, the card their last failure named")
     status.add_argument("--json", action="store_true",
                         help="the relay's answer as JSON, as the pages read it (times in Unix seconds); with "
                              "--outbox, the outbox as JSON")

@@ -28,7 +28,7 @@ def windows(decided: list, now: int) -> dict:
 
 
 def backend_page(info: BackendInfo, rows: BackendRows, range_name: str, now: int, units: dict[str, dict],
-                 commit_url: str) -> dict:
+                 commit_url: str | None) -> dict:
     name = info.name
     plans = read_plans(rows.bisections)
     decided = rows.summary.decided  # the backend's alone

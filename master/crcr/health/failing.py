@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crcr.config.upstream_web import commit_link
 from crcr.health.links import build_url, test_page
 from crcr.health.plans import ReadPlan, first_bad
 from crcr.store.health_queries import BadOutcome, FlakyCount, SuiteRun
@@ -38,7 +39,7 @@ def bad_set(outcomes: list[BadOutcome]) -> set[tuple[int, str, str]]:
 
 
 def failing_tests(backend: str, failing: list[BadOutcome], runs: list[SuiteRun], bad: list[BadOutcome],
-                  plans: list[ReadPlan], commit_url: str) -> list[dict]:
+                  plans: list[ReadPlan], commit_url: str | None) -> list[dict]:
     """Each test failing at the tip, longest failing first (its first failing commit the oldest upstream). `runs`:
     the verdict builds' runs of the suites, newest upstream first; `bad`: every failure and error of the failing
     tests; `plans`: newest first."""
@@ -55,7 +56,7 @@ def failing_tests(backend: str, failing: list[BadOutcome], runs: list[SuiteRun],
             "since": first.complete_at,
             "first_failing_sha": first.sha,
             "first_failing_title": first.title,
-            "first_failing_commit_url": commit_url + first.sha,
+            "first_failing_commit_url": commit_link(commit_url, first.sha),
             "first_failing_build_url": build_url(first.builderid, first.number),
             "builds_failing": streak.builds_failing,
             "first_bad": first_bad(plans, row.suite, row.test, commit_url),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crcr.config.upstream_web import commit_link
 from crcr.bisection.plan import Bisection as Plan
 from crcr.health.links import bisection_page
 from crcr.names import key_of
@@ -33,7 +34,7 @@ def read_plans(bisections: list[Bisection]) -> list[ReadPlan]:
     return read
 
 
-def first_bad(plans: list[ReadPlan], suite: str, test: str, commit_url: str) -> dict | None:
+def first_bad(plans: list[ReadPlan], suite: str, test: str, commit_url: str | None) -> dict | None:
     """The culprit of `test` named by the newest running or done bisection that names one; `plans` newest first."""
     keys = {key_of(suite, test), key_of(suite, "")}  # the test, or its suite bisected whole
     for plan in plans:
@@ -42,8 +43,8 @@ def first_bad(plans: list[ReadPlan], suite: str, test: str, commit_url: str) -> 
         for culprit in plan.culprits:
             if keys.intersection(culprit["tests"]):
                 bisectionid = plan.bisection.id
-                return {"sha": culprit["sha"], "commit_url": commit_url + culprit["sha"], "bisection": bisectionid,
-                        "bisection_url": bisection_page(bisectionid)}
+                return {"sha": culprit["sha"], "commit_url": commit_link(commit_url, culprit["sha"]),
+                        "bisection": bisectionid, "bisection_url": bisection_page(bisectionid)}
     return None
 
 

@@ -24,13 +24,16 @@ from crcr.buildmaster.www.metrics import MetricsResource
 from crcr.buildmaster.www.relay import PluginConfiguration, RelayResource
 from crcr.buildmaster.www.rest_errors import serve_relay_rest_api
 from crcr.buildmaster.www.rest_writes import write_rest_answers_in_the_reactor
+from crcr.buildmaster.www.ui_assets import serve_what_the_ui_asks_for
 from crcr.buildmaster.www.units import UnitsResource
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
+from crcr.config.upstream_web import UpstreamWeb, upstream_web
 from crcr.names import CHILD_TAG, HOST_TOOL_PATH
 
 TITLE = "crcr PyTorch relay"
 PLUGIN_NAME = "crcr"
+VIEW_PLUGINS = ("waterfall_view", "console_view", "grid_view")  # Buildbot's
 
 
 class RelayApplication(Application):
@@ -73,6 +76,7 @@ class RelayApplication(Application):
         self.units.master = master
         self.artifacts.master = master
         put_root_resources(master)
+        serve_what_the_ui_asks_for([*VIEW_PLUGINS, PLUGIN_NAME])
         serve_relay_rest_api()  # Buildbot builds /api after configuring the plugins, on its first configuration
         write_rest_answers_in_the_reactor()
 
@@ -106,11 +110,12 @@ def put_root_resources(master) -> None:
 
 def home_page_data(relay: RelayConfig, settings: Settings) -> dict:
     """What the UI shows of the relay (plugins/crcr/api/relay, the home page's and the bisection pages' data)."""
+    upstream = upstream_web_of(settings)
     return {
         "upstream": {
-            "repo": settings.github_repo,
+            "name": upstream.name,
             "branches": list(settings.upstream_branches),
-            "commit_url": commit_url(settings, ""),  # + a sha: the commit's page on GitHub
+            "commit_url": upstream.commit_url,  # + a sha: the commit's web page; None: shown as its sha
         },
         "backends": [
             {"name": b.name, "level": b.level, "device": b.device, "description": b.description}
@@ -137,7 +142,7 @@ def www_config(settings: Settings, relay: RelayConfig) -> dict:
         # (coalescing) and a forced old commit takes a column of its own, too few to find each backend in.
         "ui_default_config": {"Grid.revisionLimit": GRID_REVISIONS},
         "plugins": {
-            "waterfall_view": {}, "console_view": {}, "grid_view": {},
+            **{view: {} for view in VIEW_PLUGINS},
             # Not in the frontend config, which is everyone's: see www/relay.py.
             PLUGIN_NAME: PluginConfiguration(home_page_data(relay, settings), settings.artifact_store),
         },
@@ -155,13 +160,16 @@ def github_web_url(settings: Settings) -> str:
     return api.removesuffix("/api/v3")
 
 
-def commit_url(settings: Settings, sha: str) -> str:
-    return f"{github_web_url(settings)}/{settings.github_repo}/commit/{sha}"
+def upstream_web_of(settings: Settings) -> UpstreamWeb:
+    """The configured upstream's name and commit pages (none when it has no web view: a local path, a mirror)."""
+    return upstream_web(settings.upstream_url, github_web_url(settings))
 
 
 def commit_links(settings: Settings):
-    """Buildbot's `revlink`: upstream commits link to GitHub, whatever URL (a mirror) they were polled from."""
-    return lambda revision, repository: commit_url(settings, revision)
+    """Buildbot's `revlink` (the console's and grid's commit links, a build's covered commits): a commit's page in
+    the configured upstream's web view, None (no link) where it has none."""
+    upstream = upstream_web_of(settings)
+    return lambda revision, repository: upstream.commit_page(revision)
 
 
 def upstream_project(settings: Settings) -> util.Project:

@@ -1,7 +1,7 @@
 """What the UI shows of the relay's configuration (its upstream, backends and the files left out at start), as JSON
 for the home page and the bisection pages:
 
-    GET /plugins/crcr/api/relay   {"upstream": {"repo", "branches", "commit_url"}, "backends": [...], "left_out": [...]}
+    GET /plugins/crcr/api/relay   {"upstream": {"name", "branches", "commit_url"}, "backends": [...], "left_out": [...]}
 
 It is the crcr plugin's configuration, yet kept out of the frontend config the UI starts from: Buildbot copies each
 plugin's configuration into that, and serves it to everyone, signed in or not (inside index.html, and as /config),

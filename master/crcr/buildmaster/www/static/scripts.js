@@ -141,7 +141,7 @@
     var parents = relay.child_tag ? "?tags=-" + relay.child_tag : "";
     return h("div", { className: "container bb-home-view", "data-crcr": "home" },
       h("h2", null, (global.buildbotFrontendConfig || {}).title || "crcr relay"),
-      h("p", null, "Relays upstream ", h("code", null, upstream.repo || ""), " (branches: ",
+      h("p", null, "Relays upstream ", h("code", null, upstream.name || ""), " (branches: ",
         (upstream.branches || []).join(", "), ") to ", relay.backends.length, " backends. See the ",
         h("a", { href: "#/waterfall" + parents }, "waterfall"), ", the ", h("a", { href: "#/console" + parents }, "console"),
         ", the ", h("a", { href: "#/builders" + parents }, "builders"), ", the ", h("a", { href: "#/workers" }, "workers"),
@@ -179,8 +179,8 @@
       props.value);
   }
 
-  // An upstream commit linked to its GitHub page: `href` if given (the health JSON's commit_url), else the
-  // upstream's commit_url + sha.
+  // An upstream commit linked to its web page: `href` if given (the health JSON's commit_url), else the upstream's
+  // commit_url + sha; its sha alone where the upstream has no web view (both null: config/upstream_web.py).
   function CommitLink(props) {
     var relay = useRelay().data;
     if (!props.sha) return h("span", { className: "text-muted" }, "—");
@@ -364,6 +364,8 @@
     return seconds + "s";
   }
 
+  // Rounded half up to one decimal, none when it is 0 ("66.7%", "50%"): the rule of the charts and crcr status too
+  // (health/percentages.py, docs/health.md), so that every view reads the same rate alike.
   function percent(rate) {
     if (rate === null || rate === undefined) return "—";
     var shown = Math.round(rate * 1000) / 10;
@@ -496,8 +498,8 @@
   ];
 
   function HealthTable(props) {
-    var summary = props.summary;
-    if (!summary.backends.length) return h("p", null, "No backend.");
+    var summary = props.summary, notLoaded = summary.not_loaded || [];
+    if (!summary.backends.length && !notLoaded.length) return h("p", null, "No backend.");
     return h("table", { className: "table table-hover", "data-crcr": "health-summary" },
       h("thead", null, h("tr", null, h("th", null, "backend"),
         FIGURES.map(function (f) { return h("th", { key: f[0] }, f[1]); }))),
@@ -508,7 +510,17 @@
           FIGURES.map(function (f) {
             return h("td", { key: f[0], "data-figure": f[0] }, f[2](row, summary.now));
           }));
-      })));
+      }).concat(notLoaded.map(NotLoadedRow))));
+  }
+
+  // A backend whose file the master's start left out (it did not validate): no figures, only why.
+  function NotLoadedRow(left) {
+    return h("tr", { key: "not-loaded " + left.backend, "data-backend": left.backend, className: "table-danger" },
+      h("td", { "data-figure": "backend" }, h("strong", null, left.backend)),
+      h("td", { colSpan: FIGURES.length, "data-figure": "not-loaded" },
+        h("strong", null, "not loaded: "), "its file did not validate at the master's start; fix it, check it " +
+          "with crcr check, then run crcr master reconfig",
+        h("pre", { className: "mb-0", style: { whiteSpace: "pre-wrap" } }, left.error)));
   }
 
   function rangeWords(range) {
@@ -830,7 +842,7 @@
   var UNIT_FIGURES = [
     ["unit", "unit", function (u) { return h(UnitName, { unit: u }); }],
     ["state", "state", function (u) { return h(UnitState, { unit: u }); }],
-    ["builds", "builds", function (u) { return u.builds; }],
+    ["builds", "builds run", function (u) { return u.builds; }],
     ["infra-failures", "hardware failures", function (u) { return u.infra_failures; }],
     ["rate", "rate", function (u) { return percent(u.rate); }],
     ["card", "card", function (u) { return u.card ? h("code", null, u.card) : h(Muted, null, "—"); }],
@@ -859,7 +871,9 @@
     return h("div", { className: "container-fluid", "data-crcr": "units" },
       title,
       h("p", null, "Each unit (a worker: one accelerator of a host) over the last " + answer.data.days + " days: " +
-        "its builds of any backend, the runs of them that hit the hardware and their rate, and its card (as it " +
+        "the builds it ran, of any backend and kind (a fanned-out commit's build stage, shared builds and suite " +
+        "children one each, where Health counts the commit's build once), those of them that hit the hardware and " +
+        "their rate, and its card (as it " +
         "named it when it connected, else as its last failure recorded). A unit whose builds keep hitting the hardware is paused, saying why; its worker page's " +
         "unpause (or crcr worker resume) puts it back."),
       h(UnitsTable, { units: answer.data.units }));
@@ -877,12 +891,13 @@
   // the Authz refuses an anonymous visitor only once the form is filled in and sent. For such a visitor each becomes
   // "Sign in to …", which signs in and comes back. The top bar's store is Buildbot's (BuildbotUi.TopbarStore), made
   // before plugins load, and every page sets its buttons through its setActions on each render.
-  // What a build's or request's page shows while it acts, and the link to a rebuild's request: no control.
+  // What a build's or request's page shows while it acts, and the link to a rebuild's request: no control. Nor are
+  // the buttons with an icon and no caption, the waterfall's zoom in and out, which anyone may use.
   var NOT_CONTROLS = ["Rebuilt", "Rebuild pending", "Rebuilding...", "Stopping...", "Cancelling..."];
   var SIGN_IN_CAPTIONS = { "Actions...": "Sign in for worker actions" };
 
   function signInFirst(action) {
-    if (NOT_CONTROLS.indexOf(action.caption) >= 0) return action;
+    if (!action.caption || NOT_CONTROLS.indexOf(action.caption) >= 0) return action;
     var caption = action.caption;
     return {
       caption: SIGN_IN_CAPTIONS[caption] || "Sign in to " + caption.charAt(0).toLowerCase() + caption.slice(1),
@@ -917,8 +932,68 @@
     });
   }
 
+  // --- Buildbot's tag filters (the waterfall's, the grid's, the builders page's; ?tags=tag, +tag or -tag) ---
+  // Its tag list offered '_virtual_', the tag Buildbot gives every virtual builder (a fanned-out backend's child
+  // builds show as one each), and showed an excluded tag (-tag) in the colour of a chosen one. The list leaves it out
+  // and shows an excluded tag struck out. TagFilterManager is Buildbot's class (BuildbotUi), which every view uses.
+  var BUILDBOT_TAGS = ["_virtual_"];
+
+  function tagFiltersTellExcluded() {
+    var Filter = (global.BuildbotUi || {}).TagFilterManager;
+    if (!Filter) return;
+    Filter.prototype.isExcluded = function (tag) { return this.tags.indexOf("-" + tag) >= 0; };
+    Filter.prototype.isTagFiltered = function (tag) {
+      return this.tags.length === 0 || this.tags.indexOf(tag) >= 0 || this.tags.indexOf("+" + tag) >= 0;
+    };
+    Filter.prototype.getElementsForTags = function (tags) {
+      var filter = this;
+      return tags.filter(function (tag) { return BUILDBOT_TAGS.indexOf(tag) < 0; }).map(function (tag) {
+        var excluded = filter.isExcluded(tag);
+        var chosen = filter.isTagFiltered(tag) ? " bb-tag-filter-manager-tag-filtered" : "";
+        var shown = excluded ? " crcr-tag-excluded" : chosen;
+        return h("span", { key: tag },
+          h("span", { className: "bb-tag-filter-manager-tag clickable" + shown,
+            title: excluded ? "left out (-" + tag + "): click to clear" : null,
+            onClick: function () { filter.toggleTag(tag); } }, tag), " ");
+      });
+    };
+  }
+
+  // Buildbot's console view (4.3) reads no filter: the home page's link (?tags=-crcr-child, a fanned-out backend's
+  // child builds left out) showed a column per child. While a console page is open, the builders Buildbot's REST
+  // client fetches for it are cut to those its tags show, as the waterfall's filter would; the console fetches them
+  // once, so a console asked with other tags is loaded anew.
+  function consolePageTags() {
+    var page = /^#\/console(?:\?(.*))?$/.exec(global.location.hash);
+    return page && new URLSearchParams(page[1] || "");
+  }
+
+  function consoleFollowsTags() {
+    var Filter = (global.BuildbotUi || {}).TagFilterManager;
+    if (!global.axios || !Filter) return;
+    var fetchedWith = null;  // the console's tags its builders were cut with
+    global.axios.interceptors.response.use(function (response) {
+      var asked = consolePageTags(), url = (response.config && response.config.url) || "";
+      if (asked && /\/api\/v2\/builders$/.test(url) && response.data && response.data.builders) {
+        var filter = new Filter(asked, function () {}, "tags");
+        response.data.builders = response.data.builders.filter(function (b) {
+          return filter.shouldShowByTags(b.tags);
+        });
+        fetchedWith = asked.getAll("tags").join(",");
+      }
+      return response;
+    });
+    global.addEventListener("hashchange", function () {
+      var asked = consolePageTags();
+      if (!asked) fetchedWith = null;
+      else if (fetchedWith !== null && asked.getAll("tags").join(",") !== fetchedWith) global.location.reload();
+    });
+  }
+
   anonymousControlsSignInFirst();
   refusalsSayWhy();
+  tagFiltersTellExcluded();
+  consoleFollowsTags();
 
   global.BuildbotPluginSupport.buildbotSetupPlugin(function (reg) {
     // Registered after Buildbot's own routes, so this one replaces its home page.
