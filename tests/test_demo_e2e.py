@@ -1,5 +1,7 @@
-"""`make demo`, the main job: on its own state and ports, it brings up a relay whose demo build is green; a newcomer's
-first break is named as the demo upstream names its test; `make demo` again resumes the same relay."""
+"""`make demo`, the main job: on its own state and ports, it brings up a relay whose demo build is green, its units
+given nothing of the shell that ran it; a newcomer's first break is told while its suite runs and named as the demo
+upstream names its test, and a docs-only commit is not built (the README's stories); `make demo` again resumes the
+same relay."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 from buildbot.process.results import WARNINGS
 
 from conftest import FAILURE, SUCCESS
+from crcr.host.crcr_host import process_environment
 from crcr.names import FETCH_STEP, RELAY_WORKER
 from harness import VENV_BIN, Relay, free_port, run, venv_env, wait_until
 from labhost import host_commands, process_arguments, unit_pid
@@ -24,6 +27,8 @@ DEMO_UNITS = ["demo-local-demo-0", "demo-local-demo-1"]  # workers/demo-local.ya
 # must reach none of the demo upstream's tests.
 ENCLOSING_PYPROJECT = '[tool.pytest.ini_options]\naddopts = "-k enclosing_only"\n'
 ENCLOSING_CONFTEST = 'raise RuntimeError("the conftest.py of the project enclosing the demo was loaded")\n'
+SENTINEL = "crcr-test-secret-sentinel"
+BROKEN_TEST = "test/test_ops.py::test_view_shares_storage"  # the README's break
 
 
 def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_ends_it(
@@ -46,6 +51,7 @@ def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_
         CRCR_WORKERS_DIR=str(workers),
         CRCR_WEB_PORT=str(web_port),
         CRCR_WORKER_PORT=str(free_port()),
+        CRCR_TEST_SECRET_SENTINEL=SENTINEL,  # as a token in the shell of whoever runs make demo
     )
     tracked_before = run(["git", "-C", REPO, "status", "--porcelain"]).stdout
     try:
@@ -62,6 +68,14 @@ def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_
         assert built["results"] == SUCCESS and relay.worker_name(built) in DEMO_UNITS
         assert sorted(relay.worker_name(child) for child in suites) == DEMO_UNITS
         assert all("demo-upstream.zip: " in relay.step_log(child, FETCH_STEP) for child in suites)
+        # Nothing of the demo's shell reaches its units, nor their builds' logs, which start with the command's own.
+        for unit in DEMO_UNITS:
+            environment = process_environment(int((state / "workers" / unit / "twistd.pid").read_text()))
+            assert environment is not None and SENTINEL not in str(environment), unit
+        ops = child_of_suite(relay, build, "ops")
+        for step in ("setup 1", "suite ops"):
+            log = relay.step_log(ops, step)
+            assert SENTINEL not in log and "environment:" not in log, log
         connected = {w["name"] for w in relay.get("workers")["workers"] if w["connected_to"]}
         assert connected == {*DEMO_UNITS, RELAY_WORKER}  # the units and the relay's own worker: no janitor's
         assert oct((tmp_path / "secrets" / "worker-demo-local").stat().st_mode & 0o777) == "0o600"
@@ -82,22 +96,31 @@ def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_
         wait_until(lambda: {"demo-second-demo-0", "demo-second-demo-1"} <= {
             w["name"] for w in relay.get("workers")["workers"] if w["connected_to"]}, 30, "the second host's units")
 
-        # A newcomer's first break: one assert of the demo upstream's smoke test negated, tried, committed and pushed.
+        # A newcomer's first break, as the README tells it: one assert of the demo upstream's ops tests (the pytest
+        # suite, whose failures are told while it runs) negated, tried, committed and pushed.
         work = state / "upstream-work"
-        smoke = work / "test" / "test_smoke.py"
-        smoke.write_text(smoke.read_text().replace("assert 1 + 1 == 2", "assert 1 + 1 != 2"))
-        tried = run([VENV_BIN / "python", "-m", "pytest", "test/test_smoke.py"], cwd=work, check=False)
-        assert "1 failed, 1 passed" in tried.stdout, tried.stdout  # no option of the enclosing project's
-        run([f"{REPO}/scripts/init-demo-upstream.sh", state, "Break the smoke test"])
+        ops_tests = work / "test" / "test_ops.py"
+        ops_tests.write_text(ops_tests.read_text().replace("bytes(view) == ", "bytes(view) != "))
+        tried = run([VENV_BIN / "python", "-m", "pytest", "test/test_ops.py"], cwd=work, check=False)
+        assert "1 failed, 3 passed" in tried.stdout, tried.stdout  # no option of the enclosing project's
+        run([f"{REPO}/scripts/init-demo-upstream.sh", state, "Break a test"])
         broken = run(["git", "-C", state / "upstream.git", "rev-parse", "main"]).stdout.strip()
         build = relay.wait_for_finished_build("demo", broken)
         assert build["results"] == FAILURE
-        smoke_step = next(step for step in relay.steps(build) if step["name"] == "suite smoke")
-        assert [url["name"] for url in relay.get(f"steps/{smoke_step['stepid']}")["steps"][0]["urls"]
-                if url["name"].startswith("new failure")] == ["new failure: test/test_smoke.py::test_arithmetic"]
+        ops_step = next(step for step in relay.steps(build) if step["name"] == "suite ops")
+        assert [url["name"] for url in relay.get(f"steps/{ops_step['stepid']}")["steps"][0]["urls"]
+                if url["name"].startswith("new failure")] == [f"new failure: {BROKEN_TEST}"]
+        told = relay.step_log(child_of_suite(relay, build, "ops"), "suite ops", "told early: failing")
+        assert told.startswith(f"failing: {BROKEN_TEST} (still running), told at once"), told
         status = wait_until(lambda: failing_tests(run(["crcr", "status", "demo"], env=env).stdout), 30,
                             "crcr status to list the failing test")
-        assert status == ["test/test_smoke.py::test_arithmetic (smoke)"]
+        assert status == [f"{BROKEN_TEST} (ops)"]
+        # A docs-only commit, as the README tells it: not relevant, told at once, never built.
+        run([f"{REPO}/scripts/init-demo-upstream.sh", state, "--docs", "Fix a typo"])
+        docs = run(["git", "-C", state / "upstream.git", "rev-parse", "main"]).stdout.strip()
+        wait_until(lambda: f"demo {docs}: success: Not relevant to demo: changes only docs/…" in run(
+            ["crcr", "status", "demo", docs], env=env, check=False).stdout, 30, "the docs-only commit's verdict")
+        assert relay.builds_of("demo", docs) == []
         assert run(["git", "-C", REPO, "status", "--porcelain"]).stdout == tracked_before, "the demo wrote into git"
 
         # make stop, then make demo again given none of its settings: the same relay, ports, password and units.
@@ -110,7 +133,7 @@ def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_
         assert f"--host-dir {second}" in again
         resumed = relay.wait_for_finished_build("demo", run(["git", "-C", state / "upstream.git", "rev-parse",
                                                              "main"]).stdout.strip())
-        assert resumed["results"] == WARNINGS, "the smoke test still fails, a known failure now"
+        assert resumed["results"] == WARNINGS, "the ops test still fails, a known failure now"
         assert {relay.worker_name(child) for child in relay.children(resumed)} <= set(DEMO_UNITS)
     finally:
         run(["bash", f"{REPO}/scripts/stop.sh"], env=env)
@@ -120,6 +143,12 @@ def test_demo_starts_a_relay_that_builds_the_new_upstream_commit_green_and_stop_
     # make clean: the second host removed, the demo's state deleted.
     run(["bash", f"{REPO}/scripts/stop.sh", "--clean"], env=venv_env(CRCR_DEMO_STATE=str(state)))
     assert not state.exists() and not second.exists()
+
+
+def child_of_suite(relay: Relay, parent: dict, suite: str) -> dict:
+    """The child build of `parent` that ran `suite`."""
+    return next(child for child in relay.children(parent)
+                if any(step["name"] == f"suite {suite}" for step in relay.steps(child)))
 
 
 def failing_tests(status: str) -> list[str]:
