@@ -251,7 +251,8 @@ def test_two_masters_relay_every_commit_once_and_survive_losing_the_leader_and_t
         assert posted(github, p2, QUICK)[-1][0] == "failure", posted(github, p2, QUICK)
         assert posted(github, p1, QUICK)[-1][0] == "success", posted(github, p1, QUICK)
         # P2 and P3 waited for P1's parent of wide, and one parent covered them (queue: newest).
-        assert [(sha, r) for sha, r, _, _ in upstream_builds(b, WIDE)] == [(p1, SUCCESS), (p3, SUCCESS)]
+        assert [(sha, r) for sha, r, _, _ in upstream_builds(b, WIDE)] == [(p1, SUCCESS), (p3, SUCCESS)], \
+            (upstream_builds(b, WIDE), {"p1": p1, "p2": p2, "p3": p3})
         capped = wait_until(lambda: len(done := [x for x in b.builds(CAPPED) if x["complete"]]) >= 3 and done, 120,
                             "capped's builds of P1..P3")
         assert sorted(x["properties"]["got_revision"][0] for x in capped) == sorted(first), capped
