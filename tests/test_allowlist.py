@@ -346,7 +346,7 @@ def test_crcr_check_passes_a_backend_within_its_grant(tmp_path, crcr_check, synt
     write_backend(dirs.backends, "spyre", level="L3", repo="torch-spyre/torch-spyre")
     result = crcr_check(dirs, **env)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok: 1 backends, 1 worker hosts"
+    assert result.stdout.strip() == "ok: 1 backend, 1 worker host"
 
 
 def test_crcr_check_refuses_a_pull_request_level_for_a_nightly_only_repository(tmp_path, crcr_check):

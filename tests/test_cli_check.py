@@ -29,7 +29,7 @@ def test_valid_files_pass_with_a_summary(tmp_path, crcr_check):
     write_worker_password(dirs.secrets, "lab-01")
     result = crcr_check(**dirs_env(dirs))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok: 1 backends, 1 worker hosts"
+    assert result.stdout.strip() == "ok: 1 backend, 1 worker host"
     assert result.stderr == ""
 
 
@@ -71,7 +71,7 @@ def test_the_committed_files_pass(tmp_path, crcr_check):
     write_worker_password(secrets, "demo-local")
     result = crcr_check(CRCR_SECRETS_DIR=str(secrets))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok: 2 backends (1 active, 1 inactive: spyre), 1 worker hosts"
+    assert result.stdout.strip() == "ok: 2 backends (1 active, 1 inactive: spyre), 1 worker host"
     assert "backends/spyre.yaml: no worker offers 'spyre' (device), 'cpu' (build: device, uses: torch-cpu)" \
         in result.stderr
 

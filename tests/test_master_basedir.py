@@ -107,7 +107,7 @@ def test_check_and_reconfig_count_the_backends_alike(tmp_path, monkeypatch, crcr
         master.kill()
         master.wait()
 
-    counted = "2 backends (1 active, 1 inactive: spyre), 1 worker hosts"
+    counted = "2 backends (1 active, 1 inactive: spyre), 1 worker host"
     assert check.stdout == f"ok: {counted}\n"
     assert (reconfig.returncode, reconfig.stdout) == (0, f"master in {folder} reconfigured: {counted}\n"), \
         reconfig.stderr

@@ -55,7 +55,12 @@ def counted(relay: RelayConfig) -> str:
     active = {backend.name for backend in relay.active_backends}
     inactive = [backend.name for backend in relay.backends if backend.name not in active]
     detail = f" ({len(active)} active, {len(inactive)} inactive: {', '.join(inactive)})" if inactive else ""
-    return f"{len(relay.backends)} backends{detail}, {len(relay.hosts)} worker hosts"
+    return f"{counting(len(relay.backends), 'backend')}{detail}, {counting(len(relay.hosts), 'worker host')}"
+
+
+def counting(number: int, thing: str) -> str:
+    """'1 backend', '2 backends'."""
+    return f"{number} {thing}{'' if number == 1 else 's'}"
 
 
 def _basedir(args, settings: Settings | None = None) -> Path:
