@@ -27,7 +27,7 @@ sys.path.insert(0, str(TESTS))
 from harness import VENV_BIN, Relay, WorkerProcess, free_port, run, venv_env, wait_until  # noqa: E402
 from relays import cpu_seconds  # noqa: E402
 
-from crcr.buildmaster.graph.artifacts import FETCH_SCRIPT, TOKEN_VARIABLE, describe_files  # noqa: E402
+from crcr.buildmaster.graph.artifacts import FETCH_SCRIPT, describe_files  # noqa: E402
 from crcr.cli import mastercontrol  # noqa: E402
 
 MODES = ("pb", "http", "http-no-cache")
@@ -62,12 +62,13 @@ reactor.listenTCP(spec["http_port"], server.Site(Artifact()), interface="127.0.0
 CHECK = f"test $(stat -c %s artifact.bin) -eq {SIZE}"
 FETCH = f"curl -fsS -H \\"Authorization: Bearer $ARTIFACT_TOKEN\\" -o"
 URL = f"http://127.0.0.1:{spec['http_port']}/"
-CACHED = ["python3", spec["fetch_script"], URL, spec["cache"], "artifacts", json.dumps(spec["files"])]
-ENV = {"ARTIFACT_TOKEN": spec["token"], spec["token_variable"]: spec["token"]}
+CACHED = ["python3", spec["fetch_script"], spec["cache"], "artifacts",
+          json.dumps([{"url": URL, "files": spec["files"]}])]
+ENV = {"ARTIFACT_TOKEN": spec["token"]}
 FACTORIES = {
     "pb": [steps.FileDownload(mastersrc=ARTIFACT, workerdest="artifact.bin"),
            steps.ShellCommand(command=CHECK)],
-    "http": [steps.ShellCommand(command=CACHED, env=ENV)],
+    "http": [steps.ShellCommand(command=CACHED, initialStdin=spec["token"] + "\\n")],
     "http-no-cache": [steps.ShellCommand(command=f"{FETCH} artifact.bin {URL}artifact.whl && {CHECK}", env=ENV)],
 }
 builders = [util.BuilderConfig(name=mode, workernames=spec["units"], factory=util.BuildFactory(factory_steps))
@@ -102,7 +103,7 @@ class Bench:
             "artifact": str(self.artifact), "size": self.size, "token": TOKEN, "cache": str(self.cache),
             "units": self.units, "password": PASSWORD, "web_url": self.rest.web_url, "web_port": web_port,
             "worker_port": worker_port, "http_port": free_port(), "fetch_script": str(FETCH_SCRIPT),
-            "files": describe_files(self.artifact.parent), "token_variable": TOKEN_VARIABLE,
+            "files": describe_files(self.artifact.parent),
         }))
         (self.basedir / "master.cfg").write_text(MASTER_CFG)
         run([VENV_BIN / "buildbot", "create-master", "--quiet", self.basedir], env=venv_env())

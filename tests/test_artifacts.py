@@ -19,20 +19,22 @@ from types import SimpleNamespace
 import pytest
 from buildbot.process.properties import Properties
 from buildbot.interfaces import ITriggerableScheduler
-from buildbot.process.results import FAILURE, SUCCESS
+from buildbot.process.results import CANCELLED, FAILURE, RETRY, SUCCESS
 from buildbot.schedulers.triggerable import Triggerable
 from buildbot.test import fakedb
-from buildbot.test.steps import ExpectGlob, ExpectRemoteRef, ExpectStat, ExpectUploadFile
+from buildbot.test.steps import ExpectRemoteRef, ExpectShell, ExpectUploadFile
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.util.tuplematch import matchTuple
 from buildbot.process.remotetransfer import FileWriter
-from twisted.internet import defer
+from twisted.internet import defer, error
+from twisted.python.failure import Failure
 from twisted.trial import unittest
 from zope.interface import implementer
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.buildmaster.graph.artifacts import (
-    FETCH_SCRIPT, UploadArtifacts, artifact_token, artifacts_folder, token_child,
+    FETCH_SCRIPT, FIND_ARTIFACTS, MB, UploadArtifacts, artifact_token, artifacts_folder, fetch_artifacts_step,
+    found_on_unit, token_child,
 )
 from crcr.buildmaster.graph.build_stage import BuildStage
 from crcr.buildmaster.graph.shared import LOOK_AGAIN, SharedBuilds
@@ -50,6 +52,7 @@ WHEEL = b"a wheel's bytes\n" * 1000
 WHEEL_SHA = hashlib.sha256(WHEEL).hexdigest()
 SECRET = "the session secret"
 WHEEL_FILE = {"name": "torch.whl", "size": len(WHEEL), "sha256": WHEEL_SHA}
+LIMIT_MB = 1  # the relay's limit on a build's artifacts, in the upload's tests
 
 
 def built_config(tmp_path, build: dict, cpu_units: int = 1) -> dict:
@@ -72,6 +75,7 @@ def test_a_build_stage_has_its_builder_on_its_device_and_fans_the_suites_out_aft
     assert [step.kwargs["name"] for step in build.factory.steps] == [
         "checkout upstream", "prepare build folder", "build 1", "keep artifacts"]
     assert build.factory.steps[2].kwargs["build_timeout"] == 600
+    assert build.factory.steps[3].args[2] == 2000, "the artifacts' limit: CRCR_ARTIFACT_MAX_MB's default"
     assert [step.kwargs["name"] for step in parent.factory.steps][:4] == [
         "pull request", "commits covered", "build", "fan out"]
     child_steps = builders[children_builder_name("alpha")].factory.steps_by_suite["smoke"]
@@ -177,27 +181,38 @@ class BuildStageTest(StepHarness):
 
 
 class UploadArtifactsTest(StepHarness):
+    GLOBS = ["dist/*.whl", "LICENSE"]
+    LICENSE = ("LICENSE", "file", 4)
+
     def make_step(self) -> UploadArtifacts:
-        step = self.setup_step(UploadArtifacts(["dist/*.whl", "LICENSE"], Path("artifacts"), name="keep",
-                                               workdir="wkdir"))
+        step = self.setup_step(UploadArtifacts(self.GLOBS, Path("artifacts"), LIMIT_MB, name="keep", workdir="wkdir"))
         self.master.basedir = os.path.join(os.getcwd(), "master")  # the fake master removes it at the end
         return step
 
-    def glob(self, pattern: str, files: list[str]) -> ExpectGlob:
-        return ExpectGlob(path=f"wkdir/{pattern}", log_environ=False).files(files).exit(0)
+    def kept(self) -> list[str]:
+        """What the relay's store holds of this build."""
+        folder = artifacts_folder(self.master.basedir, Path("artifacts"), self.build.buildid)
+        return sorted(path.name for path in folder.iterdir()) if folder.exists() else []
+
+    def found(self, wheels: list[tuple[str, str, int]], others: list[tuple[str, str, int]] = (LICENSE,),
+              printed: str | None = None) -> ExpectShell:
+        """The unit's python3 saying what each glob matches: (path, kind, size); or printing `printed`."""
+        output = json.dumps({"dist/*.whl": wheels, "LICENSE": list(others)}) + "\n" if printed is None else printed
+        return ExpectShell(workdir="wkdir", command=["python3", "-c", FIND_ARTIFACTS, *self.GLOBS],
+                           log_environ=False).stdout(output).exit(0)
+
+    def upload(self, path: str, room: int = LIMIT_MB * MB, interrupted: bool = False) -> ExpectUploadFile:
+        """The upload of `path`, given `room` bytes of the limit: Buildbot's upload fails at maxsize bytes."""
+        return ExpectUploadFile(workersrc=path, workdir="wkdir", blocksize=262144, maxsize=room + 1, keepstamp=False,
+                                writer=ExpectRemoteRef(FileWriter), interrupted=interrupted)
 
     @defer.inlineCallbacks
     def test_the_files_found_are_uploaded_and_described_for_the_parent(self):
         step = self.make_step()
-        found = "/w/b/wkdir/dist/torch-2.0.whl"
         self.expect_commands(
-            self.glob("dist/*.whl", [found]), self.glob("LICENSE", ["/w/b/wkdir/LICENSE"]),
-            ExpectStat(file=found, workdir="wkdir").stat(stat.S_IFREG).exit(0),
-            ExpectUploadFile(workersrc=found, workdir="wkdir", blocksize=262144, maxsize=None, keepstamp=False,
-                             writer=ExpectRemoteRef(FileWriter)).upload_string(WHEEL).exit(0),
-            ExpectStat(file="/w/b/wkdir/LICENSE", workdir="wkdir").stat(stat.S_IFREG).exit(0),
-            ExpectUploadFile(workersrc="/w/b/wkdir/LICENSE", workdir="wkdir", blocksize=262144, maxsize=None,
-                             keepstamp=False, writer=ExpectRemoteRef(FileWriter)).upload_string(b"BSD\n").exit(0),
+            self.found([("dist/torch-2.0.whl", "file", len(WHEEL))]),
+            self.upload("dist/torch-2.0.whl").upload_string(WHEEL).exit(0),
+            self.upload("LICENSE", room=LIMIT_MB * MB - len(WHEEL)).upload_string(b"BSD\n").exit(0),
         )
         self.expect_outcome(SUCCESS, "kept 2 artifacts, 16004 bytes")
         yield self.run_step()
@@ -210,16 +225,126 @@ class UploadArtifactsTest(StepHarness):
     @defer.inlineCallbacks
     def test_a_glob_matching_nothing_fails_the_build_naming_it_and_uploads_nothing(self):
         self.make_step()
-        self.expect_commands(self.glob("dist/*.whl", []), self.glob("LICENSE", ["/w/b/wkdir/LICENSE"]))
+        self.expect_commands(self.found([]))
         self.expect_outcome(FAILURE, "nothing matched dist/*.whl (failure)")
         yield self.run_step()
 
     @defer.inlineCallbacks
     def test_two_artifacts_of_one_name_fail_the_build(self):
         self.make_step()
-        self.expect_commands(self.glob("dist/*.whl", ["/w/b/wkdir/dist/LICENSE"]),
-                             self.glob("LICENSE", ["/w/b/wkdir/LICENSE"]))
+        self.expect_commands(self.found([("dist/LICENSE", "file", 4)]))
         self.expect_outcome(FAILURE, "two artifacts named LICENSE (failure)")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_folder_or_a_link_fails_the_build_at_once_naming_it_and_uploads_nothing(self):
+        """Uploaded, a folder was a tar the master unpacked: one holding a link out (dist/dir.whl/inner ->
+        /etc/passwd) was refused there, and the step waited for ever. A link would upload what it points to."""
+        self.make_step()
+        self.expect_commands(self.found([("dist/dir.whl", "folder", 4096), ("dist/passwd.whl", "link", 11),
+                                         ("dist/torch.whl", "file", len(WHEEL))], [("LICENSE", "special file", 0)]))
+        self.expect_outcome(FAILURE, "dist/dir.whl is a folder: artifacts are files, give a glob of its files; "
+                                     "dist/passwd.whl is a link, or in a linked folder: artifacts are the checkout's "
+                                     "own files; LICENSE is not a regular file (failure)")
+        yield self.run_step()
+        self.assertEqual(self.kept(), [])
+
+    @defer.inlineCallbacks
+    def test_artifacts_over_the_limit_fail_the_build_naming_it_and_the_files_before_any_upload(self):
+        self.make_step()
+        self.expect_commands(self.found([("dist/huge.whl", "file", 1_500_000), ("dist/small.whl", "file", 10)]))
+        self.expect_outcome(FAILURE, "1.5 MB of artifacts, over the relay's limit of 1 MB for a build's artifacts "
+                                     "(CRCR_ARTIFACT_MAX_MB): dist/huge.whl (1.5 MB), dist/small.whl (10 bytes), "
+                                     "LICENSE (4 bytes) (failure)")
+        yield self.run_step()
+        self.assertEqual(self.kept(), [])
+
+    @defer.inlineCallbacks
+    def test_a_file_grown_past_the_limit_since_it_was_found_fails_its_upload_and_is_not_kept(self):
+        self.make_step()
+        self.expect_commands(
+            self.found([("dist/torch.whl", "file", len(WHEEL))]),
+            # What buildbot-worker does at maxsize: it stops reading, says so and fails.
+            self.upload("dist/torch.whl").upload_string(b"x" * (LIMIT_MB * MB + 1))
+            .stderr("Maximum filesize reached, truncating file 'dist/torch.whl'").exit(1))
+        self.expect_outcome(FAILURE, "dist/torch.whl grew past the relay's limit of 1 MB for a build's artifacts "
+                                     "(CRCR_ARTIFACT_MAX_MB) while it was uploaded (failure)")
+        yield self.run_step()
+        self.assertEqual(self.kept(), [])
+
+    @defer.inlineCallbacks
+    def test_a_unit_that_does_not_say_what_it_found_fails_the_build(self):
+        self.make_step()
+        self.expect_commands(self.found([], printed='{"dist/*.whl": "a python3 of the build\'s own"}\n'))
+        self.expect_outcome(FAILURE, "the unit did not say what the globs match (its log says why) (failure)")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_stop_ends_the_upload_though_the_unit_never_answers(self):
+        """An upload that failed on the master's side (its writer raised: a tar refused, a full disk) never ends on
+        the master: buildbot-worker cannot send the master's failure back, so its end is never heard. Buildbot's
+        transfer steps wait for it, and their stop asks a unit that runs nothing any more: the admin's stop and the
+        relay's overdue stop changed nothing, the build ran on until the master restarted."""
+        self.make_step()
+        self.expect_commands(self.found([("dist/torch.whl", "file", len(WHEEL))]),
+                             self.upload("dist/torch.whl", interrupted=True).break_connection())  # no end heard
+        self.interrupt_nth_remote_command(1)  # as the upload starts
+        self.expect_outcome(CANCELLED, "stopped while uploading dist/torch.whl (cancelled)")
+        yield self.run_step()
+        self.assertEqual(self.kept(), [], "what was written of the file is deleted")
+
+    @defer.inlineCallbacks
+    def test_a_unit_lost_during_the_upload_ends_it_as_buildbot_does_to_be_built_again(self):
+        step = self.make_step()
+        lost = Failure(error.ConnectionLost("the unit is gone"))
+        self.expect_commands(self.found([("dist/torch.whl", "file", len(WHEEL))]),
+                             self.upload("dist/torch.whl").behavior(lambda _: step.interrupt(lost)).break_connection())
+        self.expect_outcome(RETRY)
+        yield self.run_step()
+
+
+def test_the_unit_says_what_each_glob_matches_without_following_links(tmp_path):
+    """FIND_ARTIFACTS, run as the step runs it on the unit: in the checkout, with the unit's python3."""
+    checkout, outside = tmp_path / "upstream", tmp_path / "outside"
+    (checkout / "dist" / "dir.whl").mkdir(parents=True)
+    (checkout / "dist" / "dir.whl" / "inner").symlink_to("/etc/passwd")
+    (checkout / "dist" / "passwd.whl").symlink_to("/etc/passwd")
+    (checkout / "dist" / "torch.whl").write_bytes(WHEEL)
+    os.mkfifo(checkout / "dist" / "pipe.whl")
+    outside.mkdir()
+    (outside / "other.whl").write_bytes(b"not the checkout's")
+    (checkout / "elsewhere").symlink_to(outside)
+    (tmp_path / "via").symlink_to(checkout)  # the unit's own folder may be reached through a link: no matter
+    globs = ["dist/*.whl", "elsewhere/*.whl", "none/*.whl"]
+    ran = subprocess.run(["python3", "-c", FIND_ARTIFACTS, *globs], cwd=tmp_path / "via", capture_output=True,
+                         text=True, timeout=60)
+    found = found_on_unit(ran.stdout, globs)
+    assert {pattern: [(path, kind) for path, kind, _ in entries] for pattern, entries in found.items()} == {
+        "dist/*.whl": [("dist/dir.whl", "folder"), ("dist/passwd.whl", "link"), ("dist/pipe.whl", "special file"),
+                       ("dist/torch.whl", "file")],
+        "elsewhere/*.whl": [("elsewhere/other.whl", "link")],
+        "none/*.whl": []}, ran.stderr
+    assert found["dist/*.whl"][3][2] == len(WHEEL)
+
+
+class FetchArtifactsStepTest(StepHarness):
+    @defer.inlineCallbacks
+    def test_the_fetcher_is_handed_its_token_on_its_stdin_not_in_its_environment(self):
+        """buildbot-worker writes a command's environment into the unit's twistd.log, which the host's builds can
+        read; of its stdin it writes only the length."""
+        self.setup_step(fetch_artifacts_step("fetch", "crcr", workdir="wkdir"))
+        self.master.config.buildbotURL = "http://relay.test/"
+        self.master.www = SimpleNamespace(site=SimpleNamespace(session_secret=SECRET))
+        self.build.setProperty(ARTIFACTS_PROPERTY, [{"build": 30, "files": [WHEEL_FILE]}], "Trigger")
+        self.build.setProperty("builddir", "/units/u0/alpha", "Worker")
+        groups = [{"url": "http://relay.test/plugins/crcr/artifacts/30/", "files": [WHEEL_FILE]}]
+        self.expect_commands(
+            ExpectShell(workdir="wkdir", env={}, initial_stdin=artifact_token(SECRET, self.build.buildid) + "\n",
+                        command=["python3", f"/units/u0/alpha/crcr/{FETCH_SCRIPT.name}",
+                                 "/units/u0/alpha/../../cache/artifacts", "/units/u0/alpha/artifacts",
+                                 json.dumps(groups)])
+            .stdout(f"torch.whl: downloaded, {len(WHEEL)} bytes in 0.1 s\n").exit(0))
+        self.expect_outcome(SUCCESS, "artifacts fetched")
         yield self.run_step()
 
 
@@ -263,6 +388,7 @@ class ArtifactsResourceTest(TestReactorMixin, unittest.TestCase):
             ("30/other.whl", running, 404, "build 30 has no artifact other.whl kept"),
             ("30/..", running, 404, "artifacts are at /plugins/crcr/artifacts/<build>/<file name>"),
             ("30/a/b", running, 404, "artifacts are at"),
+            ("30/" + "a" * 300 + ".whl", running, 404, "build 30 has no artifact a"),  # too long for a file name
         ]
         for path, token, code, why in cases:
             answered, text = await self.get(path, token)
@@ -305,11 +431,12 @@ def relay_files():
 
 def fetch(url: str, host: Path, unit: str, files: list[dict], token: str = TOKEN,
           more: list[dict] = ()) -> subprocess.CompletedProcess:
-    """The fetcher as a child runs it, given `files` of the build at `url` (and the groups `more`)."""
+    """The fetcher as a child runs it, given `files` of the build at `url` (and the groups `more`), the token on its
+    stdin."""
     groups = json.dumps([{"url": url, "files": files}, *more])
     return subprocess.run(
         [sys.executable, FETCH_SCRIPT, host / "cache" / "artifacts", host / unit / "artifacts", groups],
-        env={**os.environ, "CRCR_ARTIFACTS_TOKEN": token}, capture_output=True, text=True, timeout=60)
+        input=f"{token}\n", capture_output=True, text=True, timeout=60)
 
 
 
@@ -354,14 +481,54 @@ def test_two_builds_artifacts_of_one_name_fail_the_fetch(relay_files, tmp_path):
     assert Served.asked == []
 
 
+@pytest.mark.parametrize("altered", ["written through a unit's link", "replaced by a link", "replaced by a folder",
+                                     "replaced by a pipe"])
+def test_a_cached_file_altered_on_the_host_is_fetched_again_never_used(relay_files, tmp_path, altered):
+    """A unit's artifact is a hard link to the cached file: its build can make it writable and write into it, or
+    put a link, a folder or a pipe of its own in the cache. The next unit to need the file gets the relay's again."""
+    assert fetch(relay_files, tmp_path, "u0", [WHEEL_FILE]).returncode == 0
+    cached = tmp_path / "cache" / "artifacts" / WHEEL_SHA
+    poisoned = b"poisoned" + WHEEL[8:]
+    if altered == "written through a unit's link":
+        linked = tmp_path / "u0" / "artifacts" / "torch.whl"
+        linked.chmod(0o644)
+        linked.write_bytes(poisoned)
+        held = f"{len(WHEEL)} bytes of SHA-256 {hashlib.sha256(poisoned).hexdigest()}"
+    elif altered == "replaced by a link":  # the relay's bytes when checked, the build's to change once linked
+        mine = tmp_path / "u0" / "mine.whl"
+        mine.write_bytes(WHEEL)
+        cached.unlink()
+        cached.symlink_to(mine)
+        held = "a link"
+    elif altered == "replaced by a folder":
+        cached.unlink()
+        (cached / "torch").mkdir(parents=True)
+        held = "a folder"
+    else:  # which a fetch reading it would wait on for ever
+        cached.unlink()
+        os.mkfifo(cached)
+        held = "a special file"
+    again = fetch(relay_files, tmp_path, "u1", [WHEEL_FILE])
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith(
+        f"torch.whl: the host cache held {held}, not the {len(WHEEL)} bytes of SHA-256 {WHEEL_SHA} the relay kept: "
+        "fetched again\ntorch.whl: downloaded"), again.stdout
+    assert Served.asked == ["/plugins/crcr/artifacts/30/torch.whl"] * 2
+    assert (tmp_path / "u1" / "artifacts" / "torch.whl").read_bytes() == WHEEL
+    assert not cached.is_symlink() and cached.read_bytes() == WHEEL and stat.S_IMODE(cached.stat().st_mode) == 0o444
+
+
 def test_a_cached_file_unused_for_a_week_is_removed(relay_files, tmp_path):
     assert fetch(relay_files, tmp_path, "u0", [WHEEL_FILE]).returncode == 0
     cache = tmp_path / "cache" / "artifacts"
     old = cache / ("0" * 64)
     old.write_bytes(b"last month's wheel")
     os.utime(old, (0, 0))
+    folder = cache / ("1" * 64)  # a build's, left there
+    (folder / "inner").mkdir(parents=True)
+    os.utime(folder, (0, 0))
     assert fetch(relay_files, tmp_path, "u0", [WHEEL_FILE]).returncode == 0
-    assert not old.exists() and (cache / WHEEL_SHA).exists()
+    assert not old.exists() and not folder.exists() and (cache / WHEEL_SHA).exists()
 
 
 class SharedBuildsTest(StepHarness):

@@ -67,6 +67,7 @@ OVERRIDES = [
     ("CRCR_HISTORY_DAYS", "400", "history_days", 400),
     ("CRCR_ARTIFACT_DAYS", "2", "artifact_days", 2),
     ("CRCR_ARTIFACT_STORE", "/srv/shared/artifacts", "artifact_store", Path("/srv/shared/artifacts")),
+    ("CRCR_ARTIFACT_MAX_MB", "300", "artifact_max_mb", 300),
     ("CRCR_TAKEOVER_AFTER", "30", "takeover_after", 30),
     ("CRCR_SMTP_RELAY", "smtp.lab.example.com:25", "smtp_relay", "smtp.lab.example.com:25"),
     ("CRCR_MAIL_FROM", "relay@lab.example.com", "mail_from", "relay@lab.example.com"),
@@ -254,6 +255,7 @@ OUT_OF_BOUNDS = [
     ("CRCR_BUILDBOT_URL", "https://" + "a" * 2041, "CRCR_BUILDBOT_URL: must be at most 2048 characters (got 2049 characters)"),
     ("CRCR_HISTORY_DAYS", "3651", "CRCR_HISTORY_DAYS: must be at most 3650 days (10 years) (got '3651')"),
     ("CRCR_ARTIFACT_DAYS", "3651", "CRCR_ARTIFACT_DAYS: must be at most 3650 days (10 years) (got '3651')"),
+    ("CRCR_ARTIFACT_MAX_MB", "1000001", "CRCR_ARTIFACT_MAX_MB: must be at most 1000000 MB (1 TB) (got '1000001')"),
 ]
 
 

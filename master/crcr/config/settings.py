@@ -28,6 +28,7 @@ DEFAULTS_FILE = REPO_ROOT / "master" / "settings.yaml"
 # The health pages' longest range is 30 days: a shorter history would leave its first day half pruned.
 MIN_HISTORY_DAYS = 31
 MAX_HISTORY_DAYS = described_limit(3650, "3650 days (10 years)")
+MAX_ARTIFACT_MB = described_limit(1_000_000, "1000000 MB (1 TB)")
 INTERFACE = r"^[A-Za-z0-9.:-]+$"
 # Validation context: the names of the settings whose value is the text of their CRCR_* variable.
 FROM_ENVIRONMENT = "from_environment"
@@ -98,6 +99,9 @@ class Settings(BaseModel):
     # (relative to the master's directory); several masters: one folder they all mount, since any serves any.
     artifact_days: WholeNumber = Field(default=7, ge=1, le=MAX_HISTORY_DAYS)
     artifact_store: Path = Path("artifacts")
+    # A build's artifacts together (MB, 10^6 bytes): more fails the build before the upload, or during it. Any commit
+    # with a build stage writes them to the master's disk; a CPU wheel of torch is about 200 MB.
+    artifact_max_mb: WholeNumber = Field(default=2000, ge=1, le=MAX_ARTIFACT_MB)
     # Several masters: one silent this long (seconds) counts as dead; another takes over its duties and rebuilds its
     # interrupted builds. Shorter is quicker after a crash, and quicker to count a master dead that is only slow.
     takeover_after: WholeNumber = Field(default=75, ge=10, le=MAX_KEEPALIVE)

@@ -100,8 +100,8 @@ def stage_factory(stage: config.BuildStage, env: dict, settings: Settings, given
     if given_artifacts:
         factory.addStep(fetch_artifacts_step(FETCH_STEP, SELECTION_DIR, workdir=UPSTREAM_DIR))
     factory.addSteps(commands_in_checkout(f"{BUILD_STAGE_STEP} ", stage.steps, env, stage.timeout))
-    factory.addStep(UploadArtifacts(stage.artifacts, settings.artifact_store, name=UPLOAD_STEP,
-                                    workdir=UPSTREAM_DIR, haltOnFailure=True))
+    factory.addStep(UploadArtifacts(stage.artifacts, settings.artifact_store, settings.artifact_max_mb,
+                                    name=UPLOAD_STEP, workdir=UPSTREAM_DIR, haltOnFailure=True))
     return factory
 
 

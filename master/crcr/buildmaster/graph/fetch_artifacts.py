@@ -1,24 +1,31 @@
 """Fetches a build stage's artifacts onto a unit, through its host's cache: shipped into a suite child's build folder
 and run there with the host's python3, so the standard library only (artifacts.py runs it).
 
-    python3 fetch_artifacts.py CACHE DEST GROUPS      (the token in $CRCR_ARTIFACTS_TOKEN)
+    python3 fetch_artifacts.py CACHE DEST GROUPS      (the token on its standard input)
 
 CACHE: the host's cache, shared by its units; DEST: the build folder's artifacts folder, emptied, then given each
 file (a hard link to the cached copy); GROUPS: JSON, a list of {url, files}, each the artifacts of one build: where
-the relay serves them (+ a file name), and a list of {name, size, sha256}.
+the relay serves them (+ a file name), and a list of {name, size, sha256}. The token comes on stdin, not in the
+environment: buildbot-worker writes a command's environment into the unit's twistd.log (which the host's builds can
+read) when its step asks, and of its stdin only the length.
 
 A file is cached under its SHA-256, written to a temporary file, checked and renamed into place, so a cached file is
 always whole. The units of a host fetch one file in turn under a lock of its own: the first downloads it, the others
-find it cached. Files no build asked for in KEEP_DAYS are removed from the cache.
+find it cached. A build can change its artifact, which is the cached file (read-only, but the build account's, who
+may make it writable), or put something else in the cache: so each use checks the cached file's size and SHA-256
+first, and fetches it again when they are not the relay's. Files no build asked for in KEEP_DAYS are removed from
+the cache.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -36,6 +43,15 @@ class FetchFailed(Exception):
     pass
 
 
+def described(size: int, sha256: str) -> str:
+    return f"{size} bytes of SHA-256 {sha256}"
+
+
+def kept(expected: dict) -> str:
+    """The file the relay kept, as described() describes a file."""
+    return described(expected["size"], expected["sha256"])
+
+
 def download(url: str, token: str, expected: dict, cached: Path) -> None:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
     digest, size = hashlib.sha256(), 0
@@ -46,10 +62,10 @@ def download(url: str, token: str, expected: dict, cached: Path) -> None:
                     part.write(block)
                     digest.update(block)
                     size += len(block)
-            if (size, digest.hexdigest()) != (expected["size"], expected["sha256"]):
-                raise FetchFailed(f"{expected['name']}: got {size} bytes of SHA-256 {digest.hexdigest()}, not the "
-                                  f"{expected['size']} bytes of SHA-256 {expected['sha256']} the relay kept")
-            os.chmod(part.name, 0o444)  # the units share it: a suite must not change it under another
+            if described(size, digest.hexdigest()) != kept(expected):
+                raise FetchFailed(f"{expected['name']}: got {described(size, digest.hexdigest())}, not the "
+                                  f"{kept(expected)} the relay kept")
+            os.chmod(part.name, 0o444)  # the units share it: no suite changes it by mistake
             os.replace(part.name, cached)
         except urllib.error.HTTPError as e:
             raise FetchFailed(f"{expected['name']}: the relay answered {e.code}: "
@@ -61,7 +77,40 @@ def download(url: str, token: str, expected: dict, cached: Path) -> None:
                 os.unlink(part.name)
 
 
+def held(cached: Path, expected: dict) -> str | None:
+    """What the cache holds at `cached`: described as kept() describes `expected` when it is a file, None for
+    nothing."""
+    try:  # no link followed (it could be turned elsewhere once checked), no pipe waited on
+        fd = os.open(cached, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return "a link" if e.errno == errno.ELOOP else f"a file it cannot read ({e.strerror})"
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            return "a folder" if stat.S_ISDIR(status.st_mode) else "a special file"
+        if status.st_size != expected["size"]:
+            return f"{status.st_size} bytes"
+        digest = hashlib.sha256()
+        while block := os.read(fd, BLOCK):
+            digest.update(block)
+        return described(status.st_size, digest.hexdigest())
+    finally:
+        os.close(fd)
+
+
+def remove(entry: Path) -> None:
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry)
+    else:
+        entry.unlink()
+
+
 def place(cached: Path, destination: Path) -> None:
+    # A hard link, not a copy: one download and one file's room per host, not per unit. What a build does to its
+    # link (the cached inode) reaches only the builds running beside it on the host, whose folders the same account
+    # can change anyway; every later use checks the cached file first (held) and fetches it again if it changed.
     try:
         os.link(cached, destination)
     except OSError:  # the build folder on another file system than the cache
@@ -74,8 +123,8 @@ def forget_unused(cache: Path, now: float) -> None:
             continue
         with open(cache / (entry.name + LOCK_SUFFIX), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if entry.exists() and entry.stat().st_mtime < now - KEEP_DAYS * 86400:
-                entry.unlink()
+            if os.path.lexists(entry) and entry.lstat().st_mtime < now - KEEP_DAYS * 86400:
+                remove(entry)  # a build's folder too: it would otherwise fail every fetch of the host from then on
 
 
 def fetch(cache: Path, destination: Path, groups: list[dict], token: str) -> None:
@@ -90,10 +139,15 @@ def fetch(cache: Path, destination: Path, groups: list[dict], token: str) -> Non
         cached = cache / expected["sha256"]
         with open(cache / (expected["sha256"] + LOCK_SUFFIX), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if cached.exists():
+            found = held(cached, expected)
+            if found == kept(expected):
                 os.utime(cached)  # used: kept KEEP_DAYS more
                 print(f"{expected['name']}: from the host cache, {expected['size']} bytes", flush=True)
             else:
+                if found is not None:
+                    print(f"{expected['name']}: the host cache held {found}, not the {kept(expected)} the relay "
+                          "kept: fetched again", flush=True)
+                    remove(cached)
                 started = time.monotonic()
                 download(url + urllib.parse.quote(expected["name"]), token, expected, cached)
                 print(f"{expected['name']}: downloaded, {expected['size']} bytes in "
@@ -105,7 +159,7 @@ def fetch(cache: Path, destination: Path, groups: list[dict], token: str) -> Non
 def main(argv: list[str]) -> int:
     cache, destination, groups = Path(argv[1]), Path(argv[2]), json.loads(argv[3])
     try:
-        fetch(cache, destination, groups, os.environ["CRCR_ARTIFACTS_TOKEN"])
+        fetch(cache, destination, groups, sys.stdin.readline().strip())
     except FetchFailed as e:
         print(f"fetching the artifacts failed: {e}", file=sys.stderr)
         return 1

@@ -5,8 +5,8 @@
 Not a public download: only a child build fetching the artifacts it was given (its ARTIFACTS_PROPERTY: its parent's
 shared builds' and build stage's) has a token, and only while it runs. So the relay's Authz is not asked (the units
 sign in to nothing), and a signed-in user is no one entitled: 401 without a token, 403 with one that is not given
-this build's artifacts or whose child has ended, 404 for a file not kept (never made, or removed by the janitor
-after `artifact_days`). The file itself is served by Twisted's static.File, which streams it.
+this build's artifacts or whose child has ended, 404 for a file not kept (never made, removed by the janitor
+after `artifact_days`, or a name no file can have). The file itself is served by Twisted's static.File, which streams it.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class ArtifactsResource(Resource):
             return _answer(request, 403, f"this token is not one for the artifacts of build {build} "
                                          "held by a running build")
         file = artifacts_folder(self.master.basedir, self.store(), build) / name
-        if not file.is_file():
+        if not _is_file(file):
             return _answer(request, 404, f"build {build} has no artifact {name} kept: it made none of that name, "
                                          "or it was older than the artifacts the relay keeps")
         served = static.File(str(file), defaultType="application/octet-stream").render_GET(request)
@@ -65,6 +65,15 @@ class ArtifactsResource(Resource):
         log.err(failure, "crcr: serving an artifact")
         if not request.finished:
             _answer(request, 500, "the relay could not serve this artifact; its log says why")
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a file: False, not an error (a 500), for a name too long for the filesystem
+    (ENAMETOOLONG), which Path.is_file raises."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _answer(request, code: int, text: str) -> None:
