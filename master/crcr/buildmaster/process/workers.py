@@ -29,6 +29,7 @@ from twisted.internet import defer
 from twisted.python import log
 
 from crcr.buildmaster.auth.secrets import FileSecret
+from crcr.buildmaster.process.worker_info import kept_worker_info
 from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password
@@ -59,6 +60,12 @@ class HostUnitWorker(worker.Worker):
     def reconfigService(self, name, password, host: str, host_slots: int | None, **kwargs):
         self.host, self.host_slots = host, host_slots
         return super().reconfigService(name, password, **kwargs)
+
+    def attached(self, conn):
+        # A lab's host is not the relay's: what the unit sent is cut to what the relay shows and Buildbot runs
+        # commands with before Buildbot keeps it and its Workers page shows it (process/worker_info.py).
+        conn.info = kept_worker_info(conn.info)
+        return super().attached(conn)
 
     def host_units(self) -> list[HostUnitWorker]:
         workers = self.master.workers.workers.values()

@@ -21,6 +21,7 @@ from crcr.buildmaster.www.health import SummaryResource
 from crcr.buildmaster.www.host_tool import HostToolResource
 from crcr.buildmaster.www.junit import JunitFileResource
 from crcr.buildmaster.www.metrics import MetricsResource
+from crcr.buildmaster.www.nosniff import answer_with_nosniff
 from crcr.buildmaster.www.relay import PluginConfiguration, RelayResource
 from crcr.buildmaster.www.rest_errors import serve_relay_rest_api
 from crcr.buildmaster.www.rest_writes import write_rest_answers_in_the_reactor
@@ -79,6 +80,7 @@ class RelayApplication(Application):
         serve_what_the_ui_asks_for([*VIEW_PLUGINS, PLUGIN_NAME])
         serve_relay_rest_api()  # Buildbot builds /api after configuring the plugins, on its first configuration
         write_rest_answers_in_the_reactor()
+        answer_with_nosniff()
 
     def _backends(self) -> list[dict]:
         return self.config.shown["backends"]  # see home_page_data
