@@ -15,6 +15,7 @@ import pytest
 
 from conftest import FAILURE, backend, prepare_relay, running
 from crcr.buildmaster.services.janitor import JANITOR_SERVICE, LAST_PRUNE
+from crcr.store.tables import test_hash
 from harness import Upstream, wait_until
 from test_health_e2e import health
 from webui import open_page, sign_in, wait_for_texts
@@ -87,8 +88,9 @@ def test_a_master_starting_after_a_night_without_the_janitor_prunes_what_is_olde
         conn.execute("INSERT INTO crcr_builds (buildid, backend, builderid, number, sha, branch, kind, results, "
                      "started_at, complete_at, timed_out) VALUES (999999, ?, 1, 999, ?, 'main', 'upstream', 0, ?, ?, 0)",
                      (BACKEND, "0" * 40, old - 60, old))
-        conn.execute("INSERT INTO crcr_test_outcomes (buildid, backend, suite, test, outcome, new, complete_at) "
-                     "VALUES (999999, ?, 'ops', 'test/test_history.py::test_broken', 'failed', 1, ?)", (BACKEND, old))
+        conn.execute("INSERT INTO crcr_test_outcomes (buildid, backend, suite, test, test_hash, outcome, new, "
+                     "complete_at) VALUES (999999, ?, 'ops', ?, ?, 'failed', 1, ?)",
+                     (BACKEND, BROKEN, test_hash(BROKEN), old))
         conn.execute("INSERT INTO crcr_commits (backend, sha, branch, seen_at, started_at, decided_at, state, how) "
                      "VALUES (?, ?, 'main', ?, ?, ?, 'success', 'built')", (BACKEND, "0" * 40, old, old, old))
         # The janitor's last prune two days ago: the relay was down at the last midnight.

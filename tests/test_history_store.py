@@ -1,24 +1,34 @@
 """The test history's writer and its retention on a real SQLite file upgraded by the relay's migrations (and on
-PostgreSQL, end to end): a build is recorded once with its suites and tests, and prune drops what is older than
-the horizon, the ledger's decided commits and ended bisections included."""
+PostgreSQL, end to end): a build is recorded once with its suites and tests (a node id of any length kept whole; a
+row the database refuses costing the build nothing else), and prune drops what is older than the horizon, the
+ledger's decided commits and ended bisections included."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
+from hashlib import sha256
 
 import pytest
 import sqlalchemy as sa
+from twisted.python import log
 
 from crcr.store import tables
 from crcr.store.bisections import add_step, create_bisection, update_bisection
 from crcr.store.commits import decide, find_commit, record_arrival
+from crcr.store.health_queries import bad_outcomes_of, test_rows
 from crcr.store.history import (
     BuildRow, SuiteRunRow, TestOutcomeRow, newest_recorded_at, prune, record_build, recorded_buildids,
 )
+from crcr.store.migrate import upgrade_tables
 from copied_schema import relay_tables
-from test_store import db, open_database  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
+# db: the fixture, a SQLite database with the relay's tables
+from test_store import db, open_database, sqlite_database  # noqa: F401
 
 A, B = "a" * 40, "b" * 40
+# A parametrized test's node id as long as its parameters make it: over the 2,704 bytes of PostgreSQL's index
+# entries even compressed (digests: nothing in it repeats, which PostgreSQL would compress).
+LONG = "test/test_ops.py::TestOps::test_add[" + "-".join(sha256(bytes([n])).hexdigest() for n in range(47)) + "]"
+KNOWN = [f"test/test_ops.py::test_known_{n}" for n in range(5)]
 
 
 def build(buildid: int, complete_at: int, kind: str = "upstream", **fields) -> BuildRow:
@@ -143,17 +153,82 @@ def test_prune_keeps_what_ended_at_the_horizon(db):
     assert db.execute(sa.select(sa.func.count()).select_from(tables.builds)).scalar() == 1
 
 
+def test_a_test_id_of_any_length_is_kept_whole_and_its_history_found_by_it(db):
+    record_build(db, build(7, 1000), [suite_run(7, 1000)], [outcome(7, 1000, test) for test in (LONG, *KNOWN)])
+
+    assert_kept_whole(db, buildid=7)
+
+
+def assert_kept_whole(conn, buildid: int) -> None:
+    """LONG and the KNOWN failures are in the build's history, each found by its whole id."""
+    assert len(LONG) > 3000
+    found = test_rows(conn, "alpha", LONG)
+    assert [(row.test, build.buildid) for row, build in found.outcomes] == [(LONG, buildid)]
+    assert {row.test for row in bad_outcomes_of(conn, {("alpha", test) for test in (LONG, *KNOWN)})} == {LONG, *KNOWN}
+    assert test_rows(conn, "alpha", LONG[:-1] + ")").outcomes == [], "another id of the same length"
+
+
+@pytest.fixture
+def empty(tmp_path):
+    """A SQLite database without tables, for the migrations to make them."""
+    yield from sqlite_database(tmp_path, lambda conn: None)
+
+
+def test_the_tests_kept_before_are_found_by_their_hash_after_the_upgrade(empty):
+    hashes_the_tests_kept(empty)
+
+
+def hashes_the_tests_kept(conn) -> None:
+    """Migration 019 on tables with history: each row takes its test's hash, and is found by it."""
+    upgrade_tables(conn, to="018")
+    conn.execute(tables.builds.insert().values(**asdict(build(6, 900))))
+    old = sa.table("crcr_test_outcomes", *map(sa.column, ("buildid", "backend", "suite", "test", "outcome", "new",
+                                                          "complete_at")))
+    conn.execute(old.insert(), [dict(buildid=6, backend=backend, suite="ops", test=test, outcome="failed", new=False,
+                                     complete_at=900)
+                                for backend, test in (("alpha", KNOWN[0]), ("alpha", KNOWN[1]), ("beta", KNOWN[0]))])
+    conn.commit()
+
+    upgrade_tables(conn)
+
+    assert {(r["backend"], r["test"], r["test_hash"]) for r in rows(conn, tables.test_outcomes)} == {
+        ("alpha", KNOWN[0], tables.test_hash(KNOWN[0])), ("alpha", KNOWN[1], tables.test_hash(KNOWN[1])),
+        ("beta", KNOWN[0], tables.test_hash(KNOWN[0]))}
+    assert [row.buildid for row, _ in test_rows(conn, "alpha", KNOWN[0]).outcomes] == [6]
+    assert {i["name"] for i in sa.inspect(conn).get_indexes("crcr_test_outcomes")} == {
+        "crcr_test_outcomes_buildid", "crcr_test_outcomes_backend_complete_at",
+        "crcr_test_outcomes_backend_test_hash"}
+
+
+@pytest.fixture
+def logged():
+    """The messages logged meanwhile (Twisted's log, where the master's goes)."""
+    messages: list[str] = []
+    observer = lambda event: messages.append(" ".join(str(m) for m in event.get("message", ())))  # noqa: E731
+    log.addObserver(observer)
+    yield messages
+    log.removeObserver(observer)
+
+
 @pytest.mark.e2e
-def test_on_postgresql_a_second_record_is_refused_cleanly_and_prune_deletes(tmp_path, postgres):
-    """PostgreSQL aborts a transaction at a duplicate key: the connection must still work after one."""
+def test_on_postgresql_a_build_is_recorded_once_with_every_row_the_database_takes(tmp_path, postgres, logged):
+    """PostgreSQL refuses what SQLite takes (an index entry over 2,704 bytes, a NUL in text), and aborts a
+    transaction at a refused statement: the connection must work on after one."""
     conn = open_database(postgres.url, tmp_path)
     try:
-        relay_tables(conn)
-        assert record(conn, 7, 1000)
-        assert not record(conn, 7, 1000)
-        assert record(conn, 8, 2000)
+        hashes_the_tests_kept(conn)
+        refused = "test/test_ops.py::test_nul[\x00]"  # a row the database refuses whatever its index
+        outcomes = [outcome(7, 1000, test) for test in (LONG, *KNOWN, refused)]
 
-        assert prune(conn, before=1500)["crcr_test_outcomes"] == 2
+        assert record_build(conn, build(7, 1000), [suite_run(7, 1000)], outcomes)
+
+        assert_kept_whole(conn, buildid=7)
+        assert [r["buildid"] for r in rows(conn, tables.suite_runs)] == [7]
+        (line,) = [line for line in logged if "left out of the history" in line]
+        assert "build 7's row of crcr_test_outcomes" in line and "test_nul" in line and "NUL" in line
+        assert not record(conn, 7, 1000), "already there"
+        assert record(conn, 8, 2000)
+        assert prune(conn, before=1500)["crcr_test_outcomes"] == 3 + 6, "builds 6 and 7's"
         assert recorded_buildids(conn, since=0) == {8}
     finally:
         conn.close()

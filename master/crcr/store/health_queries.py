@@ -16,7 +16,7 @@ from crcr.store.buildbot_tables import MasterRow, masters_since
 from crcr.store.commits import FIGURE_STATE, HAS_LATENCY, IN_FIGURES, CommitRow, _rows as _commit_rows
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 from crcr.store import leadership, outbox
-from crcr.store.tables import bisections, builds, commits, suite_runs, test_outcomes
+from crcr.store.tables import bisections, builds, commits, suite_runs, test_hash, test_outcomes
 
 # Builds of a backend's own verdicts: the figures of builds, timeouts and failing tests count these.
 VERDICT_KINDS = ("upstream", "forced")
@@ -335,8 +335,9 @@ def bad_outcomes_of(conn, tests: set[tuple[str, str]]) -> list[BadOutcome]:
     if not tests:
         return []
     query = (sa.select(_t.backend, _t.suite, _t.test, _t.outcome, _t.buildid)
-             .where(_t.backend.in_({backend for backend, _ in tests}), _t.test.in_({test for _, test in tests}),
-                    _t.outcome.in_(BAD_OUTCOMES)))
+             .where(_t.backend.in_({backend for backend, _ in tests}),
+                    _t.test_hash.in_({test_hash(test) for _, test in tests}), _t.outcome.in_(BAD_OUTCOMES)))
+    # The whole ids compared here, as the pairs are: a digest alone could match another test.
     return [row for row in (BadOutcome(*row) for row in conn.execute(query)) if (row.backend, row.test) in tests]
 
 
@@ -374,7 +375,7 @@ def backend_bisections(conn, backend: str) -> list[Bisection]:
 def test_rows(conn, backend: str, test: str) -> TestRows:
     query = (
         sa.select(test_outcomes, builds).join(builds, _b.buildid == _t.buildid)
-        .where(_t.backend == backend, _t.test == test)
+        .where(_t.backend == backend, _t.test_hash == test_hash(test), _t.test == test)
         .order_by(_t.complete_at.desc(), _t.buildid.desc())
     )
     outcomes = [_outcome_and_build(row) for row in conn.execute(query)]

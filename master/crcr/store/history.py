@@ -70,8 +70,10 @@ class TestOutcomeRow:
 
 
 def record_build(conn, build: BuildRow, suites: list[SuiteRunRow], outcomes: list[TestOutcomeRow]) -> bool:
-    """A finished build with its suites and tests, all or nothing; False when it is already recorded (the recorder
-    looks again at recent builds when the master starts)."""
+    """A finished build with its suites and tests, in one transaction; False when it is already recorded (the
+    recorder looks again at recent builds when the master starts). A kind or outcome the history has no word for
+    records nothing; a row the database refuses (a NUL in a node id, on PostgreSQL) is left out and logged, never
+    the build's other rows with it."""
     check_value("kind", build.kind, BUILD_KINDS)
     for test in outcomes:
         check_value("outcome", test.outcome, TEST_OUTCOMES)
@@ -80,12 +82,42 @@ def record_build(conn, build: BuildRow, suites: list[SuiteRunRow], outcomes: lis
     except sa.exc.IntegrityError:  # buildid is unique: a second writer of the same build finds it there
         conn.rollback()
         return False
-    if suites:
-        conn.execute(suite_runs.insert(), [asdict(run) for run in suites])
-    if outcomes:
-        conn.execute(test_outcomes.insert(), [asdict(test) for test in outcomes])
+    _insert_what_is_taken(conn, suite_runs, [asdict(run) for run in suites], build.buildid)
+    _insert_what_is_taken(conn, test_outcomes, [asdict(test) for test in outcomes], build.buildid)
     conn.commit()
     return True
+
+
+def _insert_what_is_taken(conn, table, rows: list[dict], buildid: int) -> None:
+    """The rows at once; when the database refuses that, each alone, logging those it refuses."""
+    if not rows or _refusal(conn, table, rows) is None:
+        return
+    from twisted.python import log  # here: the pure health package imports this module's rows, and no Twisted
+
+    for row in rows:
+        if (refusal := _refusal(conn, table, [row])) is not None:
+            log.msg(f"crcr store: build {buildid}'s row of {table.name} is left out of the history, the database "
+                    f"refused it ({refusal}): {_shortened(row)}")
+
+
+def _refusal(conn, table, rows: list[dict]) -> str | None:
+    """Why the database refused to insert the rows; None when it took them. In a savepoint: PostgreSQL refuses any
+    further statement of a transaction in which one failed."""
+    try:
+        with conn.begin_nested():
+            conn.execute(table.insert(), rows)
+    except sa.exc.DBAPIError as error:
+        if error.connection_invalidated or (isinstance(error, sa.exc.OperationalError)
+                                            and conn.engine.should_retry(error)):
+            raise  # the database's trouble (locked, gone), not the rows': Buildbot's pool runs the whole call again
+        return str(error.orig).strip().partition("\n")[0]  # its message: the details may hold the whole row
+    return None
+
+
+def _shortened(row: dict, keep: int = 200) -> str:
+    """A refused row for the log, each value cut to `keep` characters: a test's node id has no length limit."""
+    shown = {name: repr(value) for name, value in row.items()}
+    return ", ".join(f"{name}={text if len(text) <= keep else text[:keep] + '…'}" for name, text in shown.items())
 
 
 def newest_recorded_at(conn) -> int | None:

@@ -6,6 +6,8 @@ rows must not hold up, or break on, what Buildbot does with its own tables.
 
 from __future__ import annotations
 
+import hashlib
+
 import sqlalchemy as sa
 
 from crcr.config.limits import MAX_BRANCH_NAME, MAX_NAME
@@ -31,6 +33,7 @@ DELIVERY_LENGTH = 64  # GitHub's X-GitHub-Delivery ids are GUIDs (36 characters)
 EVENT_LENGTH = 40
 REPO_LENGTH = 255  # "owner/name"
 CONTEXT_LENGTH = 255  # a status's context, a check run's name
+TEST_HASH_LENGTH = 64  # test_hash: SHA-256 in hex
 # A callback is a report to PyTorch's own relay (pytorch_relay/), not to GitHub, delivered the same way.
 OUTBOX_KINDS = ("status", "check_run", "callback")
 # What a recorded build was for: an upstream commit's own (or covering) build, a forced one, a pull request's, a
@@ -250,14 +253,27 @@ test_outcomes = sa.Table(
     sa.Column("buildid", sa.Integer, nullable=False),
     sa.Column("backend", sa.String(MAX_NAME), nullable=False),
     sa.Column("suite", sa.String(MAX_NAME), nullable=False),
-    sa.Column("test", sa.Text, nullable=False),  # pytest's node id
+    sa.Column("test", sa.Text, nullable=False),  # pytest's node id, whole: it has no length limit
+    # What the index keys on, filled by every insert through this table (not by hand).
+    sa.Column("test_hash", sa.String(TEST_HASH_LENGTH), nullable=False,
+              default=lambda context: test_hash(context.get_current_parameters()["test"])),
     sa.Column("outcome", sa.String(STATE_LENGTH), nullable=False),  # TEST_OUTCOMES
     sa.Column("new", sa.Boolean, nullable=False),  # a new failure against the baseline
     sa.Column("complete_at", sa.BigInteger, nullable=False),  # the build's
     sa.Index("crcr_test_outcomes_buildid", "buildid"),
     sa.Index("crcr_test_outcomes_backend_complete_at", "backend", "complete_at"),
-    sa.Index("crcr_test_outcomes_backend_test", "backend", "test"),
+    sa.Index("crcr_test_outcomes_backend_test_hash", "backend", "test_hash"),
 )
+
+
+def test_hash(test: str) -> str:
+    """What a test's rows are indexed and found by: the SHA-256 of its node id, in hex. Not the id itself, which a
+    test chooses: PostgreSQL refuses an index entry over ~2.7 KB, and with it the row. Queries compare the whole id
+    too."""
+    return hashlib.sha256(test.encode()).hexdigest()
+
+
+test_hash.__test__ = False  # pytest: not a test function, whatever its name
 
 
 # Each suite's JUnit XML as the worker wrote it, byte for byte (store/junit_files.py), kept `history_days`.
