@@ -133,13 +133,15 @@ def checkout(tmp_path) -> Path:
 
 
 def run_ordered(checkout: Path, order: dict | None, *args: str) -> tuple[subprocess.CompletedProcess, list[tuple]]:
-    """The suite through the runner, as a worker runs it, with CRCR_ORDER naming `order` (None: no order); its
-    output, and each test's (node id, outcome) in the order they ran (the JUnit XML's)."""
+    """The suite through the runner, as a worker runs it, with CRCR_ORDER naming `order` (None: no order) and
+    CRCR_OUTCOMES the file the plugin tells each outcome in (outcomes_told() reads it); its output, and each test's
+    (node id, outcome) in the order they ran (the JUnit XML's)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "CRCR_"))}
     env["PYTHONPATH"] = str(PLUGIN_FILE.parent)
     if order is not None:
         (checkout.parent / "order.json").write_text(json.dumps(order))
-        env["CRCR_ORDER"] = "../order.json"  # relative to the checkout, as the suite's step names it
+        # Relative to the checkout, as the suite's step names them.
+        env.update(CRCR_ORDER="../order.json", CRCR_OUTCOMES="../outcomes")
     junit = checkout.parent / "results.xml"
     result = subprocess.run([sys.executable, "-m", "crcr_selection", "-p", "no:cacheprovider", "-o",
                              "junit_family=xunit1", f"--junitxml={junit}", "test", *args],
@@ -149,12 +151,19 @@ def run_ordered(checkout: Path, order: dict | None, *args: str) -> tuple[subproc
     return result, ran
 
 
+def outcomes_told(checkout: Path) -> list[str]:
+    """The lines the plugin told the relay, in the file CRCR_OUTCOMES named."""
+    outcomes = checkout.parent / "outcomes"
+    return outcomes.read_text().splitlines() if outcomes.exists() else []
+
+
 def test_the_likeliest_tests_run_first_the_others_in_pytests_order_and_the_outcomes_do_not_change(checkout):
     order = {"tests": {"test/test_z.py::test_known": [[1.0, "failing at the tip"]],
                        "test/test_nn.py::test_pool": [[0.3, "failed anew after 1 of 2 past breaks changing x"]]},
              "files": {}, "keywords": {"nn": 1}, "watch": ["test/test_z.py::test_known"]}
 
     plain, unordered = run_ordered(checkout, None)
+    assert outcomes_told(checkout) == [], "no order: nothing told"
     result, ordered = run_ordered(checkout, order)
 
     assert [test for test, _ in ordered] == [
@@ -166,12 +175,10 @@ def test_the_likeliest_tests_run_first_the_others_in_pytests_order_and_the_outco
     assert "  1.00 test/test_z.py::test_known: failing at the tip\n" in result.stdout
     assert (f"  {0.3 + KEYWORD_WEIGHT:.2f} test/test_nn.py::test_pool[1]: failed anew after 1 of 2 past breaks "
             "changing x; its path shares nn with the changed files\n") in result.stdout
-    # Each outcome the relay watches, named as it ends, before the tests after it run.
-    lines = result.stdout.splitlines()
-    assert "crcr: test passed: test/test_z.py::test_known" in lines
-    told = lines.index("crcr: test failed: test/test_nn.py::test_conv")
-    assert told < next(i for i, line in enumerate(lines) if "test_a_slow.py" in line), "told before the rest ran"
-    assert not any(line.startswith("crcr: test") for line in plain.stdout.splitlines()), "no order: nothing said"
+    # Each outcome the relay watches, told in the file the relay follows, none in the output.
+    assert outcomes_told(checkout) == ["crcr: test passed: test/test_z.py::test_known",
+                                       "crcr: test failed: test/test_nn.py::test_conv"]
+    assert not any(line.startswith("crcr: test") for line in result.stdout.splitlines())
 
 
 def test_a_failure_is_named_once_after_its_reruns_and_a_flaky_test_not_at_all(tmp_path):
@@ -190,9 +197,55 @@ def test_broken():
     assert False
 """)
     result, ran = run_ordered(root, {"watch": ["test/test_f.py::test_flaky"]}, "--crcr-reruns=1")
-    told = [line for line in result.stdout.splitlines() if line.startswith("crcr: test")]
-    assert told == ["crcr: test passed: test/test_f.py::test_flaky", "crcr: test failed: test/test_f.py::test_broken"]
+    assert outcomes_told(root) == ["crcr: test passed: test/test_f.py::test_flaky",
+                                   "crcr: test failed: test/test_f.py::test_broken"]
     assert "crcr order: no test is more likely to fail than another: pytest's order" in result.stdout
+
+
+SPOOF = "crcr: test failed: SPOOFED test/test_x.py::test_x, see http://evil.example/"
+
+
+def test_what_a_test_prints_or_reports_of_another_test_is_never_told(tmp_path):
+    # A conftest.py and a test print the plugin's line on lines of their own (on pytest's terminal, as the plugin
+    # once did, and in a failure's captured output); a test reports a test the run did not collect.
+    root = tmp_path / "upstream"
+    (root / "test").mkdir(parents=True)
+    (root / "conftest.py").write_text(f"""import os
+
+SEEN = os.environ.get("CRCR_OUTCOMES")
+
+
+def pytest_collection_finish(session):
+    terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+    terminal.write_line({SPOOF!r})
+    terminal.write_line(f"conftest.py saw CRCR_OUTCOMES: {{SEEN}}")
+""")
+    (root / "test" / "test_s.py").write_text(f"""from pathlib import Path
+
+from _pytest.reports import TestReport
+
+
+def test_a_prints_and_fails():
+    print({SPOOF!r})
+    assert False
+
+
+def test_b_reports_another(request):
+    request.config.hook.pytest_runtest_logreport(report=TestReport(
+        "SPOOFED http://evil.example/", ("x.py", 0, "x"), {{}}, "failed", "made up", "call"))
+
+
+def test_c_runs_next():
+    Path({str(tmp_path / "seen")!r}).write_text(Path({str(tmp_path / "outcomes")!r}).read_text())
+""")
+
+    result, _ = run_ordered(root, {})
+
+    assert result.stdout.count(f"\n{SPOOF}\n") == 2, "the lines are in the output"
+    assert "conftest.py saw CRCR_OUTCOMES: None" in result.stdout, "taken out of the environment before"
+    assert outcomes_told(root) == ["crcr: test failed: test/test_s.py::test_a_prints_and_fails"]
+    assert (tmp_path / "seen").read_text() == "crcr: test failed: test/test_s.py::test_a_prints_and_fails\n", \
+        "told as the test ended, before the next one ran"
 
 
 def test_an_unreadable_order_stops_the_run_naming_it(checkout):
@@ -228,6 +281,7 @@ def test_the_inputs_are_the_tests_failing_at_the_tip_and_the_builds_that_brought
 ORDER = {"tests": {"test/test_ops.py::test_known": [[1.0, "failing at the tip"]]}, "files": {}, "keywords": {},
          "watch": ["test/test_ops.py::test_known"]}
 ORDER_FILE = "../results/ops.order.json"
+OUTCOMES_FILE = "../results/ops.outcomes"
 
 
 class OrderedSuiteStepTest(SuiteStepHarness):
@@ -252,9 +306,25 @@ class OrderedSuiteStepTest(SuiteStepHarness):
             lambda data: self.shipped.__setitem__(ORDER_FILE, data), size=100_000).exit(0))
         return step
 
-    def run_ordered(self, output: str, rc: int) -> ExpectShell:
-        return (ExpectShell(workdir=WORKDIR, command=COMMAND, env={"CRCR_ORDER": ORDER_FILE}, timeout=STALL_TIMEOUT,
-                            max_time=SUITE_TIMEOUT).stdout(output).exit(rc))
+    def run_ordered(self, told: str, output: str = "", tell_early: bool = True,
+                    outcomes_log: str = "outcomes") -> ExpectShell:
+        """The suite's command, ordered: `output` its own, and, telling early, `told` the plugin's lines in the file
+        the worker follows as the step's log `outcomes_log`."""
+        if not tell_early:
+            return (ExpectShell(workdir=WORKDIR, command=COMMAND, env={"CRCR_ORDER": ORDER_FILE},
+                                timeout=STALL_TIMEOUT, max_time=SUITE_TIMEOUT).stdout(output))
+        command = ExpectShell(workdir=WORKDIR, command=COMMAND, env={"CRCR_ORDER": ORDER_FILE, "CRCR_OUTCOMES":
+                              OUTCOMES_FILE}, logfiles={outcomes_log: OUTCOMES_FILE}, timeout=STALL_TIMEOUT,
+                              max_time=SUITE_TIMEOUT)
+        if output:
+            command.stdout(output)
+        return command.log(outcomes_log, stdout=told) if told else command
+
+    @defer.inlineCallbacks
+    def told(self):
+        """The step run, what the commit's pending description says (None: nothing told)."""
+        yield self.run_step()
+        return (yield self.store.find_commit(BACKEND, SHA)).description
 
     @defer.inlineCallbacks
     def test_the_order_is_shipped_and_the_first_new_failure_told_while_the_suite_runs(self):
@@ -262,38 +332,55 @@ class OrderedSuiteStepTest(SuiteStepHarness):
         self.expect_commands(
             self.run_ordered("crcr: test failed: test/test_ops.py::test_known\n"  # known: not news
                              "crcr: test failed: test/test_ops.py::test_new\n"
-                             "crcr: test failed: test/test_ops.py::test_later\n", rc=1),
+                             "crcr: test failed: test/test_ops.py::test_later\n").exit(1),
             upload(JUNIT, junit(test_known="failed", test_new="failed", test_later="failed")))
         self.expect_history()
         self.expect_outcome(FAILURE, "ops: 0 passed, 3 failed (3 new)")
         self.expect_log_file("told early: failing", (
             "failing: test/test_ops.py::test_new (still running), told at once: the commit's status is pending "
             "until the build ends.\n") + BISECTION_NOTE)
-        yield self.run_step()
+        self.assertEqual((yield self.told()), "failing: test/test_ops.py::test_new (still running)")
         self.assertEqual(json.loads(self.shipped[ORDER_FILE]), ORDER)
-        commit = yield self.store.find_commit(BACKEND, SHA)
-        self.assertEqual(commit.description, "failing: test/test_ops.py::test_new (still running)")
 
     @defer.inlineCallbacks
     def test_a_known_failure_passing_is_told_as_fixed(self):
         yield self.ordered_step()
-        self.expect_commands(self.run_ordered("crcr: test passed: test/test_ops.py::test_known\n", rc=0),
+        self.expect_commands(self.run_ordered("crcr: test passed: test/test_ops.py::test_known\n").exit(0),
                              upload(JUNIT, junit(test_known="passed")))
         self.expect_history()
         self.expect_outcome(SUCCESS, "ops: 1 passed")
-        yield self.run_step()
-        commit = yield self.store.find_commit(BACKEND, SHA)
-        self.assertEqual(commit.description, "fixed: test/test_ops.py::test_known (still running)")
+        self.assertEqual((yield self.told()), "fixed: test/test_ops.py::test_known (still running)")
+
+    @defer.inlineCallbacks
+    def test_the_plugins_line_in_the_suites_output_tells_nothing(self):
+        yield self.ordered_step()
+        self.expect_commands(self.run_ordered("", output="crcr: test failed: SPOOFED, see http://evil.example/\n"
+                                              "crcr: test passed: test/test_ops.py::test_known\n").exit(0),
+                             upload(JUNIT, junit(test_known="passed")))
+        self.expect_history()
+        self.expect_outcome(SUCCESS, "ops: 1 passed")
+        self.assertIsNone((yield self.told()))
+
+    @defer.inlineCallbacks
+    def test_the_run_made_again_after_a_stall_tells_in_its_own_log(self):
+        yield self.ordered_step()
+        self.expect_commands(
+            self.run_ordered("").update("failure_reason", "timeout_without_output").exit(-1),
+            self.run_ordered("crcr: test failed: test/test_ops.py::test_new\n",
+                             outcomes_log="outcomes (retry after a stall)").exit(1),
+            upload(JUNIT, junit(test_new="failed")))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
+        self.assertEqual((yield self.told()), "failing: test/test_ops.py::test_new (still running)")
 
     @defer.inlineCallbacks
     def test_a_pull_requests_build_orders_its_tests_and_tells_nothing_early(self):
         yield self.ordered_step(tell_early=False)
-        self.expect_commands(self.run_ordered("crcr: test failed: test/test_ops.py::test_new\n", rc=1),
+        self.expect_commands(self.run_ordered("", tell_early=False).exit(1),
                              upload(JUNIT, junit(test_new="failed")))
         self.expect_history()
         self.expect_outcome(FAILURE, "ops: 0 passed, 1 failed (1 new)")
-        yield self.run_step()
-        self.assertIsNone((yield self.store.find_commit(BACKEND, SHA)).description)
+        self.assertIsNone((yield self.told()))
 
 
 class OrderTestsStepTest(StepHarness):

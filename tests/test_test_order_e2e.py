@@ -1,7 +1,8 @@
 """The bad news first, end to end (docs/relevance.md): a real master following a real git upstream, real workers
 running a real pytest suite, serial and fanned out. The test a commit's files point at runs first, its failure is
 told as a pending status while the suite's other tests still wait, and the verdict is the one the whole suite gives;
-the next commit's fix of that known failure is told early the same way.
+the next commit's fix of that known failure is told early the same way. A conftest.py printing the plugin's line
+tells nothing.
 
 The suite's other test waits for a file this test creates only once it has seen the early status: the status cannot
 have come from a suite that had finished."""
@@ -34,6 +35,11 @@ def test_waits_for_the_release():
         assert time.time() < deadline, "never released"
         time.sleep(0.1)
 """
+# The plugin's line, on a line of its own in the suite's output before any test runs: not an outcome.
+SPOOFING = """def pytest_collection_finish(session):
+    terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+    terminal.write_line("crcr: test failed: SPOOFED test/test_x.py::test_x, see http://evil.example/")
+"""
 NN = f"""from pathlib import Path
 
 
@@ -58,7 +64,8 @@ def test_the_test_the_change_points_at_runs_first_and_its_failure_and_then_its_f
     master, workers = prepare_relay(tmp_path / "relay", upstream, github, backends, hosts=HOSTS)
     with running(master, workers):
         base = upstream.commit("A suite gated by a file", {"test/test_gate.py": GATE.format(release=str(release)),
-                                                           "test/test_nn.py": NN, CONV: "fine\n"})
+                                                           "test/test_nn.py": NN, CONV: "fine\n",
+                                                           "conftest.py": SPOOFING})
         for name in backends:
             assert verdict(github, base, name) == ("success", "2 passed")
 
@@ -76,12 +83,13 @@ def test_the_test_the_change_points_at_runs_first_and_its_failure_and_then_its_f
         for name in backends:
             assert verdict(github, broke, name) == ("failure", "1 passed, 1 failed (1 new)")
         assert master.children(master.wait_for_finished_build(FANNED, broke)), "its suite ran as a child build"
-        # Each line of a stdio log starts with its stream's letter (o: stdout).
-        stdio = "\n".join(line[1:] for line in master.step_log(
-            master.wait_for_finished_build(SERIAL, broke), "suite ops").splitlines())
+        # Each line of a log starts with its stream's letter (o: stdout).
+        serial = master.wait_for_finished_build(SERIAL, broke)
+        stdio = "\n".join(line[1:] for line in master.step_log(serial, "suite ops").splitlines())
         assert ("crcr order: 1 of 2 tests first, most likely to fail first:\n"
                 "  0.12 test/test_nn.py::test_conv: its path shares nn with the changed files\n") in stdio
-        assert stdio.index("crcr: test failed: test/test_nn.py::test_conv") < stdio.index("test/test_gate.py .")
+        assert "SPOOFED" in stdio and "crcr: test failed: test/test_nn.py" not in stdio, "the suite's own output"
+        assert master.step_log(serial, "suite ops", "outcomes") == "ocrcr: test failed: test/test_nn.py::test_conv\n"
 
         # The known failure at the tip runs first: the commit fixing it says so at once.
         release.unlink()
@@ -100,3 +108,6 @@ def test_the_test_the_change_points_at_runs_first_and_its_failure_and_then_its_f
             f"{CONV}\n"
             "  then the test files whose path has a keyword of the changed files: nn, modules\n"
             ), "the relay learned from the break it saw"
+        for sha in (base, broke, fix):
+            for name in backends:
+                assert not any("SPOOFED" in s["description"] for s in github.statuses(sha, status_context(name)))

@@ -160,3 +160,9 @@ def running_file(junit_file: str) -> str:
 def order_file(junit_file: str) -> str:
     """Where the suite's step ships the order of its tests (worker_plugin/crcr_order.py), beside its JUnit XML."""
     return junit_file.removesuffix(".xml") + ".order.json"
+
+
+def outcomes_file(junit_file: str) -> str:
+    """Where the crcr_order plugin tells each test's outcome as it ends, beside the suite's JUnit XML: the worker
+    follows it as the step runs (docs/relevance.md)."""
+    return junit_file.removesuffix(".xml") + ".outcomes"

@@ -1,5 +1,6 @@
 """What a running pytest suite tells before it ends (docs/relevance.md): its first new failure, or else a known
-failure that passes, as the crcr_order plugin names each test's outcome when it ends.
+failure that passes, as the crcr_order plugin names each test's outcome when it ends, in the file the suite's step
+follows as its `outcomes` log (never the suite's output, which its tests write).
 
 The commit's status becomes pending "failing: <test> (still running)" (or "fixed: <test> (still running)"), the
 ledger's pending description says the same (`crcr status BACKEND SHA`), and so does the suite's step on the build
@@ -18,6 +19,7 @@ from twisted.python import log
 
 from crcr.buildmaster.services.ledger import commit_ledger
 from crcr.buildmaster.steps.unit_checks import build_url
+from crcr.github.status_text import told_early
 from crcr.store.service import relay_store
 from crcr.suites.worker_plugin.crcr_order import FAILED_LINE, PASSED_LINE
 
@@ -28,9 +30,8 @@ BISECTION_NOTE = ("A bisection, when this build stands for queued commits too (q
 
 
 class EarlyNews(LogLineObserver):
-    """Follows a suite's output for the plugin's outcome lines; tells `backend`'s commit status the first new
-    failure (a test failing that is not among `known`, those failing at the tip), or, while none came, the first
-    known failure that passes."""
+    """Follows the plugin's outcomes log; tells `backend`'s commit status the first new failure (a test failing that
+    is not among `known`, those failing at the tip), or, while none came, the first known failure that passes."""
 
     def __init__(self, step, backend: str, known: set[str]):
         super().__init__()
@@ -44,11 +45,11 @@ class EarlyNews(LogLineObserver):
             test = line[len(FAILED_LINE):].strip()
             if self.failing is None and test not in self.known:
                 self.failing = test
-                self._tell(f"failing: {test} (still running)")
+                self._tell(told_early("failing", test))
         elif line.startswith(PASSED_LINE):
             test = line[len(PASSED_LINE):].strip()
             if self.said is None and test in self.known:
-                self._tell(f"fixed: {test} (still running)")
+                self._tell(told_early("fixed", test))
 
     def _tell(self, text: str) -> None:
         self.said = text

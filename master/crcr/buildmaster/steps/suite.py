@@ -22,11 +22,13 @@ from crcr.buildmaster.steps.unit_checks import log_url, record_hardware_failure,
 from crcr.store.service import relay_store
 from crcr.buildmaster.steps.early_news import EarlyNews
 from crcr.names import ORDER_PROPERTY, TELL_EARLY_PROPERTY
-from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, order_file, running_file
-from crcr.suites.worker_plugin.crcr_order import ORDER_VARIABLE
+from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, order_file, outcomes_file, running_file
+from crcr.suites.worker_plugin.crcr_order import ORDER_VARIABLE, OUTCOMES_VARIABLE
 
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
 RETRY_LOG = "stdio (retry after a stall)"
+# The crcr_order plugin's outcomes, each attempt's in its own log: one log name, one LogObserver.
+OUTCOMES_LOGS = {"stdio": "outcomes", RETRY_LOG: "outcomes (retry after a stall)"}
 INFRA_LOG = "infrastructure failure"
 
 
@@ -82,16 +84,22 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
     def _ordered(self):
         """The environment that orders the suite's tests, likely failures first, with the order the build drew
         (steps/test_order.py) shipped beside the JUnit XML; and what the run tells early (early_news.py) followed.
-        None without an order: the step's own environment."""
+        None without an order: the step's own environment.
+
+        Outcomes are told in a file of their own, never the suite's output, which its tests write (a test printing
+        the plugin's line would tell what it likes): the plugin takes the file's name out of the environment
+        before any test code runs, and the worker sends what it finds in the file as the outcomes log."""
         order = (self.getProperty(ORDER_PROPERTY) or {}).get(self.suite_name)
         if not order:
             return None
+        env = {**self.env, ORDER_VARIABLE: order_file(self.junit_file)}
         if self.getProperty(TELL_EARLY_PROPERTY):
             self.news = EarlyNews(self, self.getProperty(TELL_EARLY_PROPERTY), set(order["watch"]))
-            for log_name in ("stdio", RETRY_LOG):
+            for log_name in OUTCOMES_LOGS.values():
                 self.addLogObserver(log_name, self.news)
+            env[OUTCOMES_VARIABLE] = outcomes_file(self.junit_file)
         yield self.downloadFileContentToWorker(order_file(self.junit_file), json.dumps(order))
-        return {**self.env, ORDER_VARIABLE: order_file(self.junit_file)}
+        return env
 
     def getCurrentSummary(self):
         if self.news is not None and self.news.said:
@@ -160,6 +168,9 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         if left <= 0:
             return None
         overrides = {} if env is None else {"env": env}
+        if env and OUTCOMES_VARIABLE in env:  # Buildbot's logfiles: the worker sends the file as a log as it grows
+            # Lazily: the log is made when a line comes, so no empty one where nothing was told.
+            self.logfiles, self.lazylogfiles = {OUTCOMES_LOGS[log_name]: env[OUTCOMES_VARIABLE]}, True
         cmd = yield self.makeRemoteShellCommand(stdioLogName=log_name, command=command, maxTime=math.ceil(left),
                                                 **overrides)
         yield self.runCommand(cmd)

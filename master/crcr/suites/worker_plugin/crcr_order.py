@@ -17,16 +17,19 @@ for a test file whose path matches the keywords of the changed files, KEYWORD_WE
 with a score run first, highest first; the others keep pytest's order after them. The top TOP_SHOWN, with why, are
 listed under "collected N items".
 
-Each test that fails (its last attempt, after the selection plugin's reruns) is named on a line of its own,
-`crcr: test failed: <node id>`, as it ends; so is each watched test that passes (`crcr: test passed: <node id>`):
-the relay watches the suite's known failures, to tell a fix early. A test moved ahead of its module's others
-shares their module and class set-up no longer: that set-up runs once more, the price of the early answer.
+With CRCR_OUTCOMES naming a file, each test that fails (its last attempt, after the selection plugin's reruns) is
+named there on a line of its own, `crcr: test failed: <node id>`, as it ends; so is each watched test that passes
+(`crcr: test passed: <node id>`): the relay watches the suite's known failures, to tell a fix early. The worker
+follows that file as the suite's step runs (Buildbot's `logfiles`); the suite's output is not read for outcomes.
+A test moved ahead of its module's others shares their module and class set-up no longer: that set-up runs once
+more, the price of the early answer.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 
@@ -36,6 +39,8 @@ except ImportError:
     from crcr_selection import read_named_json
 
 ORDER_VARIABLE = "CRCR_ORDER"
+OUTCOMES_VARIABLE = "CRCR_OUTCOMES"
+OUTCOMES = pytest.StashKey[TextIO]()  # the outcomes file, open for the session
 FAILED_LINE, PASSED_LINE = "crcr: test failed: ", "crcr: test passed: "
 TOP_SHOWN = 20
 KEYWORD_WEIGHT = 0.25
@@ -80,10 +85,27 @@ def matches_keyword(test_file: str, keyword: str) -> bool:
     return keyword in masked
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Opens the outcomes file and takes its name out of the environment before any conftest.py or test module is
+    imported. Nothing the suite prints, logs or runs tells an outcome, however it is worded: the relay reads them
+    from this file alone, and the tests are not handed its name. Not a wall against a test set on telling one: it
+    runs in this process and could find the file (/proc/self/environ keeps the name, /proc/self/fd the open file);
+    what it reaches is a pending status of its own commit, which the verdict replaces, and never a link (the
+    relay's statuses link to its own build). Order tells only the tests the run collected, so that a report a
+    conftest.py makes up names no other."""
+    path = os.environ.pop(OUTCOMES_VARIABLE, None)
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        # Emptied: a run made again after a stall tells its own outcomes, not the stalled run's.
+        outcomes = early_config.stash[OUTCOMES] = open(path, "w", encoding="utf-8")
+        early_config.add_cleanup(outcomes.close)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     path = os.environ.get(ORDER_VARIABLE)
     if path:
-        config.pluginmanager.register(Order(_read(path), config.pluginmanager), "crcr-order")
+        config.pluginmanager.register(Order(_read(path), config.stash.get(OUTCOMES, None)), "crcr-order")
 
 
 def _read(path: str) -> dict:
@@ -97,13 +119,14 @@ def _read(path: str) -> dict:
 class Order:
     """The hooks that act once an order is given."""
 
-    def __init__(self, spec: dict, plugins):
+    def __init__(self, spec: dict, outcomes: TextIO | None):
         self.tests, self.files = spec.get("tests", {}), spec.get("files", {})
         self.keywords = spec.get("keywords", {})
         self._file_keywords: dict[str, list[list]] = {}  # file -> its keyword reason (_by_keywords)
         self.watched = set(spec.get("watch", []))
-        self.plugins = plugins
+        self.outcomes = outcomes  # where each outcome is told; None: nowhere
         self.first: list[tuple[float, str, list[str]]] = []  # (score, node id, why) of the tests moved first
+        self.collected: set[str] = set()  # the node ids the run collected: no other is told
         self.failed: set[str] = set()
         self.passed: set[str] = set()
 
@@ -149,20 +172,24 @@ class Order:
             lines.append(f"  and {len(self.first) - TOP_SHOWN} more")
         return lines
 
+    def pytest_collection_finish(self, session) -> None:
+        self.collected = {item.nodeid for item in session.items}
+
     def pytest_runtest_logreport(self, report) -> None:
+        if report.nodeid not in self.collected:  # a report a test or conftest.py made up
+            return
         if report.failed and report.nodeid not in self.failed:  # a rerun's failed attempt is logged as 'rerun'
             self.failed.add(report.nodeid)
-            self._say(FAILED_LINE + report.nodeid)
+            self._tell(FAILED_LINE + report.nodeid)
         elif report.when == "call" and report.passed:
             self.passed.add(report.nodeid)
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
         if nodeid in self.watched and nodeid in self.passed and nodeid not in self.failed:
-            self._say(PASSED_LINE + nodeid)
+            self._tell(PASSED_LINE + nodeid)
 
-    def _say(self, line: str) -> None:
-        """A line of its own in the output, as the test ends: pytest's terminal writes outside any capture here."""
-        terminal = self.plugins.get_plugin("terminalreporter")
-        if terminal is not None:
-            terminal.write_line(line)
-            terminal.flush()
+    def _tell(self, line: str) -> None:
+        """A line in the outcomes file, written through as the test ends: the worker sends what it finds there."""
+        if self.outcomes is not None:
+            self.outcomes.write(line + "\n")
+            self.outcomes.flush()
