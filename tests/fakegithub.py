@@ -1,7 +1,8 @@
 """A stand-in for the GitHub REST API (the one service tests cannot reach): records every request.
 
-It answers POST /repos/{owner}/{repo}/statuses/{sha} like GitHub does (201 with the status) and
-can be told to fail or leave unanswered the next N requests, so tests can check what the relay does then.
+It answers POST /repos/{owner}/{repo}/statuses/{sha} like GitHub does (201 with the status; 422 for a description
+over GitHub's 140 characters, too_long) and can be told to fail or leave unanswered the next N requests, so tests
+can check what the relay does then.
 
 Told of a GitHub App (install_app), it also plays the App's side: GET /repos/{o}/{r}/installation and
 POST /app/installations/{id}/access_tokens answer only a JWT signed with the App's key and issued by its id (401
@@ -211,6 +212,8 @@ class FakeGitHub:
         """GitHub's answer to a request, under the lock: its HTTP status and JSON."""
         if path.startswith("/login/oauth/") or USER_PATH.match(path):
             return self._serve_oauth(method, path, headers, body)
+        if method in ("POST", "PATCH") and body and (refusal := too_long(body)):  # a status's, a check run's
+            return 422, refusal
         if method == "POST" and STATUS_PATH.match(path):
             return 201, {"id": len(self.requests) + 1, **(body or {})}
         if method == "GET" and (m := PERMISSION_PATH.match(path)):
@@ -354,6 +357,23 @@ class FakeGitHub:
 
 
 _UNAUTHORIZED = (401, {"message": "Bad credentials"})
+DESCRIPTION_LIMIT = 140  # characters of a commit status's description
+OUTPUT_TEXT_LIMIT = 65535  # a check run's output.summary and output.text, in UTF-8 bytes as GitHub counts them
+
+
+def too_long(body: dict) -> dict | None:
+    """GitHub's 422 answer to a status or check run whose text is over its limit, refusing the whole post; None when
+    every text is within."""
+    if len(body.get("description") or "") > DESCRIPTION_LIMIT:
+        return {"message": "Validation Failed", "errors": [{
+            "resource": "Status", "code": "custom", "field": "description",
+            "message": f"description is too long (maximum is {DESCRIPTION_LIMIT} characters)"}]}
+    output = body.get("output") or {}
+    supplied = max(len((output.get(name) or "").encode()) for name in ("summary", "text"))
+    if supplied > OUTPUT_TEXT_LIMIT:
+        return {"message": f"Invalid request.\n\nOnly {OUTPUT_TEXT_LIMIT} characters are allowed; {supplied} were "
+                           "supplied."}
+    return None
 
 
 def _fault_message(code: int) -> dict:

@@ -21,6 +21,7 @@ from crcr.names import (
     BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, TESTS_PROPERTY, suite_step_name,
 )
 from crcr.suites.results import SuiteResults
+from crcr.store.outbox import given_up
 from crcr.store.service import RelayStore
 from relaymaster import REPORTER_MASTER_ID, leadership
 from fakegithub import rsa_key_pair
@@ -80,10 +81,11 @@ class CheckRunsTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
         self.assertEqual(self.check_runs_posted(), [created, *patched])
 
     @defer.inlineCallbacks
-    def insert_pull_request_build(self):
-        """A PR build that found one new failure against its merge base's build, in its suite 'unit'."""
-        unit = SuiteResults(passed=40, skipped=2, failing=["test/test_ops.py::test_add", "test/test_nn.py::test_x"],
-                            new=["test/test_ops.py::test_add"], fixed=["test/test_io.py::test_read"])
+    def insert_pull_request_build(self, new: tuple[str, ...] = ("test/test_ops.py::test_add",)):
+        """A PR build that found one new failure (or those `new`) against its merge base's build, in its suite
+        'unit'."""
+        unit = SuiteResults(passed=40, skipped=2, failing=[*new, "test/test_nn.py::test_x"], new=list(new),
+                            fixed=["test/test_io.py::test_read"])
         self.reporter_test_props.update({
             TESTS_PROPERTY: {"unit": unit.as_property()},
             BASELINES_PROPERTY: {"unit": BASE},
@@ -143,6 +145,20 @@ class CheckRunsTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
 
         self.assertEqual([(method, path) for method, path, *_ in self.check_runs_posted()],
                          [("POST", f"/repos/{REPO}/check-runs"), ("PATCH", f"/repos/{REPO}/check-runs/{CHECK_RUN_ID}")])
+
+    @defer.inlineCallbacks
+    def test_a_summary_over_githubs_limit_is_cut_to_it_and_github_takes_it(self):
+        # A hundred new failures with long ids, named one by one: 65535 is a count of UTF-8 bytes at GitHub.
+        new = tuple(f"test/test_ops.py::test_ünïcode_{n}[{'é' * 400}]" for n in range(100))
+        build = yield self.insert_pull_request_build(new)
+        yield self.finish(build, FAILURE)
+
+        [(_, _, created, _)] = self.check_runs_posted()
+        summary = created["output"]["summary"]
+        self.assertTrue(summary.startswith("| Suite | Passed |") and summary.endswith("…"), summary[-100:])
+        self.assertLessEqual(len(summary.encode()), 65535)
+        self.assertEqual(((yield self.store.outbox_waiting()), (yield self.master.db.pool.do(given_up, NOW))), ([], []),
+                         "GitHub took it")
 
     @defer.inlineCallbacks
     def test_a_build_without_new_failures_succeeds(self):

@@ -235,6 +235,11 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     assert cached == {(wide.root / name).read_bytes() for name in ("made.whl", CPU_WHEEL)}
     # Nor does its log show the token: no header, and no environment dumped before the output (logEnviron off).
     assert all("Bearer" not in log and "CRCR_ARTIFACTS_TOKEN" not in log for log in fetched), fetched[0]
+    # Nor does any unit's twistd.log, which the host's builds can read: the token came on the fetcher's stdin, of
+    # which the worker logs the length. A token is '<child's id>.<64 hex digits>'.
+    unit_logs = [log.read_text(errors="replace") for log in cache.parent.parent.glob("*/twistd.log")]
+    assert any(re.search(r"writing \d+ bytes to stdin", log) for log in unit_logs), unit_logs
+    assert not any(re.search(r"\b\d+\.[0-9a-f]{64}\b", log) for log in unit_logs)
 
     # Not a public download: refused without a token, and with the token of a child that has ended.
     url = f"{relay.web_url}{ARTIFACTS_PATH}/{built['buildid']}/{WHEEL}"

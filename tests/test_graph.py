@@ -45,6 +45,8 @@ from test_suite_step import (
 CHILD_BUILDID, CHILD_BUILDERID, UNIT_ID = 300, 301, 302
 CHECKOUT = "/units/u0/build/upstream"
 NO_NAMES = json.dumps({"unmatched": [], "deselected_by_edits": 0})  # the selection plugin's report
+UNPARSABLE = '<testsuites><testsuite name="pytest"><testcase name="test_a" /></testsuite>'  # its end not written
+UNPARSABLE_SAID = "its JUnit XML does not parse: no element found: line 1, column 75"
 
 
 def left(rc: int, checkout: str = CHECKOUT, has_junit: bool = True) -> dict:
@@ -103,6 +105,14 @@ class ChildSuiteRunTest(SuiteStepHarness):
         self.expect_outcome(FAILURE, "ops: exit code 3 (pytest internal error), no JUnit XML; the verdict is the "
                                      "parent build's")
         yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_run_whose_junit_xml_does_not_parse_is_red_saying_so_and_left_for_the_parent(self):
+        self.make_child()
+        self.expect_commands(run_suite().exit(0), upload(JUNIT, UNPARSABLE), upload(SELECTION_REPORT, NO_NAMES))
+        self.expect_outcome(FAILURE, f"ops: {UNPARSABLE_SAID}; the verdict is the parent build's")
+        yield self.run_step()
+        self.assertTrue(self.build.getProperty(SUITE_RUN_PROPERTY)["has_junit"], "kept, for the parent to judge")
 
     @defer.inlineCallbacks
     def test_an_empty_shard_passes_as_the_parent_counts_it(self):
@@ -228,6 +238,15 @@ class SuiteFromChildTest(SuiteStepHarness):
         self.assertEqual([n for n in names if "run on" in n],
                          ["shard 1/2 run on host-a-alpha-1", "shard 2/2 run on host-a-alpha-1"])
         self.assertNotIn("junit.xml", names, "each shard's XML is linked from its own child")
+
+    @defer.inlineCallbacks
+    def test_a_childs_junit_xml_that_does_not_parse_is_the_suites_broken_run(self):
+        self.make_verdict()
+        yield self.add_child(left(rc=0), UNPARSABLE)
+        self.expect_history()
+        self.expect_outcome(FAILURE, f"ops: {UNPARSABLE_SAID}; 0 passed")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(TESTS_PROPERTY)["ops"]["broken"], UNPARSABLE_SAID)
 
     @defer.inlineCallbacks
     def test_without_a_childs_run_the_suite_fails_saying_so(self):

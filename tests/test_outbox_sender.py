@@ -23,6 +23,7 @@ from twisted.web.server import NOT_DONE_YET
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import ATTEMPT_TIMEOUT, MAX_POSTS_IN_FLIGHT, RATE_LIMIT_WAIT, OutboxSender
 from crcr.store.service import RelayStore
+from fakegithub import too_long
 
 API = "https://api.github.test"
 REPO = "pytorch/pytorch"
@@ -39,7 +40,8 @@ RATE_LIMITED = {"message": "You have exceeded a secondary rate limit. Please wai
 class GitHubResource(Resource):
     """GitHub's REST API as a twisted.web resource: each request recorded with the fake time, answered with the
     next scripted answer (code, headers, JSON) or, once the script is done, as GitHub answers: a status or a check
-    run created (its id CHECK_RUN_ID), a check run updated, the App's installation and its token. Until `down_until`
+    run created (its id CHECK_RUN_ID), a check run updated (422 for a text over GitHub's limits), the App's
+    installation and its token. Until `down_until`
     (fake time) every request is answered 502, as in an outage."""
 
     isLeaf = True
@@ -63,7 +65,7 @@ class GitHubResource(Resource):
         if self.clock.seconds() < self.down_until:
             code, headers, body = 502, {}, {"message": "Server Error"}
         else:
-            code, headers, body = self.answers.pop(0) if self.answers else self._as_github(method, path)
+            code, headers, body = self.answers.pop(0) if self.answers else self._as_github(method, path, payload)
         if code == NO_ANSWER:
             return NOT_DONE_YET
         request.setResponseCode(code)
@@ -71,7 +73,9 @@ class GitHubResource(Resource):
             request.setHeader(name, value)
         return json.dumps(body).encode()
 
-    def _as_github(self, method: str, path: str) -> tuple[int, dict, dict]:
+    def _as_github(self, method: str, path: str, payload) -> tuple[int, dict, dict]:
+        if isinstance(payload, dict) and (refusal := too_long(payload)):
+            return 422, {}, refusal
         if path.endswith("/installation"):
             return 200, {}, {"id": INSTALLATION}
         if path.endswith("/access_tokens"):
@@ -317,6 +321,17 @@ class OutboxSenderTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
             "HTTP 422: No commit found for SHA: aaaaaaaaaa"])
         self.assertLogged(rf"GitHub refused 'success' crcr/alpha on aaaaaaaaaa of {REPO}@{SHA_A} for good "
                           r"\(HTTP 422: No commit found for SHA: aaaaaaaaaa\); given up \(crcr status --outbox")
+
+    def test_a_description_over_githubs_140_characters_is_cut_and_github_takes_it(self):
+        # An early status naming a long parametrized test, from whatever reporter wrote it.
+        description = "failing: " + "test/test_ops.py::TestCommonCUDA::test_" + "x" * 300 + " (still running)"
+        self.successResultOf(self.sender.enqueue("status", REPO, SHA_A, ALPHA, {
+            "state": "pending", "context": ALPHA, "description": description}))
+
+        [(_, _, _, posted, _)] = self.github.requests
+        self.assertEqual(posted["description"], description[:139] + "…")
+        self.assertEqual((self.waiting(), self.successResultOf(self.master.db.pool.do(_given_up))), ([], []),
+                         "GitHub took it")
 
     def test_a_refused_token_is_retried_and_the_token_put_right_is_read_at_the_next_attempt(self):
         self.github.answer(401, body={"message": "Bad credentials"})

@@ -8,7 +8,7 @@ from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCE
 from crcr.github.check_run_text import check_run_fields
 from crcr.github.status_text import (
     ENDING, FANNED_OUT, GITHUB_DESCRIPTION_LIMIT, QUEUED, RETRIED_AFTER, describe, describe_finished_build, running,
-    too_few_units,
+    told_early, too_few_units,
 )
 from crcr.store.endings import Ending
 from crcr.suites.results import SuiteResults
@@ -152,6 +152,32 @@ def test_text_at_the_limit_is_not_cut():
     name = "s" * (GITHUB_DESCRIPTION_LIMIT - len("Failed in "))
 
     assert describe_finished_build(build(FAILURE, (name, FAILURE))) == f"Failed in {name}"
+
+
+OPINFO_TEST = ("test/test_ops.py::TestCommonCUDA::"
+               "test_python_ref_executor__refs_nn_functional_binary_cross_entropy_with_logits_executor_aten_cuda_float32")
+
+
+def test_a_running_suites_news_names_its_test_whole_when_it_fits():
+    assert told_early("failing", "test/test_nn.py::test_conv") == "failing: test/test_nn.py::test_conv (still running)"
+    assert told_early("fixed", "test/test_nn.py::test_conv") == "fixed: test/test_nn.py::test_conv (still running)"
+
+
+def test_a_long_test_id_told_early_keeps_the_tests_name_within_140_characters():
+    text = told_early("failing", OPINFO_TEST)
+
+    assert len(text) <= GITHUB_DESCRIPTION_LIMIT
+    assert text == ("failing: …::test_python_ref_executor__refs_nn_functional_binary_cross_entropy_with_logits_executor"
+                    "_aten_cuda_float32 (still running)")
+
+
+def test_a_test_name_longer_than_the_room_keeps_its_end_its_parameters():
+    test = "test/test_ops.py::TestOps::test_" + "x" * 300 + "_cuda_float32"
+
+    text = told_early("failing", test)
+
+    assert len(text) == GITHUB_DESCRIPTION_LIMIT
+    assert text.startswith("failing: …xxx") and text.endswith("xxx_cuda_float32 (still running)")
 
 
 def test_describe_queued_and_cancelled_build_requests():

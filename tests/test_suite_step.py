@@ -214,6 +214,29 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.run_step()
 
     @defer.inlineCallbacks
+    def test_a_junit_xml_that_does_not_parse_is_the_suites_broken_run_not_the_relays_error(self):
+        # The test code chose what the file holds: its own broken run, kept and linked for a look.
+        self.make_step()
+        xml = junit(test_a="passed", test_b="failed").removesuffix("</testsuite></testsuites>")  # cut short
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, xml))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: its JUnit XML does not parse: no element found: line 1, column "
+                                     f"{len(xml)}; 0 passed")
+        yield self.run_step()
+        self.assertEqual(self.recorded()["broken"], f"its JUnit XML does not parse: no element found: line 1, column "
+                                                    f"{len(xml)}")
+        self.assertEqual((yield self.kept_junit()), xml.encode())
+
+    @defer.inlineCallbacks
+    def test_a_junit_xml_of_another_kind_is_a_broken_run_too(self):
+        self.make_step()
+        self.expect_commands(run_suite().exit(0), upload(JUNIT, "<html><body>results</body></html>"))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: its JUnit XML does not parse: its root is neither <testsuites> nor "
+                                     "<testsuite>; 0 passed")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
     def test_a_command_suite_names_its_tests_from_the_checkout_whatever_rootdir_pytest_took(self):
         # The unit's folder inside another project with a pytest configuration (make demo's, in the relay's clone):
         # a pytest the relay's options did not reach took that project's folder as its rootdir.
@@ -703,6 +726,15 @@ class BisectionStepTest(SuiteStepHarness):
         self.expect_commands(run_asked("test_a", "test_new").exit(0), upload(JUNIT, junit(test_a="passed")))
         self.expect_outcome(FAILURE, "ops: 2 asked tests: 1 not run, 1 passed")
         self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "passed", ids("test_new")[0]: "not run"}})
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_asked_tests_of_a_run_whose_junit_xml_does_not_parse_are_not_run_saying_why(self):
+        self.make_asked_step({"ops": ids("test_a")})
+        self.expect_commands(run_asked("test_a").exit(0), upload(JUNIT, "<testsuites><testsuite>\x00"))
+        self.expect_outcome(FAILURE, "ops: its JUnit XML does not parse: not well-formed (invalid token): line 1, "
+                                     "column 23; 1 asked test: 1 not run")
+        self.expect_property(TEST_OUTCOMES_PROPERTY, {"ops": {ids("test_a")[0]: "not run"}})
         yield self.run_step()
 
     @defer.inlineCallbacks

@@ -67,7 +67,8 @@ class TakeOutMailTest(unittest.TestCase):
     """The mail as a real SMTP server receives it from Buildbot's MailNotifier, on the real reactor."""
 
     @defer.inlineCallbacks
-    def test_the_mail_carries_the_headers_a_mail_reader_expects_its_admin_in_to(self):
+    def mailed(self, message: dict):
+        """The mails the SMTP server received once the leader heard of `message`: (envelope recipients, mail)."""
         with smtp_server() as (mailbox, smtp_relay):
             leader = yield fakemaster.make_master(self, wantMq=True, wantRealReactor=True)
             leader.service_manager = master(True).service_manager
@@ -77,14 +78,41 @@ class TakeOutMailTest(unittest.TestCase):
             yield leader.startService()
             self.addCleanup(leader.stopService)
             leader.mq.verifyMessages = False  # Buildbot's schemas know its own messages only
-            leader.mq.callConsumer(UNIT_PAUSED, PAUSED)
+            leader.mq.callConsumer(UNIT_PAUSED, message)
             yield leader.mq.wait_consumed()
-            [(envelope, mail)] = mailbox.received()
+            return mailbox.received()
+
+    @defer.inlineCallbacks
+    def test_the_mail_carries_the_headers_a_mail_reader_expects_its_admin_in_to(self):
+        [(envelope, mail)] = yield self.mailed(PAUSED)
 
         self.assertEqual((envelope, mail["To"], mail["From"]),
                          (["lab@example.com"], "Spyre Lab <lab@example.com>", "relay@lab.example.com"))
         self.assertIsNotNone(parsedate_to_datetime(mail["Date"]).tzinfo)
         self.assertRegex(mail["Message-ID"], r"^<[^@>]+@lab\.example\.com>$")
+
+    @defer.inlineCallbacks
+    def test_a_failure_line_with_control_characters_and_headers_is_mailed_as_text_of_one_subject_line(self):
+        # A test's output, as the run's failure: a vertical tab, a form feed, CR LF and a line separator, each
+        # followed by a header of its own.
+        failure = ("E   AssertionError\vBcc: spy@evil.example\fX-Evil: 1\r\nTo: spy@evil.example"
+                   "\u2028Cc: x@evil.example" + " padding" * 40)
+        hostile = {**PAUSED, "failure": failure, "reason": pause_reason(3, failure, "lab-spyre-2"),
+                   "admin": "Spyre Lab\v <lab@example.com>"}
+
+        [(envelope, mail)] = yield self.mailed(hostile)
+
+        self.assertEqual(envelope, ["lab@example.com"], "no one else")
+        self.assertEqual([mail[name] for name in ("Bcc", "Cc", "X-Evil")], [None, None, None])
+        self.assertEqual(mail["To"], "Spyre Lab <lab@example.com>")
+        subject = str(mail["Subject"])
+        self.assertTrue(subject.startswith("crcr: unit lab-spyre-2 taken out (E AssertionError Bcc: spy@evil.example "
+                                           "X-Evil: 1 To: spy@evil.example Cc: x@evil.example padding padding"),
+                        subject)
+        self.assertLessEqual(len(subject), 200)
+        self.assertEqual(mail.get_content_type(), "text/plain")
+        self.assertIn("the last E   AssertionError\vBcc: spy@evil.example\fX-Evil: 1", mail.get_content(),
+                      "the body says it whole, as text")
 
 
 UNIT_ID = 7

@@ -39,6 +39,7 @@ from twisted.web.client import Agent, HTTPConnectionPool, _HTTP11ClientFactory
 
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.app import ACCEPT, GitHubApp
+from crcr.github.limits import check_run_within_limits, status_within_limits
 from crcr.store.outbox import KEEP_GIVEN_UP, OutboxRow
 from crcr.store.service import relay_store
 
@@ -48,6 +49,8 @@ MAX_POSTS_IN_FLIGHT = 4
 RATE_LIMIT_WAIT = 60  # seconds; GitHub's advice when its rate-limit answer names no time
 LONGEST_PAUSE = 3600  # seconds; GitHub's rate-limit window: a later reset is a clock gone wrong
 STATUS, CHECK_RUN = "status", "check_run"
+# Each kind's texts cut to GitHub's limits before they are written (limits.py); other kinds go as they are.
+WITHIN_LIMITS = {STATUS: status_within_limits, CHECK_RUN: check_run_within_limits}
 
 
 class Unanswered(Exception):
@@ -161,7 +164,9 @@ class OutboxSender(service.BuildbotService):
 
     @defer.inlineCallbacks
     def enqueue(self, kind: str, repo: str, sha: str, context: str, payload: dict, brid: int | None = None):
-        """Writes the newest state GitHub must get of a status or a check run, and sends it as soon as it may."""
+        """Writes the newest state GitHub must get of a status or a check run, its texts within GitHub's limits,
+        and sends it as soon as it may."""
+        payload = WITHIN_LIMITS.get(kind, dict)(payload)
         yield self._store.enqueue_for_github(kind, repo, sha, context, payload, self._now(), brid=brid,
                                              not_before=self._paused_until)
         self._wake()

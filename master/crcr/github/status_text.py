@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
+from crcr.github.limits import ELLIPSIS, cut
 from crcr.names import (
     BASELINES_PROPERTY, GITHUB_DESCRIPTION_LIMIT, INFRA_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY,
     RELAY_WORKER, RETRIED_PROPERTY, SUITE_STEP_PREFIX, TESTS_PROPERTY,
@@ -25,7 +26,21 @@ def running(worker: str | None) -> str:
 
 
 def _shorten(text: str) -> str:
-    return text if len(text) <= GITHUB_DESCRIPTION_LIMIT else text[: GITHUB_DESCRIPTION_LIMIT - 1] + "…"
+    return cut(text, GITHUB_DESCRIPTION_LIMIT)
+
+
+def told_early(news: str, test: str) -> str:
+    """A running suite's pending text, 'failing: <test> (still running)' (`news`: failing, fixed). A test id too
+    long for GitHub's 140 characters (a parametrized OpInfo test's easily is) keeps its end, the test's own name
+    with its parameters: 'failing: …::test_foo_cuda_float32 (still running)'."""
+    head, tail = f"{news}: ", " (still running)"
+    room = GITHUB_DESCRIPTION_LIMIT - len(head) - len(tail)
+    if len(test) > room:
+        parts = test.split("::")
+        ends = ("::".join(parts[start:]) for start in range(1, len(parts)))
+        test = next((f"{ELLIPSIS}::{end}" for end in ends if len(ELLIPSIS) + 2 + len(end) <= room),
+                    ELLIPSIS + test[-(room - len(ELLIPSIS)):])
+    return head + test + tail
 
 
 def _suites_failed(names: list[str], total: int) -> str:
@@ -33,9 +48,7 @@ def _suites_failed(names: list[str], total: int) -> str:
     head, tail = "Suites failed: ", f" ({len(names)} of {total})"
     listed = ", ".join(names)
     room = GITHUB_DESCRIPTION_LIMIT - len(head) - len(tail)
-    if len(listed) > room:
-        listed = listed[: room - 1] + "…"
-    return head + listed + tail
+    return head + cut(listed, room) + tail
 
 
 def hit_the_hardware(build: dict) -> bool:
@@ -117,7 +130,7 @@ def describe(context: dict) -> str:
     if retried and build["results"] in (SUCCESS, WARNINGS, FAILURE):  # a verdict after all
         note = f" (after an infrastructure failure on {', '.join(dict.fromkeys(retried))})"
         verdict, room = describe_finished_build(build), GITHUB_DESCRIPTION_LIMIT - len(note)
-        return _shorten((verdict if len(verdict) <= room else verdict[:room - 1] + "…") + note)
+        return _shorten(cut(verdict, room) + note)
     return describe_finished_build(build)
 
 

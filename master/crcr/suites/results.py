@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from xml.etree.ElementTree import ParseError
 
-from junitparser import Attr, Error, Failure, JUnitXml, Properties, Skipped, TestCase, TestSuite
+from junitparser import Attr, Error, Failure, JUnitXml, JUnitXmlError, Properties, Skipped, TestCase, TestSuite
 
 # pytest's junit_family=xunit1 writes each test's file; junitparser's documented way to read an extra attribute.
 TestCase.file = Attr("file")
@@ -17,6 +19,12 @@ COLLECTION_FAILURE = "collection failure"
 # More failures than this are a breakage, not flakes: the plugin runs none of the later ones again, and none
 # counts as flaky (parse_junit).
 MAX_RERUN_TESTS = 200
+PARSER_MESSAGE_LIMIT = 200  # characters of the XML parser's message an unreadable JUnit file's run is broken with
+
+
+class UnreadableJUnit(ValueError):
+    """A JUnit XML file that does not parse: written by the suite's run (its tests, its plugins), so the run is
+    broken, not the relay. Its message is why, as the suite's `broken` says it."""
 
 
 @dataclass
@@ -93,8 +101,16 @@ class JUnitReport:
 
 
 def read_junit(text: str | bytes, checkout: str | None = None) -> JUnitReport:
-    """`checkout`: the upstream checkout's path on the worker, which node ids are made relative to (node_id)."""
-    xml = JUnitXml.fromstring(text if isinstance(text, bytes) else text.encode())
+    """`checkout`: the upstream checkout's path on the worker, which node ids are made relative to (node_id).
+    UnreadableJUnit when the text does not parse as JUnit XML."""
+    try:
+        xml = JUnitXml.fromstring(text if isinstance(text, bytes) else text.encode())
+    except JUnitXmlError:  # junitparser's only one: a root other than its two
+        raise UnreadableJUnit("its JUnit XML does not parse: its root is neither <testsuites> nor <testsuite>") \
+            from None
+    except (ParseError, ValueError, LookupError) as e:  # expat's; an encoding it cannot read, or does not know
+        said = textwrap.shorten(str(e), PARSER_MESSAGE_LIMIT, placeholder=" …")
+        raise UnreadableJUnit(f"its JUnit XML does not parse: {said}") from None
     outcomes, collection_errors = {}, {}
     for suite in [xml] if isinstance(xml, TestSuite) else list(xml):
         for case in suite:

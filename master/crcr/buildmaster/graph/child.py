@@ -9,7 +9,7 @@ from crcr.buildmaster.steps.junit_file import FAILING_LOG, shown_test
 from crcr.buildmaster.steps.suite import SuiteStep
 from crcr.buildmaster.steps.suite_verdict import SuiteRun
 from crcr.names import CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, SUITE_RUN_PROPERTY
-from crcr.suites.results import describe_counts, read_junit, results_of
+from crcr.suites.results import UnreadableJUnit, describe_counts, read_junit, results_of
 
 SHOWN_FAILING = 3  # failing tests the summary names; its links and log name them all
 NO_TESTS = 5  # pytest's exit code when it ran no test: a shard may hold none
@@ -66,8 +66,11 @@ class ChildSuiteRun(SuiteStep):
     @defer.inlineCallbacks
     def _tests_said(self, ran: SuiteRun):
         """The run's tests counted, the failing ones named (the first few in the summary, the build's header), each
-        linked, all in a log."""
-        results = results_of(read_junit(ran.junit, ran.checkout))
+        linked, all in a log; a JUnit XML that does not parse, a run that broke (the parent's verdict says so too)."""
+        try:
+            results = results_of(read_junit(ran.junit, ran.checkout))
+        except UnreadableJUnit as e:
+            return self._said(str(e), FAILURE)
         shard = self.getProperty(CHILD_SHARD_PROPERTY)
         if shard and ran.rc == NO_TESTS and not results.collection_errors:
             return self._said(f"no test in shard {shard}", SUCCESS)  # as the parent counts it (verdicts.shards_run)

@@ -15,10 +15,21 @@ from twisted.internet import defer
 from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.buildmaster.services.leadership import LeaderDuty
 from crcr.config.settings import Settings
+from crcr.github.limits import cut
 from crcr.names import leads
 from crcr.store.service import relay_store
 
 UNIT_PAUSED = ("crcr", "units", "paused")  # {name, workerid, host, admin, backend, card, reason, failure, log_url}
+SUBJECT_LIMIT = 200  # characters of the mail's subject; what it cuts, the body says whole
+
+
+def header_text(text: str, limit: int | None = None) -> str:
+    """Text from a test's output or a host (a failure line, an address) fit for a mail header: each control
+    character a space (a vertical tab or a form feed ends a header's line as a newline does, and Python's email
+    module then refuses the whole mail as carrying a header of its own), runs of spaces one, at most `limit`
+    characters."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return text if limit is None else cut(text, limit)
 
 
 def pause_reason(pause_after: int, failure: str, unit: str) -> str:
@@ -79,16 +90,17 @@ class UnitPausedGenerator(ComparableMixin):
         return "crcr_units_taken_out"
 
     def generate(self, master, reporter, key, message: dict):
-        address = parseaddr(message.get("admin") or "")[1]
-        if not leads(master) or "@" not in address:
+        admin = header_text(message.get("admin") or "")
+        if not leads(master) or "@" not in parseaddr(admin)[1]:
             return None
         body = (f"The relay took unit {message['name']} of host {message['host']} out: {message['reason']}.\n\n"
                 f"Card: {message.get('card') or 'not identified (no identify command for its device)'}\n"
                 f"Backend: {message['backend']}\nThe log of the last build it failed: {message['log_url']}\n\n"
                 f"No build goes to it until it is resumed (crcr worker resume {message['name']}, or the worker's "
                 "page in the relay's UI); the other units of its device build meanwhile.\n")
-        return {"body": body.encode(), "subject": f"crcr: unit {message['name']} taken out ({message['failure']})",
-                "type": "plain", "results": None, "builds": None, "buildset": None, "users": [message["admin"]],
+        subject = header_text(f"crcr: unit {message['name']} taken out ({message['failure']})", SUBJECT_LIMIT)
+        return {"body": body.encode(), "subject": subject,
+                "type": "plain", "results": None, "builds": None, "buildset": None, "users": [admin],
                 "patches": None, "logs": None, "worker": message["name"]}
 
 

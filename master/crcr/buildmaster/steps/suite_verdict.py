@@ -24,8 +24,8 @@ from crcr.suites.asked_tests import (
     ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
 )
 from crcr.suites.results import (
-    JUnitReport, PullRequestBase, SuiteResults, compare, describe_collection_errors, describe_counts, read_junits,
-    results_of, totals,
+    JUnitReport, PullRequestBase, SuiteResults, UnreadableJUnit, compare, describe_collection_errors, describe_counts,
+    read_junits, results_of, totals,
 )
 from crcr.suites.selection import PYTEST_RAN, unmatched_names
 
@@ -128,8 +128,7 @@ class SuiteVerdict:
         # each waiting its turn after the other.
         junit_kept = self._keep_junit_of(ran)
         try:
-            results = results_of(read_junits(files))
-            results.broken = self._broken(ran.rc, results)
+            results = self._results_of(ran.rc, files)
             yield self._compare(results)
         finally:
             yield junit_kept
@@ -143,6 +142,16 @@ class SuiteVerdict:
         else:
             result = WARNINGS if unmatched else SUCCESS
         return (yield self._finish(results, result, describe_counts([results], self._pull_request_base()) + unmatched))
+
+    def _results_of(self, rc: int, files: list[tuple[bytes, str | None]]) -> SuiteResults:
+        """The run's tests from its JUnit XML files, and why it did not run whole (_broken); a file that does not
+        parse breaks the run, saying why, none of its tests read (the test code wrote it: no error of the relay's)."""
+        try:
+            results = results_of(read_junits(files))
+        except UnreadableJUnit as e:
+            return SuiteResults(broken=str(e))
+        results.broken = self._broken(rc, results)
+        return results
 
     @defer.inlineCallbacks
     def _names_matching_no_test(self, report: str | None):
@@ -170,16 +179,18 @@ class SuiteVerdict:
     def _asked_verdict(self, asked: list[str], ran: SuiteRun):
         """Each asked test's outcome from what the run left."""
         if ran.timed_out:
-            found = asked_outcomes(asked, JUnitReport({}, {})) or {WHOLE_SUITE: NOT_RUN}
-            summary = f"{ran.timed_out}; {_asked_counts(asked, found)}" if asked else ran.timed_out
-            return (yield self._finish_asked(found, summary))
+            return (yield self._none_told(asked, ran.timed_out))
 
         files = ran.junit_files()
         junit_kept = self._keep_junit_of(ran)
         try:
-            report = read_junits(files)
+            report, unreadable = read_junits(files), ""
+        except UnreadableJUnit as e:
+            report, unreadable = None, str(e)
         finally:
             yield junit_kept
+        if unreadable:
+            return (yield self._none_told(asked, unreadable))
         found = asked_outcomes(asked, report)
         if not found:  # run whole and no test reported: the exit code decides
             found = {WHOLE_SUITE: PASSED if ran.rc == 0 else FAILED}
@@ -192,6 +203,11 @@ class SuiteVerdict:
         elif self.is_pytest and ran.rc not in PYTEST_RAN:
             summary += f"; {self._exit(ran.rc)}"
         return (yield self._finish_asked(found, summary))
+
+    def _none_told(self, asked: list[str], why: str):
+        """No asked test's outcome, `why` (the run timed out, its JUnit XML does not parse): each not run."""
+        found = asked_outcomes(asked, JUnitReport({}, {})) or {WHOLE_SUITE: NOT_RUN}
+        return self._finish_asked(found, f"{why}; {_asked_counts(asked, found)}" if asked else why)
 
     @defer.inlineCallbacks
     def _finish_asked(self, found: dict[str, str], summary: str):
