@@ -560,6 +560,13 @@ def test_commits_of_an_upstream_with_no_web_view_link_nowhere(dirs):
         assert (shown["name"], shown["commit_url"]) == (upstream, None)
 
 
+def test_the_upstream_projects_description_shows_no_token_of_its_url(dirs):
+    """Buildbot's Projects page shows the project's description to anyone."""
+    cfg = config_for(dirs, CRCR_UPSTREAM_URL="https://x-access-token:s3cret@git.example.org/mirror/pytorch.git")
+    [project] = cfg["projects"]
+    assert "s3cret" not in project.description and "git.example.org/mirror/pytorch.git" in project.description
+
+
 def test_a_pytest_suite_ships_the_plugin_and_its_selection_and_runs_pytest_with_them(dirs):
     write_file(dirs.backends / "skips.txt", "test/test_ops.py::TestOps::test_flaky_here\n")
     write_backend(dirs.backends, "alpha", device="alpha", suites=[

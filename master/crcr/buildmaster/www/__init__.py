@@ -175,8 +175,10 @@ def commit_links(settings: Settings):
 
 
 def upstream_project(settings: Settings) -> util.Project:
+    """Buildbot's project of every builder, shown to anyone on its Projects page: the upstream named as the home page
+    names it (a URL's user and password, where a token may be, left out)."""
     branches = ", ".join(settings.upstream_branches)
     return util.Project(
         name=settings.github_repo,
-        description=f"Upstream followed by this relay: {settings.upstream_url} (branches: {branches})",
+        description=f"Upstream followed by this relay: {upstream_web_of(settings).name} (branches: {branches})",
     )
