@@ -1,5 +1,5 @@
-"""The package's folders are its layers: the file models, the test selection, the bisection planner and the health
-figures run without Buildbot."""
+"""The package's folders are its layers: the file models, the test selection, the bisection planner, the health
+figures and the build plan run without Buildbot."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ import pytest
 import crcr
 
 PACKAGE = Path(crcr.__file__).parent
-LAYERS = ["config", "suites", "bisection", "health", "buildmaster", "github", "pytorch_relay", "cli", "store", "host"]
+LAYERS = ["config", "suites", "bisection", "health", "plan", "buildmaster", "github", "pytorch_relay", "cli", "store",
+          "host"]
 # Buildbot's own rooms, and the build graph's (a parent build, its children and their verdicts: docs/build-graph.md).
 BUILDMASTER_ROOMS = ["changes", "schedulers", "process", "steps", "services", "auth", "www", "graph"]
-PURE_LAYERS = ["config", "suites", "bisection", "health", "host"]  # testable and usable without a master
+PURE_LAYERS = ["config", "suites", "bisection", "health", "plan", "host"]  # testable and usable without a master
 
 
 def buildbot_or_twisted_loaded_by(modules: list[str]) -> list[str]:
