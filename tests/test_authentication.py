@@ -31,6 +31,7 @@ from crcr.buildmaster.auth.secrets import SecretsDirectory
 from crcr.buildmaster.www import github_web_url, www_config
 from crcr.config.loader import load_relay_config
 from crcr.config.users import add_user, users_file
+from crcr.plan.builds import plan_builders
 
 WEB_URL = "http://relay.example.org:8010/"
 CLIENT_ID, CLIENT_SECRET = "Iv1.relay-app", "relay-oauth-secret"
@@ -62,7 +63,8 @@ class WebAuthFromSettingsTest(_FakeMasterTest):
     def www_auth(self, **env):
         write_backend(self.dirs.backends, "spyre")
         settings = settings_for(self.dirs, **env)
-        return www_config(settings, load_relay_config(settings))["auth"]
+        relay = load_relay_config(settings)
+        return www_config(settings, relay, plan_builders(relay))["auth"]
 
     def test_the_users_file_by_default(self):
         add_user(users_file(self.dirs.secrets), "octocat", "pw")

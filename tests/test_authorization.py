@@ -29,6 +29,7 @@ from crcr.buildmaster.www import RelayApplication
 from crcr.buildmaster.www.rest_errors import RelayRestApi
 from crcr.config.errors import shown
 from crcr.config.loader import load_relay_config
+from crcr.plan.builds import plan_builders
 from crcr.store.service import RelayStore
 from relaymaster import hold_services, relay_plugin, www_root
 
@@ -100,7 +101,7 @@ class RelayAuthzTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
     def setUp(self):
         self.setup_test_reactor()
         relay, settings = relay_files(self.mktemp_path(), **self.env)
-        self.master = yield self.make_master(authz=relay_authz(relay, settings))
+        self.master = yield self.make_master(authz=relay_authz(relay, plan_builders(relay), settings))
         # The force endpoints find the relay's force schedulers among the master's.
         backends = {b.name: b for b in relay.backends}
         schedulers = [make(backends[name], settings) for make in (force_scheduler, bisect_scheduler)

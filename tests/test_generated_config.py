@@ -23,7 +23,7 @@ from crcr.github.commit_status import OutboxStatusPush
 from crcr.github.outbox_sender import OutboxSender
 from crcr.buildmaster.services.liveness import SilentWorkerWatch
 from crcr.buildmaster.services.presence import DevicePresence
-from crcr.buildmaster.services.stale import ITS_OWN, ITS_PARENTS, ITS_USERS, StaleWatch, WatchedBackend, WatchedBuilder
+from crcr.buildmaster.services.stale import StaleWatch, WatchedBackend
 from crcr.buildmaster.services.leadership import RelayLeadership
 from crcr.store.service import RelayStore
 from crcr.buildmaster.services.ledger import CommitLedger
@@ -35,10 +35,12 @@ from crcr.buildmaster.schedulers.force_forms import OwnBuildersForceScheduler
 from crcr.buildmaster.schedulers.force import BisectScheduler
 from crcr.buildmaster.changes.pull_requests import PullRequestRelay, PullRequestScheduler
 from buildbot.schedulers.basic import AnyBranchScheduler
+from buildbot.schedulers.triggerable import Triggerable
 from buildbot.schedulers.forcesched import ForceScheduler
 from buildbot.steps.shell import ShellCommand
 from buildbot.steps.source.git import Git
 from buildbot.warnings import ConfigWarning
+from buildbot.worker.local import LocalWorker
 from buildbot.www.config import get_www_frontend_config_dict, serialize_www_frontend_config_dict_to_json
 
 from configfiles import (
@@ -49,11 +51,13 @@ from crcr.buildmaster.graph.orphans import OrphanedChildren
 from crcr.buildmaster.process.workers import CrossMasterWaker, HostUnitWorker, unit_can_start_build
 from crcr.buildmaster.services.units_out import UnitsResumed
 from crcr.cli.mastercontrol import MASTER_CFG
+from crcr.config.loader import load_relay_config
 from crcr.config.secretfiles import GITHUB_TOKEN
+from crcr.plan.builds import plan_builders
 from crcr.suites.selection import PLUGIN_FILES, STOP_CONFIG, STOP_CONFIG_FILE
 from crcr.names import (
-    BACKEND_PROPERTY, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, bisect_scheduler_name,
-    build_builder_name, children_builder_name, force_scheduler_name, upstream_scheduler_name,
+    BACKEND_PROPERTY, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, RELAY_WORKER,
+    bisect_scheduler_name, build_builder_name, children_builder_name, force_scheduler_name, upstream_scheduler_name,
 )
 
 ALPHA_SUITES = [
@@ -359,28 +363,27 @@ def test_the_stale_watch_knows_each_active_backends_waits_and_the_units_of_each_
         WatchedBackend("beta", stale_after=600, reports=False),
         WatchedBackend("delta", stale_after=21600, reports=True),
     ], 120)
-    assert sorted(builders, key=lambda b: b.name) == [
-        WatchedBuilder("alpha", "alpha", ("alpha",), ITS_OWN, 7200),
-        WatchedBuilder("beta", "beta", ("beta",), ITS_OWN, 10800),
-        WatchedBuilder("delta", "alpha", ("delta",), ITS_OWN, 10800),
-    ]
 
 
-def test_the_stale_watch_waits_for_a_fanned_out_backends_units_through_its_children_build_and_shared_builds(dirs):
+def test_every_consumer_of_the_build_plan_loops_over_the_same_rows(dirs):
+    """The builders, their Triggerables, the stale watch and the relay's worker come from one plan (plan/builds.py,
+    whose rows tests/test_build_plan.py checks): a fanned-out backend with a build stage and a shared build."""
     shared = dirs.backends / "builds" / "torch-cpu.yaml"
     shared.parent.mkdir()
-    shared.write_text("device: beta\nsteps: [make]\nartifacts: [dist/*]\ntimeout: 900\n")
-    write_backend(dirs.backends, "alpha", device="alpha", timeout=3600, uses=["torch-cpu"],
-                  build={"steps": ["make"], "artifacts": ["dist/*"], "timeout": 1200})
+    shared.write_text("device: beta\nsteps: [make]\nartifacts: [dist/*]\n")
+    write_backend(dirs.backends, "alpha", device="alpha", uses=["torch-cpu"],
+                  build={"steps": ["make"], "artifacts": ["dist/*"]})
+    cfg = config_for(dirs)
+    plan = plan_builders(load_relay_config(settings_for(dirs)))
 
-    (watch,) = [s for s in config_for(dirs)["services"] if isinstance(s, StaleWatch)]
-
-    assert [b for b in watch._config_args[1] if "alpha" in b.backends] == [
-        WatchedBuilder("alpha", "alpha", ("alpha",), ITS_OWN, None),  # the parent: its children are held to 3600
-        WatchedBuilder("alpha (suites)", "alpha", ("alpha",), ITS_PARENTS, 3600),
-        WatchedBuilder("alpha (build)", "alpha", ("alpha",), ITS_PARENTS, 1200, "its build stage's"),
-        WatchedBuilder("torch-cpu (shared build)", "beta", ("alpha",), ITS_USERS, 900, "the shared build's"),
-    ]
+    (watch,) = [s for s in cfg["services"] if isinstance(s, StaleWatch)]
+    assert [b.name for b in cfg["builders"]] == [row.name for row in plan] == [
+        "alpha", "alpha (suites)", "alpha (build)", "beta", "delta", "torch-cpu (shared build)"]
+    assert watch._config_args[1] == plan
+    assert {s.name: s.builderNames for s in cfg["schedulers"] if isinstance(s, Triggerable)} == {
+        "suites-alpha": ["alpha (suites)"], "build-alpha": ["alpha (build)"],
+        "shared-torch-cpu": ["torch-cpu (shared build)"]}
+    assert [w.name for w in cfg["workers"] if isinstance(w, LocalWorker)] == [RELAY_WORKER]
 
 
 def test_the_health_figures_cover_every_backend_an_inactive_one_too(dirs):

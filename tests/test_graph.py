@@ -32,7 +32,7 @@ from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can
 from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG,
     CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, DEVICE_PROPERTY, FAN_OUT_STEP, HOST_PROPERTY, ONLY_TESTS_PROPERTY,
-    RELAY_WORKER, RETRIED_PROPERTY, SUITE_RUN_PROPERTY, TESTS_PROPERTY, build_builder_name, child_builder_name,
+    RELAY_WORKER, RETRIED_PROPERTY, SUITE_RUN_PROPERTY, TESTS_PROPERTY, child_builder_name,
     children_builder_name, suites_scheduler_name,
 )
 from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
@@ -410,7 +410,7 @@ def test_the_parents_maintainers_may_stop_its_children(tmp_path):
     rules = fanned_out_config(tmp_path)["www"]["authz"].allowRules
     stoppable = {rule.builder for rule in rules if rule.role == maintainer_role("alpha")
                  and type(rule).__name__ == "StopOrCancelEndpointMatcher"}
-    assert stoppable == {"alpha", "alpha / *", children_builder_name("alpha"), build_builder_name("alpha")}
+    assert stoppable == {"alpha", "alpha / *", children_builder_name("alpha")}
 
 
 def test_no_relay_worker_without_a_fanned_out_backend(tmp_path):

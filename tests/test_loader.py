@@ -829,7 +829,7 @@ def test_committed_backends_and_workers_load():
     # torch-spyre's shape: the shared CPU torch build, its own build against it, suites in shards and on two cards.
     assert [(s.name, s.timeout, s.shards, s.units) for s in spyre.suites] == [
         ("view-ops", 3600, 1, 1), ("torch", 5400, 3, 1), ("binary-ufuncs", 3600, 1, 2)]
-    assert (spyre.uses, spyre.build_device, relay.fans_out(spyre)) == (["torch-cpu"], "cpu", True)
+    assert (spyre.uses, spyre.build_device) == (["torch-cpu"], "cpu")
     assert relay.shared_builds["torch-cpu"].artifacts == ["dist/torch-*.whl"]
     assert relay.hosts[0].devices == {"demo": 2}
     # No host offers Spyre (nor a CPU to build on) yet: the backend is known but gets no builder.
@@ -950,7 +950,6 @@ def test_shared_builds_are_read_from_the_builds_folder_and_a_backend_uses_them_b
 
     assert relay.shared_builds["torch-cpu"].device == "cpu", "the default device of a shared build"
     assert [b.name for b in relay.used_shared_builds()] == ["torch-cpu"]
-    assert relay.fans_out(relay.active_backends[0]), "its suites get the shared build's artifacts"
 
 
 def test_a_backend_using_an_unknown_or_invalid_shared_build_is_refused_naming_both(tmp_path):
@@ -1009,36 +1008,11 @@ def test_a_suite_on_more_units_than_any_host_has_refuses_its_backend_naming_the_
     wide = write_worker(dirs.workers, "lab-3", devices={"demo": 3})
     relay = load_relay_config(settings_for(dirs))
     assert (relay.warnings, relay.left_out) == ([], [])
-    assert relay.fans_out(relay.backends[0]), "several units are a child build's: fan_out left out means true"
 
     wide.unlink()
     with pytest.raises(ConfigError) as refused:
         load_relay_config(settings_for(dirs))
     assert str(refused.value) == refusal
-
-
-def test_a_backend_with_several_suites_fans_out_where_several_units_of_its_device_can_build_at_once(tmp_path):
-    dirs = make_dirs(tmp_path)
-    two_suites = [SMOKE, {**SMOKE, "name": "ops"}]
-    write_backend(dirs.backends, "wide", suites=two_suites)
-    write_backend(dirs.backends, "single", suites=[SMOKE])
-    write_backend(dirs.backends, "serial", suites=two_suites, fan_out=False)
-    write_backend(dirs.backends, "lonely", device="lone", suites=two_suites)
-    write_backend(dirs.backends, "capped", device="duo", suites=two_suites)
-    write_backend(dirs.backends, "spread", device="one", suites=two_suites)
-    write_worker(dirs.workers, "lab-1", devices={"demo": 2, "lone": 1, "one": 1})
-    write_worker(dirs.workers, "lab-2", devices={"one": 1, "duo": 2}, max_builds=1)
-
-    relay = load_relay_config(settings_for(dirs))
-
-    assert {b.name: relay.fans_out(b) for b in relay.backends} == {
-        "capped": False,  # two units, on a host that takes one build at a time
-        "lonely": False,  # one unit: its suites run one after another in any case
-        "serial": False,  # as its file says
-        "single": False,  # one suite gains nothing from a child build, and its commits may build at once
-        "spread": True,  # one unit on each of two hosts
-        "wide": True,
-    }
 
 
 def test_a_backends_infrastructure_failures_are_its_devices_with_its_own_patterns_added_and_keys_first(tmp_path):

@@ -13,7 +13,7 @@ from crcr.buildmaster.graph.orphans import OrphanedChildren
 from crcr.buildmaster.process.builders import make_builders
 from crcr.buildmaster.process.workers import CrossMasterWaker, make_workers, relay_workers
 from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
-from crcr.buildmaster.schedulers.suites import build_scheduler, shared_scheduler, suites_scheduler
+from crcr.buildmaster.schedulers.suites import triggerable
 from crcr.buildmaster.schedulers.upstream import upstream_scheduler
 from crcr.buildmaster.services.health import RelayHealth, health_backends
 from crcr.buildmaster.services.history_recorder import HistoryRecorder
@@ -29,6 +29,7 @@ from crcr.config.errors import ConfigError
 from crcr.config.loader import load_checked_relay_config
 from crcr.config.settings import Settings, load_settings
 from crcr.github.reporters import github_status_reporters
+from crcr.plan.builds import plan_builders
 from crcr.pytorch_relay.reporter import pytorch_relay_reporters
 from crcr.store.service import RelayStore
 
@@ -50,6 +51,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         log.msg(f"crcr: left out at start, does not validate: {problem}")
 
     active = relay.active_backends
+    plan = plan_builders(relay)
     return {
         "title": TITLE,
         "titleURL": settings.web_url,
@@ -57,16 +59,14 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "protocols": {"pb": {"port": settings.worker_listen}},
         "db": {"db_url": settings.db_url},
         "secretsProviders": [SecretsDirectory(dirname=str(settings.secrets_dir))],
-        "workers": [*make_workers(relay, settings.secrets_dir), *relay_workers(relay)],
+        "workers": [*make_workers(relay, settings.secrets_dir), *relay_workers(plan)],
         "change_source": [upstream_poller(settings)],
         "schedulers": [
             *(make(b, settings) for make in (upstream_scheduler, force_scheduler, bisect_scheduler) for b in active),
             *(PullRequestScheduler(b.name) for b in active if b.builds_pull_requests),
-            *(suites_scheduler(b) for b in active if relay.fans_out(b)),
-            *(build_scheduler(b) for b in active if b.build),
-            *map(shared_scheduler, relay.used_shared_builds()),
+            *(triggerable(row) for row in plan if row.trigger),
         ],
-        "builders": make_builders(relay, settings),
+        "builders": make_builders(relay, plan, settings),
         "services": [
             *github_status_reporters(relay, settings), *pytorch_relay_reporters(relay, settings),
             *unit_mailers(settings), UnitsResumed(),
@@ -79,7 +79,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                                        for b in active],
                              github_repo=settings.github_repo, github_api_url=settings.github_api_url,
                              upstream_url=settings.upstream_url),
-            *nothing_pending_services(relay, settings), CrossMasterWaker(), OrphanedChildren(),
+            *nothing_pending_services(relay, plan, settings), CrossMasterWaker(), OrphanedChildren(),
             HistoryRecorder(), RelayJanitor(history_days=settings.history_days, artifact_days=settings.artifact_days,
                                              artifact_store=settings.artifact_store),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.
@@ -87,7 +87,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                         takeover_after=settings.takeover_after, not_loaded=relay.not_loaded),
             *([ExitWithTheMaster()] if settings.clustered else []),
         ],
-        "www": www_config(settings, relay),
+        "www": www_config(settings, relay, plan),
         "projects": [upstream_project(settings)],
         "revlink": commit_links(settings),
         "buildbotNetUsageData": None,

@@ -65,15 +65,6 @@ class RelayConfig:
         return [b for b in self.backends
                 if all(device in offered for _, device in needed_devices(b, self.shared_builds))]
 
-    def fans_out(self, backend: Backend) -> bool:
-        """Whether each suite of `backend` is a child build of the commit's parent: as its `fan_out` says; left out,
-        when it has what needs child builds, or several suites and several units of its device to run them on at
-        once. A single suite gains nothing from a child build, and its serial builds let two commits run at once
-        where a parent takes one commit at a time."""
-        if backend.fan_out is not None:
-            return backend.fan_out
-        return backend.needs_children or (len(backend.suites) > 1 and self.units_at_once(backend.device) > 1)
-
     def infra_rules(self, backend: Backend) -> InfraRules:
         """The backend's own infra_failures over its device's: its patterns added, its other keys, given, first."""
         device = self.devices[backend.device].infra_failures if backend.device in self.devices else None

@@ -29,7 +29,7 @@ from twisted.internet import defer
 from crcr.buildmaster.auth.request_targets import NotThere, control_target, data_endpoint
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
-from crcr.names import build_builder_name, child_builder_name, children_builder_name
+from crcr.plan.builds import BuildPlan
 from crcr.store.service import relay_store
 
 ADMIN_ROLE = "admin"
@@ -45,7 +45,7 @@ def host_role(host: str) -> str:
     return f"host:{host}"
 
 
-def relay_authz(relay: RelayConfig, settings: Settings) -> RelayAuthz:
+def relay_authz(relay: RelayConfig, plan: BuildPlan, settings: Settings) -> RelayAuthz:
     """www["authz"]."""
     rules = [AnyControlEndpointMatcher(role=ADMIN_ROLE, defaultDeny=False)]
     for backend in relay.backends:
@@ -54,14 +54,12 @@ def relay_authz(relay: RelayConfig, settings: Settings) -> RelayAuthz:
             # A force form matches by the builders it acts on, its own only (force_forms.py): bisect-<backend> too.
             ForceBuildEndpointMatcher(builder=backend.name, role=role),
             RebuildBuildEndpointMatcher(builder=backend.name, role=role),
-            StopOrCancelEndpointMatcher(builder=backend.name, role=role),
-            # A fanned-out backend's children: each build under its virtual builder (its build stage's too), each
-            # waiting request on the children's or the build stage's builder (graph/). Stopping a child needs the
-            # right to stop its parent.
-            StopOrCancelEndpointMatcher(builder=child_builder_name(backend.name, "*"), role=role),
-            StopOrCancelEndpointMatcher(builder=children_builder_name(backend.name), role=role),
-            StopOrCancelEndpointMatcher(builder=build_builder_name(backend.name), role=role),
         ]
+    # Each builder of the plan (its builds, its waiting requests) and the virtual builders its builds show under (a
+    # fanned-out backend's children, graph/), to the maintainers the plan names: stopping a child needs the right
+    # to stop its parent.
+    rules += [StopOrCancelEndpointMatcher(builder=name, role=maintainer_role(backend))
+              for row in plan for backend in row.stopped_by for name in (row.name, *row.shown_under)]
     rules += [WorkerActionEndpointMatcher([unit.worker_name for unit in host.units], role=host_role(host.name))
               for host in relay.hosts]
     rules.append(AnyControlEndpointMatcher(role=ADMIN_ROLE))

@@ -1,5 +1,5 @@
-"""One Buildbot builder per active backend, runnable only on the units of its device; for a backend whose suites fan
-out, its parent builder on the relay's own worker and its children's on the units (graph/)."""
+"""One Buildbot builder per row of the build plan (plan/builds.py): a serial backend's runnable only on the units of
+its device; a fanned-out backend's parent on the relay's own worker, and its children's on the units (graph/)."""
 
 from __future__ import annotations
 
@@ -9,80 +9,51 @@ from crcr.buildmaster.graph.factories import (
     build_stage_factory, child_factory, parent_factory, shared_build_factory,
 )
 from crcr.buildmaster.process.factory import make_factory
-from crcr.buildmaster.steps.infra import InfraSetup
 from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can_start_build
 from crcr.buildmaster.schedulers.coalescing import collapse_requests
+from crcr.buildmaster.steps.infra import InfraSetup
 from crcr.config.loader import RelayConfig
 from crcr.config.models import Backend
 from crcr.config.settings import Settings
-from crcr.names import (
-    BACKEND_PROPERTY, CHILD_TAG, LEVEL_PROPERTY, RELAY_WORKER, build_builder_name, children_builder_name,
-    shared_builder_name,
-)
+from crcr.names import RELAY_WORKER
+from crcr.plan.builds import BuildPlan, Role
 
 
-def describe_backend(backend: Backend) -> str:
-    """Shown on the builder's page: what it is, and whom to ask when it turns red."""
-    maintainers = ", ".join(f"@{login}" for login in backend.maintainers)
-    return f"{backend.description}. Level {backend.level}, device {backend.device}; maintainers: {maintainers}."
-
-
-def make_builders(relay: RelayConfig, settings: Settings) -> list[util.BuilderConfig]:
+def make_builders(relay: RelayConfig, plan: BuildPlan, settings: Settings) -> list[util.BuilderConfig]:
     units_of = relay.unit_workers_by_device()
-    builders = []
-    for backend in relay.active_backends:
-        # The parent of a fanned-out backend runs on the relay's own worker, one at a time across masters, so that
-        # commits arriving meanwhile queue and collapse as serial builds do.
-        fans_out = relay.fans_out(backend)
-        device = relay.device(backend.device)
-        infra = InfraSetup(relay.infra_rules(backend), backend.name, tuple(units_of[backend.device]),
-                           device.pause_after, device.identify, device.health_check)
-        builders.append(util.BuilderConfig(
-            name=backend.name,
-            description=describe_backend(backend),
-            project=settings.github_repo,
-            workernames=[RELAY_WORKER] if fans_out else units_of[backend.device],
-            # A unit may have become unable to start a build since Buildbot listed it as idle (workers.py).
-            canStartBuild=one_parent_across_masters if fans_out else unit_can_start_build,
-            factory=(parent_factory(backend, settings, relay.selections) if fans_out
-                     else make_factory(backend, settings, relay.selections, infra)),
-            tags=[backend.device, backend.level],
-            properties={BACKEND_PROPERTY: backend.name, LEVEL_PROPERTY: backend.level},
-            # The backend's queue policy: which waiting requests a newer one replaces (coalescing.py).
-            collapseRequests=collapse_requests(backend),
-        ))
-        if fans_out:
-            builders.append(children_builder(
-                children_builder_name(backend.name), f"The suites of {backend.name}'s builds, each a child build",
-                backend.device, units_of, child_factory(backend, settings, relay.selections, infra), settings,
-                # Its children link their failing tests to the backend's pages. Nothing takes them for the
-                # backend's builds: what reads those matches the backend's builders or schedulers.
-                properties={BACKEND_PROPERTY: backend.name}))
-        if backend.build:
-            builders.append(children_builder(
-                build_builder_name(backend.name), f"The build stage of {backend.name}'s builds",
-                backend.build_device, units_of, build_stage_factory(backend, settings), settings))
-    for shared in relay.used_shared_builds():
-        builders.append(children_builder(
-            shared_builder_name(shared.name), f"The shared build {shared.name}, made once per commit for "
-            f"{', '.join(b.name for b in relay.active_backends if shared.name in b.uses)}",
-            shared.device, units_of, shared_build_factory(shared, settings), settings))
-    return builders
-
-
-def children_builder(name: str, what: str, device: str, units_of: dict[str, list[str]], factory,
-                     settings: Settings, properties: dict | None = None) -> util.BuilderConfig:
-    """The builder of a backend's child builds of one kind, on the units of `device`."""
-    return util.BuilderConfig(
-        name=name,
-        properties=properties or {},
-        description=f"{what}, on a unit of {device}.",
+    return [util.BuilderConfig(
+        name=row.name,
+        description=row.description,
         project=settings.github_repo,
-        workernames=units_of[device],
-        canStartBuild=unit_can_start_build,
-        factory=factory,
-        tags=[device, CHILD_TAG],
+        # A parent runs on the relay's worker, one at a time across masters, so that commits arriving meanwhile
+        # queue and collapse as serial builds do. A unit may have become unable to start a build since Buildbot
+        # listed it as idle (workers.py).
+        workernames=[RELAY_WORKER] if row.on_relay_worker else units_of[row.device],
+        canStartBuild=one_parent_across_masters if row.on_relay_worker else unit_can_start_build,
+        factory=FACTORY_MAKERS[row.role](row.made_from, relay, settings, units_of),
+        tags=list(row.tags),
+        properties=dict(row.properties),
+        # A backend's own builder: its queue policy, which waiting requests a newer one replaces (coalescing.py).
         # Buildbot would merge the sibling children of one commit (they differ only by their properties), and one
         # commit's build stage with another's.
-        collapseRequests=False,
-    )
+        collapseRequests=collapse_requests(row.made_from) if row.is_backends_own else False,
+    ) for row in plan]
+
+
+def infra_setup(backend: Backend, relay: RelayConfig, units_of: dict[str, list[str]]) -> InfraSetup:
+    """What tells a suite's run hit the hardware, on the units that run the backend's suites."""
+    device = relay.device(backend.device)
+    return InfraSetup(relay.infra_rules(backend), backend.name, tuple(units_of[backend.device]), device.pause_after,
+                      device.identify, device.health_check)
+
+
+# Each role's factory, from the file the row is made from (process/factory.py, graph/factories.py).
+FACTORY_MAKERS = {
+    Role.SERIAL: lambda backend, relay, settings, units_of: make_factory(
+        backend, settings, relay.selections, infra_setup(backend, relay, units_of)),
+    Role.PARENT: lambda backend, relay, settings, units_of: parent_factory(backend, settings, relay.selections),
+    Role.SUITES: lambda backend, relay, settings, units_of: child_factory(
+        backend, settings, relay.selections, infra_setup(backend, relay, units_of)),
+    Role.BUILD_STAGE: lambda backend, relay, settings, units_of: build_stage_factory(backend, settings),
+    Role.SHARED_BUILD: lambda shared, relay, settings, units_of: shared_build_factory(shared, settings),
+}

@@ -36,6 +36,7 @@ from crcr.config.secretfiles import worker_password
 from crcr.names import (
     ADMIN_PROPERTY, CHILD_UNITS_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, RELAY_WORKER,
 )
+from crcr.plan.builds import BuildPlan
 from crcr.store.service import relay_store
 
 # {"host", "masterid"}: a master gave back one of the host's slots.
@@ -248,7 +249,7 @@ def make_workers(relay: RelayConfig, secrets_dir: Path) -> list[HostUnitWorker]:
     ]
 
 
-def relay_workers(relay: RelayConfig) -> list[worker.LocalWorker]:
+def relay_workers(plan: BuildPlan) -> list[worker.LocalWorker]:
     """The relay's own worker, in the master's process, where the parents of fanned-out backends run (graph/): they
     only wait for their children and judge, which must not hold a unit of hardware."""
-    return [worker.LocalWorker(RELAY_WORKER)] if any(map(relay.fans_out, relay.active_backends)) else []
+    return [worker.LocalWorker(RELAY_WORKER)] if any(row.on_relay_worker for row in plan) else []

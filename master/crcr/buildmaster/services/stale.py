@@ -48,9 +48,9 @@ from crcr.config.settings import Settings
 from crcr.github.commit_status import post_status
 from crcr.github.status_text import too_few_units
 from crcr.names import (
-    CHILD_SUITE_PROPERTY, build_builder_name, children_builder_name, force_scheduler_name,
-    pull_request_scheduler_name, shared_builder_name, upstream_scheduler_name,
+    CHILD_SUITE_PROPERTY, force_scheduler_name, pull_request_scheduler_name, upstream_scheduler_name,
 )
+from crcr.plan.builds import BuildPlan, Holds
 from crcr.store.service import relay_store
 
 STALE_SERVICE = "crcr-stale-watch"
@@ -71,29 +71,6 @@ class WatchedBackend:
     name: str
     stale_after: int
     reports: bool  # its verdicts go to GitHub (L2 and up)
-
-
-# Whose commits a builder's waiting request holds: its own (a backend's builder), its parent build's (a fanned-out
-# backend's children and build stage), or those of the running parents at its commit of the backends using it (a
-# shared build).
-ITS_OWN, ITS_PARENTS, ITS_USERS = "its own", "its parent's", "its users'"
-
-
-@dataclass(frozen=True)
-class WatchedBuilder:
-    """A builder whose requests wait for units of `device`, on behalf of `backends` (`holds`: whose commits), and
-    whose builds are held to `timeout` (None: a fanned-out parent, which only waits for its children)."""
-
-    name: str
-    device: str
-    backends: tuple[str, ...]
-    holds: str
-    timeout: int | None
-    timeout_of: str = "the backend's"
-    # A fanned-out backend's children with suites on several units of one host: those suites' units, and each
-    # host's units of the device, so many of which one host must have connected for such a child to start.
-    wide_suites: tuple[tuple[str, int], ...] = ()
-    hosts: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,34 +124,12 @@ def sweep_interval(backends: tuple[WatchedBackend, ...], timeout_grace: int) -> 
     return min(MAX_SWEEP_INTERVAL, max(1, shortest / 10))
 
 
-def nothing_pending_services(relay: RelayConfig, settings: Settings) -> list:
-    """The services of the master's config: which devices are out since when, and the watch acting on it."""
+def nothing_pending_services(relay: RelayConfig, plan: BuildPlan, settings: Settings) -> list:
+    """The services of the master's config: which devices are out since when, and the watch acting on it, over
+    every builder of the plan."""
     watched = [WatchedBackend(b.name, b.stale_after, b.reports_to_github) for b in relay.active_backends]
     return [DevicePresence(relay.unit_workers_by_device()),
-            StaleWatch(watched, watched_builders(relay), settings.timeout_grace, settings.github_repo,
-                       settings.web_url)]
-
-
-def watched_builders(relay: RelayConfig) -> list[WatchedBuilder]:
-    """The builders whose requests wait for units on behalf of the active backends (process/builders.py)."""
-    watched = []
-    for b in relay.active_backends:
-        fans_out = relay.fans_out(b)
-        watched.append(WatchedBuilder(b.name, b.device, (b.name,), ITS_OWN, None if fans_out else b.timeout))
-        if fans_out:
-            wide = tuple((suite.name, suite.units) for suite in b.suites if suite.units > 1)
-            hosts = tuple(units for host in relay.hosts if (units := tuple(
-                unit.worker_name for unit in host.units if unit.device == b.device))) if wide else ()
-            watched.append(WatchedBuilder(children_builder_name(b.name), b.device, (b.name,), ITS_PARENTS, b.timeout,
-                                          wide_suites=wide, hosts=hosts))
-        if b.build:
-            watched.append(WatchedBuilder(build_builder_name(b.name), b.build_device, (b.name,), ITS_PARENTS,
-                                          b.build.timeout, "its build stage's"))
-    for shared in relay.used_shared_builds():
-        users = tuple(b.name for b in relay.active_backends if shared.name in b.uses)
-        watched.append(WatchedBuilder(shared_builder_name(shared.name), shared.device, users, ITS_USERS,
-                                      shared.timeout, "the shared build's"))
-    return watched
+            StaleWatch(watched, plan, settings.timeout_grace, settings.github_repo, settings.web_url)]
 
 
 class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
@@ -193,7 +148,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         pass
 
     def reconfigService(self, backends, builders, timeout_grace, github_repo, web_url):
-        """`backends`: a WatchedBackend of each active backend; `builders`: a WatchedBuilder of each builder whose
+        """`backends`: a WatchedBackend of each active backend; `builders`: the build plan's rows, the builders whose
         requests wait for units on their behalf."""
         self.backends, self.timeout_grace, self.github_repo = tuple(backends), timeout_grace, github_repo
         self.builders = tuple(builders)
@@ -306,9 +261,9 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
             if builder is None:
                 continue
             asked = yield self._what_is_asked(request)
-            if builder.holds == ITS_OWN:
+            if builder.holds is Holds.ITS_OWN:
                 found.append((builder.backends[0], request, builder.name, asked))
-            elif builder.holds == ITS_PARENTS:
+            elif builder.holds is Holds.ITS_PARENTS:
                 parent = yield self._parent_request(request)
                 if parent is not None:
                     found.append((builder.backends[0], parent, builder.name, asked))

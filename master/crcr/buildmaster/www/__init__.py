@@ -31,6 +31,7 @@ from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.config.upstream_web import UpstreamWeb, upstream_web
 from crcr.names import CHILD_TAG, HOST_TOOL_PATH
+from crcr.plan.builds import BuildPlan
 
 TITLE = "crcr PyTorch relay"
 PLUGIN_NAME = "crcr"
@@ -133,7 +134,7 @@ def home_page_data(relay: RelayConfig, settings: Settings) -> dict:
 GRID_REVISIONS = 30  # a user may change it in the UI's settings
 
 
-def www_config(settings: Settings, relay: RelayConfig) -> dict:
+def www_config(settings: Settings, relay: RelayConfig, plan: BuildPlan) -> dict:
     return {
         "port": settings.web_listen,
         # Who signs in: the users file or GitHub. Buildbot signs their session cookies with a key it keeps in the
@@ -150,7 +151,7 @@ def www_config(settings: Settings, relay: RelayConfig) -> dict:
         },
         # GitHub's webhooks at /change_hook/github; Buildbot's other hooks stay off.
         "change_hook_dialects": {DIALECT: github_dialect(settings, relay.active_backends)},
-        "authz": relay_authz(relay, settings),  # who may do what: the files' maintainers and the admins
+        "authz": relay_authz(relay, plan, settings),  # who may do what: the files' maintainers and the admins
     }
 
 
