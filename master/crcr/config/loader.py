@@ -9,17 +9,17 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from crcr.config.allowlist import LEVELS, Grant, read_allowlist
+from crcr.config.backend import PULL_REQUEST_LEVELS, Backend
+from crcr.config.builds import SharedBuild
 from crcr.config.errors import ConfigError, describe_validation_error, did_you_mean
-from crcr.config.models import (
-    DEFAULT_INFRA_SIGNALS, DEFAULT_TRIES, PULL_REQUEST_LEVELS, Backend, Device, InfraPattern, SharedBuild, Signal,
-    WorkerHost,
-)
+from crcr.config.infra_failures import DEFAULT_INFRA_SIGNALS, DEFAULT_TRIES, InfraPattern, Signal
 from crcr.config.paths import REPO_ROOT, display_path
 from crcr.config.readfiles import refuse_outside
 from crcr.config.secretfiles import problems as secret_dir_problems
 from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.config.settings import Settings
 from crcr.config.signin import sign_in_problems
+from crcr.config.workers import Device, WorkerHost
 from crcr.config.yamlfiles import read_yaml_mapping
 from crcr.suites.selection import selection_spec
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from buildbot.plugins import schedulers
 
-from crcr.config.models import Backend, SharedBuild
+from crcr.config.backend import Backend
+from crcr.config.builds import SharedBuild
 from crcr.names import (
     build_builder_name, build_scheduler_name, children_builder_name, shared_builder_name, shared_scheduler_name,
     suites_scheduler_name,
