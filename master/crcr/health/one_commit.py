@@ -11,7 +11,7 @@ from crcr.health.links import build_url
 from crcr.health.matrix import cells, covered_by
 from crcr.health.plans import bisections_holding, read_plans
 from crcr.store.commits import CommitRow
-from crcr.store.health_queries import AMBIGUOUS_SHOWN
+from crcr.store.health_page_queries import AMBIGUOUS_SHOWN
 from crcr.store.health_rows import CommitRows
 
 MIN_PREFIX = 7
