@@ -19,8 +19,9 @@ from crcr.buildmaster.process.factory import (
 )
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
 from crcr.buildmaster.steps.infra import InfraSetup
+from crcr.config import builds as config
 from crcr.config.backend import Backend
-from crcr.config.builds import BuildStage, SharedBuild
+from crcr.config.builds import SharedBuild
 from crcr.config.settings import Settings
 from crcr.config.suite import Suite
 from crcr.names import (
@@ -89,7 +90,7 @@ def shared_build_factory(shared: SharedBuild, settings: Settings) -> util.BuildF
     return stage_factory(shared, upstream_environment(), settings, given_artifacts=False)
 
 
-def stage_factory(stage: BuildStage, env: dict, settings: Settings, given_artifacts: bool) -> util.BuildFactory:
+def stage_factory(stage: config.BuildStage, env: dict, settings: Settings, given_artifacts: bool) -> util.BuildFactory:
     """A build stage's steps, a backend's or a shared one's: upstream checked out at the commit, the build folder
     prepared, the artifacts it is given fetched, its commands (named 'build 1', ...) within its timeout, its
     artifacts kept by the relay."""
