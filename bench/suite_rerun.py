@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from crcr.config.models import Suite
+from crcr.config.suite import Suite
 from crcr.suites.results import parse_junit
 from crcr.suites.selection import PLUGIN_FILE, pytest_command
 

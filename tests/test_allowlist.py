@@ -13,8 +13,8 @@ from configfiles import (
     BACKEND, alias_bomb, make_dirs, settings_for, write_backend, write_file, write_worker, write_worker_password,
 )
 from crcr.config.allowlist import Grant, read_allowlist
+from crcr.config.backend import Backend
 from crcr.config.errors import ConfigError
-from crcr.config.models import Backend
 from crcr.config.loader import load_checked_relay_config, load_relay_config
 from crcr.config.paths import display_path
 from crcr.config.settings import REPO_ROOT

@@ -4,8 +4,8 @@ of what its work tree holds is built by the demo backend; a docs-only commit (`-
 
 from __future__ import annotations
 
+from crcr.config.backend import Backend
 from crcr.config.loader import load_model
-from crcr.config.models import Backend
 from crcr.config.settings import REPO_ROOT
 from harness import run
 

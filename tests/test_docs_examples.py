@@ -7,8 +7,9 @@ import re
 
 import yaml
 
-from crcr.config.models import Backend, Suite
+from crcr.config.backend import Backend
 from crcr.config.settings import REPO_ROOT
+from crcr.config.suite import Suite
 
 BACKENDS_DOC = REPO_ROOT / "docs" / "backends.md"
 EXAMPLE_START = "# backends/spyre.yaml"

@@ -25,7 +25,7 @@ from crcr.health.summary import BackendInfo, badness, summary
 from crcr.health.verdicts import decided_within, latency, latest_verdict, pass_rate, verdict_counts
 from crcr.store.bisections import Bisection
 from crcr.store.commits import CommitRow
-from crcr.store.health_queries import (
+from crcr.store.health_rows import (
     BadOutcome, CommitRows, Decided, FlakyCount, MetricsRows, Queued, Streak, SuiteRun, SummaryRows, TestRows,
 )
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow

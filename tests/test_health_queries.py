@@ -1,5 +1,5 @@
-"""The reads behind the health figures (store/health_queries.py) on a real SQLite file upgraded by the store's
-migrations, filled by the ledger's, the bisections' and the test history's own writers."""
+"""The reads behind the health figures (store/health_queries.py, store/health_page_queries.py) on a real SQLite
+file upgraded by the store's migrations, filled by the ledger's, the bisections' and the test history's own writers."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from crcr.health.verdicts import latency, verdict_counts
 from crcr.store import outbox
 from crcr.store.bisections import create_bisection, update_bisection
 from crcr.store.commits import Origin, decide, decided_since, find_commit, mark_started, record_arrival
+from crcr.store.health_page_queries import backend_rows, commit_rows, commits_by_prefix, test_rows
 from crcr.store.health_queries import (
-    BadOutcome, Decided, FlakyCount, Queued, backend_rows, build_counts, commit_rows, commits_by_prefix,
-    decided_after, failing_now, latest_streaks, metrics_rows, queued_now, summary_rows, test_rows,
+    build_counts, decided_after, failing_now, latest_streaks, metrics_rows, queued_now, summary_rows,
 )
+from crcr.store.health_rows import BadOutcome, Decided, FlakyCount, Queued
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow, record_build
 from copied_schema import relay_tables
 from test_store import db, open_database  # noqa: F401  (the fixture: a migrated SQLite file)

@@ -15,7 +15,8 @@ from twisted.python import log
 from crcr.store import tables
 from crcr.store.bisections import add_step, create_bisection, update_bisection
 from crcr.store.commits import decide, find_commit, record_arrival
-from crcr.store.health_queries import bad_outcomes_of, test_rows
+from crcr.store.health_page_queries import test_rows
+from crcr.store.health_queries import bad_outcomes_of
 from crcr.store.history import (
     BuildRow, SuiteRunRow, TestOutcomeRow, newest_recorded_at, prune, record_build, recorded_buildids,
 )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from crcr.config.models import WorkerHost
+from crcr.config.workers import WorkerHost
 from crcr.host import crcr_host
 from crcr.store.tables import infra_failures
 from harness import wait_until

@@ -11,8 +11,8 @@ from buildbot.test.steps import ExpectShell
 from twisted.internet import defer
 
 from crcr.buildmaster.steps.infra import InfraSetup, OutputWatch, killed_by, recognise
+from crcr.config.infra_failures import InfraPattern
 from crcr.config.loader import InfraRules
-from crcr.config.models import InfraPattern
 from crcr.buildmaster.services.units_out import UNIT_PAUSED, health_check_reason, pause_reason
 from crcr.buildmaster.steps.unit_checks import HealthCheck
 from crcr.names import (

@@ -24,9 +24,10 @@ from configfiles import (
 from crcr.config.errors import ConfigError
 from crcr.config.loader import InfraRules, load_model, load_relay_config, require_worker_passwords
 from crcr.suites.selection import read_skip_list
+from crcr.config.backend import Backend
 from crcr.config.paths import display_path
-from crcr.config.models import Backend, Device, WorkerHost
 from crcr.config.settings import REPO_ROOT, load_settings
+from crcr.config.workers import Device, WorkerHost
 from numericfields import boolean_paths, number_paths, with_value
 
 FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "pytorch-oot"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import pytorch_files
-from crcr.config.models import Suite
+from crcr.config.suite import Suite
 from crcr.suites.results import RERUNS_PROPERTY, parse_junit, read_junit
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, PLUGIN_FILE, only_tests_command, pytest_command
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules

@@ -20,7 +20,7 @@ from twisted.trial import unittest
 
 from conftest import backend, prepare_relay, suite
 from copied_schema import relay_tables
-from crcr.store import migrate, outbox, tables
+from crcr.store import check_runs, migrate, outbox, tables
 from crcr.store.bisections import (
     add_step, ask_step, bisection_with_steps, bisections_triggered_by, create_bisection, recent_bisections, running_bisections, step_of_request,
     end_step, update_bisection,
@@ -493,8 +493,8 @@ def test_a_master_on_postgresql_creates_the_tables_for_a_round_trip(tmp_path, up
         assert outbox.next_due_at(conn) == 120
         outbox.delivered(conn, check_run, outage_over_at=202)  # GitHub answers again: the outage's wait ends
         assert outbox.next_due_at(conn) == 202
-        outbox.remember_check_run(conn, "o/r", A, 8, 4242, now=130)
-        assert outbox.check_run_id(conn, "o/r", A, 8) == 4242
+        check_runs.remember_check_run(conn, "o/r", A, 8, 4242, now=130)
+        assert check_runs.check_run_id(conn, "o/r", A, 8) == 4242
     finally:
         conn.close()
 

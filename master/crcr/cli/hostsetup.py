@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 
 from crcr.config.errors import PATTERN_HELP, ConfigError
 from crcr.config.limits import MISSED_KEEPALIVES
-from crcr.config.models import HOST_PATH, WorkerHost
+from crcr.config.workers import HOST_PATH, WorkerHost
 from crcr.host import crcr_host
 from crcr.host.crcr_host import systemd_unit
 

@@ -8,9 +8,9 @@ import urllib.error
 
 from crcr.cli.relayapi import call
 from crcr.config.loader import load_relay_config
-from crcr.config.models import WorkerHost
 from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.config.settings import Settings
+from crcr.config.workers import WorkerHost
 
 
 def devices_text(host: WorkerHost) -> str:

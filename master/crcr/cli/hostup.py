@@ -20,7 +20,7 @@ from pathlib import Path
 
 from crcr.cli.hostsetup import DEFAULT_HOST_USER, HEREDOC_END
 from crcr.config.loader import DEVICES_DIR, load_model
-from crcr.config.models import BUILD_ENV_WORKER, Device, WorkerHost
+from crcr.config.workers import BUILD_ENV_WORKER, Device, WorkerHost
 from crcr.names import HOST_TOOL_PATH
 
 TOOL_FILE = "crcr-host"  # what the printed curl saves the tool as, on the host

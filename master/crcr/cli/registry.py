@@ -9,12 +9,13 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from crcr.config.cross_checks import unit_name_clashes
 from crcr.config.errors import PATTERN_HELP, ConfigError, describe_validation_error, shown_all
-from crcr.config.loader import RelayConfig, load_model, load_relay_config, unit_name_clashes
+from crcr.config.loader import RelayConfig, load_model, load_relay_config
 from crcr.config.paths import display_path
-from crcr.config.models import BUILD_ENV_WORKER, WORKER_NAME, WorkerHost
 from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.config.settings import Settings
+from crcr.config.workers import BUILD_ENV_WORKER, WORKER_NAME, WorkerHost
 from crcr.config.writefiles import write_atomically
 
 # What each field is called on the command line, for validation messages.

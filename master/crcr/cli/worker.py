@@ -15,10 +15,10 @@ from crcr.cli.relayapi import RelaySession, add_sign_in_options, credentials_fro
 from crcr.cli.subcommands import add_command
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
-from crcr.config.models import BUILD_ENV_WORKER, WorkerHost
+from crcr.config.paths import display_path
 from crcr.config.secretfiles import worker_password
 from crcr.config.settings import Settings, load_settings
-from crcr.config.paths import display_path
+from crcr.config.workers import BUILD_ENV_WORKER, WorkerHost
 from crcr.names import RELAY_WORKER
 from crcr.host import crcr_host
 

@@ -36,7 +36,7 @@ from typing import NoReturn
 import yaml
 
 from crcr.config.errors import ConfigError, shown
-from crcr.config.models import GITHUB_REPOSITORY
+from crcr.config.fields import GITHUB_REPOSITORY
 from crcr.config.paths import display_path
 from crcr.config.readfiles import YAML_LIMIT, read_text
 from crcr.config.yamlfiles import compose_yaml

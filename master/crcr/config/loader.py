@@ -8,18 +8,25 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from crcr.config.allowlist import LEVELS, Grant, read_allowlist
-from crcr.config.errors import ConfigError, describe_validation_error, did_you_mean
-from crcr.config.models import (
-    DEFAULT_INFRA_SIGNALS, DEFAULT_TRIES, PULL_REQUEST_LEVELS, Backend, Device, InfraPattern, SharedBuild, Signal,
-    WorkerHost,
+from crcr.config.backend import Backend
+from crcr.config.builds import SharedBuild
+from crcr.config.cross_checks import (
+    missing_devices,
+    needed_devices,
+    too_wide_suites,
+    unit_name_errors,
+    unknown_shared_builds,
 )
+from crcr.config.errors import ConfigError, describe_validation_error
+from crcr.config.grants import reporting_problems, within_grants
+from crcr.config.infra_failures import DEFAULT_INFRA_SIGNALS, DEFAULT_TRIES, InfraPattern, Signal
 from crcr.config.paths import REPO_ROOT, display_path
 from crcr.config.readfiles import refuse_outside
 from crcr.config.secretfiles import problems as secret_dir_problems
 from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.config.settings import Settings
 from crcr.config.signin import sign_in_problems
+from crcr.config.workers import Device, WorkerHost
 from crcr.config.yamlfiles import read_yaml_mapping
 from crcr.suites.selection import selection_spec
 
@@ -135,30 +142,6 @@ def _load_dir(directory: Path, model: type[Model]) -> tuple[list[Model], dict[st
     return models, errors
 
 
-def unit_name_clashes(workers: list[WorkerHost]) -> list[tuple[str, str, str]]:
-    """(unit worker name, first host, second host) of each name two hosts would share: names join
-    host, device and index with '-', and host and device names may contain '-'."""
-    owner: dict[str, str] = {}
-    clashes = []
-    for host in workers:
-        for unit in host.units:
-            first = owner.setdefault(unit.worker_name, host.name)
-            if first != host.name:
-                clashes.append((unit.worker_name, first, host.name))
-    return clashes
-
-
-def _unit_name_errors(workers: list[WorkerHost], workers_dir: Path) -> dict[str, str]:
-    """{later host: its clashes}; each clash is the later host's problem."""
-    errors: dict[str, list[str]] = {}
-    for name, first, second in unit_name_clashes(workers):
-        errors.setdefault(second, []).append(
-            f"{display_path(workers_dir / (second + '.yaml'))}: devices: the unit worker name '{name}' is also "
-            f"one of {display_path(workers_dir / (first + '.yaml'))}'s; rename one of the hosts"
-        )
-    return {host: "\n".join(lines) for host, lines in errors.items()}
-
-
 def _selections(backends: list[Backend], backends_dir: Path) -> tuple[dict[tuple[str, str], dict], dict[str, str]]:
     """Each pytest suite's plugin spec, and {backend: its problems}: the skip lists and torch-spyre
     configs its suites name must be valid."""
@@ -176,76 +159,6 @@ def _selections(backends: list[Backend], backends_dir: Path) -> tuple[dict[tuple
     return specs, errors
 
 
-def _within_grants(backends: list[Backend], settings: Settings) -> tuple[list[Backend], dict[str, str]]:
-    """Each backend with its effective PR label, and {backend: why it is refused}. With an allowlist set
-    (CRCR_ALLOWLIST), a backend above L1 must name its repo, and its level must be within what upstream grants
-    that repo. L1 needs no grant: it posts nothing upstream."""
-    if settings.allowlist is None:
-        return backends, {}
-    allowlist = read_allowlist(settings.allowlist)
-    source = f"CRCR_ALLOWLIST: {display_path(allowlist.path)}"
-    labelled, refused = [], {}
-    for backend in backends:
-        grant = allowlist.grant_for(backend.repo) if backend.repo else None
-        if grant is not None and grant.label is not None and "pr_label" not in backend.model_fields_set:
-            backend = backend.model_copy(update={"pr_label": grant.label})
-        labelled.append(backend)
-        problem = _grant_problem(backend, grant, source)
-        if problem is not None:
-            refused[backend.name] = f"{display_path(settings.backends_dir / (backend.name + '.yaml'))}: {problem}"
-    return labelled, refused
-
-
-def _grant_problem(backend: Backend, grant: Grant | None, source: str) -> str | None:
-    if backend.level == "L1":
-        return None
-    if backend.repo is None:
-        return (
-            f"repo: required for level {backend.level} when an allowlist is set ({source}): upstream grants levels "
-            "to repositories; name this backend's, e.g. repo: torch-spyre/torch-spyre"
-        )
-    if grant is None:
-        return (
-            f"level: {backend.level} needs upstream's grant, and {backend.repo} is not in upstream's allowlist "
-            f"({source}); use L1, which posts nothing upstream, until PyTorch lists the repository"
-        )
-    if LEVELS.index(backend.level) > LEVELS.index(grant.level):
-        return (
-            f"level: {backend.level} is above the level upstream's allowlist grants {backend.repo}: {grant.level} "
-            f"({source}, line {grant.line}); use {grant.level} or below, or ask PyTorch to raise the repository's level"
-        )
-    if backend.level in PULL_REQUEST_LEVELS and not grant.pull_requests:
-        return (
-            f"level: {backend.level} builds pull requests, and upstream's allowlist enrolls {backend.repo} for "
-            f"{', '.join(grant.events)} only ({source}, line {grant.line}: events): PyTorch shows no PR results of "
-            "it; use L2, or ask PyTorch to add pull_request to its events"
-        )
-    return None
-
-
-def _reporting_problems(backends: list[Backend], settings: Settings) -> dict[str, str]:
-    """{backend: why it cannot report to PyTorch's relay} for those with report_to_pytorch that cannot."""
-    refused = {}
-    for backend in backends:
-        if backend.report_to_pytorch and (problem := _reporting_problem(backend, settings)):
-            refused[backend.name] = f"{display_path(settings.backends_dir / (backend.name + '.yaml'))}: {problem}"
-    return refused
-
-
-def _reporting_problem(backend: Backend, settings: Settings) -> str | None:
-    if backend.level == "L1":
-        return ("report_to_pytorch: PyTorch's relay ignores the reports of L1 repositories (its HUD shows L2 and up); "
-                "use L2 or above, or remove report_to_pytorch")
-    if backend.repo is None:
-        return ("report_to_pytorch: needs repo: PyTorch's relay takes a report as the repository its OIDC token names, "
-                "e.g. repo: torch-spyre/torch-spyre")
-    if settings.pytorch_relay_token_command is None:
-        return ("report_to_pytorch: no token source: PyTorch's relay accepts only OIDC tokens of GitHub Actions or "
-                "Buildkite, which the relay cannot mint itself; set CRCR_PYTORCH_RELAY_TOKEN_COMMAND to a command "
-                "printing one for $CRCR_DOWNSTREAM_REPO (docs/pytorch-relay.md, 'Tokens')")
-    return None
-
-
 def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) -> RelayConfig:
     """Every file is checked. By default all problems are reported together, in one ConfigError.
     With leave_out_invalid, each backend or host file that is invalid on its own (a backend above its
@@ -253,18 +166,18 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
     clash, is left out instead, its problems kept in `left_out` in the same words. A missing folder, no backend
     file at all, or an unreadable or malformed allowlist refuses either way."""
     backends, backend_errors = _load_dir(settings.backends_dir, Backend)
-    backends, grant_errors = _within_grants(backends, settings)
-    grant_errors |= _reporting_problems(backends, settings)
+    backends, grant_errors = within_grants(backends, settings)
+    grant_errors |= reporting_problems(backends, settings)
     workers, worker_errors = _load_dir(settings.workers_dir, WorkerHost)
-    clashes = _unit_name_errors(workers, settings.workers_dir)
+    clashes = unit_name_errors(workers, settings.workers_dir)
     selections, selection_errors = _selections(backends, settings.backends_dir)
     shared_dir = settings.backends_dir / SHARED_BUILDS_DIR
     shared, shared_errors = _load_dir(shared_dir, SharedBuild) if shared_dir.is_dir() else ([], {})
     shared_builds = {build.name: build for build in shared}
     devices_dir = settings.workers_dir / DEVICES_DIR
     devices, device_errors = _load_dir(devices_dir, Device) if devices_dir.is_dir() else ([], {})
-    unknown_uses = _unknown_uses(backends, shared_builds, settings.backends_dir, shared_errors)
-    too_wide = _too_wide_suites(backends, [w for w in workers if w.name not in clashes], settings)
+    unknown_uses = unknown_shared_builds(backends, shared_builds, settings.backends_dir, shared_dir, shared_errors)
+    too_wide = too_wide_suites(backends, [w for w in workers if w.name not in clashes], settings)
     # One entry per file, in the order `crcr check` has always listed them.
     problems = (
         [*backend_errors.values(), *grant_errors.values(), *worker_errors.values(), *clashes.values(),
@@ -287,7 +200,7 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
     offered = {device for w in workers for device in w.devices}
     for b in backends:
         where = display_path(settings.backends_dir / (b.name + '.yaml'))
-        warnings += _missing_devices(b, shared_builds, offered, where)
+        warnings += missing_devices(b, shared_builds, offered, where)
         untracked = [br for br in b.branches if br not in settings.upstream_branches]
         if untracked:
             warnings.append(
@@ -305,74 +218,6 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
         shared_builds=shared_builds,
         devices={device.name: device for device in devices},
     )
-
-
-def needed_devices(backend: Backend, shared_builds: dict[str, SharedBuild]) -> list[tuple[str, str]]:
-    """(what needs it, device) for every device the backend's builds run on: its own, its build stage's, its shared
-    builds'."""
-    return [("device", backend.device), *([("build: device", backend.build_device)] if backend.build else []),
-            *((f"uses: {name}", shared_builds[name].device) for name in backend.uses)]
-
-
-def _missing_devices(backend: Backend, shared_builds: dict[str, SharedBuild], offered: set[str],
-                     where: str) -> list[str]:
-    """The warning of a backend needing a device no host offers (needed_devices)."""
-    needs: dict[str, list[str]] = {}
-    for what, device in needed_devices(backend, shared_builds):
-        if device not in offered:
-            needs.setdefault(device, []).append(what)
-    if not needs:
-        return []
-    inactive = "the backend stays inactive (no builder) until"
-
-    def named(device: str) -> str:  # a typo of an offered device is more likely than a device no host has yet
-        return f"'{device}'{did_you_mean(device, offered)}"
-    if len(needs) == 1 and len(what_of := next(iter(needs.values()))) == 1:
-        return [f"{where}: {what_of[0]}: no worker offers {named(next(iter(needs)))}; {inactive} a host with it is "
-                "registered"]
-    listed = ", ".join(f"{named(device)} ({', '.join(whats)})" for device, whats in needs.items())
-    return [f"{where}: no worker offers {listed}; {inactive} hosts with them are registered"]
-
-
-def _widest_host(hosts: list[WorkerHost], device: str) -> tuple[str | None, int]:
-    """(the first host with the most units of `device`, how many): a build on several units takes them on one
-    host. (None, 0) when no host offers the device."""
-    widest = max(hosts, key=lambda host: host.devices.get(device, 0), default=None)
-    units = widest.devices.get(device, 0) if widest is not None else 0
-    return (widest.name if units else None), units
-
-
-def _too_wide_suites(backends: list[Backend], hosts: list[WorkerHost], settings: Settings) -> dict[str, str]:
-    """{backend: its suites on more units than any host of its device has}: their children could never start. A
-    backend whose device no host offers is inactive instead (_missing_devices)."""
-    refused = {}
-    for backend in backends:
-        host, most = _widest_host(hosts, backend.device)
-        wider = [suite for suite in backend.suites if suite.units > most]
-        if host is not None and wider:
-            where = display_path(settings.backends_dir / (backend.name + ".yaml"))
-            widest = display_path(settings.workers_dir / (host + ".yaml"))
-            refused[backend.name] = "\n".join(
-                f"{where}: suite {suite.name}: units: {suite.units}, and no host has {suite.units} '{backend.device}' "
-                f"units (the most: {most}, {widest}); its child builds, which take their units on one host, would "
-                "never start" for suite in wider)
-    return refused
-
-
-def _unknown_uses(backends: list[Backend], shared_builds: dict[str, SharedBuild], backends_dir: Path,
-                  shared_errors: dict[str, str]) -> dict[str, str]:
-    """{backend: its `uses` naming no shared build}; a shared build file that is itself invalid counts as none."""
-    refused = {}
-    known = ", ".join(sorted(shared_builds)) or "none"
-    for backend in backends:
-        unknown = [name for name in backend.uses if name not in shared_builds]
-        if unknown:
-            invalid = " (its file is invalid: see above)" if shared_errors else ""
-            refused[backend.name] = (
-                f"{display_path(backends_dir / (backend.name + '.yaml'))}: uses: "
-                f"{', '.join(repr(n) for n in unknown)} is no shared build{invalid}; "
-                f"{display_path(backends_dir / SHARED_BUILDS_DIR)}/ holds: {known}")
-    return refused
 
 
 def require_worker_passwords(relay: RelayConfig, secrets_dir: Path) -> RelayConfig:

@@ -20,7 +20,7 @@ from crcr.config.limits import (
     MAX_POLL_INTERVAL,
     MAX_URL,
 )
-from crcr.config.models import GITHUB_LOGIN, BranchNames, check_branch_names
+from crcr.config.fields import GITHUB_LOGIN, BranchNames, check_branch_names
 from crcr.config.paths import REPO_ROOT
 from crcr.config.yamlfiles import read_yaml_mapping
 

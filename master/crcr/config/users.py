@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 from crcr.config.errors import ConfigError
-from crcr.config.models import GITHUB_LOGIN
+from crcr.config.fields import GITHUB_LOGIN
 from crcr.config.paths import display_path
 from crcr.config.readfiles import MIB, read_text
 from crcr.config.writefiles import write_atomically

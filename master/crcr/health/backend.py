@@ -12,7 +12,7 @@ from crcr.health.results import results_text
 from crcr.health.series import series
 from crcr.health.summary import BackendInfo, backend_row
 from crcr.health.verdicts import decided_within, latency, pass_rate, verdict_counts
-from crcr.store.health_queries import BackendRows
+from crcr.store.health_rows import BackendRows
 
 RECENT_BISECTIONS = 20
 PULL_REQUEST_LEVELS = ("L3", "L4")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from crcr.config.upstream_web import commit_link
 from crcr.health.links import build_url, test_page
 from crcr.health.plans import ReadPlan, first_bad
-from crcr.store.health_queries import BadOutcome, FlakyCount, SuiteRun
+from crcr.store.health_rows import BadOutcome, FlakyCount, SuiteRun
 
 FLAKIEST = 20
 

@@ -5,7 +5,7 @@ is the one row, and leads."""
 from __future__ import annotations
 
 from crcr.store.buildbot_tables import MasterRow
-from crcr.store.health_queries import ClusterRows
+from crcr.store.health_rows import ClusterRows
 from crcr.store.leadership import Leader
 
 # A stopped master stays listed this long after its newest sign of life, so that a death is seen; then it goes:

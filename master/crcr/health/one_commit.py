@@ -11,7 +11,8 @@ from crcr.health.links import build_url
 from crcr.health.matrix import cells, covered_by
 from crcr.health.plans import bisections_holding, read_plans
 from crcr.store.commits import CommitRow
-from crcr.store.health_queries import AMBIGUOUS_SHOWN, CommitRows
+from crcr.store.health_page_queries import AMBIGUOUS_SHOWN
+from crcr.store.health_rows import CommitRows
 
 MIN_PREFIX = 7
 SHA_PREFIX = re.compile(r"[0-9a-f]{%d,40}" % MIN_PREFIX)

@@ -8,7 +8,9 @@ from crcr.health.failing import bad_set, failing_streak
 from crcr.health.links import build_url
 from crcr.health.plans import first_bad, read_plans
 from crcr.health.ranges import RANGES
-from crcr.store.health_queries import TEST_RUNS, VERDICT_KINDS, TestRows
+from crcr.store.health_page_queries import TEST_RUNS
+from crcr.store.health_queries import VERDICT_KINDS
+from crcr.store.health_rows import TestRows
 
 FLAKY_WINDOW = RANGES["30d"]
 # A run of the test's suite without a row of the test: the relay keeps only the outcomes that were not a pass, so

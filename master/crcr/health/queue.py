@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crcr.store.health_queries import Queued
+from crcr.store.health_rows import Queued
 
 
 def queue_now(queued: list[Queued], now: int) -> dict:

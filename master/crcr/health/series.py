@@ -5,7 +5,7 @@ from __future__ import annotations
 from crcr.health.queue import queue_length_at
 from crcr.health.ranges import bucket_seconds, bucket_starts
 from crcr.health.verdicts import latency, pass_rate, verdict_counts
-from crcr.store.health_queries import Decided, Queued
+from crcr.store.health_rows import Decided, Queued
 from crcr.store.history import BuildRow
 
 

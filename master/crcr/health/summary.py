@@ -11,7 +11,7 @@ from crcr.health.queue import queue_now
 from crcr.health.ranges import RANGES, range_seconds
 from crcr.health.state import backend_state
 from crcr.health.verdicts import decided_within, latency, latest_verdict, pass_rate, verdict_counts
-from crcr.store.health_queries import SummaryRows
+from crcr.store.health_rows import SummaryRows
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ reactor.run()
 print(said[0])
 """
 
-# The relay's own rules (crcr/config/models.py), checked here before anything is touched.
+# The relay's own rules (crcr/config/workers.py), checked here before anything is touched.
 HOST_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 DEVICE = re.compile(r"([a-z0-9][a-z0-9_-]*)(?::([0-9]+))?")
 MAX_UNITS = 64

@@ -1,168 +1,30 @@
-"""The reads behind the health figures (crcr/health/): each view's rows in one call, so that the master makes one
-trip to its database threads per page, and a summary of every backend costs a few grouped queries, never a query
-per backend.
+"""The reads behind the health figures of every backend (crcr/health/: the summary, the metrics, the masters) and
+those the pages of one backend or test share with them (store/health_page_queries.py): each view's rows in one
+call, so that the master makes one trip to its database threads per page, and a summary of every backend costs a
+few grouped queries, never a query per backend.
 
 Each function takes a SQLAlchemy connection (the master runs them through RelayStore) and only reads.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import sqlalchemy as sa
 
-from crcr.store.bisections import Bisection, _bisections
-from crcr.store.buildbot_tables import MasterRow, masters_since
-from crcr.store.commits import FIGURE_STATE, HAS_LATENCY, IN_FIGURES, CommitRow, _rows as _commit_rows
-from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
+from crcr.store.buildbot_tables import masters_since
+from crcr.store.commits import FIGURE_STATE, HAS_LATENCY, IN_FIGURES, _rows as _commit_rows
+from crcr.store.health_rows import BadOutcome, ClusterRows, Decided, MetricsRows, Queued, Streak, SuiteRun, SummaryRows
+from crcr.store.history import builds_by_id
 from crcr.store import leadership, outbox
 from crcr.store.tables import bisections, builds, commits, suite_runs, test_hash, test_outcomes
 
 # Builds of a backend's own verdicts: the figures of builds, timeouts and failing tests count these.
 VERDICT_KINDS = ("upstream", "forced")
 BAD_OUTCOMES = ("failed", "errored")
-MATRIX_COMMITS = 50
-PULL_REQUEST_BUILDS = 20
-TEST_RUNS = 100
-AMBIGUOUS_SHOWN = 5  # candidates named when a prefix matches several commits
 
 _c, _b, _r, _t = commits.c, builds.c, suite_runs.c, test_outcomes.c
 # Upstream order, newest first: a commit no upstream change brought (forced, older than the relay's first poll;
 # its position None) comes after every commit that has a position, those among themselves by arrival.
 NEWEST_UPSTREAM_FIRST = (sa.func.coalesce(_c.position, -1).desc(), _c.id.desc())
-
-
-@dataclass(frozen=True)
-class Decided:
-    """A decided commit, with what the latency and pass rate need."""
-
-    backend: str
-    state: str  # as the figures count it: one of tables.FIGURE_VERDICTS
-    seen_at: int
-    decided_at: int
-    unbuilt: bool = False  # its first verdict given unbuilt, as not relevant: no latency (commits.HAS_LATENCY)
-
-
-@dataclass(frozen=True)
-class Queued:
-    """A commit of the queue, now or at some time: when it arrived, started, was decided (None: not yet)."""
-
-    backend: str
-    sha: str
-    seen_at: int
-    started_at: int | None
-    decided_at: int | None
-
-
-@dataclass(frozen=True)
-class Streak:
-    """The backend's newest decided commit in upstream order and the earliest of the decided commits with the same
-    state right before it (itself when the one before differs)."""
-
-    latest: CommitRow
-    since: CommitRow
-
-
-@dataclass(frozen=True)
-class BadOutcome:
-    """A test failed or errored in a build."""
-
-    backend: str
-    suite: str
-    test: str
-    outcome: str
-    buildid: int
-
-
-@dataclass(frozen=True)
-class SuiteRun:
-    """A suite's run with its build's place: what a test's history walks through."""
-
-    suite: str
-    buildid: int
-    complete_at: int
-    kind: str
-    sha: str
-    builderid: int
-    number: int
-    backend: str = ""
-    title: str | None = None  # its commit's, when the ledger knows it
-    position: int | None = None  # its commit's place in upstream order (None: before every placed one)
-    broken: str | None = None  # why the suite did not run whole (None: it did)
-
-
-@dataclass(frozen=True)
-class FlakyCount:
-    suite: str
-    test: str
-    flaky_runs: int
-    last_flaky_at: int
-
-
-@dataclass(frozen=True)
-class SummaryRows:
-    streaks: dict[str, Streak]  # backends with a decided commit
-    deciding_builds: dict[int, BuildRow]  # the latest commits' deciding builds, by buildid, while retained
-    decided: list[Decided]  # decided at or after the asked time
-    builds: dict[str, tuple[int, int]]  # backend -> (builds, timed out) completed at or after the asked time
-    queued: list[Queued]  # pending, not started
-    failing: list[BadOutcome]  # the failed or errored tests at the tip: in each suite's newest run upstream (or,
-    # through runs that did not run whole, in the newest that did), each once
-    streak_runs: list[SuiteRun]  # the verdict runs of the suites with a failing test, newest upstream first
-    streak_outcomes: list[BadOutcome]  # every failure or error of the failing tests
-
-
-@dataclass(frozen=True)
-class BackendRows:
-    summary: SummaryRows  # of the backend alone, decided over the longest range asked
-    builds: list[BuildRow]  # upstream | forced, completed in the range
-    queue_history: list[Queued]  # commits queued at some time in the range
-    flaky: list[FlakyCount]  # in the range, bisection builds left out
-    runs_in_range: dict[str, int]  # suite -> runs in the range, bisection builds left out
-    matrix_commits: list[CommitRow]  # newest upstream first
-    matrix_builds: dict[int, BuildRow]  # the matrix commits' deciding builds, by buildid
-    matrix_bisection_builds: dict[str, BuildRow]  # sha -> the newest bisection build of a commit decided "bisected"
-    matrix_runs: list[SuiteRunRow]  # the suite runs of both, in the order they were recorded
-    bisections: list[Bisection]  # newest first
-    pull_requests: list[BuildRow]  # newest first
-
-
-@dataclass(frozen=True)
-class TestRows:
-    __test__ = False  # not a pytest test class, whatever its name
-
-    outcomes: list[tuple[TestOutcomeRow, BuildRow]]  # every row of the test, newest first
-    suite_runs: list[SuiteRun]  # runs of its suite outside bisections, newest first
-    streak_outcomes: list[BadOutcome]
-    bisections: list[Bisection]
-
-
-@dataclass(frozen=True)
-class CommitRows:
-    commit: CommitRow
-    build: BuildRow | None  # the deciding build (a bisected commit's: the bisection's), while retained
-    runs: list[SuiteRunRow]
-    outcomes: list[TestOutcomeRow]
-    bisections: list[Bisection]
-
-
-@dataclass(frozen=True)
-class MetricsRows:
-    states: dict[str, dict[str, int]]  # backend -> state -> commits
-    streaks: dict[str, Streak]  # backends with a decided commit
-    latencies: dict[str, list[int]]  # backend -> latencies of its retained decided commits
-    queued: list[Queued]
-    bisection_states: dict[str, dict[str, int]]  # backend -> state -> bisections
-    failing: list[BadOutcome]
-    outbox_waiting: int
-    outbox_given_up: int
-    outbox_oldest: int | None  # created_at of the oldest row waiting
-
-
-@dataclass(frozen=True)
-class ClusterRows:
-    masters: list[MasterRow]  # active, or stopped since the asked time; by name
-    lease: leadership.Leader  # the relay's lease, as its holder last renewed it
 
 
 # --- the summary ---
@@ -266,53 +128,6 @@ def _tip_runs(conn, backends: list[str]) -> dict[tuple[int, str], int]:
     return {(buildid, suite): place for buildid, suite, place in conn.execute(query)}
 
 
-# --- one backend ---
-
-
-def backend_rows(conn, backend: str, range_start: int, longest_start: int) -> BackendRows:
-    summary = summary_rows(conn, [backend], decided_since=longest_start, builds_since=range_start)
-    matrix_commits = _commit_rows(conn, commits.select().where(_c.backend == backend)
-                                  .order_by(*NEWEST_UPSTREAM_FIRST).limit(MATRIX_COMMITS))
-    deciding = {row.buildid for row in matrix_commits if row.buildid is not None}
-    bisected = newest_bisection_builds(conn, backend, {row.sha for row in matrix_commits if row.how == "bisected"})
-    shown = deciding | {build.buildid for build in bisected.values()}
-    return BackendRows(
-        summary=summary,
-        builds=_builds(conn, builds.select().where(_b.backend == backend, _b.complete_at >= range_start,
-                                                    _b.kind.in_(VERDICT_KINDS)).order_by(_b.complete_at)),
-        queue_history=queued_between(conn, backend, range_start),
-        flaky=flaky_counts(conn, backend, range_start),
-        runs_in_range=runs_in_range(conn, backend, range_start),
-        matrix_commits=matrix_commits,
-        matrix_builds=builds_by_id(conn, deciding),
-        matrix_bisection_builds=bisected,
-        matrix_runs=_suite_runs(conn, suite_runs.select().where(_r.buildid.in_(shown)).order_by(_r.id)),
-        bisections=backend_bisections(conn, backend),
-        pull_requests=_builds(conn, builds.select().where(_b.backend == backend, _b.kind == "pull_request")
-                              .order_by(_b.complete_at.desc(), _b.buildid.desc()).limit(PULL_REQUEST_BUILDS)),
-    )
-
-
-def newest_bisection_builds(conn, backend: str, shas: set[str]) -> dict[str, BuildRow]:
-    """sha -> the backend's newest bisection build of it: the bisector decides with no deciding build, yet built
-    some of the commits it decided."""
-    if not shas:
-        return {}
-    found = _builds(conn, builds.select().where(_b.backend == backend, _b.kind == "bisection", _b.sha.in_(shas))
-                    .order_by(_b.complete_at, _b.buildid))
-    return {build.sha: build for build in found}  # the newest last, so it stays
-
-
-def queued_between(conn, backend: str, start: int) -> list[Queued]:
-    """The commits waiting for a unit at some time since `start`: not started, nor decided, before it."""
-    query = (
-        sa.select(_c.backend, _c.sha, _c.seen_at, _c.started_at, _c.decided_at)
-        .where(_c.backend == backend, sa.or_(_c.started_at.is_(None), _c.started_at > start),
-               sa.or_(_c.decided_at.is_(None), _c.decided_at > start))
-    )
-    return [Queued(*row) for row in conn.execute(query)]
-
-
 def suite_runs_of(conn, suites: set[tuple[str, str]], kinds: tuple[str, ...]) -> list[SuiteRun]:
     """The runs of `suites` ((backend, suite) pairs) in their backend's builds of `kinds`, newest first
     (NEWEST_RUN_FIRST: a build of no commit of the ledger, a pull request's, comes after those of commits)."""
@@ -339,89 +154,6 @@ def bad_outcomes_of(conn, tests: set[tuple[str, str]]) -> list[BadOutcome]:
                     _t.test_hash.in_({test_hash(test) for _, test in tests}), _t.outcome.in_(BAD_OUTCOMES)))
     # The whole ids compared here, as the pairs are: a digest alone could match another test.
     return [row for row in (BadOutcome(*row) for row in conn.execute(query)) if (row.backend, row.test) in tests]
-
-
-def _outside_bisections():
-    return _b.kind != "bisection"
-
-
-def flaky_counts(conn, backend: str, since: int) -> list[FlakyCount]:
-    query = (
-        sa.select(_t.suite, _t.test, sa.func.count(), sa.func.max(_t.complete_at))
-        .join(builds, _b.buildid == _t.buildid)
-        .where(_t.backend == backend, _t.outcome == "flaky", _t.complete_at >= since, _outside_bisections())
-        .group_by(_t.suite, _t.test)
-    )
-    return [FlakyCount(*row) for row in conn.execute(query)]
-
-
-def runs_in_range(conn, backend: str, since: int) -> dict[str, int]:
-    query = (
-        sa.select(_r.suite, sa.func.count()).join(builds, _b.buildid == _r.buildid)
-        .where(_r.backend == backend, _r.complete_at >= since, _outside_bisections())
-        .group_by(_r.suite)
-    )
-    return dict(conn.execute(query).all())
-
-
-def backend_bisections(conn, backend: str) -> list[Bisection]:
-    return _bisections(conn, bisections.select().where(bisections.c.backend == backend)
-                       .order_by(bisections.c.id.desc()))
-
-
-# --- one test ---
-
-
-def test_rows(conn, backend: str, test: str) -> TestRows:
-    query = (
-        sa.select(test_outcomes, builds).join(builds, _b.buildid == _t.buildid)
-        .where(_t.backend == backend, _t.test_hash == test_hash(test), _t.test == test)
-        .order_by(_t.complete_at.desc(), _t.buildid.desc())
-    )
-    outcomes = [_outcome_and_build(row) for row in conn.execute(query)]
-    suite = outcomes[0][0].suite if outcomes else None
-    return TestRows(
-        outcomes=outcomes,
-        suite_runs=suite_runs_of(conn, {(backend, suite)} if suite else set(), ("upstream", "forced", "pull_request")),
-        streak_outcomes=bad_outcomes_of(conn, {(backend, test)}),
-        bisections=backend_bisections(conn, backend),
-    )
-
-
-test_rows.__test__ = False  # pytest: not a test function, whatever its name
-
-
-def _outcome_and_build(row) -> tuple[TestOutcomeRow, BuildRow]:
-    fields = row._mapping
-    outcome = TestOutcomeRow(**{name: fields[test_outcomes.c[name]] for name in _fields(TestOutcomeRow)})
-    build = BuildRow(**{name: fields[builds.c[name]] for name in _fields(BuildRow)})
-    return outcome, build
-
-
-# --- one commit ---
-
-
-def commits_by_prefix(conn, backend: str, prefix: str) -> list[CommitRow]:
-    """The backend's commits whose sha starts with `prefix` (lower case hex), at most a few."""
-    query = (commits.select().where(_c.backend == backend, _c.sha.startswith(prefix, autoescape=True))
-             .order_by(_c.id).limit(AMBIGUOUS_SHOWN + 1))
-    return _commit_rows(conn, query)
-
-
-def commit_rows(conn, commit: CommitRow) -> CommitRows:
-    """The commit's deciding build, or for a commit a bisection decided the bisection's newest build of it (as the
-    matrix shows), with its suite runs and test outcomes."""
-    if commit.buildid is not None:
-        build = builds_by_id(conn, {commit.buildid}).get(commit.buildid)
-    elif commit.how == "bisected":
-        build = newest_bisection_builds(conn, commit.backend, {commit.sha}).get(commit.sha)
-    else:
-        build = None
-    runs, outcomes = [], []
-    if build is not None:
-        runs = _suite_runs(conn, suite_runs.select().where(_r.buildid == build.buildid).order_by(_r.id))
-        outcomes = _test_outcomes(conn, test_outcomes.select().where(_t.buildid == build.buildid).order_by(_t.id))
-    return CommitRows(commit, build, runs, outcomes, backend_bisections(conn, commit.backend))
 
 
 # --- metrics ---
@@ -455,34 +187,3 @@ def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
 def cluster_rows(conn, model, stopped_since: int) -> ClusterRows:
     """Buildbot's masters (`model`: its database model) and the relay's lease, in one trip."""
     return ClusterRows(masters_since(conn, model, stopped_since), leadership.current(conn))
-
-
-# --- rows ---
-
-
-def builds_by_id(conn, buildids: set[int]) -> dict[int, BuildRow]:
-    if not buildids:
-        return {}
-    return {b.buildid: b for b in _builds(conn, builds.select().where(_b.buildid.in_(buildids)))}
-
-
-def _fields(row_type) -> list[str]:
-    return list(row_type.__dataclass_fields__)
-
-
-def _rows_as(row_type, conn, query) -> list:
-    """The query's rows as `row_type`s (a table's row type takes its columns but the id)."""
-    names = _fields(row_type)
-    return [row_type(**{name: row._mapping[name] for name in names}) for row in conn.execute(query)]
-
-
-def _builds(conn, query) -> list[BuildRow]:
-    return _rows_as(BuildRow, conn, query)
-
-
-def _suite_runs(conn, query) -> list[SuiteRunRow]:
-    return _rows_as(SuiteRunRow, conn, query)
-
-
-def _test_outcomes(conn, query) -> list[TestOutcomeRow]:
-    return _rows_as(TestOutcomeRow, conn, query)

@@ -148,3 +148,41 @@ def prune(conn, before: float) -> dict[str, int]:
     counts = {table.name: conn.execute(table.delete().where(where)).rowcount for table, where in deletes}
     conn.commit()
     return counts
+
+
+# --- reading the rows back ---
+
+
+def builds_by_id(conn, buildids: set[int]) -> dict[int, BuildRow]:
+    if not buildids:
+        return {}
+    return {b.buildid: b for b in build_rows(conn, builds.select().where(builds.c.buildid.in_(buildids)))}
+
+
+def _fields(row_type) -> list[str]:
+    return list(row_type.__dataclass_fields__)
+
+
+def _rows_as(row_type, conn, query) -> list:
+    """The query's rows as `row_type`s (a table's row type takes its columns but the id)."""
+    names = _fields(row_type)
+    return [row_type(**{name: row._mapping[name] for name in names}) for row in conn.execute(query)]
+
+
+def build_rows(conn, query) -> list[BuildRow]:
+    return _rows_as(BuildRow, conn, query)
+
+
+def suite_run_rows(conn, query) -> list[SuiteRunRow]:
+    return _rows_as(SuiteRunRow, conn, query)
+
+
+def test_outcome_rows(conn, query) -> list[TestOutcomeRow]:
+    return _rows_as(TestOutcomeRow, conn, query)
+
+
+def outcome_and_build(row) -> tuple[TestOutcomeRow, BuildRow]:
+    fields = row._mapping
+    outcome = TestOutcomeRow(**{name: fields[test_outcomes.c[name]] for name in _fields(TestOutcomeRow)})
+    build = BuildRow(**{name: fields[builds.c[name]] for name in _fields(BuildRow)})
+    return outcome, build

@@ -44,12 +44,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from crcr.store.inserts import insert_unless_present
-from crcr.store.tables import OUTBOX_KINDS, check_value, github_check_runs, github_outbox
+from crcr.store.tables import OUTBOX_KINDS, check_value, github_outbox
 
 CLAIM_EXPIRY = 60  # seconds; above the sender's attempt timeout (30 s)
 KEEP_GIVEN_UP = 7 * 24 * 3600
 KEEP_SENT = 24 * 3600  # a target's last delivered state, refused again for this long: longer than any takeover
-KEEP_CHECK_RUN_IDS = 30 * 24 * 3600  # a build request's check run is updated for as long as it builds: days at most
 
 EVERY_STATE_KINDS = ("callback",)  # kinds whose every state is delivered, none replacing another
 
@@ -312,20 +311,3 @@ def counts(conn, now: float) -> tuple[int, int, int | None]:
         sa.select(sa.func.count(), sa.func.min(_o.created_at)).where(_waiting())).one()
     given_up_rows = conn.execute(sa.select(sa.func.count()).where(_given_up_lately(now))).scalar_one()
     return waiting_rows, given_up_rows, oldest
-
-
-def check_run_id(conn, repo: str, sha: str, brid: int) -> int | None:
-    """The id GitHub gave the check run of this build request, once created."""
-    c = github_check_runs.c
-    return conn.execute(
-        sa.select(c.check_run_id).where(c.repo == repo, c.sha == sha, c.brid == brid)
-    ).scalar()
-
-
-def remember_check_run(conn, repo: str, sha: str, brid: int, check_run_id: int, now: float) -> None:
-    c = github_check_runs.c
-    conn.execute(github_check_runs.delete().where(c.created_at < int(now) - KEEP_CHECK_RUN_IDS))
-    conn.execute(github_check_runs.delete().where(c.repo == repo, c.sha == sha, c.brid == brid))
-    conn.execute(github_check_runs.insert().values(repo=repo, sha=sha, brid=brid, check_run_id=check_run_id,
-                                                   created_at=int(now)))
-    conn.commit()

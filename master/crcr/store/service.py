@@ -12,8 +12,8 @@ from twisted.internet import defer
 
 from crcr.names import STORE_SERVICE
 from crcr.store import (
-    bisections, buildbot_tables, collapses, commits, deliveries, dispatches, endings, health_queries, history,
-    host_slots, infra_failures, junit_files, leadership, order_inputs, outbox, shared_builds,
+    bisections, buildbot_tables, check_runs, collapses, commits, deliveries, dispatches, endings, health_page_queries,
+    health_queries, history, host_slots, infra_failures, junit_files, leadership, order_inputs, outbox, shared_builds,
 )
 from crcr.store.migrate import upgrade_tables
 
@@ -138,14 +138,14 @@ class RelayStore(service.BuildbotService):
     give_up_on_github = _through_pool(outbox.give_up)
     postpone_github = _through_pool(outbox.postpone_all)
     outbox_waiting = _through_pool(outbox.waiting)
-    check_run_id = _through_pool(outbox.check_run_id)
-    remember_check_run = _through_pool(outbox.remember_check_run)
+    check_run_id = _through_pool(check_runs.check_run_id)
+    remember_check_run = _through_pool(check_runs.remember_check_run)
 
     health_summary_rows = _through_pool(health_queries.summary_rows)
-    health_backend_rows = _through_pool(health_queries.backend_rows)
-    health_test_rows = _through_pool(health_queries.test_rows)
-    health_commits_by_prefix = _through_pool(health_queries.commits_by_prefix)
-    health_commit_rows = _through_pool(health_queries.commit_rows)
+    health_backend_rows = _through_pool(health_page_queries.backend_rows)
+    health_test_rows = _through_pool(health_page_queries.test_rows)
+    health_commits_by_prefix = _through_pool(health_page_queries.commits_by_prefix)
+    health_commit_rows = _through_pool(health_page_queries.commit_rows)
     health_metrics_rows = _through_pool(health_queries.metrics_rows)
     health_outbox_counts = _through_pool(outbox.counts)
     health_cluster_rows = _through_pool(health_queries.cluster_rows)

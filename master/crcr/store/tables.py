@@ -11,7 +11,7 @@ import hashlib
 import sqlalchemy as sa
 
 from crcr.config.limits import MAX_BRANCH_NAME, MAX_NAME
-from crcr.config.models import BUILDBOT_NAME_LIMIT
+from crcr.config.workers import BUILDBOT_NAME_LIMIT
 
 VERDICTS = ("success", "failure", "error")  # GitHub's commit status states but pending
 # not_relevant: a commit that changes nothing the backend builds or runs (config/relevance.py), decided unbuilt.

@@ -12,10 +12,11 @@ import shlex
 from contextlib import contextmanager
 from pathlib import Path
 
+from crcr.config.backend import Backend
 from crcr.config.errors import ConfigError, shown
-from crcr.config.readfiles import SKIP_LIST_LIMIT, read_text, refuse_outside
 from crcr.config.paths import display_path
-from crcr.config.models import Backend, Suite
+from crcr.config.readfiles import SKIP_LIST_LIMIT, read_text, refuse_outside
+from crcr.config.suite import Suite
 from crcr.suites.results import MAX_RERUN_TESTS
 from crcr.suites.spyre_config import load_test_suite_config, selection_rules
 from crcr.suites.worker_plugin.crcr_selection import described_unmatched

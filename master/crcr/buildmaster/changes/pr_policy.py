@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crcr.config.models import PULL_REQUEST_LEVELS
+from crcr.config.backend import PULL_REQUEST_LEVELS
 from crcr.names import pull_request_ref
 from crcr.suites.results import SHORT_SHA
 

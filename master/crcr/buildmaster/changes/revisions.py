@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from twisted.internet import defer, utils
 
 from crcr.config.errors import shown
+from crcr.config.fields import BRANCH_NAME
 from crcr.config.limits import MAX_BRANCH_NAME
-from crcr.config.models import BRANCH_NAME
 
 SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 

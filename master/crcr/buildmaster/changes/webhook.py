@@ -26,7 +26,7 @@ from twisted.internet import defer
 from twisted.python import log
 
 from crcr.buildmaster.changes.webhook_events import DISPATCH_EVENT, shape_problem
-from crcr.config.models import Backend
+from crcr.config.backend import Backend
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET, secret_problem
 from crcr.config.settings import Settings
 from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE

@@ -19,9 +19,11 @@ from crcr.buildmaster.process.factory import (
 )
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
 from crcr.buildmaster.steps.infra import InfraSetup
-from crcr.config import models as config
-from crcr.config.models import Backend, SharedBuild, Suite
+from crcr.config import builds as config
+from crcr.config.backend import Backend
+from crcr.config.builds import SharedBuild
 from crcr.config.settings import Settings
+from crcr.config.suite import Suite
 from crcr.names import (
     BUILD_STAGE_STEP, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, FAN_OUT_STEP, FETCH_STEP, PREPARE_STEP,
     SHARED_BUILDS_STEP, UPLOAD_STEP,

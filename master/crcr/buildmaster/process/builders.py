@@ -12,8 +12,8 @@ from crcr.buildmaster.process.factory import make_factory
 from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can_start_build
 from crcr.buildmaster.schedulers.coalescing import collapse_requests
 from crcr.buildmaster.steps.infra import InfraSetup
+from crcr.config.backend import Backend
 from crcr.config.loader import RelayConfig
-from crcr.config.models import Backend
 from crcr.config.settings import Settings
 from crcr.names import RELAY_WORKER
 from crcr.plan.builds import BuildPlan, Role

@@ -18,8 +18,9 @@ from crcr.buildmaster.steps.suite import SuiteStep
 from crcr.buildmaster.steps.test_order import OrderTests
 from crcr.buildmaster.steps.unit_checks import device_steps
 from crcr.buildmaster.www import commit_links
-from crcr.config.models import Backend, Suite
+from crcr.config.backend import Backend
 from crcr.config.settings import Settings
+from crcr.config.suite import Suite
 from crcr.names import (
     ARTIFACTS_DIR, CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, ORDER_STEP, PREPARE_STEP, PULL_REQUEST_STEP,
     SETUP_STEP_PREFIX, suite_step_name,

@@ -15,7 +15,7 @@ from typing import Callable, Literal
 from buildbot.process.buildrequest import BuildRequest
 from buildbot.util.twisted import async_to_deferred
 
-from crcr.config.models import QUEUE_EVERY, Backend
+from crcr.config.backend import QUEUE_EVERY, Backend
 from crcr.names import upstream_scheduler_name
 from crcr.store.service import relay_store
 

@@ -12,9 +12,9 @@ from crcr.buildmaster.changes.forced_changes import ChangesForStamps
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.buildmaster.schedulers.files_read import FilesRead
 from crcr.buildmaster.schedulers.force_forms import OwnBuildersForceScheduler, PriorityParameter
+from crcr.config.backend import Backend
 from crcr.config.errors import shown
 from crcr.config.limits import MAX_BISECTED_TESTS, MAX_NODE_ID
-from crcr.config.models import Backend
 from crcr.config.settings import Settings
 from crcr.names import (
     BISECTION_PROPERTY, LEDGER_SERVICE, REQUESTED_REVISION_PROPERTY,

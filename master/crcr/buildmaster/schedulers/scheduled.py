@@ -20,7 +20,7 @@ from crcr.buildmaster.changes.forced_changes import ChangesForStamps
 from crcr.buildmaster.changes.revisions import RevisionError
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.buildmaster.schedulers.files_read import FilesRead
-from crcr.config.models import Backend
+from crcr.config.backend import Backend
 from crcr.config.settings import Settings
 from crcr.names import upstream_scheduler_name
 

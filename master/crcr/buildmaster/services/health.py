@@ -30,7 +30,7 @@ __all__ = ["HealthQueryError", "RelayHealth", "health_backends"]
 
 
 def health_backends(backends) -> list[dict]:
-    """The configuration RelayHealth takes of the backends (config.models.Backend)."""
+    """The configuration RelayHealth takes of the backends (config.backend.Backend)."""
     return [{"name": b.name, "level": b.level, "device": b.device, "description": b.description} for b in backends]
 
 
