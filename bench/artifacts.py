@@ -2,7 +2,7 @@
 One stock Buildbot master with the units of one host, the same file fetched three ways, on 1 unit and then on
 every unit of the host at once:
 - pb: Buildbot's FileDownload, through each unit's PB connection (the worker protocol's blocks, each acknowledged);
-- http: the relay's way, its own fetcher (buildmaster/graph/fetch_artifacts.py, as a suite's child runs it) from a
+- http: the relay's way, its own fetcher (shipped/fetch_artifacts.py, as a suite's child runs it) from a
   path of the master's own reactor that wants a token, through the cache the host's units share;
 - http, no cache: the same path, each unit fetching its own copy with curl (the transport alone).
 Printed: the wall time from asking the builds to the last one's end, and the master's CPU seconds meanwhile (what

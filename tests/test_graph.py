@@ -35,7 +35,7 @@ from crcr.names import (
     RELAY_WORKER, RETRIED_PROPERTY, SUITE_RUN_PROPERTY, TESTS_PROPERTY, build_builder_name, child_builder_name,
     children_builder_name, suites_scheduler_name,
 )
-from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
+from crcr.shipped.crcr_selection import SHARD_VARIABLE
 from test_infra_failures import RAS, RULES, UNITS, record_failure
 from test_suite_step import (
     BUILDERID, COMMAND, JUNIT, SELECTION_REPORT, STALL_TIMEOUT, SUITE_TIMEOUT, WORKDIR, SuiteStepHarness, ids, junit,

@@ -13,10 +13,10 @@ import pytest
 import crcr
 
 PACKAGE = Path(crcr.__file__).parent
-LAYERS = ["config", "suites", "bisection", "health", "buildmaster", "github", "pytorch_relay", "cli", "store", "host"]
+LAYERS = ["config", "suites", "bisection", "health", "buildmaster", "github", "pytorch_relay", "cli", "store", "shipped"]
 # Buildbot's own rooms, and the build graph's (a parent build, its children and their verdicts: docs/build-graph.md).
 BUILDMASTER_ROOMS = ["changes", "schedulers", "process", "steps", "services", "auth", "www", "graph"]
-PURE_LAYERS = ["config", "suites", "bisection", "health", "host"]  # testable and usable without a master
+PURE_LAYERS = ["config", "suites", "bisection", "health", "shipped"]  # testable and usable without a master
 
 
 def buildbot_or_twisted_loaded_by(modules: list[str]) -> list[str]:

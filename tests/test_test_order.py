@@ -26,7 +26,7 @@ from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 from crcr.store.order_inputs import PastBreak, order_inputs
 from crcr.suites.selection import PLUGIN_FILE
 from crcr.suites.test_order import EDITED, FAILING_AT_TIP, HISTORY, MAX_ORDERED_TESTS, described, order_spec
-from crcr.suites.worker_plugin.crcr_order import KEYWORD_WEIGHT, keywords_of, matches_keyword
+from crcr.shipped.crcr_order import KEYWORD_WEIGHT, keywords_of, matches_keyword
 from test_health_queries import NOW, arrive_and_decide, record, sha
 from test_store import db, open_database  # noqa: F401  (the fixture: a migrated SQLite file)
 from test_suite_step import (

@@ -49,7 +49,7 @@ from crcr.config.limits import (
     MAX_UNITS_PER_DEVICE,
 )
 from crcr.config.relevance import DEFAULT_IGNORE_PATHS, Relevance
-from crcr.host import crcr_host
+from crcr.shipped import crcr_host
 
 BACKEND_NAME = described_pattern(
     r"^[a-z0-9][a-z0-9-]*$", "must be lowercase letters, digits and '-', starting with a letter or digit"

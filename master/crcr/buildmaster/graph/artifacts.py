@@ -7,7 +7,7 @@ must see that folder (shared storage, docs/operators.md). Served over HTTP by th
 many units of a commit (docs/build-graph.md), to a unit that shows a token: one per child build, an HMAC under a key
 derived from Buildbot's session secret (which every master of one database shares), valid while that child runs
 and for the artifacts its ARTIFACTS_PROPERTY lists. A unit fetches them through its host's cache
-(fetch_artifacts.py)."""
+(shipped/fetch_artifacts.py)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ from twisted.internet import defer, error, threads
 from twisted.python.failure import Failure
 
 from crcr.names import ARTIFACTS_DIR, ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PATH, ARTIFACTS_PROPERTY
+from crcr.shipped import FETCH_SCRIPT  # shipped into a suite child's build folder
 
-FETCH_SCRIPT = Path(__file__).with_name("fetch_artifacts.py")  # shipped into a suite child's build folder
 HOST_CACHE = "cache/artifacts"  # in the host's folder, the parent of its units' folders (docs/lab-admins.md)
 _BLOCK = 1 << 20
 UPLOAD_BLOCK = 256 * 1024

@@ -26,7 +26,7 @@ from crcr.names import (
     BUILD_STAGE_STEP, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, FAN_OUT_STEP, FETCH_STEP, PREPARE_STEP,
     SHARED_BUILDS_STEP, UPLOAD_STEP,
 )
-from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
+from crcr.shipped.crcr_selection import SHARD_VARIABLE
 
 
 def parent_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> util.BuildFactory:

@@ -23,7 +23,7 @@ from crcr.store.service import relay_store
 from crcr.buildmaster.steps.early_news import EarlyNews
 from crcr.names import ORDER_PROPERTY, TELL_EARLY_PROPERTY
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, order_file, outcomes_file, running_file
-from crcr.suites.worker_plugin.crcr_order import ORDER_VARIABLE, OUTCOMES_VARIABLE
+from crcr.shipped.crcr_order import ORDER_VARIABLE, OUTCOMES_VARIABLE
 
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
 RETRY_LOG = "stdio (retry after a stall)"
