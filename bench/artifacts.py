@@ -27,7 +27,7 @@ sys.path.insert(0, str(TESTS))
 from harness import VENV_BIN, Relay, WorkerProcess, free_port, run, venv_env, wait_until  # noqa: E402
 from relays import cpu_seconds  # noqa: E402
 
-from crcr.buildmaster.graph.artifacts import FETCH_SCRIPT, describe_files  # noqa: E402
+from crcr.buildmaster.steps.artifacts import FETCH_SCRIPT, describe_files  # noqa: E402
 from crcr.cli import mastercontrol  # noqa: E402
 
 MODES = ("pb", "http", "http-no-cache")

@@ -56,8 +56,8 @@ def relay_authz(relay: RelayConfig, settings: Settings) -> RelayAuthz:
             RebuildBuildEndpointMatcher(builder=backend.name, role=role),
             StopOrCancelEndpointMatcher(builder=backend.name, role=role),
             # A fanned-out backend's children: each build under its virtual builder (its build stage's too), each
-            # waiting request on the children's or the build stage's builder (graph/). Stopping a child needs the
-            # right to stop its parent.
+            # waiting request on the children's or the build stage's builder (docs/build-graph.md). Stopping a child
+            # needs the right to stop its parent.
             StopOrCancelEndpointMatcher(builder=child_builder_name(backend.name, "*"), role=role),
             StopOrCancelEndpointMatcher(builder=children_builder_name(backend.name), role=role),
             StopOrCancelEndpointMatcher(builder=build_builder_name(backend.name), role=role),

@@ -1,11 +1,11 @@
 """One Buildbot builder per active backend, runnable only on the units of its device; for a backend whose suites fan
-out, its parent builder on the relay's own worker and its children's on the units (graph/)."""
+out, its parent builder on the relay's own worker and its children's on the units (process/graph_factories.py)."""
 
 from __future__ import annotations
 
 from buildbot.plugins import util
 
-from crcr.buildmaster.graph.factories import (
+from crcr.buildmaster.process.graph_factories import (
     build_stage_factory, child_factory, parent_factory, shared_build_factory,
 )
 from crcr.buildmaster.process.factory import make_factory

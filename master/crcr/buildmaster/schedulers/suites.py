@@ -1,5 +1,6 @@
 """The Triggerables through which a fanned-out backend's parent builds trigger their children: its suites'
-(graph/fanout.py) and its build stage's (graph/build_stage.py); and those of the shared builds (graph/shared.py)."""
+(steps/fan_out.py) and its build stage's (steps/build_stage.py); and those of the shared builds
+(steps/shared_builds.py)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from buildbot.process.results import FAILURE, SUCCESS, Results
 from twisted.internet import defer
 
-from crcr.buildmaster.graph.triggering import ChildTrigger
+from crcr.buildmaster.steps.child_trigger import ChildTrigger
 from crcr.names import (
     ARTIFACTS_PROPERTY, BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY,
     CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, ONLY_TESTS_PROPERTY, ORDER_PROPERTY, SUITE_RUN_PROPERTY,
