@@ -92,7 +92,7 @@ SUITE_RUN_PROPERTY = "crcr_suite_run"  # a child's: what its run left, but for i
 CHILDREN_PROPERTY = "crcr_children"  # a parent's: {suite: [the child build whose run it judged, of each shard]}
 CHILD_TAG = "crcr-child"  # a child's virtual builder's tag, beside its backend's name
 # A backend's build stage (steps/build_stage.py): made once per commit by a child build, its artifacts kept by the
-# relay (steps/artifacts.py) and fetched by each suite's child.
+# relay (util/artifact_store.py) and fetched by each suite's child.
 ARTIFACTS_MADE_PROPERTY = "crcr_artifacts_made"  # a build child's: [{name, size, sha256}] of what it uploaded
 # A parent's and its children's: what they fetch, [{"build": buildid, "files": [...]}], a shared build's, its own.
 ARTIFACTS_PROPERTY = "crcr_artifacts"
