@@ -2,7 +2,7 @@
 One stock Buildbot master with the units of one host, the same file fetched three ways, on 1 unit and then on
 every unit of the host at once:
 - pb: Buildbot's FileDownload, through each unit's PB connection (the worker protocol's blocks, each acknowledged);
-- http: the relay's way, its own fetcher (buildmaster/graph/fetch_artifacts.py, as a suite's child runs it) from a
+- http: the relay's way, its own fetcher (shipped/fetch_artifacts.py, as a suite's child runs it) from a
   path of the master's own reactor that wants a token, through the cache the host's units share;
 - http, no cache: the same path, each unit fetching its own copy with curl (the transport alone).
 Printed: the wall time from asking the builds to the last one's end, and the master's CPU seconds meanwhile (what
@@ -27,7 +27,7 @@ sys.path.insert(0, str(TESTS))
 from harness import VENV_BIN, Relay, WorkerProcess, free_port, run, venv_env, wait_until  # noqa: E402
 from relays import cpu_seconds  # noqa: E402
 
-from crcr.buildmaster.graph.artifacts import FETCH_SCRIPT, describe_files  # noqa: E402
+from crcr.buildmaster.steps.artifacts import FETCH_SCRIPT, describe_files  # noqa: E402
 from crcr.cli import mastercontrol  # noqa: E402
 
 MODES = ("pb", "http", "http-no-cache")

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from crcr.host import crcr_host
+from crcr.shipped import crcr_host
 from harness import VENV_BIN, run
 
 AS_ROOT = os.geteuid() == 0

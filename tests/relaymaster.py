@@ -14,8 +14,8 @@ from buildbot.util import service
 from twisted.internet import defer
 from twisted.web.resource import getChildForRequest
 
-from crcr.buildmaster.services.leadership import RelayLeadership
 from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
+from crcr.buildmaster.services.every_master.leadership import RelayLeadership
 from crcr.buildmaster.www import RelayApplication
 from crcr.buildmaster.www.relay import PluginConfiguration
 

@@ -32,14 +32,14 @@ from twisted.trial import unittest
 from zope.interface import implementer
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
-from crcr.buildmaster.graph.artifacts import (
-    FETCH_SCRIPT, FIND_ARTIFACTS, MB, UploadArtifacts, artifact_token, artifacts_folder, fetch_artifacts_step,
-    found_on_unit, token_child,
-)
-from crcr.buildmaster.graph.build_stage import BuildStage
-from crcr.buildmaster.graph.shared import LOOK_AGAIN, SharedBuilds
-from crcr.buildmaster.graph.triggering import request_complete
 from crcr.buildmaster.masterconfig import build_master_config
+from crcr.buildmaster.steps.artifacts import (
+    FETCH_SCRIPT, FIND_ARTIFACTS, MB, UploadArtifacts, fetch_artifacts_step, found_on_unit,
+)
+from crcr.buildmaster.steps.build_stage import BuildStage
+from crcr.buildmaster.steps.child_trigger import request_complete
+from crcr.buildmaster.steps.shared_builds import LOOK_AGAIN, SharedBuilds
+from crcr.buildmaster.util.artifact_store import artifact_token, artifacts_folder, token_child
 from crcr.config.loader import load_relay_config
 from crcr.names import (
     ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PROPERTY, CHILD_TAG, build_builder_name, build_scheduler_name,

@@ -28,8 +28,9 @@ from configfiles import make_dirs, settings_for, write_backend, write_secret
 from fakegithub import FakeGitHub
 from crcr.buildmaster.auth.authentication import RelayGitHubAuth, UsersFileAuth, web_auth
 from crcr.buildmaster.auth.secrets import SecretsDirectory
-from crcr.buildmaster.www import github_web_url, www_config
+from crcr.buildmaster.www import www_config
 from crcr.config.loader import load_relay_config
+from crcr.config.upstream_web import github_web_url
 from crcr.config.users import add_user, users_file
 from crcr.plan.builds import plan_builders
 

@@ -22,8 +22,8 @@ from twisted.trial import unittest
 from twisted.web.error import Error
 
 from configfiles import write_secret
-from crcr.buildmaster.services.health import RelayHealth
 from crcr.buildmaster.auth.secrets import SecretsDirectory
+from crcr.buildmaster.services.every_master.health import RelayHealth
 from crcr.config.secretfiles import METRICS_TOKEN
 from crcr.store.service import RelayStore
 from relaymaster import relay_master, relay_plugin, render, www_root

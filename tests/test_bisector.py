@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from crcr.buildmaster.services.bisector import key_of, new_failures, only_tests, outcomes_of
 from crcr.buildmaster.schedulers.force import failing_in_build
+from crcr.buildmaster.services.leader.bisector import key_of, new_failures, only_tests, outcomes_of
 from crcr.github.status_text import bisecting, covered
 from crcr.names import TESTS_PROPERTY
 from crcr.suites.asked_tests import WHOLE_SUITE, asked_outcomes

@@ -18,8 +18,8 @@ from selenium.webdriver.common.by import By
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS
 
 from conftest import BUDGET_BRANCH, RELEASE_BRANCH, UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
+from crcr.buildmaster.steps.taking_out import pause_reason
 from crcr.config.users import add_user, users_file
-from crcr.buildmaster.services.units_out import pause_reason
 from crcr.github.status_text import FANNED_OUT, QUEUED
 from crcr.names import (
     ARTIFACTS_PATH, BUILD_STAGE_STEP, CHILD_TAG, FAN_OUT_STEP, FETCH_STEP, RELAY_WORKER, UPLOAD_STEP, build_child_name,

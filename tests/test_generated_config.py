@@ -19,21 +19,22 @@ from buildbot.config.master import MasterConfig
 from buildbot.process.properties import Properties
 from buildbot.reporters.github import GitHubStatusPush
 
+from crcr.buildmaster.changes.pull_requests import PullRequestRelay
+from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
+from crcr.buildmaster.schedulers.force import BisectScheduler
+from crcr.buildmaster.schedulers.force_forms import OwnBuildersForceScheduler
+from crcr.buildmaster.schedulers.pull_requests import PullRequestScheduler
+from crcr.buildmaster.services.every_master.health import RelayHealth
+from crcr.buildmaster.services.every_master.leadership import RelayLeadership
+from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
+from crcr.buildmaster.services.every_master.presence import DevicePresence
+from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
+from crcr.buildmaster.services.leader.janitor import RelayJanitor
+from crcr.buildmaster.services.leader.ledger import CommitLedger
+from crcr.buildmaster.services.leader.stale import StaleWatch, WatchedBackend
 from crcr.github.commit_status import OutboxStatusPush
 from crcr.github.outbox_sender import OutboxSender
-from crcr.buildmaster.services.liveness import SilentWorkerWatch
-from crcr.buildmaster.services.presence import DevicePresence
-from crcr.buildmaster.services.stale import StaleWatch, WatchedBackend
-from crcr.buildmaster.services.leadership import RelayLeadership
 from crcr.store.service import RelayStore
-from crcr.buildmaster.services.ledger import CommitLedger
-from crcr.buildmaster.services.health import RelayHealth
-from crcr.buildmaster.services.history_recorder import HistoryRecorder
-from crcr.buildmaster.services.janitor import RelayJanitor
-from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
-from crcr.buildmaster.schedulers.force_forms import OwnBuildersForceScheduler
-from crcr.buildmaster.schedulers.force import BisectScheduler
-from crcr.buildmaster.changes.pull_requests import PullRequestRelay, PullRequestScheduler
 from buildbot.schedulers.basic import AnyBranchScheduler
 from buildbot.schedulers.triggerable import Triggerable
 from buildbot.schedulers.forcesched import ForceScheduler
@@ -47,18 +48,19 @@ from configfiles import (
     make_dirs, settings_for, write_backend, write_file, write_secret, write_worker, write_worker_password,
 )
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.buildmaster.graph.orphans import OrphanedChildren
-from crcr.buildmaster.process.workers import CrossMasterWaker, HostUnitWorker, unit_can_start_build
-from crcr.buildmaster.services.units_out import UnitsResumed
+from crcr.buildmaster.process.workers import HostUnitWorker, unit_can_start_build
+from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
+from crcr.buildmaster.services.leader.orphans import OrphanedChildren
+from crcr.buildmaster.services.leader.units_out import UnitsResumed
 from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.loader import load_relay_config
 from crcr.config.secretfiles import GITHUB_TOKEN
-from crcr.plan.builds import plan_builders
-from crcr.suites.selection import PLUGIN_FILES, STOP_CONFIG, STOP_CONFIG_FILE
 from crcr.names import (
     BACKEND_PROPERTY, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, RELAY_WORKER,
     bisect_scheduler_name, build_builder_name, children_builder_name, force_scheduler_name, upstream_scheduler_name,
 )
+from crcr.plan.builds import plan_builders
+from crcr.suites.selection import PLUGIN_FILES, STOP_CONFIG, STOP_CONFIG_FILE
 
 ALPHA_SUITES = [
     {"name": "unit", "command": "python -m pytest test/unit", "timeout": 600},

@@ -20,22 +20,22 @@ from zope.interface import implementer
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.buildmaster.auth.authorization import maintainer_role
-from crcr.buildmaster.graph.child import ChildSuiteRun
-from crcr.buildmaster.graph.factories import ChildFactory
-from crcr.buildmaster.graph.fanout import FanOut
-from crcr.buildmaster.graph.verdicts import SuiteFromChild, shards_run
+from crcr.buildmaster.masterconfig import build_master_config
+from crcr.buildmaster.process.graph_factories import ChildFactory
+from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can_start_build
+from crcr.buildmaster.steps.child_suite import ChildSuiteRun
+from crcr.buildmaster.steps.fan_out import FanOut
 from crcr.buildmaster.steps.infra import InfraSetup
 from crcr.buildmaster.steps.junit_file import FAILING_LOG
+from crcr.buildmaster.steps.parent_suite import SuiteFromChild, shards_run
 from crcr.buildmaster.steps.suite_verdict import SuiteRun
-from crcr.buildmaster.masterconfig import build_master_config
-from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can_start_build
 from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG,
     CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, DEVICE_PROPERTY, FAN_OUT_STEP, HOST_PROPERTY, ONLY_TESTS_PROPERTY,
     RELAY_WORKER, RETRIED_PROPERTY, SUITE_RUN_PROPERTY, TESTS_PROPERTY, child_builder_name,
     children_builder_name, suites_scheduler_name,
 )
-from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
+from crcr.shipped.crcr_selection import SHARD_VARIABLE
 from test_infra_failures import RAS, RULES, UNITS, record_failure
 from test_suite_step import (
     BUILDERID, COMMAND, JUNIT, SELECTION_REPORT, STALL_TIMEOUT, SUITE_TIMEOUT, WORKDIR, SuiteStepHarness, ids, junit,

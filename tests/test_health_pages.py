@@ -13,7 +13,7 @@ from buildbot.test.reactor import TestReactorMixin
 from twisted.internet import defer
 from twisted.trial import unittest
 
-from crcr.buildmaster.services.health import RelayHealth
+from crcr.buildmaster.services.every_master.health import RelayHealth
 from crcr.config.errors import shown
 from crcr.health.charts import NO_DATA
 from crcr.store.service import RelayStore

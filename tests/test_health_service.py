@@ -18,10 +18,10 @@ from buildbot.worker import Worker
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
-from crcr.buildmaster.services.bisector import key_of
-from crcr.buildmaster.services.health import HealthQueryError
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.buildmaster.services.presence import PRESENCE_SERVICE
+from crcr.buildmaster.services.every_master.health import HealthQueryError
+from crcr.buildmaster.services.every_master.presence import PRESENCE_SERVICE
+from crcr.buildmaster.services.leader.bisector import key_of
 from crcr.buildmaster.www.metrics import metrics_text
 from crcr.health.plans import first_bad
 from crcr.health.results import RESULTS

@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 
 from conftest import FAILURE, backend, prepare_relay, running
-from crcr.buildmaster.services.janitor import JANITOR_SERVICE, LAST_PRUNE
+from crcr.buildmaster.services.leader.janitor import JANITOR_SERVICE, LAST_PRUNE
 from crcr.store.tables import test_hash
 from harness import Upstream, wait_until
 from test_health_e2e import health

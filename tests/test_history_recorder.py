@@ -18,7 +18,7 @@ from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from twisted.trial import unittest
 
-from crcr.buildmaster.services.history_recorder import HistoryRecorder
+from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
 from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, HISTORY_SERVICE, PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY,
     TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, pull_request_scheduler_name, suite_step_name,

@@ -18,8 +18,8 @@ from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
 from twisted.trial import unittest
 
-from crcr.buildmaster.process.workers import SLOT_GIVEN_BACK, UNUSED_SLOT_AFTER, CrossMasterWaker, HostUnitWorker, \
-    unit_can_start_build
+from crcr.buildmaster.process.workers import SLOT_GIVEN_BACK, UNUSED_SLOT_AFTER, HostUnitWorker, unit_can_start_build
+from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
 from crcr.names import CHILD_UNITS_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY
 from crcr.store import tables
 from crcr.store.host_slots import release_slot, take_slot

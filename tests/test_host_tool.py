@@ -1,10 +1,9 @@
-"""The host tool (crcr/host/crcr_host.py) without a relay: what it refuses before touching anything, the names it
+"""The host tool (crcr/shipped/crcr_host.py) without a relay: what it refuses before touching anything, the names it
 gives units, the pins it installs, the supervisor files it writes (no password in any of them), and the cards its
 units name."""
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import subprocess
@@ -16,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from crcr.config.workers import WorkerHost
-from crcr.host import crcr_host
+from crcr.shipped import HOST_TOOL as TOOL, crcr_host
 from crcr.store.tables import infra_failures
 from harness import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
-TOOL = REPO / "master" / "crcr" / "host" / "crcr_host.py"
 PASSWORD = "s3cret-host-password"
 
 
@@ -30,17 +28,6 @@ def up(tmp_path, *options: str, password: str = PASSWORD, user: bool = False) ->
     args = ["--master", "relay.example.org:9989", "--name", "lab-01", "--device", "demo:2",
             "--host-dir", str(tmp_path / "host"), *options]
     return subprocess.run([sys.executable, TOOL, "up", *args], input=password + "\n", capture_output=True, text=True)
-
-
-def test_the_tool_imports_nothing_but_the_standard_library():
-    """A host gets this one file from the relay: it must run without crcr, buildbot or any package installed."""
-    imported = set()
-    for node in ast.walk(ast.parse(TOOL.read_text())):  # its code, wherever it imports (not the text it runs elsewhere)
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module.split(".")[0])
-    assert "argparse" in imported and imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
 
 
 def test_its_pins_are_the_relays_own():

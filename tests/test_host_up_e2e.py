@@ -18,7 +18,7 @@ import pytest
 
 from configfiles import write_file
 from conftest import backend, make_upstream, prepare_relay, suite
-from crcr.host import crcr_host
+from crcr.shipped import crcr_host
 from harness import wait_until
 from labhost import (
     AS_ROOT, CANARY, CANARY_VALUE, SYSTEM_PATH, Account, count_commands, delete_account, host_commands,

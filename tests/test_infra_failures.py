@@ -11,10 +11,10 @@ from buildbot.test.steps import ExpectShell
 from twisted.internet import defer
 
 from crcr.buildmaster.steps.infra import InfraSetup, OutputWatch, killed_by, recognise
+from crcr.buildmaster.steps.taking_out import UNIT_PAUSED, health_check_reason, pause_reason
+from crcr.buildmaster.steps.unit_checks import HealthCheck
 from crcr.config.infra_failures import InfraPattern
 from crcr.config.loader import InfraRules
-from crcr.buildmaster.services.units_out import UNIT_PAUSED, health_check_reason, pause_reason
-from crcr.buildmaster.steps.unit_checks import HealthCheck
 from crcr.names import (
     ADMIN_PROPERTY, CARD_INFO, CARD_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, INFRA_PROPERTY, LOST_UNIT, TESTS_PROPERTY,
 )

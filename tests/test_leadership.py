@@ -1,6 +1,6 @@
-"""The relay's leader among several masters (buildmaster/services/leadership.py, store/leadership.py): two of
-Buildbot's fake masters on one SQLite file, with a fake clock, each running the relay's store and leadership, a
-duty that records when it leads and follows, and the health service, which tells an operator who leads."""
+"""The relay's leader among several masters (buildmaster/services/every_master/leadership.py, store/leadership.py): two
+of Buildbot's fake masters on one SQLite file, with a fake clock, each running the relay's store and leadership, a duty
+that records when it leads and follows, and the health service, which tells an operator who leads."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from buildbot.util import service
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.trial import unittest
 
-from crcr.buildmaster.services.health import RelayHealth
-from crcr.buildmaster.services.leadership import TICKS_PER_TAKEOVER, LeaderDuty, RelayLeadership
+from crcr.buildmaster.services.every_master.health import RelayHealth
+from crcr.buildmaster.services.every_master.leadership import TICKS_PER_TAKEOVER, RelayLeadership
+from crcr.buildmaster.util.leader_duty import LeaderDuty
 from crcr.buildmaster.www.metrics import metrics_text
 from crcr.health.masters import STOPPED_SHOWN
 from crcr.store.service import RelayStore

@@ -35,14 +35,14 @@ from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.bisection.plan import Bisection
-from crcr.buildmaster.schedulers.coalescing import note_approval
-from crcr.buildmaster.steps.covered import CoveredCommits
-from crcr.buildmaster.services.ledger import CommitLedger
-from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror, upstream_mirror
-from crcr.buildmaster.www import commit_links
+from crcr.buildmaster.masterconfig import build_master_config
+from crcr.buildmaster.schedulers.coalescing import note_approval
+from crcr.buildmaster.services.leader.ledger import CommitLedger
+from crcr.buildmaster.steps.covered import CoveredCommits
 from crcr.config.errors import shown
 from crcr.config.secretfiles import GITHUB_TOKEN
+from crcr.config.upstream_web import commit_links
 from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import FANNED_OUT
 from crcr.names import (

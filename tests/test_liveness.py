@@ -17,7 +17,7 @@ from buildbot.test.util.logging import LoggingMixin
 from buildbot.worker import Worker
 from buildbot.worker.local import LocalWorker
 
-from crcr.buildmaster.services.liveness import SilentWorkerWatch
+from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
 from crcr.config.limits import MISSED_KEEPALIVES
 from crcr.names import RELAY_WORKER
 

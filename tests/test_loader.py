@@ -23,8 +23,8 @@ from configfiles import (
 )
 from crcr.config.errors import ConfigError
 from crcr.config.loader import InfraRules, load_model, load_relay_config, require_worker_passwords
-from crcr.suites.selection import read_skip_list
 from crcr.config.backend import Backend
+from crcr.config.selections import read_skip_list
 from crcr.config.paths import display_path
 from crcr.config.settings import REPO_ROOT, load_settings
 from crcr.config.workers import Device, WorkerHost

@@ -32,7 +32,7 @@ FIGURES = {
     },
     "outbox": {"waiting": 4, "given_up": 1, "oldest_age": 30},
     "units": {"alpha": {"connected": 1, "declared": 2}, "beta": {"connected": 0, "declared": 1}},
-    "unit_figures": [  # as services/unit_figures.py gives them (fields /metrics leaves out omitted)
+    "unit_figures": [  # as services/every_master/unit_figures.py gives them (fields /metrics leaves out omitted)
         {"name": "lab-alpha-0", "connected": True, "paused": False, "builds": 12, "infra_failures": 1},
         {"name": "lab-alpha-1", "connected": False, "paused": True, "builds": 3, "infra_failures": 3},
     ],

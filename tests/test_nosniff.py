@@ -15,7 +15,7 @@ from twisted.trial import unittest
 from twisted.web.resource import Resource
 from twisted.web.test.requesthelper import DummyChannel
 
-from crcr.buildmaster.services.health import RelayHealth
+from crcr.buildmaster.services.every_master.health import RelayHealth
 from crcr.store.service import RelayStore
 from relaymaster import relay_master, relay_plugin, www_root
 

@@ -12,8 +12,9 @@ from buildbot.test.reactor import TestReactorMixin
 from twisted.internet import defer
 from twisted.trial import unittest
 
-from crcr.buildmaster.graph.orphans import OrphanedChildren
-from crcr.buildmaster.process.workers import CrossMasterWaker, one_parent_across_masters
+from crcr.buildmaster.process.workers import one_parent_across_masters
+from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
+from crcr.buildmaster.services.leader.orphans import OrphanedChildren
 from crcr.names import RELAY_WORKER
 from crcr.store.service import RelayStore
 from relaymaster import leadership, relay_master

@@ -20,7 +20,7 @@ import hashlib
 import pytest
 
 from conftest import FAILURE, SUCCESS, backend, make_upstream, prepare_relay, running, unit_names
-from crcr.buildmaster.graph.artifacts import limit_text
+from crcr.buildmaster.steps.artifacts import limit_text
 from crcr.github.status_text import told_early
 from crcr.names import BUILD_STAGE_STEP, UPLOAD_STEP, status_context
 from harness import wait_until

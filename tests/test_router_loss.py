@@ -1,6 +1,6 @@
-"""Whether a master's stop is its router's loss (buildmaster/services/router_loss.py): Buildbot's WAMP session, a real
-autobahn ApplicationSession, is attached while the router serves it. A stop with the session attached (SIGTERM)
-is the cluster's end-to-end test's."""
+"""Whether a master's stop is its router's loss (buildmaster/services/every_master/router_loss.py): Buildbot's WAMP
+session, a real autobahn ApplicationSession, is attached while the router serves it. A stop with the session attached
+(SIGTERM) is the cluster's end-to-end test's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from autobahn.twisted.wamp import ApplicationSession
 
-from crcr.buildmaster.services.router_loss import router_lost
+from crcr.buildmaster.services.every_master.router_loss import router_lost
 
 
 def master_with(session) -> SimpleNamespace:

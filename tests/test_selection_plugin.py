@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import pytorch_files
+from crcr.config.spyre_config import load_test_suite_config, selection_rules
 from crcr.config.suite import Suite
 from crcr.suites.results import RERUNS_PROPERTY, parse_junit, read_junit
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, PLUGIN_FILE, only_tests_command, pytest_command
-from crcr.suites.spyre_config import load_test_suite_config, selection_rules
 from test_spyre_config import BARE_NAMES
 
 PLUGIN_DIR = PLUGIN_FILE.parent

@@ -83,7 +83,7 @@ class SharedStateTest(TestReactorMixin, unittest.TestCase):
 
     async def test_a_collapse_approved_on_one_master_is_what_the_others_ledger_reads(self):
         """The master whose scheduler added the newer request runs Buildbot's collapser; the leader's ledger moves
-        the old request's commits (buildmaster/services/ledger.py)."""
+        the old request's commits (buildmaster/services/leader/ledger.py)."""
         await note_approval(self.one, {"buildrequestid": 9}, {"buildrequestid": 8})
 
         self.assertEqual(await self.store(self.other).collapsed_into(8), 9)

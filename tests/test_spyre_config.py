@@ -12,7 +12,7 @@ import yaml
 
 from configfiles import alias_bomb
 from crcr.config.errors import ConfigError
-from crcr.suites.spyre_config import load_test_suite_config, selection_rules
+from crcr.config.spyre_config import load_test_suite_config, selection_rules
 
 # Read in place, never copied into the repository (see SOURCES.md there).
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "pytorch-oot"

@@ -31,8 +31,8 @@ from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.buildmaster.services.presence import PRESENCE_SERVICE, DevicePresence, Outage
-from crcr.buildmaster.services.stale import (
+from crcr.buildmaster.services.every_master.presence import PRESENCE_SERVICE, DevicePresence, Outage
+from crcr.buildmaster.services.leader.stale import (
     STALE_SERVICE, WatchedBackend, duration, overdue_text, stale_text, sweep_interval,
 )
 from crcr.config.secretfiles import GITHUB_TOKEN

@@ -1,6 +1,6 @@
 """The tests most likely to fail first (docs/relevance.md): the order the master draws from what it knows
-(suites/test_order.py), and the worker's crcr_order plugin applying it in real pytest runs, naming each failure as it
-ends."""
+(suites/likely_failures.py), and the worker's crcr_order plugin applying it in real pytest runs, naming each failure as
+it ends."""
 
 from __future__ import annotations
 
@@ -18,15 +18,15 @@ from buildbot.process.results import FAILURE, SUCCESS
 from buildbot.test.steps import ExpectDownloadFile, ExpectRemoteRef, ExpectShell
 from twisted.internet import defer
 
-from crcr.buildmaster.services.ledger import CommitLedger
+from crcr.buildmaster.services.leader.ledger import CommitLedger
 from crcr.buildmaster.steps.early_news import BISECTION_NOTE
-from crcr.buildmaster.steps.test_order import OrderTests
+from crcr.buildmaster.steps.order import OrderTests
 from crcr.names import BACKEND_PROPERTY, LEDGER_SERVICE, ORDER_PROPERTY, TELL_EARLY_PROPERTY
+from crcr.shipped.crcr_order import KEYWORD_WEIGHT, keywords_of, matches_keyword
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 from crcr.store.order_inputs import PastBreak, order_inputs
+from crcr.suites.likely_failures import EDITED, FAILING_AT_TIP, HISTORY, MAX_ORDERED_TESTS, described, order_spec
 from crcr.suites.selection import PLUGIN_FILE
-from crcr.suites.test_order import EDITED, FAILING_AT_TIP, HISTORY, MAX_ORDERED_TESTS, described, order_spec
-from crcr.suites.worker_plugin.crcr_order import KEYWORD_WEIGHT, keywords_of, matches_keyword
 from test_health_queries import NOW, arrive_and_decide, record, sha
 from test_store import db, open_database  # noqa: F401  (the fixture: a migrated SQLite file)
 from test_suite_step import (

@@ -13,9 +13,9 @@ from buildbot.test.reactor import TestReactorMixin
 from twisted.internet import defer
 from twisted.trial import unittest
 
-from crcr.buildmaster.services.units_out import (
-    UNIT_PAUSED, UnitPausedGenerator, UnitsResumed, pause_reason, unit_mailers,
-)
+from crcr.buildmaster.reporters.unit_mail import UnitPausedGenerator, unit_mailers
+from crcr.buildmaster.services.leader.units_out import UnitsResumed
+from crcr.buildmaster.steps.taking_out import UNIT_PAUSED, pause_reason
 from crcr.config.settings import load_settings
 from crcr.names import LEADERSHIP_SERVICE
 from crcr.store.service import RelayStore, relay_store

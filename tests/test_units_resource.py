@@ -15,7 +15,7 @@ from twisted.internet import defer
 from twisted.trial import unittest
 
 from crcr.buildmaster.process.workers import HostUnitWorker
-from crcr.buildmaster.services.health import RelayHealth
+from crcr.buildmaster.services.every_master.health import RelayHealth
 from crcr.cli.status import units_lines
 from crcr.names import CARD_INFO, DEVICE_PROPERTY, HOST_PROPERTY, RELAY_WORKER
 from crcr.store.service import RelayStore

@@ -55,7 +55,8 @@ MERGE_BASE_PROPERTY = "crcr_merge_base"
 STORE_SERVICE = "crcr-store"
 LEDGER_SERVICE = "crcr-ledger"
 PULL_REQUESTS_SERVICE = "crcr-pull-requests"
-HEALTH_SERVICE = "crcr-health"  # the health figures every view reads (buildmaster/services/health.py)
+PRESENCE_SERVICE = "crcr-device-presence"  # since when each device has no unit connected
+HEALTH_SERVICE = "crcr-health"  # the health figures every view reads (buildmaster/services/every_master/health.py)
 HISTORY_SERVICE = "crcr-history"  # records each finished build of a backend in the test history
 LEADERSHIP_SERVICE = "crcr-leadership"  # which master of several runs the once-per-event duties
 # The master's own copy of upstream (buildmaster/changes/upstream_mirror.py).
@@ -63,8 +64,8 @@ UPSTREAM_MIRROR_SERVICE = "crcr-upstream-mirror"
 
 
 def leads(master) -> bool:
-    """Whether `master` leads the relay (buildmaster/services/leadership.py): the services acting on the leader only,
-    and the GitHub reporters (which must not import the buildmaster layer), ask it here."""
+    """Whether `master` leads the relay (buildmaster/services/every_master/leadership.py): the services acting on the
+    leader only, and the GitHub reporters (which must not import the buildmaster layer), ask it here."""
     leadership = master.service_manager.namedServices.get(LEADERSHIP_SERVICE)
     return leadership is not None and leadership.leading
 
@@ -75,13 +76,13 @@ HOST_TOOL_PATH = "plugins/crcr/crcr-host"
 # GitHub's limit on a commit status description: the relay's status texts and the bisection's verdicts keep to it.
 GITHUB_DESCRIPTION_LIMIT = 140
 
-# A backend whose suites fan out (buildmaster/graph/): its parent build, on the relay's own worker, triggers one
+# A backend whose suites fan out (docs/build-graph.md): its parent build, on the relay's own worker, triggers one
 # child build per suite on any free unit of the device and draws each suite's verdict from its child's run.
 RELAY_WORKER = "relay"  # the master's own worker, which runs the parents: waiting must not hold a unit
 CHILD_SUITE_PROPERTY = "crcr_child_suite"  # the suite a child build runs
 CHILD_ASKED_PROPERTY = "crcr_child_asked"  # a bisection's tests the child runs alone (absent: its whole suite)
 CHILD_SHARD_PROPERTY = "crcr_child_shard"  # 'K/N': the shard of its suite a child runs (absent: the whole suite)
-# {suite: the crcr_order plugin's spec} (suites/test_order.py), drawn by the order step; a child gets its suite's.
+# {suite: the crcr_order plugin's spec} (suites/likely_failures.py), drawn by the order step; a child gets its suite's.
 ORDER_PROPERTY = "crcr_test_order"
 # In a commit's own build (upstream or forced) and its children, the backend whose commit status a suite's first new
 # failure updates at once (a child has no BACKEND_PROPERTY: the history would count it as the backend's build).
@@ -90,8 +91,8 @@ CHILD_UNITS_PROPERTY = "crcr_child_units"  # the units of one host a child holds
 SUITE_RUN_PROPERTY = "crcr_suite_run"  # a child's: what its run left, but for its JUnit XML (in the store)
 CHILDREN_PROPERTY = "crcr_children"  # a parent's: {suite: [the child build whose run it judged, of each shard]}
 CHILD_TAG = "crcr-child"  # a child's virtual builder's tag, beside its backend's name
-# A backend's build stage (graph/build_stage.py): made once per commit by a child build, its artifacts kept by the
-# relay (graph/artifacts.py) and fetched by each suite's child.
+# A backend's build stage (steps/build_stage.py): made once per commit by a child build, its artifacts kept by the
+# relay (util/artifact_store.py) and fetched by each suite's child.
 ARTIFACTS_MADE_PROPERTY = "crcr_artifacts_made"  # a build child's: [{name, size, sha256}] of what it uploaded
 # A parent's and its children's: what they fetch, [{"build": buildid, "files": [...]}], a shared build's, its own.
 ARTIFACTS_PROPERTY = "crcr_artifacts"

@@ -6,28 +6,32 @@ from buildbot.config.errors import ConfigErrors
 from twisted.python import log
 
 from crcr.buildmaster.auth.secrets import SecretsDirectory
-from crcr.buildmaster.changes.pull_requests import PullRequestRelay, PullRequestScheduler
+from crcr.buildmaster.changes.pull_requests import PullRequestRelay
 from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.changes.upstream_poller import upstream_poller
-from crcr.buildmaster.graph.orphans import OrphanedChildren
 from crcr.buildmaster.process.builders import make_builders
-from crcr.buildmaster.process.workers import CrossMasterWaker, make_workers, relay_workers
+from crcr.buildmaster.process.workers import make_workers, relay_workers
+from crcr.buildmaster.reporters.unit_mail import unit_mailers
 from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
+from crcr.buildmaster.schedulers.pull_requests import PullRequestScheduler
 from crcr.buildmaster.schedulers.suites import triggerable
 from crcr.buildmaster.schedulers.upstream import upstream_scheduler
-from crcr.buildmaster.services.health import RelayHealth, health_backends
-from crcr.buildmaster.services.history_recorder import HistoryRecorder
-from crcr.buildmaster.services.janitor import RelayJanitor
-from crcr.buildmaster.services.leadership import RelayLeadership
-from crcr.buildmaster.services.ledger import CommitLedger
-from crcr.buildmaster.services.liveness import SilentWorkerWatch
-from crcr.buildmaster.services.router_loss import ExitWithTheMaster
-from crcr.buildmaster.services.stale import nothing_pending_services
-from crcr.buildmaster.services.units_out import UnitsResumed, unit_mailers
-from crcr.buildmaster.www import TITLE, commit_links, upstream_project, upstream_web_of, www_config
+from crcr.buildmaster.services.every_master.health import RelayHealth, health_backends
+from crcr.buildmaster.services.every_master.leadership import RelayLeadership
+from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
+from crcr.buildmaster.services.every_master.router_loss import ExitWithTheMaster
+from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
+from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
+from crcr.buildmaster.services.leader.janitor import RelayJanitor
+from crcr.buildmaster.services.leader.ledger import CommitLedger
+from crcr.buildmaster.services.leader.orphans import OrphanedChildren
+from crcr.buildmaster.services.leader.stale import nothing_pending_services
+from crcr.buildmaster.services.leader.units_out import UnitsResumed
+from crcr.buildmaster.www import TITLE, upstream_project, www_config
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_checked_relay_config
 from crcr.config.settings import Settings, load_settings
+from crcr.config.upstream_web import commit_links, upstream_web_of
 from crcr.github.reporters import github_status_reporters
 from crcr.plan.builds import plan_builders
 from crcr.pytorch_relay.reporter import pytorch_relay_reporters

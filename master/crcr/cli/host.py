@@ -1,11 +1,11 @@
-"""`crcr host ...`: the host tool (crcr/host/crcr_host.py) run from the relay's own checkout, as on the demo's machine;
+"""`crcr host ...`: the host tool (crcr/shipped/crcr_host.py) run from the relay's own checkout, as on the demo's machine;
 a lab host runs the same file as `python3 crcr-host ...`, fetched from the relay."""
 
 from __future__ import annotations
 
 import argparse
 
-from crcr.host import crcr_host
+from crcr.shipped import crcr_host
 
 
 def run_host_tool(argv: list[str]) -> int:

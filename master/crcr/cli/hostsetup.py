@@ -23,8 +23,8 @@ from pathlib import PurePosixPath
 from crcr.config.errors import PATTERN_HELP, ConfigError
 from crcr.config.limits import MISSED_KEEPALIVES
 from crcr.config.workers import HOST_PATH, WorkerHost
-from crcr.host import crcr_host
-from crcr.host.crcr_host import systemd_unit
+from crcr.shipped import crcr_host
+from crcr.shipped.crcr_host import systemd_unit
 
 # The host tool's own: the setup by hand is what it does (its unit, its buildbot.tac, its reconnect delay).
 SYSTEMD_UNIT_NAME = crcr_host.SYSTEMD_UNIT

@@ -18,7 +18,7 @@ from crcr.cli.twistdlog import LogFollower
 from crcr.config.paths import REPO_ROOT
 from crcr.config.errors import ConfigError
 from crcr.config.settings import Settings, load_settings
-from crcr.host.crcr_host import alive  # not a zombie either: the same test as the host tool's
+from crcr.shipped.crcr_host import alive  # not a zombie either: the same test as the host tool's
 
 MASTER_CFG = REPO_ROOT / "master" / "master.cfg"
 # Seconds. A master stops once its builds are interrupted and its reporters are done; a reconfiguration of a

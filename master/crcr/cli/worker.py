@@ -20,7 +20,7 @@ from crcr.config.secretfiles import worker_password
 from crcr.config.settings import Settings, load_settings
 from crcr.config.workers import BUILD_ENV_WORKER, WorkerHost
 from crcr.names import RELAY_WORKER
-from crcr.host import crcr_host
+from crcr.shipped import crcr_host
 
 def cmd_register(args) -> int:
     settings = load_settings()

@@ -111,7 +111,7 @@ class Backend(Strict):
     # Each suite its own child build on any free unit of the device, checked out and set up there, so that a commit's
     # suites run at once on several units (docs/build-graph.md); false: one build runs every suite in turn. Left out:
     # true when the backend has what needs child builds (a build stage, shared builds, shards, several units), or
-    # several suites and several units of its device to run them on (RelayConfig.fans_out).
+    # several suites and several units of its device to run them on (fans_out in plan/builds.py).
     fan_out: bool | None = None
     # Built once per commit before the suites, which then fan out and get its artifacts in $CRCR_ARTIFACTS_DIR.
     build: BuildStage | None = None

@@ -13,7 +13,7 @@ from crcr.config.errors import described_limit
 # Seconds: a build, a suite, a silence in a suite's output.
 MAX_SECONDS = described_limit(7 * 24 * 3600, "604800 seconds (7 days)")
 MAX_POLL_INTERVAL = described_limit(24 * 3600, "86400 seconds (1 day)")
-# Intervals a host may miss before it counts as gone (buildmaster/services/liveness.py).
+# Intervals a host may miss before it counts as gone (buildmaster/services/every_master/liveness.py).
 MISSED_KEEPALIVES = 3
 # Three silent keepalive intervals drop a host: an hour each is already slow to notice a lost one.
 MAX_KEEPALIVE = described_limit(3600, "3600 seconds (1 hour)")

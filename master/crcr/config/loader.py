@@ -24,11 +24,11 @@ from crcr.config.paths import REPO_ROOT, display_path
 from crcr.config.readfiles import refuse_outside
 from crcr.config.secretfiles import problems as secret_dir_problems
 from crcr.config.secretfiles import secret_problem, worker_password
+from crcr.config.selections import selection_spec
 from crcr.config.settings import Settings
 from crcr.config.signin import sign_in_problems
 from crcr.config.workers import Device, WorkerHost
 from crcr.config.yamlfiles import read_yaml_mapping
-from crcr.suites.selection import selection_spec
 
 Model = TypeVar("Model", bound=BaseModel)
 SHARED_BUILDS_DIR = "builds"  # in the backends folder: the shared builds, one file each

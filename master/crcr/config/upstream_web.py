@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+from crcr.config.settings import Settings
+
 PUBLIC_GITHUB = "https://github.com"
 # git's scp-like syntax: [user@]host:path (no scheme, and the colon comes before any slash).
 SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>.*)$")
@@ -57,3 +59,23 @@ def _without_credentials(url: str) -> str:
     if not (parts and "@" in parts.netloc):
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def github_web_url(settings: Settings) -> str:
+    """github.com for the public API, the server itself for GitHub Enterprise (https://host/api/v3)."""
+    api = settings.github_api_url.rstrip("/")
+    if api == "https://api.github.com":
+        return PUBLIC_GITHUB
+    return api.removesuffix("/api/v3")
+
+
+def upstream_web_of(settings: Settings) -> UpstreamWeb:
+    """The configured upstream's name and commit pages (none when it has no web view: a local path, a mirror)."""
+    return upstream_web(settings.upstream_url, github_web_url(settings))
+
+
+def commit_links(settings: Settings):
+    """Buildbot's `revlink` (the console's and grid's commit links, a build's covered commits): a commit's page in
+    the configured upstream's web view, None (no link) where it has none."""
+    upstream = upstream_web_of(settings)
+    return lambda revision, repository: upstream.commit_page(revision)

@@ -21,7 +21,7 @@ from crcr.config.limits import (
     MAX_PAUSE_AFTER,
     MAX_TEXT,
 )
-from crcr.host import crcr_host
+from crcr.shipped import crcr_host
 
 # Buildbot's worker names must start with a letter (util.identifiers); each unit's worker name starts with the host's.
 WORKER_NAME = described_pattern(

@@ -12,8 +12,9 @@ from __future__ import annotations
 from buildbot.reporters.base import ReporterBase
 from twisted.internet import defer
 
+from crcr.github.commit_status import outbox_sender
 from crcr.github.once import ReportedOnce
-from crcr.github.outbox_sender import CHECK_RUN, OUTBOX_SENDER
+from crcr.github.outbox_sender import CHECK_RUN
 from crcr.github.status_text import buildrequest_id
 from crcr.names import status_context
 
@@ -33,7 +34,7 @@ class GitHubCheckRuns(ReportedOnce, ReporterBase):
         build = reports[0]["builds"][0]
         fields = reports[0]["body"]  # check_run_text.check_run_fields's, the generators' formatter function
         backend = build["builder"]["name"]  # builders are named after their backend (buildmaster/process/builders.py)
-        sender = self.master.service_manager.namedServices[OUTBOX_SENDER]
+        sender = outbox_sender(self.master)
         for sourcestamp in build["buildset"]["sourcestamps"]:
             yield sender.enqueue(CHECK_RUN, sourcestamp["project"], sourcestamp["revision"], status_context(backend),
                                  {"details_url": build["url"], **fields}, brid=buildrequest_id(build))

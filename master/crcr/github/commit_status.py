@@ -28,17 +28,18 @@ class OutboxStatusPush(ReportedOnce, reporters.GitHubStatusPush):
 
 def post_status(master, repo: str, backend: str, sha: str, state: str, description: str, target_url: str) -> None:
     """Written to the outbox without waiting; nothing when status reporting is off (no status token)."""
-    if _sender(master) is None or STATUS not in _sender(master).kinds:
+    if outbox_sender(master) is None or STATUS not in outbox_sender(master).kinds:
         return
     writing = _enqueue(master, repo, sha, status_context(backend), state, description, target_url)
     writing.addErrback(log.err, f"crcr: writing '{state}' {status_context(backend)} on {sha[:10]} to the outbox")
 
 
-def _sender(master):
+def outbox_sender(master):
+    """The GitHub outbox's sender (outbox_sender.py); None when status reporting is off."""
     return master.service_manager.namedServices.get(OUTBOX_SENDER)
 
 
 def _enqueue(master, repo: str, sha: str, context: str, state: str, description: str | None,
              target_url: str | None) -> defer.Deferred:
     fields = {"state": state, "description": description, "target_url": target_url, "context": context}
-    return _sender(master).enqueue(STATUS, repo, sha, context, {k: v for k, v in fields.items() if v is not None})
+    return outbox_sender(master).enqueue(STATUS, repo, sha, context, {k: v for k, v in fields.items() if v is not None})

@@ -1,5 +1,5 @@
-"""The masters of the relay as an operator looks for them: each master Buildbot knows, whether it is up, its newest
-sign of life, and which one leads (holds the relay's lease, buildmaster/services/leadership.py). Alone, a master
+"""The masters of the relay as an operator looks for them: each master Buildbot knows, whether it is up, its newest sign
+of life, and which one leads (holds the relay's lease, buildmaster/services/every_master/leadership.py). Alone, a master
 is the one row, and leads."""
 
 from __future__ import annotations

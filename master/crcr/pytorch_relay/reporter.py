@@ -26,7 +26,7 @@ from crcr.names import force_scheduler_name, pull_request_scheduler_name, upstre
 from crcr.pytorch_relay.callbacks import (
     COMPLETED, IN_PROGRESS, dispatched_body, self_reported_body, started, workflow,
 )
-from crcr.pytorch_relay.sender import CALLBACK, PYTORCH_RELAY_SENDER, PyTorchRelaySender
+from crcr.pytorch_relay.sender import CALLBACK, PyTorchRelaySender, relay_sender
 from crcr.store.service import relay_store
 
 
@@ -96,6 +96,6 @@ class PyTorchRelayCallbacks(ReportedOnce, ReporterBase):
         scheduler = (build.get("properties") or {}).get("scheduler", [None])[0]
         if fields["status"] == COMPLETED and reporting.follow and scheduler == upstream_scheduler_name(backend):
             bodies.append(self_reported_body(reporting.follow, self.github_repo, sha, fields))
-        sender = self.master.service_manager.namedServices[PYTORCH_RELAY_SENDER]
+        sender = relay_sender(self.master)
         for body in bodies:
             yield sender.enqueue(CALLBACK, reporting.repo, sha, body["delivery_id"], body, brid=build["buildid"])

@@ -22,6 +22,10 @@ CALLBACK = "callback"
 ALREADY_TAKEN = b"invalid state transition"
 
 
+def relay_sender(master) -> PyTorchRelaySender:
+    return master.service_manager.namedServices[PYTORCH_RELAY_SENDER]
+
+
 class PyTorchRelaySender(OutboxSender):
     name = PYTORCH_RELAY_SENDER
     receiver = "PyTorch's relay"

@@ -1,4 +1,4 @@
-"""What the order of a suite's tests is drawn from (suites/test_order.py), read from the relay's test history: the
+"""What the order of a suite's tests is drawn from (suites/likely_failures.py), read from the relay's test history: the
 tests failing at the tip, and the past builds that brought new failures with the commits each stood for.
 
 Each function takes a SQLAlchemy connection and only reads."""

@@ -1,7 +1,6 @@
-"""Shared builds made once per upstream commit (backends/builds/, buildmaster/graph/shared.py): one row per (name,
-commit), whose unique key lets one parent of all those that need it claim it and trigger the build; every other
-waits for the build request the row then names. Each function takes a SQLAlchemy connection and commits what it
-writes.
+"""Shared builds made once per upstream commit (backends/builds/, buildmaster/steps/shared_builds.py): one row per
+(name, commit), whose unique key lets one parent of all those that need it claim it and trigger the build; every other
+waits for the build request the row then names. Each function takes a SQLAlchemy connection and commits what it writes.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from junitparser import Attr, Error, Failure, JUnitXml, JUnitXmlError, Propertie
 # pytest's junit_family=xunit1 writes each test's file; junitparser's documented way to read an extra attribute.
 TestCase.file = Attr("file")
 # The testcase property the selection plugin writes on a test it ran again after it failed: how often
-# (worker_plugin/crcr_selection.py's RERUNS_PROPERTY).
+# (shipped/crcr_selection.py's RERUNS_PROPERTY).
 RERUNS_PROPERTY = "crcr_reruns"
 # The message of the <error> pytest's junitxml writes for a file (or class) that could not be collected.
 COLLECTION_FAILURE = "collection failure"

@@ -1,6 +1,7 @@
-"""What a pytest suite runs: its pytest command line, and the spec of the selection plugin shipped with it.
+"""What a pytest suite runs: its pytest command line, with the selection plugin shipped with it (its spec is drawn
+as the backend files load: config/selections.py).
 
-The plugin (worker_plugin/crcr_selection.py) applies what pytest's own options cannot: a skip list
+The plugin (shipped/crcr_selection.py) applies what pytest's own options cannot: a skip list
 (reported as skipped, not silently dropped), torch-spyre's per-test modes and tags, and the variants
 its supported dtypes and edits leave out (deselected, and counted).
 """
@@ -9,22 +10,16 @@ from __future__ import annotations
 
 import json
 import shlex
-from contextlib import contextmanager
-from pathlib import Path
 
-from crcr.config.backend import Backend
-from crcr.config.errors import ConfigError, shown
-from crcr.config.paths import display_path
-from crcr.config.readfiles import SKIP_LIST_LIMIT, read_text, refuse_outside
 from crcr.config.suite import Suite
+from crcr.shipped import ORDER_PLUGIN, SELECTION_PLUGIN
+from crcr.shipped.crcr_selection import described_unmatched
 from crcr.suites.results import MAX_RERUN_TESTS
-from crcr.suites.spyre_config import load_test_suite_config, selection_rules
-from crcr.suites.worker_plugin.crcr_selection import described_unmatched
 
-PLUGIN_FILE = Path(__file__).parent / "worker_plugin" / "crcr_selection.py"
+PLUGIN_FILE = SELECTION_PLUGIN
 PLUGIN_MODULE = PLUGIN_FILE.stem
 # The plugins the runner loads, shipped into each build folder together: crcr_order puts likely failures first.
-PLUGIN_FILES = (PLUGIN_FILE, PLUGIN_FILE.with_name("crcr_order.py"))
+PLUGIN_FILES = (SELECTION_PLUGIN, ORDER_PLUGIN)
 RUNNER = f"python -m {PLUGIN_MODULE}"
 # pytest's exit codes that mean the run happened: 0 all passed, 1 some tests failed.
 PYTEST_RAN = (0, 1)
@@ -40,59 +35,6 @@ STOP_CONFIG = (
     "# so no project enclosing this folder configures the suites (the checkout's own file, if any, is found first).\n"
     "[pytest]\n"
 )
-
-
-def read_skip_list(path: Path) -> list[str]:
-    """Node ids, one per line, or JSON lines with a `nodeid` field (Ascend's pr_skip_list.jsonl); '#' comments."""
-    where = display_path(path)
-    text = read_text(path, SKIP_LIST_LIMIT)
-    node_ids = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("{"):
-            try:
-                node_id = json.loads(line).get("nodeid")
-            except ValueError as e:
-                raise ConfigError(f"{where}: line {number}: not valid JSON ({e.msg})") from None
-            if not isinstance(node_id, str) or "::" not in node_id:
-                raise ConfigError(f"{where}: line {number}: a JSON line needs a 'nodeid' such as test/test_a.py::TestA::test_b")
-        elif "::" in line and " " not in line:
-            node_id = line
-        else:
-            raise ConfigError(f"{where}: line {number}: not a pytest node id (test/test_a.py::TestA::test_b): {shown(line)}")
-        node_ids.append(node_id)
-    return node_ids
-
-
-def selection_spec(backend: Backend, suite: Suite, backends_dir: Path) -> dict:
-    """The plugin's JSON spec; raises ConfigError naming the backend file's field and the file read."""
-    selection = suite.pytest
-    spec: dict = {"device": backend.device, "skip": [], "files": {}}
-    field = f"suites.{[s.name for s in backend.suites].index(suite.name)}.pytest"
-    where = display_path(backends_dir / f"{backend.name}.yaml")
-    if selection.skip_list:
-        with _named_in(f"{where}: {field}.skip_list", backends_dir, selection.skip_list) as path:
-            spec["skip"] = [{"nodeid": node_id, "reason": selection.skip_list} for node_id in read_skip_list(path)]
-    if selection.torch_spyre:
-        with _named_in(f"{where}: {field}.torch_spyre", backends_dir, selection.torch_spyre) as path:
-            spec.update(selection_rules(load_test_suite_config(path)))
-    return spec
-
-
-@contextmanager
-def _named_in(field: str, backends_dir: Path, name: str):
-    """The file a backend names, inside the backends folder (a link leading out is refused unread);
-    its problems start with the backend file and field that name it."""
-    path = backends_dir / name
-    try:
-        refuse_outside(path, backends_dir)
-        if not path.exists():
-            raise ConfigError(f"{display_path(path)} does not exist")
-        yield path
-    except ConfigError as e:
-        raise ConfigError("\n".join(f"{field}: {line}" for line in str(e).splitlines())) from None
 
 
 def pytest_command(suite: Suite, spec: dict, junit_file: str) -> str:
@@ -159,7 +101,7 @@ def running_file(junit_file: str) -> str:
 
 
 def order_file(junit_file: str) -> str:
-    """Where the suite's step ships the order of its tests (worker_plugin/crcr_order.py), beside its JUnit XML."""
+    """Where the suite's step ships the order of its tests (shipped/crcr_order.py), beside its JUnit XML."""
     return junit_file.removesuffix(".xml") + ".order.json"
 
 

@@ -56,8 +56,8 @@ def relay_authz(relay: RelayConfig, plan: BuildPlan, settings: Settings) -> Rela
             RebuildBuildEndpointMatcher(builder=backend.name, role=role),
         ]
     # Each builder of the plan (its builds, its waiting requests) and the virtual builders its builds show under (a
-    # fanned-out backend's children, graph/), to the maintainers the plan names: stopping a child needs the right
-    # to stop its parent.
+    # fanned-out backend's children, docs/build-graph.md), to the maintainers the plan names: stopping a child needs
+    # the right to stop its parent.
     rules += [StopOrCancelEndpointMatcher(builder=name, role=maintainer_role(backend))
               for row in plan for backend in row.stopped_by for name in (row.name, *row.shown_under)]
     rules += [WorkerActionEndpointMatcher([unit.worker_name for unit in host.units], role=host_role(host.name))

@@ -1,9 +1,9 @@
 """Pull requests: which backends build a PR's head, and cancelling what a newer push, an unlabel or a close ends.
 
 The webhook receiver hands each pull_request event to this service. For each L3/L4 backend pr_policy decides;
-a build goes through the backend's `pr-<backend>` scheduler (so Buildbot records it as the build's scheduler and
-the reporters find PR builds by it) with the PR's head fetched from the upstream repository as
-refs/pull/<n>/head: the worker needs no access to the fork.
+a build goes through the backend's `pr-<backend>` scheduler (schedulers/pull_requests.py: Buildbot records it as
+the build's scheduler and the reporters find PR builds by it) with the PR's head fetched from the upstream
+repository as refs/pull/<n>/head: the worker needs no access to the fork.
 
 A PR keeps one head in the queue per backend: building a new head cancels the PR's requests and builds of older
 heads. Why each was cancelled ('Superseded by 1a2b3c4d5e') is noted in the relay's store for the reporters, which
@@ -14,44 +14,20 @@ from __future__ import annotations
 
 from buildbot.process.properties import Properties
 from buildbot.process.results import CANCELLED
-from buildbot.schedulers.base import ReconfigurableBaseScheduler
 from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.changes.forced_changes import add_change, has_change
 from crcr.buildmaster.changes.pr_policy import BackendRules, Decision, PullRequest, decide
 from crcr.github.commit_status import post_status
 from crcr.github.permissions import PermissionUnknown, can_write
 from crcr.names import (
-    GITHUB_DESCRIPTION_LIMIT, PULL_REQUEST_CHANGE_CATEGORY, PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE,
-    pull_request_scheduler_name,
+    GITHUB_DESCRIPTION_LIMIT, PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, pull_request_scheduler_name,
 )
 from crcr.store import buildbot_tables
 from crcr.store.service import relay_store
 
 PROPERTY_SOURCE = "pull request"
-
-
-class PullRequestScheduler(ReconfigurableBaseScheduler):
-    """`pr-<backend>`: takes no changes; PullRequestRelay asks it for each PR head's build.
-
-    Buildbot's console and grid show a build under the change of its buildset's sourcestamp (the grid only then),
-    so each head gets a change first, telling the PR (number, title, author, link) as the row or column's title."""
-
-    def __init__(self, backend: str):
-        super().__init__(name=pull_request_scheduler_name(backend), builderNames=[backend])
-
-    @defer.inlineCallbacks
-    def addBuildsetForSourceStamps(self, *args, sourcestamps, properties=None, **kwargs):
-        (stamp,) = sourcestamps
-        pr = properties and properties.getProperty(PULL_REQUEST_PROPERTY)
-        if pr and not (yield defer.ensureDeferred(has_change(self.master, stamp))):
-            yield defer.ensureDeferred(add_change(
-                self.master, stamp, PULL_REQUEST_CHANGE_CATEGORY, author=pr["author"], revlink=pr["url"],
-                comments=f"PR #{pr['number']}: {pr['title']}", when_timestamp=int(self.master.reactor.seconds())))
-        return (yield super().addBuildsetForSourceStamps(*args, sourcestamps=sourcestamps, properties=properties,
-                                                         **kwargs))
 
 
 class PullRequestRelay(service.BuildbotService):

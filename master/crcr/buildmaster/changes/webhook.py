@@ -26,10 +26,11 @@ from twisted.internet import defer
 from twisted.python import log
 
 from crcr.buildmaster.changes.webhook_events import DISPATCH_EVENT, shape_problem
+from crcr.buildmaster.util.relay_services import pull_request_relay
 from crcr.config.backend import Backend
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET, secret_problem
 from crcr.config.settings import Settings
-from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE
+from crcr.names import POLLER_NAME
 from crcr.store.service import relay_store
 from crcr.store.tables import DELIVERY_LENGTH
 
@@ -230,7 +231,7 @@ class RelayGitHubEventHandler(GitHubEventHandler):
     @defer.inlineCallbacks
     def handle_pull_request(self, payload: dict, options: dict, only: frozenset | None = None):
         """`only`: the backends a relayed event is for (each decides by its level, as for GitHub's own)."""
-        service = self.master.service_manager.namedServices.get(PULL_REQUESTS_SERVICE)
+        service = pull_request_relay(self.master)
         if service is None:
             return "pull requests are not built by this relay: nothing done"
         return (yield service.handle(payload.get("action") or "", payload, only))

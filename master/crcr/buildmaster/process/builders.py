@@ -1,11 +1,12 @@
 """One Buildbot builder per row of the build plan (plan/builds.py): a serial backend's runnable only on the units of
-its device; a fanned-out backend's parent on the relay's own worker, and its children's on the units (graph/)."""
+its device; a fanned-out backend's parent on the relay's own worker, and its children's on the units
+(process/graph_factories.py)."""
 
 from __future__ import annotations
 
 from buildbot.plugins import util
 
-from crcr.buildmaster.graph.factories import (
+from crcr.buildmaster.process.graph_factories import (
     build_stage_factory, child_factory, parent_factory, shared_build_factory,
 )
 from crcr.buildmaster.process.factory import make_factory
@@ -47,7 +48,7 @@ def infra_setup(backend: Backend, relay: RelayConfig, units_of: dict[str, list[s
                       device.identify, device.health_check)
 
 
-# Each role's factory, from the file the row is made from (process/factory.py, graph/factories.py).
+# Each role's factory, from the file the row is made from (process/factory.py, process/graph_factories.py).
 FACTORY_MAKERS = {
     Role.SERIAL: lambda backend, relay, settings, units_of: make_factory(
         backend, settings, relay.selections, infra_setup(backend, relay, units_of)),

@@ -6,21 +6,21 @@ import json
 
 from buildbot.plugins import util
 
-from crcr.buildmaster.graph.artifacts import FETCH_SCRIPT
 from crcr.buildmaster.process.build import RelayBuild
+from crcr.buildmaster.steps.artifacts import FETCH_SCRIPT
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
 from crcr.buildmaster.steps.checkout import UpstreamCheckout
 from crcr.buildmaster.steps.covered import CoveredCommits
 from crcr.buildmaster.steps.infra import InfraSetup
+from crcr.buildmaster.steps.order import OrderTests
 from crcr.buildmaster.steps.pull_request import PullRequestLink
 from crcr.buildmaster.steps.suite import SuiteStep
-from crcr.buildmaster.steps.test_order import OrderTests
 from crcr.buildmaster.steps.unit_checks import device_steps
-from crcr.buildmaster.www import commit_links
 from crcr.config.backend import Backend
 from crcr.config.settings import Settings
 from crcr.config.suite import Suite
+from crcr.config.upstream_web import commit_links
 from crcr.names import (
     ARTIFACTS_DIR, CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, ORDER_STEP, PREPARE_STEP, PULL_REQUEST_STEP,
     SETUP_STEP_PREFIX, suite_step_name,
@@ -40,7 +40,7 @@ def build_environment(backend: Backend) -> dict:
         **backend.env,
         "CRCR_BACKEND": backend.name,
         **upstream_environment(),
-        # The artifacts given to the build, by file name (graph/artifacts.py): in the build stage, the shared
+        # The artifacts given to the build, by file name (steps/artifacts.py): in the build stage, the shared
         # builds'; in a suite's child, theirs and the build stage's.
         **({"CRCR_ARTIFACTS_DIR": util.Interpolate(f"%(prop:builddir)s/{ARTIFACTS_DIR}")}
            if backend.has_artifacts else {}),

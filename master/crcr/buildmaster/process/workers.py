@@ -11,7 +11,7 @@ In a cluster a host's units may be connected to several masters: so the slots ar
 per (host, slot) that two masters cannot both write (store/host_slots.py), and a slot given back is announced on
 the message queue, which wakes every master's units of the host.
 
-A suite on several units (a child build whose request asks for `units: N`, graph/fanout.py) starts on one unit
+A suite on several units (a child build whose request asks for `units: N`, steps/fan_out.py) starts on one unit
 only when N - 1 other units of its host and device are idle on the same master: it holds them for its build (they
 start nothing else meanwhile, and count as building for the host's cap), and its commands see every index
 (CRCR_DEVICE_INDEX "0,1"). It never takes units of two hosts; while too few are idle it waits, and a unit of the
@@ -30,7 +30,6 @@ from twisted.python import log
 
 from crcr.buildmaster.auth.secrets import FileSecret
 from crcr.buildmaster.process.worker_info import kept_worker_info
-from crcr.buildmaster.services.consumer import MessageConsumer
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password
 from crcr.names import (
@@ -168,40 +167,6 @@ class HostUnitWorker(worker.Worker):
         self.master.mq.produce(SLOT_GIVEN_BACK, {"host": self.host, "masterid": self.master.masterid})
 
 
-class CrossMasterWaker(MessageConsumer):
-    """Wakes this master's workers when another master frees what they wait for: the units of a capped host when
-    that master gives back one of the host's slots (it wakes only its own units) or when its build on one of them
-    ends (a master counted dead gives nothing back, but once it is inactive its slots are free, and Buildbot's
-    housekeeping then ends its builds); the relay's worker when that master's parent build ends, since a backend
-    runs one parent at a time across masters (one_parent_across_masters). Buildbot's own distributor hears only of
-    its master's builds."""
-
-    name = "crcr-cross-master-waker"
-
-    def subscriptions(self):
-        return [(("builds", None, "finished"), self._build_finished), (SLOT_GIVEN_BACK, self._slot_given_back)]
-
-    def _build_finished(self, key, build: dict) -> None:
-        if build["masterid"] == self.master.masterid:
-            return
-        self._wake([unit.host for unit in self._units() if unit.workerid == build["workerid"]])
-        relay = self.master.workers.workers.get(RELAY_WORKER)
-        if relay is not None and relay.workerid == build["workerid"]:
-            self.master.botmaster.maybeStartBuildsForWorker(RELAY_WORKER)
-
-    def _slot_given_back(self, key, message: dict) -> None:
-        if message["masterid"] != self.master.masterid:
-            self._wake([message["host"]])
-
-    def _wake(self, hosts: list[str]) -> None:
-        for unit in self._units():
-            if unit.host in hosts and unit.host_slots is not None:
-                self.master.botmaster.maybeStartBuildsForWorker(unit.name)
-
-    def _units(self) -> list[HostUnitWorker]:
-        return [unit for unit in self.master.workers.workers.values() if isinstance(unit, HostUnitWorker)]
-
-
 @defer.inlineCallbacks
 def one_parent_across_masters(builder, workerforbuilder, buildrequest):
     """A fanned-out backend's canStartBuild: its parent starts only while no other master runs one of its parents,
@@ -250,6 +215,6 @@ def make_workers(relay: RelayConfig, secrets_dir: Path) -> list[HostUnitWorker]:
 
 
 def relay_workers(plan: BuildPlan) -> list[worker.LocalWorker]:
-    """The relay's own worker, in the master's process, where the parents of fanned-out backends run (graph/): they
-    only wait for their children and judge, which must not hold a unit of hardware."""
+    """The relay's own worker, in the master's process, where the parents of fanned-out backends run (steps/fan_out.py):
+    they only wait for their children and judge, which must not hold a unit of hardware."""
     return [worker.LocalWorker(RELAY_WORKER)] if any(row.on_relay_worker for row in plan) else []

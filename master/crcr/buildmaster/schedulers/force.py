@@ -12,12 +12,13 @@ from crcr.buildmaster.changes.forced_changes import ChangesForStamps
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.buildmaster.schedulers.files_read import FilesRead
 from crcr.buildmaster.schedulers.force_forms import OwnBuildersForceScheduler, PriorityParameter
+from crcr.buildmaster.util.relay_services import commit_ledger
 from crcr.config.backend import Backend
 from crcr.config.errors import shown
 from crcr.config.limits import MAX_BISECTED_TESTS, MAX_NODE_ID
 from crcr.config.settings import Settings
 from crcr.names import (
-    BISECTION_PROPERTY, LEDGER_SERVICE, REQUESTED_REVISION_PROPERTY,
+    BISECTION_PROPERTY, REQUESTED_REVISION_PROPERTY,
     SUITE_SEPARATOR, SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of,
 )
 from crcr.store.buildbot_tables import builds_at
@@ -155,7 +156,7 @@ class BisectScheduler(FilesRead, ChangesForStamps, OwnBuildersForceScheduler):
         tests = yield collector.collectValidationErrors(
             "tests", self._tests, str(given.get("tests") or ""), good.sha, bad.sha)
         collector.maybeRaiseCollectedErrors()
-        ledger = self.master.service_manager.namedServices[LEDGER_SERVICE]
+        ledger = commit_ledger(self.master)
         bisectionid = yield ledger.bisector.start_by_hand(builder, bad.branch, good.sha, bad.sha, commits, tests, owner)
         return {"bisection": bisectionid, "commits": len(commits), "tests": tests,
                 "url": ledger.bisector.page_url(bisectionid)}

@@ -1,5 +1,6 @@
 """The Triggerable through which parent builds trigger a row of the build plan (plan/builds.py): a fanned-out
-backend's suites (graph/fanout.py), its build stage (graph/build_stage.py), a shared build (graph/shared.py)."""
+backend's suites (steps/fan_out.py), its build stage (steps/build_stage.py), a shared build
+(steps/shared_builds.py)."""
 
 from __future__ import annotations
 

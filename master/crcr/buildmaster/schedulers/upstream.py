@@ -21,7 +21,7 @@ from twisted.python import log
 from crcr.buildmaster.changes.revisions import RevisionError
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.buildmaster.schedulers.scheduled import scheduled
-from crcr.buildmaster.services.ledger import commit_ledger
+from crcr.buildmaster.util.relay_services import commit_ledger
 from crcr.config.backend import Backend
 from crcr.config.relevance import Relevance
 from crcr.config.settings import Settings

@@ -11,7 +11,8 @@ from twisted.python import log
 
 from crcr.buildmaster.changes import revisions
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
-from crcr.names import BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE, PULL_REQUEST_PROPERTY
+from crcr.buildmaster.util.relay_services import commit_ledger
+from crcr.names import BACKEND_PROPERTY, BISECTION_PROPERTY, PULL_REQUEST_PROPERTY
 
 
 def _an_upstream_commits_build(step) -> bool:
@@ -31,7 +32,7 @@ class CoveredCommits(BuildStep):
 
     @defer.inlineCallbacks
     def run(self):
-        ledger = self.master.service_manager.namedServices[LEDGER_SERVICE]
+        ledger = commit_ledger(self.master)
         sha = self.build.getSourceStamp("").revision
         covered = yield ledger.build_started(self.build.requests[0].id, self.getProperty(BACKEND_PROPERTY), sha,
                                              self.getProperty("workername"))

@@ -17,11 +17,11 @@ from buildbot.process.logobserver import LogLineObserver
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.services.ledger import commit_ledger
 from crcr.buildmaster.steps.unit_checks import build_url
+from crcr.buildmaster.util.relay_services import commit_ledger
 from crcr.github.status_text import told_early
+from crcr.shipped.crcr_order import FAILED_LINE, PASSED_LINE
 from crcr.store.service import relay_store
-from crcr.suites.worker_plugin.crcr_order import FAILED_LINE, PASSED_LINE
 
 EARLY_LOG = "told early"
 BISECTION_NOTE = ("A bisection, when this build stands for queued commits too (queue: newest), starts when the "

@@ -12,18 +12,18 @@ from buildbot.steps.worker import CompositeStepMixin
 from twisted.internet import defer
 
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
+from crcr.buildmaster.steps.early_news import EarlyNews
 from crcr.buildmaster.steps.infra import (
     InfraFailure, InfraSetup, OutputWatch, final_text, killed_by, recognise, try_text,
 )
 from crcr.buildmaster.steps.junit_file import worker_file_bytes
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
-from crcr.buildmaster.services.units_out import take_out_if_failing
+from crcr.buildmaster.steps.taking_out import take_out_if_failing
 from crcr.buildmaster.steps.unit_checks import log_url, record_hardware_failure, unit_facts
-from crcr.store.service import relay_store
-from crcr.buildmaster.steps.early_news import EarlyNews
 from crcr.names import ORDER_PROPERTY, TELL_EARLY_PROPERTY
+from crcr.shipped.crcr_order import ORDER_VARIABLE, OUTCOMES_VARIABLE
+from crcr.store.service import relay_store
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, order_file, outcomes_file, running_file
-from crcr.suites.worker_plugin.crcr_order import ORDER_VARIABLE, OUTCOMES_VARIABLE
 
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
 RETRY_LOG = "stdio (retry after a stall)"
@@ -83,7 +83,7 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
     @defer.inlineCallbacks
     def _ordered(self):
         """The environment that orders the suite's tests, likely failures first, with the order the build drew
-        (steps/test_order.py) shipped beside the JUnit XML; and what the run tells early (early_news.py) followed.
+        (steps/order.py) shipped beside the JUnit XML; and what the run tells early (early_news.py) followed.
         None without an order: the step's own environment.
 
         Outcomes are told in a file of their own, never the suite's output, which its tests write (a test printing

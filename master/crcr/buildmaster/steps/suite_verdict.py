@@ -1,6 +1,6 @@
 """A suite's verdict from what a run of its command left: its tests from its JUnit XML compared with the nearest
 earlier commit's, or in a bisection build each asked test's outcome. The suite's step draws it from its own run on
-the unit; a fanned-out build's parent, from its child's run (graph/)."""
+the unit; a fanned-out build's parent, from its child's run (parent_suite.py)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class SuiteRun:
     junit: bytes | None = None
     selection_report: str | None = None
     checkout: str | None = None
-    # A suite run in shards (graph/): each shard's run, which the fields above sum up (junit: None, each shard's is
+    # A suite run in shards (fan_out.py): each shard's run, which the fields above sum up (junit: None, each shard's is
     # its own).
     shards: tuple[SuiteRun, ...] = ()
     # The run hit the hardware (steps/infra.py): what the suite's step says instead of a verdict, and whether the

@@ -11,8 +11,8 @@ from buildbot.reporters.utils import getURLForBuild
 from buildbot.util import identifiers
 from twisted.internet import defer
 
-from crcr.buildmaster.services.units_out import health_check_reason, take_out
 from crcr.buildmaster.steps.infra import InfraSetup
+from crcr.buildmaster.steps.taking_out import health_check_reason, take_out
 from crcr.names import (
     ADMIN_PROPERTY, CARD_INFO, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY,
 )
@@ -45,7 +45,7 @@ def record_hardware_failure(build, backend: str, kind: str, what: str, lines: li
 
 
 def unit_facts(step, backend: str) -> dict:
-    """The unit a step runs on, as units_out.take_out names it."""
+    """The unit a step runs on, as taking_out.take_out names it."""
     return {"name": step.getProperty("workername"), "workerid": step.build.workerforbuilder.worker.workerid,
             "host": step.getProperty(HOST_PROPERTY) or "", "admin": step.getProperty(ADMIN_PROPERTY),
             "backend": backend, "card": card_of(step.build)}

@@ -29,7 +29,7 @@ from crcr.buildmaster.www.ui_assets import serve_what_the_ui_asks_for
 from crcr.buildmaster.www.units import UnitsResource
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
-from crcr.config.upstream_web import UpstreamWeb, upstream_web
+from crcr.config.upstream_web import github_web_url, upstream_web_of
 from crcr.names import CHILD_TAG, HOST_TOOL_PATH
 from crcr.plan.builds import BuildPlan
 
@@ -153,26 +153,6 @@ def www_config(settings: Settings, relay: RelayConfig, plan: BuildPlan) -> dict:
         "change_hook_dialects": {DIALECT: github_dialect(settings, relay.active_backends)},
         "authz": relay_authz(relay, plan, settings),  # who may do what: the files' maintainers and the admins
     }
-
-
-def github_web_url(settings: Settings) -> str:
-    """github.com for the public API, the server itself for GitHub Enterprise (https://host/api/v3)."""
-    api = settings.github_api_url.rstrip("/")
-    if api == "https://api.github.com":
-        return "https://github.com"
-    return api.removesuffix("/api/v3")
-
-
-def upstream_web_of(settings: Settings) -> UpstreamWeb:
-    """The configured upstream's name and commit pages (none when it has no web view: a local path, a mirror)."""
-    return upstream_web(settings.upstream_url, github_web_url(settings))
-
-
-def commit_links(settings: Settings):
-    """Buildbot's `revlink` (the console's and grid's commit links, a build's covered commits): a commit's page in
-    the configured upstream's web view, None (no link) where it has none."""
-    upstream = upstream_web_of(settings)
-    return lambda revision, repository: upstream.commit_page(revision)
 
 
 def upstream_project(settings: Settings) -> util.Project:

@@ -1,4 +1,4 @@
-"""A build stage's artifacts, for the units that run the commit's suites (buildmaster/graph/artifacts.py):
+"""A build stage's artifacts, for the units that run the commit's suites (buildmaster/util/artifact_store.py):
 
     GET /plugins/crcr/artifacts/<id of the build that made it>/<file>     Authorization: Bearer <a child's token>
 
@@ -20,7 +20,7 @@ from twisted.web import static
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET
 
-from crcr.buildmaster.graph.artifacts import artifacts_folder, token_child
+from crcr.buildmaster.util.artifact_store import artifacts_folder, token_child
 from crcr.buildmaster.www.bisections import NUMBER
 from crcr.names import ARTIFACTS_PATH, ARTIFACTS_PROPERTY
 

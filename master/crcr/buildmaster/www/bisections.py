@@ -24,7 +24,7 @@ from crcr.buildmaster.www.readers import assert_reader, write_error
 from crcr.config.errors import shown
 from crcr.health.links import bisection_page, build_url
 from crcr.store.bisections import Bisection, BisectionStep
-from crcr.store.service import RelayStore
+from crcr.store.service import RelayStore, relay_store
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
@@ -62,7 +62,7 @@ class JsonResource(resource.Resource):
         return json.dumps(body).encode()
 
     def store(self) -> RelayStore:
-        return self.master.service_manager.namedServices[RelayStore.name]
+        return relay_store(self.master)
 
 
 def _refuse(code: int, message: str) -> Error:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from crcr.buildmaster.services.presence import PRESENCE_SERVICE
+from crcr.buildmaster.util.relay_services import device_presence
 from crcr.buildmaster.www.bisections import JsonResource
 
 
@@ -26,7 +26,7 @@ class DisconnectedResource(JsonResource):
 
     @defer.inlineCallbacks
     def answer(self, request):
-        presence = self.master.service_manager.namedServices.get(PRESENCE_SERVICE)
+        presence = device_presence(self.master)
         outages = []
         if presence is not None:
             yield presence.refresh()  # units connected to the other masters now

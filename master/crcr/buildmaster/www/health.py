@@ -6,7 +6,7 @@
     GET /plugins/crcr/api/health/<backend>/commits/<sha>           one upstream commit of it (a prefix of 7+ digits)
     GET /plugins/crcr/api/health/<backend>/charts/{latency,pass_rate,queue}.svg?range=7d
 
-Each asks the RelayHealth service (buildmaster/services/health.py), whose answers are the contract of
+Each asks the RelayHealth service (buildmaster/services/every_master/health.py), whose answers are the contract of
 docs/health.md; these resources only read the query and hand the answer on. A question the service
 cannot answer (an unknown backend, range or commit) answers its HealthQueryError's code with {"error": message},
 as does an unknown or repeated query parameter (400).

@@ -1,6 +1,6 @@
 """crcr's host tool, served by the relay so that a new host gets it without cloning the relay:
 
-    GET /plugins/crcr/crcr-host     text/x-python, the file of module crcr.host.crcr_host (names.HOST_TOOL_PATH)
+    GET /plugins/crcr/crcr-host     text/x-python, the file of module crcr.shipped.crcr_host (names.HOST_TOOL_PATH)
 
 Served to anyone, CRCR_REQUIRE_SIGN_IN or not, without asking the relay's Authz: it is code that ships with crcr,
 no secret, and a lab admin fetches it onto a host that has no account on the relay (the host's password reaches
@@ -9,16 +9,14 @@ the host apart from it, on the tool's standard input).
 
 from __future__ import annotations
 
-import importlib.resources
 from pathlib import Path
 
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET
 
 from crcr.names import HOST_TOOL_PATH
+from crcr.shipped import HOST_TOOL  # served as a file, never imported: the master never runs it
 
-# Found beside the crcr package rather than imported: the master never runs it, and the file is what is served.
-HOST_TOOL = Path(str(importlib.resources.files("crcr") / "host" / "crcr_host.py"))
 NOT_INSTALLED = b"crcr's host tool is not installed with this relay\n"
 NO_SUCH_FILE = f"the host tool is /{HOST_TOOL_PATH}, and nothing lies below it\n".encode()
 

@@ -21,8 +21,8 @@ from twisted.internet import defer
 from twisted.python import log
 from twisted.web.error import Error
 
+from crcr.buildmaster.services.every_master.unit_figures import DAYS
 from crcr.buildmaster.www.reading import ReadResource
-from crcr.buildmaster.services.unit_figures import DAYS
 from crcr.config.secretfiles import METRICS_TOKEN
 from crcr.health.state import STATES
 
@@ -143,7 +143,7 @@ class _Figures:
 
     @staticmethod
     def _each_unit(units: list[dict]):
-        """Each unit's gauges, from the Units page's figures (services/unit_figures.py)."""
+        """Each unit's gauges, from the Units page's figures (services/every_master/unit_figures.py)."""
         families = {
             "builds": GaugeMetricFamily("crcr_unit_builds", f"Builds the unit started (of any backend and kind: a "
                                         "fanned-out commit's build stage and suite children one each) in the last "

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from twisted.web.error import Error
 
+from crcr.buildmaster.util.relay_services import relay_health
 from crcr.buildmaster.www.bisections import JsonResource
-from crcr.names import HEALTH_SERVICE
 
 
 class HealthReader(JsonResource):
     """A resource whose every figure comes from the RelayHealth service."""
 
     def health(self):
-        health = self.master.service_manager.namedServices.get(HEALTH_SERVICE)
+        health = relay_health(self.master)
         if health is None:
             raise Error(503, b"the relay's health service is not running")
         return health

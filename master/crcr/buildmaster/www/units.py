@@ -1,4 +1,4 @@
-"""Each unit's record over the last 7 days (services/unit_figures.py), as JSON for the UI's Units page and
+"""Each unit's record over the last 7 days (services/every_master/unit_figures.py), as JSON for the UI's Units page and
 `crcr status --units`:
 
     GET /plugins/crcr/api/units
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from crcr.buildmaster.services.unit_figures import DAYS, unit_figures
+from crcr.buildmaster.services.every_master.unit_figures import DAYS, unit_figures
 from crcr.buildmaster.www.bisections import JsonResource
 
 

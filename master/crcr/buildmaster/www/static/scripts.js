@@ -320,7 +320,7 @@
         b.next.tests.length + " test" + (b.next.tests.length === 1 ? "" : "s") + ".") : null);
   }
 
-  // --- health (the JSON of plugins/crcr/api/health, see www/health.py and buildmaster/services/health.py) ---
+  // --- health (the JSON of plugins/crcr/api/health, see www/health.py and buildmaster/services/every_master/health.py) ---
 
   var RANGES = ["24h", "7d", "30d"];
   var DEFAULT_RANGE = "7d";

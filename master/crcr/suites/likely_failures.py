@@ -15,7 +15,7 @@ from __future__ import annotations
 from fnmatch import fnmatch
 from pathlib import PurePosixPath
 
-from crcr.suites.worker_plugin.crcr_order import keywords_of
+from crcr.shipped.crcr_order import keywords_of
 
 FAILING_AT_TIP, EDITED, HISTORY = 1.0, 0.8, 0.6
 CHANGED_SHOWN, TESTS_SHOWN = 50, 20  # in the order's log: of the changed files, of each suite's tests

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.services.consumer import MessageConsumer
+from crcr.buildmaster.util.consumer import MessageConsumer
+from crcr.names import PRESENCE_SERVICE
 from crcr.store.buildbot_tables import connected_elsewhere
-
-PRESENCE_SERVICE = "crcr-device-presence"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from buildbot.process.results import RETRY, SKIPPED, SUCCESS, WARNINGS, Results
 from buildbot.reporters.utils import getDetailsForBuild
 from twisted.internet import defer
 
-from crcr.buildmaster.services.ordered import OrderedLeaderService
+from crcr.buildmaster.services.leader.ordered import OrderedLeaderService
 from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, HISTORY_SERVICE, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX,
     TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, force_scheduler_name, pull_request_scheduler_name,

@@ -4,7 +4,7 @@ badges, /metrics and `crcr status` (the contract: docs/health.md).
 It gathers each view's rows in one trip to the database threads (store/health_queries.py), the units from the
 device presence service (connected to any of the cluster's masters) and the backends from the configuration, and
 leaves every figure to crcr/health/.
-Other services and the www resources find it as master.service_manager.namedServices[HEALTH_SERVICE].
+Other services and the www resources find it as relay_health(master) (util/relay_services.py).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from buildbot.util import service
 from twisted.internet import defer
 
-from crcr.buildmaster.services.presence import PRESENCE_SERVICE
-from crcr.buildmaster.services.unit_figures import unit_figures
+from crcr.buildmaster.services.every_master.unit_figures import unit_figures
+from crcr.buildmaster.util.relay_services import device_presence
 from crcr.config.errors import shown
 from crcr.health.backend import backend_page
 from crcr.health.errors import HealthQueryError
@@ -123,7 +123,7 @@ class RelayHealth(service.BuildbotService):
     def _units(self):
         """{device: {"connected", "declared"}} of each device with units in workers/*.yaml, connected anywhere in the
         cluster."""
-        presence = self.master.service_manager.namedServices.get(PRESENCE_SERVICE)
+        presence = device_presence(self.master)
         if presence is None:  # a master without the relay's services (unit tests)
             return {}
         yield presence.refresh()

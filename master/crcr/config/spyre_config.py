@@ -8,7 +8,7 @@ dtypes, tolerances and `force_xfail`, the rest of `global`, `labels`) are kept a
 checked beyond being YAML: torch-spyre's test base applies them on the worker.
 
 `selection_rules` turns a config into the JSON the worker-side pytest plugin
-(worker_plugin/crcr_selection.py) reads.
+(shipped/crcr_selection.py) reads.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from crcr.config.fields import Strict
 from crcr.config.paths import display_path
 from crcr.config.yamlfiles import read_yaml_mapping
 # The dtype names PyTorch writes into test names: those the plugin can read back out of them.
-from crcr.suites.worker_plugin.crcr_selection import DTYPE_NAMES
+from crcr.shipped.crcr_selection import DTYPE_NAMES
 
 Mode = Literal["mandatory_success", "xfail", "xfail_strict", "skip"]
 # What a file's tests not named in any group get when the file does not say: what torch-spyre's test base

@@ -20,32 +20,12 @@ from buildbot.util import epoch2datetime
 from twisted.internet import defer, task
 from twisted.python import log
 
-from crcr.buildmaster.services.consumer import MessageConsumer
-from crcr.names import LEADERSHIP_SERVICE, leads
+from crcr.buildmaster.util.consumer import MessageConsumer
+from crcr.buildmaster.util.leader_duty import LeaderDuty
+from crcr.names import LEADERSHIP_SERVICE
 from crcr.store.service import relay_store
 
 TICKS_PER_TAKEOVER = 5  # a live master marks itself alive this many times within takeover_after
-
-
-class LeaderDuty:
-    """A service of the relay acting only while its master leads (mixed into a BuildbotService). lead() runs when
-    the master takes the lead, or when the service starts on the leader: the place to catch up on what happened
-    while no one of this master's led; follow() when it loses it."""
-
-    def leads(self) -> bool:
-        return leads(self.master)
-
-    def lead(self):
-        return defer.succeed(None)
-
-    def follow(self):
-        return defer.succeed(None)
-
-    @defer.inlineCallbacks
-    def start_duty(self):
-        """To call at the end of the service's startService."""
-        if self.leads():
-            yield self.lead()
 
 
 class RelayLeadership(MessageConsumer):

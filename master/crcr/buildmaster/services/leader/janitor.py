@@ -2,7 +2,7 @@
 setting: Buildbot's build logs and build data (what the steps of Buildbot's JanitorConfigurator delete) and the
 relay's own rows (store.prune_history): the test history, the ledger's decided commits and the ended bisections
 with their steps. Buildbot's own build rows stay (small without their logs). And the build stages' artifacts,
-after `artifact_days` (graph/artifacts.py), with the shared builds' rows.
+after `artifact_days` (util/artifact_store.py), with the shared builds' rows.
 
 A service rather than Buildbot's JanitorConfigurator, whose builder and LocalWorker the UI listed among the
 backends' builders and workers.
@@ -22,8 +22,8 @@ from buildbot.util.state import StateMixin
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.graph.artifacts import prune_artifacts
-from crcr.buildmaster.services.leadership import LeaderDuty
+from crcr.buildmaster.util.artifact_store import prune_artifacts
+from crcr.buildmaster.util.leader_duty import LeaderDuty
 from crcr.store.service import relay_store
 
 DAY = 24 * 3600

@@ -41,8 +41,9 @@ from twisted.internet import defer, error, task
 from twisted.python import log
 from twisted.python.failure import Failure
 
-from crcr.buildmaster.services.leadership import LeaderDuty
-from crcr.buildmaster.services.presence import PRESENCE_SERVICE, DevicePresence, Outage
+from crcr.buildmaster.services.every_master.presence import DevicePresence, Outage
+from crcr.buildmaster.util.leader_duty import LeaderDuty
+from crcr.buildmaster.util.relay_services import device_presence
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.github.commit_status import post_status
@@ -197,7 +198,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
 
     @defer.inlineCallbacks
     def _tell_stale_requests(self, now: float):
-        presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
+        presence = device_presence(self.master)
         yield presence.refresh()  # a unit connected to any master of the cluster ends its device's outage
         outages = {w.device: presence.outage(w.device) for w in self.builders}
         shortages = self._shortages(presence, outages, now)
@@ -308,7 +309,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         waiting_since = min([asked.submitted_at] + [row.seen_at for row in rows])
         if now - waiting_since < backend.stale_after:  # and its device has been out that long (due)
             return
-        presence = self.master.service_manager.namedServices[PRESENCE_SERVICE]
+        presence = device_presence(self.master)
         yield presence.refresh()
         if isinstance(blocker, Outage):
             if presence.outage(blocker.device) is None:  # a unit came back while the sweep read: it will build

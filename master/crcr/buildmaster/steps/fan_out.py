@@ -1,6 +1,6 @@
 """A parent build's fan-out: one child build per suite, triggered through the backend's Triggerable and waited for.
 
-Buildbot's Trigger step does the work (triggering.py), as buildbot-nix's BuildTrigger builds on it. This step
+Buildbot's Trigger step does the work (child_trigger.py), as buildbot-nix's BuildTrigger builds on it. This step
 chooses the children (a bisection's parent runs only the suites it asks about), names each after its suite, hands
 them the build stage's artifacts, and records which child build ran each suite for the verdict steps that follow."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from buildbot.process.results import FAILURE, SUCCESS, Results
 from twisted.internet import defer
 
-from crcr.buildmaster.graph.triggering import ChildTrigger
+from crcr.buildmaster.steps.child_trigger import ChildTrigger
 from crcr.names import (
     ARTIFACTS_PROPERTY, BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY,
     CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, ONLY_TESTS_PROPERTY, ORDER_PROPERTY, SUITE_RUN_PROPERTY,

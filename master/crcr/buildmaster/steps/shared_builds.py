@@ -16,8 +16,8 @@ from buildbot.process.results import CANCELLED, FAILURE, SUCCESS, WARNINGS
 from twisted.internet import defer, task
 from twisted.python import log
 
-from crcr.buildmaster.graph.artifacts import kept_by, size_text
-from crcr.buildmaster.graph.triggering import announce_revision, last_build, request_complete
+from crcr.buildmaster.steps.artifacts import kept_by, size_text
+from crcr.buildmaster.steps.child_trigger import announce_revision, last_build, request_complete
 from crcr.names import ARTIFACTS_PROPERTY, shared_scheduler_name
 from crcr.store.service import relay_store
 

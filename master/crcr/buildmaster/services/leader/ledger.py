@@ -26,8 +26,8 @@ from buildbot.util.state import StateMixin
 from twisted.internet import defer
 
 from crcr.bisection.plan import Bisection
-from crcr.buildmaster.services.bisector import Bisector
-from crcr.buildmaster.services.ordered import OrderedLeaderService
+from crcr.buildmaster.services.leader.bisector import Bisector
+from crcr.buildmaster.services.leader.ordered import OrderedLeaderService
 from crcr.github import status_text
 from crcr.github.commit_status import post_status
 from crcr.github.formatting import what_the_store_adds
@@ -51,10 +51,6 @@ def github_state(results: int) -> str:
 
 # Object state (shared by the masters: the same service name): the newest build request whose arrival was recorded.
 LAST_REQUEST = "last_request"
-
-
-def commit_ledger(master) -> CommitLedger:
-    return master.service_manager.namedServices[LEDGER_SERVICE]
 
 
 class CommitLedger(OrderedLeaderService, StateMixin):

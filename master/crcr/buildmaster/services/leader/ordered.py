@@ -13,8 +13,8 @@ from __future__ import annotations
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.services.consumer import MessageConsumer
-from crcr.buildmaster.services.leadership import LeaderDuty
+from crcr.buildmaster.util.consumer import MessageConsumer
+from crcr.buildmaster.util.leader_duty import LeaderDuty
 
 
 class OrderedLeaderService(LeaderDuty, MessageConsumer):

@@ -1,5 +1,5 @@
 """The build's step, on the master, that draws the order of each pytest suite's tests before any runs: the tests
-most likely to fail first (suites/test_order.py), from the files the build's commits changed (the master's mirror
+most likely to fail first (suites/likely_failures.py), from the files the build's commits changed (the master's mirror
 of upstream) and this backend's test history (store/order_inputs.py). Each suite's step ships its order to the
 unit, where the crcr_order plugin applies it (docs/relevance.md)."""
 
@@ -16,7 +16,7 @@ from crcr.names import (
     BACKEND_PROPERTY, BISECTION_PROPERTY, ORDER_PROPERTY, PULL_REQUEST_PROPERTY, TELL_EARLY_PROPERTY,
 )
 from crcr.store.service import relay_store
-from crcr.suites.test_order import order_log, order_spec, order_summary
+from crcr.suites.likely_failures import order_log, order_spec, order_summary
 
 ORDER_LOG = "test order"
 

@@ -1,21 +1,19 @@
 """A build stage's artifacts: kept by the relay, handed to the units that run the commit's suites.
 
-Uploaded once per commit with Buildbot's MultipleFileUpload into the relay's store (the `artifact_store` setting,
-`artifacts/` in the master's directory by default: `<store>/<build child's id>/<file>`); in a cluster every master
-must see that folder (shared storage, docs/operators.md). Served over HTTP by the master's web server
-(www/artifacts.py), which bench/artifacts.py measured about ten times faster than Buildbot's FileDownload for the
-many units of a commit (docs/build-graph.md), to a unit that shows a token: one per child build, an HMAC under a key
-derived from Buildbot's session secret (which every master of one database shares), valid while that child runs
+Uploaded once per commit with Buildbot's MultipleFileUpload into the relay's store (util/artifact_store.py: the
+`artifact_store` setting, `artifacts/` in the master's directory by default: `<store>/<build child's id>/<file>`); in
+a cluster every master must see that folder (shared storage, docs/operators.md). Served over HTTP by the master's web
+server (www/artifacts.py), which bench/artifacts.py measured about ten times faster than Buildbot's FileDownload for
+the many units of a commit (docs/build-graph.md), to a unit that shows a token: one per child build, an HMAC under a
+key derived from Buildbot's session secret (which every master of one database shares), valid while that child runs
 and for the artifacts its ARTIFACTS_PROPERTY lists. A unit fetches them through its host's cache
-(fetch_artifacts.py)."""
+(shipped/fetch_artifacts.py)."""
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import posixpath
-import shutil
 from pathlib import Path
 
 from buildbot.plugins import util
@@ -26,9 +24,10 @@ from buildbot.steps.transfer import MultipleFileUpload
 from twisted.internet import defer, error, threads
 from twisted.python.failure import Failure
 
+from crcr.buildmaster.util.artifact_store import artifact_token, artifacts_folder
 from crcr.names import ARTIFACTS_DIR, ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PATH, ARTIFACTS_PROPERTY
+from crcr.shipped import FETCH_SCRIPT  # shipped into a suite child's build folder
 
-FETCH_SCRIPT = Path(__file__).with_name("fetch_artifacts.py")  # shipped into a suite child's build folder
 HOST_CACHE = "cache/artifacts"  # in the host's folder, the parent of its units' folders (docs/lab-admins.md)
 _BLOCK = 1 << 20
 UPLOAD_BLOCK = 256 * 1024
@@ -50,47 +49,6 @@ print(json.dumps({pattern: [[path, kind(path), os.lstat(path).st_size] for path 
 NOT_FILES = {"folder": "a folder: artifacts are files, give a glob of its files",
              "link": "a link, or in a linked folder: artifacts are the checkout's own files",
              "special file": "not a regular file"}
-
-
-def artifacts_folder(master_basedir: str, store: Path, build: int) -> Path:
-    """Where build `build`'s artifacts are kept: in `store`, the setting (absolute, or relative to the master's
-    directory)."""
-    return Path(master_basedir) / store / str(build)
-
-
-@defer.inlineCallbacks
-def prune_artifacts(master, store: Path, horizon: float):
-    """Deletes the artifact folders of `store` whose builds ended before `horizon` (epoch seconds), or that the
-    database no longer knows; returns how many."""
-    root = Path(master.basedir) / store
-    folders = [path for path in root.iterdir() if path.name.isdigit()] if root.is_dir() else []
-    expired = []
-    for folder in folders:
-        build = yield master.db.builds.getBuild(int(folder.name))
-        if build is None or (build.complete_at is not None and build.complete_at.timestamp() < horizon):
-            expired.append(folder)
-    reactor = master.reactor
-    yield threads.deferToThreadPool(reactor, reactor.getThreadPool(),
-                                    lambda: [shutil.rmtree(folder, ignore_errors=True) for folder in expired])
-    return len(expired)
-
-
-def _key(session_secret: str) -> bytes:
-    return hashlib.sha256(b"crcr artifacts\0" + session_secret.encode()).digest()
-
-
-def artifact_token(session_secret: str, child: int) -> str:
-    """The token with which child build `child` fetches the artifacts it is given."""
-    mac = hmac.new(_key(session_secret), f"artifacts of {child}".encode(), hashlib.sha256).hexdigest()
-    return f"{child}.{mac}"
-
-
-def token_child(session_secret: str, token: str) -> int | None:
-    """The child build `token` was made for; None for a token the relay did not make."""
-    child, _, _ = token.partition(".")
-    if not child.isdigit():
-        return None
-    return int(child) if hmac.compare_digest(token, artifact_token(session_secret, int(child))) else None
 
 
 def describe_files(folder: Path) -> list[dict]:

@@ -1,6 +1,6 @@
 """A child never outlives its parent: the leader cancels what a parent build triggered once that parent has ended.
 
-Buildbot's Trigger cancels its children when its step is interrupted (graph/triggering.py). Nothing does when the
+Buildbot's Trigger cancels its children when its step is interrupted (steps/child_trigger.py). Nothing does when the
 parent's master dies: Buildbot's housekeeping ends that master's builds (RETRY) and hands their requests to another
 master, which builds the parent again and triggers its children anew, while the children of the lost parent, on
 units connected to other masters, would run on for nobody. Their requests are cancelled, as Buildbot's UI cancels
@@ -13,8 +13,8 @@ from __future__ import annotations
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.services.consumer import MessageConsumer
-from crcr.buildmaster.services.leadership import LeaderDuty
+from crcr.buildmaster.util.consumer import MessageConsumer
+from crcr.buildmaster.util.leader_duty import LeaderDuty
 from crcr.names import RELAY_WORKER
 
 

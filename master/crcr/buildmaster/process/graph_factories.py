@@ -6,19 +6,19 @@ from __future__ import annotations
 from buildbot.plugins import util
 from buildbot.process.buildstep import get_factory_from_step_or_factory
 
-from crcr.buildmaster.graph.artifacts import UploadArtifacts, fetch_artifacts_step
-from crcr.buildmaster.graph.build_stage import BuildStage
-from crcr.buildmaster.graph.child import ChildSuiteRun
-from crcr.buildmaster.graph.fanout import FanOut
-from crcr.buildmaster.graph.shared import SharedBuilds
-from crcr.buildmaster.graph.verdicts import SuiteFromChild
 from crcr.buildmaster.process.build import RelayBuild
 from crcr.buildmaster.process.factory import (
     RESULTS_DIR, SELECTION_DIR, UPSTREAM_DIR, build_environment, commands_in_checkout, fetcher_files, master_steps,
     suite_step_arguments, unit_steps, upstream_checkout, upstream_environment,
 )
+from crcr.buildmaster.steps.artifacts import UploadArtifacts, fetch_artifacts_step
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
+from crcr.buildmaster.steps.build_stage import BuildStage
+from crcr.buildmaster.steps.child_suite import ChildSuiteRun
+from crcr.buildmaster.steps.fan_out import FanOut
 from crcr.buildmaster.steps.infra import InfraSetup
+from crcr.buildmaster.steps.parent_suite import SuiteFromChild
+from crcr.buildmaster.steps.shared_builds import SharedBuilds
 from crcr.config import builds as config
 from crcr.config.backend import Backend
 from crcr.config.builds import SharedBuild
@@ -28,7 +28,7 @@ from crcr.names import (
     BUILD_STAGE_STEP, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, FAN_OUT_STEP, FETCH_STEP, PREPARE_STEP,
     SHARED_BUILDS_STEP, UPLOAD_STEP,
 )
-from crcr.suites.worker_plugin.crcr_selection import SHARD_VARIABLE
+from crcr.shipped.crcr_selection import SHARD_VARIABLE
 
 
 def parent_factory(backend: Backend, settings: Settings, selections: dict[tuple[str, str], dict]) -> util.BuildFactory:

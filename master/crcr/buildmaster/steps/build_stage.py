@@ -6,8 +6,8 @@ from __future__ import annotations
 from buildbot.process.results import FAILURE, SUCCESS, WARNINGS, Results
 from twisted.internet import defer
 
-from crcr.buildmaster.graph.artifacts import files_text, kept_by
-from crcr.buildmaster.graph.triggering import ChildTrigger
+from crcr.buildmaster.steps.artifacts import files_text, kept_by
+from crcr.buildmaster.steps.child_trigger import ChildTrigger
 from crcr.names import ARTIFACTS_PROPERTY, build_child_name, build_scheduler_name
 
 

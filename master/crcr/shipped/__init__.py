@@ -1,0 +1,14 @@
+"""What the relay ships to hosts and workers, run there apart from crcr (hosts never install the relay): the host
+tool crcr_host.py (`crcr-host up`, served at /plugins/crcr/crcr-host, run here as `crcr host`), the pytest plugins
+crcr_selection.py and crcr_order.py (shipped into each suite's build folder) and fetch_artifacts.py (a suite's
+child fetches the build stage's artifacts with it). Each imports the standard library only, the plugins pytest too
+(tests/test_layers.py): nothing of crcr's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HOST_TOOL = Path(__file__).with_name("crcr_host.py")
+SELECTION_PLUGIN = Path(__file__).with_name("crcr_selection.py")
+ORDER_PLUGIN = Path(__file__).with_name("crcr_order.py")
+FETCH_SCRIPT = Path(__file__).with_name("fetch_artifacts.py")
