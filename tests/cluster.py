@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import Relay, WorkerProcess, free_port, run, venv_env, VENV_BIN
+from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
+from harness import VENV_BIN, Relay, WorkerProcess, free_port, run, tell_pushes_to, venv_env
 
 
 class Router:
@@ -32,6 +33,9 @@ def another_master(first: Relay, basedir: Path) -> Relay:
     env = {name: value for name, value in first.env.items() if name.startswith("CRCR_")}
     env.update(CRCR_WEB_PORT=str(web_port), CRCR_WORKER_PORT=str(free_port()),
                CRCR_BUILDBOT_URL=f"http://localhost:{web_port}/")
+    secret = Path(env["CRCR_SECRETS_DIR"]) / GITHUB_WEBHOOK_SECRET
+    if secret.exists():  # pushes told to the first master: told to this one too
+        tell_pushes_to(env, secret)
     return Relay(basedir, env, admin=first.admin)
 
 

@@ -18,9 +18,11 @@ import labhost
 
 from configfiles import make_dirs, write_file, write_secret
 from fakegithub import FakeGitHub
+from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
 from crcr.config.users import add_user, users_file
-from harness import ADMIN, Relay, Upstream, WorkerProcess, free_port, wait_until
+from harness import ADMIN, Relay, Upstream, WorkerProcess, free_port, tell_pushes_to, wait_until
 from postgres import PostgresServer, server_bin_dir
+from webhooks import WEBHOOK_SECRET
 
 UPSTREAM_TREE = Path(__file__).parent / "upstream_tree"
 GITHUB_TOKEN = "test-token-123"
@@ -191,7 +193,8 @@ def relay_env(root: Path, upstream: Upstream, github: FakeGitHub) -> dict[str, s
     return {
         "CRCR_UPSTREAM_URL": upstream.url,
         "CRCR_UPSTREAM_BRANCHES": f"main,{RELEASE_BRANCH},{BUDGET_BRANCH},{UNITS_BRANCH}",
-        "CRCR_POLL_INTERVAL": "1",
+        # Pushes are told to the relay at once (push_hook.py, prepare_relay); a poll finds those no hook told.
+        "CRCR_POLL_INTERVAL": "5",
         "CRCR_GITHUB_API_URL": github.url,
         "CRCR_GITHUB_REPO": "pytorch/pytorch",
         "CRCR_BACKENDS_DIR": str(root / "backends"),
@@ -212,9 +215,11 @@ def unit_names(host: str, devices: dict[str, int]) -> list[str]:
 
 
 def prepare_relay(root: Path, upstream: Upstream, github: FakeGitHub, backends: dict, token: bool = True,
-                  hosts: dict = E2E_WORKERS, **env_overrides: str) -> tuple[Relay, list[WorkerProcess]]:
+                  hosts: dict = E2E_WORKERS, webhooks: bool = True,
+                  **env_overrides: str) -> tuple[Relay, list[WorkerProcess]]:
     """Write the data files and secrets a relay needs under `root`; return its master and the units of `hosts`.
-    The relay has an admin (harness.ADMIN, in its users file and CRCR_ADMINS), whom Relay signs in as."""
+    The relay has an admin (harness.ADMIN, in its users file and CRCR_ADMINS), whom Relay signs in as; and, unless
+    `webhooks` is false, a webhook secret, through which each push to `upstream` is told to it (push_hook.py)."""
     admin, password = ADMIN
     env = {**relay_env(root, upstream, github), "CRCR_ADMINS": admin, **env_overrides}
     dirs = make_dirs(root)
@@ -226,6 +231,8 @@ def prepare_relay(root: Path, upstream: Upstream, github: FakeGitHub, backends: 
         write_secret(dirs.secrets, f"worker-{name}", f"pw-{name}\n")
     if token:
         write_secret(dirs.secrets, "github-token", GITHUB_TOKEN + "\n")
+    if webhooks:
+        tell_pushes_to(env, write_secret(dirs.secrets, GITHUB_WEBHOOK_SECRET, WEBHOOK_SECRET + "\n"))
     keepalive = min(10, int(env.get("CRCR_WORKER_KEEPALIVE", 10)))
     workers = [
         # Each host's units in the host's folder, as the host tool lays them out: a host's cache is shared by its own.

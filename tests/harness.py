@@ -21,8 +21,10 @@ from typing import Callable, TypeVar
 
 from crcr.cli.hostsetup import PASSWORD_PLACEHOLDER, read_password_from_stdin
 from crcr.cli.mastercontrol import alive
+from push_hook import RELAYS_FILE
 
 VENV_BIN = Path(sys.executable).parent
+PUSH_HOOK = Path(__file__).with_name("push_hook.py")
 T = TypeVar("T")
 # Every relay the tests start has this admin in its users file and CRCR_ADMINS (conftest.prepare_relay), and
 # Relay signs in as it by default: under the relay's authorization an anonymous control request is refused.
@@ -97,6 +99,15 @@ def run(args: list, cwd=None, env=None, check=True, input: str | None = None) ->
     return result
 
 
+def tell_pushes_to(relay_env: dict[str, str], secret_file: Path) -> None:
+    """Each later push to a branch of the relay's upstream (an Upstream's, by its file:// URL) is told to the relay
+    as GitHub's push webhook, signed with the secret in `secret_file` (push_hook.py)."""
+    bare = Path(urllib.parse.urlsplit(relay_env["CRCR_UPSTREAM_URL"]).path)
+    with open(bare / RELAYS_FILE, "a") as relays:
+        relays.write(json.dumps({"web_url": relay_env["CRCR_BUILDBOT_URL"], "secret_file": str(secret_file),
+                                 "github_repo": relay_env["CRCR_GITHUB_REPO"]}) + "\n")
+
+
 class Upstream:
     """A bare repository standing in for pytorch/pytorch, and a clone to commit and push from."""
 
@@ -106,6 +117,9 @@ class Upstream:
         run(["git", "init", "-q", "--bare", "-b", "main", self.bare])
         run(["git", "init", "-q", "-b", "main", self.work])
         self.git("remote", "add", "origin", self.bare)
+        hook = self.bare / "hooks" / "post-receive"
+        hook.write_text(f"#!{sys.executable}\n" + PUSH_HOOK.read_text())
+        hook.chmod(0o755)
 
     @property
     def url(self) -> str:

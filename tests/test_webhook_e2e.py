@@ -35,7 +35,9 @@ def upstream(tmp_path_factory):
 def relay(tmp_path_factory, upstream, github):
     load_fixture("push")  # skips the module's tests without the fixtures, before a master starts
     root = tmp_path_factory.mktemp("hook-relay")
-    master, workers = prepare_relay(root, upstream, github, BACKENDS, hosts=HOSTS, CRCR_POLL_INTERVAL="3600")
+    # Its pushes told by the tests' own deliveries only, not by the upstream's hook.
+    master, workers = prepare_relay(root, upstream, github, BACKENDS, hosts=HOSTS, webhooks=False,
+                                    CRCR_POLL_INTERVAL="3600")
     write_secret(root / "secrets", GITHUB_WEBHOOK_SECRET, WEBHOOK_SECRET + "\n")
     with running(master, workers):
         yield master
@@ -130,7 +132,8 @@ def test_a_redelivery_is_not_acted_on_twice_also_after_a_restart(relay, upstream
 
 def test_without_the_secret_the_receiver_is_off_and_the_master_says_why_once(tmp_path, upstream, github):
     load_fixture("ping")
-    master, _workers = prepare_relay(tmp_path, upstream, github, BACKENDS, hosts=HOSTS, CRCR_POLL_INTERVAL="3600")
+    master, _workers = prepare_relay(tmp_path, upstream, github, BACKENDS, hosts=HOSTS, webhooks=False,
+                                     CRCR_POLL_INTERVAL="3600")
     master.start()  # no workers: nothing is built here
     try:
         assert deliver(master, "ping", "ping") == 404
