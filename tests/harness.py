@@ -101,8 +101,12 @@ def run(args: list, cwd=None, env=None, check=True, input: str | None = None) ->
 
 def tell_pushes_to(relay_env: dict[str, str], secret_file: Path) -> None:
     """Each later push to a branch of the relay's upstream (an Upstream's, by its file:// URL) is told to the relay
-    as GitHub's push webhook, signed with the secret in `secret_file` (push_hook.py)."""
-    bare = Path(urllib.parse.urlsplit(relay_env["CRCR_UPSTREAM_URL"]).path)
+    as GitHub's push webhook, signed with the secret in `secret_file` (push_hook.py). An upstream served over HTTP
+    (served_upstream.py) is polled."""
+    url = urllib.parse.urlsplit(relay_env["CRCR_UPSTREAM_URL"])
+    if url.scheme != "file":
+        return
+    bare = Path(url.path)
     with open(bare / RELAYS_FILE, "a") as relays:
         relays.write(json.dumps({"web_url": relay_env["CRCR_BUILDBOT_URL"], "secret_file": str(secret_file),
                                  "github_repo": relay_env["CRCR_GITHUB_REPO"]}) + "\n")
