@@ -24,11 +24,10 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
-from harness import VENV_BIN, Relay, WorkerProcess, free_port, run, venv_env, wait_until  # noqa: E402
-from relays import cpu_seconds  # noqa: E402
-
 from crcr.buildmaster.steps.artifacts import FETCH_SCRIPT, describe_files  # noqa: E402
 from crcr.cli import mastercontrol  # noqa: E402
+from harness import VENV_BIN, Relay, WorkerProcess, free_port, run, venv_env, wait_until  # noqa: E402
+from relays import cpu_seconds  # noqa: E402
 
 MODES = ("pb", "http", "http-no-cache")
 PASSWORD = "pw-unit"

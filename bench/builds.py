@@ -10,8 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from relays import CrcrSide, Fleet, RestProbe, Side, VanillaSide, median, percentile, print_table
 from harness import wait_until
+from relays import CrcrSide, Fleet, RestProbe, Side, VanillaSide, median, percentile, print_table
 
 PER_BUILD_TARGET = 1.1
 BUILD_FIELDS = "&".join(f"field={f}" for f in ("buildid", "complete", "started_at", "complete_at", "results"))

@@ -34,15 +34,14 @@ from pathlib import Path
 import sqlalchemy as sa
 from buildbot.process.results import RETRY
 
-from relays import CrcrSide, Fleet, RestProbe, cpu_seconds, percentile
 from cluster import Router, another_master, worker_port
-from harness import Relay, WorkerProcess, kill_9, wait_until
-from postgres import PostgresServer, server_bin_dir
-
 from crcr.cli.pollerstate import first_poll_done
 from crcr.config.settings import Settings
 from crcr.names import status_context
 from crcr.store import leadership
+from harness import Relay, WorkerProcess, kill_9, wait_until
+from postgres import PostgresServer, server_bin_dir
+from relays import CrcrSide, Fleet, RestProbe, cpu_seconds, percentile
 
 FINAL = ("success", "failure", "error")
 DRAIN_TARGET = 1.6  # two masters drain at least this many times faster than one

@@ -30,15 +30,18 @@ from pathlib import Path
 import sqlalchemy as sa
 from buildbot.process.results import SKIPPED
 
-from relays import CrcrSide, Fleet, percentile
-from harness import wait_until
-
 from crcr.cli.pollerstate import first_poll_done
 from crcr.names import (
-    SETUP_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, upstream_scheduler_name,
+    SETUP_STEP_PREFIX,
+    TESTS_PROPERTY,
+    bisect_scheduler_name,
+    force_scheduler_name,
+    upstream_scheduler_name,
 )
 from crcr.store import bisections as stored_bisections
 from crcr.store import commits as ledger
+from harness import wait_until
+from relays import CrcrSide, Fleet, percentile
 
 DAY_TREE = Path(__file__).with_name("day_tree")
 SUITE = "ops"

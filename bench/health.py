@@ -23,11 +23,10 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from relays import CrcrSide, Fleet  # noqa: E402
-
-from crcr.bisection.plan import Bisection as Plan  # noqa: E402
-from crcr.cli import mastercontrol  # noqa: E402
-from crcr.store.tables import bisections, builds, commits, suite_runs, test_outcomes  # noqa: E402
+from crcr.bisection.plan import Bisection as Plan
+from crcr.cli import mastercontrol
+from crcr.store.tables import bisections, builds, commits, suite_runs, test_outcomes
+from relays import CrcrSide, Fleet
 
 BACKENDS = 100
 BUILDS = 10_000

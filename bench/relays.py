@@ -4,11 +4,11 @@ so neither slows the other's bookkeeping; they run one after the other where the
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
 import re
 import statistics
-import http.client
-import os
 import sys
 import threading
 import time
@@ -22,10 +22,9 @@ sys.path.insert(0, str(TESTS))
 import yaml  # noqa: E402
 
 from configfiles import make_dirs, write_file, write_secret  # noqa: E402
+from crcr.cli import mastercontrol  # noqa: E402
 from fakegithub import FakeGitHub  # noqa: E402
 from harness import VENV_BIN, Relay, Upstream, WorkerProcess, free_port, run, venv_env, wait_until  # noqa: E402
-
-from crcr.cli import mastercontrol  # noqa: E402
 
 VANILLA_CFG = Path(__file__).with_name("vanilla_master.cfg")
 UPSTREAM_TREE = TESTS / "upstream_tree"

@@ -28,10 +28,9 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
 from conftest import backend, make_upstream, prepare_relay, running  # noqa: E402
-from fakegithub import FakeGitHub  # noqa: E402
-
 from crcr.config.relevance import DEFAULT_IGNORE_PATHS  # noqa: E402
 from crcr.names import status_context  # noqa: E402
+from fakegithub import FakeGitHub  # noqa: E402
 
 TODAY, RELEVANT = "today", "relevant"
 TARGETS = {"hardware": 0.65, "first_red": 0.2}

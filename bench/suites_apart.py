@@ -22,10 +22,9 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
 from conftest import backend, make_upstream, prepare_relay, running  # noqa: E402
+from crcr.names import shared_builder_name, status_context  # noqa: E402
 from fakegithub import FakeGitHub  # noqa: E402
 from harness import wait_until  # noqa: E402
-
-from crcr.names import shared_builder_name, status_context  # noqa: E402
 
 UNITS, SUITES, SHARDS = 4, 12, 3
 TARGETS = {"faster": 3.0, "ideal": 1.15, "overhead": 2.0, "shared": 1}

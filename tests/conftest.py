@@ -13,13 +13,12 @@ import pytest
 import yaml
 
 import copied_schema
-import shared_sql_cache
 import labhost
-
+import shared_sql_cache
 from configfiles import make_dirs, write_file, write_secret
-from fakegithub import FakeGitHub
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
 from crcr.config.users import add_user, users_file
+from fakegithub import FakeGitHub
 from harness import ADMIN, Relay, Upstream, WorkerProcess, free_port, tell_pushes_to, wait_until
 from postgres import PostgresServer, server_bin_dir
 from webhooks import WEBHOOK_SECRET

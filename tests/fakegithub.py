@@ -25,13 +25,13 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from loopback import serve_in_thread
 
@@ -103,7 +103,7 @@ class FakeGitHub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_port}"
 
-    def start(self) -> "FakeGitHub":
+    def start(self) -> FakeGitHub:
         serve_in_thread(self._server)
         return self
 
@@ -229,7 +229,7 @@ class FakeGitHub:
                 return _UNAUTHORIZED
             token = f"ghs_fake{len(self._tokens) + 1}"
             self._tokens.add(token)
-            expires = datetime.fromtimestamp(time.time() + TOKEN_LIFETIME, timezone.utc)
+            expires = datetime.fromtimestamp(time.time() + TOKEN_LIFETIME, UTC)
             return 201, {"token": token, "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%SZ")}
         if method == "POST" and (m := CHECK_RUNS_PATH.match(path)) and body:
             if not self._issued_token(headers):

@@ -15,9 +15,10 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from http.cookiejar import CookieJar
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from crcr.cli.hostsetup import PASSWORD_PLACEHOLDER, read_password_from_stdin
 from crcr.cli.mastercontrol import alive

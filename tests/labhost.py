@@ -10,9 +10,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from crcr.shipped import crcr_host
 from harness import VENV_BIN, run

@@ -31,7 +31,7 @@ class PostgresServer:
     def _pg(self, tool: str, *args) -> None:
         run([*self.as_user, self.bin_dir / tool, *args])
 
-    def start(self) -> "PostgresServer":
+    def start(self) -> PostgresServer:
         if self.as_user:
             shutil.chown(self.root, "postgres")
         self._pg("initdb", "-D", self.datadir, "-A", "trust", "-U", "crcr", "--no-sync")

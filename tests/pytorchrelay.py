@@ -37,7 +37,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import jwt
-from cryptography.hazmat.primitives import serialization
 
 from fakegithub import rsa_key_pair
 from loopback import serve_in_thread
@@ -98,7 +97,7 @@ class PyTorchRelayStandIn:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}{PATH}"
 
-    def start(self) -> "PyTorchRelayStandIn":
+    def start(self) -> PyTorchRelayStandIn:
         serve_in_thread(self._server)
         return self
 
@@ -235,7 +234,7 @@ class PyTorchRelayStandIn:
     def _parse(body: dict) -> tuple[str, str, int, int, str | None]:
         try:
             workflow = body["workflow"]
-            delivery_id, status, name = body["delivery_id"], workflow["status"], workflow["name"]
+            delivery_id, status, _name = body["delivery_id"], workflow["status"], workflow["name"]
             run_id, run_attempt = workflow["run_id"], workflow.get("run_attempt", 1)
         except (KeyError, TypeError) as e:
             raise Refusal(400, f"callback body missing required field: {e}") from None

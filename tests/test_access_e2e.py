@@ -32,7 +32,14 @@ from crcr.config.users import add_user, users_file
 from crcr.names import status_context, suite_step_name
 from harness import holding, wait_until
 from webui import (
-    TOPBAR_BUTTONS, build_link, click_when_ready, open_page, page_text, sign_in, topbar_buttons, wait_for_element,
+    TOPBAR_BUTTONS,
+    build_link,
+    click_when_ready,
+    open_page,
+    page_text,
+    sign_in,
+    topbar_buttons,
+    wait_for_element,
     wait_for_texts,
 )
 

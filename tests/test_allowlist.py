@@ -10,7 +10,14 @@ import pytest
 
 from clirun import InProcessCrcr
 from configfiles import (
-    BACKEND, alias_bomb, make_dirs, settings_for, write_backend, write_file, write_worker, write_worker_password,
+    BACKEND,
+    alias_bomb,
+    make_dirs,
+    settings_for,
+    write_backend,
+    write_file,
+    write_worker,
+    write_worker_password,
 )
 from crcr.config.allowlist import Grant, read_allowlist
 from crcr.config.backend import Backend

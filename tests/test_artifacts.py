@@ -17,15 +17,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from buildbot.process.properties import Properties
 from buildbot.interfaces import ITriggerableScheduler
+from buildbot.process.properties import Properties
+from buildbot.process.remotetransfer import FileWriter
 from buildbot.process.results import CANCELLED, FAILURE, RETRY, SUCCESS
 from buildbot.schedulers.triggerable import Triggerable
 from buildbot.test import fakedb
-from buildbot.test.steps import ExpectRemoteRef, ExpectShell, ExpectUploadFile
 from buildbot.test.reactor import TestReactorMixin
+from buildbot.test.steps import ExpectRemoteRef, ExpectShell, ExpectUploadFile
 from buildbot.util.tuplematch import matchTuple
-from buildbot.process.remotetransfer import FileWriter
 from twisted.internet import defer, error
 from twisted.python.failure import Failure
 from twisted.trial import unittest
@@ -34,7 +34,12 @@ from zope.interface import implementer
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.steps.artifacts import (
-    FETCH_SCRIPT, FIND_ARTIFACTS, MB, UploadArtifacts, fetch_artifacts_step, found_on_unit,
+    FETCH_SCRIPT,
+    FIND_ARTIFACTS,
+    MB,
+    UploadArtifacts,
+    fetch_artifacts_step,
+    found_on_unit,
 )
 from crcr.buildmaster.steps.build_stage import BuildStage
 from crcr.buildmaster.steps.child_trigger import request_complete
@@ -42,8 +47,14 @@ from crcr.buildmaster.steps.shared_builds import LOOK_AGAIN, SharedBuilds
 from crcr.buildmaster.util.artifact_store import artifact_token, artifacts_folder, token_child
 from crcr.config.loader import load_relay_config
 from crcr.names import (
-    ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PROPERTY, CHILD_TAG, build_builder_name, build_scheduler_name,
-    children_builder_name, shared_builder_name, shared_scheduler_name,
+    ARTIFACTS_MADE_PROPERTY,
+    ARTIFACTS_PROPERTY,
+    CHILD_TAG,
+    build_builder_name,
+    build_scheduler_name,
+    children_builder_name,
+    shared_builder_name,
+    shared_scheduler_name,
 )
 from relaymaster import relay_master, relay_plugin, render
 from test_suite_step import StepHarness

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 
 from buildbot.secrets.manager import SecretManager
+from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.logging import LoggingMixin
 from buildbot.test.util.www import WwwTestMixin
-from buildbot.test.reactor import TestReactorMixin
 from buildbot.www.auth import AuthRealm
 from twisted.cred.credentials import UsernamePassword
 from twisted.cred.error import UnauthorizedLogin
@@ -25,7 +25,6 @@ from twisted.trial import unittest
 from twisted.web.resource import IResource
 
 from configfiles import make_dirs, settings_for, write_backend, write_secret
-from fakegithub import FakeGitHub
 from crcr.buildmaster.auth.authentication import RelayGitHubAuth, UsersFileAuth, web_auth
 from crcr.buildmaster.auth.secrets import SecretsDirectory
 from crcr.buildmaster.www import www_config
@@ -33,6 +32,7 @@ from crcr.config.loader import load_relay_config
 from crcr.config.upstream_web import github_web_url
 from crcr.config.users import add_user, users_file
 from crcr.plan.builds import plan_builders
+from fakegithub import FakeGitHub
 
 WEB_URL = "http://relay.example.org:8010/"
 CLIENT_ID, CLIENT_SECRET = "Iv1.relay-app", "relay-oauth-secret"

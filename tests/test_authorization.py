@@ -11,20 +11,19 @@ from io import BytesIO
 from pathlib import Path
 from types import SimpleNamespace
 
-from twisted.internet import defer
-from twisted.trial import unittest
-from twisted.web.resource import getChildForRequest
-
 from buildbot.data.forceschedulers import forceScheduler2Data
 from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.www import WwwTestMixin
 from buildbot.www.authz import Forbidden
+from twisted.internet import defer
+from twisted.trial import unittest
+from twisted.web.resource import getChildForRequest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker
 from crcr.buildmaster.auth.authorization import relay_authz
-from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
 from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
+from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
 from crcr.buildmaster.www import RelayApplication
 from crcr.buildmaster.www.rest_errors import RelayRestApi
 from crcr.config.errors import shown

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from buildbot.process.results import RETRY, SUCCESS
 
 from conftest import FAILURE, backend, prepare_relay, running
-from crcr.names import SETUP_STEP_PREFIX, bisect_scheduler_name, status_context
+from crcr.names import SETUP_STEP_PREFIX, status_context
 from crcr.store.tables import bisection_steps, bisections, commits
 from harness import Upstream, wait_until
 

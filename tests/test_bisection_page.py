@@ -8,11 +8,11 @@ own functions, its JSON over HTTP, and the pages in headless Chromium.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 import time
-from types import SimpleNamespace
 import urllib.error
 import urllib.request
+from dataclasses import asdict
+from types import SimpleNamespace
 
 import pytest
 from buildbot.db import enginestrategy

@@ -4,27 +4,30 @@ to GitHub, played by test_outbox_sender's resource through treq's in-memory agen
 
 from __future__ import annotations
 
-from treq.testing import StubTreq
-from twisted.internet import defer
-from twisted.trial import unittest
-
 from buildbot.process.results import CANCELLED, FAILURE, SUCCESS
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.reporter import ReporterTestMixin
+from treq.testing import StubTreq
+from twisted.internet import defer
+from twisted.trial import unittest
 
 from crcr.github.check_runs import GitHubCheckRuns
 from crcr.github.outbox_sender import OutboxSender
 from crcr.github.reporters import check_run_generators
 from crcr.names import (
-    BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, TESTS_PROPERTY, suite_step_name,
+    BASELINES_PROPERTY,
+    MERGE_BASE_PROPERTY,
+    PULL_REQUEST_PROPERTY,
+    TESTS_PROPERTY,
+    suite_step_name,
 )
-from crcr.suites.results import SuiteResults
 from crcr.store.outbox import given_up
 from crcr.store.service import RelayStore
-from relaymaster import REPORTER_MASTER_ID, leadership
+from crcr.suites.results import SuiteResults
 from fakegithub import rsa_key_pair
+from relaymaster import REPORTER_MASTER_ID, leadership
 from test_github_app import NOW
 from test_outbox_sender import CHECK_RUN_ID, INSTALLATION, INSTALLATION_TOKEN, GitHubResource
 

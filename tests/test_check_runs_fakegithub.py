@@ -9,8 +9,7 @@ import jwt
 import pytest
 import requests
 
-from fakegithub import FakeGitHub
-from fakegithub import rsa_key_pair
+from fakegithub import FakeGitHub, rsa_key_pair
 
 APP_ID = "12345"
 SHA = "c" * 40

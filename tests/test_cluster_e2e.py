@@ -41,8 +41,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from cluster import Router, another_master, unit_of
 from conftest import backend, make_upstream, prepare_relay, suite
-from crcr.store import tables
 from crcr.names import force_scheduler_name, status_context, suite_step_name
+from crcr.store import tables
 from harness import holding, kill_9, open_gate, wait_until
 
 pytestmark = pytest.mark.e2e

@@ -14,8 +14,8 @@ import pytest
 from buildbot.process.results import WARNINGS
 
 from conftest import FAILURE, SUCCESS
-from crcr.shipped.crcr_host import process_environment
 from crcr.names import FETCH_STEP, RELAY_WORKER
+from crcr.shipped.crcr_host import process_environment
 from harness import VENV_BIN, Relay, free_port, run, venv_env, wait_until
 from labhost import host_commands, process_arguments, unit_pid
 

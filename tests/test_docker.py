@@ -28,8 +28,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from conftest import backend, prepare_relay, suite
-from crcr.cli.main import parser as crcr_parser
 from crcr.cli.hostsetup import MAX_RECONNECT_DELAY, TAC_PASSWORD
+from crcr.cli.main import parser as crcr_parser
 from crcr.config.loader import load_relay_config
 from crcr.config.secretfiles import worker_password
 from crcr.config.settings import ENV_VARS, load_settings

@@ -13,22 +13,38 @@ from pathlib import Path
 
 import pytest
 import yaml
-from selenium.webdriver.common.by import By
-
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS
+from selenium.webdriver.common.by import By
 
 from conftest import BUDGET_BRANCH, RELEASE_BRANCH, UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
 from crcr.buildmaster.steps.taking_out import pause_reason
 from crcr.config.users import add_user, users_file
 from crcr.github.status_text import FANNED_OUT, QUEUED
 from crcr.names import (
-    ARTIFACTS_PATH, BUILD_STAGE_STEP, CHILD_TAG, FAN_OUT_STEP, FETCH_STEP, RELAY_WORKER, UPLOAD_STEP, build_child_name,
-    SHARED_BUILDS_STEP, child_builder_name, shared_builder_name, status_context, suite_step_name,
+    ARTIFACTS_PATH,
+    BUILD_STAGE_STEP,
+    CHILD_TAG,
+    FAN_OUT_STEP,
+    FETCH_STEP,
+    RELAY_WORKER,
+    SHARED_BUILDS_STEP,
+    UPLOAD_STEP,
+    build_child_name,
+    child_builder_name,
+    shared_builder_name,
+    status_context,
+    suite_step_name,
 )
 from harness import holding, kill_9, open_gate, wait_until
 from smtp import smtp_server
 from webui import (
-    build_link, click_when_ready, clipped_header_names, open_page, page_errors, page_text, wait_for_element,
+    build_link,
+    click_when_ready,
+    clipped_header_names,
+    open_page,
+    page_errors,
+    page_text,
+    wait_for_element,
     wait_for_texts,
 )
 

@@ -8,7 +8,14 @@ import os
 import pytest
 
 from configfiles import (
-    DROP, backend_yaml, make_dirs, settings_for, worker_yaml, write_backend, write_file, write_secret,
+    DROP,
+    backend_yaml,
+    make_dirs,
+    settings_for,
+    worker_yaml,
+    write_backend,
+    write_file,
+    write_secret,
     write_worker,
 )
 from crcr.config.errors import ConfigError

@@ -11,15 +11,21 @@ import tempfile
 from pathlib import Path
 
 from buildbot.config.master import MasterConfig
+from buildbot.process.properties import Properties
 from buildbot.test.fake import fakemaster
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
-from buildbot.process.properties import Properties
-
-from crcr.names import FORCED_CHANGE_CATEGORY, PULL_REQUEST_CHANGE_CATEGORY, PULL_REQUEST_PROPERTY, pull_request_ref
 from crcr.buildmaster.masterconfig import build_master_config
-from crcr.names import bisect_scheduler_name, force_scheduler_name, pull_request_scheduler_name
+from crcr.names import (
+    FORCED_CHANGE_CATEGORY,
+    PULL_REQUEST_CHANGE_CATEGORY,
+    PULL_REQUEST_PROPERTY,
+    bisect_scheduler_name,
+    force_scheduler_name,
+    pull_request_ref,
+    pull_request_scheduler_name,
+)
 from harness import Upstream
 from relaymaster import mirror_on
 

@@ -18,26 +18,9 @@ from buildbot.config.errors import ConfigErrors
 from buildbot.config.master import MasterConfig
 from buildbot.process.properties import Properties
 from buildbot.reporters.github import GitHubStatusPush
-
-from crcr.buildmaster.changes.pull_requests import PullRequestRelay
-from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
-from crcr.buildmaster.schedulers.force import BisectScheduler
-from crcr.buildmaster.schedulers.force_forms import OwnBuildersForceScheduler
-from crcr.buildmaster.schedulers.pull_requests import PullRequestScheduler
-from crcr.buildmaster.services.every_master.health import RelayHealth
-from crcr.buildmaster.services.every_master.leadership import RelayLeadership
-from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
-from crcr.buildmaster.services.every_master.presence import DevicePresence
-from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
-from crcr.buildmaster.services.leader.janitor import RelayJanitor
-from crcr.buildmaster.services.leader.ledger import CommitLedger
-from crcr.buildmaster.services.leader.stale import StaleWatch, WatchedBackend
-from crcr.github.commit_status import OutboxStatusPush
-from crcr.github.outbox_sender import OutboxSender
-from crcr.store.service import RelayStore
 from buildbot.schedulers.basic import AnyBranchScheduler
-from buildbot.schedulers.triggerable import Triggerable
 from buildbot.schedulers.forcesched import ForceScheduler
+from buildbot.schedulers.triggerable import Triggerable
 from buildbot.steps.shell import ShellCommand
 from buildbot.steps.source.git import Git
 from buildbot.warnings import ConfigWarning
@@ -45,21 +28,52 @@ from buildbot.worker.local import LocalWorker
 from buildbot.www.config import get_www_frontend_config_dict, serialize_www_frontend_config_dict_to_json
 
 from configfiles import (
-    make_dirs, settings_for, write_backend, write_file, write_secret, write_worker, write_worker_password,
+    make_dirs,
+    settings_for,
+    write_backend,
+    write_file,
+    write_secret,
+    write_worker,
+    write_worker_password,
 )
+from crcr.buildmaster.changes.pull_requests import PullRequestRelay
+from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.process.workers import HostUnitWorker, unit_can_start_build
+from crcr.buildmaster.schedulers.force import BisectScheduler
+from crcr.buildmaster.schedulers.force_forms import OwnBuildersForceScheduler
+from crcr.buildmaster.schedulers.pull_requests import PullRequestScheduler
+from crcr.buildmaster.services.every_master.health import RelayHealth
+from crcr.buildmaster.services.every_master.leadership import RelayLeadership
+from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
+from crcr.buildmaster.services.every_master.presence import DevicePresence
 from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
+from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
+from crcr.buildmaster.services.leader.janitor import RelayJanitor
+from crcr.buildmaster.services.leader.ledger import CommitLedger
 from crcr.buildmaster.services.leader.orphans import OrphanedChildren
+from crcr.buildmaster.services.leader.stale import StaleWatch, WatchedBackend
 from crcr.buildmaster.services.leader.units_out import UnitsResumed
 from crcr.cli.mastercontrol import MASTER_CFG
 from crcr.config.loader import load_relay_config
 from crcr.config.secretfiles import GITHUB_TOKEN
+from crcr.github.commit_status import OutboxStatusPush
+from crcr.github.outbox_sender import OutboxSender
 from crcr.names import (
-    BACKEND_PROPERTY, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, RELAY_WORKER,
-    bisect_scheduler_name, build_builder_name, children_builder_name, force_scheduler_name, upstream_scheduler_name,
+    BACKEND_PROPERTY,
+    CARD_PROPERTY,
+    DEVICE_INDEX_PROPERTY,
+    DEVICE_PROPERTY,
+    HOST_PROPERTY,
+    RELAY_WORKER,
+    bisect_scheduler_name,
+    build_builder_name,
+    children_builder_name,
+    force_scheduler_name,
+    upstream_scheduler_name,
 )
 from crcr.plan.builds import plan_builders
+from crcr.store.service import RelayStore
 from crcr.suites.selection import PLUGIN_FILES, STOP_CONFIG, STOP_CONFIG_FILE
 
 ALPHA_SUITES = [

@@ -3,14 +3,15 @@ fake clock moves time to the token's refresh."""
 
 from __future__ import annotations
 
-import jwt
-from twisted.internet import defer
-from twisted.trial import unittest
+from datetime import UTC
 
+import jwt
 from buildbot.test.fake import fakemaster
 from buildbot.test.fake import httpclientservice as fakehttpclientservice
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.util import httpclientservice
+from twisted.internet import defer
+from twisted.trial import unittest
 
 from crcr.github.app import ACCEPT, REFRESH_BEFORE, GitHubApp, GitHubAppError
 from fakegithub import rsa_key_pair
@@ -24,8 +25,8 @@ HOUR = 3600
 
 
 def iso(unix_time: float) -> str:
-    from datetime import datetime, timezone
-    return datetime.fromtimestamp(unix_time, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    from datetime import datetime
+    return datetime.fromtimestamp(unix_time, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class GitHubAppTest(TestReactorMixin, unittest.TestCase):

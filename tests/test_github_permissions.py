@@ -3,12 +3,11 @@ HTTP service plays GitHub, its fake secrets the token)."""
 
 from __future__ import annotations
 
-from twisted.internet import defer
-from twisted.trial import unittest
-
 from buildbot.test.fake import fakemaster
 from buildbot.test.fake import httpclientservice as fakehttpclientservice
 from buildbot.test.reactor import TestReactorMixin
+from twisted.internet import defer
+from twisted.trial import unittest
 
 from crcr.github.permissions import PermissionUnknown, can_write
 

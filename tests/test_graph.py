@@ -8,13 +8,13 @@ import json
 from types import SimpleNamespace
 
 from buildbot.config.master import MasterConfig
+from buildbot.interfaces import ITriggerableScheduler
 from buildbot.process.properties import Properties
 from buildbot.process.results import EXCEPTION, FAILURE, SUCCESS, WARNINGS
 from buildbot.schedulers.triggerable import Triggerable
 from buildbot.test import fakedb
-from buildbot.worker.local import LocalWorker
-from buildbot.interfaces import ITriggerableScheduler
 from buildbot.util.tuplematch import matchTuple
+from buildbot.worker.local import LocalWorker
 from twisted.internet import defer
 from zope.interface import implementer
 
@@ -30,16 +30,42 @@ from crcr.buildmaster.steps.junit_file import FAILING_LOG
 from crcr.buildmaster.steps.parent_suite import SuiteFromChild, shards_run
 from crcr.buildmaster.steps.suite_verdict import SuiteRun
 from crcr.names import (
-    BACKEND_PROPERTY, BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, CHILD_TAG,
-    CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, DEVICE_PROPERTY, FAN_OUT_STEP, HOST_PROPERTY, ONLY_TESTS_PROPERTY,
-    RELAY_WORKER, RETRIED_PROPERTY, SUITE_RUN_PROPERTY, TESTS_PROPERTY, child_builder_name,
-    children_builder_name, suites_scheduler_name,
+    BACKEND_PROPERTY,
+    BISECTION_PROPERTY,
+    CHILD_ASKED_PROPERTY,
+    CHILD_SHARD_PROPERTY,
+    CHILD_SUITE_PROPERTY,
+    CHILD_TAG,
+    CHILD_UNITS_PROPERTY,
+    CHILDREN_PROPERTY,
+    DEVICE_PROPERTY,
+    FAN_OUT_STEP,
+    HOST_PROPERTY,
+    ONLY_TESTS_PROPERTY,
+    RELAY_WORKER,
+    RETRIED_PROPERTY,
+    SUITE_RUN_PROPERTY,
+    TESTS_PROPERTY,
+    child_builder_name,
+    children_builder_name,
+    suites_scheduler_name,
 )
 from crcr.shipped.crcr_selection import SHARD_VARIABLE
 from test_infra_failures import RAS, RULES, UNITS, record_failure
 from test_suite_step import (
-    BUILDERID, COMMAND, JUNIT, SELECTION_REPORT, STALL_TIMEOUT, SUITE_TIMEOUT, WORKDIR, SuiteStepHarness, ids, junit,
-    run_asked_ids, run_suite, upload,
+    BUILDERID,
+    COMMAND,
+    JUNIT,
+    SELECTION_REPORT,
+    STALL_TIMEOUT,
+    SUITE_TIMEOUT,
+    WORKDIR,
+    SuiteStepHarness,
+    ids,
+    junit,
+    run_asked_ids,
+    run_suite,
+    upload,
 )
 
 CHILD_BUILDID, CHILD_BUILDERID, UNIT_ID = 300, 301, 302

@@ -26,7 +26,16 @@ from crcr.health.verdicts import decided_within, latency, latest_verdict, pass_r
 from crcr.store.bisections import Bisection
 from crcr.store.commits import CommitRow
 from crcr.store.health_rows import (
-    BadOutcome, CommitRows, Decided, FlakyCount, MetricsRows, Queued, Streak, SuiteRun, SummaryRows, TestRows,
+    BadOutcome,
+    CommitRows,
+    Decided,
+    FlakyCount,
+    MetricsRows,
+    Queued,
+    Streak,
+    SuiteRun,
+    SummaryRows,
+    TestRows,
 )
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from copied_schema import relay_tables
 from crcr.bisection.plan import Bisection as Plan
 from crcr.health.failing import failing_tests
 from crcr.health.verdicts import latency, verdict_counts
@@ -13,11 +14,16 @@ from crcr.store.bisections import create_bisection, update_bisection
 from crcr.store.commits import Origin, decide, decided_since, find_commit, mark_started, record_arrival
 from crcr.store.health_page_queries import backend_rows, commit_rows, commits_by_prefix, test_rows
 from crcr.store.health_queries import (
-    build_counts, decided_after, failing_now, latest_streaks, metrics_rows, queued_now, summary_rows,
+    build_counts,
+    decided_after,
+    failing_now,
+    latest_streaks,
+    metrics_rows,
+    queued_now,
+    summary_rows,
 )
 from crcr.store.health_rows import BadOutcome, Decided, FlakyCount, Queued
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow, record_build
-from copied_schema import relay_tables
 from test_store import db, open_database  # noqa: F401  (the fixture: a migrated SQLite file)
 
 NOW = 2_000_000_000

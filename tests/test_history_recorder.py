@@ -20,15 +20,23 @@ from twisted.trial import unittest
 
 from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
 from crcr.names import (
-    BACKEND_PROPERTY, BISECTION_PROPERTY, HISTORY_SERVICE, PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY,
-    TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, pull_request_scheduler_name, suite_step_name,
+    BACKEND_PROPERTY,
+    BISECTION_PROPERTY,
+    HISTORY_SERVICE,
+    PULL_REQUEST_PROPERTY,
+    TEST_OUTCOMES_PROPERTY,
+    TESTS_PROPERTY,
+    bisect_scheduler_name,
+    force_scheduler_name,
+    pull_request_scheduler_name,
+    suite_step_name,
     upstream_scheduler_name,
 )
 from crcr.store import tables
 from crcr.store.history import BuildRow, SuiteRunRow
 from crcr.store.service import RelayStore
-from relaymaster import hold_services, leadership
 from crcr.suites.results import SuiteResults
+from relaymaster import hold_services, leadership
 from test_ledger import PROJECT, UPSTREAM_URL, deliver_produced, sha
 
 ALPHA = "alpha"

@@ -18,10 +18,16 @@ from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.health_page_queries import test_rows
 from crcr.store.health_queries import bad_outcomes_of
 from crcr.store.history import (
-    BuildRow, SuiteRunRow, TestOutcomeRow, newest_recorded_at, prune, record_build, recorded_buildids,
+    BuildRow,
+    SuiteRunRow,
+    TestOutcomeRow,
+    newest_recorded_at,
+    prune,
+    record_build,
+    recorded_buildids,
 )
 from crcr.store.migrate import upgrade_tables
-from copied_schema import relay_tables
+
 # db: the fixture, a SQLite database with the relay's tables
 from test_store import db, open_database, sqlite_database  # noqa: F401
 

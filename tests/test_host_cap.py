@@ -18,12 +18,12 @@ from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
 from twisted.trial import unittest
 
+from copied_schema import relay_tables
 from crcr.buildmaster.process.workers import SLOT_GIVEN_BACK, UNUSED_SLOT_AFTER, HostUnitWorker, unit_can_start_build
 from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
 from crcr.names import CHILD_UNITS_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY
 from crcr.store import tables
 from crcr.store.host_slots import release_slot, take_slot
-from copied_schema import relay_tables
 from crcr.store.service import RelayStore, relay_store
 from relaymaster import another_relay_master, relay_master
 from test_infra_failures import record_failure

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from crcr.config.workers import WorkerHost
-from crcr.shipped import HOST_TOOL as TOOL, crcr_host
+from crcr.shipped import HOST_TOOL as TOOL
+from crcr.shipped import crcr_host
 from crcr.store.tables import infra_failures
 from harness import wait_until
 

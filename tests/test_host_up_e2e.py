@@ -21,8 +21,17 @@ from conftest import backend, make_upstream, prepare_relay, suite
 from crcr.shipped import crcr_host
 from harness import wait_until
 from labhost import (
-    AS_ROOT, CANARY, CANARY_VALUE, SYSTEM_PATH, Account, count_commands, delete_account, host_commands,
-    process_arguments, trust_mirrors, unit_pid,
+    AS_ROOT,
+    CANARY,
+    CANARY_VALUE,
+    SYSTEM_PATH,
+    Account,
+    count_commands,
+    delete_account,
+    host_commands,
+    process_arguments,
+    trust_mirrors,
+    unit_pid,
 )
 
 pytestmark = pytest.mark.e2e

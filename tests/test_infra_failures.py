@@ -16,7 +16,14 @@ from crcr.buildmaster.steps.unit_checks import HealthCheck
 from crcr.config.infra_failures import InfraPattern
 from crcr.config.loader import InfraRules
 from crcr.names import (
-    ADMIN_PROPERTY, CARD_INFO, CARD_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, INFRA_PROPERTY, LOST_UNIT, TESTS_PROPERTY,
+    ADMIN_PROPERTY,
+    CARD_INFO,
+    CARD_PROPERTY,
+    DEVICE_PROPERTY,
+    HOST_PROPERTY,
+    INFRA_PROPERTY,
+    LOST_UNIT,
+    TESTS_PROPERTY,
 )
 from crcr.suites.selection import running_file
 from test_suite_step import BACKEND, BUILDID, JUNIT, SHA, SuiteStepHarness, junit, run_suite, upload

@@ -14,7 +14,11 @@ from buildbot.test.util.logging import LoggingMixin
 from twisted.trial import unittest
 
 from crcr.buildmaster.services.leader.janitor import (
-    JANITOR_SERVICE, LAST_PRUNE, RelayJanitor, midnight_after, midnight_before,
+    JANITOR_SERVICE,
+    LAST_PRUNE,
+    RelayJanitor,
+    midnight_after,
+    midnight_before,
 )
 from crcr.names import ARTIFACTS_DIR, LEADERSHIP_SERVICE, STORE_SERVICE
 from crcr.store.commits import decide, find_commit, record_arrival

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
+from copied_schema import relay_tables
 from crcr.store import tables
 from crcr.store.history import prune
 from crcr.store.junit_files import MAX_JUNIT_BYTES, find, keep
-from copied_schema import relay_tables
 from test_store import db, open_database  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
 
 # Not valid XML, not UTF-8, a line far past Buildbot's 4,096 characters: kept as it is all the same.

@@ -13,10 +13,10 @@ import sqlalchemy as sa
 
 from clirun import InProcessCrcr
 from configfiles import write_backend
+from copied_schema import relay_tables
 from crcr.cli.latency import duration_text
 from crcr.store.commits import CommitRow, Origin, decide, mark_started, record_arrival
 from crcr.store.latency import DAY, HOUR, backend_latency, nearest_rank, window
-from copied_schema import relay_tables
 from harness import free_port
 
 MINUTE = 60

@@ -21,16 +21,17 @@ from pathlib import Path
 
 from buildbot.config.master import MasterConfig
 from buildbot.process.builder import Builder
-from buildbot.process.properties import Properties
 from buildbot.process.buildrequest import BuildRequest
+from buildbot.process.properties import Properties
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS
+from buildbot.schedulers.forcesched import CollectedValidationError
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.steps import TestBuildStepMixin
-from buildbot.schedulers.forcesched import CollectedValidationError
 from buildbot.util import service
 from buildbot.util.tuplematch import matchTuple
+from treq.testing import StubTreq
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
@@ -46,16 +47,29 @@ from crcr.config.upstream_web import commit_links
 from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import FANNED_OUT
 from crcr.names import (
-    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, FORCED_CHANGE_CATEGORY, INFRA_PROPERTY,
-    LEADERSHIP_SERVICE, LEDGER_SERVICE, PULL_REQUEST_PROPERTY, RELAY_WORKER,
-    STORE_SERVICE, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, UPSTREAM_MIRROR_DIR, UPSTREAM_MIRROR_SERVICE,
-    bisect_scheduler_name, force_scheduler_name,
-    status_context, suite_step_name, upstream_scheduler_name,
+    BACKEND_PROPERTY,
+    BASELINES_PROPERTY,
+    BISECTION_PROPERTY,
+    FORCED_CHANGE_CATEGORY,
+    INFRA_PROPERTY,
+    LEADERSHIP_SERVICE,
+    LEDGER_SERVICE,
+    PULL_REQUEST_PROPERTY,
+    RELAY_WORKER,
+    STORE_SERVICE,
+    TEST_OUTCOMES_PROPERTY,
+    TESTS_PROPERTY,
+    UPSTREAM_MIRROR_DIR,
+    UPSTREAM_MIRROR_SERVICE,
+    bisect_scheduler_name,
+    force_scheduler_name,
+    status_context,
+    suite_step_name,
+    upstream_scheduler_name,
 )
 from crcr.store.service import RelayStore
 from crcr.suites.results import SuiteResults
 from test_outbox_sender import GitHubResource
-from treq.testing import StubTreq
 
 UPSTREAM_URL = "file:///srv/upstream/pytorch.git"
 PROJECT = "pytorch/pytorch"

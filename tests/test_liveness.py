@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import time
 
-from twisted.internet import defer
-from twisted.trial import unittest
-
 from buildbot.test.fake import fakemaster
 from buildbot.test.fake.fakeprotocol import FakeConnection
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.logging import LoggingMixin
 from buildbot.worker import Worker
 from buildbot.worker.local import LocalWorker
+from twisted.internet import defer
+from twisted.trial import unittest
 
 from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
 from crcr.config.limits import MISSED_KEEPALIVES

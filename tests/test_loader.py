@@ -9,8 +9,8 @@ import yaml
 
 from configfiles import (
     BACKEND,
-    WORKER,
     DROP,
+    WORKER,
     alias_bomb,
     backend_yaml,
     make_dirs,
@@ -21,11 +21,11 @@ from configfiles import (
     write_worker,
     write_worker_password,
 )
+from crcr.config.backend import Backend
 from crcr.config.errors import ConfigError
 from crcr.config.loader import InfraRules, load_model, load_relay_config, require_worker_passwords
-from crcr.config.backend import Backend
-from crcr.config.selections import read_skip_list
 from crcr.config.paths import display_path
+from crcr.config.selections import read_skip_list
 from crcr.config.settings import REPO_ROOT, load_settings
 from crcr.config.workers import Device, WorkerHost
 from numericfields import boolean_paths, number_paths, with_value

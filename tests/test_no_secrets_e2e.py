@@ -22,8 +22,13 @@ import pytest
 from configfiles import write_secret
 from conftest import SUCCESS, backend, make_upstream, prepare_relay, running, suite
 from crcr.config.secretfiles import (
-    GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_OAUTH_CLIENT_ID, GITHUB_OAUTH_CLIENT_SECRET, GITHUB_TOKEN,
-    GITHUB_WEBHOOK_SECRET, worker_password,
+    GITHUB_APP_ID,
+    GITHUB_APP_PRIVATE_KEY,
+    GITHUB_OAUTH_CLIENT_ID,
+    GITHUB_OAUTH_CLIENT_SECRET,
+    GITHUB_TOKEN,
+    GITHUB_WEBHOOK_SECRET,
+    worker_password,
 )
 from crcr.config.users import add_user, users_file
 from fakegithub import FakeGitHub, rsa_key_pair

@@ -14,7 +14,6 @@ end with exactly one final status on GitHub (the fake GitHub records every reque
 
 from __future__ import annotations
 
-
 import pytest
 from buildbot.process.results import RETRY, SKIPPED
 

@@ -10,8 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from clirun import InProcessCrcr
-from crcr.cli import status
 from copied_schema import relay_tables
+from crcr.cli import status
 from crcr.store.outbox import claim, enqueue, failed, give_up
 
 REPO = "pytorch/pytorch"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
@@ -79,7 +79,7 @@ class GitHubResource(Resource):
         if path.endswith("/installation"):
             return 200, {}, {"id": INSTALLATION}
         if path.endswith("/access_tokens"):
-            expiry = datetime.fromtimestamp(self.clock.seconds() + 3600, timezone.utc)
+            expiry = datetime.fromtimestamp(self.clock.seconds() + 3600, UTC)
             return 201, {}, {"token": INSTALLATION_TOKEN, "expires_at": expiry.strftime("%Y-%m-%dT%H:%M:%SZ")}
         return (201 if method == "POST" else 200), {}, {"id": CHECK_RUN_ID}
 

@@ -12,8 +12,19 @@ import sqlalchemy as sa
 from crcr.store.check_runs import check_run_id, remember_check_run
 from crcr.store.migrate import upgrade_tables
 from crcr.store.outbox import (
-    CLAIM_EXPIRY, KEEP_GIVEN_UP, claim, delivered, due, enqueue, failed, give_up, given_up, next_due_at, postpone_all,
-    released, waiting,
+    CLAIM_EXPIRY,
+    KEEP_GIVEN_UP,
+    claim,
+    delivered,
+    due,
+    enqueue,
+    failed,
+    give_up,
+    given_up,
+    next_due_at,
+    postpone_all,
+    released,
+    waiting,
 )
 from crcr.store.tables import github_outbox
 from test_store import db, open_database  # noqa: F401  (the fixture: a SQLite database with the relay's tables)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
-from datetime import datetime, timezone
 
 import pytest
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS
@@ -25,8 +25,8 @@ from crcr.pytorch_relay.sender import PyTorchRelaySender
 from crcr.pytorch_relay.tokens import NoToken, oidc_token
 from crcr.store.outbox import OutboxRow
 
-STARTED = datetime(2026, 12, 4, 18, 0, 5, tzinfo=timezone.utc)
-ENDED = datetime(2026, 12, 4, 18, 42, 0, tzinfo=timezone.utc)
+STARTED = datetime(2026, 12, 4, 18, 0, 5, tzinfo=UTC)
+ENDED = datetime(2026, 12, 4, 18, 42, 0, tzinfo=UTC)
 URL = "http://relay.example.org/#/builders/3/builds/12"
 
 

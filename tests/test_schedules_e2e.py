@@ -11,8 +11,8 @@ import pytest
 import sqlalchemy as sa
 
 from conftest import UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
-from harness import wait_until
 from crcr.store.tables import bisection_steps, bisections
+from harness import wait_until
 from pytorchrelay import PyTorchRelayStandIn
 
 pytestmark = pytest.mark.e2e

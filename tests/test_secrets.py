@@ -14,15 +14,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
-from twisted.internet import defer
-from twisted.trial import unittest
-
 from buildbot.config.errors import ConfigErrors
 from buildbot.process.properties import Properties, Secret
 from buildbot.secrets.manager import SecretManager
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.worker import Worker
+from twisted.internet import defer
+from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.buildmaster.auth.secrets import SecretsDirectory

@@ -33,15 +33,32 @@ from configfiles import make_dirs, settings_for, write_backend, write_worker, wr
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.services.every_master.presence import PRESENCE_SERVICE, DevicePresence, Outage
 from crcr.buildmaster.services.leader.stale import (
-    STALE_SERVICE, WatchedBackend, duration, overdue_text, stale_text, sweep_interval,
+    STALE_SERVICE,
+    WatchedBackend,
+    duration,
+    overdue_text,
+    stale_text,
+    sweep_interval,
 )
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import ENDING, describe
 from crcr.names import (
-    CHILD_SUITE_PROPERTY, CHILD_UNITS_PROPERTY, LEADERSHIP_SERVICE, LEDGER_SERVICE, STORE_SERVICE,
-    UPSTREAM_MIRROR_SERVICE, bisect_scheduler_name, children_builder_name, force_scheduler_name, pull_request_ref,
-    pull_request_scheduler_name, shared_builder_name, shared_scheduler_name, status_context, suites_scheduler_name,
+    CHILD_SUITE_PROPERTY,
+    CHILD_UNITS_PROPERTY,
+    LEADERSHIP_SERVICE,
+    LEDGER_SERVICE,
+    STORE_SERVICE,
+    UPSTREAM_MIRROR_SERVICE,
+    bisect_scheduler_name,
+    children_builder_name,
+    force_scheduler_name,
+    pull_request_ref,
+    pull_request_scheduler_name,
+    shared_builder_name,
+    shared_scheduler_name,
+    status_context,
+    suites_scheduler_name,
     upstream_scheduler_name,
 )
 from test_ledger import API, PROJECT, TOKEN, UPSTREAM_URL, WEB, GitHubAPI, deliver_produced, sha

@@ -7,15 +7,28 @@ from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCE
 
 from crcr.github.check_run_text import check_run_fields
 from crcr.github.status_text import (
-    ENDING, FANNED_OUT, GITHUB_DESCRIPTION_LIMIT, QUEUED, RETRIED_AFTER, describe, describe_finished_build, running,
-    told_early, too_few_units,
+    ENDING,
+    FANNED_OUT,
+    GITHUB_DESCRIPTION_LIMIT,
+    QUEUED,
+    RETRIED_AFTER,
+    describe,
+    describe_finished_build,
+    running,
+    told_early,
+    too_few_units,
+)
+from crcr.names import (
+    BASELINES_PROPERTY,
+    INFRA_PROPERTY,
+    MERGE_BASE_PROPERTY,
+    PULL_REQUEST_PROPERTY,
+    RELAY_WORKER,
+    RETRIED_PROPERTY,
+    TESTS_PROPERTY,
 )
 from crcr.store.endings import Ending
 from crcr.suites.results import SuiteResults
-from crcr.names import (
-    BASELINES_PROPERTY, INFRA_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, RELAY_WORKER, RETRIED_PROPERTY,
-    TESTS_PROPERTY,
-)
 
 PREPARE = ["checkout upstream", "prepare build folder", "setup 1", "setup 2"]
 

@@ -22,12 +22,28 @@ from conftest import backend, prepare_relay, suite
 from copied_schema import relay_tables
 from crcr.store import check_runs, migrate, outbox, tables
 from crcr.store.bisections import (
-    add_step, ask_step, bisection_with_steps, bisections_triggered_by, create_bisection, recent_bisections, running_bisections, step_of_request,
-    end_step, update_bisection,
+    add_step,
+    ask_step,
+    bisection_with_steps,
+    bisections_triggered_by,
+    create_bisection,
+    end_step,
+    recent_bisections,
+    running_bisections,
+    step_of_request,
+    update_bisection,
 )
 from crcr.store.commits import (
-    commits_of_request, decide, decided_since, find_commit, mark_started, move_to_request, record_arrival,
-    pending_commits, set_pending_description, take_into_request,
+    commits_of_request,
+    decide,
+    decided_since,
+    find_commit,
+    mark_started,
+    move_to_request,
+    pending_commits,
+    record_arrival,
+    set_pending_description,
+    take_into_request,
 )
 from crcr.store.migrate import VERSION_TABLE, upgrade_tables
 from crcr.store.service import RelayStore
@@ -511,7 +527,7 @@ def test_masters_starting_together_on_postgresql_migrate_once(tmp_path, postgres
         try:
             barrier.wait(timeout=30)
             upgrade_tables(db)
-        except Exception as e:  # noqa: BLE001 - reported below with the others
+        except Exception as e:  # reported below with the others
             failures.append(repr(e))
         finally:
             db.close()

@@ -9,8 +9,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from buildbot.process.results import FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 from buildbot.process.remotetransfer import StringFileWriter
+from buildbot.process.results import FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.steps import ExpectMasterShell, ExpectRemoteRef, ExpectShell, ExpectUploadFile, TestBuildStepMixin
@@ -18,21 +18,27 @@ from twisted.internet import defer, error
 from twisted.trial import unittest
 
 from crcr.buildmaster.steps.baseline import COMMITS_SEARCHED
-from crcr.buildmaster.steps import junit_file
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.junit_file import BytesWriter
 from crcr.buildmaster.steps.suite import SuiteStep
 from crcr.health import links
 from crcr.names import (
-    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
-    PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
+    BACKEND_PROPERTY,
+    BASELINES_PROPERTY,
+    BISECTION_PROPERTY,
+    MERGE_BASE_PROPERTY,
+    ONLY_TESTS_PROPERTY,
+    PULL_REQUEST_PROPERTY,
+    TEST_OUTCOMES_PROPERTY,
+    TESTS_PROPERTY,
+    TOTALS_PROPERTY,
 )
 from crcr.store.service import RelayStore
 from crcr.suites.results import RERUNS_PROPERTY, SuiteResults
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command
 from relaymaster import mirror_on
-from test_testresults import COLLECTION_ERROR_XML
 from test_baseline_pull_request import NUMBER, forked_history
+from test_testresults import COLLECTION_ERROR_XML
 
 STARTED = 1304262222  # when the harness's build started (fakedb.Build's default)
 BUILDERID = 100  # the harness's builder

@@ -10,7 +10,16 @@ from twisted.internet import defer
 from crcr.buildmaster.steps import junit_file
 from crcr.health import links
 from test_suite_step import (
-    BACKEND, BUILD_NUMBER, BUILDERID, BUILDID, JUNIT, SuiteStepHarness, ids, junit, run_suite, upload,
+    BACKEND,
+    BUILD_NUMBER,
+    BUILDERID,
+    BUILDID,
+    JUNIT,
+    SuiteStepHarness,
+    ids,
+    junit,
+    run_suite,
+    upload,
 )
 
 JUNIT_LINK = ("junit.xml", f"plugins/crcr/junit/{BUILDID}/ops.xml")

@@ -27,12 +27,22 @@ from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 from crcr.store.order_inputs import PastBreak, order_inputs
 from crcr.suites.likely_failures import EDITED, FAILING_AT_TIP, HISTORY, MAX_ORDERED_TESTS, described, order_spec
 from crcr.suites.selection import PLUGIN_FILE
+from harness import Upstream
 from test_health_queries import NOW, arrive_and_decide, record, sha
 from test_store import db, open_database  # noqa: F401  (the fixture: a migrated SQLite file)
 from test_suite_step import (
-    BACKEND, COMMAND, JUNIT, SHA, STALL_TIMEOUT, SUITE_TIMEOUT, WORKDIR, StepHarness, SuiteStepHarness, junit, upload,
+    BACKEND,
+    COMMAND,
+    JUNIT,
+    SHA,
+    STALL_TIMEOUT,
+    SUITE_TIMEOUT,
+    WORKDIR,
+    StepHarness,
+    SuiteStepHarness,
+    junit,
+    upload,
 )
-from harness import Upstream
 
 NN_FILE = CONV = "torch/nn/modules/conv.py"
 
@@ -406,9 +416,9 @@ class OrderTestsStepTest(StepHarness):
         built = upstream.commit("Touch conv again, and the test", {CONV: "fixed\n", "test/test_nn.py": "#\n"})
         upstream.bare.rename(here / "no-upstream.git")  # where the mirror follows upstream
         # Build 1 of `broke` brought test_conv's failure; build 2, at the tip, still has it.
-        for buildid, sha in ((1, broke), (2, broke)):
+        for buildid, revision in ((1, broke), (2, broke)):
             yield self.store.record_build(
-                BuildRow(buildid, BACKEND, 3, buildid, sha, "main", "upstream", 2, None, 1, 2, False),
+                BuildRow(buildid, BACKEND, 3, buildid, revision, "main", "upstream", 2, None, 1, 2, False),
                 [SuiteRunRow(buildid, BACKEND, "ops", 2, 0, 1, 0, 0, 0, 0, 1, False, 2)],
                 [TestOutcomeRow(buildid, BACKEND, "ops", "test/test_nn.py::test_conv", "failed", True, 2)])
         self.order_step(built, ["ops"])

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from crcr.suites.results import (
-    MAX_RERUN_TESTS, RERUNS_PROPERTY, SuiteResults, compare, describe_counts, error_line, parse_junit, read_junit, totals,
+    MAX_RERUN_TESTS,
+    RERUNS_PROPERTY,
+    SuiteResults,
+    compare,
+    describe_counts,
+    error_line,
+    parse_junit,
+    read_junit,
+    totals,
 )
 from harness import run
 

@@ -10,7 +10,14 @@ from conftest import MAIN_BACKENDS, SUCCESS
 from crcr.names import status_context
 from harness import wait_until
 from webui import (
-    UI_TIMEOUT, build_link, drawn_text, open_page, page_text, shown_under_its_change, sign_in, wait_for_element,
+    UI_TIMEOUT,
+    build_link,
+    drawn_text,
+    open_page,
+    page_text,
+    shown_under_its_change,
+    sign_in,
+    wait_for_element,
     wait_for_texts,
 )
 

@@ -14,8 +14,8 @@ from buildbot.test.fake import fakemaster
 from twisted.internet import defer
 from twisted.trial import unittest
 
-from crcr.buildmaster.changes import upstream_mirror as upstream_mirror_module
 from crcr.buildmaster.changes import revisions
+from crcr.buildmaster.changes import upstream_mirror as upstream_mirror_module
 from crcr.buildmaster.changes.revisions import Resolved, RevisionError
 from crcr.names import POLLER_WORKDIR, UPSTREAM_MIRROR_DIR
 from harness import Upstream, run

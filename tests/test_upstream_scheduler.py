@@ -20,10 +20,9 @@ from buildbot.util import service
 from twisted.trial import unittest
 
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
-from crcr.names import FORCED_CHANGE_CATEGORY
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.schedulers.upstream import LAST_CHANGE
-from crcr.names import upstream_scheduler_name
+from crcr.names import FORCED_CHANGE_CATEGORY, upstream_scheduler_name
 
 UPSTREAM_URL = "file:///srv/upstream/pytorch.git"
 PROJECT = "pytorch/pytorch"

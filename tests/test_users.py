@@ -14,9 +14,9 @@ import stat
 import pytest
 
 from clirun import InProcessCrcr
-from harness import VENV_BIN
 from crcr.config.errors import ConfigError
 from crcr.config.users import add_user, read_users, remove_user, users_file, verify
+from harness import VENV_BIN
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import json
 import shutil
 import tempfile
 import uuid
-from unittest import mock
 from pathlib import Path
 from types import SimpleNamespace
+from unittest import mock
 
 import pytest
 import sqlalchemy as sa
@@ -29,14 +29,14 @@ from twisted.python import log
 from twisted.trial import unittest
 
 from configfiles import DROP, make_dirs, settings_for, write_secret
-from crcr.buildmaster.changes.pull_requests import PullRequestRelay
+from copied_schema import relay_tables
 from crcr.buildmaster.auth.secrets import SecretsDirectory
+from crcr.buildmaster.changes.pull_requests import PullRequestRelay
 from crcr.buildmaster.changes.webhook import MAX_BODY, github_dialect
 from crcr.buildmaster.changes.webhook_events import shape_problem
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
 from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE, STORE_SERVICE
 from crcr.store.deliveries import KEEP_SECONDS, claim_delivery, release_delivery
-from copied_schema import relay_tables
 from crcr.store.service import RelayStore
 from webhooks import load_fixture, rewrite, sign
 

@@ -17,8 +17,8 @@ from clirun import InProcessCrcr
 from configfiles import make_dirs, write_backend, write_file, write_worker, write_worker_password
 from crcr.shipped import crcr_host
 from harness import VENV_BIN, free_port
-from printedsetup import host_with_venv, paragraph, run_paragraph
 from masterfolders import master_folder, process_in  # noqa: F401 (a fixture)
+from printedsetup import host_with_venv, paragraph, run_paragraph
 
 # What the printed create-worker commands pass as the password: buildbot.tac then reads it on standard input.
 PLACEHOLDER = "see-password-file"

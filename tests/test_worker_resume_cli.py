@@ -9,9 +9,8 @@ import json
 import pytest
 
 from clirun import InProcessCrcr
-from loopback import JsonHandler, LoopbackServer
-
 from crcr.names import RELAY_WORKER
+from loopback import JsonHandler, LoopbackServer
 
 PAUSED_UNIT, BUSY_UNIT = "lab-spyre-0", "lab-spyre-1"
 REASON = "3 infrastructure failures in a row"

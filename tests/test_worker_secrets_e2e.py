@@ -18,8 +18,8 @@ import secrets
 
 import pytest
 
-from conftest import SUCCESS, backend, make_upstream, prepare_relay, running, suite
 from configfiles import write_secret
+from conftest import SUCCESS, backend, make_upstream, prepare_relay, running, suite
 from crcr.config.secretfiles import GITHUB_TOKEN, GITHUB_WEBHOOK_SECRET, worker_password
 from harness import WorkerProcess
 from snooping import hostile_test_file

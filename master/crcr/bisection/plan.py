@@ -12,8 +12,8 @@ commit that could not be tested (as `git bisect skip`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from crcr.names import GITHUB_DESCRIPTION_LIMIT
 from crcr.suites.asked_tests import ERRORED, FAILED, FLAKY, NOT_RUN, PASSED, SKIPPED, XFAILED

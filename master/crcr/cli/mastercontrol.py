@@ -9,14 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from crcr.cli.masterdb import check_server
 from crcr.cli.twistdlog import LogFollower
-from crcr.config.paths import REPO_ROOT
 from crcr.config.errors import ConfigError
+from crcr.config.paths import REPO_ROOT
 from crcr.config.settings import Settings, load_settings
 from crcr.shipped.crcr_host import alive  # not a zombie either: the same test as the host tool's
 

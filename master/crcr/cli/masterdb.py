@@ -4,9 +4,9 @@ master directory as Buildbot takes it."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import sqlalchemy as sa
 

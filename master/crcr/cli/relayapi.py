@@ -12,8 +12,9 @@ import os
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from crcr.config.errors import ConfigError
 from crcr.config.users import check_name

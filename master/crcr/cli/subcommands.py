@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 
 def add_command(

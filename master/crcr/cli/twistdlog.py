@@ -19,7 +19,7 @@ class LogFollower:
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> "LogFollower":
+    def __enter__(self) -> LogFollower:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path, PurePosixPath
 
 from crcr.cli import hostsetup, mastercontrol, registry
 from crcr.cli.hostsetup import DEFAULT_HOST_DIR, DEFAULT_HOST_USER, DEFAULT_PASSWORD_FILE, HostSetup
-from crcr.cli.hostup import HostUp, identify_commands
 from crcr.cli.hoststable import devices_text, print_hosts_table
+from crcr.cli.hostup import HostUp, identify_commands
 from crcr.cli.relayapi import RelaySession, add_sign_in_options, credentials_from, error_message, not_on_relay
 from crcr.cli.subcommands import add_command
 from crcr.config.errors import ConfigError
@@ -21,6 +21,7 @@ from crcr.config.settings import Settings, load_settings
 from crcr.config.workers import BUILD_ENV_WORKER, WorkerHost
 from crcr.names import RELAY_WORKER
 from crcr.shipped import crcr_host
+
 
 def cmd_register(args) -> int:
     settings = load_settings()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import reprlib
 import typing
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, ValidationError
 

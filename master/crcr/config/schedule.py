@@ -32,7 +32,7 @@ class Schedule(Strict):
         return check_branch_names([branch])[0]
 
     @model_validator(mode="after")
-    def _fields_of_its_kind(self) -> "Schedule":
+    def _fields_of_its_kind(self) -> Schedule:
         other = {"nightly": "every", "periodic": "hour"}[self.follow]
         if other in self.model_fields_set:
             raise ValueError(f"{other} is for follow: {'periodic' if other == 'every' else 'nightly'}, "

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal, Mapping
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, WrapValidator, field_validator
 from pydantic_core import PydanticCustomError
 
-from crcr.config.errors import ConfigError, described_limit, described_pattern, describe_validation_error
+from crcr.config.errors import ConfigError, describe_validation_error, described_limit, described_pattern
+from crcr.config.fields import GITHUB_LOGIN, BranchNames, check_branch_names
 from crcr.config.limits import (
     MAX_ADDRESS,
     MAX_FILESYSTEM_PATH,
@@ -20,7 +22,6 @@ from crcr.config.limits import (
     MAX_POLL_INTERVAL,
     MAX_URL,
 )
-from crcr.config.fields import GITHUB_LOGIN, BranchNames, check_branch_names
 from crcr.config.paths import REPO_ROOT
 from crcr.config.yamlfiles import read_yaml_mapping
 

@@ -18,10 +18,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from crcr.config.errors import ConfigError, described_pattern, describe_validation_error, shown
+from crcr.config.errors import ConfigError, describe_validation_error, described_pattern, shown
 from crcr.config.fields import Strict
 from crcr.config.paths import display_path
 from crcr.config.yamlfiles import read_yaml_mapping
+
 # The dtype names PyTorch writes into test names: those the plugin can read back out of them.
 from crcr.shipped.crcr_selection import DTYPE_NAMES
 

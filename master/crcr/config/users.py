@@ -12,8 +12,8 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from crcr.config.errors import ConfigError
 from crcr.config.fields import GITHUB_LOGIN

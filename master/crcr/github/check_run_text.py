@@ -9,7 +9,11 @@ from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPP
 
 from crcr.github.status_text import ENDING, describe, running
 from crcr.names import (
-    BASELINES_PROPERTY, MERGE_BASE_PROPERTY, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX, TESTS_PROPERTY,
+    BASELINES_PROPERTY,
+    MERGE_BASE_PROPERTY,
+    PULL_REQUEST_PROPERTY,
+    SUITE_STEP_PREFIX,
+    TESTS_PROPERTY,
     suite_step_name,
 )
 from crcr.suites.results import SHORT_SHA, SuiteResults, totals

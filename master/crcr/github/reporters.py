@@ -20,7 +20,11 @@ from crcr.github.formatting import FormatterWithEnding
 from crcr.github.outbox_sender import OutboxSender
 from crcr.github.status_text import describe, running
 from crcr.names import (
-    BACKEND_PROPERTY, force_scheduler_name, pull_request_scheduler_name, status_context, upstream_scheduler_name,
+    BACKEND_PROPERTY,
+    force_scheduler_name,
+    pull_request_scheduler_name,
+    status_context,
+    upstream_scheduler_name,
 )
 
 

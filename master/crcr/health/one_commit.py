@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from crcr.config.upstream_web import commit_link
 from crcr.config.errors import shown
+from crcr.config.upstream_web import commit_link
 from crcr.health.errors import HealthQueryError
 from crcr.health.links import build_url
 from crcr.health.matrix import cells, covered_by

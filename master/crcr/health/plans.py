@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crcr.config.upstream_web import commit_link
 from crcr.bisection.plan import Bisection as Plan
+from crcr.config.upstream_web import commit_link
 from crcr.health.links import bisection_page
 from crcr.names import key_of
 from crcr.store.bisections import Bisection

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from crcr.config.upstream_web import commit_link
 from crcr.health.links import build_url
+from crcr.store.health_rows import Streak
 from crcr.store.history import BuildRow
 from crcr.store.latency import nearest_rank
-from crcr.store.health_rows import Streak
 from crcr.store.tables import FIGURE_VERDICTS, INFRASTRUCTURE, NOT_RELEVANT
 
 

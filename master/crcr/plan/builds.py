@@ -13,12 +13,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from crcr.config.loader import RelayConfig
 from crcr.config.backend import Backend
 from crcr.config.builds import SharedBuild
+from crcr.config.loader import RelayConfig
 from crcr.names import (
-    BACKEND_PROPERTY, CHILD_TAG, LEVEL_PROPERTY, build_builder_name, build_child_name, build_scheduler_name,
-    child_builder_name, children_builder_name, shared_builder_name, shared_scheduler_name, suites_scheduler_name,
+    BACKEND_PROPERTY,
+    CHILD_TAG,
+    LEVEL_PROPERTY,
+    build_builder_name,
+    build_child_name,
+    build_scheduler_name,
+    child_builder_name,
+    children_builder_name,
+    shared_builder_name,
+    shared_scheduler_name,
+    suites_scheduler_name,
 )
 
 

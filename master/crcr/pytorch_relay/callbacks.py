@@ -8,7 +8,7 @@ check_run_id (HUD's key of the row) the build id and attempt, as the Action's ow
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from buildbot.process.results import RETRY
 
@@ -74,5 +74,5 @@ def _iso(when) -> str | None:
     if when is None:
         return None
     if not isinstance(when, datetime):
-        when = datetime.fromtimestamp(when, timezone.utc)
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        when = datetime.fromtimestamp(when, UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

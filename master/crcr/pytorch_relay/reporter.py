@@ -24,7 +24,12 @@ from crcr.config.settings import Settings
 from crcr.github.once import ReportedOnce
 from crcr.names import force_scheduler_name, pull_request_scheduler_name, upstream_scheduler_name
 from crcr.pytorch_relay.callbacks import (
-    COMPLETED, IN_PROGRESS, dispatched_body, self_reported_body, started, workflow,
+    COMPLETED,
+    IN_PROGRESS,
+    dispatched_body,
+    self_reported_body,
+    started,
+    workflow,
 )
 from crcr.pytorch_relay.sender import CALLBACK, PyTorchRelaySender, relay_sender
 from crcr.store.service import relay_store

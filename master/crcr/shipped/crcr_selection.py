@@ -65,6 +65,7 @@ from pathlib import Path
 
 import iniconfig
 import pytest
+
 # pytest's own reading of -k, so that an expression is judged as pytest judges it (both since pytest 6).
 from _pytest.mark import KeywordMatcher
 from _pytest.mark.expression import Expression
@@ -503,7 +504,7 @@ class Selection:
         if keyword:
             try:
                 expression = Expression.compile(keyword)
-            except Exception:  # noqa: BLE001 - ParseError or SyntaxError by pytest's version; its mark plugin says why
+            except Exception:  # ParseError or SyntaxError by pytest's version; its mark plugin says why
                 expression = None
             if expression is not None and not any(expression.evaluate(KeywordMatcher.from_item(item)) for item in items):
                 unmatched.append({"kind": KEYWORD, "name": keyword, "file": None})

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from crcr.store.bisections import Bisection, _bisections
-from crcr.store.commits import CommitRow, _rows as _commit_rows
+from crcr.store.commits import CommitRow
+from crcr.store.commits import _rows as _commit_rows
 from crcr.store.health_queries import NEWEST_UPSTREAM_FIRST, VERDICT_KINDS, bad_outcomes_of, suite_runs_of, summary_rows
 from crcr.store.health_rows import BackendRows, CommitRows, FlakyCount, Queued, TestRows
 from crcr.store.history import (

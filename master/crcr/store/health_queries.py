@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from crcr.store import leadership, outbox
 from crcr.store.buildbot_tables import masters_since
-from crcr.store.commits import FIGURE_STATE, HAS_LATENCY, IN_FIGURES, _rows as _commit_rows
+from crcr.store.commits import FIGURE_STATE, HAS_LATENCY, IN_FIGURES
+from crcr.store.commits import _rows as _commit_rows
 from crcr.store.health_rows import BadOutcome, ClusterRows, Decided, MetricsRows, Queued, Streak, SuiteRun, SummaryRows
 from crcr.store.history import builds_by_id
-from crcr.store import leadership, outbox
 from crcr.store.tables import bisections, builds, commits, suite_runs, test_hash, test_outcomes
 
 # Builds of a backend's own verdicts: the figures of builds, timeouts and failing tests count these.

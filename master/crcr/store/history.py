@@ -12,7 +12,15 @@ from dataclasses import asdict, dataclass
 import sqlalchemy as sa
 
 from crcr.store.tables import (
-    BUILD_KINDS, TEST_OUTCOMES, bisection_steps, bisections, builds, check_value, commits, junit_files, suite_runs,
+    BUILD_KINDS,
+    TEST_OUTCOMES,
+    bisection_steps,
+    bisections,
+    builds,
+    check_value,
+    commits,
+    junit_files,
+    suite_runs,
     test_outcomes,
 )
 

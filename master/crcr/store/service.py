@@ -12,8 +12,24 @@ from twisted.internet import defer
 
 from crcr.names import STORE_SERVICE
 from crcr.store import (
-    bisections, buildbot_tables, check_runs, collapses, commits, deliveries, dispatches, endings, health_page_queries,
-    health_queries, history, host_slots, infra_failures, junit_files, leadership, order_inputs, outbox, shared_builds,
+    bisections,
+    buildbot_tables,
+    check_runs,
+    collapses,
+    commits,
+    deliveries,
+    dispatches,
+    endings,
+    health_page_queries,
+    health_queries,
+    history,
+    host_slots,
+    infra_failures,
+    junit_files,
+    leadership,
+    order_inputs,
+    outbox,
+    shared_builds,
 )
 from crcr.store.migrate import upgrade_tables
 

@@ -20,8 +20,13 @@ from buildbot.data.exceptions import InvalidPathError
 from buildbot.util import bytes2unicode, unicode2bytes
 from buildbot.www.authz import Authz, Forbidden
 from buildbot.www.authz.endpointmatchers import (
-    AnyControlEndpointMatcher, AnyEndpointMatcher, EndpointMatcherBase, ForceBuildEndpointMatcher, Match,
-    RebuildBuildEndpointMatcher, StopBuildEndpointMatcher,
+    AnyControlEndpointMatcher,
+    AnyEndpointMatcher,
+    EndpointMatcherBase,
+    ForceBuildEndpointMatcher,
+    Match,
+    RebuildBuildEndpointMatcher,
+    StopBuildEndpointMatcher,
 )
 from buildbot.www.authz.roles import RolesFromBase
 from twisted.internet import defer

@@ -22,7 +22,10 @@ from crcr.buildmaster.changes.pr_policy import BackendRules, Decision, PullReque
 from crcr.github.commit_status import post_status
 from crcr.github.permissions import PermissionUnknown, can_write
 from crcr.names import (
-    GITHUB_DESCRIPTION_LIMIT, PULL_REQUEST_PROPERTY, PULL_REQUESTS_SERVICE, pull_request_scheduler_name,
+    GITHUB_DESCRIPTION_LIMIT,
+    PULL_REQUEST_PROPERTY,
+    PULL_REQUESTS_SERVICE,
+    pull_request_scheduler_name,
 )
 from crcr.store import buildbot_tables
 from crcr.store.service import relay_store

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from buildbot.plugins import util
 
-from crcr.buildmaster.process.graph_factories import (
-    build_stage_factory, child_factory, parent_factory, shared_build_factory,
-)
 from crcr.buildmaster.process.factory import make_factory
+from crcr.buildmaster.process.graph_factories import (
+    build_stage_factory,
+    child_factory,
+    parent_factory,
+    shared_build_factory,
+)
 from crcr.buildmaster.process.workers import one_parent_across_masters, unit_can_start_build
 from crcr.buildmaster.schedulers.coalescing import collapse_requests
 from crcr.buildmaster.steps.infra import InfraSetup

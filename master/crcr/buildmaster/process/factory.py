@@ -22,11 +22,23 @@ from crcr.config.settings import Settings
 from crcr.config.suite import Suite
 from crcr.config.upstream_web import commit_links
 from crcr.names import (
-    ARTIFACTS_DIR, CHECKOUT_STEP, COVERED_STEP, DEVICE_INDEX_PROPERTY, ORDER_STEP, PREPARE_STEP, PULL_REQUEST_STEP,
-    SETUP_STEP_PREFIX, suite_step_name,
+    ARTIFACTS_DIR,
+    CHECKOUT_STEP,
+    COVERED_STEP,
+    DEVICE_INDEX_PROPERTY,
+    ORDER_STEP,
+    PREPARE_STEP,
+    PULL_REQUEST_STEP,
+    SETUP_STEP_PREFIX,
+    suite_step_name,
 )
 from crcr.suites.selection import (
-    PLUGIN_FILES, STOP_CONFIG, STOP_CONFIG_FILE, command_suite_addopts, pytest_command, selection_report_file,
+    PLUGIN_FILES,
+    STOP_CONFIG,
+    STOP_CONFIG_FILE,
+    command_suite_addopts,
+    pytest_command,
+    selection_report_file,
 )
 
 UPSTREAM_DIR = "upstream"

@@ -8,8 +8,17 @@ from buildbot.process.buildstep import get_factory_from_step_or_factory
 
 from crcr.buildmaster.process.build import RelayBuild
 from crcr.buildmaster.process.factory import (
-    RESULTS_DIR, SELECTION_DIR, UPSTREAM_DIR, build_environment, commands_in_checkout, fetcher_files, master_steps,
-    suite_step_arguments, unit_steps, upstream_checkout, upstream_environment,
+    RESULTS_DIR,
+    SELECTION_DIR,
+    UPSTREAM_DIR,
+    build_environment,
+    commands_in_checkout,
+    fetcher_files,
+    master_steps,
+    suite_step_arguments,
+    unit_steps,
+    upstream_checkout,
+    upstream_environment,
 )
 from crcr.buildmaster.steps.artifacts import UploadArtifacts, fetch_artifacts_step
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
@@ -25,8 +34,14 @@ from crcr.config.builds import SharedBuild
 from crcr.config.settings import Settings
 from crcr.config.suite import Suite
 from crcr.names import (
-    BUILD_STAGE_STEP, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY, FAN_OUT_STEP, FETCH_STEP, PREPARE_STEP,
-    SHARED_BUILDS_STEP, UPLOAD_STEP,
+    BUILD_STAGE_STEP,
+    CHILD_SHARD_PROPERTY,
+    CHILD_SUITE_PROPERTY,
+    FAN_OUT_STEP,
+    FETCH_STEP,
+    PREPARE_STEP,
+    SHARED_BUILDS_STEP,
+    UPLOAD_STEP,
 )
 from crcr.shipped.crcr_selection import SHARD_VARIABLE
 

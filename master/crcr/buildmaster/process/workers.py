@@ -33,7 +33,12 @@ from crcr.buildmaster.process.worker_info import kept_worker_info
 from crcr.config.loader import RelayConfig
 from crcr.config.secretfiles import worker_password
 from crcr.names import (
-    ADMIN_PROPERTY, CHILD_UNITS_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY, RELAY_WORKER,
+    ADMIN_PROPERTY,
+    CHILD_UNITS_PROPERTY,
+    DEVICE_INDEX_PROPERTY,
+    DEVICE_PROPERTY,
+    HOST_PROPERTY,
+    RELAY_WORKER,
 )
 from crcr.plan.builds import BuildPlan
 from crcr.store.service import relay_store

@@ -10,7 +10,8 @@ is noted in the relay's store, where the ledger (on whichever master leads, now 
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from buildbot.process.buildrequest import BuildRequest
 from buildbot.util.twisted import async_to_deferred

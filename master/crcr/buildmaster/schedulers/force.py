@@ -18,8 +18,14 @@ from crcr.config.errors import shown
 from crcr.config.limits import MAX_BISECTED_TESTS, MAX_NODE_ID
 from crcr.config.settings import Settings
 from crcr.names import (
-    BISECTION_PROPERTY, REQUESTED_REVISION_PROPERTY,
-    SUITE_SEPARATOR, SUITE_STEP_PREFIX, TESTS_PROPERTY, bisect_scheduler_name, force_scheduler_name, key_of,
+    BISECTION_PROPERTY,
+    REQUESTED_REVISION_PROPERTY,
+    SUITE_SEPARATOR,
+    SUITE_STEP_PREFIX,
+    TESTS_PROPERTY,
+    bisect_scheduler_name,
+    force_scheduler_name,
+    key_of,
 )
 from crcr.store.buildbot_tables import builds_at
 from crcr.suites.results import SuiteResults
@@ -80,7 +86,7 @@ def _signed_in_owner() -> util.FixedParameter:
     return util.FixedParameter(name="username", default="")
 
 
-def force_scheduler(backend: Backend, settings: Settings) -> schedulers.ForceScheduler:
+def force_scheduler(backend: Backend, settings: Settings) -> UpstreamRevisionForceScheduler:
     return UpstreamRevisionForceScheduler(
         name=force_scheduler_name(backend.name),
         builder=backend.name,

@@ -25,8 +25,7 @@ from crcr.buildmaster.util.relay_services import commit_ledger
 from crcr.config.backend import Backend
 from crcr.config.relevance import Relevance
 from crcr.config.settings import Settings
-from crcr.names import RELAY_CHANGE_CATEGORIES
-from crcr.names import upstream_scheduler_name
+from crcr.names import RELAY_CHANGE_CATEGORIES, upstream_scheduler_name
 from crcr.store.buildbot_tables import changes_after
 
 LAST_CHANGE = "last_changeid"  # the scheduler's state: the newest change it has dealt with

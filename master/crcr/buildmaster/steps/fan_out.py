@@ -11,9 +11,19 @@ from twisted.internet import defer
 
 from crcr.buildmaster.steps.child_trigger import ChildTrigger
 from crcr.names import (
-    ARTIFACTS_PROPERTY, BISECTION_PROPERTY, CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, CHILD_SUITE_PROPERTY,
-    CHILD_UNITS_PROPERTY, CHILDREN_PROPERTY, ONLY_TESTS_PROPERTY, ORDER_PROPERTY, SUITE_RUN_PROPERTY,
-    TELL_EARLY_PROPERTY, child_builder_name, suites_scheduler_name,
+    ARTIFACTS_PROPERTY,
+    BISECTION_PROPERTY,
+    CHILD_ASKED_PROPERTY,
+    CHILD_SHARD_PROPERTY,
+    CHILD_SUITE_PROPERTY,
+    CHILD_UNITS_PROPERTY,
+    CHILDREN_PROPERTY,
+    ONLY_TESTS_PROPERTY,
+    ORDER_PROPERTY,
+    SUITE_RUN_PROPERTY,
+    TELL_EARLY_PROPERTY,
+    child_builder_name,
+    suites_scheduler_name,
 )
 from crcr.suites.asked_tests import only_tests_problem
 

@@ -13,7 +13,11 @@ from twisted.python import log
 from crcr.buildmaster.changes import revisions
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.names import (
-    BACKEND_PROPERTY, BISECTION_PROPERTY, ORDER_PROPERTY, PULL_REQUEST_PROPERTY, TELL_EARLY_PROPERTY,
+    BACKEND_PROPERTY,
+    BISECTION_PROPERTY,
+    ORDER_PROPERTY,
+    PULL_REQUEST_PROPERTY,
+    TELL_EARLY_PROPERTY,
 )
 from crcr.store.service import relay_store
 from crcr.suites.likely_failures import order_log, order_spec, order_summary

@@ -14,7 +14,13 @@ from twisted.internet import defer
 from crcr.buildmaster.steps.budget import BudgetedShellCommand
 from crcr.buildmaster.steps.early_news import EarlyNews
 from crcr.buildmaster.steps.infra import (
-    InfraFailure, InfraSetup, OutputWatch, final_text, killed_by, recognise, try_text,
+    InfraFailure,
+    InfraSetup,
+    OutputWatch,
+    final_text,
+    killed_by,
+    recognise,
+    try_text,
 )
 from crcr.buildmaster.steps.junit_file import worker_file_bytes
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict

@@ -13,19 +13,47 @@ from crcr.buildmaster.changes import revisions
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.buildmaster.steps.baseline import Baseline, find_baseline
 from crcr.buildmaster.steps.junit_file import (
-    FAILING_LOG, failing_tests_listed, junit_link, test_links, too_large_to_keep,
+    FAILING_LOG,
+    failing_tests_listed,
+    junit_link,
+    test_links,
+    too_large_to_keep,
 )
 from crcr.names import (
-    BACKEND_PROPERTY, BASELINES_PROPERTY, BISECTION_PROPERTY, INFRA_PROPERTY, MERGE_BASE_PROPERTY, ONLY_TESTS_PROPERTY,
-    PULL_REQUEST_PROPERTY, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, TOTALS_PROPERTY,
+    BACKEND_PROPERTY,
+    BASELINES_PROPERTY,
+    BISECTION_PROPERTY,
+    INFRA_PROPERTY,
+    MERGE_BASE_PROPERTY,
+    ONLY_TESTS_PROPERTY,
+    PULL_REQUEST_PROPERTY,
+    TEST_OUTCOMES_PROPERTY,
+    TESTS_PROPERTY,
+    TOTALS_PROPERTY,
 )
 from crcr.store.service import relay_store
 from crcr.suites.asked_tests import (
-    ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE, all_passed, asked_outcomes, describe_outcomes, only_tests_problem,
+    ERRORED,
+    FAILED,
+    NOT_RUN,
+    PASSED,
+    WHOLE_SUITE,
+    all_passed,
+    asked_outcomes,
+    describe_outcomes,
+    only_tests_problem,
 )
 from crcr.suites.results import (
-    JUnitReport, PullRequestBase, SuiteResults, UnreadableJUnit, compare, describe_collection_errors, describe_counts,
-    read_junits, results_of, totals,
+    JUnitReport,
+    PullRequestBase,
+    SuiteResults,
+    UnreadableJUnit,
+    compare,
+    describe_collection_errors,
+    describe_counts,
+    read_junits,
+    results_of,
+    totals,
 )
 from crcr.suites.selection import PYTEST_RAN, unmatched_names
 

@@ -14,7 +14,12 @@ from twisted.internet import defer
 from crcr.buildmaster.steps.infra import InfraSetup
 from crcr.buildmaster.steps.taking_out import health_check_reason, take_out
 from crcr.names import (
-    ADMIN_PROPERTY, CARD_INFO, CARD_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY, HOST_PROPERTY,
+    ADMIN_PROPERTY,
+    CARD_INFO,
+    CARD_PROPERTY,
+    DEVICE_INDEX_PROPERTY,
+    DEVICE_PROPERTY,
+    HOST_PROPERTY,
 )
 from crcr.store.service import relay_store
 from crcr.store.tables import infra_failures

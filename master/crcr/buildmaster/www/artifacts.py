@@ -11,8 +11,8 @@ after `artifact_days`, or a name no file can have). The file itself is served by
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from twisted.internet import defer
 from twisted.python import log

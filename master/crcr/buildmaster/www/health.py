@@ -14,7 +14,7 @@ as does an unknown or repeated query parameter (400).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import unquote
 
 from twisted.internet import defer

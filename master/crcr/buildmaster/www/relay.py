@@ -11,8 +11,8 @@ that under CRCR_REQUIRE_SIGN_IN an anonymous reader gets none of it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from buildbot.interfaces import IConfigured
 from twisted.internet import defer

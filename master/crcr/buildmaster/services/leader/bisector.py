@@ -30,8 +30,15 @@ from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.github import status_text
 from crcr.health.links import bisection_page
 from crcr.names import (
-    BASELINES_PROPERTY, BISECTION_PRIORITY, BISECTION_PROPERTY, ONLY_TESTS_PROPERTY,
-    SUITE_SEPARATOR, TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, bisect_scheduler_name, key_of,
+    BASELINES_PROPERTY,
+    BISECTION_PRIORITY,
+    BISECTION_PROPERTY,
+    ONLY_TESTS_PROPERTY,
+    SUITE_SEPARATOR,
+    TEST_OUTCOMES_PROPERTY,
+    TESTS_PROPERTY,
+    bisect_scheduler_name,
+    key_of,
 )
 from crcr.suites.asked_tests import ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE
 from crcr.suites.results import SuiteResults

@@ -15,8 +15,15 @@ from twisted.internet import defer
 
 from crcr.buildmaster.services.leader.ordered import OrderedLeaderService
 from crcr.names import (
-    BACKEND_PROPERTY, BISECTION_PROPERTY, HISTORY_SERVICE, PULL_REQUEST_PROPERTY, SUITE_STEP_PREFIX,
-    TEST_OUTCOMES_PROPERTY, TESTS_PROPERTY, force_scheduler_name, pull_request_scheduler_name,
+    BACKEND_PROPERTY,
+    BISECTION_PROPERTY,
+    HISTORY_SERVICE,
+    PULL_REQUEST_PROPERTY,
+    SUITE_STEP_PREFIX,
+    TEST_OUTCOMES_PROPERTY,
+    TESTS_PROPERTY,
+    force_scheduler_name,
+    pull_request_scheduler_name,
     upstream_scheduler_name,
 )
 from crcr.store import buildbot_tables

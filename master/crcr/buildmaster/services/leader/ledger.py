@@ -33,11 +33,13 @@ from crcr.github.commit_status import post_status
 from crcr.github.formatting import what_the_store_adds
 from crcr.health.links import backend_page, build_url
 from crcr.names import (
-    BACKEND_PROPERTY, BISECTION_PROPERTY, LEDGER_SERVICE,
-    force_scheduler_name, upstream_scheduler_name,
+    BACKEND_PROPERTY,
+    BISECTION_PROPERTY,
+    LEDGER_SERVICE,
+    force_scheduler_name,
+    upstream_scheduler_name,
 )
 from crcr.store.buildbot_tables import origin_of
-from crcr.store.commits import Origin
 from crcr.store.service import relay_store
 from crcr.store.tables import NOT_RELEVANT
 

@@ -49,7 +49,10 @@ from crcr.config.settings import Settings
 from crcr.github.commit_status import post_status
 from crcr.github.status_text import too_few_units
 from crcr.names import (
-    CHILD_SUITE_PROPERTY, force_scheduler_name, pull_request_scheduler_name, upstream_scheduler_name,
+    CHILD_SUITE_PROPERTY,
+    force_scheduler_name,
+    pull_request_scheduler_name,
+    upstream_scheduler_name,
 )
 from crcr.plan.builds import BuildPlan, Holds
 from crcr.store.service import relay_store
