@@ -64,20 +64,24 @@ def missing_devices(backend: Backend, shared_builds: dict[str, SharedBuild], off
     return [f"{where}: no worker offers {listed}; {inactive} hosts with them are registered"]
 
 
-def _widest_host(hosts: list[WorkerHost], device: str) -> tuple[str | None, int]:
-    """(the first host with the most units of `device`, how many): a build on several units takes them on one
-    host. (None, 0) when no host offers the device."""
-    widest = max(hosts, key=lambda host: host.devices.get(device, 0), default=None)
-    units = widest.devices.get(device, 0) if widest is not None else 0
-    return (widest.name if units else None), units
+def _widest_hosts(hosts: list[WorkerHost]) -> dict[str, tuple[str, int]]:
+    """{device: (the first host with the most units of it, how many)}: a build on several units takes them on one
+    host. In one pass over the hosts, not one per backend (backends x hosts at each reconfig)."""
+    widest: dict[str, tuple[str, int]] = {}
+    for host in hosts:
+        for device, units in host.devices.items():
+            if units > widest.get(device, ("", 0))[1]:
+                widest[device] = (host.name, units)
+    return widest
 
 
 def too_wide_suites(backends: list[Backend], hosts: list[WorkerHost], settings: Settings) -> dict[str, str]:
     """{backend: its suites on more units than any host of its device has}: their children could never start. A
     backend whose device no host offers is inactive instead (missing_devices)."""
     refused = {}
+    widest_hosts = _widest_hosts(hosts)
     for backend in backends:
-        host, most = _widest_host(hosts, backend.device)
+        host, most = widest_hosts.get(backend.device, (None, 0))
         wider = [suite for suite in backend.suites if suite.units > most]
         if host is not None and wider:
             where = display_path(settings.backends_dir / (backend.name + ".yaml"))

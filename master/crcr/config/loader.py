@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
@@ -21,16 +22,18 @@ from crcr.config.errors import ConfigError, describe_validation_error
 from crcr.config.grants import reporting_problems, within_grants
 from crcr.config.infra_failures import DEFAULT_INFRA_SIGNALS, DEFAULT_TRIES, InfraPattern, Signal
 from crcr.config.paths import REPO_ROOT, display_path
-from crcr.config.readfiles import refuse_outside
+from crcr.config.readfiles import YAML_LIMIT, read_text, refuse_outside
 from crcr.config.secretfiles import problems as secret_dir_problems
 from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.config.selections import selection_spec
 from crcr.config.settings import Settings
 from crcr.config.signin import sign_in_problems
 from crcr.config.workers import Device, WorkerHost
-from crcr.config.yamlfiles import read_yaml_mapping
+from crcr.config.yamlfiles import yaml_mapping
 
 Model = TypeVar("Model", bound=BaseModel)
+# {(folder, model): {file: (its text, its model)}} of each folder's last load (_load_dir).
+_last_loads: dict[tuple[Path, type[BaseModel]], dict[Path, tuple[str, BaseModel]]] = {}
 SHARED_BUILDS_DIR = "builds"  # in the backends folder: the shared builds, one file each
 DEVICES_DIR = "devices"  # in the workers folder: what the relay knows of each kind of device, one file each
 
@@ -90,7 +93,16 @@ class RelayConfig:
 
     def units_at_once(self, device: str) -> int:
         """How many units of `device` can build at once: each host's units of it, at most its cap."""
-        return sum(min(units, host.max_builds or units) for host in self.hosts if (units := host.devices.get(device)))
+        return self._units_at_once.get(device, 0)
+
+    @cached_property
+    def _units_at_once(self) -> dict[str, int]:
+        # Of every device in one pass over the hosts: fans_out asks it of each backend, in several places per load.
+        at_once: dict[str, int] = {}
+        for host in self.hosts:
+            for device, units in host.devices.items():
+                at_once[device] = at_once.get(device, 0) + min(units, host.max_builds or units)
+        return at_once
 
     def used_shared_builds(self) -> list[SharedBuild]:
         """The shared builds some active backend uses, each once, by name."""
@@ -109,9 +121,18 @@ class RelayConfig:
 def load_model(path: Path, model: type[Model]) -> Model:
     """Parse one YAML file into `model`, its file stem becoming the name; errors name file and field.
     A file leading out of its folder through a symbolic link is refused unread."""
-    where = display_path(path)
+    return _validated(path, _model_text(path), model)
+
+
+def _model_text(path: Path) -> str:
     refuse_outside(path, path.parent)
-    data = read_yaml_mapping(path)
+    return read_text(path, YAML_LIMIT)
+
+
+def _validated(path: Path, text: str, model: type[Model]) -> Model:
+    """The model of `text`, read from `path` (load_model)."""
+    where = display_path(path)
+    data = yaml_mapping(text, path)
     if "name" in data:
         raise ConfigError(f"{where}: name: unknown key (the file name '{path.stem}' is the name)")
 
@@ -128,15 +149,22 @@ def load_model(path: Path, model: type[Model]) -> Model:
 
 def _load_dir(directory: Path, model: type[Model]) -> tuple[list[Model], dict[str, str]]:
     """The models of the folder's files, and {name: problems} of those that do not validate: a file's name is its
-    stem, a .yml file's its whole name (it is not read)."""
+    stem, a .yml file's its whole name (it is not read). A file whose text is the one of the folder's last load
+    keeps that load's model (models are frozen), unparsed: at each reconfig of a relay of hundreds of files, parsing
+    and validating them all again was most of the time it took to build the configuration."""
     if not directory.is_dir():
         raise ConfigError(f"{display_path(directory)}: directory does not exist")
     models, errors = [], {}
+    last, loaded = _last_loads.get((directory, model), {}), {}
     for path in sorted(directory.glob("*.yaml")):
         try:
-            models.append(load_model(path, model))
+            text = _model_text(path)
+            kept = last.get(path)
+            loaded[path] = text, (kept[1] if kept is not None and kept[0] == text else _validated(path, text, model))
+            models.append(loaded[path][1])
         except ConfigError as e:
             errors[path.stem] = str(e)
+    _last_loads[directory, model] = loaded
     for stray in sorted(p.name for p in directory.glob("*.yml")):
         errors[stray] = f"{display_path(directory / stray)}: use the .yaml extension, .yml files are not read"
     return models, errors

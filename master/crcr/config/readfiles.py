@@ -23,6 +23,8 @@ SKIP_LIST_LIMIT = 8 * MIB
 
 def refuse_outside(path: Path, folder: Path) -> None:
     """Raise ConfigError naming `path` when it, following its symbolic links, leads out of `folder`."""
+    if path.parent == folder and not path.is_symlink():
+        return  # a file of the folder itself that is no link: resolving both costs more (hundreds per reconfig)
     try:
         inside = path.resolve().is_relative_to(folder.resolve())
     except RuntimeError:  # Python 3.11's Path.resolve on a loop of links
@@ -36,26 +38,25 @@ def refuse_outside(path: Path, folder: Path) -> None:
 
 def read_text(path: Path, limit: int) -> str:
     """The UTF-8 text of a regular file of at most `limit` bytes; otherwise ConfigError naming the file."""
-    where = display_path(path)
     try:
         # Non-blocking, so that a named pipe is refused below rather than waited on for ever.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:
-        raise ConfigError(f"{where}: cannot be read: {e.strerror}") from None
+        raise ConfigError(f"{display_path(path)}: cannot be read: {e.strerror}") from None
     with open(fd, "rb") as f:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{where}: is not a regular file")
+            raise ConfigError(f"{display_path(path)}: is not a regular file")
         if info.st_size > limit:
-            raise ConfigError(_too_large(where, limit, info.st_size))
+            raise ConfigError(_too_large(path, limit, info.st_size))
         data = f.read(limit + 1)  # the file may have grown since fstat
     if len(data) > limit:
-        raise ConfigError(_too_large(where, limit, len(data)))
+        raise ConfigError(_too_large(path, limit, len(data)))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ConfigError(f"{where}: the file is not UTF-8 text") from None
+        raise ConfigError(f"{display_path(path)}: the file is not UTF-8 text") from None
 
 
-def _too_large(where: str, limit: int, size: int) -> str:
-    return f"{where}: the file must be at most {limit // MIB} MiB (got {size} bytes)"
+def _too_large(path: Path, limit: int, size: int) -> str:
+    return f"{display_path(path)}: the file must be at most {limit // MIB} MiB (got {size} bytes)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated
 
 from pydantic import Field, StrictInt, field_validator, model_validator
@@ -126,7 +127,7 @@ class WorkerHost(Strict):
             )
         return self
 
-    @property
+    @cached_property  # asked for each host several times at each load (the units, the builders, the Authz rules)
     def units(self) -> list[DeviceUnit]:
         return [
             DeviceUnit(host=self.name, device=device, index=index)

@@ -100,19 +100,23 @@ def compose_yaml(text: str, where: str) -> yaml.Node | None:
 def read_yaml_mapping(path: Path) -> dict:
     """One YAML file's mapping (an empty file is {}); an unreadable or too large file, bad YAML, a
     duplicate key or a top level that is not a mapping raise ConfigError naming the file."""
-    where = display_path(path)
-    text = read_text(path, YAML_LIMIT)
+    return yaml_mapping(read_text(path, YAML_LIMIT), path)
+
+
+def yaml_mapping(text: str, path: Path) -> dict:
+    """The mapping of `text`, read from `path` (read_yaml_mapping)."""
     try:
         data = _load(text, _FastStrictKeysLoader)
     except AliasesRefused as e:
-        raise _refused(where, e) from None
+        raise _refused(display_path(path), e) from None
     except yaml.YAMLError:
         try:
             data = _load(text, _StrictKeysLoader)
         except yaml.YAMLError as e:
-            raise _refused(where, e) from None
+            raise _refused(display_path(path), e) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping of fields (key: value lines), found a {type(data).__name__}")
+        raise ConfigError(f"{display_path(path)}: expected a mapping of fields (key: value lines), "
+                          f"found a {type(data).__name__}")
     return data

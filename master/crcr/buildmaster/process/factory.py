@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 
 from buildbot.plugins import util
 
@@ -78,7 +80,7 @@ def build_folder_files(backend: Backend, selections: dict[tuple[str, str], dict]
     pytest_suites = [suite for suite in backend.suites if suite.pytest]
     if pytest_suites:
         for plugin in PLUGIN_FILES:
-            files[f"{SELECTION_DIR}/{plugin.name}"] = plugin.read_text(encoding="utf-8")
+            files[f"{SELECTION_DIR}/{plugin.name}"] = shipped_text(plugin)
         for suite in pytest_suites:
             files[f"{SELECTION_DIR}/{suite.name}.json"] = json.dumps(selections[backend.name, suite.name])
     if any(not suite.pytest for suite in backend.suites):
@@ -90,7 +92,14 @@ def build_folder_files(backend: Backend, selections: dict[tuple[str, str], dict]
 
 def fetcher_files() -> dict[str, str]:
     """The artifacts' fetcher, shipped into a build folder whose build is given artifacts."""
-    return {f"{SELECTION_DIR}/{FETCH_SCRIPT.name}": FETCH_SCRIPT.read_text(encoding="utf-8")}
+    return {f"{SELECTION_DIR}/{FETCH_SCRIPT.name}": shipped_text(FETCH_SCRIPT)}
+
+
+@functools.cache
+def shipped_text(path: Path) -> str:
+    """A file of this package shipped into build folders, read once rather than once per backend at each reconfig: it
+    changes with crcr's code, which a reconfig does not load again either (the master keeps imported modules)."""
+    return path.read_text(encoding="utf-8")
 
 
 def command_suite_env(env: dict, backend: Backend) -> dict:

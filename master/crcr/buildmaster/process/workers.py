@@ -200,23 +200,27 @@ def unit_can_start_build(builder, workerforbuilder, buildrequest):
 def make_workers(relay: RelayConfig, secrets_dir: Path) -> list[HostUnitWorker]:
     """Buildbot runs at most one build per (builder, worker), and a host must run as many builds of one
     backend as it has units; so each unit is a worker of its own, logging in with its host's password."""
-    return [
-        HostUnitWorker(
-            unit.worker_name,
-            FileSecret(secrets_dir, worker_password(host.name)),
-            host=host.name,
-            host_slots=host.build_slots if host.build_slots < host.unit_count else None,
-            max_builds=1,
-            properties={
-                HOST_PROPERTY: host.name,
-                DEVICE_PROPERTY: unit.device,
-                DEVICE_INDEX_PROPERTY: unit.index,
-                ADMIN_PROPERTY: host.admin,
-            },
-        )
-        for host in relay.hosts
-        for unit in host.units
-    ]
+    workers = []
+    for host in relay.hosts:
+        password = FileSecret(secrets_dir, worker_password(host.name))  # once per host: it looks at the file
+        host_slots = host.build_slots if host.build_slots < host.unit_count else None
+        workers += [
+            HostUnitWorker(
+                unit.worker_name,
+                password,
+                host=host.name,
+                host_slots=host_slots,
+                max_builds=1,
+                properties={
+                    HOST_PROPERTY: host.name,
+                    DEVICE_PROPERTY: unit.device,
+                    DEVICE_INDEX_PROPERTY: unit.index,
+                    ADMIN_PROPERTY: host.admin,
+                },
+            )
+            for unit in host.units
+        ]
+    return workers
 
 
 def relay_workers(plan: BuildPlan) -> list[worker.LocalWorker]:
