@@ -115,9 +115,8 @@ class WorkerActionEndpointMatcher(EndpointMatcherBase):
         self.workers = frozenset(workers)
         super().__init__(**kwargs)
 
-    @defer.inlineCallbacks
-    def _match_worker(self, epobject, epdict, options):
-        worker = yield epobject.get({}, epdict)
+    async def _match_worker(self, epobject, epdict, options):
+        worker = await epobject.get({}, epdict)
         return Match(self.master) if worker is not None and worker["name"] in self.workers else None
 
     # One name per action of WorkerEndpoint.control: EndpointMatcherBase looks for match_<endpoint class>_<action>,
@@ -135,36 +134,38 @@ class RelayAuthz(Authz):
     before a worker claimed it keeps no reason at all. The note goes to the relay's store before the stop is done,
     so that the reporter of whichever master runs the build reads it, also after a restart."""
 
-    @defer.inlineCallbacks
-    def assertUserAllowed(self, ep, action, options, userDetails):
+    def assertUserAllowed(self, ep, action, options, userDetails) -> defer.Deferred:
         """Also a 404 naming what a request names that is not there (request_targets.py). Why here: Buildbot's REST
         API asks the Authz before it looks the endpoint up (rest.py getEndpoint), inside the error handling that
         answers an InvalidPathError with a 404, and nothing of the relay's runs before its endpoints otherwise;
-        replacing the endpoints would mean patching Buildbot's data connector."""
+        replacing the endpoints would mean patching Buildbot's data connector. A Deferred, as Buildbot's: the
+        relay's readers chain on it (www/readers.py)."""
+        return defer.ensureDeferred(self._assert_user_allowed(ep, action, options, userDetails))
+
+    async def _assert_user_allowed(self, ep, action, options, userDetails):
         username = userDetails.get("username")
         endpoint, kwargs = data_endpoint(self.master, ep)
         target = None
         if endpoint is not None and bytes2unicode(action).lower() != "get":
-            target = yield self._control_target(ep, endpoint, kwargs, userDetails)
+            target = await self._control_target(ep, endpoint, kwargs, userDetails)
         try:
-            yield super().assertUserAllowed(ep, action, options, userDetails)
+            await super().assertUserAllowed(ep, action, options, userDetails)
         except Forbidden as refused:
             who = f"signed in as {username}" if username else "not signed in"
             raise Forbidden(unicode2bytes(f"{who}: {bytes2unicode(refused.message)}")) from None
         if action in STOP_ACTIONS and username and isinstance(endpoint, (BuildEndpoint, BuildRequestEndpoint)) \
                 and target is not None:
             store = relay_store(self.master)
-            yield store.note_canceller(target["buildrequestid"], username, self.master.reactor.seconds())
+            await store.note_canceller(target["buildrequestid"], username, self.master.reactor.seconds())
 
-    @defer.inlineCallbacks
-    def _control_target(self, ep, endpoint, kwargs, userDetails):
+    async def _control_target(self, ep, endpoint, kwargs, userDetails):
         """What the control acts on (None: not one the relay looks up); a 404 when it is not there, for a user who
         may read it (with require_sign_in, an anonymous one learns nothing: the rules refuse them)."""
         try:
-            return (yield control_target(self.master, endpoint, kwargs, ep))
+            return await control_target(self.master, endpoint, kwargs, ep)
         except NotThere as missing:
             try:
-                yield super().assertUserAllowed(ep, "get", {}, userDetails)
+                await super().assertUserAllowed(ep, "get", {}, userDetails)
             except Forbidden:
                 return None
             raise InvalidPathError(str(missing)) from None

@@ -91,8 +91,7 @@ class HostUnitWorker(worker.Worker):
             return True
         return sum(1 for unit in self.host_units() if unit.building()) < self.host_slots
 
-    @defer.inlineCallbacks
-    def host_has_slot(self):
+    async def host_has_slot(self):
         """Whether the host has a slot left for this unit's build, counting every master's builds; the slot is then
         this unit's."""
         if not self.canStartBuild():
@@ -100,7 +99,7 @@ class HostUnitWorker(worker.Worker):
         if self.host_slots is None:
             return True
         building = [unit.workerid for unit in self.host_units() if unit.building()]
-        slot = yield relay_store(self.master).take_host_slot(self.master.db.model.masters, self.host, self.host_slots,
+        slot = await relay_store(self.master).take_host_slot(self.master.db.model.masters, self.host, self.host_slots,
                                                              self.workerid, self.master.masterid, building)
         if slot is None:
             return False
@@ -109,11 +108,10 @@ class HostUnitWorker(worker.Worker):
         self._unused_slot = self.master.reactor.callLater(UNUSED_SLOT_AFTER, self._give_back_slot)
         return True
 
-    @defer.inlineCallbacks
-    def take_units(self, units: int):
+    async def take_units(self, units: int):
         """Whether a build needing `units` units can start here: a slot for it, and the other units it needs idle on
         this host, which it then holds."""
-        if not (yield self.host_has_slot()):
+        if not await self.host_has_slot():
             return False
         if units == 1:
             return True
@@ -123,7 +121,7 @@ class HostUnitWorker(worker.Worker):
                 and unit.canStartBuild()]
         if len(idle) < units - 1:
             # Its slot back, waking nobody: the units' next build end looks at this request again.
-            yield self._give_back_slot(wake=False)
+            await self._give_back_slot(wake=False)
             return False
         self._partners = tuple(idle[:units - 1])
         for partner in self._partners:
@@ -172,29 +170,27 @@ class HostUnitWorker(worker.Worker):
         self.master.mq.produce(SLOT_GIVEN_BACK, {"host": self.host, "masterid": self.master.masterid})
 
 
-@defer.inlineCallbacks
-def one_parent_across_masters(builder, workerforbuilder, buildrequest):
+async def one_parent_across_masters(builder, workerforbuilder, buildrequest):
     """A fanned-out backend's canStartBuild: its parent starts only while no other master runs one of its parents,
     so that the commits arriving meanwhile queue and collapse (queue: newest) in a cluster as on one master, where
     Buildbot's one build per (builder, worker) holds it; every master has a relay worker of its own. Two masters
     asking in the same instant may both start one: two commits then build side by side, as a serial backend's do
     on two units."""
-    builderid = yield builder.getBuilderId()
-    running = yield builder.master.db.builds.getBuilds(builderid=builderid, complete=False)
+    builderid = await builder.getBuilderId()
+    running = await builder.master.db.builds.getBuilds(builderid=builderid, complete=False)
     return all(build.masterid == builder.master.masterid for build in running)
 
 
-@defer.inlineCallbacks
-def unit_can_start_build(builder, workerforbuilder, buildrequest):
+async def unit_can_start_build(builder, workerforbuilder, buildrequest):
     """A builder's canStartBuild. Buildbot asks a worker whether it can start a build only when it lists the
     builder's idle workers, then hands them out to the builder's waiting requests without asking again;
     a unit's answer changes as soon as another unit of its host starts a build, so ask at each request. A unit the
     request's run hit the hardware on refuses it: it goes to another (docs/hardware-failures.md)."""
     if buildrequest is None:
-        return (yield workerforbuilder.worker.take_units(1))
-    if workerforbuilder.worker.name in (yield relay_store(builder.master).units_failed(buildrequest.id)):
+        return await workerforbuilder.worker.take_units(1)
+    if workerforbuilder.worker.name in await relay_store(builder.master).units_failed(buildrequest.id):
         return False
-    return (yield workerforbuilder.worker.take_units(buildrequest.properties.getProperty(CHILD_UNITS_PROPERTY, 1)))
+    return await workerforbuilder.worker.take_units(buildrequest.properties.getProperty(CHILD_UNITS_PROPERTY, 1))
 
 
 def make_workers(relay: RelayConfig, secrets_dir: Path) -> list[HostUnitWorker]:

@@ -78,10 +78,9 @@ def files_text(files: list[dict]) -> str:
     return f"{len(files)} artifact{'s' if len(files) != 1 else ''}, {size_text(files)}"
 
 
-@defer.inlineCallbacks
-def kept_by(master, build) -> dict:
+async def kept_by(master, build) -> dict:
     """What build child `build` (a BuildModel) kept, as a child build is given it: {"build": id, "files": [...]}."""
-    properties = yield master.db.builds.getBuildProperties(build.id)
+    properties = await master.db.builds.getBuildProperties(build.id)
     return {"build": build.id, "files": properties[ARTIFACTS_MADE_PROPERTY][0]}
 
 
@@ -144,13 +143,12 @@ class UploadArtifacts(MultipleFileUpload):
         # messages up to 640 KiB).
         super().__init__(workersrcs=globs, masterdest=ARTIFACTS_DIR, blocksize=UPLOAD_BLOCK, **kwargs)
 
-    @defer.inlineCallbacks
-    def run(self):
-        self.stdio_log = yield self.addLog("stdio")
+    async def run(self):
+        self.stdio_log = await self.addLog("stdio")
         finding = RemoteShellCommand(self.workdir, ["python3", "-c", FIND_ARTIFACTS, *self.workersrcs],
                                      collectStdout=True, logEnviron=False)
         finding.useLog(self.stdio_log, False)
-        yield self.runCommand(finding)
+        await self.runCommand(finding)
         if self.stopped:
             return CANCELLED
         found = None if finding.didFail() else found_on_unit(finding.stdout, self.workersrcs)
@@ -171,7 +169,7 @@ class UploadArtifacts(MultipleFileUpload):
             if self.stopped:  # while it started
                 upload.cancel()
             try:
-                result = yield upload
+                result = await upload
             except defer.CancelledError:  # stopped (interrupt)
                 self.descriptionDone = [f"stopped while uploading {path}"]
                 return CANCELLED
@@ -181,7 +179,7 @@ class UploadArtifacts(MultipleFileUpload):
                 return result
             room -= kept.stat().st_size
         reactor = self.master.reactor
-        made = yield threads.deferToThreadPool(reactor, reactor.getThreadPool(), describe_files, folder)
+        made = await threads.deferToThreadPool(reactor, reactor.getThreadPool(), describe_files, folder)
         self.setProperty(ARTIFACTS_MADE_PROPERTY, made, "crcr")
         self.descriptionDone = [f"kept {files_text(made)}"]
         return SUCCESS

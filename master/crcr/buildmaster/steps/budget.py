@@ -10,7 +10,6 @@ import math
 
 from buildbot.plugins import steps
 from buildbot.process.results import FAILURE
-from twisted.internet import defer
 
 
 class BudgetedShellCommand(steps.ShellCommand):
@@ -20,13 +19,12 @@ class BudgetedShellCommand(steps.ShellCommand):
         self.build_timeout = build_timeout
         super().__init__(**kwargs)
 
-    @defer.inlineCallbacks
-    def fit_to_budget(self):
+    async def fit_to_budget(self):
         """Cap maxTime at what is left of the build's budget; False (and a log) when nothing is left."""
-        build = yield self.master.data.get(("builds", self.build.buildid))
+        build = await self.master.data.get(("builds", self.build.buildid))
         remaining = self.build_timeout - (self.master.reactor.seconds() - build["started_at"].timestamp())
         if remaining < 1:  # less than Buildbot's smallest maxTime
-            yield self.addCompleteLog(
+            await self.addCompleteLog(
                 "build timeout", f"The build's timeout of {self.build_timeout}s was used up before this step.\n"
             )
             self.descriptionDone = ["not run: build timeout"]
@@ -37,9 +35,8 @@ class BudgetedShellCommand(steps.ShellCommand):
             self.maxTime = math.ceil(remaining)
         return True
 
-    @defer.inlineCallbacks
-    def run(self):
-        if not (yield self.fit_to_budget()):
+    async def run(self):
+        if not await self.fit_to_budget():
             return FAILURE
-        result = yield super().run()
+        result = await super().run()
         return result

@@ -7,7 +7,6 @@ from __future__ import annotations
 from buildbot.process.buildstep import BuildStep
 from buildbot.process.results import FAILURE, SUCCESS
 from buildbot.steps.worker import CompositeStepMixin
-from twisted.internet import defer
 
 
 class PrepareBuildFolder(CompositeStepMixin, BuildStep):
@@ -33,15 +32,14 @@ class PrepareBuildFolder(CompositeStepMixin, BuildStep):
 
     __repr__ = __str__
 
-    @defer.inlineCallbacks
-    def run(self):
+    async def run(self):
         # runRmdir and runMkdir answer whether the command failed; a download answers None when it failed.
-        if (yield self.runRmdir(self.results_dir, abandonOnFailure=False)):
+        if await self.runRmdir(self.results_dir, abandonOnFailure=False):
             return self._done(FAILURE, f"could not empty {self.results_dir}/")
-        if (yield self.runMkdir(self.results_dir, abandonOnFailure=False)):
+        if await self.runMkdir(self.results_dir, abandonOnFailure=False):
             return self._done(FAILURE, f"could not create {self.results_dir}/")
         for path, content in self.shipped.items():
-            if (yield self.downloadFileContentToWorker(path, content, workdir=".")) is None:
+            if (await self.downloadFileContentToWorker(path, content, workdir=".")) is None:
                 return self._done(FAILURE, f"could not write {path}")
         return self._done(SUCCESS, f"{self.results_dir}/ emptied{_described(list(self.shipped))}")
 

@@ -4,7 +4,6 @@ build device, whose artifacts the fan-out then hands to every suite's child (doc
 from __future__ import annotations
 
 from buildbot.process.results import FAILURE, SUCCESS, WARNINGS, Results
-from twisted.internet import defer
 
 from crcr.buildmaster.steps.artifacts import files_text, kept_by
 from crcr.buildmaster.steps.child_trigger import ChildTrigger
@@ -24,15 +23,14 @@ class BuildStage(ChildTrigger):
         return [self.trigger_entry(build_child_name(self.backend), {ARTIFACTS_PROPERTY: shared} if shared else {},
                                    f"the build stage of {self.backend}'s build {self.build.number}")]
 
-    @defer.inlineCallbacks
-    def gathered(self, builds: list):
+    async def gathered(self, builds: list):
         [build] = builds
         if build is None or build.results not in (SUCCESS, WARNINGS):
             ended = ("was cancelled before a unit took it" if build is None
                      else "failed" if build.results == FAILURE else f"ended: {Results[build.results]}")
             self.descriptionDone = [f"the build {ended}: no suite runs"]
             return FAILURE
-        kept = yield kept_by(self.master, build)
+        kept = await kept_by(self.master, build)
         self.setProperty(ARTIFACTS_PROPERTY, [*(self.getProperty(ARTIFACTS_PROPERTY) or []), kept], "crcr")
         self.descriptionDone = [f"built: {files_text(kept['files'])}"]
         return SUCCESS

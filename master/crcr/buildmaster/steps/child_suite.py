@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from buildbot.process.results import EXCEPTION, FAILURE, RETRY, SUCCESS, WARNINGS
-from twisted.internet import defer
 
 from crcr.buildmaster.steps.junit_file import FAILING_LOG, shown_test
 from crcr.buildmaster.steps.suite import SuiteStep
@@ -43,16 +42,15 @@ class ChildSuiteRun(SuiteStep):
     another unit; the parent waits for its request), then EXCEPTION, leaving the parent the infrastructure error
     to say."""
 
-    @defer.inlineCallbacks
-    def run(self):
-        if not (yield self.fit_to_budget()):
+    async def run(self):
+        if not await self.fit_to_budget():
             return FAILURE
-        ran = yield self.run_on_worker(self.getProperty(CHILD_ASKED_PROPERTY))
+        ran = await self.run_on_worker(self.getProperty(CHILD_ASKED_PROPERTY))
         if ran.retry:
             self.descriptionDone = [f"{self.suite_name}: {ran.infra}"]
             return RETRY
         if ran.junit is not None:
-            yield self._keep_junit(ran.junit)
+            await self._keep_junit(ran.junit)
         self.setProperty(SUITE_RUN_PROPERTY, run_property(ran, self.junit_note), "crcr")
         if ran.infra:
             return self._said(ran.infra, EXCEPTION)
@@ -61,10 +59,9 @@ class ChildSuiteRun(SuiteStep):
         if ran.junit is None:
             return self._said("passed" if ran.rc == 0 else f"{self._exit(ran.rc)}, no JUnit XML",
                               SUCCESS if ran.rc == 0 else FAILURE)
-        return (yield self._tests_said(ran))
+        return await self._tests_said(ran)
 
-    @defer.inlineCallbacks
-    def _tests_said(self, ran: SuiteRun):
+    async def _tests_said(self, ran: SuiteRun):
         """The run's tests counted, the failing ones named (the first few in the summary, the build's header), each
         linked, all in a log; a JUnit XML that does not parse, a run that broke (the parent's verdict says so too)."""
         try:
@@ -77,9 +74,9 @@ class ChildSuiteRun(SuiteStep):
         broken = self._broken(ran.rc, results)
         failing = [("errored" if test in results.errored else "failed", test) for test in results.failing]
         if failing:
-            yield self.addCompleteLog(FAILING_LOG, "failing tests (the parent build compares them with the "
+            await self.addCompleteLog(FAILING_LOG, "failing tests (the parent build compares them with the "
                                       "baseline):\n" + "".join(f"  {test}\n" for _, test in failing))
-            yield self._link_tests(failing, FAILING_LOG)
+            await self._link_tests(failing, FAILING_LOG)
         text = describe_counts([results], compared=False) + failing_named(results.failing)
         if broken:
             return self._said(f"{broken}; {text}", FAILURE)

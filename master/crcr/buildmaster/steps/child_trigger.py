@@ -11,42 +11,44 @@ from twisted.internet import defer
 from crcr.names import CHILD_TAG
 
 
-@defer.inlineCallbacks
-def announce_revision(step):
+async def announce_revision(step):
     """The commit the parent stands for as its got_revision, which its children check out (Trigger passes it on as
     their revision). Written at once, not at the step's end as Buildbot would: whoever looks for the commit's build
     (the CLI, the health pages) finds the parent while its children run, as it finds a serial build after its
     checkout. Returns it."""
     revision = step.build.getSourceStamp("").revision
     step.setProperty("got_revision", revision, "crcr")
-    yield step.master.data.updates.setBuildProperty(step.build.buildid, "got_revision", revision, "crcr")
+    await step.master.data.updates.setBuildProperty(step.build.buildid, "got_revision", revision, "crcr")
     return revision
 
 
-@defer.inlineCallbacks
-def request_complete(master, brid: int):
-    """Fires once build request `brid` is complete. Not Buildbot's mq.waitUntilEvent: its in-process queue delivers
-    a message by going down its list of consumers, from which a waiter that is done removes itself at once, so the
-    next waiter of the same message is skipped and waits for ever (two parents waiting for one shared build). Here
-    the waiter is done on the reactor's next turn, once the message has gone to every consumer."""
+def request_complete(master, brid: int) -> defer.Deferred:
+    """Fires once build request `brid` is complete. A Deferred, not a coroutine: its callers gather several and
+    cancel them when the step is stopped. Not Buildbot's mq.waitUntilEvent: its in-process queue delivers a message
+    by going down its list of consumers, from which a waiter that is done removes itself at once, so the next waiter
+    of the same message is skipped and waits for ever (two parents waiting for one shared build). Here the waiter is
+    done on the reactor's next turn, once the message has gone to every consumer."""
+    return defer.ensureDeferred(_until_complete(master, brid))
+
+
+async def _until_complete(master, brid: int) -> None:
     done = defer.Deferred()
 
     def arrived(key, message):
         if not done.called:
             master.reactor.callLater(0, lambda: done.called or done.callback(None))
 
-    consumer = yield master.mq.startConsuming(arrived, ("buildrequests", str(brid), "complete"))
+    consumer = await master.mq.startConsuming(arrived, ("buildrequests", str(brid), "complete"))
     try:
-        if not (yield master.db.buildrequests.getBuildRequest(brid)).complete:
-            yield done
+        if not (await master.db.buildrequests.getBuildRequest(brid)).complete:
+            await done
     finally:
-        yield consumer.stopConsuming()
+        await defer.maybeDeferred(consumer.stopConsuming)  # a Deferred from some queues, None from the simple one
 
 
-@defer.inlineCallbacks
-def last_build(master, brid: int):
+async def last_build(master, brid: int):
     """The last build of request `brid` (one a lost unit ended RETRY was built again); None when none was made."""
-    made = yield master.db.builds.getBuilds(buildrequestid=brid)
+    made = await master.db.builds.getBuilds(buildrequestid=brid)
     return max(made, key=lambda build: build.id) if made else None
 
 
@@ -72,10 +74,9 @@ class ChildTrigger(Trigger):
     def gathered(self, builds: list):
         raise NotImplementedError
 
-    @defer.inlineCallbacks
-    def run(self):
-        yield announce_revision(self)
-        yield super().run()  # its results, the children's worst, are not the parent's: gathered() says
+    async def run(self):
+        await announce_revision(self)
+        await super().run()  # its results, the children's worst, are not the parent's: gathered() says
         if self.ended:
             # A request triggered while the stop arrived is not among those Trigger's interrupt cancelled.
             for brid in self.brids:
@@ -84,11 +85,11 @@ class ChildTrigger(Trigger):
         # Buildbot's Triggerable gives up on the children it is waiting for when it stops (Buildbot issue 8197): a
         # reconfiguration that removes it (fan_out turned off) left the children running and the parent judging
         # runs not made yet. Each child request is waited for here until it is complete, as Trigger's own count is.
-        yield defer.gatherResults([request_complete(self.master, brid) for brid in self.brids], consumeErrors=True)
+        await defer.gatherResults([request_complete(self.master, brid) for brid in self.brids], consumeErrors=True)
         builds = []
         for brid in self.brids:
-            builds.append((yield last_build(self.master, brid)))  # None: cancelled before a unit took it
-        return (yield self.gathered(builds))
+            builds.append(await last_build(self.master, brid))  # None: cancelled before a unit took it
+        return await self.gathered(builds)
 
     def getResultSummary(self):
         if self.ended:

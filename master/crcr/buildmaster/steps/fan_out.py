@@ -7,7 +7,6 @@ them the build stage's artifacts, and records which child build ran each suite f
 from __future__ import annotations
 
 from buildbot.process.results import FAILURE, SUCCESS, Results
-from twisted.internet import defer
 
 from crcr.buildmaster.steps.child_trigger import ChildTrigger
 from crcr.names import (
@@ -86,13 +85,12 @@ class FanOut(ChildTrigger):
             entries.append(self.trigger_entry(child_builder_name(self.backend, suite, shard), properties, reason))
         return entries
 
-    @defer.inlineCallbacks
-    def gathered(self, builds: list):
+    async def gathered(self, builds: list):
         for build in builds:
             if build is None:
                 continue  # cancelled before a unit took it
             self.child_results.append(build.results)
-            properties = yield self.master.db.builds.getBuildProperties(build.id)
+            properties = await self.master.db.builds.getBuildProperties(build.id)
             if SUITE_RUN_PROPERTY in properties:
                 shard = properties.get(CHILD_SHARD_PROPERTY, (None,))[0]
                 self.children.setdefault(properties[CHILD_SUITE_PROPERTY][0], {})[shard] = build.id

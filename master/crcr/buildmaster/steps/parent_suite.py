@@ -7,7 +7,6 @@ from __future__ import annotations
 from buildbot.process.buildstep import BuildStep
 from buildbot.process.results import EXCEPTION, RETRY
 from buildbot.reporters.utils import getURLForBuild
-from twisted.internet import defer
 
 from crcr.buildmaster.steps.child_suite import NO_TESTS, run_from_property
 from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
@@ -35,10 +34,9 @@ class SuiteFromChild(SuiteVerdict, BuildStep):
     linked; FAILURE naming why when its children did not all leave a run. A child built again after its run hit
     the hardware names the units it hit it on, here and in the build's RETRIED_PROPERTY (the commit's status)."""
 
-    @defer.inlineCallbacks
-    def run(self):
+    async def run(self):
         self.retried_after: list[str] = []
-        result = yield self.judge(self._children_run)
+        result = await self.judge(self._children_run)
         if self.retried_after and self.descriptionDone and result not in (RETRY, EXCEPTION):
             self.descriptionDone = [f"{self.descriptionDone[0]} (after an infrastructure failure on "
                                     f"{', '.join(self.retried_after)})"]
@@ -46,8 +44,7 @@ class SuiteFromChild(SuiteVerdict, BuildStep):
             self.setProperty(RETRIED_PROPERTY, list(dict.fromkeys([*units, *self.retried_after])), "crcr")
         return result
 
-    @defer.inlineCallbacks
-    def _children_run(self, asked: list[str] | None):
+    async def _children_run(self, asked: list[str] | None):
         """The suite's run, from its children's (FanOut ran only the asked tests, when there are any); None when its
         children did not all leave one."""
         buildids = (self.getProperty(CHILDREN_PROPERTY) or {}).get(self.suite_name)
@@ -56,26 +53,25 @@ class SuiteFromChild(SuiteVerdict, BuildStep):
             return None
         runs, shards = [], []
         for buildid in buildids:
-            properties = yield self.master.db.builds.getBuildProperties(buildid)
+            properties = await self.master.db.builds.getBuildProperties(buildid)
             shard = properties.get(CHILD_SHARD_PROPERTY, (None,))[0]
-            yield self._link_child(buildid, shard)
+            await self._link_child(buildid, shard)
             left = properties[SUITE_RUN_PROPERTY][0]
-            junit = (yield relay_store(self.master).junit_file(buildid, self.suite_name)) if left["has_junit"] else None
+            junit = (await relay_store(self.master).junit_file(buildid, self.suite_name)) if left["has_junit"] else None
             self.junit_note = self.junit_note or left["junit_note"]
             runs.append(run_from_property(left, junit))
             shards.append(shard)
         return shards_run(runs, shards)
 
-    @defer.inlineCallbacks
-    def _link_child(self, buildid: int, shard: str | None):
+    async def _link_child(self, buildid: int, shard: str | None):
         """A link to the suite's output in the child build. Buildbot's UI shows a step's link to a build page only
         as a nested build, folded away; a link to a log it shows as it is."""
-        child = yield self.master.data.get(("builds", buildid))
-        unit = yield self.master.data.get(("workers", child["workerid"]))
-        self.retried_after += (yield relay_store(self.master).units_failed(child["buildrequestid"]))
+        child = await self.master.data.get(("builds", buildid))
+        unit = await self.master.data.get(("workers", child["workerid"]))
+        self.retried_after += await relay_store(self.master).units_failed(child["buildrequestid"])
         url = getURLForBuild(self.master, child["builderid"], child["number"])
-        steps = yield self.master.data.get(("builds", buildid, "steps"))
+        steps = await self.master.data.get(("builds", buildid, "steps"))
         ran = [step["number"] for step in steps if step["name"] == self.name]
         if ran:
             url += f"/steps/{ran[-1]}/logs/stdio"
-        yield self.addURL(f"{f'shard {shard} ' if shard else ''}run on {unit['name']}", url)
+        await self.addURL(f"{f'shard {shard} ' if shard else ''}run on {unit['name']}", url)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from buildbot.process.buildstep import BuildStep
 from buildbot.process.results import SKIPPED, SUCCESS
-from twisted.internet import defer
 
 from crcr.names import PULL_REQUEST_PROPERTY
 
@@ -19,9 +18,8 @@ class PullRequestLink(BuildStep):
         super().__init__(doStepIf=_a_pull_request_build, hideStepIf=lambda results, step: results == SKIPPED,
                          **kwargs)
 
-    @defer.inlineCallbacks
-    def run(self):
+    async def run(self):
         pr = self.getProperty(PULL_REQUEST_PROPERTY)
-        yield self.addURL(f"PR #{pr['number']}: {pr['title']}", pr["url"])
+        await self.addURL(f"PR #{pr['number']}: {pr['title']}", pr["url"])
         self.descriptionDone = [f"PR #{pr['number']} by {pr['author']}"]
         return SUCCESS

@@ -35,19 +35,18 @@ class SharedBuilds(BuildStep):
         self.waits: list[defer.Deferred] = []
         super().__init__(haltOnFailure=True, **kwargs)
 
-    @defer.inlineCallbacks
-    def run(self):
-        sha = yield announce_revision(self)
+    async def run(self):
+        sha = await announce_revision(self)
         requests = {}
         for name in self.names:
-            requests[name] = yield self._request_of(name, sha)
+            requests[name] = await self._request_of(name, sha)
             if self.stopped:
                 return CANCELLED
-            yield self.addURL(f"shared build {name}", f"{self.master.config.buildbotURL}#/buildrequests/"
+            await self.addURL(f"shared build {name}", f"{self.master.config.buildbotURL}#/buildrequests/"
                                                       f"{requests[name][0]}")
         self.waits = [request_complete(self.master, brid) for brid, _ in requests.values()]
         try:
-            yield defer.gatherResults(self.waits, consumeErrors=True)
+            await defer.gatherResults(self.waits, consumeErrors=True)
         except defer.FirstError:
             if self.stopped:
                 return CANCELLED
@@ -56,11 +55,11 @@ class SharedBuilds(BuildStep):
             return CANCELLED
         groups, failed, told = [], [], []
         for name, (brid, here) in requests.items():
-            build = yield last_build(self.master, brid)
+            build = await last_build(self.master, brid)
             if build is None or build.results not in (SUCCESS, WARNINGS):
                 failed.append(name)
                 continue
-            kept = yield kept_by(self.master, build)
+            kept = await kept_by(self.master, build)
             groups.append(kept)
             told.append(f"{name} {'built' if here else 'shared'}: {size_text(kept['files'])}")
         if failed:
@@ -70,40 +69,38 @@ class SharedBuilds(BuildStep):
         self.descriptionDone = ["; ".join(told)]
         return SUCCESS
 
-    @defer.inlineCallbacks
-    def _request_of(self, name: str, sha: str):
+    async def _request_of(self, name: str, sha: str):
         """(the build request of shared build `name` at `sha`, whether this parent triggered it)."""
         store = relay_store(self.master)
         while not self.stopped:
             now = int(self.master.reactor.seconds())
-            row = yield store.find_shared_build(name, sha)
+            row = await store.find_shared_build(name, sha)
             if row is None:
-                claim = yield store.claim_shared_build(name, sha, now)
+                claim = await store.claim_shared_build(name, sha, now)
                 if claim is not None:
-                    brid = yield self._trigger(name, sha)
-                    yield store.set_shared_build_request(claim, brid)
+                    brid = await self._trigger(name, sha)
+                    await store.set_shared_build_request(claim, brid)
                     return brid, True
             elif row["brid"] is not None:
-                request = yield self.master.db.buildrequests.getBuildRequest(row["brid"])
+                request = await self.master.db.buildrequests.getBuildRequest(row["brid"])
                 if not (request.complete and request.results not in (SUCCESS, WARNINGS)):
                     return row["brid"], False
-                yield store.forget_shared_build(row["id"])  # it failed before this parent needed it: build anew
+                await store.forget_shared_build(row["id"])  # it failed before this parent needed it: build anew
             elif now - row["claimed_at"] > CLAIM_LAPSES:
                 log.msg(f"crcr: the claim of shared build {name} at {sha} lapsed untriggered; taking it over")
-                yield store.forget_shared_build(row["id"])
+                await store.forget_shared_build(row["id"])
             else:
-                yield self._pause(LOOK_AGAIN)
+                await self._pause(LOOK_AGAIN)
         return None, False
 
-    @defer.inlineCallbacks
-    def _trigger(self, name: str, sha: str):
+    async def _trigger(self, name: str, sha: str):
         scheduler = self.master.scheduler_manager.namedServices[shared_scheduler_name(name)]
         sourcestamps = [{**ss.asDict(), "revision": sha} for ss in self.build.getAllSourceStamps()]
         reason = Properties(reason=f"shared build {name}, first needed by {self.build.builder.name}'s build "
                                    f"{self.build.number}")
         ids, results = scheduler.trigger(waited_for=False, sourcestamps=sourcestamps, set_props=reason)
         results.addErrback(lambda _: None)  # a Triggerable that stops drops it: the parents wait for the request
-        _, brids = yield ids
+        _, brids = await ids
         return next(iter(brids.values()))
 
     def _pause(self, seconds: float):

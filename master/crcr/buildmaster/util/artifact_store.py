@@ -9,7 +9,7 @@ import hmac
 import shutil
 from pathlib import Path
 
-from twisted.internet import defer, threads
+from twisted.internet import threads
 
 
 def artifacts_folder(master_basedir: str, store: Path, build: int) -> Path:
@@ -18,20 +18,19 @@ def artifacts_folder(master_basedir: str, store: Path, build: int) -> Path:
     return Path(master_basedir) / store / str(build)
 
 
-@defer.inlineCallbacks
-def prune_artifacts(master, store: Path, horizon: float):
+async def prune_artifacts(master, store: Path, horizon: float):
     """Deletes the artifact folders of `store` whose builds ended before `horizon` (epoch seconds), or that the
     database no longer knows; returns how many."""
     root = Path(master.basedir) / store
     folders = [path for path in root.iterdir() if path.name.isdigit()] if root.is_dir() else []
     expired = []
     for folder in folders:
-        build = yield master.db.builds.getBuild(int(folder.name))
+        build = await master.db.builds.getBuild(int(folder.name))
         if build is None or (build.complete_at is not None and build.complete_at.timestamp() < horizon):
             expired.append(folder)
     reactor = master.reactor
-    yield threads.deferToThreadPool(reactor, reactor.getThreadPool(),
-                                    lambda: [shutil.rmtree(folder, ignore_errors=True) for folder in expired])
+    await threads.deferToThreadPool(reactor, reactor.getThreadPool(),
+                                     lambda: [shutil.rmtree(folder, ignore_errors=True) for folder in expired])
     return len(expired)
 
 

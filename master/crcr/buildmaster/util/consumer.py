@@ -4,7 +4,6 @@ the host slots' waker, and (through OrderedLeaderService) the ledger and the tes
 from __future__ import annotations
 
 from buildbot.util import service
-from twisted.internet import defer
 
 
 class MessageConsumer(service.BuildbotService):
@@ -22,15 +21,13 @@ class MessageConsumer(service.BuildbotService):
         """What the queue calls for `handler`'s messages: the handler itself, unless a subclass wraps it."""
         return handler
 
-    @defer.inlineCallbacks
-    def startService(self):
-        yield super().startService()
+    async def startService(self):
+        await super().startService()
         for key, handler in self.subscriptions():
-            self._consumers.append((yield self.master.mq.startConsuming(self.handling(handler), key)))
+            self._consumers.append(await self.master.mq.startConsuming(self.handling(handler), key))
 
-    @defer.inlineCallbacks
-    def stopService(self):
+    async def stopService(self):
         for consumer in self._consumers:
             consumer.stopConsuming()
         self._consumers = []
-        yield super().stopService()
+        await super().stopService()

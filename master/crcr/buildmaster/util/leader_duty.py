@@ -22,8 +22,7 @@ class LeaderDuty:
     def follow(self):
         return defer.succeed(None)
 
-    @defer.inlineCallbacks
-    def start_duty(self):
+    async def start_duty(self):
         """To call at the end of the service's startService."""
         if self.leads():
-            yield self.lead()
+            await self.lead()
