@@ -6,8 +6,8 @@ Without it a test relay had to poll its upstream every second to see a push prom
 once on a 2-core machine. With it a push is told in a tenth of a second, and the relays poll every
 CRCR_POLL_INTERVAL of conftest.relay_env only for a push no hook told (a master down at the time).
 
-Standard library only: git runs it with the venv's Python in the bare repository, the pushed refs on stdin as
-'<old> <new> <ref>' lines. The relays are listed in RELAYS_FILE, one JSON object a line: their web address and
+Standard library only: git runs it (through the hook harness.Upstream writes) with the venv's Python in the bare
+repository, the pushed refs on stdin as '<old> <new> <ref>' lines. The relays are listed in RELAYS_FILE, one JSON object a line: their web address and
 their webhook secret's file, read at each push (a test may write another secret). A relay that is down or refuses
 is skipped: its poll sees the push.
 """
