@@ -28,7 +28,7 @@ from crcr.buildmaster.steps.fan_out import FanOut
 from crcr.buildmaster.steps.infra import InfraSetup
 from crcr.buildmaster.steps.junit_file import FAILING_LOG
 from crcr.buildmaster.steps.parent_suite import SuiteFromChild, shards_run
-from crcr.buildmaster.steps.suite_verdict import SuiteRun
+from crcr.buildmaster.steps.suite_run import SuiteRun
 from crcr.names import (
     BACKEND_PROPERTY,
     BISECTION_PROPERTY,

@@ -32,7 +32,8 @@ from configfiles import DROP, make_dirs, settings_for, write_secret
 from copied_schema import relay_tables
 from crcr.buildmaster.auth.secrets import SecretsDirectory
 from crcr.buildmaster.changes.pull_requests import PullRequestRelay
-from crcr.buildmaster.changes.webhook import MAX_BODY, github_dialect
+from crcr.buildmaster.changes.webhook import github_dialect
+from crcr.buildmaster.changes.webhook_delivery import MAX_BODY
 from crcr.buildmaster.changes.webhook_events import shape_problem
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
 from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE, STORE_SERVICE

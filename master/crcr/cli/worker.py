@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path, PurePosixPath
 
 from crcr.cli import hostsetup, mastercontrol, registry
-from crcr.cli.hostsetup import DEFAULT_HOST_DIR, DEFAULT_HOST_USER, DEFAULT_PASSWORD_FILE, HostSetup
 from crcr.cli.hoststable import devices_text, print_hosts_table
-from crcr.cli.hostup import HostUp, identify_commands
 from crcr.cli.relayapi import RelaySession, add_sign_in_options, credentials_from, error_message, not_on_relay
 from crcr.cli.subcommands import add_command
+from crcr.cli.workersetup import check_setup_options, host_up, print_setup, setup_by_hand, setup_options
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
 from crcr.config.paths import display_path
@@ -25,7 +23,7 @@ from crcr.shipped import crcr_host
 
 def cmd_register(args) -> int:
     settings = load_settings()
-    _check_setup_options(args)
+    check_setup_options(args)
     if args.rotate_password:
         host = registry.load_host(settings, args.name)
         _refuse_changes_on_rotation(args, host, settings)
@@ -33,9 +31,9 @@ def cmd_register(args) -> int:
         print(f"New password for worker host '{host.name}' in {_password_path(settings, host.name)}.")
         print(f"Reconfigure the master: {_reconfig_command(settings)}; then, on the host:\n")
         if args.by_hand:
-            print(_setup(args, settings, host, password).rotation_instructions())
+            print(setup_by_hand(args, settings, host, password).rotation_instructions())
         else:
-            print(_host_up(args, settings, host, password).instructions())  # it re-keys the units
+            print(host_up(args, settings, host, password).instructions())  # it re-keys the units
         return 0
     if args.device is None or args.admin is None:
         raise ConfigError("--device and --admin are required to register a new host")
@@ -49,15 +47,15 @@ def cmd_register(args) -> int:
     )
     _warn_idle_devices(settings, host)
     print(f"Make the running master accept it, no restart needed: {_reconfig_command(settings)}\n")
-    _print_setup(args, settings, host, password)
+    print_setup(args, settings, host, password)
     return 0
 
 
 def cmd_show(args) -> int:
     settings = load_settings()
-    _check_setup_options(args)
+    check_setup_options(args)
     host = registry.load_host(settings, args.name)
-    _print_setup(args, settings, host, registry.read_password(settings, host.name))
+    print_setup(args, settings, host, registry.read_password(settings, host.name))
     return 0
 
 
@@ -164,53 +162,6 @@ def _refuse_changes_on_rotation(args, host: WorkerHost, settings: Settings) -> N
         )
 
 
-def _check_setup_options(args) -> None:
-    """Refuse options the printed setup cannot carry safely, before anything is written."""
-    if args.host_dir is not None:
-        hostsetup.check_host_dir(args.host_dir)
-    if args.password_file is not None:
-        hostsetup.check_host_dir(args.password_file, "--password-file")
-    if args.host_user is not None:
-        hostsetup.check_host_user(args.host_user)
-    if args.systemd_unit and not args.by_hand:
-        raise ConfigError("--systemd-unit: only with --by-hand (crcr-host up writes its units' systemd unit itself)")
-    if args.password_file and not args.by_hand:
-        raise ConfigError("--password-file: only with --by-hand (crcr-host up keeps the password in its host folder's "
-                          "state/, which only the account running up reads)")
-
-
-def _setup(args, settings: Settings, host: WorkerHost, password: str) -> HostSetup:
-    """The setup by hand, with today's defaults: those of the host tool run as root."""
-    return HostSetup(
-        host=host,
-        password=password,
-        master_address=args.master or settings.worker_address,
-        keepalive=settings.worker_keepalive,
-        host_dir=PurePosixPath(args.host_dir or DEFAULT_HOST_DIR),  # checked by _check_setup_options
-        host_user=args.host_user or DEFAULT_HOST_USER,
-        password_file=PurePosixPath(args.password_file or DEFAULT_PASSWORD_FILE),  # checked by _check_setup_options
-        identify=identify_commands(settings.workers_dir, host),
-    )
-
-
-def _host_up(args, settings: Settings, host: WorkerHost, password: str) -> HostUp:
-    return HostUp(host=host, password=password, master_address=args.master or settings.worker_address,
-                  web_url=settings.web_url, host_dir=args.host_dir, host_user=args.host_user,
-                  identify=identify_commands(settings.workers_dir, host))
-
-
-def _print_setup(args, settings: Settings, host: WorkerHost, password: str) -> None:
-    if not args.by_hand:
-        print(_host_up(args, settings, host, password).instructions())
-        return
-    setup = _setup(args, settings, host, password)
-    unit_file = None
-    if args.systemd_unit:
-        Path(args.systemd_unit).write_text(setup.systemd_unit(), encoding="utf-8")
-        unit_file = args.systemd_unit
-    print(setup.instructions(unit_file=unit_file))
-
-
 def add_worker_commands(sub: argparse._SubParsersAction) -> None:
     worker = sub.add_parser(
         "worker", help="register, show, list and remove worker hosts",
@@ -218,33 +169,7 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
         "print what their admins run on them. The running master takes changes on `crcr master reconfig`.",
     )
     commands = worker.add_subparsers(dest="worker_command", required=True, metavar="COMMAND")
-
-    setup_options = argparse.ArgumentParser(add_help=False)
-    # Without --host-dir, --host-user and --password-file the host tool chooses them for whoever runs it: as root
-    # with systemd the defaults below (also those of the setup by hand), for a trial as oneself its own.
-    setup_options.add_argument("--master", metavar="HOST:PORT", help="where the host connects (default: settings)")
-    setup_options.add_argument(
-        "--host-dir", metavar="DIR",
-        help=f"directory of the workers on the host, absolute (default {DEFAULT_HOST_DIR} as root; the host tool's "
-             "for a trial)",
-    )
-    setup_options.add_argument(
-        "--host-user", metavar="USER",
-        help=f"unprivileged account that runs builds on the host (default {DEFAULT_HOST_USER} as root; for a trial, "
-             "whoever runs the host tool)",
-    )
-    setup_options.add_argument(
-        "--password-file", metavar="FILE",
-        help="the host's password on the host, absolute, readable by root only; systemd gives it to the workers on "
-        f"their standard input, out of the builds' reach (default {DEFAULT_PASSWORD_FILE} as root)",
-    )
-    setup_options.add_argument(
-        "--by-hand", action="store_true",
-        help="print the commands the host tool's `up` runs, to paste one by one (useradd, venv, create-worker, the "
-             "password file, systemd), instead of the tool and its one command",
-    )
-    setup_options.add_argument("--systemd-unit", metavar="FILE",
-                               help="with --by-hand: also write the systemd unit to FILE")
+    shown_setup = setup_options()
 
     def host_command(name: str, func, summary: str, description: str | None = None, parents=()):
         command = add_command(commands, name, func, summary, description, parents)
@@ -256,7 +181,7 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
         "Declare a host (workers/NAME.yaml) with a new random password, and print what its admin runs on it: "
         "fetch crcr's host tool from the relay and run its one `up` command (--by-hand: the commands it runs). "
         "With --rotate-password: a new password for a registered host, and the same command, which re-keys it.",
-        [setup_options],
+        [shown_setup],
     )
     register.add_argument(
         "--device", action="append", metavar="DEVICE[:COUNT]", help="a device kind and its unit count (repeatable)"
@@ -277,7 +202,7 @@ def add_worker_commands(sub: argparse._SubParsersAction) -> None:
              "host tool installs pytest in it; the default), or the absolute path of a venv of the lab's",
     )
     register.add_argument("--rotate-password", action="store_true", help="give a registered host a new password")
-    host_command("show", cmd_show, "print a registered host's setup again", parents=[setup_options])
+    host_command("show", cmd_show, "print a registered host's setup again", parents=[shown_setup])
     host_command("units", cmd_units, "print a host's unit worker names, one per line (for scripts)")
     host_command("ensure-password", cmd_ensure_password,
                  "create a declared host's password if it has none (for scripts)")

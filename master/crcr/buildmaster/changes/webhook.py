@@ -10,13 +10,8 @@ itself, and its ChangeHookResource can only answer 202, 400 or 500, where GitHub
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-import re
 import time
 from collections import defaultdict
-from dataclasses import dataclass
 
 from buildbot.config.errors import ConfigErrors
 from buildbot.plugins import util
@@ -25,7 +20,18 @@ from buildbot.www.hooks.github import GitHubEventHandler
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.changes.webhook_events import DISPATCH_EVENT, shape_problem
+from crcr.buildmaster.changes.relayed_event import RelayedEvent, relayed_event
+from crcr.buildmaster.changes.webhook_delivery import (
+    MAX_BODY,
+    Refused,
+    body_size,
+    check_shape,
+    header,
+    json_payload,
+    remote_address,
+    signature_problem,
+)
+from crcr.buildmaster.changes.webhook_events import DISPATCH_EVENT
 from crcr.buildmaster.util.relay_services import pull_request_relay
 from crcr.config.backend import Backend
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET, secret_problem
@@ -35,19 +41,7 @@ from crcr.store.service import relay_store
 from crcr.store.tables import DELIVERY_LENGTH
 
 DIALECT = "github"
-MAX_BODY = 25 * 1024 * 1024  # GitHub does not deliver payloads over 25 MB: anything bigger is not GitHub's
 BRANCH_REF = "refs/heads/"
-SHA = re.compile(r"^[0-9a-f]{40}$")
-# The pull_request actions PyTorch's relay dispatches, but closed: those that ask for a build.
-BUILDING_ACTIONS = ("opened", "reopened", "synchronize")
-
-
-class Refused(Exception):
-    """A delivery the receiver does not act on, with the HTTP status and text of its answer."""
-
-    def __init__(self, status: int, text: str):
-        super().__init__(text)
-        self.status, self.text = status, text
 
 
 def github_dialect(settings: Settings, backends: list[Backend] = ()) -> dict:
@@ -109,25 +103,25 @@ class RelayGitHubEventHandler(GitHubEventHandler):
     @defer.inlineCallbacks
     def _act(self, request):
         """What was done, for the answer; raises Refused for a delivery not acted on with a status other than 200."""
-        if _body_size(request) > MAX_BODY:
+        if body_size(request) > MAX_BODY:
             raise Refused(413, f"over GitHub's {MAX_BODY // 2**20} MB limit")
         options = self._options()
         if options["secret"] is None:
             raise Refused(404, "GitHub webhooks are off on this relay")
-        event = _header(request, b"X-GitHub-Event")
-        delivery = _header(request, b"X-GitHub-Delivery")
-        about = f"event {event[:40]!r}, delivery {delivery[:DELIVERY_LENGTH]!r}, from {_remote(request)}"
+        event = header(request, b"X-GitHub-Event")
+        delivery = header(request, b"X-GitHub-Delivery")
+        about = f"event {event[:40]!r}, delivery {delivery[:DELIVERY_LENGTH]!r}, from {remote_address(request)}"
         secret = yield self._read_secret(options["secret"])
         body = request.content.read()
-        problem = _signature_problem(body, _header(request, b"X-Hub-Signature-256"), secret)
+        problem = signature_problem(body, header(request, b"X-Hub-Signature-256"), secret)
         if problem:
             log.msg(f"crcr: GitHub webhook refused (403, {problem}): {about}")
             raise Refused(403, problem)
-        payload = _payload(request, body, delivery)
+        payload = json_payload(request, body, delivery)
 
         if event == "ping":
             return "pong"
-        _check_shape(event, payload, about)
+        check_shape(event, payload, about)
         if event == DISPATCH_EVENT:
             return (yield self._relayed(payload, options, about))
         act = self._handler(event)
@@ -175,7 +169,7 @@ class RelayGitHubEventHandler(GitHubEventHandler):
         act = self._handler(relayed.event)
         if act is None:
             return f"the relay does not use relayed {relayed.event!r} events"
-        _check_shape(relayed.event, relayed.payload, about, within="client_payload.payload")
+        check_shape(relayed.event, relayed.payload, about, within="client_payload.payload")
         upstream = (relayed.payload.get("repository") or {}).get("full_name") or ""
         if upstream.casefold() != options["github_repo"].casefold():
             return f"relayed event not about {options['github_repo']}: nothing done"
@@ -235,107 +229,3 @@ class RelayGitHubEventHandler(GitHubEventHandler):
         if service is None:
             return "pull requests are not built by this relay: nothing done"
         return (yield service.handle(payload.get("action") or "", payload, only))
-
-
-@dataclass(frozen=True)
-class RelayedEvent:
-    """What a repository_dispatch of PyTorch's relay carries (its client_payload): the upstream event's name, its
-    X-GitHub-Delivery id, and its whole payload."""
-
-    event: str
-    delivery: str
-    payload: dict
-
-    def commit(self) -> str | None:
-        """The upstream commit the event asks built: a pull request's head, a push's newest commit; None when it
-        asks for none."""
-        if self.event == "pull_request":
-            if self.payload.get("action") not in BUILDING_ACTIONS:  # closed: nothing to build, nor to report
-                return None
-            sha = ((self.payload.get("pull_request") or {}).get("head") or {}).get("sha")
-        else:
-            sha = self.payload.get("after")
-        return sha if sha is not None and SHA.match(sha) else None
-
-    def echo(self) -> dict:
-        """What a callback echoes of the upstream event (client_payload.payload): the fields PyTorch's relay and its
-        HUD read (a PR's number, head and labels; the commit, as `head_sha`; the repository), not the whole event
-        (a build property's worth, kept three days)."""
-        payload = self.payload
-        echo = {"repository": {"full_name": (payload.get("repository") or {}).get("full_name")},
-                "head_sha": self.commit()}  # where HUD takes a push's commit from (else it shows the delivery id)
-        if self.event == "pull_request":
-            pr = payload.get("pull_request") or {}
-            echo |= {"action": payload.get("action"), "number": pr.get("number"), "pull_request": {
-                "number": pr.get("number"), "html_url": pr.get("html_url"),
-                "head": {"sha": (pr.get("head") or {}).get("sha"), "ref": (pr.get("head") or {}).get("ref")},
-                "base": {"ref": (pr.get("base") or {}).get("ref")},
-                "labels": [{"name": label["name"]} for label in pr.get("labels") or []],
-            }}
-        else:
-            echo |= {"ref": payload.get("ref"), "before": payload.get("before"), "after": payload.get("after")}
-        return echo
-
-    def claim_key(self, repository: str) -> str:
-        # The deliveries table keeps ids of DELIVERY_LENGTH characters: a digest of the upstream id and the repository.
-        digest = hashlib.sha256(f"{self.delivery}\n{repository.casefold()}".encode()).hexdigest()
-        return f"dispatch:{digest}"[:DELIVERY_LENGTH]
-
-
-def relayed_event(payload: dict) -> RelayedEvent:
-    """The relayed event of a repository_dispatch whose shape was checked."""
-    carried = payload["client_payload"]
-    return RelayedEvent(carried["event_type"], carried["delivery_id"], carried["payload"])
-
-
-def _check_shape(event: str, payload: dict, about: str, within: str = "") -> None:
-    """Refused (400), and logged, when the payload of an event the relay acts on is not of the shape GitHub (or
-    PyTorch's relay, `within` its dispatch) sends: what would fail inside is named here, field by field."""
-    problem = shape_problem(event, payload, within)
-    if problem is not None:
-        log.msg(f"crcr: GitHub webhook refused (400, {problem.replace(chr(10), '; ')}): {about}")
-        raise Refused(400, problem)
-
-
-def _header(request, name: bytes) -> str:
-    value = request.getHeader(name)
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else (value or "")
-
-
-def _remote(request) -> str:
-    address = request.getClientAddress()
-    return getattr(address, "host", str(address))
-
-
-def _body_size(request) -> int:
-    """The body's length, without reading it (twisted keeps a big one in a temporary file)."""
-    content = request.content
-    size = content.seek(0, 2)
-    content.seek(0)
-    return size
-
-
-def _signature_problem(body: bytes, signature: str, secret: str) -> str | None:
-    """Why X-Hub-Signature-256 is not GitHub's for this body and secret; None when it is."""
-    if not signature:
-        return "no X-Hub-Signature-256 signature"
-    expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(signature.encode(), expected.encode()):
-        return "wrong X-Hub-Signature-256 signature"
-    return None
-
-
-def _payload(request, body: bytes, delivery: str) -> dict:
-    """The JSON payload of a signed delivery; Refused (400) when it is not what GitHub sends."""
-    if not delivery or len(delivery) > DELIVERY_LENGTH:
-        raise Refused(400, f"an X-GitHub-Delivery id of 1 to {DELIVERY_LENGTH} characters is required")
-    content_type = _header(request, b"Content-Type").split(";")[0].strip()
-    if content_type != "application/json":
-        raise Refused(400, f"content type {content_type!r}: set the webhook's content type to application/json")
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        raise Refused(400, "the body is not JSON") from None
-    if not isinstance(payload, dict):
-        raise Refused(400, "the body is not a JSON object")
-    return payload

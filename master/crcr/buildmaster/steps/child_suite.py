@@ -6,7 +6,7 @@ from buildbot.process.results import EXCEPTION, FAILURE, RETRY, SUCCESS, WARNING
 
 from crcr.buildmaster.steps.junit_file import FAILING_LOG, shown_test
 from crcr.buildmaster.steps.suite import SuiteStep
-from crcr.buildmaster.steps.suite_verdict import SuiteRun
+from crcr.buildmaster.steps.suite_run import SuiteRun
 from crcr.names import CHILD_ASKED_PROPERTY, CHILD_SHARD_PROPERTY, SUITE_RUN_PROPERTY
 from crcr.suites.results import UnreadableJUnit, describe_counts, read_junit, results_of
 

@@ -9,7 +9,8 @@ from buildbot.process.results import EXCEPTION, RETRY
 from buildbot.reporters.utils import getURLForBuild
 
 from crcr.buildmaster.steps.child_suite import NO_TESTS, run_from_property
-from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
+from crcr.buildmaster.steps.suite_run import SuiteRun
+from crcr.buildmaster.steps.suite_verdict import SuiteVerdict
 from crcr.names import CHILD_SHARD_PROPERTY, CHILDREN_PROPERTY, RETRIED_PROPERTY, SUITE_RUN_PROPERTY
 from crcr.store.service import relay_store
 from crcr.suites.selection import PYTEST_RAN

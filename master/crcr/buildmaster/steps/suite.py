@@ -23,7 +23,8 @@ from crcr.buildmaster.steps.infra import (
     try_text,
 )
 from crcr.buildmaster.steps.junit_file import worker_file_bytes
-from crcr.buildmaster.steps.suite_verdict import SuiteRun, SuiteVerdict
+from crcr.buildmaster.steps.suite_run import SuiteRun
+from crcr.buildmaster.steps.suite_verdict import SuiteVerdict
 from crcr.buildmaster.steps.taking_out import take_out_if_failing
 from crcr.buildmaster.steps.unit_checks import log_url, record_hardware_failure, unit_facts
 from crcr.names import ORDER_PROPERTY, TELL_EARLY_PROPERTY

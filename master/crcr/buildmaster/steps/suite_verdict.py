@@ -4,14 +4,10 @@ the unit; a fanned-out build's parent, from its child's run (parent_suite.py).""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from buildbot.process.results import EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 from twisted.internet import defer
 
-from crcr.buildmaster.changes import revisions
-from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
-from crcr.buildmaster.steps.baseline import Baseline, find_baseline
+from crcr.buildmaster.steps.baseline_comparison import BaselineComparison
 from crcr.buildmaster.steps.junit_file import (
     FAILING_LOG,
     failing_tests_listed,
@@ -19,14 +15,12 @@ from crcr.buildmaster.steps.junit_file import (
     test_links,
     too_large_to_keep,
 )
+from crcr.buildmaster.steps.suite_run import SuiteRun
 from crcr.names import (
     BACKEND_PROPERTY,
-    BASELINES_PROPERTY,
     BISECTION_PROPERTY,
     INFRA_PROPERTY,
-    MERGE_BASE_PROPERTY,
     ONLY_TESTS_PROPERTY,
-    PULL_REQUEST_PROPERTY,
     TEST_OUTCOMES_PROPERTY,
     TESTS_PROPERTY,
     TOTALS_PROPERTY,
@@ -45,10 +39,8 @@ from crcr.suites.asked_tests import (
 )
 from crcr.suites.results import (
     JUnitReport,
-    PullRequestBase,
     SuiteResults,
     UnreadableJUnit,
-    compare,
     describe_collection_errors,
     describe_counts,
     read_junits,
@@ -64,30 +56,6 @@ UNMATCHED_SHOWN = 3
 ASKED_LOG = "asked tests"  # a bisection build's log of each asked test's outcome
 
 
-@dataclass(frozen=True)
-class SuiteRun:
-    """What a run of a suite's command left: its exit code, why it timed out (then nothing else), its JUnit XML
-    and the selection plugin's report, each None when the run left none, and the checkout it ran in (the JUnit
-    XML's paths are relative to it)."""
-
-    rc: int | None
-    timed_out: str | None = None
-    junit: bytes | None = None
-    selection_report: str | None = None
-    checkout: str | None = None
-    # A suite run in shards (fan_out.py): each shard's run, which the fields above sum up (junit: None, each shard's is
-    # its own).
-    shards: tuple[SuiteRun, ...] = ()
-    # The run hit the hardware (steps/infra.py): what the suite's step says instead of a verdict, and whether the
-    # build is made again on another unit (RETRY) or ends there (EXCEPTION), its tests not judged.
-    infra: str | None = None
-    retry: bool = False
-
-    def junit_files(self) -> list[tuple[bytes, str | None]]:
-        """Each JUnit XML the run left, with the checkout its paths are relative to."""
-        return [(run.junit, run.checkout) for run in self.shards or (self,) if run.junit is not None]
-
-
 def needed_in_this_build(step: SuiteVerdict) -> bool:
     """A suite step's doStepIf: a bisection build runs only the suites it asks about (a malformed ask runs each,
     which then fails saying so)."""
@@ -96,18 +64,15 @@ def needed_in_this_build(step: SuiteVerdict) -> bool:
             or step.suite_name in only)
 
 
-class SuiteVerdict:
+class SuiteVerdict(BaselineComparison):
     """The verdict half of a suite's step (a mixin of a BuildStep): from a SuiteRun, the suite's tests compared with
-    those of the nearest earlier commit (in a pull request's build: its merge base with its base branch, or the
-    nearest earlier commit of that branch), the JUnit XML kept and linked, the failing tests linked; in a bisection
+    those of the nearest earlier commit (baseline_comparison.py: in a pull request's build, its merge base with its
+    base branch, or the nearest earlier commit of that branch), the JUnit XML kept and linked, the failing tests linked; in a bisection
     build (_asked_verdict), each asked test's outcome recorded."""
 
     def __init__(self, suite_name: str, mode: str, is_pytest: bool, selection_report: str | None = None, **kwargs):
         self.suite_name, self.mode, self.is_pytest = suite_name, mode, is_pytest
         self.selection_report = selection_report  # the selection plugin's report file: names that select no test
-        self.baseline: Baseline | None = None  # what the failures were compared with
-        self.merge_base: str | None = None  # a pull request build's, once found
-        self.no_merge_base = ""  # why a pull request build's merge base was not found
         self.junit_note = ""  # what the summary adds of the JUnit XML: too large to keep
         super().__init__(doStepIf=needed_in_this_build, **kwargs)
 
@@ -276,41 +241,6 @@ class SuiteVerdict:
         # The summary already says what happened; Buildbot would append '(failure) (timed out)'.
         return {"step": " ".join(self.descriptionDone)}
 
-    @defer.inlineCallbacks
-    def _compare(self, results: SuiteResults):
-        builderid = yield self.build.getBuilderId()  # known to the build: no database read
-        pull_request, built = self.getProperty(PULL_REQUEST_PROPERTY), self.getProperty("got_revision")
-        if pull_request is None:
-            self.baseline = yield find_baseline(self.master, builderid, built, self.suite_name)
-        else:
-            self.merge_base = yield self._find_merge_base(pull_request, built)
-            self.baseline = None if self.merge_base is None else (
-                yield find_baseline(self.master, builderid, self.merge_base, self.suite_name, including=True))
-        compare(results, self.baseline.results if self.baseline else None)
-        baselines = dict(self.getProperty(BASELINES_PROPERTY) or {})
-        baselines[self.suite_name] = self.baseline.sha if self.baseline else None
-        self.setProperty(BASELINES_PROPERTY, baselines, "crcr")
-
-    @defer.inlineCallbacks
-    def _find_merge_base(self, pull_request: dict, built: str):
-        """The merge base of the PR's head that this build checked out with its base branch, recorded for the status
-        text; None when it cannot be found, and why in the step's log."""
-        if self.getProperty(MERGE_BASE_PROPERTY):  # an earlier suite of this build found it: same head, same base
-            return self.getProperty(MERGE_BASE_PROPERTY)
-        try:
-            merge_base = yield upstream_mirror(self.master).pull_request_merge_base(
-                pull_request["number"], built or "", pull_request["base_sha"])
-        except revisions.RevisionError as e:
-            merge_base, self.no_merge_base = None, str(e)
-        self.setProperty(MERGE_BASE_PROPERTY, merge_base, "crcr")
-        return merge_base
-
-    def _pull_request_base(self) -> PullRequestBase | None:
-        pull_request = self.getProperty(PULL_REQUEST_PROPERTY)
-        if pull_request is None:
-            return None
-        baselines = (self.baseline.sha,) if self.baseline else ()
-        return PullRequestBase(pull_request["base_branch"], self.merge_base, baselines)
 
     @defer.inlineCallbacks
     def _finish(self, results: SuiteResults | None, result: int, summary: str):
@@ -350,22 +280,6 @@ class SuiteVerdict:
         step = ((yield self.build.getBuilderId()), self.build.number, self.number)
         for name, url in test_links(self.getProperty(BACKEND_PROPERTY), listed, step, log_name):
             yield self.addURL(name, url)
-
-    def _compared_with(self) -> str:
-        pull_request = self.getProperty(PULL_REQUEST_PROPERTY)
-        if pull_request is None:
-            if self.baseline is None:
-                return "compared with: nothing (no earlier commit has a complete build with this suite's results)\n"
-            return f"compared with: build {self.baseline.build_number} of commit {self.baseline.sha}\n"
-        number, branch = pull_request["number"], pull_request["base_branch"]
-        if self.merge_base is None:
-            return f"compared with: nothing ({self.no_merge_base})\n"
-        if self.baseline is None:
-            return (f"compared with: nothing (no {branch} build at or before the merge base {self.merge_base} "
-                    f"of pull request #{number} has this suite's results)\n")
-        return (f"compared with: build {self.baseline.build_number} of {branch}@{self.baseline.sha} "
-                f"(merge base of pull request #{number}: {self.merge_base})\n")
-
 
 
 def _asked_counts(asked: list[str], found: dict[str, str]) -> str:
