@@ -1,4 +1,5 @@
-"""The bisector: drives bisections (bisection/plan.py decides) one build at a time, and posts their verdicts.
+"""The bisector: drives bisections (bisection/plan.py decides) one build at a time, and posts their verdicts
+(bisection/verdicts.py words them).
 
 A bisection starts when a build has new failures (failing now, passing at the commit its suites were compared
 with) and more than one first-parent commit lies between that commit and the build's; or by hand (the
@@ -24,7 +25,8 @@ from buildbot.process.results import CANCELLED, RETRY
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.bisection.plan import Bisection, final_verdicts
+from crcr.bisection.plan import Bisection
+from crcr.bisection.verdicts import final_verdicts
 from crcr.buildmaster.changes import revisions
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.github import status_text
