@@ -10,7 +10,8 @@ import math
 
 import pytest
 
-from crcr.bisection.plan import Bisection, Step, final_verdicts
+from crcr.bisection.plan import Bisection, Step
+from crcr.bisection.verdicts import final_verdicts
 from crcr.names import GITHUB_DESCRIPTION_LIMIT
 
 SHAS = [f"{i:x}" * 40 for i in range(16)]  # '000…', '111…', … : index i's sha starts with the digit i

@@ -32,17 +32,10 @@ from twisted.trial import unittest
 from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.services.every_master.presence import PRESENCE_SERVICE, DevicePresence, Outage
-from crcr.buildmaster.services.leader.stale import (
-    STALE_SERVICE,
-    WatchedBackend,
-    duration,
-    overdue_text,
-    stale_text,
-    sweep_interval,
-)
+from crcr.buildmaster.services.leader.stale import STALE_SERVICE, WatchedBackend, sweep_interval
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
-from crcr.github.status_text import ENDING, describe
+from crcr.github.status_text import ENDING, describe, duration, overdue_text, stale_text
 from crcr.names import (
     CHILD_SUITE_PROPERTY,
     CHILD_UNITS_PROPERTY,

@@ -158,3 +158,28 @@ def too_few_units(suite: str, units: int, device: str, most: int, waited: str) -
     has had more than `most` (the stale watch's; a device with none connected is its outage)."""
     return _shorten(f"Suite {suite} needs {units} {device} units on one host; for {waited} no connected host has had "
                     f"more than {most}; will build when one has")
+
+
+def duration(seconds: float) -> str:
+    """'45 s', '10 min', '6 h', '6 h 5 min', '2 d 3 h': the two largest units, rounded down."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h" + (f" {minutes} min" if minutes else "")
+    days, hours = divmod(hours, 24)
+    return f"{days} d" + (f" {hours} h" if hours else "")
+
+
+def stale_text(device: str, disconnected_for: float) -> str:
+    """A commit whose request waits while no unit of its device is connected (the stale watch's)."""
+    return f"No {device} unit connected for {duration(disconnected_for)}; will build when one returns"
+
+
+def overdue_text(over: float, timeout: int, timeout_of: str = "the backend's") -> str:
+    """A build the relay stopped `over` seconds past its timeout (process/overdue_builds.py)."""
+    return f"Stopped by the relay: still running {duration(over)} past {timeout_of} {duration(timeout)} timeout"

@@ -1,4 +1,5 @@
-"""The bisector: drives bisections (bisection/plan.py decides) one build at a time, and posts their verdicts.
+"""The bisector: drives bisections (bisection/plan.py decides) one build at a time, and posts their verdicts
+(bisection/verdicts.py words them).
 
 A bisection starts when a build has new failures (failing now, passing at the commit its suites were compared
 with) and more than one first-parent commit lies between that commit and the build's; or by hand (the
@@ -24,7 +25,9 @@ from buildbot.process.results import CANCELLED, RETRY
 from twisted.internet import defer
 from twisted.python import log
 
-from crcr.bisection.plan import Bisection, final_verdicts
+from crcr.bisection.build_properties import new_failures, only_tests, outcomes_of
+from crcr.bisection.plan import Bisection
+from crcr.bisection.verdicts import final_verdicts
 from crcr.buildmaster.changes import revisions
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.github import status_text
@@ -34,61 +37,12 @@ from crcr.names import (
     BISECTION_PRIORITY,
     BISECTION_PROPERTY,
     ONLY_TESTS_PROPERTY,
-    SUITE_SEPARATOR,
     TEST_OUTCOMES_PROPERTY,
-    TESTS_PROPERTY,
     bisect_scheduler_name,
     key_of,
 )
-from crcr.suites.asked_tests import ERRORED, FAILED, NOT_RUN, PASSED, WHOLE_SUITE
-from crcr.suites.results import SuiteResults
 
 RECENT_BISECTIONS = 20  # looked at for a break another build's bisection already took on
-
-
-def only_tests(keys) -> dict[str, list[str]]:
-    """The ONLY_TESTS_PROPERTY of a build running the tests `keys`: {suite: [node ids]}, [] for a whole suite."""
-    asked: dict[str, list[str]] = {}
-    for key in keys:
-        suite, _, node_id = key.partition(SUITE_SEPARATOR)
-        asked.setdefault(suite, [])
-        if node_id:
-            asked[suite].append(node_id)
-    return asked
-
-
-def outcomes_of(keys, recorded: dict[str, dict[str, str]]) -> dict[str, str]:
-    """Each key's outcome in a bisection build's TEST_OUTCOMES_PROPERTY; a test of a suite that never ran (its
-    setup failed) is left out: the planner takes it as not run there."""
-    found = {}
-    for key in keys:
-        suite, _, node_id = key.partition(SUITE_SEPARATOR)
-        of_suite = recorded.get(suite)
-        if of_suite is None:
-            continue
-        if node_id:
-            found[key] = of_suite.get(node_id, NOT_RUN)
-        elif WHOLE_SUITE in of_suite:
-            found[key] = of_suite[WHOLE_SUITE]
-        else:  # a pytest suite asked whole: bad when any of its tests is
-            outcomes = set(of_suite.values())
-            found[key] = FAILED if outcomes & {FAILED, ERRORED} else PASSED if PASSED in outcomes else NOT_RUN
-    return found
-
-
-def new_failures(properties: dict) -> dict[str, list[str]]:
-    """{suite: node ids failing now that passed at its baseline}; tests that passed on rerun (flaky) are not. A
-    suite with a file that could not be collected is bisected whole ([WHOLE_SUITE]): its baseline collected every
-    file (a suite that did not run whole is nobody's baseline), and the break is the import, not a test."""
-    tested = properties.get(TESTS_PROPERTY, ({},))[0] or {}
-    found = {}
-    for suite, value in tested.items():
-        results = SuiteResults.from_property(value)
-        if results.collection_errors:
-            found[suite] = [WHOLE_SUITE]
-        elif results.new:
-            found[suite] = results.new
-    return found
 
 
 class Bisector:

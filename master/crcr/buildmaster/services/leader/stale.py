@@ -18,43 +18,35 @@ connected in part. An L1 backend's commits are told in the ledger alone (`crcr s
 Each commit is told once per outage (or shortage) its backend waits on: the commits told are kept in Buildbot's
 state table (across restarts) until no such wait of its backend is left.
 
-Overdue builds. A build still running `timeout_grace` seconds past its timeout (its backend's; a build stage's or
-shared build's own) is stopped with Buildbot's
-stop, its reason ('Stopped by the relay: still running 10 min past the backend's 3 h timeout') noted in the relay's
-store for its final status, which any master's reporter may post. The timeout is the worker's to enforce (each
-step's maxTime), so a build outlives it only when its unit stops answering while its connection stays up (a frozen
-host, not yet dropped by the keepalive watch) or when a step waits on the master. A fanned-out backend's parent
-is not held to it: it waits for its children, each of which is. So the relay first asks the unit:
-one that answers gets Buildbot's stop; one that does not has its command ended as if its connection were lost
-(Buildbot's own way out of a command nobody answers) and its build stopped, CANCELLED, and is disconnected once the
-build has ended; it reconnects when it can.
+Overdue builds: each sweep also has each master stop its own builds running past their timeout and grace
+(process/overdue_builds.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from buildbot.data import resultspec
 from buildbot.util import service
 from buildbot.util.state import StateMixin
-from twisted.internet import defer, error, task
+from twisted.internet import defer, task
 from twisted.python import log
-from twisted.python.failure import Failure
 
+from crcr.buildmaster.process.overdue_builds import OverdueBuilds
+from crcr.buildmaster.process.waiting_requests import WaitingRequests
 from crcr.buildmaster.services.every_master.presence import DevicePresence, Outage
 from crcr.buildmaster.util.leader_duty import LeaderDuty
 from crcr.buildmaster.util.relay_services import device_presence
 from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
+from crcr.github.check_runs import GitHubCheckRuns
 from crcr.github.commit_status import post_status
-from crcr.github.status_text import too_few_units
+from crcr.github.status_text import duration, stale_text, too_few_units
 from crcr.names import (
-    CHILD_SUITE_PROPERTY,
     force_scheduler_name,
     pull_request_scheduler_name,
     upstream_scheduler_name,
 )
-from crcr.plan.builds import BuildPlan, Holds
+from crcr.plan.builds import BuildPlan
 from crcr.store.service import relay_store
 
 STALE_SERVICE = "crcr-stale-watch"
@@ -63,11 +55,6 @@ MAX_SWEEP_INTERVAL = 60
 # A request's commits are told no sooner than this after it arrived: GitHub's reporter writes the request's own
 # 'Queued' as it arrives, and a 'Queued' written after the error would replace it in the outbox.
 ARRIVAL_SETTLE = 10
-# How long a unit running an overdue build may take to answer the relay (at most the grace) before it counts as
-# frozen.
-MAX_ANSWER_WAIT = 30
-# How long, at most, the relay waits for a build it ended as lost to finish before disconnecting its unit.
-FINISH_WAIT = 30
 
 
 @dataclass(frozen=True)
@@ -87,39 +74,6 @@ class Shortage:
     units: int
     most: int
     since: float
-
-
-@dataclass(frozen=True)
-class Asked:
-    """What a waiting build request asks for: its scheduler, its commit, when it was submitted."""
-
-    scheduler: str
-    sha: str
-    submitted_at: float
-    suite: str | None = None  # a child's suite
-
-
-def duration(seconds: float) -> str:
-    """'45 s', '10 min', '6 h', '6 h 5 min', '2 d 3 h': the two largest units, rounded down."""
-    seconds = int(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours} h" + (f" {minutes} min" if minutes else "")
-    days, hours = divmod(hours, 24)
-    return f"{days} d" + (f" {hours} h" if hours else "")
-
-
-def stale_text(device: str, disconnected_for: float) -> str:
-    return f"No {device} unit connected for {duration(disconnected_for)}; will build when one returns"
-
-
-def overdue_text(over: float, timeout: int, timeout_of: str = "the backend's") -> str:
-    return f"Stopped by the relay: still running {duration(over)} past {timeout_of} {duration(timeout)} timeout"
 
 
 def sweep_interval(backends: tuple[WatchedBackend, ...], timeout_grace: int) -> float:
@@ -142,9 +96,8 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
     def __init__(self, *args, **kwargs):
         self._told: dict[str, list[str]] = {}
         self._short_since: dict[tuple[str, int], float] = {}  # (device, units) no host has connected: since when
-        self._asked: dict[int, Asked] = {}  # waiting requests seen, by id (what a request asks never changes)
-        self._started: dict[int, float] = {}  # running builds' start, by build id
-        self._stopping: set[int] = set()  # running builds the relay is stopping, by id
+        self._requests: WaitingRequests | None = None
+        self._overdue: OverdueBuilds | None = None
         self._loop: task.LoopingCall | None = None
         super().__init__(*args, **kwargs)
 
@@ -158,7 +111,6 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         self.builders = tuple(builders)
         self._hosts_of = {w.device: w.hosts for w in self.builders if w.hosts}
         self.web_url = web_url.rstrip("/") + "/"
-        self.answer_wait = min(MAX_ANSWER_WAIT, timeout_grace)
         if self._loop is not None and self._loop.running:
             self._loop.stop()
             self._loop.start(sweep_interval(self.backends, timeout_grace), now=False)
@@ -167,6 +119,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
     def startService(self):
         yield super().startService()  # configures the service
         self._told = yield self.getState(TOLD_STATE, {})
+        self._requests, self._overdue = WaitingRequests(self.master), OverdueBuilds(self.master)
         self._loop = task.LoopingCall(self.sweep)
         self._loop.clock = self.master.reactor
         self._loop.start(sweep_interval(self.backends, self.timeout_grace), now=False)
@@ -193,7 +146,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         except Exception:
             log.err(None, "crcr: while looking for stale build requests")
         try:
-            yield self._stop_overdue_builds(now)
+            yield self._overdue.stop(self.builders, self.timeout_grace, now)
         except Exception:
             log.err(None, "crcr: while looking for overdue builds")
 
@@ -218,7 +171,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
                for (builder, suite), blocker in blockers.items()
                if builder in waits_on[b.name] and now - blocker.since >= b.stale_after}
         if due:
-            for name, request, builder, asked in (yield self._waiting_requests()):
+            for name, request, builder, asked in (yield self._requests.waiting(self.builders)):
                 found = due.get((name, builder, None)) or due.get((name, builder, asked.suite))
                 if found is not None:
                     backend, blocker = found
@@ -250,62 +203,10 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
         return max((sum(1 for unit in units if presence.is_connected(unit)) for units in hosts), default=0)
 
     @defer.inlineCallbacks
-    def _waiting_requests(self):
-        """(backend, request holding its commits, builder, what the waiting request asks) of every build request no
-        unit has claimed. Forgets the requests no longer waiting."""
-        requests = yield self.master.data.get(("buildrequests",), filters=[
-            resultspec.Filter("claimed", "eq", [False]), resultspec.Filter("complete", "eq", [False])])
-        names = {b["builderid"]: b["name"] for b in (yield self.master.data.get(("builders",)))}
-        waiting = {r["buildrequestid"] for r in requests}
-        self._asked = {brid: asked for brid, asked in self._asked.items() if brid in waiting}
-        watched = {w.name: w for w in self.builders}
-        found = []
-        for request in sorted(requests, key=lambda r: r["buildrequestid"]):
-            builder = watched.get(names.get(request["builderid"]))
-            if builder is None:
-                continue
-            asked = yield self._what_is_asked(request)
-            if builder.holds is Holds.ITS_OWN:
-                found.append((builder.backends[0], request, builder.name, asked))
-            elif builder.holds is Holds.ITS_PARENTS:
-                parent = yield self._parent_request(request)
-                if parent is not None:
-                    found.append((builder.backends[0], parent, builder.name, asked))
-            else:
-                for backend, parent in (yield self._parents_at_commit(request, builder.backends, names)):
-                    found.append((backend, parent, builder.name, asked))
-        return found
-
-    @defer.inlineCallbacks
-    def _parents_at_commit(self, shared_request: dict, backends: tuple[str, ...], names: dict[int, str]):
-        """(backend, parent's request) of each running parent of `backends` at the commit of a shared build's
-        request: they wait for it, whichever of them triggered it."""
-        sha = (yield self._what_is_asked(shared_request)).sha
-        ids = {name: builderid for builderid, name in names.items()}
-        found = []
-        for backend in backends:
-            running = yield self.master.data.get(("builders", ids[backend], "builds"),
-                                                 filters=[resultspec.Filter("complete", "eq", [False])])
-            for build in running:
-                request = yield self.master.data.get(("buildrequests", build["buildrequestid"]))
-                if request is not None and (yield self._what_is_asked(request)).sha == sha:
-                    found.append((backend, request))
-        return found
-
-    @defer.inlineCallbacks
-    def _parent_request(self, child_request: dict):
-        """The request of the parent build that triggered a child's request; None when it cannot be found."""
-        buildset = yield self.master.data.get(("buildsets", child_request["buildsetid"]))
-        if buildset is None or buildset["parent_buildid"] is None:
-            return None
-        parent = yield self.master.data.get(("builds", buildset["parent_buildid"]))
-        return None if parent is None else (yield self.master.data.get(("buildrequests", parent["buildrequestid"])))
-
-    @defer.inlineCallbacks
     def _tell_if_stale(self, request: dict, backend: WatchedBackend, blocker: Outage | Shortage, now: float,
                        told: list[str]):
         brid = request["buildrequestid"]
-        asked = yield self._what_is_asked(request)
+        asked = yield self._requests.asked(request)
         if not self._tells(asked.scheduler, backend.name) or now - asked.submitted_at < ARRIVAL_SETTLE:
             return
         rows = [row for row in (yield self.store.commits_of_request(brid)) if row.decided_at is None]
@@ -337,78 +238,7 @@ class StaleWatch(LeaderDuty, service.BuildbotService, StateMixin):
 
     def _tells(self, scheduler: str, backend: str) -> bool:
         """A bisection's request has no status of its own; a pull request's, when they are check runs, neither."""
-        from crcr.github.check_runs import GitHubCheckRuns  # here: it imports status_text, which imports this module
-
         if scheduler in (upstream_scheduler_name(backend), force_scheduler_name(backend)):
             return True
         return scheduler == pull_request_scheduler_name(backend) and not any(
             isinstance(s, GitHubCheckRuns) for s in self.master.service_manager.namedServices.values())
-
-    @defer.inlineCallbacks
-    def _what_is_asked(self, request: dict):
-        brid = request["buildrequestid"]
-        if brid not in self._asked:
-            buildset = yield self.master.data.get(("buildsets", request["buildsetid"]))
-            properties = yield self.master.data.get(("buildsets", request["buildsetid"], "properties"))
-            self._asked[brid] = Asked(properties.get("scheduler", (None,))[0], buildset["sourcestamps"][0]["revision"],
-                                      request["submitted_at"].timestamp(),
-                                      properties.get(CHILD_SUITE_PROPERTY, (None,))[0])
-        return self._asked[brid]
-
-    # --- overdue builds ---
-
-    @defer.inlineCallbacks
-    def _stop_overdue_builds(self, now: float):
-        running = set()
-        for watched in self.builders:
-            builder = self.master.botmaster.builders.get(watched.name) if watched.timeout is not None else None
-            for build in list(builder.building) if builder is not None else []:
-                if build.buildid is None:  # not recorded yet: just starting
-                    continue
-                running.add(build.buildid)
-                if build.buildid in self._stopping:
-                    continue
-                over = now - (yield self._started_at(build.buildid)) - watched.timeout
-                if over >= self.timeout_grace:
-                    self._stopping.add(build.buildid)
-                    # Not waited for: asking the unit takes up to answer_wait, and the sweep goes on.
-                    self._stop(builder, build, overdue_text(over, watched.timeout, watched.timeout_of)).addErrback(
-                        log.err, f"crcr: while stopping build {build.number} of {watched.name}")
-        self._started = {buildid: at for buildid, at in self._started.items() if buildid in running}
-        self._stopping &= running
-
-    @defer.inlineCallbacks
-    def _started_at(self, buildid: int):
-        if buildid not in self._started:
-            self._started[buildid] = (yield self.master.data.get(("builds", buildid)))["started_at"].timestamp()
-        return self._started[buildid]
-
-    @defer.inlineCallbacks
-    def _stop(self, builder, build, reason: str):
-        log.msg(f"crcr: stopping build {build.number} of {builder.name}: {reason}")
-        for request in build.requests:  # for the reporters, on whichever master reports the build
-            yield self.store.note_end_reason(request.id, reason, self.master.reactor.seconds())
-        unit = build.workerforbuilder.worker
-        if (yield self._answers(unit)):
-            yield self.master.data.control("stop", {"reason": reason}, ("builds", build.buildid))
-            return
-        # Buildbot's stop asks the unit to kill the command and waits for its answer, for ever: the step then ends
-        # only when the connection does, and a build whose unit is lost ends RETRY, to be built again.
-        log.msg(f"crcr: {unit.name} does not answer; ending its command as lost, then disconnecting it")
-        unit.putInQuarantine()  # the build's end frees the unit: no other build starts on it meanwhile
-        if build.currentStep is not None:
-            build.currentStep.interrupt(Failure(error.ConnectionLost(f"{unit.name} does not answer")))
-        build.stopBuild(reason)  # after the step's interrupt, so that it asks the unit nothing: CANCELLED
-        for _ in range(FINISH_WAIT):
-            if build not in builder.building:
-                break
-            yield task.deferLater(self.master.reactor, 1, lambda: None)
-        yield unit.disconnect()
-
-    def _answers(self, unit) -> defer.Deferred:
-        """Whether `unit` answers a message within answer_wait (one without a connection has no build to stop)."""
-        if unit is None or unit.conn is None:
-            return defer.succeed(True)
-        asked = unit.conn.remotePrint(message="crcr: is this unit answering? (a build of it runs past its timeout)")
-        asked.addTimeout(self.answer_wait, self.master.reactor)
-        return asked.addCallbacks(lambda _: True, lambda _: False)

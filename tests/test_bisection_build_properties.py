@@ -1,11 +1,12 @@
-"""The bisector's translations between the planner's test keys and what a bisection build asks and records."""
+"""The translations between the planner's test keys and what a bisection build asks and records
+(bisection/build_properties.py)."""
 
 from __future__ import annotations
 
+from crcr.bisection.build_properties import new_failures, only_tests, outcomes_of
 from crcr.buildmaster.schedulers.force import failing_in_build
-from crcr.buildmaster.services.leader.bisector import key_of, new_failures, only_tests, outcomes_of
 from crcr.github.status_text import bisecting, covered
-from crcr.names import TESTS_PROPERTY
+from crcr.names import TESTS_PROPERTY, key_of
 from crcr.suites.asked_tests import WHOLE_SUITE, asked_outcomes
 from crcr.suites.results import JUnitReport, SuiteResults
 
