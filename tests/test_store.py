@@ -20,7 +20,7 @@ from twisted.trial import unittest
 
 from conftest import backend, prepare_relay, suite
 from copied_schema import relay_tables
-from crcr.store import check_runs, migrate, outbox, tables
+from crcr.store import check_runs, migrate, outbox, outbox_view, tables
 from crcr.store.bisections import (
     add_step,
     ask_step,
@@ -411,7 +411,7 @@ def merges_what_two_leaders_wrote_twice(db):
                                                                             (1, "running")]
     _, steps = bisection_with_steps(db, 1)
     assert [(s.id, s.sha, s.brid, s.outcome) for s in steps] == [(1, B, 42, "good"), (3, C, 44, "pending")]
-    assert [(r.id, r.payload["state"]) for r in outbox.waiting(db)] == [(1, "pending"), (3, "success")]
+    assert [(r.id, r.payload["state"]) for r in outbox_view.waiting(db)] == [(1, "pending"), (3, "success")]
     assert outbox.enqueue(db, "status", "o/r", A, "crcr/alpha", {"state": "success"}, now=200) == 3
 
 

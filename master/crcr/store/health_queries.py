@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from crcr.store import leadership, outbox
+from crcr.store import leadership, outbox_view
 from crcr.store.buildbot_tables import masters_since
 from crcr.store.commits import FIGURE_STATE, HAS_LATENCY, IN_FIGURES
 from crcr.store.commits import _rows as _commit_rows
@@ -177,7 +177,7 @@ def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
     for backend, state, count in conn.execute(sa.select(bc.backend, bc.state, sa.func.count())
                                               .where(bc.backend.in_(backends)).group_by(bc.backend, bc.state)):
         bisection_states.setdefault(backend, {})[state] = count
-    waiting, given_up, oldest = outbox.counts(conn, now)
+    waiting, given_up, oldest = outbox_view.counts(conn, now)
     return MetricsRows(states, latest_streaks(conn, backends), latencies, queued_now(conn, backends),
                        bisection_states, failing_now(conn, backends), waiting, given_up, oldest)
 
