@@ -25,7 +25,7 @@ from crcr.store.outbox import (
     released,
 )
 from crcr.store.outbox_view import given_up, waiting
-from crcr.store.tables import github_outbox
+from crcr.store.tables.github import github_outbox
 from test_store import db, open_database  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
 
 REPO = "pytorch/pytorch"

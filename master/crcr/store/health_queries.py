@@ -16,7 +16,8 @@ from crcr.store.commits import FIGURE_STATE, HAS_LATENCY, IN_FIGURES
 from crcr.store.commits import _rows as _commit_rows
 from crcr.store.health_rows import BadOutcome, ClusterRows, Decided, MetricsRows, Queued, Streak, SuiteRun, SummaryRows
 from crcr.store.history import builds_by_id
-from crcr.store.tables import bisections, builds, commits, suite_runs, test_hash, test_outcomes
+from crcr.store.tables.history import builds, suite_runs, test_hash, test_outcomes
+from crcr.store.tables.ledger import bisections, commits
 
 # Builds of a backend's own verdicts: the figures of builds, timeouts and failing tests count these.
 VERDICT_KINDS = ("upstream", "forced")

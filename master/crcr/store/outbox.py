@@ -44,7 +44,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from crcr.store.inserts import insert_unless_present
-from crcr.store.tables import OUTBOX_KINDS, check_value, github_outbox
+from crcr.store.tables.github import OUTBOX_KINDS, github_outbox
+from crcr.store.tables.schema import check_value
 
 CLAIM_EXPIRY = 60  # seconds; above the sender's attempt timeout (30 s)
 KEEP_GIVEN_UP = 7 * 24 * 3600

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from crcr.store.outbox import KEEP_GIVEN_UP, OutboxRow, outbox_row, unsent
-from crcr.store.tables import github_outbox
+from crcr.store.tables.github import github_outbox
 
 _o = github_outbox.c
 
