@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from crcr.bisection.plan import Bisection as Plan
 from crcr.cli import mastercontrol
-from crcr.store.tables import bisections, builds, commits, suite_runs, test_outcomes
+from crcr.store.tables.history import builds, suite_runs, test_outcomes
+from crcr.store.tables.ledger import bisections, commits
 from relays import CrcrSide, Fleet
 
 BACKENDS = 100

@@ -23,7 +23,7 @@ from buildbot.process.results import RETRY, SUCCESS
 
 from conftest import FAILURE, backend, prepare_relay, running
 from crcr.names import SETUP_STEP_PREFIX, status_context
-from crcr.store.tables import bisection_steps, bisections, commits
+from crcr.store.tables.ledger import bisection_steps, bisections, commits
 from harness import Upstream, wait_until
 
 pytestmark = pytest.mark.e2e

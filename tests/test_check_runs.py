@@ -23,7 +23,7 @@ from crcr.names import (
     TESTS_PROPERTY,
     suite_step_name,
 )
-from crcr.store.outbox import given_up
+from crcr.store.outbox_view import given_up
 from crcr.store.service import RelayStore
 from crcr.suites.results import SuiteResults
 from fakegithub import rsa_key_pair

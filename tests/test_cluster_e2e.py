@@ -42,7 +42,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from cluster import Router, another_master, unit_of
 from conftest import backend, make_upstream, prepare_relay, suite
 from crcr.names import force_scheduler_name, status_context, suite_step_name
-from crcr.store import tables
+from crcr.store.tables import coordination, ledger
 from harness import holding, kill_9, open_gate, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -130,18 +130,18 @@ def waited(master, name: str) -> float:
 
 def bisections(database) -> list:
     with database.connect() as conn:
-        return conn.execute(sa.select(tables.bisections).order_by(tables.bisections.c.id)).all()
+        return conn.execute(sa.select(ledger.bisections).order_by(ledger.bisections.c.id)).all()
 
 
 def bisection_steps(database) -> list:
     with database.connect() as conn:
-        return conn.execute(sa.select(tables.bisection_steps)).all()
+        return conn.execute(sa.select(ledger.bisection_steps)).all()
 
 
 def leading(database) -> str:
     """The master directory of the relay's leader (Buildbot names a master <host>:<basedir>)."""
     with database.connect() as conn:
-        name = conn.execute(sa.select(tables.leader.c.master_name)).scalar_one()
+        name = conn.execute(sa.select(coordination.leader.c.master_name)).scalar_one()
     return name.split(":", 1)[1]
 
 

@@ -27,7 +27,7 @@ from configfiles import make_dirs, settings_for, write_backend, write_worker, wr
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.names import bisect_scheduler_name, force_scheduler_name, upstream_scheduler_name
 from crcr.store.service import RelayStore
-from crcr.store.tables import collapses
+from crcr.store.tables.coordination import collapses
 from relaymaster import hold_services
 
 UPSTREAM_URL = "file:///srv/upstream/pytorch.git"

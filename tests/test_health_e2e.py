@@ -31,7 +31,7 @@ from selenium.webdriver.common.by import By
 
 from conftest import backend, prepare_relay, running
 from crcr.store.latency import nearest_rank
-from crcr.store.tables import bisections, commits
+from crcr.store.tables.ledger import bisections, commits
 from harness import Upstream, wait_until
 from webui import open_page, sign_in, wait_for_element, wait_for_texts
 

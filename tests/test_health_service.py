@@ -26,7 +26,7 @@ from crcr.buildmaster.www.metrics import metrics_text
 from crcr.health.plans import first_bad
 from crcr.health.results import RESULTS
 from crcr.names import HEALTH_SERVICE, STORE_SERVICE
-from crcr.store import tables
+from crcr.store.tables.history import builds, suite_runs, test_outcomes
 
 PROJECT = "pytorch/pytorch"
 RED, GREEN, PULLS = "alpha", "beta", "gamma"
@@ -86,12 +86,12 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
 
     async def build(self, buildid: int, backend: str, sha: str, complete_at: int, kind: str = "upstream",
                     results: int = 0, **values) -> None:
-        await self.insert(tables.builds, buildid=buildid, backend=backend, builderid=BUILDERID, number=buildid,
+        await self.insert(builds, buildid=buildid, backend=backend, builderid=BUILDERID, number=buildid,
                           sha=sha, branch="main", kind=kind, results=results, started_at=complete_at - 600,
                           complete_at=complete_at, timed_out=False, **values)
 
     async def suite_run(self, buildid: int, backend: str, complete_at: int, failed: int = 0) -> None:
-        await self.insert(tables.suite_runs, buildid=buildid, backend=backend, suite="unit",
+        await self.insert(suite_runs, buildid=buildid, backend=backend, suite="unit",
                           results=2 if failed else 0, passed=10, failed=failed, errored=0, flaky=0, skipped=1,
                           xfailed=0, new=failed, timed_out=False, complete_at=complete_at)
 
@@ -105,7 +105,7 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
             await self.store.decide(backend, sha, state, state, "built", buildid, seen + HOUR)
             await self.build(buildid, backend, sha, seen + HOUR, results=0 if state == "success" else 2)
             await self.suite_run(buildid, backend, seen + HOUR, failed=int(state == "failure"))
-        await self.insert(tables.test_outcomes, buildid=2, backend=RED, suite="unit", test="test_add.py::test_add",
+        await self.insert(test_outcomes, buildid=2, backend=RED, suite="unit", test="test_add.py::test_add",
                           outcome="failed", new=True, complete_at=now - 2 * HOUR)
         await self.build(4, PULLS, C, now - HOUR, kind="pull_request", pull_request=12,
                          pull_request_url=f"https://github.com/{PROJECT}/pull/12", pull_request_title="Fix add")

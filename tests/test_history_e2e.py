@@ -15,7 +15,7 @@ import pytest
 
 from conftest import FAILURE, backend, prepare_relay, running
 from crcr.buildmaster.services.leader.janitor import JANITOR_SERVICE, LAST_PRUNE
-from crcr.store.tables import test_hash
+from crcr.store.tables.history import test_hash
 from harness import Upstream, wait_until
 from test_health_e2e import health
 from webui import open_page, sign_in, wait_for_texts

@@ -32,9 +32,9 @@ from crcr.names import (
     suite_step_name,
     upstream_scheduler_name,
 )
-from crcr.store import tables
 from crcr.store.history import BuildRow, SuiteRunRow
 from crcr.store.service import RelayStore
+from crcr.store.tables import history
 from crcr.suites.results import SuiteResults
 from relaymaster import hold_services, leadership
 from test_ledger import PROJECT, UPSTREAM_URL, deliver_produced, sha
@@ -121,17 +121,17 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         return await self.master.db.pool.do(read)
 
     async def recorded_build(self, buildid: int) -> BuildRow:
-        (row,) = [r for r in await self.rows(tables.builds) if r["buildid"] == buildid]
+        (row,) = [r for r in await self.rows(history.builds) if r["buildid"] == buildid]
         del row["id"]
         return BuildRow(**row)
 
     async def suite_runs(self, buildid: int) -> list[SuiteRunRow]:
         return [SuiteRunRow(**{k: v for k, v in r.items() if k != "id"})
-                for r in await self.rows(tables.suite_runs) if r["buildid"] == buildid]
+                for r in await self.rows(history.suite_runs) if r["buildid"] == buildid]
 
     async def outcomes(self, buildid: int) -> list[tuple[str, str, str, bool]]:
         return [(r["suite"], r["test"], r["outcome"], r["new"])
-                for r in await self.rows(tables.test_outcomes) if r["buildid"] == buildid]
+                for r in await self.rows(history.test_outcomes) if r["buildid"] == buildid]
 
     # The tests.
 
@@ -237,7 +237,7 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         await self.build("other", SUCCESS, {}, builder=OTHER)
         await self.deliver()
 
-        self.assertEqual(await self.rows(tables.builds), [])
+        self.assertEqual(await self.rows(history.builds), [])
 
     async def test_a_build_announced_twice_is_recorded_once(self):
         buildid = await self.build(upstream_scheduler_name(ALPHA), FAILURE, {"ops": FAILURE},
@@ -245,7 +245,7 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         self.master.mq.productions *= 2
         await self.deliver()
 
-        self.assertEqual([r["buildid"] for r in await self.rows(tables.builds)], [buildid])
+        self.assertEqual([r["buildid"] for r in await self.rows(history.builds)], [buildid])
         self.assertEqual(len(await self.outcomes(buildid)), 1)
 
     async def test_builds_that_ended_unrecorded_are_recorded_at_start(self):
@@ -261,7 +261,7 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
 
         await self.start_recorder()
 
-        self.assertEqual([r["buildid"] for r in await self.rows(tables.builds)], [recorded, *missed])
+        self.assertEqual([r["buildid"] for r in await self.rows(history.builds)], [recorded, *missed])
         self.assertEqual([len(await self.outcomes(b)) for b in missed], [1, 1])
 
     async def test_with_nothing_recorded_the_builds_of_the_last_day_are_recorded_at_start(self):
@@ -273,7 +273,7 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
 
         await self.start_recorder()
 
-        self.assertEqual([r["buildid"] for r in await self.rows(tables.builds)], [recent])
+        self.assertEqual([r["buildid"] for r in await self.rows(history.builds)], [recent])
         self.assertNotEqual(too_old, recent)
 
     def test_the_recorder_is_found_by_its_name(self):

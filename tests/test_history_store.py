@@ -12,7 +12,6 @@ import pytest
 import sqlalchemy as sa
 from twisted.python import log
 
-from crcr.store import tables
 from crcr.store.bisections import add_step, create_bisection, update_bisection
 from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.health_page_queries import test_rows
@@ -27,6 +26,8 @@ from crcr.store.history import (
     recorded_buildids,
 )
 from crcr.store.migrate import upgrade_tables
+from crcr.store.tables.history import builds, suite_runs, test_hash, test_outcomes
+from crcr.store.tables.ledger import bisection_steps, bisections
 
 # db: the fixture, a SQLite database with the relay's tables
 from test_store import db, open_database, sqlite_database  # noqa: F401
@@ -72,12 +73,12 @@ def test_a_build_is_recorded_with_its_suites_and_tests(db):
     assert record(db, 7, 1000, kind="pull_request", pull_request=12, pull_request_url="https://x/pull/12",
                   pull_request_title="Faster add")
 
-    (stored,) = rows(db, tables.builds)
+    (stored,) = rows(db, builds)
     assert (stored["buildid"], stored["kind"], stored["pull_request"], stored["pull_request_title"]) == (
         7, "pull_request", 12, "Faster add")
-    (run,) = rows(db, tables.suite_runs)
+    (run,) = rows(db, suite_runs)
     assert (run["suite"], run["passed"], run["failed"], run["flaky"], run["new"]) == ("ops", 5, 1, 1, 1)
-    assert [(r["test"], r["outcome"], r["new"]) for r in rows(db, tables.test_outcomes)] == [
+    assert [(r["test"], r["outcome"], r["new"]) for r in rows(db, test_outcomes)] == [
         ("test_ops.py::test_add", "failed", True), ("test_ops.py::test_mul", "flaky", False)]
 
 
@@ -87,7 +88,7 @@ def test_a_suite_run_that_did_not_run_whole_keeps_why(db):
 
     assert record_build(db, build(7, 1000), runs, [])
 
-    assert [(r["suite"], r["broken"]) for r in rows(db, tables.suite_runs)] == [("ops", None), ("nn", why)]
+    assert [(r["suite"], r["broken"]) for r in rows(db, suite_runs)] == [("ops", None), ("nn", why)]
 
 
 def test_a_build_recorded_twice_keeps_one_set_of_rows(db):
@@ -95,7 +96,7 @@ def test_a_build_recorded_twice_keeps_one_set_of_rows(db):
 
     assert not record(db, 7, 1000), "already there"
 
-    assert [len(rows(db, t)) for t in (tables.builds, tables.suite_runs, tables.test_outcomes)] == [1, 1, 2]
+    assert [len(rows(db, t)) for t in (builds, suite_runs, test_outcomes)] == [1, 1, 2]
 
 
 def test_nothing_of_a_build_is_kept_when_one_of_its_rows_is_refused(db):
@@ -104,7 +105,7 @@ def test_nothing_of_a_build_is_kept_when_one_of_its_rows_is_refused(db):
     with pytest.raises(ValueError, match="kind must be one of upstream, forced, pull_request, bisection"):
         record_build(db, build(8, 1000, kind="nightly"), [], [])
 
-    assert [len(rows(db, t)) for t in (tables.builds, tables.suite_runs, tables.test_outcomes)] == [0, 0, 0]
+    assert [len(rows(db, t)) for t in (builds, suite_runs, test_outcomes)] == [0, 0, 0]
     assert record(db, 7, 1000), "the refused build was not recorded: it can be recorded now"
 
 
@@ -127,9 +128,9 @@ def test_prune_drops_the_history_older_than_the_horizon(db):
         "crcr_bisection_steps": 0, "crcr_junit_files": 0,
     }
 
-    assert [r["buildid"] for r in rows(db, tables.builds)] == [8]
-    assert {r["buildid"] for r in rows(db, tables.suite_runs)} == {8}
-    assert {r["buildid"] for r in rows(db, tables.test_outcomes)} == {8}
+    assert [r["buildid"] for r in rows(db, builds)] == [8]
+    assert {r["buildid"] for r in rows(db, suite_runs)} == {8}
+    assert {r["buildid"] for r in rows(db, test_outcomes)} == {8}
 
 
 def test_prune_drops_decided_commits_and_ended_bisections_older_than_the_horizon(db):
@@ -149,15 +150,15 @@ def test_prune_drops_decided_commits_and_ended_bisections_older_than_the_horizon
     assert (counts["crcr_commits"], counts["crcr_bisections"], counts["crcr_bisection_steps"]) == (1, 1, 1)
     assert find_commit(db, "alpha", A) is None
     assert find_commit(db, "alpha", B).state == "pending"
-    assert [r["id"] for r in rows(db, tables.bisections)] == [running, recent]
-    assert [r["bisectionid"] for r in rows(db, tables.bisection_steps)] == [running]
+    assert [r["id"] for r in rows(db, bisections)] == [running, recent]
+    assert [r["bisectionid"] for r in rows(db, bisection_steps)] == [running]
 
 
 def test_prune_keeps_what_ended_at_the_horizon(db):
     record(db, 7, 1500)
 
     assert prune(db, before=1500)["crcr_builds"] == 0
-    assert db.execute(sa.select(sa.func.count()).select_from(tables.builds)).scalar() == 1
+    assert db.execute(sa.select(sa.func.count()).select_from(builds)).scalar() == 1
 
 
 def test_a_test_id_of_any_length_is_kept_whole_and_its_history_found_by_it(db):
@@ -188,7 +189,7 @@ def test_the_tests_kept_before_are_found_by_their_hash_after_the_upgrade(empty):
 def hashes_the_tests_kept(conn) -> None:
     """Migration 019 on tables with history: each row takes its test's hash, and is found by it."""
     upgrade_tables(conn, to="018")
-    conn.execute(tables.builds.insert().values(**asdict(build(6, 900))))
+    conn.execute(builds.insert().values(**asdict(build(6, 900))))
     old = sa.table("crcr_test_outcomes", *map(sa.column, ("buildid", "backend", "suite", "test", "outcome", "new",
                                                           "complete_at")))
     conn.execute(old.insert(), [dict(buildid=6, backend=backend, suite="ops", test=test, outcome="failed", new=False,
@@ -198,9 +199,9 @@ def hashes_the_tests_kept(conn) -> None:
 
     upgrade_tables(conn)
 
-    assert {(r["backend"], r["test"], r["test_hash"]) for r in rows(conn, tables.test_outcomes)} == {
-        ("alpha", KNOWN[0], tables.test_hash(KNOWN[0])), ("alpha", KNOWN[1], tables.test_hash(KNOWN[1])),
-        ("beta", KNOWN[0], tables.test_hash(KNOWN[0]))}
+    assert {(r["backend"], r["test"], r["test_hash"]) for r in rows(conn, test_outcomes)} == {
+        ("alpha", KNOWN[0], test_hash(KNOWN[0])), ("alpha", KNOWN[1], test_hash(KNOWN[1])),
+        ("beta", KNOWN[0], test_hash(KNOWN[0]))}
     assert [row.buildid for row, _ in test_rows(conn, "alpha", KNOWN[0]).outcomes] == [6]
     assert {i["name"] for i in sa.inspect(conn).get_indexes("crcr_test_outcomes")} == {
         "crcr_test_outcomes_buildid", "crcr_test_outcomes_backend_complete_at",
@@ -230,7 +231,7 @@ def test_on_postgresql_a_build_is_recorded_once_with_every_row_the_database_take
         assert record_build(conn, build(7, 1000), [suite_run(7, 1000)], outcomes)
 
         assert_kept_whole(conn, buildid=7)
-        assert [r["buildid"] for r in rows(conn, tables.suite_runs)] == [7]
+        assert [r["buildid"] for r in rows(conn, suite_runs)] == [7]
         (line,) = [line for line in logged if "left out of the history" in line]
         assert "build 7's row of crcr_test_outcomes" in line and "test_nul" in line and "NUL" in line
         assert not record(conn, 7, 1000), "already there"

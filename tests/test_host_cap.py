@@ -22,9 +22,9 @@ from copied_schema import relay_tables
 from crcr.buildmaster.process.workers import SLOT_GIVEN_BACK, UNUSED_SLOT_AFTER, HostUnitWorker, unit_can_start_build
 from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
 from crcr.names import CHILD_UNITS_PROPERTY, DEVICE_INDEX_PROPERTY, DEVICE_PROPERTY
-from crcr.store import tables
 from crcr.store.host_slots import release_slot, take_slot
 from crcr.store.service import RelayStore, relay_store
+from crcr.store.tables.coordination import host_slots
 from relaymaster import another_relay_master, relay_master
 from test_infra_failures import record_failure
 from test_store import open_database
@@ -296,7 +296,7 @@ def race(url: str, basedir, host: str, slots: int, units: int) -> list[int | Non
 
 
 def claimed_slots(conn, host: str) -> list[int]:
-    return sorted(conn.execute(sa.select(tables.host_slots.c.slot).where(tables.host_slots.c.host == host)).scalars())
+    return sorted(conn.execute(sa.select(host_slots.c.slot).where(host_slots.c.host == host)).scalars())
 
 
 def check_races(url: str, basedir) -> None:
@@ -331,4 +331,4 @@ def test_a_slot_given_back_is_taken_again_and_a_masters_own_idle_units_hold_none
         assert take_slot(conn, Model.masters, "duo", 2, workerid=20, masterid=2, building_here=[]) is not None
         # Master 1 restarted: none of its units builds, so what it held before is stale.
         assert take_slot(conn, Model.masters, "duo", 2, workerid=10, masterid=1, building_here=[]) is not None
-        assert sorted(conn.execute(sa.select(tables.host_slots.c.workerid)).scalars()) == [10, 20]
+        assert sorted(conn.execute(sa.select(host_slots.c.workerid)).scalars()) == [10, 20]

@@ -17,7 +17,7 @@ import pytest
 from crcr.config.workers import WorkerHost
 from crcr.shipped import HOST_TOOL as TOOL
 from crcr.shipped import crcr_host
-from crcr.store.tables import infra_failures
+from crcr.store.tables.coordination import infra_failures
 from harness import wait_until
 
 REPO = Path(__file__).resolve().parents[1]

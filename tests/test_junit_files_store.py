@@ -7,9 +7,9 @@ import pytest
 import sqlalchemy as sa
 
 from copied_schema import relay_tables
-from crcr.store import tables
 from crcr.store.history import prune
 from crcr.store.junit_files import MAX_JUNIT_BYTES, find, keep
+from crcr.store.tables.history import junit_files
 from test_store import db, open_database  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
 
 # Not valid XML, not UTF-8, a line far past Buildbot's 4,096 characters: kept as it is all the same.
@@ -23,7 +23,7 @@ def test_a_file_is_kept_byte_for_byte_per_build_and_suite(db):
     assert find(db, 7, "ops") == ODD
     assert find(db, 7, "views") == b"<testsuites/>"
     assert find(db, 8, "ops") is None
-    size = sa.select(tables.junit_files.c.size).where(tables.junit_files.c.suite == "ops")
+    size = sa.select(junit_files.c.size).where(junit_files.c.suite == "ops")
     assert db.execute(size).scalar() == len(ODD)
 
 
@@ -32,7 +32,7 @@ def test_a_suites_file_kept_again_replaces_the_first(db):
     keep(db, buildid=7, stepid=70, suite="ops", content=b"second", stored_at=1001)
 
     assert find(db, 7, "ops") == b"second"
-    assert db.execute(sa.select(sa.func.count()).select_from(tables.junit_files)).scalar() == 1
+    assert db.execute(sa.select(sa.func.count()).select_from(junit_files)).scalar() == 1
 
 
 def test_a_file_over_the_bound_is_refused_and_nothing_is_written(db):

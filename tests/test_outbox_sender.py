@@ -392,5 +392,5 @@ class OutboxSenderTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
 
 
 def _given_up(conn):
-    from crcr.store.outbox import given_up
+    from crcr.store.outbox_view import given_up
     return given_up(conn, now=0)

@@ -18,7 +18,7 @@ from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.commit_status import OutboxStatusPush, post_status
 from crcr.github.outbox_sender import OutboxSender
 from crcr.store.service import RelayStore
-from crcr.store.tables import github_outbox
+from crcr.store.tables.github import github_outbox
 from relaymaster import REPORTER_MASTER_ID, leadership
 from test_outbox_sender import ATTEMPT_TIMEOUT, NO_ANSWER, GitHubResource
 

@@ -20,13 +20,12 @@ from crcr.store.outbox import (
     enqueue,
     failed,
     give_up,
-    given_up,
     next_due_at,
     postpone_all,
     released,
-    waiting,
 )
-from crcr.store.tables import github_outbox
+from crcr.store.outbox_view import given_up, waiting
+from crcr.store.tables.github import github_outbox
 from test_store import db, open_database  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
 
 REPO = "pytorch/pytorch"

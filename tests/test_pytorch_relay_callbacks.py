@@ -18,7 +18,7 @@ from twisted.trial import unittest
 from configfiles import make_dirs, settings_for, write_backend, write_file, write_worker, write_worker_password
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
-from crcr.github.outbox_sender import Answer
+from crcr.github.rest import Answer
 from crcr.names import TESTS_PROPERTY
 from crcr.pytorch_relay.callbacks import dispatched_body, self_reported_body, workflow
 from crcr.pytorch_relay.sender import PyTorchRelaySender

@@ -25,7 +25,7 @@ from crcr.names import upstream_scheduler_name
 from crcr.pytorch_relay.reporter import PyTorchRelayCallbacks, Reporting, callback_generators
 from crcr.pytorch_relay.sender import PyTorchRelaySender
 from crcr.pytorch_relay.tokens import AUDIENCE
-from crcr.store.outbox import given_up
+from crcr.store.outbox_view import given_up
 from crcr.store.service import RelayStore
 from relaymaster import REPORTER_MASTER_ID, leadership
 

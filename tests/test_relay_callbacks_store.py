@@ -5,7 +5,8 @@ move the relay's rows; each dispatch is answered by one build."""
 from __future__ import annotations
 
 from crcr.store.dispatches import KEEP_SECONDS, answer_dispatches, answered_by, record_dispatch, release_dispatches
-from crcr.store.outbox import claim, delivered, due, enqueue, failed, postpone_all, waiting
+from crcr.store.outbox import claim, delivered, due, enqueue, failed, postpone_all
+from crcr.store.outbox_view import waiting
 from test_store import db  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
 
 DOWNSTREAM = "torch-spyre/torch-spyre"

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from conftest import UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
-from crcr.store.tables import bisection_steps, bisections
+from crcr.store.tables.ledger import bisection_steps, bisections
 from harness import wait_until
 from pytorchrelay import PyTorchRelayStandIn
 

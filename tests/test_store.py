@@ -20,7 +20,7 @@ from twisted.trial import unittest
 
 from conftest import backend, prepare_relay, suite
 from copied_schema import relay_tables
-from crcr.store import check_runs, migrate, outbox, tables
+from crcr.store import check_runs, migrate, outbox, outbox_view
 from crcr.store.bisections import (
     add_step,
     ask_step,
@@ -47,6 +47,8 @@ from crcr.store.commits import (
 )
 from crcr.store.migrate import VERSION_TABLE, upgrade_tables
 from crcr.store.service import RelayStore
+from crcr.store.tables.ledger import bisection_steps, bisections
+from crcr.store.tables.schema import metadata
 
 RELAY_TABLES = {"crcr_commits", "crcr_bisections", "crcr_bisection_steps", "crcr_webhook_deliveries",
                 "crcr_github_outbox", "crcr_github_check_runs", VERSION_TABLE}
@@ -93,7 +95,7 @@ def test_the_migration_creates_the_tables_and_records_its_version(migrated):
 def test_the_tables_are_what_the_queries_expect(migrated):
     context = MigrationContext.configure(migrated, opts={"version_table": VERSION_TABLE})
 
-    assert compare_metadata(context, tables.metadata) == [], "tables.py and the migrations disagree: add a migration"
+    assert compare_metadata(context, metadata) == [], "store/tables/ and the migrations disagree: add a migration"
 
 
 def test_a_second_run_changes_nothing(migrated):
@@ -390,9 +392,9 @@ def merges_what_two_leaders_wrote_twice(db):
     upgrade_tables(db, to="007")
     bisection_rows = [dict(backend="alpha", branch="main", good_sha=A, bad_sha=C, started_at=100 + n, state=state,
                            plan="{}") for n, state in enumerate(("running", "running", "done"))]
-    db.execute(tables.bisections.insert(), bisection_rows)
+    db.execute(bisections.insert(), bisection_rows)
     step = dict(bisectionid=1, position=0, sha=B, tests="[]", started_at=110)
-    db.execute(tables.bisection_steps.insert(), [
+    db.execute(bisection_steps.insert(), [
         {**step, "brid": 41, "outcome": "pending"}, {**step, "brid": 42, "buildid": 8, "outcome": "good",
                                                      "results": "{}", "ended_at": 150},
         {**step, "sha": C, "brid": 43, "outcome": "interrupted"}, {**step, "sha": C, "brid": 44, "outcome": "pending"},
@@ -411,7 +413,7 @@ def merges_what_two_leaders_wrote_twice(db):
                                                                             (1, "running")]
     _, steps = bisection_with_steps(db, 1)
     assert [(s.id, s.sha, s.brid, s.outcome) for s in steps] == [(1, B, 42, "good"), (3, C, 44, "pending")]
-    assert [(r.id, r.payload["state"]) for r in outbox.waiting(db)] == [(1, "pending"), (3, "success")]
+    assert [(r.id, r.payload["state"]) for r in outbox_view.waiting(db)] == [(1, "pending"), (3, "success")]
     assert outbox.enqueue(db, "status", "o/r", A, "crcr/alpha", {"state": "success"}, now=200) == 3
 
 

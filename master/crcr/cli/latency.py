@@ -17,7 +17,7 @@ from crcr.config.paths import display_path
 from crcr.config.settings import load_settings
 from crcr.store.commits import decided_since, pending_commits
 from crcr.store.latency import DAY, HOUR, LONGEST_WINDOW, BackendLatency, Window, as_json, backend_latency
-from crcr.store.tables import HOW_DECIDED, commits
+from crcr.store.tables.ledger import HOW_DECIDED, commits
 
 
 def duration_text(seconds: int) -> str:

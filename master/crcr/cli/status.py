@@ -26,8 +26,9 @@ from crcr.cli.wording import counted
 from crcr.config.settings import load_settings
 from crcr.health.percentages import percent
 from crcr.health.ranges import DEFAULT_RANGE, RANGES
-from crcr.store.outbox import CLAIM_EXPIRY, KEEP_GIVEN_UP, OutboxRow, given_up, waiting
-from crcr.store.tables import github_outbox
+from crcr.store.outbox import CLAIM_EXPIRY, KEEP_GIVEN_UP, OutboxRow
+from crcr.store.outbox_view import given_up, waiting
+from crcr.store.tables.github import github_outbox
 
 # One outbox holds GitHub's posts and the callbacks to PyTorch's relay (docs/pytorch-relay.md).
 OUTBOX = "Outbox (GitHub and PyTorch's relay)"

@@ -18,28 +18,24 @@ there reaches GitHub, whatever GitHub's outages and the master's restarts or cra
 - Stopping cuts the posts in flight short and leaves their rows for the next start: `crcr master stop` returns
   promptly with GitHub down.
 
-Buildbot's HTTP client (util/httpclientservice.py) hides an answer's headers (its TreqResponseWrapper keeps treq's
-response private), and the pause needs them: posts go through treq, which Buildbot uses underneath, directly.
+Posts go through rest.py's client, which keeps the headers a pause is asked in, and it says what an answer means.
 The tokens are read at send time: the status token through the secrets provider, the check runs' installation
 token from the GitHub App (github/app.py). None is ever written to the outbox or a log.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass
 
-import treq
 from buildbot.plugins import util
 from buildbot.util import service
 from twisted.internet import defer
 from twisted.python import log
-from twisted.web.client import Agent, HTTPConnectionPool, _HTTP11ClientFactory
 
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.app import ACCEPT, GitHubApp
 from crcr.github.limits import check_run_within_limits, status_within_limits
+from crcr.github.rest import Answer, GitHubAPI, http_client, is_seconds
 from crcr.store.outbox import KEEP_GIVEN_UP, OutboxRow
 from crcr.store.service import relay_store
 
@@ -61,66 +57,6 @@ class Unanswered(Exception):
 def _unanswered(result, timeout):
     raise Unanswered()
 
-
-@dataclass(frozen=True)
-class Answer:
-    """GitHub's answer, read whole within the attempt's timeout; content() and json() as Buildbot's responses have
-    them, for GitHubApp."""
-    code: int
-    headers: dict[str, str]  # lower-case names
-    body: bytes
-
-    def content(self) -> defer.Deferred:
-        return defer.succeed(self.body)
-
-    def json(self) -> defer.Deferred:
-        return defer.succeed(json.loads(self.body))
-
-    def message(self) -> str:
-        """GitHub's own words on what went wrong (PyTorch's relay's, FastAPI's, are its `detail`)."""
-        try:
-            answer = json.loads(self.body)
-            said = answer.get("message") or answer.get("detail")
-        except (ValueError, AttributeError):
-            said = None
-        return f"HTTP {self.code}: {said or self.body[:200].decode(errors='replace')}"
-
-
-class GitHubAPI:
-    """GitHub's REST API through a treq client: requests with the relay's User-Agent, answers with their headers."""
-
-    def __init__(self, http, base_url: str):
-        self._http, self._base_url = http, base_url.rstrip("/")
-
-    @defer.inlineCallbacks
-    def request(self, method: str, ep: str, headers: dict, payload: dict | None = None):
-        body = {} if payload is None else {"json": payload}
-        response = yield self._http.request(method, self._base_url + ep, headers={"User-Agent": "crcr", **headers},
-                                            **body)
-        body = yield treq.content(response)
-        found = {name.decode().lower(): values[-1].decode()
-                 for name, values in response.headers.getAllRawHeaders()}
-        return Answer(response.code, found, body)
-
-    # What GitHubApp asks with.
-    def get(self, ep: str, headers: dict):
-        return self.request("GET", ep, headers)
-
-    def post(self, ep: str, headers: dict):
-        return self.request("POST", ep, headers)
-
-
-class _QuietConnections(HTTPConnectionPool):
-    """Twisted's pool, without its two log lines per connection (an outage's retries would fill the log)."""
-
-    class _factory(_HTTP11ClientFactory):
-        noisy = False
-
-
-def http_client(reactor):
-    """A new connection per post: GitHub closes idle keep-alive connections without a word, and a post sent on one
-    of those is lost (Twisted re-sends no POST); the connections a few posts at a time open cost nothing."""
-    return treq.client.HTTPClient(Agent(reactor, pool=_QuietConnections(reactor, persistent=False)))
 
 
 class OutboxSender(service.BuildbotService):
@@ -256,8 +192,8 @@ class OutboxSender(service.BuildbotService):
         yield self._pause_if_asked(answer)
         if self._taken(row, answer):
             yield self._store.delivered_to_github(row.id, max(self._now(), self._paused_until), self.kinds)
-        elif _worth_retrying(answer):
-            yield self._retry(row, answer.message(), not_before=self._pause_end(answer), outage=_outage(answer))
+        elif answer.worth_retrying():
+            yield self._retry(row, answer.message(), not_before=self._pause_end(answer), outage=answer.outage())
         else:
             problem = answer.message()
             log.msg(f"crcr: {self.receiver} refused {self._what(row)} of {row.repo}@{row.sha} for good ({problem}); "
@@ -316,12 +252,12 @@ class OutboxSender(service.BuildbotService):
         """Until when GitHub asks for no post at all; 0 when it does not."""
         now = self._now()
         until = 0.0
-        if _seconds(retry_after := answer.headers.get("retry-after", "")):
+        if is_seconds(retry_after := answer.headers.get("retry-after", "")):
             until = now + int(retry_after)
         elif answer.headers.get("x-ratelimit-remaining") == "0" and \
-                _seconds(reset := answer.headers.get("x-ratelimit-reset", "")):
+                is_seconds(reset := answer.headers.get("x-ratelimit-reset", "")):
             until = float(reset)
-        elif _rate_limited(answer):
+        elif answer.rate_limited():
             until = now + RATE_LIMIT_WAIT
         return min(until, now + LONGEST_PAUSE)
 
@@ -334,30 +270,3 @@ class OutboxSender(service.BuildbotService):
             self._paused_until = max(self._paused_until, until)
             yield self._store.postpone_github(math.ceil(until), f"{self.receiver} asked for a pause ({why})",
                                               self.kinds)
-
-
-def _seconds(header: str) -> bool:
-    """Whether a header's value is a number of seconds: ASCII digits (str.isdigit takes '²', which int() refuses)."""
-    return header.isascii() and header.isdigit()
-
-
-def _rate_limited(answer: Answer) -> bool:
-    """GitHub's rate limits as its REST docs tell them: 403 or 429 with X-RateLimit-Remaining 0 (the primary
-    limit) or with Retry-After (a secondary one). A secondary limit naming no time has only its message to say so;
-    a 403 with none of these is a permission missing."""
-    if answer.code not in (403, 429):
-        return False
-    return answer.code == 429 or answer.headers.get("x-ratelimit-remaining") == "0" \
-        or "retry-after" in answer.headers or b"rate limit" in answer.body.lower()
-
-
-def _outage(answer: Answer) -> bool:
-    """GitHub failing whatever is posted (a request timing out there too), not refusing this post."""
-    return answer.code >= 500 or answer.code == 408
-
-
-def _worth_retrying(answer: Answer) -> bool:
-    """GitHub's trouble, or one the operator mends without the relay (a token in the secrets folder): not a post
-    GitHub will refuse however often it comes."""
-    return answer.code >= 500 or answer.code < 400 or answer.code in (401, 408) or _rate_limited(answer) \
-        or "retry-after" in answer.headers

@@ -9,7 +9,7 @@ from crcr.health.queue import queue_now
 from crcr.health.state import backend_state
 from crcr.health.summary import BackendInfo, by_backend
 from crcr.store.health_rows import MetricsRows
-from crcr.store.tables import BISECTION_STATES, FIGURE_VERDICTS
+from crcr.store.tables.ledger import BISECTION_STATES, FIGURE_VERDICTS
 
 COMMIT_STATES = ("pending", *FIGURE_VERDICTS)
 

@@ -7,7 +7,7 @@ from crcr.health.links import build_url
 from crcr.store.health_rows import Streak
 from crcr.store.history import BuildRow
 from crcr.store.latency import nearest_rank
-from crcr.store.tables import FIGURE_VERDICTS, INFRASTRUCTURE, NOT_RELEVANT
+from crcr.store.tables.ledger import FIGURE_VERDICTS, INFRASTRUCTURE, NOT_RELEVANT
 
 
 def decided_within(decided: list, now: int, seconds: int) -> list:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from crcr.github.outbox_sender import Answer, GitHubAPI, OutboxSender, http_client
+from crcr.github.outbox_sender import OutboxSender
+from crcr.github.rest import Answer, GitHubAPI, http_client
 from crcr.pytorch_relay.tokens import oidc_token
 from crcr.store.outbox import OutboxRow
 

@@ -18,7 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from crcr.store.inserts import insert_unless_present
-from crcr.store.tables import BISECTION_STATES, STEP_OUTCOMES, bisection_steps, bisections, check_value
+from crcr.store.tables.ledger import BISECTION_STATES, STEP_OUTCOMES, bisection_steps, bisections
+from crcr.store.tables.schema import check_value
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def bisection_with_steps(conn, bisectionid: int) -> tuple[Bisection, list[Bisect
 def add_step(conn, bisectionid: int, position: int, sha: str, tests: Any, started_at: float,
              brid: int | None = None) -> int:
     """A pending step building `sha`; returns its id, for the caller to ask its build. None when the bisection has
-    a step of `sha` already, asked by another call: no second build. A step recorded interrupted (tables.py) is
+    a step of `sha` already, asked by another call: no second build. A step recorded interrupted (tables/ledger.py) is
     pending again, for its build to be asked again."""
     values = {"position": position, "brid": brid, "tests": json.dumps(tests), "outcome": "pending",
               "started_at": int(started_at)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from crcr.store.tables import github_check_runs
+from crcr.store.tables.github import github_check_runs
 
 KEEP_CHECK_RUN_IDS = 30 * 24 * 3600  # a build request's check run is updated for as long as it builds: days at most
 

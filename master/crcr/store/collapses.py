@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from crcr.store.tables import collapses
+from crcr.store.tables.coordination import collapses
 
 KEEP_APPROVALS = 30 * 24 * 3600
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from crcr.store.tables import HOW_DECIDED, INFRASTRUCTURE, NOT_RELEVANT, VERDICTS, check_value, commits
+from crcr.store.tables.ledger import HOW_DECIDED, INFRASTRUCTURE, NOT_RELEVANT, VERDICTS, commits
+from crcr.store.tables.schema import check_value
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class CommitRow:
     how: str | None  # built | covered | bisected | forced | not_relevant, once decided
     brid: int | None  # the build request that builds or covers it
     buildid: int | None  # the build that decided it
-    position: int | None = None  # upstream order (tables.py); None: older than every commit that has one
+    position: int | None = None  # upstream order (tables/ledger.py); None: older than every commit that has one
     title: str | None = None  # the first line of its message, when the relay knows it
     author: str | None = None
     infrastructure: bool = False  # an error verdict the hardware gave

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from crcr.store.tables import webhook_deliveries
+from crcr.store.tables.github import webhook_deliveries
 
 KEEP_SECONDS = 7 * 24 * 3600
 

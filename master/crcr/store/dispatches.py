@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from crcr.store.inserts import insert_unless_present
-from crcr.store.tables import relay_dispatches
+from crcr.store.tables.github import relay_dispatches
 
 KEEP_SECONDS = 3 * 24 * 3600
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from crcr.store.tables import request_endings
+from crcr.store.tables.coordination import request_endings
 
 KEEP_ENDINGS = 30 * 24 * 3600
 

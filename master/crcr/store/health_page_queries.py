@@ -21,7 +21,8 @@ from crcr.store.history import (
     suite_run_rows,
     test_outcome_rows,
 )
-from crcr.store.tables import bisections, builds, commits, suite_runs, test_hash, test_outcomes
+from crcr.store.tables.history import builds, suite_runs, test_hash, test_outcomes
+from crcr.store.tables.ledger import bisections, commits
 
 MATRIX_COMMITS = 50
 PULL_REQUEST_BUILDS = 20

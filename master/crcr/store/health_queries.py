@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from crcr.store import leadership, outbox
+from crcr.store import leadership, outbox_view
 from crcr.store.buildbot_tables import masters_since
 from crcr.store.commits import FIGURE_STATE, HAS_LATENCY, IN_FIGURES
 from crcr.store.commits import _rows as _commit_rows
 from crcr.store.health_rows import BadOutcome, ClusterRows, Decided, MetricsRows, Queued, Streak, SuiteRun, SummaryRows
 from crcr.store.history import builds_by_id
-from crcr.store.tables import bisections, builds, commits, suite_runs, test_hash, test_outcomes
+from crcr.store.tables.history import builds, suite_runs, test_hash, test_outcomes
+from crcr.store.tables.ledger import bisections, commits
 
 # Builds of a backend's own verdicts: the figures of builds, timeouts and failing tests count these.
 VERDICT_KINDS = ("upstream", "forced")
@@ -177,7 +178,7 @@ def metrics_rows(conn, backends: list[str], now: int) -> MetricsRows:
     for backend, state, count in conn.execute(sa.select(bc.backend, bc.state, sa.func.count())
                                               .where(bc.backend.in_(backends)).group_by(bc.backend, bc.state)):
         bisection_states.setdefault(backend, {})[state] = count
-    waiting, given_up, oldest = outbox.counts(conn, now)
+    waiting, given_up, oldest = outbox_view.counts(conn, now)
     return MetricsRows(states, latest_streaks(conn, backends), latencies, queued_now(conn, backends),
                        bisection_states, failing_now(conn, backends), waiting, given_up, oldest)
 

@@ -11,18 +11,9 @@ from dataclasses import asdict, dataclass
 
 import sqlalchemy as sa
 
-from crcr.store.tables import (
-    BUILD_KINDS,
-    TEST_OUTCOMES,
-    bisection_steps,
-    bisections,
-    builds,
-    check_value,
-    commits,
-    junit_files,
-    suite_runs,
-    test_outcomes,
-)
+from crcr.store.tables.history import BUILD_KINDS, TEST_OUTCOMES, builds, junit_files, suite_runs, test_outcomes
+from crcr.store.tables.ledger import bisection_steps, bisections, commits
+from crcr.store.tables.schema import check_value
 
 
 @dataclass(frozen=True)

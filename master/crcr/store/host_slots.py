@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from crcr.store.inserts import insert_unless_present
-from crcr.store.tables import host_slots
+from crcr.store.tables.coordination import host_slots
 
 _s = host_slots.c
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from crcr.names import LOST_UNIT
-from crcr.store.tables import infra_failures, unit_resumes
+from crcr.store.tables.coordination import infra_failures, unit_resumes
 
 _f, _r = infra_failures.c, unit_resumes.c
 # A unit's record (unit_records) with nothing in the window.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from crcr.store.tables import junit_files
+from crcr.store.tables.history import junit_files
 
 # A file past this is not kept (the step says so): the database holds every build's files for `history_days`.
 MAX_JUNIT_BYTES = 50 * 1024 * 1024

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crcr.store.commits import CommitRow
-from crcr.store.tables import HOW_DECIDED
+from crcr.store.tables.ledger import HOW_DECIDED
 
 HOUR = 3600
 DAY = 24 * HOUR

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from crcr.store.tables import leader
+from crcr.store.tables.coordination import leader
 
 LEASE_ROW = 1
 

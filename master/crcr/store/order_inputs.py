@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from crcr.store.health_queries import VERDICT_KINDS, failing_now
-from crcr.store.tables import builds, commits, test_outcomes
+from crcr.store.tables.history import builds, test_outcomes
+from crcr.store.tables.ledger import commits
 
 # The newest builds with new failures read per suite: enough to learn from, bounded in cost.
 BREAKS_READ = 200

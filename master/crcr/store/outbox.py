@@ -1,6 +1,6 @@
 """The GitHub outbox: each commit status and check run the relay wants GitHub to have, written before anything is
 sent and deleted only once GitHub took it, so that neither an outage nor a master's crash loses one
-(github/outbox_sender.py delivers them).
+(github/outbox_sender.py delivers them, outbox_view.py shows them).
 
 A target is what GitHub keeps one state of: a commit status (repo, sha, context), a check run (repo, sha, name,
 build request). Its rows go out in the order they were written, one at a time; a newer state replaces the one
@@ -44,7 +44,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from crcr.store.inserts import insert_unless_present
-from crcr.store.tables import OUTBOX_KINDS, check_value, github_outbox
+from crcr.store.tables.github import OUTBOX_KINDS, github_outbox
+from crcr.store.tables.schema import check_value
 
 CLAIM_EXPIRY = 60  # seconds; above the sender's attempt timeout (30 s)
 KEEP_GIVEN_UP = 7 * 24 * 3600
@@ -76,7 +77,8 @@ class OutboxRow:
     sent_at: int | None  # GitHub took it: its target's last state, no longer waiting
 
 
-def _row(r) -> OutboxRow:
+def outbox_row(r) -> OutboxRow:
+    """A row of the table as an OutboxRow, its payload decoded."""
     return OutboxRow(**{**r._mapping, "payload": json.loads(r.payload)})
 
 
@@ -88,7 +90,7 @@ def state_key(kind: str, repo: str, sha: str, context: str, brid: int | None, pa
     return hashlib.sha256(identity.encode()).hexdigest()
 
 
-def _unsent():
+def unsent():
     """Rows waiting for GitHub: neither taken by it nor given up."""
     return sa.and_(_o.given_up_at.is_(None), _o.sent_at.is_(None))
 
@@ -176,12 +178,12 @@ def due(conn, now: float, limit: int, kinds: tuple[str, ...] = OUTBOX_KINDS) -> 
     """Up to `limit` rows to send now, oldest first: each the first of its target, its time come, not being sent."""
     rows = conn.execute(
         sa.select(github_outbox)
-        .where(_o.kind.in_(kinds), _unsent(), _o.next_attempt_at <= int(now),
+        .where(_o.kind.in_(kinds), unsent(), _o.next_attempt_at <= int(now),
                sa.not_(_being_sent(now)), _first_of_its_target())
         .order_by(_o.id)
         .limit(limit)
     ).all()
-    return [_row(r) for r in rows]
+    return [outbox_row(r) for r in rows]
 
 
 def next_due_at(conn, kinds: tuple[str, ...] = OUTBOX_KINDS) -> int | None:
@@ -190,7 +192,7 @@ def next_due_at(conn, kinds: tuple[str, ...] = OUTBOX_KINDS) -> int | None:
     when = sa.case((_o.sending_since.is_(None), _o.next_attempt_at), (lapses > _o.next_attempt_at, lapses),
                    else_=_o.next_attempt_at)
     return conn.execute(
-        sa.select(sa.func.min(when)).where(_o.kind.in_(kinds), _unsent(), _first_of_its_target())
+        sa.select(sa.func.min(when)).where(_o.kind.in_(kinds), unsent(), _first_of_its_target())
     ).scalar()
 
 
@@ -200,12 +202,12 @@ def claim(conn, row_id: int, now: float) -> OutboxRow | None:
     the row is gone, given up, or another sender has it."""
     claimed = conn.execute(
         github_outbox.update()
-        .where(_o.id == row_id, _unsent(), sa.not_(_being_sent(now)))
+        .where(_o.id == row_id, unsent(), sa.not_(_being_sent(now)))
         .values(sending_since=int(now))
     ).rowcount
     row = conn.execute(sa.select(github_outbox).where(_o.id == row_id)).first() if claimed == 1 else None
     conn.commit()
-    return None if row is None else _row(row)
+    return None if row is None else outbox_row(row)
 
 
 def delivered(conn, row_id: int, outage_over_at: float, kinds: tuple[str, ...] = OUTBOX_KINDS) -> None:
@@ -222,7 +224,7 @@ def delivered(conn, row_id: int, outage_over_at: float, kinds: tuple[str, ...] =
     conn.execute(github_outbox.delete().where(_o.sent_at < int(now) - KEEP_SENT))
     when = math.ceil(outage_over_at)
     conn.execute(github_outbox.update()
-                 .where(_o.kind.in_(kinds), _o.outage, _unsent(), _o.next_attempt_at > when)
+                 .where(_o.kind.in_(kinds), _o.outage, unsent(), _o.next_attempt_at > when)
                  .values(next_attempt_at=when, outage=False))
     conn.commit()
 
@@ -246,7 +248,7 @@ def _settle(conn, row_id: int, values) -> None:
     if row is not None:
         target = _same_target(row.kind, row.repo, row.sha, row.context, row.brid)
         newer = None if row.kind in EVERY_STATE_KINDS else conn.execute(
-            sa.select(_o.id).where(target, _unsent(), _o.id > row_id).order_by(_o.id.desc())).scalars().first()
+            sa.select(_o.id).where(target, unsent(), _o.id > row_id).order_by(_o.id.desc())).scalars().first()
         keep = row_id if newer is None else newer
         conn.execute(github_outbox.update().where(_o.id == keep).values(**values(row)))
         if newer is not None:  # its place, attempts and next attempt go to the newer state
@@ -278,36 +280,8 @@ def postpone_all(conn, until: float, problem: str, kinds: tuple[str, ...] = OUTB
     outage's back-off); how many moved."""
     moved = conn.execute(
         github_outbox.update()
-        .where(_o.kind.in_(kinds), _unsent(), _o.next_attempt_at < int(until))
+        .where(_o.kind.in_(kinds), unsent(), _o.next_attempt_at < int(until))
         .values(next_attempt_at=int(until), outage=False, last_problem=problem)
     ).rowcount
     conn.commit()
     return moved
-
-
-def _waiting():
-    return _unsent()
-
-
-def _given_up_lately(now: float):
-    return _o.given_up_at >= int(now) - KEEP_GIVEN_UP
-
-
-def waiting(conn) -> list[OutboxRow]:
-    """Every row not delivered yet, oldest first."""
-    return [_row(r) for r in conn.execute(sa.select(github_outbox).where(_waiting()).order_by(_o.id)).all()]
-
-
-def given_up(conn, now: float) -> list[OutboxRow]:
-    """The rows GitHub refused for good within KEEP_GIVEN_UP, latest first."""
-    return [_row(r) for r in conn.execute(
-        sa.select(github_outbox).where(_given_up_lately(now)).order_by(_o.given_up_at.desc(), _o.id)).all()]
-
-
-def counts(conn, now: float) -> tuple[int, int, int | None]:
-    """How many rows waiting() and given_up() would give, and the created_at of the oldest waiting: the outbox in
-    figures, without reading its rows."""
-    waiting_rows, oldest = conn.execute(
-        sa.select(sa.func.count(), sa.func.min(_o.created_at)).where(_waiting())).one()
-    given_up_rows = conn.execute(sa.select(sa.func.count()).where(_given_up_lately(now))).scalar_one()
-    return waiting_rows, given_up_rows, oldest

@@ -29,6 +29,7 @@ from crcr.store import (
     leadership,
     order_inputs,
     outbox,
+    outbox_view,
     shared_builds,
 )
 from crcr.store.migrate import upgrade_tables
@@ -153,7 +154,7 @@ class RelayStore(service.BuildbotService):
     release_for_github = _through_pool(outbox.released)
     give_up_on_github = _through_pool(outbox.give_up)
     postpone_github = _through_pool(outbox.postpone_all)
-    outbox_waiting = _through_pool(outbox.waiting)
+    outbox_waiting = _through_pool(outbox_view.waiting)
     check_run_id = _through_pool(check_runs.check_run_id)
     remember_check_run = _through_pool(check_runs.remember_check_run)
 
@@ -163,5 +164,5 @@ class RelayStore(service.BuildbotService):
     health_commits_by_prefix = _through_pool(health_page_queries.commits_by_prefix)
     health_commit_rows = _through_pool(health_page_queries.commit_rows)
     health_metrics_rows = _through_pool(health_queries.metrics_rows)
-    health_outbox_counts = _through_pool(outbox.counts)
+    health_outbox_counts = _through_pool(outbox_view.counts)
     health_cluster_rows = _through_pool(health_queries.cluster_rows)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from crcr.store.inserts import insert_unless_present
-from crcr.store.tables import shared_builds
+from crcr.store.tables.coordination import shared_builds
 
 _s = shared_builds.c
 

@@ -38,7 +38,7 @@ from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET, secret_problem
 from crcr.config.settings import Settings
 from crcr.names import POLLER_NAME
 from crcr.store.service import relay_store
-from crcr.store.tables import DELIVERY_LENGTH
+from crcr.store.tables.github import DELIVERY_LENGTH
 
 DIALECT = "github"
 BRANCH_REF = "refs/heads/"

@@ -22,7 +22,7 @@ from crcr.names import (
     HOST_PROPERTY,
 )
 from crcr.store.service import relay_store
-from crcr.store.tables import infra_failures
+from crcr.store.tables.coordination import infra_failures
 
 HEALTH_CHECK_STEP, IDENTIFY_STEP = "health check", "identify card"
 # What the device's commands see: which of the host's units the build holds.

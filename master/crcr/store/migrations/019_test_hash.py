@@ -1,6 +1,6 @@
-"""The test history's tests indexed by a digest of their node ids (tables.test_hash), no longer by the ids: a test
-chooses its id, and PostgreSQL refuses an index entry over ~2.7 KB, and with it the insert of the build's every
-test. The ids stay whole in `test`.
+"""The test history's tests indexed by a digest of their node ids (tables/history.py's test_hash), no longer by the
+ids: a test chooses its id, and PostgreSQL refuses an index entry over ~2.7 KB, and with it the insert of the
+build's every test. The ids stay whole in `test`.
 
 Revision ID: 019
 Revises: 018
@@ -9,7 +9,7 @@ Revises: 018
 import sqlalchemy as sa
 from alembic import op
 
-from crcr.store.tables import TEST_HASH_LENGTH, test_hash
+from crcr.store.tables.history import TEST_HASH_LENGTH, test_hash
 
 revision = "019"
 down_revision = "018"

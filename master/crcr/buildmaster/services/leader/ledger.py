@@ -41,7 +41,7 @@ from crcr.names import (
 )
 from crcr.store.buildbot_tables import origin_of
 from crcr.store.service import relay_store
-from crcr.store.tables import NOT_RELEVANT
+from crcr.store.tables.ledger import NOT_RELEVANT
 
 # GitHub's state for a finished build, as Buildbot's GitHubStatusPush posts it (RETRY: built again, no verdict).
 GITHUB_STATES = {SUCCESS: "success", WARNINGS: "success", SKIPPED: "success", FAILURE: "failure"}
