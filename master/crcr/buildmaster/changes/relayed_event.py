@@ -8,7 +8,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from crcr.store.tables import DELIVERY_LENGTH
+from crcr.store.tables.github import DELIVERY_LENGTH
 
 SHA = re.compile(r"^[0-9a-f]{40}$")
 # The pull_request actions PyTorch's relay dispatches, but closed: those that ask for a build.

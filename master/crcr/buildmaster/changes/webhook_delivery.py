@@ -10,7 +10,7 @@ import json
 from twisted.python import log
 
 from crcr.buildmaster.changes.webhook_events import shape_problem
-from crcr.store.tables import DELIVERY_LENGTH
+from crcr.store.tables.github import DELIVERY_LENGTH
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub does not deliver payloads over 25 MB: anything bigger is not GitHub's
 
