@@ -18,7 +18,6 @@ import hashlib
 import hmac
 import json
 import sys
-import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -42,7 +41,7 @@ def tell(relay: dict, old: str, new: str, ref: str) -> None:
         "X-Hub-Signature-256": "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()})
     try:
         urllib.request.urlopen(request, timeout=10).close()
-    except (OSError, urllib.error.HTTPError):
+    except OSError:  # urllib's HTTPError and URLError are OSErrors
         pass
 
 

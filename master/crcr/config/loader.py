@@ -97,7 +97,7 @@ class RelayConfig:
 
     @cached_property
     def _units_at_once(self) -> dict[str, int]:
-        # Of every device in one pass over the hosts: fans_out asks it of each backend, in several places per load.
+        # Of every device in one pass over the hosts: the plan asks it of each backend (plan/builds.py fans_out).
         at_once: dict[str, int] = {}
         for host in self.hosts:
             for device, units in host.devices.items():
