@@ -14,9 +14,11 @@ tells the relays following it.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
-from harness import Upstream
+from harness import Upstream, run
 
 HEADER = "pkg/native/common.h"
 VALUE_C = "pkg/native/value.c"
@@ -148,6 +150,21 @@ def generated_c(index: int, functions: int) -> str:
         "    return sum;\n}\n\n"
         for n in range(functions))
     return f'/* Generated: part {index} of the package\'s native code. */\n#include "common.h"\n\n{bodies}'
+
+
+def install_wheel(wheel: Path, venv: Path) -> Path:
+    """A new venv at `venv` with `wheel` alone installed (by this Python's pip); its site-packages."""
+    run([sys.executable, "-m", "venv", "--without-pip", venv])
+    run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q", "--no-deps", wheel])
+    [site] = (venv / "lib").glob("python*/site-packages")
+    return site
+
+
+def installed_values(venv: Path) -> Values:
+    """What the wheel installed in `venv` says, asked away from any checkout (whose pkg/ would be imported first)."""
+    printed = run([venv / "bin" / "python", "-c", "import pkg; print(pkg.PY_VALUE); print(pkg.c_value())"],
+                  cwd=venv).stdout.splitlines()
+    return Values(*printed)
 
 
 class CompiledUpstream:

@@ -7,10 +7,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from compiled_upstream import DOCS, HEADER, VALUE_C, VALUES_PY, CompiledUpstream, Values
+from compiled_upstream import (
+    DOCS,
+    HEADER,
+    VALUE_C,
+    VALUES_PY,
+    CompiledUpstream,
+    Values,
+    install_wheel,
+    installed_values,
+)
 from harness import Upstream, run
-
-PRINT_VALUES = "import pkg; print(pkg.PY_VALUE); print(pkg.c_value())"
 
 
 def build_wheel(upstream: Upstream) -> Path:
@@ -18,14 +25,6 @@ def build_wheel(upstream: Upstream) -> Path:
     run([sys.executable, "setup.py", "-q", "bdist_wheel"], cwd=upstream.work)
     [wheel] = (upstream.work / "dist").glob("pkg-*.whl")
     return wheel
-
-
-def install_into_venv(wheel: Path, venv: Path) -> Path:
-    """A new venv with `wheel` installed; its site-packages."""
-    run([sys.executable, "-m", "venv", "--without-pip", venv])
-    run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q", "--no-deps", wheel])
-    [site] = (venv / "lib").glob("python*/site-packages")
-    return site
 
 
 def failed_tests(upstream: Upstream, site: Path) -> list[str]:
@@ -38,10 +37,9 @@ def failed_tests(upstream: Upstream, site: Path) -> list[str]:
 def test_the_wheel_says_its_commits_values_and_the_packages_tests_tell_a_stale_one(tmp_path):
     upstream = Upstream(tmp_path / "upstream")
     package = CompiledUpstream(upstream, c_files=3, push=False)
-    site = install_into_venv(build_wheel(upstream), tmp_path / "venv")
+    site = install_wheel(build_wheel(upstream), tmp_path / "venv")
 
-    printed = run([tmp_path / "venv" / "bin" / "python", "-c", PRINT_VALUES], cwd=tmp_path).stdout.splitlines()
-    assert Values(*printed) == package.values[package.first] == Values("py-0", "c-0 h-0")
+    assert installed_values(tmp_path / "venv") == package.values[package.first] == Values("py-0", "c-0 h-0")
     assert failed_tests(upstream, site) == []
 
     package.change_python()
