@@ -212,20 +212,22 @@ def _token_line(props) -> str:
     return f"{token}\n"
 
 
-def fetch_artifacts_step(name: str, shipped_dir: str, **kwargs) -> ShellCommand:
-    """A child's step fetching the artifacts it is given (ARTIFACTS_PROPERTY: the shared builds', the backend's
-    build's) into `<build folder>/artifacts` (its commands' `$CRCR_ARTIFACTS_DIR`) through its host's cache;
-    `shipped_dir`: the build folder's folder that holds fetch_artifacts.py."""
+def fetch_artifacts_step(name: str, shipped_dir: str, given: str = ARTIFACTS_PROPERTY, into: str = ARTIFACTS_DIR,
+                         **kwargs) -> ShellCommand:
+    """A child's step fetching the artifacts it is given (`given`, ARTIFACTS_PROPERTY: the shared builds', the
+    backend's build's; REUSED_PROPERTY: the earlier build a build reuses) into `<build folder>/<into>` (its
+    commands' `$CRCR_ARTIFACTS_DIR`, `$CRCR_REUSED_DIR`) through its host's cache; `shipped_dir`: the build folder's
+    folder that holds fetch_artifacts.py."""
 
     @util.renderer
     def command(props) -> list:
         served = f"{props.getBuild().master.config.buildbotURL}{ARTIFACTS_PATH}"
         groups = [{"url": f"{served}/{group['build']}/", "files": group["files"]}
-                  for group in props.getProperty(ARTIFACTS_PROPERTY)]
+                  for group in props.getProperty(given)]
         builddir = props.getProperty("builddir")
         # The host's folder holds its units' folders, each of which holds a folder per builder.
         return ["python3", f"{builddir}/{shipped_dir}/{FETCH_SCRIPT.name}", f"{builddir}/../../{HOST_CACHE}",
-                f"{builddir}/{ARTIFACTS_DIR}", json.dumps(groups)]
+                f"{builddir}/{into}", json.dumps(groups)]
 
     # The token on stdin, not in the environment, which buildbot-worker writes into the unit's twistd.log (for the
     # host's builds to read) when a step asks; of stdin it writes the length. No PTY: it would echo the token.
