@@ -25,7 +25,7 @@ from twisted.internet import defer, error, threads
 from twisted.python.failure import Failure
 
 from crcr.buildmaster.util.artifact_store import artifact_token, artifacts_folder
-from crcr.names import ARTIFACTS_DIR, ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PATH, ARTIFACTS_PROPERTY
+from crcr.names import ARTIFACTS_DIR, ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PATH, ARTIFACTS_PROPERTY, BUILD_MADE_PROPERTY
 from crcr.shipped import FETCH_SCRIPT  # shipped into a suite child's build folder
 
 HOST_CACHE = "cache/artifacts"  # in the host's folder, the parent of its units' folders (docs/lab-admins.md)
@@ -79,9 +79,16 @@ def files_text(files: list[dict]) -> str:
 
 
 async def kept_by(master, build) -> dict:
-    """What build child `build` (a BuildModel) kept, as a child build is given it: {"build": id, "files": [...]}."""
+    """What build child `build` (a BuildModel) kept, {"build": id, "files": [...], "made": how (BUILD_MADE_PROPERTY,
+    None for a build without reuse)}."""
     properties = await master.db.builds.getBuildProperties(build.id)
-    return {"build": build.id, "files": properties[ARTIFACTS_MADE_PROPERTY][0]}
+    return {"build": build.id, "files": properties[ARTIFACTS_MADE_PROPERTY][0],
+            "made": properties.get(BUILD_MADE_PROPERTY, (None,))[0]}
+
+
+def given(kept: dict) -> dict:
+    """What a child build is given of artifacts `kept` (kept_by): {"build": id, "files": [...]}."""
+    return {"build": kept["build"], "files": kept["files"]}
 
 
 def found_on_unit(text: str, globs: list[str]) -> dict[str, list[tuple[str, str, int]]] | None:

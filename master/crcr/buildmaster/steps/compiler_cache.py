@@ -47,6 +47,9 @@ def compiler_cache_environment(cache: CompilerCache, checkout: str, results: str
                 **({"CCACHE_REMOTE_STORAGE": remote} if remote else {})}
     return {**path, "SCCACHE_DIR": host_folder("cache/sccache"), "SCCACHE_BASEDIRS": in_build_folder(checkout),
             "SCCACHE_CACHE_SIZE": cache.max_size, "SCCACHE_IDLE_TIMEOUT": "0",
+            # Its direct mode trusts a header's size and time: a header rewritten within a second (a checkout) was
+            # taken as unchanged, a stale object. ccache's direct mode refuses headers that young.
+            "SCCACHE_DIRECT": "false",
             # The build's own server: its figures are this build's. A short path: a socket's is at most 107 bytes.
             "SCCACHE_SERVER_UDS": util.Transform(lambda builddir: f"/tmp/crcr-sccache-{_digest(builddir)}.sock",
                                                  util.Property("builddir")),
