@@ -34,7 +34,7 @@ MIDNIGHT = datetime(2026, 3, 11).timestamp()
 OLD, RECENT = NOW - 91 * DAY, NOW - 89 * DAY  # either side of the 90 days' horizon
 PRUNED_ALL = {"log chunks": 1, "build data": 1, "crcr_bisection_steps": 0, "crcr_bisections": 0, "crcr_builds": 1,
               "crcr_commits": 1, "crcr_junit_files": 0, "crcr_suite_runs": 0, "crcr_test_outcomes": 0,
-              "artifact folders": 0, "crcr_shared_builds": 0, "crcr_infra_failures": 1}
+              "artifact folders": 0, "crcr_shared_builds": 0, "crcr_builds_made": 0, "crcr_infra_failures": 1}
 
 
 def test_midnights_are_the_masters_local_ones():
@@ -112,7 +112,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         self.assertLogged("crcr janitor: deleted what is older than 90 days \\(artifacts: 3 days\\): log chunks: 1, "
                           "build data: 1, crcr_bisection_steps: 0, crcr_bisections: 0, crcr_builds: 1, "
                           "crcr_commits: 1, crcr_junit_files: 0, crcr_suite_runs: 0, crcr_test_outcomes: 0, "
-                          "artifact folders: 0, crcr_shared_builds: 0, crcr_infra_failures: 1")
+                          "artifact folders: 0, crcr_shared_builds: 0, crcr_builds_made: 0, crcr_infra_failures: 1")
         self.assertEqual(await janitor.getState(LAST_PRUNE), {"at": NOW, "pruned": PRUNED_ALL})
 
         self.reactor.advance(MIDNIGHT - NOW)

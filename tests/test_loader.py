@@ -692,7 +692,9 @@ NUMBERS = [
     (file_name, document, path)
     for file_name, model, document in (
         ("backends/demo.yaml", Backend, {**BACKEND, "schedule": {"follow": "nightly"},
-                                          "build": {"steps": ["make"], "artifacts": ["dist/*"]},
+                                          "build": {"steps": ["make"], "artifacts": ["dist/*"],
+                                                    "compiler_cache": {"kind": "ccache", "max_size": "5G"},
+                                                    "reuse": {"paths": ["torch/**.py"], "steps": ["make patch"]}},
                                           "infra_failures": {"tries": 2}}),
         ("workers/gpu-host.yaml", WorkerHost, WORKER),
         ("workers/devices/demo.yaml", Device, {"infra_failures": {"tries": 2}}),

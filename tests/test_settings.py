@@ -68,6 +68,8 @@ OVERRIDES = [
     ("CRCR_ARTIFACT_DAYS", "2", "artifact_days", 2),
     ("CRCR_ARTIFACT_STORE", "/srv/shared/artifacts", "artifact_store", Path("/srv/shared/artifacts")),
     ("CRCR_ARTIFACT_MAX_MB", "300", "artifact_max_mb", 300),
+    ("CRCR_COMPILER_CACHE_REMOTE", "http://cache.lab:8080/ccache", "compiler_cache_remote", "http://cache.lab:8080/ccache"),
+    ("CRCR_NIGHTLY_INDEX", "http://127.0.0.1:9/whl", "nightly_index", "http://127.0.0.1:9/whl"),
     ("CRCR_TAKEOVER_AFTER", "30", "takeover_after", 30),
     ("CRCR_SMTP_RELAY", "smtp.lab.example.com:25", "smtp_relay", "smtp.lab.example.com:25"),
     ("CRCR_MAIL_FROM", "relay@lab.example.com", "mail_from", "relay@lab.example.com"),
@@ -256,6 +258,7 @@ OUT_OF_BOUNDS = [
     ("CRCR_HISTORY_DAYS", "3651", "CRCR_HISTORY_DAYS: must be at most 3650 days (10 years) (got '3651')"),
     ("CRCR_ARTIFACT_DAYS", "3651", "CRCR_ARTIFACT_DAYS: must be at most 3650 days (10 years) (got '3651')"),
     ("CRCR_ARTIFACT_MAX_MB", "1000001", "CRCR_ARTIFACT_MAX_MB: must be at most 1000000 MB (1 TB) (got '1000001')"),
+    ("CRCR_COMPILER_CACHE_REMOTE", "s3://bucket", "CRCR_COMPILER_CACHE_REMOTE: must be an http:// or https:// URL (got 's3://bucket')"),
 ]
 
 

@@ -93,6 +93,10 @@ CHILDREN_PROPERTY = "crcr_children"  # a parent's: {suite: [the child build whos
 CHILD_TAG = "crcr-child"  # a child's virtual builder's tag, beside its backend's name
 # A backend's build stage (steps/build_stage.py): made once per commit by a child build, its artifacts kept by the
 # relay (util/artifact_store.py) and fetched by each suite's child.
+BUILD_MADE_PROPERTY = "crcr_build_made"  # a build child's: {how: full|reused, from: {commit, build}, changed, why}
+COMPILER_CACHE_PROPERTY = "crcr_compiler_cache"  # a build child's: {kind, hits, misses} of its compiler cache
+REUSED_PROPERTY = "crcr_reused"  # a build child's: [the earlier build's artifacts], as ARTIFACTS_PROPERTY lists them
+REUSED_DIR = "reused"  # in a build folder: those artifacts
 ARTIFACTS_MADE_PROPERTY = "crcr_artifacts_made"  # a build child's: [{name, size, sha256}] of what it uploaded
 # A parent's and its children's: what they fetch, [{"build": buildid, "files": [...]}], a shared build's, its own.
 ARTIFACTS_PROPERTY = "crcr_artifacts"
@@ -103,6 +107,11 @@ ARTIFACTS_PATH = "plugins/crcr/artifacts"  # where the relay serves them: /<buil
 FAN_OUT_STEP = "fan out"  # a parent's: triggers its children and waits for them
 SHARED_BUILDS_STEP = "shared builds"  # a parent's: waits for the shared builds its backend uses
 BUILD_STAGE_STEP = "build"  # a parent's: triggers the backend's build child and waits for it
+REUSE_STEP = "reuse"  # a build child's: whether an earlier build's artifacts are reused; its reuse steps ('reuse 1')
+REUSED_FETCH_STEP = "fetch reused artifacts"  # a build child's that reuses: the earlier build's artifacts
+COMPILER_CACHE_STEP = "compiler cache"  # a build child's: wraps the host's compilers in its cache
+CACHE_FIGURES_STEP = "cache figures"  # a build child's: the cache's hits and misses for the build
+RECORD_STEP = "record build"  # a build child's (hidden): recorded for later commits to reuse
 UPLOAD_STEP = "keep artifacts"  # a build child's: its artifacts uploaded to the relay
 FETCH_STEP = "fetch artifacts"  # a suite child's: the build's artifacts, through the host's cache
 COVERED_STEP = "commits covered"  # lists the queued commits a build covers, with links

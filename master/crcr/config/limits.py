@@ -44,6 +44,7 @@ MAX_SUITES = 50
 # A suite's shards, each a child build of its own (PyTorch's own CI splits its largest jobs in a few).
 MAX_SHARDS = 64
 MAX_ARTIFACT_GLOBS = 50
+MAX_REUSE_DEPTH = 1000  # commits a build looks back for one to reuse: each is one row looked up
 MAX_PATH_GLOBS = 200  # a backend's paths:, and its ignore_paths:
 MAX_SHARED_BUILDS = 10  # that one backend uses
 MAX_INFRA_PATTERNS = 50  # a device's, and a backend's

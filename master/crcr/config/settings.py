@@ -124,6 +124,14 @@ class Settings(BaseModel):
         r"^[A-Za-z0-9.-]+:[0-9]{1,5}$", "must be host:port of an SMTP relay, e.g. smtp.lab.example.com:25"))
     mail_from: str = Field(default="crcr@localhost", max_length=MAX_ADDRESS, pattern=described_pattern(
         r"^[^\s@]+@[^\s@]+$", "must be an e-mail address, e.g. crcr@lab.example.com"))
+    # Several build hosts' one compiler cache (docs/lab-admins.md): the HTTP URL of a server taking GET and PUT
+    # (nginx with WebDAV), handed to every build with a compiler_cache: ccache's remote storage, sccache's WebDAV
+    # endpoint. None: each host keeps its own.
+    compiler_cache_remote: str | None = Field(default=None, max_length=MAX_URL, pattern=described_pattern(
+        r"^https?://\S+$", "must be an http:// or https:// URL, e.g. http://cache.lab.example.com:8080/ccache"))
+    # PyTorch's nightly wheels (backends/builds/torch-nightly.yaml): a PEP 503 index, as `pip --index-url` takes it.
+    nightly_index: str = Field(default="https://download.pytorch.org/whl/nightly/cpu", max_length=MAX_URL,
+                               pattern=described_pattern(r"^https?://\S+$", "must be an http:// or https:// URL"))
     mq_realm: str = Field(default="crcr", pattern=described_pattern(r"^[a-z][a-z0-9_.]*$",
                                                                       "must be a WAMP realm name, e.g. crcr"),
                           max_length=MAX_ADDRESS)

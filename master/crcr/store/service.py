@@ -14,6 +14,7 @@ from crcr.names import STORE_SERVICE
 from crcr.store import (
     bisections,
     buildbot_tables,
+    builds_made,
     check_runs,
     collapses,
     commits,
@@ -121,6 +122,10 @@ class RelayStore(service.BuildbotService):
     set_shared_build_request = _through_pool(shared_builds.set_request)
     forget_shared_build = _through_pool(shared_builds.forget)
     prune_shared_builds = _through_pool(shared_builds.prune)
+
+    record_build_made = _through_pool(builds_made.record)
+    builds_made_at = _through_pool(builds_made.made_at)
+    prune_builds_made = _through_pool(builds_made.prune)
 
     record_infra_failure = _through_pool(infra_failures.record)
     units_failed = _through_pool(infra_failures.units_failed)

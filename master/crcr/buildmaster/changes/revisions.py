@@ -131,6 +131,25 @@ def changed_files(shas: list[str], repository: str):
     return files
 
 
+async def first_parent_ancestors(sha: str, count: int, repository: str) -> list[str]:
+    """Up to `count` commits before `sha` along its first parents, nearest first; NotFetched when the repository
+    lacks it."""
+    code, out, err = await run_git(["rev-list", "--first-parent", f"--max-count={count + 1}", sha, "--"], repository)
+    if code != 0:
+        raise NotFetched(f"no commit '{sha}': {err}")
+    return out.split()[1:]
+
+
+async def changes_between(old: str, new: str, repository: str) -> list[tuple[str, str]]:
+    """[(A, M or D, path)] of what changed from `old` to `new`; a rename is a D and an A, a type change an M."""
+    code, out, err = await run_git(["diff", "--name-status", "--no-renames", "-z", old, new, "--"], repository)
+    if code != 0:
+        raise NotFetched(f"no diff from {old[:10]} to {new[:10]}: {err}")
+    fields = out.split("\0")
+    return [("M" if status == "T" else status[0], path) for status, path in zip(fields[0::2], fields[1::2])
+            if status]
+
+
 # A bisection of more commits than this is refused: the relay's baselines look no further back either.
 MAX_BISECTED_COMMITS = 500
 

@@ -98,6 +98,12 @@ class UpstreamMirror(service.BuildbotService):
     def describe_commit(self, sha: str):
         return self.answer(lambda path: revisions.describe_commit(sha, path))
 
+    def first_parent_ancestors(self, sha: str, count: int):
+        return self.answer(lambda path: defer.ensureDeferred(revisions.first_parent_ancestors(sha, count, path)))
+
+    def changes_between(self, old: str, new: str):
+        return self.answer(lambda path: defer.ensureDeferred(revisions.changes_between(old, new, path)))
+
     async def pull_request_merge_base(self, number: int, head_sha: str, base_sha: str) -> str:
         """The commit where pull request `number`'s head left its base branch (git merge-base), its head and base
         fetched first when the mirror lacks them."""

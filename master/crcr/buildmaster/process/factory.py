@@ -92,7 +92,12 @@ def build_folder_files(backend: Backend, selections: dict[tuple[str, str], dict]
 
 def fetcher_files() -> dict[str, str]:
     """The artifacts' fetcher, shipped into a build folder whose build is given artifacts."""
-    return {f"{SELECTION_DIR}/{FETCH_SCRIPT.name}": shipped_text(FETCH_SCRIPT)}
+    return shipped_files(SELECTION_DIR, FETCH_SCRIPT)
+
+
+def shipped_files(folder: str, *shipped: Path) -> dict[str, str]:
+    """{path in the build folder: content} of files of crcr.shipped, into `folder` of the build folder."""
+    return {f"{folder}/{path.name}": shipped_text(path) for path in shipped}
 
 
 @functools.cache
@@ -148,10 +153,10 @@ def upstream_checkout(settings: Settings) -> UpstreamCheckout:
     )
 
 
-def commands_in_checkout(prefix: str, commands: list[str], env: dict, budget: int) -> list:
+def commands_in_checkout(prefix: str, commands: list[str], env: dict, budget: int, **kwargs) -> list:
     """A step per command, run in the checkout within the build's `budget`, each needed by what follows."""
     return [BudgetedShellCommand(name=f"{prefix}{number}", command=command, workdir=UPSTREAM_DIR, env=env,
-                                 build_timeout=budget, haltOnFailure=True)
+                                 build_timeout=budget, haltOnFailure=True, **kwargs)
             for number, command in enumerate(commands, start=1)]
 
 

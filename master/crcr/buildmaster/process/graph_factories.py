@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from buildbot.plugins import util
 from buildbot.process.buildstep import get_factory_from_step_or_factory
+from buildbot.process.results import SKIPPED
+from buildbot.steps.shell import ShellCommand
 
 from crcr.buildmaster.process.build import RelayBuild
 from crcr.buildmaster.process.factory import (
@@ -15,6 +17,7 @@ from crcr.buildmaster.process.factory import (
     commands_in_checkout,
     fetcher_files,
     master_steps,
+    shipped_files,
     suite_step_arguments,
     unit_steps,
     upstream_checkout,
@@ -24,9 +27,16 @@ from crcr.buildmaster.steps.artifacts import UploadArtifacts, fetch_artifacts_st
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
 from crcr.buildmaster.steps.build_stage import BuildStage
 from crcr.buildmaster.steps.child_suite import ChildSuiteRun
+from crcr.buildmaster.steps.compiler_cache import (
+    WRAPPERS_DIR,
+    CompilerCacheFigures,
+    compiler_cache_environment,
+    tool_command,
+)
 from crcr.buildmaster.steps.fan_out import FanOut
 from crcr.buildmaster.steps.infra import InfraSetup
 from crcr.buildmaster.steps.parent_suite import SuiteFromChild
+from crcr.buildmaster.steps.reuse import ChooseReuse, RecordBuildMade, built_in_full, reused
 from crcr.buildmaster.steps.shared_builds import SharedBuilds
 from crcr.config import builds as config
 from crcr.config.backend import Backend
@@ -34,15 +44,24 @@ from crcr.config.builds import SharedBuild
 from crcr.config.settings import Settings
 from crcr.config.suite import Suite
 from crcr.names import (
+    BUILD_MADE_PROPERTY,
     BUILD_STAGE_STEP,
+    CACHE_FIGURES_STEP,
     CHILD_SHARD_PROPERTY,
     CHILD_SUITE_PROPERTY,
+    COMPILER_CACHE_STEP,
     FAN_OUT_STEP,
     FETCH_STEP,
     PREPARE_STEP,
+    RECORD_STEP,
+    REUSE_STEP,
+    REUSED_DIR,
+    REUSED_FETCH_STEP,
+    REUSED_PROPERTY,
     SHARED_BUILDS_STEP,
     UPLOAD_STEP,
 )
+from crcr.shipped import COMPILER_CACHE_TOOL, WHEEL_TOOL
 from crcr.shipped.crcr_selection import SHARD_VARIABLE
 
 
@@ -98,28 +117,66 @@ def child_factory(backend: Backend, settings: Settings, selections: dict[tuple[s
 
 def build_stage_factory(backend: Backend, settings: Settings) -> util.BuildFactory:
     """The build child's steps: a stage's (stage_factory), after the shared builds' artifacts are fetched."""
-    return stage_factory(backend.build, build_environment(backend), settings, given_artifacts=bool(backend.uses))
+    return stage_factory(backend.build, build_environment(backend), settings, given_artifacts=bool(backend.uses),
+                         recipe=backend.build.recipe_key({**backend.env, "device": backend.build_device}))
 
 
 def shared_build_factory(shared: SharedBuild, settings: Settings) -> util.BuildFactory:
-    return stage_factory(shared, upstream_environment(), settings, given_artifacts=False)
+    return stage_factory(shared, upstream_environment(), settings, given_artifacts=False, recipe=shared.recipe_key({}))
 
 
-def stage_factory(stage: config.BuildStage, env: dict, settings: Settings, given_artifacts: bool) -> util.BuildFactory:
+def stage_factory(stage: config.BuildStage, env: dict, settings: Settings, given_artifacts: bool,
+                  recipe: str) -> util.BuildFactory:
     """A build stage's steps, a backend's or a shared one's: upstream checked out at the commit, the build folder
-    prepared, the artifacts it is given fetched, its commands (named 'build 1', ...) within its timeout, its
-    artifacts kept by the relay."""
+    prepared, the artifacts it is given fetched, its commands (named 'build 1', ...) within its timeout, through
+    its compiler cache, or (a commit that can reuse an earlier build of `recipe`) its reuse steps on that build's
+    artifacts; its artifacts kept by the relay."""
     factory = util.BuildFactory()
     factory.buildClass = RelayBuild
     factory.addStep(upstream_checkout(settings))
-    factory.addStep(PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR,
-                                       shipped=fetcher_files() if given_artifacts else {}))
+    factory.addStep(PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR, shipped={
+        **(fetcher_files() if given_artifacts or stage.reuse else {}),
+        **(shipped_files(SELECTION_DIR, COMPILER_CACHE_TOOL) if stage.compiler_cache else {}),
+        **(shipped_files(SELECTION_DIR, WHEEL_TOOL) if stage.reuse else {})}))
     if given_artifacts:
         factory.addStep(fetch_artifacts_step(FETCH_STEP, SELECTION_DIR, workdir=UPSTREAM_DIR))
-    factory.addSteps(commands_in_checkout(f"{BUILD_STAGE_STEP} ", stage.steps, env, stage.timeout))
+    full_env = {**env, **(compiler_cache_environment(stage.compiler_cache, UPSTREAM_DIR, RESULTS_DIR,
+                                                     settings.compiler_cache_remote) if stage.compiler_cache else {})}
+    full = {}
+    if stage.reuse:
+        factory.addStep(ChooseReuse(stage.reuse, recipe, settings.artifact_store, name=REUSE_STEP))
+        factory.addStep(fetch_artifacts_step(REUSED_FETCH_STEP, SELECTION_DIR, given=REUSED_PROPERTY, into=REUSED_DIR,
+                                             workdir=UPSTREAM_DIR, doStepIf=reused, hideStepIf=skipped))
+        factory.addSteps(commands_in_checkout(f"{REUSE_STEP} ", stage.reuse.steps, {**env, **reuse_environment()},
+                                              stage.timeout, doStepIf=reused, hideStepIf=skipped))
+        full = {"doStepIf": built_in_full, "hideStepIf": skipped}
+    if stage.compiler_cache:
+        factory.addStep(ShellCommand(name=COMPILER_CACHE_STEP, env=full_env, workdir=UPSTREAM_DIR, haltOnFailure=True,
+                                     command=tool_command(SELECTION_DIR, "wrap", stage.compiler_cache.kind,
+                                                          util.Interpolate(f"%(prop:builddir)s/{WRAPPERS_DIR}")),
+                                     logEnviron=False, **full))
+    factory.addSteps(commands_in_checkout(f"{BUILD_STAGE_STEP} ", stage.steps, full_env, stage.timeout, **full))
+    if stage.compiler_cache:
+        factory.addStep(CompilerCacheFigures(stage.compiler_cache, SELECTION_DIR, full_env, name=CACHE_FIGURES_STEP,
+                                             workdir=UPSTREAM_DIR, **full))
     factory.addStep(UploadArtifacts(stage.artifacts, settings.artifact_store, settings.artifact_max_mb,
                                     name=UPLOAD_STEP, workdir=UPSTREAM_DIR, haltOnFailure=True))
+    if stage.reuse:
+        factory.addStep(RecordBuildMade(recipe, name=RECORD_STEP))
     return factory
+
+
+def reuse_environment() -> dict:
+    """What a reuse step gets beside the build's variables: the earlier build's artifacts, the files changed since
+    its commit ('M\tpath' lines, git's letters A, M, D), and the wheel tool (shipped/crcr_wheel.py)."""
+    return {"CRCR_REUSED_DIR": util.Interpolate(f"%(prop:builddir)s/{REUSED_DIR}"),
+            "CRCR_CHANGED_FILES": util.Transform(lambda made: "\n".join((made or {}).get("changes", [])),
+                                                 util.Property(BUILD_MADE_PROPERTY)),
+            "CRCR_WHEEL_TOOL": util.Interpolate(f"%(prop:builddir)s/{SELECTION_DIR}/{WHEEL_TOOL.name}")}
+
+
+def skipped(results, step) -> bool:
+    return results == SKIPPED
 
 
 def child_suite_step(backend: Backend, suite: Suite, selections: dict[tuple[str, str], dict],

@@ -25,7 +25,7 @@ from twisted.internet import defer, error, threads
 from twisted.python.failure import Failure
 
 from crcr.buildmaster.util.artifact_store import artifact_token, artifacts_folder
-from crcr.names import ARTIFACTS_DIR, ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PATH, ARTIFACTS_PROPERTY
+from crcr.names import ARTIFACTS_DIR, ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PATH, ARTIFACTS_PROPERTY, BUILD_MADE_PROPERTY
 from crcr.shipped import FETCH_SCRIPT  # shipped into a suite child's build folder
 
 HOST_CACHE = "cache/artifacts"  # in the host's folder, the parent of its units' folders (docs/lab-admins.md)
@@ -79,9 +79,16 @@ def files_text(files: list[dict]) -> str:
 
 
 async def kept_by(master, build) -> dict:
-    """What build child `build` (a BuildModel) kept, as a child build is given it: {"build": id, "files": [...]}."""
+    """What build child `build` (a BuildModel) kept, {"build": id, "files": [...], "made": how (BUILD_MADE_PROPERTY,
+    None for a build without reuse)}."""
     properties = await master.db.builds.getBuildProperties(build.id)
-    return {"build": build.id, "files": properties[ARTIFACTS_MADE_PROPERTY][0]}
+    return {"build": build.id, "files": properties[ARTIFACTS_MADE_PROPERTY][0],
+            "made": properties.get(BUILD_MADE_PROPERTY, (None,))[0]}
+
+
+def given(kept: dict) -> dict:
+    """What a child build is given of artifacts `kept` (kept_by): {"build": id, "files": [...]}."""
+    return {"build": kept["build"], "files": kept["files"]}
 
 
 def found_on_unit(text: str, globs: list[str]) -> dict[str, list[tuple[str, str, int]]] | None:
@@ -212,20 +219,22 @@ def _token_line(props) -> str:
     return f"{token}\n"
 
 
-def fetch_artifacts_step(name: str, shipped_dir: str, **kwargs) -> ShellCommand:
-    """A child's step fetching the artifacts it is given (ARTIFACTS_PROPERTY: the shared builds', the backend's
-    build's) into `<build folder>/artifacts` (its commands' `$CRCR_ARTIFACTS_DIR`) through its host's cache;
-    `shipped_dir`: the build folder's folder that holds fetch_artifacts.py."""
+def fetch_artifacts_step(name: str, shipped_dir: str, given: str = ARTIFACTS_PROPERTY, into: str = ARTIFACTS_DIR,
+                         **kwargs) -> ShellCommand:
+    """A child's step fetching the artifacts it is given (`given`, ARTIFACTS_PROPERTY: the shared builds', the
+    backend's build's; REUSED_PROPERTY: the earlier build a build reuses) into `<build folder>/<into>` (its
+    commands' `$CRCR_ARTIFACTS_DIR`, `$CRCR_REUSED_DIR`) through its host's cache; `shipped_dir`: the build folder's
+    folder that holds fetch_artifacts.py."""
 
     @util.renderer
     def command(props) -> list:
         served = f"{props.getBuild().master.config.buildbotURL}{ARTIFACTS_PATH}"
         groups = [{"url": f"{served}/{group['build']}/", "files": group["files"]}
-                  for group in props.getProperty(ARTIFACTS_PROPERTY)]
+                  for group in props.getProperty(given)]
         builddir = props.getProperty("builddir")
         # The host's folder holds its units' folders, each of which holds a folder per builder.
         return ["python3", f"{builddir}/{shipped_dir}/{FETCH_SCRIPT.name}", f"{builddir}/../../{HOST_CACHE}",
-                f"{builddir}/{ARTIFACTS_DIR}", json.dumps(groups)]
+                f"{builddir}/{into}", json.dumps(groups)]
 
     # The token on stdin, not in the environment, which buildbot-worker writes into the unit's twistd.log (for the
     # host's builds to read) when a step asks; of stdin it writes the length. No PTY: it would echo the token.

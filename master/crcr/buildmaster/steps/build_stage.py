@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from buildbot.process.results import FAILURE, SUCCESS, WARNINGS, Results
 
-from crcr.buildmaster.steps.artifacts import files_text, kept_by
+from crcr.buildmaster.steps.artifacts import files_text, given, kept_by
 from crcr.buildmaster.steps.child_trigger import ChildTrigger
+from crcr.buildmaster.steps.reuse import made_text
 from crcr.names import ARTIFACTS_PROPERTY, build_child_name, build_scheduler_name
 
 
@@ -31,8 +32,9 @@ class BuildStage(ChildTrigger):
             self.descriptionDone = [f"the build {ended}: no suite runs"]
             return FAILURE
         kept = await kept_by(self.master, build)
-        self.setProperty(ARTIFACTS_PROPERTY, [*(self.getProperty(ARTIFACTS_PROPERTY) or []), kept], "crcr")
-        self.descriptionDone = [f"built: {files_text(kept['files'])}"]
+        self.setProperty(ARTIFACTS_PROPERTY, [*(self.getProperty(ARTIFACTS_PROPERTY) or []), given(kept)], "crcr")
+        made = f"; {made_text(kept['made'], kept['files'])}" if kept["made"] else ""
+        self.descriptionDone = [f"built: {files_text(kept['files'])}{made}"]
         return SUCCESS
 
     def getCurrentSummary(self):

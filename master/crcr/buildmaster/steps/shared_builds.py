@@ -16,8 +16,9 @@ from buildbot.process.results import CANCELLED, FAILURE, SUCCESS, WARNINGS
 from twisted.internet import defer, task
 from twisted.python import log
 
-from crcr.buildmaster.steps.artifacts import kept_by, size_text
+from crcr.buildmaster.steps.artifacts import given, kept_by, size_text
 from crcr.buildmaster.steps.child_trigger import announce_revision, last_build, request_complete
+from crcr.buildmaster.steps.reuse import made_text
 from crcr.names import ARTIFACTS_PROPERTY, shared_scheduler_name
 from crcr.store.service import relay_store
 
@@ -61,11 +62,12 @@ class SharedBuilds(BuildStep):
                 continue
             kept = await kept_by(self.master, build)
             groups.append(kept)
-            told.append(f"{name} {'built' if here else 'shared'}: {size_text(kept['files'])}")
+            made = f", {made_text(kept['made'], kept['files'])}" if kept["made"] else ""
+            told.append(f"{name} {'built' if here else 'shared'}: {size_text(kept['files'])}{made}")
         if failed:
             self.descriptionDone = [f"shared build failed: {', '.join(failed)}: no suite runs"]
             return FAILURE
-        self.setProperty(ARTIFACTS_PROPERTY, groups, "crcr")
+        self.setProperty(ARTIFACTS_PROPERTY, [given(group) for group in groups], "crcr")
         self.descriptionDone = ["; ".join(told)]
         return SUCCESS
 

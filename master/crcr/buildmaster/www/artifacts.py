@@ -3,7 +3,8 @@
     GET /plugins/crcr/artifacts/<id of the build that made it>/<file>     Authorization: Bearer <a child's token>
 
 Not a public download: only a child build fetching the artifacts it was given (its ARTIFACTS_PROPERTY: its parent's
-shared builds' and build stage's) has a token, and only while it runs. So the relay's Authz is not asked (the units
+shared builds' and build stage's; its REUSED_PROPERTY: the earlier build it reuses) has a token, and only while it
+runs. So the relay's Authz is not asked (the units
 sign in to nothing), and a signed-in user is no one entitled: 401 without a token, 403 with one that is not given
 this build's artifacts or whose child has ended, 404 for a file not kept (never made, removed by the janitor
 after `artifact_days`, or a name no file can have). The file itself is served by Twisted's static.File, which streams it.
@@ -22,7 +23,7 @@ from twisted.web.server import NOT_DONE_YET
 
 from crcr.buildmaster.util.artifact_store import artifacts_folder, token_child
 from crcr.buildmaster.www.bisections import NUMBER
-from crcr.names import ARTIFACTS_PATH, ARTIFACTS_PROPERTY
+from crcr.names import ARTIFACTS_PATH, ARTIFACTS_PROPERTY, REUSED_PROPERTY
 
 
 class ArtifactsResource(Resource):
@@ -47,8 +48,8 @@ class ArtifactsResource(Resource):
             return _answer(request, 401, "an artifact is fetched by a build the relay gave a token to, and no other")
         child = token_child(self.master.www.site.session_secret, token.strip())
         holder = None if child is None else (yield self.master.db.builds.getBuild(child))
-        given = [] if holder is None else (yield self.master.db.builds.getBuildProperties(child)).get(
-            ARTIFACTS_PROPERTY, ([],))[0]
+        properties = {} if holder is None else (yield self.master.db.builds.getBuildProperties(child))
+        given = [group for name in (ARTIFACTS_PROPERTY, REUSED_PROPERTY) for group in properties.get(name, ([],))[0]]
         if holder is None or holder.complete_at is not None or build not in [group["build"] for group in given]:
             return _answer(request, 403, f"this token is not one for the artifacts of build {build} "
                                          "held by a running build")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from crcr.config.builds import RECIPE_KEY_LENGTH
 from crcr.config.workers import BUILDBOT_NAME_LIMIT
 from crcr.store.tables.schema import metadata
 
@@ -67,6 +68,21 @@ shared_builds = sa.Table(
     sa.Column("brid", sa.Integer, nullable=True),  # Buildbot's build request; None until the claimer triggered it
     sa.Column("claimed_at", sa.BigInteger, nullable=False),
     sa.Index("crcr_shared_builds_commit", "name", "sha", unique=True),  # one build per commit
+)
+
+
+# Each build whose artifacts a later commit's build may reuse (store/builds_made.py): the builder, the recipe it was
+# made by (config/builds.py's recipe_key), its commit and Buildbot's build. Pruned with the artifacts.
+builds_made = sa.Table(
+    "crcr_builds_made",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("builder", sa.String(BUILDBOT_NAME_LIMIT), nullable=False),
+    sa.Column("recipe", sa.String(RECIPE_KEY_LENGTH), nullable=False),
+    sa.Column("sha", sa.String(40), nullable=False),
+    sa.Column("buildid", sa.Integer, nullable=False),
+    sa.Column("made_at", sa.BigInteger, nullable=False),
+    sa.Index("crcr_builds_made_commit", "builder", "recipe", "sha"),
 )
 
 

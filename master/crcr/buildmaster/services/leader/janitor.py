@@ -111,6 +111,7 @@ class RelayJanitor(LeaderDuty, service.BuildbotService, StateMixin):
         pruned["artifact folders"] = yield prune_artifacts(self.master, self.artifact_store, artifacts_horizon)
         # A shared build whose artifacts are gone is made again by the next parent of its commit that needs it.
         pruned["crcr_shared_builds"] = yield relay_store(self.master).prune_shared_builds(int(artifacts_horizon))
+        pruned["crcr_builds_made"] = yield relay_store(self.master).prune_builds_made(int(artifacts_horizon))
         pruned["crcr_infra_failures"] = yield relay_store(self.master).prune_infra_failures(horizon)
         log.msg(f"crcr janitor: deleted what is older than {self.history_days} days (artifacts: "
                 f"{self.artifact_days} days): {pruned_text(pruned)}")
