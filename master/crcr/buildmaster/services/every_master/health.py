@@ -1,9 +1,10 @@
 """RelayHealth: the health figures of the relay's backends, and its masters, as JSON-able dicts, for the pages,
 badges, /metrics and `crcr status` (the contract: docs/health.md).
 
-It gathers each view's rows in one trip to the database threads (store/health_queries.py), the units from the
-device presence service (connected to any of the cluster's masters) and the backends from the configuration, and
-leaves every figure to crcr/health/.
+It gathers each view's rows in one trip to the database threads (store/health_queries.py), and in one more the builds
+of the shared builds and build stages from Buildbot's own tables (store/buildbot_tables.py: their properties are
+Buildbot's), the units from the device presence service (connected to any of the cluster's masters) and the backends
+from the configuration, and leaves every figure to crcr/health/.
 Other services and the www resources find it as relay_health(master) (util/relay_services.py).
 """
 

@@ -551,13 +551,13 @@
     var rows = props.stage_builds || [];  // none from a master older than this page
     if (!rows.length) return null;
     return h(Section, { title: "Builds (shared builds and build stages, " + rangeWords(props.range) + ")" },
-      h("table", { className: "table table-sm w-auto", "data-crcr": "builds" },
+      h("table", { className: "table table-sm w-auto", "data-crcr": "stage-builds" },
         h("thead", null, h("tr", null, ["build", "kind", "successful builds", "p50", "p95", "reused",
           "compiler cache"].map(function (c) { return h("th", { key: c }, c); }))),
         h("tbody", null, rows.map(function (b) {
           var cache = b.cache;
           return h("tr", { key: b.name, "data-build": b.name },
-            h("td", null, b.name), h("td", null, b.kind), h("td", { "data-figure": "builds" }, b.builds),
+            h("td", null, b.name), h("td", null, b.kind), h("td", { "data-figure": "successful-builds" }, b.builds),
             h("td", null, duration(b.p50)), h("td", null, duration(b.p95)),
             h("td", { "data-figure": "reused" }, b.told ? b.reused + " of " + b.told + " (" + percent(b.reused_rate) +
               ")" : h(Muted, null, b.builds ? "no reuse figures" : "—")),
