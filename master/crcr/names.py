@@ -98,13 +98,6 @@ COMPILER_CACHE_PROPERTY = "crcr_compiler_cache"  # a build child's: {kind, hits,
 REUSED_PROPERTY = "crcr_reused"  # a build child's: [the earlier build's artifacts], as ARTIFACTS_PROPERTY lists them
 REUSED_DIR = "reused"  # in a build folder: those artifacts
 ARTIFACTS_MADE_PROPERTY = "crcr_artifacts_made"  # a build child's: [{name, size, sha256}] of what it uploaded
-# A build child's (a shared build's, a build stage's): how it made what it uploaded. {"how": "full" | "reused",
-# "from": {"commit": sha, "build": build id} and "changed": files changed since that commit (reused only), "why": why
-# it built in full (full only)}; the health figures count the builds reused (health/stage_builds.py).
-BUILD_MADE_PROPERTY = "crcr_build_made"
-# A build child's: its compiler cache's figures, {"kind": "ccache" | "sccache", "hits": int, "misses": int}; absent
-# without a cache, or when its figures could not be read.
-COMPILER_CACHE_PROPERTY = "crcr_compiler_cache"
 # A parent's and its children's: what they fetch, [{"build": buildid, "files": [...]}], a shared build's, its own.
 ARTIFACTS_PROPERTY = "crcr_artifacts"
 ARTIFACTS_DIR = "artifacts"  # in a suite child's build folder; the default artifact_store, in the master's folder
