@@ -81,7 +81,7 @@ def test_two_units_builds_in_two_folders_share_the_hosts_cache_and_each_reads_it
 
 def test_a_unit_without_the_tool_is_told_how_to_get_it(tmp_path):
     builddir, env = unit_build(tmp_path / "host", "host-cpu-0", "ccache")
-    env["PATH"] = "/usr/bin:/bin"
+    env["PATH"] = str(tmp_path / "nothing")  # a host with neither the tool nor a compiler
     wrapped = subprocess.run([sys.executable, str(COMPILER_CACHE_TOOL), "wrap", "ccache", str(builddir / "bin")],
                              env=env, capture_output=True, text=True)
     assert wrapped.returncode == 1

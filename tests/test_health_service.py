@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 from buildbot.config.master import MasterConfig
-from buildbot.process.results import Results
+from buildbot.process.results import FAILURE, SUCCESS, WARNINGS, Results
 from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.fake.fakeprotocol import FakeConnection
@@ -17,7 +17,7 @@ from buildbot.util import service
 from buildbot.worker import Worker
 from twisted.trial import unittest
 
-from configfiles import make_dirs, settings_for, write_backend, write_worker, write_worker_password
+from configfiles import make_dirs, settings_for, write_backend, write_file, write_worker, write_worker_password
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.services.every_master.health import HealthQueryError
 from crcr.buildmaster.services.every_master.presence import PRESENCE_SERVICE
@@ -25,7 +25,15 @@ from crcr.buildmaster.services.leader.bisector import key_of
 from crcr.buildmaster.www.metrics import metrics_text
 from crcr.health.plans import first_bad
 from crcr.health.results import RESULTS
-from crcr.names import HEALTH_SERVICE, STORE_SERVICE
+from crcr.names import (
+    BUILD_MADE_PROPERTY,
+    COMPILER_CACHE_PROPERTY,
+    HEALTH_SERVICE,
+    STORE_SERVICE,
+    build_child_name,
+    shared_builder_name,
+)
+from crcr.store.buildbot_tables import MADE
 from crcr.store.tables.history import builds, suite_runs, test_outcomes
 
 PROJECT = "pytorch/pytorch"
@@ -42,6 +50,10 @@ def test_the_results_words_are_buildbots():
     assert list(RESULTS) == Results
 
 
+def test_a_build_that_made_its_artifacts_is_one_buildbot_calls_a_success_or_warnings():
+    assert MADE == (SUCCESS, WARNINGS)
+
+
 def test_a_culprit_is_found_under_the_key_the_bisector_gives_a_test():
     plan = type("ReadPlan", (), {})  # what first_bad reads of a plan
     plan.bisection = type("B", (), {"id": 3, "state": "done"})
@@ -50,7 +62,9 @@ def test_a_culprit_is_found_under_the_key_the_bisector_gives_a_test():
     assert first_bad([plan], "unit", "test_add.py::test_add", "u/")["sha"] == A
 
 
-class HealthServiceTest(TestReactorMixin, unittest.TestCase):
+class RelayHealthCase(TestReactorMixin, unittest.TestCase):
+    """The health service of a master configured with three backends; no test of its own."""
+
     async def setUp(self):
         self.setup_test_reactor()
         self.reactor.advance(1_000_000)
@@ -110,6 +124,8 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
         await self.build(4, PULLS, C, now - HOUR, kind="pull_request", pull_request=12,
                          pull_request_url=f"https://github.com/{PROJECT}/pull/12", pull_request_title="Fix add")
 
+
+class HealthServiceTest(RelayHealthCase):
     async def test_the_summary_lists_every_backend_worst_first_with_the_contracts_figures(self):
         await self.history()
 
@@ -144,7 +160,7 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
         page = await self.health.backend(RED, "24h")
 
         assert ROW_KEYS | {"now", "range", "ranges", "windows", "series", "failing", "flaky", "matrix",
-                           "bisections", "pull_requests"} == set(page)
+                           "bisections", "pull_requests", "stage_builds"} == set(page)
         assert set(page["windows"]) == {"24h", "7d", "30d"}
         assert len(page["series"]["buckets"]) == 24 and page["series"]["bucket_seconds"] == HOUR
         assert [f["test"] for f in page["failing"]] == ["test_add.py::test_add"]
@@ -285,3 +301,83 @@ class HealthServiceTest(TestReactorMixin, unittest.TestCase):
                                   "a commit is named by at least 7 hex digits of its sha (got 'b2a')")
         await self.assert_refused(self.health.commit(RED, "B2B2B2B"), 400,
                                   f"B2B2B2B names several commits of alpha: {B}, {twin}; give more digits")
+
+
+STAGED = "delta"  # a backend with a build stage, using the shared build torch-cpu
+SHARED_BUILDER, STAGE_BUILDER, SUITES_BUILDER = 20, 21, 22
+
+
+def reused(commit: str, build: int) -> dict:
+    return {"how": "reused", "from": {"commit": commit, "build": build}, "changed": 3}
+
+
+FULL = {"how": "full", "why": "setup.py changed"}
+
+
+class StageBuildsTest(RelayHealthCase):
+    """The figures of the shared builds and build stages, from Buildbot's own rows of their builds and the two
+    properties each build child sets."""
+
+    async def setUp(self):
+        await super().setUp()
+        write_file(self.dirs.backends / "builds" / "torch-cpu.yaml", "steps: [make]\nartifacts: [dist/*]\n")
+        write_backend(self.dirs.backends, STAGED, level="L2", device="npu", uses=["torch-cpu"],
+                      build={"steps": ["make"], "artifacts": ["*.whl"]})
+        write_worker(self.dirs.workers, "cpu-host", devices={"cpu": 1})
+        write_worker_password(self.dirs.secrets, "cpu-host")
+        config = MasterConfig.loadFromDict(build_master_config(self.settings), "master.cfg")
+        await self.health.reconfigServiceWithSibling(config.services[HEALTH_SERVICE])
+        now, master = self.now, fakedb.FakeDBConnector.MASTER_ID
+        rows = [fakedb.Builder(id=SHARED_BUILDER, name=shared_builder_name("torch-cpu")),
+                fakedb.Builder(id=STAGE_BUILDER, name=build_child_name(STAGED)),  # its build child's virtual builder
+                fakedb.Builder(id=SUITES_BUILDER, name=f"{STAGED} / unit"), fakedb.Worker(id=1, name="u"),
+                fakedb.Buildset(id=1)]
+        # (id, builder, seconds it took, completed so long ago, results, its two properties)
+        made = [(101, SHARED_BUILDER, 1500, 3 * HOUR, SUCCESS, FULL, {"kind": "ccache", "hits": 90, "misses": 10}),
+                (102, SHARED_BUILDER, 1800, 2 * HOUR, SUCCESS, reused(A, 101), None),
+                (103, SHARED_BUILDER, 600, HOUR, WARNINGS, reused(B, 102), {"kind": "ccache", "hits": 45, "misses": 5}),
+                (104, SHARED_BUILDER, 3000, HOUR, FAILURE, FULL, {"kind": "ccache", "hits": 0, "misses": 500}),
+                (105, SHARED_BUILDER, 9000, 8 * 24 * HOUR, SUCCESS, None, None),  # before the 7 days
+                (106, STAGE_BUILDER, 400, HOUR, SUCCESS, FULL, {"kind": "sccache", "hits": 30, "misses": 10}),
+                (107, SUITES_BUILDER, 200, HOUR, SUCCESS, None, None)]  # a suite child: no build of torch
+        for buildid, builder, took, ago, results, how, cache in made:
+            rows += [fakedb.BuildRequest(id=buildid, buildsetid=1, builderid=builder),
+                     fakedb.Build(id=buildid, buildrequestid=buildid, builderid=builder, workerid=1, masterid=master,
+                                  started_at=now - ago - took, complete_at=now - ago, results=results)]
+            rows += [fakedb.BuildProperty(buildid=buildid, name=name, value=value, source="crcr")
+                     for name, value in ((BUILD_MADE_PROPERTY, how), (COMPILER_CACHE_PROPERTY, cache)) if value]
+        await self.master.db.insert_test_data(rows)
+
+    async def test_the_summary_gives_each_shared_build_and_build_stage_its_time_reuse_and_cache_hit_rate(self):
+        found = (await self.health.summary("7d"))["stage_builds"]
+
+        assert found == [
+            # 600, 1500, 1800 s: the failed build and the one before the range left out
+            {"name": "torch-cpu", "kind": "shared build", "builds": 3, "p50": 1500, "p95": 1800, "told": 3,
+             "reused": 2, "reused_rate": 2 / 3,
+             "cache": {"kind": "ccache", "builds": 2, "hits": 135, "misses": 15, "hit_rate": 0.9}},
+            {"name": "delta / build stage", "kind": "build stage", "builds": 1, "p50": 400, "p95": 400, "told": 1,
+             "reused": 0, "reused_rate": 0.0,
+             "cache": {"kind": "sccache", "builds": 1, "hits": 30, "misses": 10, "hit_rate": 0.75}},
+        ]
+
+    async def test_a_longer_range_counts_the_builds_that_say_nothing_in_the_builds_alone(self):
+        torch = (await self.health.summary("30d"))["stage_builds"][0]
+
+        assert (torch["builds"], torch["p95"], torch["told"], torch["reused_rate"]) == (4, 9000, 3, 2 / 3)
+
+    async def test_a_backend_page_shows_its_build_stage_then_the_shared_builds_it_uses(self):
+        staged = await self.health.backend(STAGED, "7d")
+        red = await self.health.backend(RED, "7d")
+
+        assert [(b["name"], b["builds"]) for b in staged["stage_builds"]] == [("delta / build stage", 1),
+                                                                             ("torch-cpu", 3)]
+        assert red["stage_builds"] == []
+
+    async def test_metrics_give_them_over_the_default_range(self):
+        figures = await self.health.metrics()
+        text = metrics_text(figures).decode()
+
+        assert figures["stage_builds"]["torch-cpu"]["builds"] == 3
+        assert 'crcr_build_seconds{build="torch-cpu",quantile="0.95"} 1800.0' in text
+        assert 'crcr_compiler_cache_hit_ratio{build="delta / build stage"} 0.75' in text

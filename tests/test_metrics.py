@@ -44,6 +44,15 @@ FIGURES = {
         {"name": "old:/srv/crcr", "state": "stopped", "last_active": 1_699_950_000, "leader": False,
          "leader_since": None},
     ],
+    "stage_builds": {  # as health/stage_builds.py gives them
+        "torch-cpu": {"name": "torch-cpu", "kind": "shared build", "builds": 14, "p50": 1440, "p95": 1860,
+                      "told": 14, "reused": 6, "reused_rate": 6 / 14,
+                      "cache": {"kind": "ccache", "builds": 8, "hits": 920, "misses": 80, "hit_rate": 0.92}},
+        "ok-alpha / build stage": {"name": "ok-alpha / build stage", "kind": "build stage", "builds": 2, "p50": 300,
+                                   "p95": 420, "told": 0, "reused": 0, "reused_rate": None, "cache": None},
+        "idle": {"name": "idle", "kind": "shared build", "builds": 0, "p50": None, "p95": None, "told": 0,
+                 "reused": 0, "reused_rate": None, "cache": None},
+    },
 }
 
 
@@ -151,3 +160,20 @@ def test_each_scrape_is_built_afresh():
 def test_label_values_are_escaped(name):
     figures = {**FIGURES, "backends": {name: FIGURES["backends"]["ok-beta"]}}
     assert samples(figures)[("crcr_queue_length", (("backend", name),))] == 0
+
+
+def test_each_shared_build_and_build_stage_s_time_reuse_and_cache_hit_rate():
+    found = samples(FIGURES)
+
+    def of(metric, build, **labels):
+        return found.get((metric, tuple(sorted({"build": build, **labels}.items()))))
+
+    assert [of("crcr_builds", build) for build in ("torch-cpu", "ok-alpha / build stage", "idle")] == [14, 2, 0]
+    assert (of("crcr_build_seconds", "torch-cpu", quantile="0.5"),
+            of("crcr_build_seconds", "torch-cpu", quantile="0.95")) == (1440, 1860)
+    assert of("crcr_build_reused_ratio", "torch-cpu") == pytest.approx(6 / 14)
+    assert of("crcr_compiler_cache_hit_ratio", "torch-cpu") == 0.92
+    # What no build gave is absent, never a 0 that reads as a figure.
+    assert of("crcr_build_reused_ratio", "ok-alpha / build stage") is None
+    assert of("crcr_compiler_cache_hit_ratio", "ok-alpha / build stage") is None
+    assert of("crcr_build_seconds", "idle", quantile="0.5") is None

@@ -130,6 +130,34 @@ def test_the_summary_one_line_per_backend_worst_first_then_the_outbox_and_the_ma
     ]
 
 
+STAGE_BUILDS = [  # as health/stage_builds.py gives them
+    {"name": "torch-cpu", "kind": "shared build", "builds": 14, "p50": 1440, "p95": 1860, "told": 14, "reused": 6,
+     "reused_rate": 6 / 14, "cache": {"kind": "ccache", "builds": 8, "hits": 920, "misses": 80, "hit_rate": 0.92}},
+    {"name": "triton", "kind": "shared build", "builds": 3, "p50": 300, "p95": 420, "told": 0, "reused": 0,
+     "reused_rate": None, "cache": None},
+    {"name": "beta / build stage", "kind": "build stage", "builds": 2, "p50": 60, "p95": 90, "told": 2, "reused": 2,
+     "reused_rate": 1.0, "cache": {"kind": "sccache", "builds": 2, "hits": 0, "misses": 0, "hit_rate": None}},
+    {"name": "unused-yet", "kind": "shared build", "builds": 0, "p50": None, "p95": None, "told": 0, "reused": 0,
+     "reused_rate": None, "cache": None},
+]
+STAGE_BUILD_LINES = [
+    "  torch-cpu (shared build): 14 builds, p50 24m, p95 31m, 6 of 14 reused (42.9%), ccache hit rate 92%",
+    "  triton (shared build): 3 builds, p50 5m, p95 7m, no reuse figures, no cache figures",
+    "  beta / build stage (build stage): 2 builds, p50 1m, p95 1m 30s, 2 of 2 reused (100%), sccache: nothing compiled",
+    "  unused-yet (shared build): no successful build",
+]
+
+
+def test_the_summary_gives_each_shared_build_and_build_stage_its_time_reuse_and_cache_after_the_backends(crcr, relay):
+    relay.answers[f"{HEALTH}?range=7d"] = (200, {**SUMMARY, "stage_builds": STAGE_BUILDS})
+
+    lines = crcr("status", "--url", relay.url).stdout.splitlines()
+
+    builds = lines.index("shared builds and build stages over the last 7d:")
+    assert lines[builds - 1].startswith("alpha ")  # the table's last row
+    assert lines[builds + 1:builds + 6] == [*STAGE_BUILD_LINES, "Outbox (GitHub and PyTorch's relay): nothing waiting"]
+
+
 def test_masters_none_of_which_leads_say_the_lease_lapsed(crcr, relay):
     masters = [{**MASTERS[1], "leader": False}]
     relay.answers[f"{HEALTH}?range=7d"] = (200, {**SUMMARY, "masters": masters})
@@ -279,6 +307,16 @@ def test_a_backend_says_what_each_started_commit_still_waits_for(crcr, relay):
     now = next(i for i, line in enumerate(lines) if line.startswith("now: "))
     assert lines[now + 1:now + 3] == [f"  aaaaaaaaaa, started 2h 1m ago: {waiting}",
                                       "RANGE  DECIDED  P50      P95    PASS RATE"]
+
+
+def test_a_backend_gives_its_build_stage_and_shared_builds_after_its_windows(crcr, relay):
+    relay.answers[f"{HEALTH}/beta?range=7d"] = (200, {**BACKEND_PAGE, "stage_builds": STAGE_BUILDS[:3]})
+
+    lines = crcr("status", "beta", "--url", relay.url).stdout.splitlines()
+
+    builds = lines.index("shared builds and build stages over the last 7d:")
+    assert lines[builds - 1].startswith("30d ")
+    assert lines[builds + 1:builds + 5] == [*STAGE_BUILD_LINES[:3], "failing tests (2):"]
 
 
 def test_a_backend_with_nothing_to_tell(crcr, relay):

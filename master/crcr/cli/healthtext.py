@@ -44,7 +44,29 @@ def summary_lines(summary: dict, web_url: str) -> list[str]:
             str(row["failing_tests"]),
         ))
     title = f"Backends, worst first; latency, pass rate, builds and timeouts over the last {summary['range']}"
-    return [f"{title} ({_link(web_url, '#/health')}):", *table(rows)]
+    return [f"{title} ({_link(web_url, '#/health')}):", *table(rows), *stage_build_lines(summary, summary["range"])]
+
+
+def stage_build_lines(answer: dict, over: str) -> list[str]:
+    """The shared builds' and build stages' figures of a summary or a backend page, a line each; nothing when there
+    are none (or a master older than this crcr gives none)."""
+    stages = answer.get("stage_builds", [])
+    return _section(f"shared builds and build stages over the last {over}", [stage_build_text(m) for m in stages]
+                    ) if stages else []
+
+
+def stage_build_text(stage: dict) -> str:
+    """'torch-cpu (shared build): 14 builds, p50 24m, p95 31m, 6 of 14 reused (42.9%), ccache hit rate 92%'."""
+    name = f"{stage['name']} ({stage['kind']})"
+    if not stage["builds"]:
+        return f"{name}: no successful build"
+    reused = (f"{stage['reused']} of {stage['told']} reused ({percent(stage['reused_rate'])})" if stage["told"]
+              else "no reuse figures")
+    cache = stage["cache"]
+    cache_text = ("no cache figures" if cache is None else f"{cache['kind']}: nothing compiled"
+                  if cache["hit_rate"] is None else f"{cache['kind']} hit rate {percent(cache['hit_rate'])}")
+    return (f"{name}: {counted(stage['builds'], 'build')}, p50 {duration_text(stage['p50'])}, "
+            f"p95 {duration_text(stage['p95'])}, {reused}, {cache_text}")
 
 
 def masters_lines(masters: list[dict], now: int) -> list[str]:
@@ -82,6 +104,7 @@ def backend_lines(page: dict, web_url: str) -> list[str]:
         (name, str(w["decided"]), _duration(w["p50"]), _duration(w["p95"]), _percent(w["pass_rate"]))
         for name, w in page["windows"].items()
     ])
+    lines += stage_build_lines(page, over)
     lines += _section("failing tests", [_failing_text(t, now, web_url) for t in page["failing"]], with_count=True)
     lines += _section(f"flakiest tests over the last {over}", [
         f"{t['test']} ({t['suite']}): flaky in {t['flaky_runs']} of {counted(t['runs'], 'run')}, "

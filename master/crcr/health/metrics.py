@@ -1,7 +1,7 @@
 """The figures /metrics exports: per backend its state and the tests failing at its tip, verdict counts, latencies,
 queue, bisections; the GitHub outbox; units per device (and the masters, health/masters.py's, which RelayHealth adds as
-it does to the summary, and each unit's week, services/every_master/unit_figures.py's, which it adds as the Units page
-shows it)."""
+it does to the summary, each unit's week, services/every_master/unit_figures.py's, which it adds as the Units page
+shows it, and the shared builds' and build stages', health/stage_builds.py's, over the default range)."""
 
 from __future__ import annotations
 

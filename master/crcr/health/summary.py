@@ -22,6 +22,8 @@ class BackendInfo:
     level: str
     device: str
     description: str
+    uses: tuple[str, ...] = ()  # the shared builds it uses
+    build_stage: bool = False  # whether it has one (`build:`)
 
 
 def no_units() -> dict:

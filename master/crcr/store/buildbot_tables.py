@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from crcr.names import RELAY_CHANGE_CATEGORIES
+from crcr.names import BUILD_MADE_PROPERTY, COMPILER_CACHE_PROPERTY, RELAY_CHANGE_CATEGORIES
 from crcr.store.commits import Origin, author_name, headline
 
 REVISION_INDEX = "crcr_build_revisions"
@@ -97,6 +97,52 @@ def changes_after(conn, model, changeid: int) -> list[int]:
     changes = model.changes
     query = sa.select(changes.c.changeid).where(changes.c.changeid > changeid).order_by(changes.c.changeid)
     return [row.changeid for row in conn.execute(query)]
+
+
+@dataclass(frozen=True)
+class StageBuildRow:
+    """A successful build of a shared build or a build stage (health/stage_builds.py), with what it said of how it
+    made its artifacts: the values of its two properties (names.py), None where it has none."""
+
+    builder: str  # Buildbot's builder it is recorded under (a build stage's: its virtual builder)
+    started_at: int
+    complete_at: int
+    made: object  # BUILD_MADE_PROPERTY's value
+    cache: object  # COMPILER_CACHE_PROPERTY's value
+
+
+# The results of a build that made its artifacts: Buildbot's SUCCESS and WARNINGS (its codes, as the history keeps
+# them; the store does without Buildbot's modules).
+MADE = (0, 1)
+
+
+def successful_builds_of(conn, model, builders: list[str], since: int) -> list[StageBuildRow]:
+    """The successful builds (MADE) of the builders named `builders` completed at or after `since`, oldest first."""
+    if not builders:
+        return []
+    builds, names, properties = model.builds, model.builders, model.build_properties
+    made, cache = properties.alias("made"), properties.alias("cache")
+    query = (
+        sa.select(names.c.name, builds.c.started_at, builds.c.complete_at, made.c.value, cache.c.value)
+        .select_from(builds.join(names, names.c.id == builds.c.builderid)
+                     .outerjoin(made, sa.and_(made.c.buildid == builds.c.id, made.c.name == BUILD_MADE_PROPERTY))
+                     .outerjoin(cache, sa.and_(cache.c.buildid == builds.c.id,
+                                               cache.c.name == COMPILER_CACHE_PROPERTY)))
+        .where(names.c.name.in_(builders), builds.c.complete_at >= since, builds.c.results.in_(MADE))
+        .order_by(builds.c.complete_at, builds.c.id)
+    )
+    return [StageBuildRow(name, started, complete, _json_or_none(made_value), _json_or_none(cache_value))
+            for name, started, complete, made_value, cache_value in conn.execute(query)]
+
+
+def _json_or_none(value: str | None) -> object:
+    """A property's value (Buildbot keeps it as JSON); None for none, or for a value that is not JSON."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)

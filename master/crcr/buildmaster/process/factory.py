@@ -153,9 +153,10 @@ def upstream_checkout(settings: Settings) -> UpstreamCheckout:
     )
 
 
-def commands_in_checkout(prefix: str, commands: list[str], env: dict, budget: int, **kwargs) -> list:
+def commands_in_checkout(prefix: str, commands: list[str], env: dict, budget: int,
+                         step_class: type[BudgetedShellCommand] = BudgetedShellCommand, **kwargs) -> list:
     """A step per command, run in the checkout within the build's `budget`, each needed by what follows."""
-    return [BudgetedShellCommand(name=f"{prefix}{number}", command=command, workdir=UPSTREAM_DIR, env=env,
+    return [step_class(name=f"{prefix}{number}", command=command, workdir=UPSTREAM_DIR, env=env,
                                  build_timeout=budget, haltOnFailure=True, **kwargs)
             for number, command in enumerate(commands, start=1)]
 

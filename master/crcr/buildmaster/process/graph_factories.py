@@ -24,6 +24,7 @@ from crcr.buildmaster.process.factory import (
     upstream_environment,
 )
 from crcr.buildmaster.steps.artifacts import UploadArtifacts, fetch_artifacts_step
+from crcr.buildmaster.steps.budget import StageCommand
 from crcr.buildmaster.steps.build_folder import PrepareBuildFolder
 from crcr.buildmaster.steps.build_stage import BuildStage
 from crcr.buildmaster.steps.child_suite import ChildSuiteRun
@@ -137,9 +138,10 @@ def stage_factory(stage: config.BuildStage, env: dict, settings: Settings, given
     factory.addStep(PrepareBuildFolder(name=PREPARE_STEP, results_dir=RESULTS_DIR, shipped={
         **(fetcher_files() if given_artifacts or stage.reuse else {}),
         **(shipped_files(SELECTION_DIR, COMPILER_CACHE_TOOL) if stage.compiler_cache else {}),
-        **(shipped_files(SELECTION_DIR, WHEEL_TOOL) if stage.reuse else {})}))
+        **shipped_files(SELECTION_DIR, WHEEL_TOOL)}))
     if given_artifacts:
         factory.addStep(fetch_artifacts_step(FETCH_STEP, SELECTION_DIR, workdir=UPSTREAM_DIR))
+    env = {**env, **stage_environment(settings)}
     full_env = {**env, **(compiler_cache_environment(stage.compiler_cache, UPSTREAM_DIR, RESULTS_DIR,
                                                      settings.compiler_cache_remote) if stage.compiler_cache else {})}
     full = {}
@@ -148,14 +150,15 @@ def stage_factory(stage: config.BuildStage, env: dict, settings: Settings, given
         factory.addStep(fetch_artifacts_step(REUSED_FETCH_STEP, SELECTION_DIR, given=REUSED_PROPERTY, into=REUSED_DIR,
                                              workdir=UPSTREAM_DIR, doStepIf=reused, hideStepIf=skipped))
         factory.addSteps(commands_in_checkout(f"{REUSE_STEP} ", stage.reuse.steps, {**env, **reuse_environment()},
-                                              stage.timeout, doStepIf=reused, hideStepIf=skipped))
+                                              stage.timeout, StageCommand, doStepIf=reused, hideStepIf=skipped))
         full = {"doStepIf": built_in_full, "hideStepIf": skipped}
     if stage.compiler_cache:
         factory.addStep(ShellCommand(name=COMPILER_CACHE_STEP, env=full_env, workdir=UPSTREAM_DIR, haltOnFailure=True,
                                      command=tool_command(SELECTION_DIR, "wrap", stage.compiler_cache.kind,
                                                           util.Interpolate(f"%(prop:builddir)s/{WRAPPERS_DIR}")),
                                      logEnviron=False, **full))
-    factory.addSteps(commands_in_checkout(f"{BUILD_STAGE_STEP} ", stage.steps, full_env, stage.timeout, **full))
+    factory.addSteps(commands_in_checkout(f"{BUILD_STAGE_STEP} ", stage.steps, full_env, stage.timeout, StageCommand,
+                                          **full))
     if stage.compiler_cache:
         factory.addStep(CompilerCacheFigures(stage.compiler_cache, SELECTION_DIR, full_env, name=CACHE_FIGURES_STEP,
                                              workdir=UPSTREAM_DIR, **full))
@@ -166,13 +169,19 @@ def stage_factory(stage: config.BuildStage, env: dict, settings: Settings, given
     return factory
 
 
+def stage_environment(settings: Settings) -> dict:
+    """What every command of a build stage gets beside the build's variables: the wheel tool (shipped/crcr_wheel.py,
+    which reuses a wheel or fetches PyTorch's nightly one) and the index of PyTorch's nightly wheels."""
+    return {"CRCR_WHEEL_TOOL": util.Interpolate(f"%(prop:builddir)s/{SELECTION_DIR}/{WHEEL_TOOL.name}"),
+            "CRCR_NIGHTLY_INDEX": settings.nightly_index}
+
+
 def reuse_environment() -> dict:
-    """What a reuse step gets beside the build's variables: the earlier build's artifacts, the files changed since
-    its commit ('M\tpath' lines, git's letters A, M, D), and the wheel tool (shipped/crcr_wheel.py)."""
+    """What a reuse step gets beside those: the earlier build's artifacts and the files changed since its commit
+    ('M\tpath' lines, git's letters A, M, D)."""
     return {"CRCR_REUSED_DIR": util.Interpolate(f"%(prop:builddir)s/{REUSED_DIR}"),
             "CRCR_CHANGED_FILES": util.Transform(lambda made: "\n".join((made or {}).get("changes", [])),
-                                                 util.Property(BUILD_MADE_PROPERTY)),
-            "CRCR_WHEEL_TOOL": util.Interpolate(f"%(prop:builddir)s/{SELECTION_DIR}/{WHEEL_TOOL.name}")}
+                                                 util.Property(BUILD_MADE_PROPERTY))}
 
 
 def skipped(results, step) -> bool:

@@ -9,7 +9,12 @@ from __future__ import annotations
 import math
 
 from buildbot.plugins import steps
-from buildbot.process.results import FAILURE
+from buildbot.process import logobserver
+from buildbot.process.results import EXCEPTION, FAILURE, SUCCESS
+
+# A build stage's command exiting so says the build could not be made, not that the commit broke it (EX_TEMPFAIL:
+# PyTorch's nightly wheel of that commit is not published yet, shipped/crcr_wheel.py).
+CANNOT_BUILD = 75
 
 
 class BudgetedShellCommand(steps.ShellCommand):
@@ -40,3 +45,25 @@ class BudgetedShellCommand(steps.ShellCommand):
             return FAILURE
         result = await super().run()
         return result
+
+
+class StageCommand(BudgetedShellCommand):
+    """A command of a build stage (a shared build's, a backend's `build:`). Exit code CANNOT_BUILD makes it an
+    error, not a failure: the build, and the parents waiting for it, end EXCEPTION, which no bisection takes for
+    the commit's fault; the command's last line starting 'crcr: ' is then its summary."""
+
+    def __init__(self, **kwargs):
+        super().__init__(decodeRC={0: SUCCESS, CANNOT_BUILD: EXCEPTION}, **kwargs)
+        self.said: str | None = None
+        self.addLogObserver("stdio", logobserver.LineConsumerLogObserver(self._said))
+
+    def _said(self):
+        while True:
+            _, line = yield
+            if line.startswith("crcr: "):
+                self.said = line.removeprefix("crcr: ").strip()
+
+    def getResultSummary(self):
+        if self.results == EXCEPTION and self.said:
+            return {"step": self.said}
+        return super().getResultSummary()

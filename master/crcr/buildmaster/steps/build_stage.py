@@ -3,7 +3,7 @@ build device, whose artifacts the fan-out then hands to every suite's child (doc
 
 from __future__ import annotations
 
-from buildbot.process.results import FAILURE, SUCCESS, WARNINGS, Results
+from buildbot.process.results import EXCEPTION, FAILURE, SUCCESS, WARNINGS, Results
 
 from crcr.buildmaster.steps.artifacts import files_text, given, kept_by
 from crcr.buildmaster.steps.child_trigger import ChildTrigger
@@ -26,6 +26,9 @@ class BuildStage(ChildTrigger):
 
     async def gathered(self, builds: list):
         [build] = builds
+        if build is not None and build.results == EXCEPTION:  # not made: not the commit's failure
+            self.descriptionDone = [f"the build was not made: {build.state_string}: no suite runs"]
+            return EXCEPTION
         if build is None or build.results not in (SUCCESS, WARNINGS):
             ended = ("was cancelled before a unit took it" if build is None
                      else "failed" if build.results == FAILURE else f"ended: {Results[build.results]}")

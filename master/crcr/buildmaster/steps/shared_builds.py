@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from buildbot.process.buildstep import BuildStep
 from buildbot.process.properties import Properties
-from buildbot.process.results import CANCELLED, FAILURE, SUCCESS, WARNINGS
+from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, SUCCESS, WARNINGS
 from twisted.internet import defer, task
 from twisted.python import log
 
@@ -54,9 +54,12 @@ class SharedBuilds(BuildStep):
             raise
         if self.stopped:
             return CANCELLED
-        groups, failed, told = [], [], []
+        groups, failed, errors, told = [], [], [], []
         for name, (brid, here) in requests.items():
             build = await last_build(self.master, brid)
+            if build is not None and build.results == EXCEPTION:
+                errors.append(f"{name}: {build.state_string}")
+                continue
             if build is None or build.results not in (SUCCESS, WARNINGS):
                 failed.append(name)
                 continue
@@ -64,6 +67,9 @@ class SharedBuilds(BuildStep):
             groups.append(kept)
             made = f", {made_text(kept['made'], kept['files'])}" if kept["made"] else ""
             told.append(f"{name} {'built' if here else 'shared'}: {size_text(kept['files'])}{made}")
+        if errors:  # the build could not be made: not the commit's failure
+            self.descriptionDone = [f"shared build not made: {'; '.join(errors)}: no suite runs"]
+            return EXCEPTION
         if failed:
             self.descriptionDone = [f"shared build failed: {', '.join(failed)}: no suite runs"]
             return FAILURE

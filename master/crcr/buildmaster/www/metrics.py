@@ -24,6 +24,7 @@ from twisted.web.error import Error
 from crcr.buildmaster.services.every_master.unit_figures import DAYS
 from crcr.buildmaster.www.reading import ReadResource
 from crcr.config.secretfiles import METRICS_TOKEN
+from crcr.health.ranges import DEFAULT_RANGE
 from crcr.health.state import STATES
 
 MINUTE, HOUR, DAY = 60, 3600, 86400
@@ -120,6 +121,7 @@ class _Figures:
         yield from self._units(self.figures["units"])
         yield from self._each_unit(self.figures["unit_figures"])
         yield from self._masters(self.figures["masters"])
+        yield from self._stage_builds(self.figures["stage_builds"])
 
     @staticmethod
     def _outbox(outbox: dict):
@@ -174,6 +176,32 @@ class _Figures:
             last_active.add_metric([master["name"]], master["last_active"])
             leader.add_metric([master["name"]], int(master["leader"]))
         yield from (up, last_active, leader)
+
+
+    @staticmethod
+    def _stage_builds(builds: dict):
+        """Each shared build's and build stage's figures over the health pages' default range (a ratio absent when
+        no build gave what it is over)."""
+        over = f"over the last {DEFAULT_RANGE}"
+        count = GaugeMetricFamily("crcr_builds", f"Successful builds of the shared build or build stage {over}",
+                                  labels=["build"])
+        seconds = GaugeMetricFamily("crcr_build_seconds", f"Time from start to end of the successful builds of the "
+                                    f"shared build or build stage {over}, nearest-rank quantiles (absent without "
+                                    "one)", labels=["build", "quantile"])
+        reused = GaugeMetricFamily("crcr_build_reused_ratio", f"Share of the successful builds {over} that reused "
+                                   "an earlier build's wheel, of those that said how they were made", labels=["build"])
+        hits = GaugeMetricFamily("crcr_compiler_cache_hit_ratio", f"Compiler cache hits over hits and misses, summed "
+                                 f"over the successful builds {over} that gave the cache's figures", labels=["build"])
+        for name, figures in builds.items():
+            count.add_metric([name], figures["builds"])
+            for quantile, key in (("0.5", "p50"), ("0.95", "p95")):
+                if figures[key] is not None:
+                    seconds.add_metric([name, quantile], figures[key])
+            if figures["reused_rate"] is not None:
+                reused.add_metric([name], figures["reused_rate"])
+            if figures["cache"] is not None and figures["cache"]["hit_rate"] is not None:
+                hits.add_metric([name], figures["cache"]["hit_rate"])
+        yield from (count, seconds, reused, hits)
 
 
 def _histogram(latencies: list[int]) -> tuple[list[tuple[str, int]], int]:

@@ -1,9 +1,10 @@
 """RelayHealth: the health figures of the relay's backends, and its masters, as JSON-able dicts, for the pages,
 badges, /metrics and `crcr status` (the contract: docs/health.md).
 
-It gathers each view's rows in one trip to the database threads (store/health_queries.py), the units from the
-device presence service (connected to any of the cluster's masters) and the backends from the configuration, and
-leaves every figure to crcr/health/.
+It gathers each view's rows in one trip to the database threads (store/health_queries.py), and in one more the builds
+of the shared builds and build stages from Buildbot's own tables (store/buildbot_tables.py: their properties are
+Buildbot's), the units from the device presence service (connected to any of the cluster's masters) and the backends
+from the configuration, and leaves every figure to crcr/health/.
 Other services and the www resources find it as relay_health(master) (util/relay_services.py).
 """
 
@@ -22,6 +23,7 @@ from crcr.health.metrics import metrics, outbox_figures
 from crcr.health.one_commit import commit_page, pick_commit, sha_prefix
 from crcr.health.one_test import test_page
 from crcr.health.ranges import DEFAULT_RANGE, LONGEST_RANGE, range_seconds
+from crcr.health.stage_builds import Stage, every_stage, stage_figures, stages_of
 from crcr.health.summary import BackendInfo, summary
 from crcr.names import HEALTH_SERVICE
 from crcr.store.service import relay_store
@@ -31,7 +33,8 @@ __all__ = ["HealthQueryError", "RelayHealth", "health_backends"]
 
 def health_backends(backends) -> list[dict]:
     """The configuration RelayHealth takes of the backends (config.backend.Backend)."""
-    return [{"name": b.name, "level": b.level, "device": b.device, "description": b.description} for b in backends]
+    return [{"name": b.name, "level": b.level, "device": b.device, "description": b.description,
+             "uses": tuple(b.uses), "build_stage": b.build is not None} for b in backends]
 
 
 class RelayHealth(service.BuildbotService):
@@ -61,6 +64,7 @@ class RelayHealth(service.BuildbotService):
         outbox = yield self._store.health_outbox_counts(now)
         # The outbox too, so that crcr status need not read the database for it.
         return {**summary(self.backends, rows, range, now, (yield self._units()), self.commit_url),
+                "stage_builds": (yield self._stage_builds(every_stage(self.backends), now - seconds)),
                 "outbox": outbox_figures(*outbox, now), "masters": (yield self._masters(now)),
                 "not_loaded": [{"backend": name, "error": error} for name, error in sorted(self.not_loaded.items())]}
 
@@ -68,7 +72,8 @@ class RelayHealth(service.BuildbotService):
     def backend(self, name: str, range: str = DEFAULT_RANGE):
         info, seconds, now = self._backend(name), range_seconds(range), self._now()
         rows = yield self._store.health_backend_rows(name, now - seconds, now - LONGEST_RANGE)
-        return backend_page(info, rows, range, now, (yield self._units()), self.commit_url)
+        return {**backend_page(info, rows, range, now, (yield self._units()), self.commit_url),
+                "stage_builds": (yield self._stage_builds(stages_of(info), now - seconds))}
 
     @defer.inlineCallbacks
     def test(self, name: str, test_id: str):
@@ -89,9 +94,11 @@ class RelayHealth(service.BuildbotService):
     def metrics(self):
         now = self._now()
         rows = yield self._store.health_metrics_rows(self._names(), now)
-        # Each unit's week as the Units page shows it: one set of figures for both.
+        # Each unit's week as the Units page shows it: one set of figures for both; the builds' as the summary's.
+        stage_builds = yield self._stage_builds(every_stage(self.backends), now - range_seconds(DEFAULT_RANGE))
         return {**metrics(self.backends, rows, now, (yield self._units())), "masters": (yield self._masters(now)),
-                "unit_figures": (yield unit_figures(self.master))}
+                "unit_figures": (yield unit_figures(self.master)),
+                "stage_builds": {figures["name"]: figures for figures in stage_builds}}
 
     # --- what the views need ---
 
@@ -118,6 +125,12 @@ class RelayHealth(service.BuildbotService):
     def _masters(self, now: int):
         rows = yield self._store.health_cluster_rows(self.master.db.model, now - STOPPED_SHOWN)
         return masters_figures(rows, now, self.takeover_after)
+
+    @defer.inlineCallbacks
+    def _stage_builds(self, stages: list[Stage], since: int):
+        """The figures of the shared builds and build stages `stages`, over their builds completed since `since`."""
+        rows = yield self._store.health_stage_builds(self.master.db.model, [m.builder for m in stages], since)
+        return stage_figures(stages, rows)
 
     @defer.inlineCallbacks
     def _units(self):

@@ -545,6 +545,28 @@
         }))));
   }
 
+  // The shared builds' and build stages' figures (health/stage_builds.py): what a maintainer checks of the builds
+  // that make torch, as crcr status words them.
+  function StageBuilds(props) {
+    var rows = props.stage_builds || [];  // none from a master older than this page
+    if (!rows.length) return null;
+    return h(Section, { title: "Builds (shared builds and build stages, " + rangeWords(props.range) + ")" },
+      h("table", { className: "table table-sm w-auto", "data-crcr": "stage-builds" },
+        h("thead", null, h("tr", null, ["build", "kind", "successful builds", "p50", "p95", "reused",
+          "compiler cache"].map(function (c) { return h("th", { key: c }, c); }))),
+        h("tbody", null, rows.map(function (b) {
+          var cache = b.cache;
+          return h("tr", { key: b.name, "data-build": b.name },
+            h("td", null, b.name), h("td", null, b.kind), h("td", { "data-figure": "successful-builds" }, b.builds),
+            h("td", null, duration(b.p50)), h("td", null, duration(b.p95)),
+            h("td", { "data-figure": "reused" }, b.told ? b.reused + " of " + b.told + " (" + percent(b.reused_rate) +
+              ")" : h(Muted, null, b.builds ? "no reuse figures" : "—")),
+            h("td", { "data-figure": "cache" }, !cache ? h(Muted, null, b.builds ? "no cache figures" : "—")
+              : cache.hit_rate === null ? cache.kind + ": nothing compiled"
+              : cache.kind + " hit rate " + percent(cache.hit_rate)));
+        }))));
+  }
+
   function HealthSummary() {
     var range = useRange();
     var answer = useJson(healthApi("?range=" + range));
@@ -556,6 +578,7 @@
         rangeWords(range) + "; time to verdict runs from the relay seeing an upstream commit to its verdict."),
       h(RangePicker, { range: range, base: "#/health" }),
       answer.data ? h(HealthTable, { summary: answer.data }) : h(Loading, answer),
+      answer.data ? h(StageBuilds, { stage_builds: answer.data.stage_builds, range: range }) : null,
       answer.data ? h(Masters, { summary: answer.data }) : null);
   }
 
@@ -751,6 +774,7 @@
         h("div", { className: "col-auto" }, h("h5", null, "Time to verdict and pass rate by range"),
           h(Windows, { windows: page.windows }))),
       h(Charts, { backend: backend, range: range }),
+      h(StageBuilds, { stage_builds: page.stage_builds, range: range }),
       h(Section, { title: "Failing tests" }, h(FailingTests, { page: page })),
       h(Section, { title: "Flakiest tests" }, h(FlakyTests, { page: page })),
       h(Section, { title: "The last " + page.matrix.commits.length + " upstream commits, newest upstream first" },
