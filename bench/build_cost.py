@@ -109,7 +109,7 @@ def shared_build_of(relay: Relay, sha: str) -> Made:
     build = found[-1]
     if build["results"] != 0:
         raise RelayFailed(f"the shared build {BUILD} at {sha[:10]} (build {build['buildid']}) ended with result "
-                          f"{build['results']}: {build['state_string']}")
+                          f"{build['results']}: {build['state_string']}\n--- the master's log ---\n{relay.log_tail()}")
     made = build["properties"].get("crcr_build_made", [{}])[0]
     cache = build["properties"].get("crcr_compiler_cache", [{}])[0]
     wheels = sorted((relay.basedir / "artifacts" / str(build["buildid"])).glob("pkg-*.whl"))
