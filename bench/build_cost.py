@@ -33,7 +33,12 @@ import yaml  # noqa: E402
 
 from compiled_upstream import CompiledUpstream, Values, install_wheel, installed_values  # noqa: E402
 from conftest import backend, prepare_relay, running  # noqa: E402
-from crcr.names import shared_builder_name, status_context  # noqa: E402
+from crcr.names import (  # noqa: E402
+    BUILD_MADE_PROPERTY,
+    COMPILER_CACHE_PROPERTY,
+    shared_builder_name,
+    status_context,
+)
 from fakegithub import FakeGitHub  # noqa: E402
 from harness import Relay, Upstream, venv_env, wait_until  # noqa: E402
 
@@ -70,7 +75,8 @@ class Made:
     """One shared build as the relay tells it."""
 
     seconds: int
-    how: str  # full or reused, as the build's crcr_build_made says; "?" when it says nothing
+    how: str  # full or reused, as the build's BUILD_MADE_PROPERTY says; "?" when it says nothing
+    why: str  # why in full, when the build says
     hits: int | None
     misses: int | None
     wheel: Path | None
@@ -101,8 +107,8 @@ def make_history(root: Path, kinds: list[str], files: int, functions: int):
 
 def shared_build_of(relay: Relay, sha: str) -> Made:
     builder = relay.builder_id(shared_builder_name(BUILD))
-    builds = relay.get(f"builders/{builder}/builds?property=got_revision&property=crcr_build_made"
-                       f"&property=crcr_compiler_cache")["builds"]
+    builds = relay.get(f"builders/{builder}/builds?property=got_revision&property={BUILD_MADE_PROPERTY}"
+                       f"&property={COMPILER_CACHE_PROPERTY}")["builds"]
     found = [b for b in builds if b["properties"].get("got_revision", [None])[0] == sha and b["complete"]]
     if not found:
         raise RelayFailed(f"no finished shared build {BUILD} at {sha[:10]}")
@@ -110,11 +116,11 @@ def shared_build_of(relay: Relay, sha: str) -> Made:
     if build["results"] != 0:
         raise RelayFailed(f"the shared build {BUILD} at {sha[:10]} (build {build['buildid']}) ended with result "
                           f"{build['results']}: {build['state_string']}\n--- the master's log ---\n{relay.log_tail()}")
-    made = build["properties"].get("crcr_build_made", [{}])[0]
-    cache = build["properties"].get("crcr_compiler_cache", [{}])[0]
+    made = build["properties"].get(BUILD_MADE_PROPERTY, [{}])[0]
+    cache = build["properties"].get(COMPILER_CACHE_PROPERTY, [{}])[0]
     wheels = sorted((relay.basedir / "artifacts" / str(build["buildid"])).glob("pkg-*.whl"))
-    return Made(build["complete_at"] - build["started_at"], made.get("how", "?"), cache.get("hits"),
-                cache.get("misses"), wheels[0] if wheels else None)
+    return Made(build["complete_at"] - build["started_at"], made.get("how", "?"), made.get("why", ""),
+                cache.get("hits"), cache.get("misses"), wheels[0] if wheels else None)
 
 
 def push_and_wait(relay: Relay, upstream: Upstream, github: FakeGitHub, sha: str) -> str:
@@ -181,12 +187,13 @@ def ratio_line(what: str, cold: float, cached: float, target: float) -> str:
 
 def report(kinds: list[str], shas: list[str], runs: dict[str, dict], stale: dict[str, list[str]]) -> None:
     cold, cached = runs["cold"]["made"], runs["cached"]["made"]
-    print(f"\n{'commit':12} {'kind':8} {'cold s':>7} {'cached s':>9}  {'made':8} ccache hits/misses")
+    print(f"\n{'commit':12} {'kind':8} {'cold s':>7} {'cached s':>9}  {'made':8} {'ccache hits/misses':18} why full")
     for sha in [next(iter(cold)), *shas]:
         kind = kinds[shas.index(sha)] if sha in shas else "first"
         build = cached[sha]
         figures = "-" if build.hits is None else f"{build.hits}/{build.misses}"
-        print(f"{sha[:10]:12} {kind:8} {cold[sha].seconds:7d} {build.seconds:9d}  {build.how:8} {figures}")
+        print(f"{sha[:10]:12} {kind:8} {cold[sha].seconds:7d} {build.seconds:9d}  {build.how:8} {figures:18} "
+              f"{build.why}")
     print(f"\n  {'cached against cold (seconds)':34} {'cold':>8} {'cached':>8} {'ratio':>8}  target")
     print(ratio_line(f"all {len(shas)} builds, together", sum(cold[s].seconds for s in shas),
                      sum(cached[s].seconds for s in shas), TARGETS["all"]))
