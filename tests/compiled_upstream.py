@@ -130,9 +130,13 @@ def test_python_files_are_the_checkouts():
 '''
 
 
-def header(value: str) -> str:
+def header(value: str, salt: int) -> str:
+    """The header every .c file includes: `value` for value.c, and `salt`, which every generated function adds, so
+    that a change of the header changes what each file compiles to, as a change of torch's common headers does (a
+    macro nobody used would let a compiler cache find every file's preprocessed text unchanged)."""
     return ("#ifndef PKG_COMMON_H\n#define PKG_COMMON_H\n\n#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n"
-            f'#define HEADER_VALUE "{value}"\n#define PKG_SCALE 0.5\n\nconst char *pkg_c_value(void);\n\n#endif\n')
+            f'#define HEADER_VALUE "{value}"\n#define PKG_SCALE 0.5\n#define PKG_SALT {salt}\n\n'
+            "const char *pkg_c_value(void);\n\n#endif\n")
 
 
 def value_c(value: str) -> str:
@@ -144,7 +148,7 @@ def generated_c(index: int, functions: int) -> str:
     """Part `index` of the extension: `functions` loops that gcc -O3 vectorises, so each file costs real compile time."""
     bodies = "".join(
         f"double pkg_part_{index}_{n}(const double *x, const int32_t *k, int count)\n{{\n"
-        f"    double sum = {index}.{n};\n"
+        f"    double sum = {index}.{n} + PKG_SALT;\n"
         "    for (int i = 0; i < count; i++)\n"
         f"        sum += PKG_SCALE * sin(x[i] * {n + 1}.0) / (1.0 + fabs(x[i] - k[i % {n + 3}])) + sqrt(fabs(x[i]));\n"
         "    return sum;\n}\n\n"
@@ -183,7 +187,7 @@ class CompiledUpstream:
             "setup.py": SETUP_PY, ".gitignore": GITIGNORE, "pkg/__init__.py": INIT_PY, VALUES_PY: self._values_py(),
             **{helper: f'"""Helper {i}: a module a commit may delete."""\n\nNUMBER = {i}\n'
                for i, helper in enumerate(self.helpers)},
-            "pkg/native/module.c": MODULE_C, HEADER: header(self.header), VALUE_C: value_c(self.c),
+            "pkg/native/module.c": MODULE_C, HEADER: header(self.header, self.changes), VALUE_C: value_c(self.c),
             **{f"pkg/native/part_{i:04d}.c": generated_c(i, functions) for i in range(c_files)},
             "tests/conftest.py": TESTS_CONFTEST, "tests/test_installed.py": TESTS_INSTALLED,
             DOCS: "pkg\n===\n\nA package with a compiled extension.\n",
@@ -203,7 +207,7 @@ class CompiledUpstream:
     def change_header(self) -> str:
         """A commit changing the header every .c file includes (its HEADER_VALUE)."""
         self.header = self._next("h")
-        return self._commit(f"Header value {self.header}", {HEADER: header(self.header)})
+        return self._commit(f"Header value {self.header}", {HEADER: header(self.header, self.changes)})
 
     def delete_python_file(self) -> str:
         """A commit deleting one of the package's Python modules (pkg/helper_<i>.py)."""
