@@ -142,13 +142,13 @@ def test_a_version_without_local_part_gets_one_and_the_environment_gives_the_def
         assert "Version: 2.6.0+git1a2b3c4\n" in wheel.read("torch-2.6.0+git1a2b3c4.dist-info/METADATA").decode()
 
 
-def broken_record(reused: Path) -> None:
-    """The reused wheel with a RECORD row of two fields."""
-    path = next(reused.glob("*.whl"))
-    with zipfile.ZipFile(path) as wheel:
+def rewrite(reused: Path, path: str, content: bytes) -> None:
+    """The reused wheel with the file `path` holding `content` (its RECORD left as it was)."""
+    wheel_path = next(reused.glob("*.whl"))
+    with zipfile.ZipFile(wheel_path) as wheel:
         files = {name: wheel.read(name) for name in wheel.namelist()}
-    files[f"torch-{OLD_VERSION}.dist-info/RECORD"] += b"torch/extra.py,sha256=abc\n"
-    with zipfile.ZipFile(path, "w") as wheel:
+    files[path] = content
+    with zipfile.ZipFile(wheel_path, "w") as wheel:
         for name, content in files.items():
             wheel.writestr(name, content)
 
@@ -158,9 +158,10 @@ def broken_record(reused: Path) -> None:
     ("missing file", "torch/gone.py: changed (M) in $CRCR_CHANGED_FILES, but no such file in"),
     ("malformed RECORD", f"torch-{OLD_VERSION}-py3-none-any.whl: torch-{OLD_VERSION}.dist-info/RECORD, line 8: "
                          "malformed ('torch/extra.py,sha256=abc')"),
+    ("damaged file", f"torch-{OLD_VERSION}.dist-info/RECORD gives torch/old.py sha256="),
     ("bad change line", "$CRCR_CHANGED_FILES, line 1: 'R100\\ttorch/a.py' is not"),
     ("no git_version", "torch/ops.py assigns no git_version"),
-])
+], ids=["no wheel", "missing file", "malformed RECORD", "damaged file", "bad change line", "no git_version"])
 def test_bad_input_is_refused_naming_the_file(tmp_path, reused, checkout, case, message):
     changes, options = "M\ttorch/ops.py\n", ["--git-version-in", "torch/version.py"]
     if case == "no wheel":
@@ -168,7 +169,11 @@ def test_bad_input_is_refused_naming_the_file(tmp_path, reused, checkout, case, 
     elif case == "missing file":
         changes = "M\ttorch/gone.py\n"
     elif case == "malformed RECORD":
-        broken_record(reused)
+        record = f"torch-{OLD_VERSION}.dist-info/RECORD"
+        with zipfile.ZipFile(next(reused.glob("*.whl"))) as wheel:
+            rewrite(reused, record, wheel.read(record) + b"torch/extra.py,sha256=abc\n")
+    elif case == "damaged file":
+        rewrite(reused, "torch/old.py", b"GONE = 'maybe'\n")
     elif case == "bad change line":
         changes = "R100\ttorch/a.py\n"
     else:
@@ -176,7 +181,7 @@ def test_bad_input_is_refused_naming_the_file(tmp_path, reused, checkout, case, 
     done = patch(checkout, reused, tmp_path / "out", changes, *options)
     assert done.returncode == 2
     assert message in done.stderr
-    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []  # no half-written wheel left
 
 
 # ---------------------------------------------------------------------------------------------------------- nightly

@@ -114,8 +114,8 @@ class Wheel:
             self.archive = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as error:
             raise Refused(f"{path}: not a readable wheel ({error})") from error
-        self.names = [info.filename for info in self.archive.infolist() if not info.is_dir()]
-        dist_infos = sorted({name.split("/")[0] for name in self.names if re.fullmatch(r"[^/]+\.dist-info/WHEEL", name)})
+        self.entries = {info.filename: info for info in self.archive.infolist() if not info.is_dir()}  # in order
+        dist_infos = sorted({name.split("/")[0] for name in self.entries if re.fullmatch(r"[^/]+\.dist-info/WHEEL", name)})
         if len(dist_infos) != 1:
             raise Refused(f"{path}: {len(dist_infos)} .dist-info folders with a WHEEL file, one expected")
         self.dist_info = dist_infos[0]
@@ -124,11 +124,11 @@ class Wheel:
         self.version = self.metadata_version()
         self.recorded = self.recorded_hashes()
         own = {self.dist_info, self.stem + ".data"}
-        self.packages = {name.split("/")[0] for name in self.names if "/" in name} - own
-        self.modules = {name for name in self.names if "/" not in name}
+        self.packages = {name.split("/")[0] for name in self.entries if "/" in name} - own
+        self.modules = {name for name in self.entries if "/" not in name}
 
     def read(self, name: str) -> bytes:
-        if name not in self.names:
+        if name not in self.entries:
             raise Refused(f"{self.path}: no {name}")
         return self.archive.read(name)
 
@@ -169,7 +169,7 @@ def patch_wheel(path: Path, changes: list[tuple[str, str]], checkout: Path, comm
         new: dict[str, bytes | None] = {}  # a file's new content, None: removed
         replaced, added, removed, ignored = 0, 0, 0, 0
         for letter, changed in changes:
-            there = new[changed] is not None if changed in new else changed in wheel.names
+            there = new[changed] is not None if changed in new else changed in wheel.entries
             if not wheel.holds(changed):
                 ignored += 1
             elif letter == "D":
@@ -195,7 +195,7 @@ def patch_wheel(path: Path, changes: list[tuple[str, str]], checkout: Path, comm
 
 def set_git_version(wheel: Wheel, new: dict[str, bytes | None], module: str, commit: str, version: str) -> str | None:
     """Sets `module`'s git_version (and __version__, if it has one) in `new`; returns the git_version it had."""
-    content = new[module] if module in new else wheel.read(module) if module in wheel.names else None
+    content = new[module] if module in new else wheel.read(module) if module in wheel.entries else None
     if content is None:
         raise Refused(f"{wheel.path}: --git-version-in {module}: no such file in the wheel")
     text = content.decode("utf-8")
@@ -221,7 +221,7 @@ def write_wheel(target: Path, wheel: Wheel, new: dict[str, bytes | None], versio
     headers = re.sub(r"^Version:.*$", f"Version: {version}", headers, count=1, flags=re.M)
     new[wheel.metadata] = (headers + blank + body).encode("utf-8")
     signatures = {f"{wheel.dist_info}/RECORD.jws", f"{wheel.dist_info}/RECORD.p7s"}  # they signed the old RECORD
-    names = [n for n in [*wheel.names, *(n for n in new if n not in wheel.names)]
+    names = [n for n in [*wheel.entries, *(n for n in new if n not in wheel.entries)]
              if new.get(n, b"") is not None and n != wheel.record and n not in signatures]
     names.sort(key=lambda n: n.startswith(wheel.dist_info + "/"))  # the spec's order: .dist-info last, RECORD at the end
     rows = []
@@ -252,7 +252,7 @@ def copy(wheel: Wheel, name: str, archive: zipfile.ZipFile, info: zipfile.ZipInf
     """Copies the wheel's file `name` into `archive` block by block (torch's libraries are hundreds of MB), checking
     it against the wheel's RECORD; returns its RECORD hash and size."""
     digest, size = hashlib.sha256(), 0
-    info.file_size = wheel.archive.getinfo(name).file_size  # zipfile uses ZIP64 for a file that needs it
+    info.file_size = wheel.entries[name].file_size  # zipfile uses ZIP64 for a file that needs it
     with wheel.archive.open(name) as source, archive.open(info, "w") as sink:
         for block in iter(lambda: source.read(BLOCK), b""):
             digest.update(block)
@@ -268,7 +268,7 @@ def copy(wheel: Wheel, name: str, archive: zipfile.ZipFile, info: zipfile.ZipInf
 def entry(name: str, wheel: Wheel, old_name: str) -> zipfile.ZipInfo:
     """A zip entry named `name`, with the date and permissions of the wheel's entry `old_name` (a new file: now,
     rw-r--r--)."""
-    like = wheel.archive.getinfo(old_name) if old_name in wheel.names else None
+    like = wheel.entries.get(old_name)
     info = zipfile.ZipInfo(name, like.date_time if like else time.localtime()[:6])
     info.external_attr = like.external_attr if like else 0o644 << 16
     info.compress_type = zipfile.ZIP_DEFLATED
