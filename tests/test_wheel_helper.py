@@ -25,7 +25,7 @@ COMMIT = "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d"
 OLD_VERSION = "2.6.0a0+git3ff8081"
 NEW_VERSION = "2.6.0a0+git1a2b3c4"
 NEW_WHEEL = f"torch-{NEW_VERSION}-py3-none-any.whl"
-CHANGES = "M\ttorch/ops.py\nA\ttorch/new.py\nD\ttorch/old.py\nM\ttest/test_ops.py\nA\tdocs/notes.md\n"
+CHANGES = "M\ttorch/ops.py\nA\ttorch/new.py\nD\ttorch/old.py\nM\ttest/test_ops.py\nA\tdocs/source/notes.rst\n"
 
 
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -49,7 +49,7 @@ def checkout(tmp_path) -> Path:
     """The upstream checkout at the new commit: the changed files of CHANGES (old.py deleted)."""
     folder = tmp_path / "checkout"
     for path, text in {"torch/ops.py": "def answer():\n    return 2\n", "torch/new.py": "NEW = True\n",
-                       "test/test_ops.py": "def test_answer(): pass\n", "docs/notes.md": "notes\n",
+                       "test/test_ops.py": "def test_answer(): pass\n", "docs/source/notes.rst": "notes\n",
                        "torch/__init__.py": "from torch.ops import answer\n"}.items():
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / path).write_text(text)
