@@ -670,7 +670,7 @@ def desired_tac(plan: Plan, run: Runner) -> str:
     """buildbot.tac as buildbot-worker's own create-worker writes it (relocatable: it finds its folder itself), for
     the first unit; the others differ only in their worker name."""
     with tempfile.TemporaryDirectory(prefix="crcr-host-") as scratch:
-        run.owned_by_build_account(scratch)  # create-worker runs as the build account (see worker_version)
+        run.owned_by_build_account(scratch)  # create-worker runs as the build account (see tool_version)
         made = os.path.join(scratch, "unit")
         run.run([os.path.join(plan.host.venv, "bin", "buildbot-worker"), "create-worker", "--quiet", "--relocatable",
                  "--keepalive", str(KEEPALIVE), "--maxdelay", str(MAX_RECONNECT_DELAY), made, plan.master,
