@@ -429,7 +429,9 @@ def nightly(options: argparse.Namespace) -> None:
             return
         part.unlink()
         its_commit = its_commit or f"unknown (its {options.project}/version.py gives no git_version)"
-        wrong.append(f"crcr: the nightly wheel {name} is of commit {its_commit}, not {commit}, the commit tested")
+        # The commits first, short, the wheel last: the relay's commit status shows the line, cut at 140 characters.
+        wrong.append(f"crcr: the nightly wheel is of commit {its_commit[:12]}, not {commit[:12]}, the commit tested "
+                     f"({name})")
     raise Refused("\n".join(wrong), WRONG_COMMIT)
 
 
