@@ -66,7 +66,9 @@ unit: lint
 # 300 MB build artifact to the units of one host, Buildbot's FileDownload against HTTP into a host cache;
 # suites_apart.py: a commit's suites fanned out over 4 units against one serial build; relevance.py: a day of
 # upstream commits, a backend building each against one skipping docs and CI and telling a new failure while its
-# suite runs) and prints the ratios beside the targets (this machine is shared and noisy). About two hours.
+# suite runs; build_cost.py: a wheel of a compiled package built per commit from nothing against with ccache and
+# reuse of the ancestor's wheel) and prints the ratios beside the targets (this machine is shared and noisy). About
+# two hours and a half.
 bench: venv router-venv
 	$(PY) bench/checkout.py
 	$(PY) bench/fanout.py
@@ -77,6 +79,7 @@ bench: venv router-venv
 	$(PY) bench/artifacts.py
 	$(PY) bench/suites_apart.py
 	$(PY) bench/relevance.py
+	$(PY) bench/build_cost.py
 	$(PY) bench/cluster.py
 
 # The demo stopped, its second hosts removed, its state deleted (scripts/stop.sh).

@@ -134,11 +134,15 @@ class Upstream:
     def git(self, *args) -> str:
         return run(["git", "-C", self.work, "-c", "user.name=Upstream", "-c", "user.email=up@example.com", *args]).stdout.strip()
 
-    def commit(self, message: str, files: dict[str, str] | None = None, branch: str = "main", push: bool = True) -> str:
-        """Commit `files` (path -> text) on `branch`, push it (unless told not to), return the commit's sha."""
+    def commit(self, message: str, files: dict[str, str] | None = None, branch: str = "main", push: bool = True,
+               deleted: tuple[str, ...] = ()) -> str:
+        """Commit `files` (path -> text) and the deletion of the paths `deleted` on `branch`, push it (unless told
+        not to), return the commit's sha."""
         if self._has_commits():
             self.git("checkout", "-q", branch)
-        for name, text in (files or {"CHANGES.txt": message + "\n"}).items():
+        for name in deleted:
+            (self.work / name).unlink()
+        for name, text in (files or ({} if deleted else {"CHANGES.txt": message + "\n"})).items():
             path = self.work / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)

@@ -20,7 +20,7 @@ import pytest
 from buildbot.interfaces import ITriggerableScheduler
 from buildbot.process.properties import Properties
 from buildbot.process.remotetransfer import FileWriter
-from buildbot.process.results import CANCELLED, FAILURE, RETRY, SUCCESS
+from buildbot.process.results import CANCELLED, FAILURE, RETRY, SKIPPED, SUCCESS
 from buildbot.schedulers.triggerable import Triggerable
 from buildbot.test import fakedb
 from buildbot.test.reactor import TestReactorMixin
@@ -50,6 +50,7 @@ from crcr.names import (
     ARTIFACTS_MADE_PROPERTY,
     ARTIFACTS_PROPERTY,
     CHILD_TAG,
+    REUSED_PROPERTY,
     build_builder_name,
     build_scheduler_name,
     children_builder_name,
@@ -356,6 +357,18 @@ class FetchArtifactsStepTest(StepHarness):
                                  json.dumps(groups)])
             .stdout(f"torch.whl: downloaded, {len(WHEEL)} bytes in 0.1 s\n").exit(0))
         self.expect_outcome(SUCCESS, "artifacts fetched")
+        yield self.run_step()
+
+    @defer.inlineCallbacks
+    def test_a_fetch_skipped_for_want_of_artifacts_is_skipped_not_an_exception(self):
+        """A build that reuses nothing has no earlier build's artifacts to fetch: its step rendered all the same
+        (Buildbot renders a step before its doStepIf) must not fail the build."""
+        self.setup_step(fetch_artifacts_step("fetch_reused", "crcr", given=REUSED_PROPERTY, workdir="wkdir",
+                                             doStepIf=False))
+        self.master.config.buildbotURL = "http://relay.test/"
+        self.master.www = SimpleNamespace(site=SimpleNamespace(session_secret=SECRET))
+        self.build.setProperty("builddir", "/units/u0/alpha", "Worker")
+        self.expect_outcome(SKIPPED)
         yield self.run_step()
 
 

@@ -229,8 +229,9 @@ def fetch_artifacts_step(name: str, shipped_dir: str, given: str = ARTIFACTS_PRO
     @util.renderer
     def command(props) -> list:
         served = f"{props.getBuild().master.config.buildbotURL}{ARTIFACTS_PATH}"
+        # None in a build that reuses nothing: Buildbot renders the command before the doStepIf that skips it.
         groups = [{"url": f"{served}/{group['build']}/", "files": group["files"]}
-                  for group in props.getProperty(given)]
+                  for group in props.getProperty(given) or []]
         builddir = props.getProperty("builddir")
         # The host's folder holds its units' folders, each of which holds a folder per builder.
         return ["python3", f"{builddir}/{shipped_dir}/{FETCH_SCRIPT.name}", f"{builddir}/../../{HOST_CACHE}",
