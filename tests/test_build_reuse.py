@@ -104,7 +104,7 @@ class ChooseReuseTest(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         self.expect_outcome(SUCCESS, "reused torch-2.6.0-cp311-cp311-linux_x86_64.whl of "
                                      f"{middle[:8]} + 3 changed files")
         self.expect_property(BUILD_MADE_PROPERTY, {
-            "how": "reused", "from": {"commit": middle, "build": newer}, "changed": 3,
+            "how": "reused", "from": {"commit": middle, "build": newer, "files": [WHEEL[0]["name"]]}, "changed": 3,
             "changes": ["D\ttest/test_a.py", "A\ttest/test_b.py", "A\ttorch/optim.py"]})
         self.expect_property(REUSED_PROPERTY, [{"build": newer, "files": WHEEL}])
         yield self.run_step()

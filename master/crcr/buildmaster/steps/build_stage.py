@@ -36,7 +36,7 @@ class BuildStage(ChildTrigger):
             return FAILURE
         kept = await kept_by(self.master, build)
         self.setProperty(ARTIFACTS_PROPERTY, [*(self.getProperty(ARTIFACTS_PROPERTY) or []), given(kept)], "crcr")
-        made = f"; {made_text(kept['made'], kept['files'])}" if kept["made"] else ""
+        made = f"; {made_text(kept['made'])}" if kept["made"] else ""
         self.descriptionDone = [f"built: {files_text(kept['files'])}{made}"]
         return SUCCESS
 

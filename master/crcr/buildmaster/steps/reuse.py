@@ -34,11 +34,11 @@ def built_in_full(step) -> bool:
     return not reused(step)
 
 
-def made_text(made: dict, files: list[dict] | None = None) -> str:
+def made_text(made: dict) -> str:
     """'reused torch-2.6.0-cp311-linux_x86_64.whl of 3ff80814 + 3 files' or 'built in full: changes ...'."""
     if made["how"] != "reused":
         return f"built in full: {made['why']}"
-    names = ", ".join(f["name"] for f in files or []) or "the artifacts"
+    names = ", ".join(made["from"]["files"])
     changed = made["changed"]
     return f"reused {names} of {made['from']['commit'][:8]} + {changed} changed file{'s' if changed != 1 else ''}"
 
@@ -56,7 +56,7 @@ class ChooseReuse(BuildStep):
         self.setProperty(BUILD_MADE_PROPERTY, made, "crcr")
         if files is not None:
             self.setProperty(REUSED_PROPERTY, [{"build": made["from"]["build"], "files": files}], "crcr")
-        self.descriptionDone = [made_text(made, files)]
+        self.descriptionDone = [made_text(made)]
         return SUCCESS
 
     async def _choice(self, sha: str) -> tuple[dict, list[dict] | None]:
@@ -81,7 +81,8 @@ class ChooseReuse(BuildStep):
             return _full(f"{len(changes)} files changed since {ancestor[:8]}, over {MAX_CHANGES}"), None
         if why := self.reuse.refusal(changes):
             return _full(f"{why}, since {ancestor[:8]} (build {buildid})"), None
-        return {"how": "reused", "from": {"commit": ancestor, "build": buildid}, "changed": len(changes),
+        return {"how": "reused", "from": {"commit": ancestor, "build": buildid, "files": [f["name"] for f in files]},
+                "changed": len(changes),
                 "changes": [f"{status}\t{path}" for status, path in changes]}, files
 
     async def _kept(self, buildid: int) -> list[dict] | None:

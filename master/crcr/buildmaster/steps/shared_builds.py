@@ -65,7 +65,7 @@ class SharedBuilds(BuildStep):
                 continue
             kept = await kept_by(self.master, build)
             groups.append(kept)
-            made = f", {made_text(kept['made'], kept['files'])}" if kept["made"] else ""
+            made = f", {made_text(kept['made'])}" if kept["made"] else ""
             told.append(f"{name} {'built' if here else 'shared'}: {size_text(kept['files'])}{made}")
         if errors:  # the build could not be made: not the commit's failure
             self.descriptionDone = [f"shared build not made: {'; '.join(errors)}: no suite runs"]
