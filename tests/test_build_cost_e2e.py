@@ -104,7 +104,8 @@ def costs(tmp_path_factory, github):
             yield Costs(relay, compiled, {worker.name: worker for worker in workers}, root, index)
 
 
-def test_a_c_change_compiles_one_file_on_the_other_unit_and_python_only_commits_reuse_the_wheel(costs, github):
+def test_a_c_change_compiles_one_file_on_the_other_unit_python_only_commits_and_their_bisection_reuse_the_wheel(
+        costs, github):
     relay, compiled = costs.relay, costs.compiled
 
     # A cold build: everything compiled, on one of the two build units.
@@ -164,6 +165,30 @@ def test_a_c_change_compiles_one_file_on_the_other_unit_and_python_only_commits_
     status = relay.crcr("status").stdout
     assert f"{SHARED} (shared build): 5 builds" in status and "1 of 5 reused" in status, status
 
+    # A bisection over Python-only commits: every build of it reuses a wheel.
+    good = compiled.change_python()
+    assert costs.verdict(USER, good)["results"] == SUCCESS
+    compiled.push = False  # three commits in one push: the newest is built first, covering the two before
+    try:
+        noise = compiled.change_python()
+        culprit = compiled.upstream.commit("A test that fails", push=False,
+                                           files={"tests/test_break.py": "def test_break():\n    assert False\n"})
+        newest = compiled.change_python()
+    finally:
+        compiled.push = True
+    compiled.upstream.push("main")
+
+    def verdicts():
+        last = {sha: github.statuses(sha, status_context(USER))[-1:] for sha in (noise, culprit, newest)}
+        return all(posted and posted[0]["state"] != "pending" for posted in last.values()) and \
+            {sha: (posted[0]["state"], posted[0]["description"]) for sha, posted in last.items()}
+    found = wait_until(verdicts, 240, "the bisection's verdicts")
+    assert found[culprit] == ("failure", "First bad commit: broke test_break"), found
+
+    made = {sha: costs.made(costs.shared_build(sha))["how"] for sha in (noise, culprit, newest)
+            if costs.relay.builds_of(USER, sha)}
+    assert len(made) >= 2 and set(made.values()) == {"reused"}, made
+
 
 def test_the_nightly_recipe_takes_pytorchs_wheel_of_the_commit_and_another_commits_is_an_error(costs, github):
     upstream = costs.compiled.upstream
@@ -185,3 +210,4 @@ def test_the_nightly_recipe_takes_pytorchs_wheel_of_the_commit_and_another_commi
                                 if s["state"] != "pending"], 30, "the next night's final status")
     assert final[-1]["state"] == "error", final
     assert f"is of commit {tonight[:12]}, not {next_night[:12]}" in final[-1]["description"], final[-1]
+
