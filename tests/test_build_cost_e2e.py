@@ -144,6 +144,8 @@ def test_a_c_change_compiles_one_file_on_the_other_unit_python_only_commits_and_
     assert parent["results"] == SUCCESS, "pip and uv installed the reused wheel; its Python is the commit's"
     told = [s["state_string"] for s in relay.steps(parent) if s["name"] == SHARED_BUILDS_STEP][0]
     assert "reused pkg-0.1-" in told and f"of {second[:8]} + 1 changed file" in told, told
+    said = relay.crcr("status", USER, python).stdout
+    assert f"  {SHARED} (shared build): reused pkg-0.1-" in said and f"of {second[:8]} + 1 changed file, " in said, said
 
     # A Python file of the package deleted: built in full, saying why.
     deleted = compiled.delete_python_file()

@@ -7,7 +7,7 @@ from buildbot.process.results import EXCEPTION, FAILURE, SUCCESS, WARNINGS, Resu
 
 from crcr.buildmaster.steps.artifacts import files_text, given, kept_by
 from crcr.buildmaster.steps.child_trigger import ChildTrigger
-from crcr.buildmaster.steps.reuse import made_text
+from crcr.health.stage_builds import made_text
 from crcr.names import ARTIFACTS_PROPERTY, build_child_name, build_scheduler_name
 
 

@@ -19,6 +19,7 @@ from crcr.buildmaster.changes.revisions import RevisionError
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.buildmaster.util.artifact_store import artifacts_folder
 from crcr.config.builds import Reuse
+from crcr.health.stage_builds import made_text
 from crcr.names import ARTIFACTS_MADE_PROPERTY, BUILD_MADE_PROPERTY, REUSED_PROPERTY
 from crcr.store.service import relay_store
 
@@ -32,15 +33,6 @@ def reused(step) -> bool:
 
 def built_in_full(step) -> bool:
     return not reused(step)
-
-
-def made_text(made: dict) -> str:
-    """'reused torch-2.6.0-cp311-linux_x86_64.whl of 3ff80814 + 3 files' or 'built in full: changes ...'."""
-    if made["how"] != "reused":
-        return f"built in full: {made['why']}"
-    names = ", ".join(made["from"]["files"])
-    changed = made["changed"]
-    return f"reused {names} of {made['from']['commit'][:8]} + {changed} changed file{'s' if changed != 1 else ''}"
 
 
 class ChooseReuse(BuildStep):

@@ -18,7 +18,7 @@ from twisted.python import log
 
 from crcr.buildmaster.steps.artifacts import given, kept_by, size_text
 from crcr.buildmaster.steps.child_trigger import announce_revision, last_build, request_complete
-from crcr.buildmaster.steps.reuse import made_text
+from crcr.health.stage_builds import made_text
 from crcr.names import ARTIFACTS_PROPERTY, shared_scheduler_name
 from crcr.store.service import relay_store
 
