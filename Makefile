@@ -67,8 +67,9 @@ unit: lint
 # suites_apart.py: a commit's suites fanned out over 4 units against one serial build; relevance.py: a day of
 # upstream commits, a backend building each against one skipping docs and CI and telling a new failure while its
 # suite runs; build_cost.py: a wheel of a compiled package built per commit from nothing against with ccache and
-# reuse of the ancestor's wheel) and prints the ratios beside the targets (this machine is shared and noisy). About
-# two hours and a half.
+# reuse of the ancestor's wheel; pytorch_day.py: a day of PyTorch's main branch, scaled, through the shared CPU build
+# cold against cached and reused) and prints the ratios beside the targets (this machine is shared and noisy). About
+# three hours.
 bench: venv router-venv
 	$(PY) bench/checkout.py
 	$(PY) bench/fanout.py
@@ -80,6 +81,7 @@ bench: venv router-venv
 	$(PY) bench/suites_apart.py
 	$(PY) bench/relevance.py
 	$(PY) bench/build_cost.py
+	$(PY) bench/pytorch_day.py
 	$(PY) bench/cluster.py
 
 # The demo stopped, its second hosts removed, its state deleted (scripts/stop.sh).

@@ -6,12 +6,16 @@ and no verdict lost: every commit x backend ends with a final status."""
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from harness import wait_until
-from relays import CrcrSide, Fleet, RestProbe, Side, VanillaSide, median, percentile, print_table
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+sys.path.insert(0, str(TESTS))  # before harness: run as a script, bench/ alone is on the path
+
+from harness import wait_until  # noqa: E402
+from relays import CrcrSide, Fleet, RestProbe, Side, VanillaSide, median, percentile, print_table  # noqa: E402
 
 PER_BUILD_TARGET = 1.1
 BUILD_FIELDS = "&".join(f"field={f}" for f in ("buildid", "complete", "started_at", "complete_at", "results"))

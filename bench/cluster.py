@@ -26,22 +26,27 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import sqlalchemy as sa
-from buildbot.process.results import RETRY
+# tests/ first: its cluster.py, not this file (bench/, the script's folder, is on the path before it).
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+sys.path.insert(0, str(TESTS))
 
-from cluster import Router, another_master, worker_port
-from crcr.cli.pollerstate import first_poll_done
-from crcr.config.settings import Settings
-from crcr.names import status_context
-from crcr.store import leadership
-from harness import Relay, WorkerProcess, kill_9, wait_until
-from postgres import PostgresServer, server_bin_dir
-from relays import CrcrSide, Fleet, RestProbe, cpu_seconds, percentile
+import sqlalchemy as sa  # noqa: E402
+from buildbot.process.results import RETRY  # noqa: E402
+
+from cluster import Router, another_master, worker_port  # noqa: E402
+from crcr.cli.pollerstate import first_poll_done  # noqa: E402
+from crcr.config.settings import Settings  # noqa: E402
+from crcr.names import status_context  # noqa: E402
+from crcr.store import leadership  # noqa: E402
+from harness import Relay, WorkerProcess, kill_9, wait_until  # noqa: E402
+from postgres import PostgresServer, server_bin_dir  # noqa: E402
+from relays import CrcrSide, Fleet, RestProbe, cpu_seconds, percentile  # noqa: E402
 
 FINAL = ("success", "failure", "error")
 DRAIN_TARGET = 1.6  # two masters drain at least this many times faster than one

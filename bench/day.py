@@ -20,28 +20,34 @@ import argparse
 import http.client
 import random
 import re
+import sys
 import tempfile
 import threading
 import time
 import urllib.error
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-import sqlalchemy as sa
-from buildbot.process.results import SKIPPED
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+sys.path.insert(0, str(TESTS))  # before harness: run as a script, bench/ alone is on the path
 
-from crcr.cli.pollerstate import first_poll_done
-from crcr.names import (
+import sqlalchemy as sa  # noqa: E402
+from buildbot.process.results import SKIPPED  # noqa: E402
+
+from crcr.cli.pollerstate import first_poll_done  # noqa: E402
+from crcr.names import (  # noqa: E402
     SETUP_STEP_PREFIX,
     TESTS_PROPERTY,
     bisect_scheduler_name,
     force_scheduler_name,
     upstream_scheduler_name,
 )
-from crcr.store import bisections as stored_bisections
-from crcr.store import commits as ledger
-from harness import wait_until
-from relays import CrcrSide, Fleet, percentile
+from crcr.store import bisections as stored_bisections  # noqa: E402
+from crcr.store import commits as ledger  # noqa: E402
+from harness import wait_until  # noqa: E402
+from relays import CrcrSide, Fleet, percentile  # noqa: E402
 
 DAY_TREE = Path(__file__).with_name("day_tree")
 SUITE = "ops"
@@ -60,6 +66,7 @@ MEAN_GAP_IN_BURST = 4 / 60  # hours between commits of one burst
 SAMPLE_INTERVAL = 1.0  # seconds between samples of the queues and GitHub's statuses, and of the pace of builds
 PACE_WEIGHT = 0.3  # of the latest build in the moving average of a build's own work
 SETUP_STEP = f"{SETUP_STEP_PREFIX}1"  # the build's one setup command: the sleep
+Timed = TypeVar("Timed")  # an arrival of the day: its .number and .hour
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,7 @@ BREAKS = (
 @dataclass(frozen=True)
 class Scale:
     hour: float  # wall seconds per simulated hour
-    build_hours: float  # what each build lasts, in simulated hours
+    build_hours: float = 0.0  # what each build lasts, in simulated hours (this bench's builds all alike)
 
     def seconds(self, hours: float) -> float:
         return hours * self.hour
@@ -189,14 +196,40 @@ class Ticking(threading.Thread):
         self.join()
 
 
-class Sampler(Ticking):
-    """Each builder's unclaimed requests (REST), and the latest GitHub status of each commit per backend, noting
-    when it last turned final."""
+class StatusWatch(Ticking):
+    """The latest GitHub status of each commit in each of `contexts` (key -> status context), noting when it last
+    turned final: observed[key]."""
+
+    def __init__(self, github, contexts: dict[str, str]):
+        super().__init__()
+        self.github, self.contexts = github, contexts
+        self.observed = {key: Observed() for key in contexts}
+
+    def tick(self) -> None:
+        self._note_statuses(time.time())
+
+    def _note_statuses(self, now: float) -> None:
+        latest: dict[tuple[str, str], tuple[str, str]] = {}
+        for s in self.github.statuses():
+            latest[s["context"], s["sha"]] = (s["state"], s.get("description") or "")
+        for key, context in self.contexts.items():
+            seen = self.observed[key]
+            for (posted_to, sha), status in latest.items():
+                if posted_to != context:
+                    continue
+                seen.last[sha] = status
+                if status[0] not in FINAL:
+                    seen.finals.pop(sha, None)
+                elif seen.finals.get(sha, (None, None))[:2] != status:
+                    seen.finals[sha] = (*status, now)
+
+
+class Sampler(StatusWatch):
+    """Each builder's unclaimed requests (REST), and the latest GitHub status of each commit per backend."""
 
     def __init__(self, side: DaySide, builders: dict[str, int]):
-        super().__init__()
+        super().__init__(side.github, {policy: f"crcr/{side.backends[policy]}" for policy in builders})
         self.side, self.builders = side, builders
-        self.observed = {policy: Observed() for policy in builders}
 
     def tick(self) -> None:
         now = time.time()
@@ -205,21 +238,6 @@ class Sampler(Ticking):
         for policy, waiting in queues.items():
             self.observed[policy].queue.append((now, len(waiting["buildrequests"])))
         self._note_statuses(now)
-
-    def _note_statuses(self, now: float) -> None:
-        latest: dict[tuple[str, str], tuple[str, str]] = {}
-        for s in self.side.github.statuses():
-            latest[s["context"], s["sha"]] = (s["state"], s.get("description") or "")
-        for policy, backend in self.side.backends.items():
-            seen = self.observed[policy]
-            for (context, sha), status in latest.items():
-                if context != f"crcr/{backend}":
-                    continue
-                seen.last[sha] = status
-                if status[0] not in FINAL:
-                    seen.finals.pop(sha, None)
-                elif seen.finals.get(sha, (None, None))[:2] != status:
-                    seen.finals[sha] = (*status, now)
 
 
 class Pacer(Ticking):
@@ -261,22 +279,30 @@ def plan_day(commits: int, culprits: list[int], rng: random.Random) -> list[Arri
             for n in range(1, commits + 1)]
 
 
-def replay(side: DaySide, day: list[Arrival], scale: Scale) -> dict[int, tuple[str, float]]:
-    """Push each commit at its scaled time; each commit's number -> (sha, epoch seconds once pushed)."""
+def push_at_their_hours(day: Sequence[Timed], scale: Scale, push: Callable[[Timed], str]
+                        ) -> dict[int, tuple[str, float]]:
+    """push() each arrival (its .number and .hour) at its scaled hour from now; each arrival's number -> (its sha,
+    epoch seconds once pushed)."""
     began = time.time()
     pushed = {}
     for arrival in day:
         delay = began + scale.seconds(arrival.hour) - time.time()
         if delay > 0:
             time.sleep(delay)
-        if arrival.breaks:
-            b = arrival.breaks
-            broken = (side.upstream.work / b.path).read_text().replace(b.before, b.after)
-            sha = side.upstream.commit(f"Day commit {arrival.number}: breaks {b.name}", {b.path: broken})
-        else:
-            sha = side.upstream.commit(f"Day commit {arrival.number}")
-        pushed[arrival.number] = (sha, time.time())
+        pushed[arrival.number] = (push(arrival), time.time())
     return pushed
+
+
+def replay(side: DaySide, day: list[Arrival], scale: Scale) -> dict[int, tuple[str, float]]:
+    """Push each commit at its scaled time; each commit's number -> (sha, epoch seconds once pushed)."""
+    def push(arrival: Arrival) -> str:
+        if not arrival.breaks:
+            return side.upstream.commit(f"Day commit {arrival.number}")
+        b = arrival.breaks
+        broken = (side.upstream.work / b.path).read_text().replace(b.before, b.after)
+        return side.upstream.commit(f"Day commit {arrival.number}: breaks {b.name}", {b.path: broken})
+
+    return push_at_their_hours(day, scale, push)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from harness import Upstream, run
 HEADER = "pkg/native/common.h"
 VALUE_C = "pkg/native/value.c"
 VALUES_PY = "pkg/values.py"
-DOCS = "docs/index.rst"  # reStructuredText, as PyTorch's docs
+DOCS = "docs/source/index.rst"  # where PyTorch keeps its docs, reStructuredText
 HELPERS = 3  # pkg/helper_<i>.py: Python modules that delete_python_file takes away, one at a time
 
 

@@ -117,7 +117,7 @@ def host_environment(root: Path) -> dict:
     """The environment of the shell that runs `crcr-host` on a test host: pip takes the pinned wheels from a folder
     (no network), and it holds a secret of the admin's (CANARY), which no build may see."""
     wheels = root / "wheels"
-    pins = [crcr_host.BUILDBOT_WORKER, crcr_host.TWISTED, crcr_host.PYTEST, crcr_host.SUPERVISOR]
+    pins = [crcr_host.BUILDBOT_WORKER, crcr_host.TWISTED, crcr_host.PYTEST, crcr_host.SUPERVISOR, crcr_host.CCACHE]
     run([VENV_BIN / "pip", "download", "--quiet", "--dest", wheels, *pins])
     for path in (wheels, *wheels.iterdir()):
         path.chmod(0o755 if path.is_dir() else 0o644)

@@ -44,12 +44,12 @@ def test_a_commit_reuses_only_when_every_change_needs_no_compile(changes, refusa
 def test_the_recipe_key_changes_with_what_makes_the_artifacts_and_nothing_else():
     shared = SharedBuild(name="torch-cpu", steps=["python setup.py bdist_wheel"], artifacts=["dist/*.whl"],
                          compiler_cache="ccache", reuse=REUSE)
-    key = shared.recipe_key({})
-    assert shared.model_copy(update={"timeout": 60, "reuse": None}).recipe_key({}) == key
+    key = shared.recipe_key({}, "cpu")
+    assert shared.model_copy(update={"timeout": 60, "reuse": None}).recipe_key({}, "cpu") == key
     for edited in ({"steps": ["USE_CUDA=0 python setup.py bdist_wheel"]}, {"artifacts": ["dist/torch-*.whl"]},
-                   {"device": "arm"}, {"compiler_cache": None}):
-        assert shared.model_copy(update=edited).recipe_key({}) != key, edited
-    assert shared.recipe_key({"MAX_JOBS": "8"}) != key
+                   {"compiler_cache": None}):
+        assert shared.model_copy(update=edited).recipe_key({}, "cpu") != key, edited
+    assert shared.recipe_key({"MAX_JOBS": "8"}, "cpu") != key and shared.recipe_key({}, "arm") != key
 
 
 class ChooseReuseTest(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
@@ -104,7 +104,7 @@ class ChooseReuseTest(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):
         self.expect_outcome(SUCCESS, "reused torch-2.6.0-cp311-cp311-linux_x86_64.whl of "
                                      f"{middle[:8]} + 3 changed files")
         self.expect_property(BUILD_MADE_PROPERTY, {
-            "how": "reused", "from": {"commit": middle, "build": newer}, "changed": 3,
+            "how": "reused", "from": {"commit": middle, "build": newer, "files": [WHEEL[0]["name"]]}, "changed": 3,
             "changes": ["D\ttest/test_a.py", "A\ttest/test_b.py", "A\ttorch/optim.py"]})
         self.expect_property(REUSED_PROPERTY, [{"build": newer, "files": WHEEL}])
         yield self.run_step()

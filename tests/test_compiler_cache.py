@@ -19,6 +19,7 @@ from buildbot.test.steps import ExpectShell, TestBuildStepMixin
 from twisted.internet import defer
 from twisted.trial import unittest
 
+from cache_server import CacheServer
 from crcr.buildmaster.steps.compiler_cache import CompilerCacheFigures, compiler_cache_environment, figures_text
 from crcr.config.builds import CompilerCache
 from crcr.names import COMPILER_CACHE_PROPERTY
@@ -86,6 +87,17 @@ def test_a_unit_without_the_tool_is_told_how_to_get_it(tmp_path):
                              env=env, capture_output=True, text=True)
     assert wrapped.returncode == 1
     assert "ccache is not on this unit's PATH" in wrapped.stderr and "--compiler-cache ccache" in wrapped.stderr
+
+
+def test_two_hosts_share_the_remote_cache_of_the_relays_settings(tmp_path):
+    with CacheServer() as remote:
+        first, first_env = unit_build(tmp_path / "host-a", "host-a-cpu-0", "ccache", remote.url)
+        other, other_env = unit_build(tmp_path / "host-b", "host-b-cpu-0", "ccache", remote.url)
+        assert compile_in(first, first_env, "ccache") == {"kind": "ccache", "hits": 0, "misses": 1}
+        assert remote.entries, "the first host's build stored its object remotely"
+        assert compile_in(other, other_env, "ccache") == {"kind": "ccache", "hits": 1, "misses": 0}, \
+            "another host, its own cache empty, takes the object from the shared one"
+        assert remote.hits >= 1
 
 
 def test_the_remote_cache_of_the_relays_settings_reaches_the_build():

@@ -266,7 +266,7 @@ class HealthServiceTest(RelayHealthCase):
             "backend", "sha", "title", "author", "commit_url", "state", "description", "how", "seen_at", "started_at",
             "decided_at",
             "latency", "decided_unbuilt", "covered_by", "build_url", "build_kind", "bisections", "failing", "flaky",
-            "cells"}
+            "cells", "made"}
 
     async def test_an_unknown_backend_is_not_found(self):
         await self.assert_refused(self.health.backend("omega"), 404, "no backend 'omega' (backends: alpha, beta, gamma)")

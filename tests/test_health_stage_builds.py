@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from crcr.health.stage_builds import BUILD_STAGE, SHARED_BUILD, Stage, every_stage, stage_figures, stages_of
+from crcr.health.stage_builds import (
+    BUILD_STAGE,
+    SHARED_BUILD,
+    Stage,
+    every_stage,
+    made_at_commit,
+    made_text,
+    stage_figures,
+    stages_of,
+)
 from crcr.health.summary import BackendInfo
 from crcr.names import build_child_name, shared_builder_name
 from crcr.store.buildbot_tables import StageBuildRow
@@ -85,3 +94,19 @@ def test_each_stage_gets_its_own_builders_builds():
 
     assert [(f["name"], f["builds"], f["p95"]) for f in found] == [("torch-cpu", 2, 500),
                                                                    ("spyre / build stage", 1, 300)]
+
+
+def test_a_commit_says_how_each_of_its_builds_made_what_its_suites_ran_on():
+    shared, stage = TORCH, Stage("spyre / build stage", BUILD_STAGE, build_child_name("spyre"))
+    reused = {"how": "reused", "from": {"commit": "3ff80814" + "0" * 32, "build": 212, "files": ["torch-2.6.whl"]},
+              "changed": 3}
+    builds = [built(7000, {"how": "full", "why": "changes aten/x.cpp"}),  # an earlier build of the commit
+              built(9, reused, ccache(0, 0)), built(600, builder=stage.builder)]
+
+    assert made_at_commit([shared, stage], builds) == [
+        {"name": "torch-cpu", "kind": SHARED_BUILD, "seconds": 9,
+         "made": "reused torch-2.6.whl of 3ff80814 + 3 changed files",
+         "cache": {"kind": "ccache", "hits": 0, "misses": 0}},
+        {"name": "spyre / build stage", "kind": BUILD_STAGE, "seconds": 600, "made": None, "cache": None}]
+    assert made_text({"how": "full", "why": "deletes torch/_old.py, since 3ff80814 (build 212)"}) == \
+        "built in full: deletes torch/_old.py, since 3ff80814 (build 212)"

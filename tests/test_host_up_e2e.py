@@ -130,12 +130,17 @@ def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(
     up = trial_account.paste(script)
     assert "made: trial-lab-trial-0, trial-lab-trial-1" in up.stdout, up.stdout
     assert "running (supervisord as" in up.stdout and "a trial: builds can read the password" in up.stdout
+    assert "compiler cache ccache (" in up.stdout and f") in {host_dir}/cache/ccache" in up.stdout, up.stdout
     assert connected(relay, "trial-lab") == set(units), "up returns once both units are logged in"
     assert [(host_dir / unit / "info" / "card").read_text() for unit in units] == [
         "trial card 0\n", "trial card 1\n"], "each unit names its card to the relay when it connects"
     status = trial_account.tool("status", "--host-dir", host_dir).stdout
     assert "trial-lab-trial-0: running, connected" in status and "trial-lab-trial-1: running, connected" in status, \
         "up returns once the supervisor counts the units as running"
+    assert f"compiler cache ccache: {host_dir}/cache/ccache (" in status
+    unit_env = crcr_host.process_environment(unit_pid(host_dir / units[0])) or {}
+    ccache = trial_account.run(["env", "-i", f"PATH={unit_env.get('PATH')}", "ccache", "--version"]).stdout
+    assert ccache.startswith("ccache version "), "the compiler cache runs from a unit's PATH"
     assert password not in process_arguments()
     assert not [p for p in host_dir.rglob("*.log") if password in p.read_text(errors="replace")]
 
@@ -183,8 +188,12 @@ def test_a_trial_host_joins_with_the_printed_commands_converges_rekeys_and_goes(
 
     down = trial_account.tool("down", "--host-dir", host_dir)
     assert "removed the 2 units of trial-lab" in down.stdout
-    assert not host_dir.exists()
+    assert f"kept the compiler cache {host_dir}/cache/ccache (" in down.stdout, down.stdout
+    assert sorted(p.relative_to(host_dir) for p in host_dir.rglob("*")) == [Path("cache"), Path("cache/ccache")]
     wait_until(lambda: not connected(relay, "trial-lab"), 30, "the relay to see the units go")
+    dropped = trial_account.tool("down", "--drop-cache", "--host-dir", host_dir)
+    assert f"removed the compiler cache {host_dir}/cache/ccache (" in dropped.stdout
+    assert not host_dir.exists()
     assert "supervisord -c " + str(host_dir) not in process_arguments()
 
 

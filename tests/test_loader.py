@@ -972,6 +972,26 @@ def test_a_backend_using_an_unknown_or_invalid_shared_build_is_refused_naming_bo
     ]
 
 
+@pytest.mark.parametrize("fields, message", [
+    ({"compiler_cache": "distcc"}, "compiler_cache.kind: should be 'ccache' or 'sccache' (got 'distcc')"),
+    ({"compiler_cache": {"kind": "ccache", "max_size": "lots"}},
+     "compiler_cache.max_size: must be a size such as 500M, 20G or 1.5T (got 'lots')"),
+    ({"reuse": {"paths": ["torch/**.py"]}}, "reuse.steps: required field is missing"),
+    ({"reuse": {"paths": ["/torch/**.py"], "steps": ["patch"]}},
+     "reuse.paths: '/torch/**.py': must be a glob relative to the upstream repository (no '..', no leading '/')"),
+])
+def test_a_bad_compiler_cache_or_reuse_is_refused_naming_the_file_and_field(tmp_path, fields, message):
+    dirs = make_dirs(tmp_path)
+    broken = shared_build(dirs, "torch-cpu", **fields)
+    write_backend(dirs.backends, "demo", uses=["torch-cpu"])
+    write_worker(dirs.workers, "lab-1", devices={"demo": 1, "cpu": 1})
+
+    with pytest.raises(ConfigError) as refused:
+        load_relay_config(settings_for(dirs))
+
+    assert str(refused.value).splitlines()[0] == f"{broken}: {message}"
+
+
 def test_a_shared_build_whose_device_no_host_offers_leaves_its_users_inactive_with_a_warning(tmp_path):
     dirs = make_dirs(tmp_path)
     shared_build(dirs, "torch-cpu")

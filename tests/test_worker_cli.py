@@ -173,6 +173,24 @@ def test_the_up_command_carries_the_identify_command_of_each_of_the_hosts_device
     assert crcr_host.identify_commands(taken.identify, units, taken.name) == {"spyre": identify}
 
 
+def test_the_up_command_asks_for_the_compiler_caches_the_relays_builds_on_the_hosts_devices_compile_through(
+        dirs, crcr):
+    """ccache is the tool's default: a host whose builds use sccache is told to install it."""
+    write_file(dirs.backends / "builds" / "torch-cpu.yaml", "steps: [make]\nartifacts: [dist/*.whl]\n"
+                                                             "compiler_cache: {kind: sccache, max_size: 5G}\n")
+    write_file(dirs.backends / "builds" / "torch-xpu.yaml", "steps: [make]\nartifacts: [dist/*.whl]\n"
+                                                             "device: xpu\ncompiler_cache: ccache\n")
+    registered = crcr("worker", "register", "builder", "--device", "cpu:2", "--admin", "Jane <jane@example.com>",
+                      "--new-device")  # no backend uses torch-cpu yet
+    assert registered.returncode == 0, registered.stderr
+
+    arguments = up_arguments(registered.stdout)
+
+    assert arguments[arguments.index("--compiler-cache"):][:2] == ["--compiler-cache", "sccache"]
+    assert arguments.count("--compiler-cache") == 1, "the xpu build is no build of this host's"
+    assert crcr_host.parser().parse_args(arguments[2:]).compiler_cache == ["sccache"]
+
+
 def test_the_setup_by_hand_names_each_units_card_as_the_host_tool_does(dirs, crcr, register, tmp_path):
     write_file(dirs.workers / "devices" / "spyre.yaml", "identify: echo card-$CRCR_DEVICE_INDEX\n")
     register("lab1")

@@ -4,7 +4,9 @@ cli/hostsetup.py, printed with --by-hand, are what it does).
 
 A device of the host whose file (workers/devices/<kind>.yaml) has an `identify:` command gets it in the command
 (`--identify KIND=COMMAND`): the relay's file stays its one source, the host asks the relay for nothing more, and
-the `up` printed again after the file changed brings the change to the host.
+the `up` printed again after the file changed brings the change to the host. Likewise the compiler caches
+(`--compiler-cache KIND`) the relay's builds on its devices compile through (`compiler_cache:` of a shared build or
+a build stage), when they are other than the tool's default, ccache.
 
 The host's password reaches the tool as the first line of its standard input, a here-document, never as an
 argument, where `ps` would show it. Where the workers live and which account runs builds are the tool's to choose
@@ -19,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crcr.cli.hostsetup import DEFAULT_HOST_USER, HEREDOC_END
-from crcr.config.loader import DEVICES_DIR, load_model
+from crcr.config.loader import DEVICES_DIR, RelayConfig, load_model
 from crcr.config.workers import BUILD_ENV_WORKER, Device, WorkerHost
 from crcr.names import HOST_TOOL_PATH
+from crcr.shipped import crcr_host
 
 TOOL_FILE = "crcr-host"  # what the printed curl saves the tool as, on the host
 
@@ -36,6 +39,7 @@ class HostUp:
     host_dir: str | None = None
     host_user: str | None = None
     identify: dict[str, str] = field(default_factory=dict)  # {device kind: its identify command} (identify_commands)
+    compiler_caches: list[str] = field(default_factory=list)  # the kinds its builds compile through (compiler_caches)
 
     def up_arguments(self) -> list[str]:
         """The `up` command as the host's shell hands it to the tool."""
@@ -47,6 +51,8 @@ class HostUp:
             arguments += ["--build-env", self.host.build_env]
         for device, command in self.identify.items():
             arguments += ["--identify", f"{device}={command}"]
+        if self.compiler_caches and self.compiler_caches != [crcr_host.DEFAULT_COMPILER_CACHE]:
+            arguments += [word for kind in self.compiler_caches for word in ("--compiler-cache", kind)]
         return arguments + self._given("--host-dir", "--host-user")
 
     def _given(self, *options: str) -> list[str]:
@@ -77,3 +83,12 @@ def identify_commands(workers_dir: Path, host: WorkerHost) -> dict[str, str]:
     files = {device: workers_dir / DEVICES_DIR / f"{device}.yaml" for device in host.devices}
     devices = {device: load_model(path, Device) for device, path in files.items() if path.exists()}
     return {name: device.identify for name, device in devices.items() if device.identify}
+
+
+def compiler_caches(relay: RelayConfig, host: WorkerHost) -> list[str]:
+    """The compiler caches of the relay's builds made on the host's devices (every backend's, active or not yet: the
+    host may be what makes one active), by name."""
+    stages = [*((shared, shared.device) for shared in relay.shared_builds.values()),
+              *((backend.build, backend.build_device) for backend in relay.backends if backend.build)]
+    return sorted({stage.compiler_cache.kind for stage, device in stages
+                   if stage.compiler_cache and device in host.devices})

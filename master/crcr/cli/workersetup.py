@@ -9,8 +9,9 @@ from pathlib import Path, PurePosixPath
 
 from crcr.cli import hostsetup
 from crcr.cli.hostsetup import DEFAULT_HOST_DIR, DEFAULT_HOST_USER, DEFAULT_PASSWORD_FILE, HostSetup
-from crcr.cli.hostup import HostUp, identify_commands
+from crcr.cli.hostup import HostUp, compiler_caches, identify_commands
 from crcr.config.errors import ConfigError
+from crcr.config.loader import load_relay_config
 from crcr.config.settings import Settings
 from crcr.config.workers import WorkerHost
 
@@ -78,7 +79,8 @@ def setup_by_hand(args, settings: Settings, host: WorkerHost, password: str) -> 
 def host_up(args, settings: Settings, host: WorkerHost, password: str) -> HostUp:
     return HostUp(host=host, password=password, master_address=args.master or settings.worker_address,
                   web_url=settings.web_url, host_dir=args.host_dir, host_user=args.host_user,
-                  identify=identify_commands(settings.workers_dir, host))
+                  identify=identify_commands(settings.workers_dir, host),
+                  compiler_caches=compiler_caches(load_relay_config(settings), host))
 
 
 def print_setup(args, settings: Settings, host: WorkerHost, password: str) -> None:

@@ -98,12 +98,12 @@ class BuildStage(Strict):
     compiler_cache: CompilerCache | None = None
     reuse: Reuse | None = None
 
-    def recipe_key(self, environment: dict[str, str]) -> str:
-        """What an earlier build must have been made by for its artifacts to be reused: its steps, artifacts, device,
-        compiler cache and `environment` (the backend's variables; none for a shared build). A recipe edited since
-        builds in full."""
-        made_by = self.model_dump(mode="json", exclude={"reuse", "timeout"})
-        text = json.dumps([made_by, environment], sort_keys=True)
+    def recipe_key(self, environment: dict[str, str], device: str) -> str:
+        """What an earlier build must have been made by for its artifacts to be reused: its steps, artifacts, compiler
+        cache, `environment` (the backend's variables; none for a shared build) and `device` (whose units make it).
+        A recipe edited since builds in full."""
+        made_by = self.model_dump(mode="json", exclude={"reuse", "timeout", "device"})
+        text = json.dumps([made_by, environment, device], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:RECIPE_KEY_LENGTH]
 
     @field_validator("artifacts")

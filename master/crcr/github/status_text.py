@@ -7,12 +7,14 @@ from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPP
 from crcr.github.limits import ELLIPSIS, cut
 from crcr.names import (
     BASELINES_PROPERTY,
+    BUILD_STAGE_STEP,
     GITHUB_DESCRIPTION_LIMIT,
     INFRA_PROPERTY,
     MERGE_BASE_PROPERTY,
     PULL_REQUEST_PROPERTY,
     RELAY_WORKER,
     RETRIED_PROPERTY,
+    SHARED_BUILDS_STEP,
     SUITE_STEP_PREFIX,
     TESTS_PROPERTY,
 )
@@ -94,6 +96,8 @@ def describe_finished_build(build: dict) -> str:
         return _shorten(first + (f"; {len(more)} more suite{'s' if len(more) > 1 else ''} likewise" if more else ""))
     if results == EXCEPTION:
         broken = next((s["name"] for s in step_list if s["results"] == EXCEPTION), None)
+        if broken in (SHARED_BUILDS_STEP, BUILD_STAGE_STEP):  # a build that could not be made says why
+            return _shorten(next(s["state_string"] for s in step_list if s["name"] == broken))
         relay_error = f"Relay error in {broken}" if broken else "Relay error"
         return _shorten(f"{relay_error}; {suites_failed[0].lower()}{suites_failed[1:]}" if suites_failed else relay_error)
     if suites_failed:

@@ -98,3 +98,24 @@ def cache_figures(counts: list[tuple[str, int, int]]) -> dict | None:
     hits, misses = sum(h for _, h, _ in counts), sum(m for _, _, m in counts)
     return {"kind": ", ".join(sorted({kind for kind, _, _ in counts})), "builds": len(counts), "hits": hits,
             "misses": misses, "hit_rate": hits / (hits + misses) if hits + misses else None}
+
+
+def made_at_commit(stages: list[Stage], builds: list[StageBuildRow]) -> list[dict]:
+    """How each of `stages` made one commit's artifacts, from `builds` (its successful builds at the commit, oldest
+    first): its newest build's time, how it was made (made_text; None when it did not say) and cache figures."""
+    newest = {build.builder: build for build in builds}
+    return [{"name": stage.name, "kind": stage.kind, "seconds": build.complete_at - build.started_at,
+             "made": made_text(build.made) if how_made(build.made) else None,
+             "cache": dict(zip(("kind", "hits", "misses"), counts)) if (counts := cache_counts(build.cache)) else None}
+            for stage in stages if (build := newest.get(stage.builder))]
+
+
+def made_text(made: dict) -> str:
+    """How a build made its artifacts (BUILD_MADE_PROPERTY's value): 'reused torch-2.6.0-cp311-linux_x86_64.whl of
+    3ff80814 + 3 changed files', or 'built in full: changes aten/..., outside reuse: paths, since 3ff80814 (build
+    212)'."""
+    if made["how"] != "reused":
+        return f"built in full: {made.get('why', 'no reason given')}"
+    changed = made.get("changed", 0)
+    return (f"reused {', '.join(made['from'].get('files', [])) or 'the artifacts'} of {made['from']['commit'][:8]} "
+            f"+ {changed} changed file{'s' if changed != 1 else ''}")

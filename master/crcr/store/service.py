@@ -172,3 +172,4 @@ class RelayStore(service.BuildbotService):
     health_outbox_counts = _through_pool(outbox_view.counts)
     health_cluster_rows = _through_pool(health_queries.cluster_rows)
     health_stage_builds = _through_pool(buildbot_tables.successful_builds_of)
+    health_stage_builds_at = _through_pool(buildbot_tables.successful_builds_at)

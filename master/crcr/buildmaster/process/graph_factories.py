@@ -119,11 +119,12 @@ def child_factory(backend: Backend, settings: Settings, selections: dict[tuple[s
 def build_stage_factory(backend: Backend, settings: Settings) -> util.BuildFactory:
     """The build child's steps: a stage's (stage_factory), after the shared builds' artifacts are fetched."""
     return stage_factory(backend.build, build_environment(backend), settings, given_artifacts=bool(backend.uses),
-                         recipe=backend.build.recipe_key({**backend.env, "device": backend.build_device}))
+                         recipe=backend.build.recipe_key(backend.env, backend.build_device))
 
 
 def shared_build_factory(shared: SharedBuild, settings: Settings) -> util.BuildFactory:
-    return stage_factory(shared, upstream_environment(), settings, given_artifacts=False, recipe=shared.recipe_key({}))
+    return stage_factory(shared, upstream_environment(), settings, given_artifacts=False,
+                         recipe=shared.recipe_key({}, shared.device))
 
 
 def stage_factory(stage: config.BuildStage, env: dict, settings: Settings, given_artifacts: bool,
@@ -142,31 +143,37 @@ def stage_factory(stage: config.BuildStage, env: dict, settings: Settings, given
     if given_artifacts:
         factory.addStep(fetch_artifacts_step(FETCH_STEP, SELECTION_DIR, workdir=UPSTREAM_DIR))
     env = {**env, **stage_environment(settings)}
-    full_env = {**env, **(compiler_cache_environment(stage.compiler_cache, UPSTREAM_DIR, RESULTS_DIR,
-                                                     settings.compiler_cache_remote) if stage.compiler_cache else {})}
-    full = {}
+    # The full build's steps run unless an earlier build is reused.
+    in_full = {"doStepIf": built_in_full, "hideStepIf": skipped} if stage.reuse else {}
     if stage.reuse:
-        factory.addStep(ChooseReuse(stage.reuse, recipe, settings.artifact_store, name=REUSE_STEP))
-        factory.addStep(fetch_artifacts_step(REUSED_FETCH_STEP, SELECTION_DIR, given=REUSED_PROPERTY, into=REUSED_DIR,
-                                             workdir=UPSTREAM_DIR, doStepIf=reused, hideStepIf=skipped))
-        factory.addSteps(commands_in_checkout(f"{REUSE_STEP} ", stage.reuse.steps, {**env, **reuse_environment()},
-                                              stage.timeout, StageCommand, doStepIf=reused, hideStepIf=skipped))
-        full = {"doStepIf": built_in_full, "hideStepIf": skipped}
+        factory.addSteps(reuse_steps(stage, env, recipe, settings))
     if stage.compiler_cache:
-        factory.addStep(ShellCommand(name=COMPILER_CACHE_STEP, env=full_env, workdir=UPSTREAM_DIR, haltOnFailure=True,
+        env = {**env, **compiler_cache_environment(stage.compiler_cache, UPSTREAM_DIR, RESULTS_DIR,
+                                                   settings.compiler_cache_remote)}
+        factory.addStep(ShellCommand(name=COMPILER_CACHE_STEP, env=env, workdir=UPSTREAM_DIR, haltOnFailure=True,
                                      command=tool_command(SELECTION_DIR, "wrap", stage.compiler_cache.kind,
                                                           util.Interpolate(f"%(prop:builddir)s/{WRAPPERS_DIR}")),
-                                     logEnviron=False, **full))
-    factory.addSteps(commands_in_checkout(f"{BUILD_STAGE_STEP} ", stage.steps, full_env, stage.timeout, StageCommand,
-                                          **full))
+                                     logEnviron=False, **in_full))
+    factory.addSteps(commands_in_checkout(f"{BUILD_STAGE_STEP} ", stage.steps, env, stage.timeout, StageCommand,
+                                          **in_full))
     if stage.compiler_cache:
-        factory.addStep(CompilerCacheFigures(stage.compiler_cache, SELECTION_DIR, full_env, name=CACHE_FIGURES_STEP,
-                                             workdir=UPSTREAM_DIR, **full))
+        factory.addStep(CompilerCacheFigures(stage.compiler_cache, SELECTION_DIR, env, name=CACHE_FIGURES_STEP,
+                                             workdir=UPSTREAM_DIR, **in_full))
     factory.addStep(UploadArtifacts(stage.artifacts, settings.artifact_store, settings.artifact_max_mb,
                                     name=UPLOAD_STEP, workdir=UPSTREAM_DIR, haltOnFailure=True))
     if stage.reuse:
         factory.addStep(RecordBuildMade(recipe, name=RECORD_STEP))
     return factory
+
+
+def reuse_steps(stage: config.BuildStage, env: dict, recipe: str, settings: Settings) -> list:
+    """Whether the commit reuses an earlier build of `recipe`; if it does, that build's artifacts fetched and the
+    stage's reuse steps run on them."""
+    return [ChooseReuse(stage.reuse, recipe, settings.artifact_store, name=REUSE_STEP),
+            fetch_artifacts_step(REUSED_FETCH_STEP, SELECTION_DIR, given=REUSED_PROPERTY, into=REUSED_DIR,
+                                 workdir=UPSTREAM_DIR, doStepIf=reused, hideStepIf=skipped),
+            *commands_in_checkout(f"{REUSE_STEP} ", stage.reuse.steps, {**env, **reuse_environment()},
+                                  stage.timeout, StageCommand, doStepIf=reused, hideStepIf=skipped)]
 
 
 def stage_environment(settings: Settings) -> dict:

@@ -7,7 +7,7 @@ from buildbot.process.results import EXCEPTION, FAILURE, SUCCESS, WARNINGS, Resu
 
 from crcr.buildmaster.steps.artifacts import files_text, given, kept_by
 from crcr.buildmaster.steps.child_trigger import ChildTrigger
-from crcr.buildmaster.steps.reuse import made_text
+from crcr.health.stage_builds import made_text
 from crcr.names import ARTIFACTS_PROPERTY, build_child_name, build_scheduler_name
 
 
@@ -36,7 +36,7 @@ class BuildStage(ChildTrigger):
             return FAILURE
         kept = await kept_by(self.master, build)
         self.setProperty(ARTIFACTS_PROPERTY, [*(self.getProperty(ARTIFACTS_PROPERTY) or []), given(kept)], "crcr")
-        made = f"; {made_text(kept['made'], kept['files'])}" if kept["made"] else ""
+        made = f"; {made_text(kept['made'])}" if kept["made"] else ""
         self.descriptionDone = [f"built: {files_text(kept['files'])}{made}"]
         return SUCCESS
 

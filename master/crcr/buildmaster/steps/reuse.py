@@ -19,6 +19,7 @@ from crcr.buildmaster.changes.revisions import RevisionError
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
 from crcr.buildmaster.util.artifact_store import artifacts_folder
 from crcr.config.builds import Reuse
+from crcr.health.stage_builds import made_text
 from crcr.names import ARTIFACTS_MADE_PROPERTY, BUILD_MADE_PROPERTY, REUSED_PROPERTY
 from crcr.store.service import relay_store
 
@@ -34,15 +35,6 @@ def built_in_full(step) -> bool:
     return not reused(step)
 
 
-def made_text(made: dict, files: list[dict] | None = None) -> str:
-    """'reused torch-2.6.0-cp311-linux_x86_64.whl of 3ff80814 + 3 files' or 'built in full: changes ...'."""
-    if made["how"] != "reused":
-        return f"built in full: {made['why']}"
-    names = ", ".join(f["name"] for f in files or []) or "the artifacts"
-    changed = made["changed"]
-    return f"reused {names} of {made['from']['commit'][:8]} + {changed} changed file{'s' if changed != 1 else ''}"
-
-
 class ChooseReuse(BuildStep):
     """Sets BUILD_MADE_PROPERTY: reused (with the earlier build's artifacts as REUSED_PROPERTY, for the fetch) or
     full, and why. Never fails: a build it cannot decide is made in full."""
@@ -56,7 +48,7 @@ class ChooseReuse(BuildStep):
         self.setProperty(BUILD_MADE_PROPERTY, made, "crcr")
         if files is not None:
             self.setProperty(REUSED_PROPERTY, [{"build": made["from"]["build"], "files": files}], "crcr")
-        self.descriptionDone = [made_text(made, files)]
+        self.descriptionDone = [made_text(made)]
         return SUCCESS
 
     async def _choice(self, sha: str) -> tuple[dict, list[dict] | None]:
@@ -81,7 +73,8 @@ class ChooseReuse(BuildStep):
             return _full(f"{len(changes)} files changed since {ancestor[:8]}, over {MAX_CHANGES}"), None
         if why := self.reuse.refusal(changes):
             return _full(f"{why}, since {ancestor[:8]} (build {buildid})"), None
-        return {"how": "reused", "from": {"commit": ancestor, "build": buildid}, "changed": len(changes),
+        return {"how": "reused", "from": {"commit": ancestor, "build": buildid, "files": [f["name"] for f in files]},
+                "changed": len(changes),
                 "changes": [f"{status}\t{path}" for status, path in changes]}, files
 
     async def _kept(self, buildid: int) -> list[dict] | None:

@@ -18,7 +18,7 @@ from twisted.python import log
 
 from crcr.buildmaster.steps.artifacts import given, kept_by, size_text
 from crcr.buildmaster.steps.child_trigger import announce_revision, last_build, request_complete
-from crcr.buildmaster.steps.reuse import made_text
+from crcr.health.stage_builds import made_text
 from crcr.names import ARTIFACTS_PROPERTY, shared_scheduler_name
 from crcr.store.service import relay_store
 
@@ -65,7 +65,7 @@ class SharedBuilds(BuildStep):
                 continue
             kept = await kept_by(self.master, build)
             groups.append(kept)
-            made = f", {made_text(kept['made'], kept['files'])}" if kept["made"] else ""
+            made = f", {made_text(kept['made'])}" if kept["made"] else ""
             told.append(f"{name} {'built' if here else 'shared'}: {size_text(kept['files'])}{made}")
         if errors:  # the build could not be made: not the commit's failure
             self.descriptionDone = [f"shared build not made: {'; '.join(errors)}: no suite runs"]

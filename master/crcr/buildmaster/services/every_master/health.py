@@ -23,7 +23,7 @@ from crcr.health.metrics import metrics, outbox_figures
 from crcr.health.one_commit import commit_page, pick_commit, sha_prefix
 from crcr.health.one_test import test_page
 from crcr.health.ranges import DEFAULT_RANGE, LONGEST_RANGE, range_seconds
-from crcr.health.stage_builds import Stage, every_stage, stage_figures, stages_of
+from crcr.health.stage_builds import Stage, every_stage, made_at_commit, stage_figures, stages_of
 from crcr.health.summary import BackendInfo, summary
 from crcr.names import HEALTH_SERVICE
 from crcr.store.service import relay_store
@@ -88,7 +88,10 @@ class RelayHealth(service.BuildbotService):
         self._backend(name)
         prefix = sha_prefix(sha_or_prefix)
         commit = pick_commit(name, sha_or_prefix, (yield self._store.health_commits_by_prefix(name, prefix)))
-        return commit_page((yield self._store.health_commit_rows(commit)), self.commit_url)
+        stages = stages_of(self._backend(name))
+        builds = yield self._store.health_stage_builds_at(self.master.db.model, [m.builder for m in stages], commit.sha)
+        return {**commit_page((yield self._store.health_commit_rows(commit)), self.commit_url),
+                "made": made_at_commit(stages, builds)}
 
     @defer.inlineCallbacks
     def metrics(self):
