@@ -24,6 +24,7 @@ from crcr.buildmaster.steps.compiler_cache import CompilerCacheFigures, compiler
 from crcr.config.builds import CompilerCache
 from crcr.names import COMPILER_CACHE_PROPERTY
 from crcr.shipped import COMPILER_CACHE_TOOL
+from crcr.shipped.crcr_compiler_cache import ccache_log_figures
 
 # The unit's PATH: the worker's venv first, where crcr-host up installs the tools (and requirements.txt, here).
 UNIT_PATH = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
@@ -140,3 +141,12 @@ class CompilerCacheFiguresTest(TestBuildStepMixin, TestReactorMixin, unittest.Te
         self.expect_figures("Traceback (most recent call last):\n")
         self.expect_outcome(WARNINGS, "ccache: no figures (its log says why) (warnings)")
         return self.run_step()
+
+
+def test_a_ccache_stats_log_is_read_without_ccaches_own_reader(tmp_path):
+    """Debian 12's ccache (4.7) has no --print-log-stats --format=json: the log is counted line by line."""
+    log = tmp_path / "ccache-stats.log"
+    log.write_text("# a.c\ncache_miss\ndirect_cache_miss\nlocal_storage_write\n# b.c\ndirect_cache_hit\n"
+                   "local_storage_hit\n# c.c\npreprocessed_cache_hit\n# link\ncalled_for_link\n")
+    assert ccache_log_figures(str(log)) == {"hits": 2, "misses": 1}
+    assert ccache_log_figures(str(tmp_path / "none.log")) == {"hits": 0, "misses": 0}, "nothing compiled"

@@ -76,17 +76,24 @@ def figures(kind: str) -> dict:
     """This build's hits and misses."""
     cache_tool = tool(kind)
     if kind == "ccache":
-        if not os.path.exists(os.environ.get("CCACHE_STATSLOG", "")):
-            return {"kind": kind, "hits": 0, "misses": 0}  # nothing was compiled
-        shown = subprocess.run([cache_tool, "--print-log-stats", "--format=json"], capture_output=True, text=True)
-        counters = json.loads(shown.stdout)
-        return {"kind": kind, "hits": counters.get("direct_cache_hit", 0) + counters.get("preprocessed_cache_hit", 0),
-                "misses": counters.get("cache_miss", 0)}
+        return {"kind": kind, **ccache_log_figures(os.environ.get("CCACHE_STATSLOG", ""))}
     shown = subprocess.run([cache_tool, "--show-stats", "--stats-format", "json"], capture_output=True, text=True)
     subprocess.run([cache_tool, "--stop-server"], capture_output=True)
     stats = json.loads(shown.stdout)["stats"]
     return {"kind": kind, "hits": sum(stats["cache_hits"]["counts"].values()),
             "misses": sum(stats["cache_misses"]["counts"].values())}
+
+
+def ccache_log_figures(log: str) -> dict:
+    """The hits and misses a ccache stats log counts: a `# <source>` line per compile, then a line per counter it
+    moved. Read here, not by `ccache --print-log-stats --format=json`, which ccache 4.7 (Debian 12's) lacks."""
+    counted = {"direct_cache_hit": 0, "preprocessed_cache_hit": 0, "cache_miss": 0}
+    if os.path.exists(log):  # none: nothing was compiled
+        with open(log) as f:
+            for line in f:
+                if line.strip() in counted:
+                    counted[line.strip()] += 1
+    return {"hits": counted["direct_cache_hit"] + counted["preprocessed_cache_hit"], "misses": counted["cache_miss"]}
 
 
 def main(argv: list[str]) -> int:
