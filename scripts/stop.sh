@@ -14,7 +14,8 @@ done
 [ -d "$state/master" ] && crcr master stop --basedir "$state/master"
 if [ "${1:-}" = --clean ]; then
   for host in "$hosts"/*/; do
-    [ -f "$host/state/crcr-host.json" ] && crcr host down --host-dir "$host"
+    # --drop-cache: the demo's hosts go whole, their compiler caches with them (a lab host's down keeps its own).
+    [ -f "$host/state/crcr-host.json" ] && crcr host down --drop-cache --host-dir "$host"
   done
   rmdir "$hosts" 2>/dev/null  # unless something else lives there
   rm -rf "$state"
