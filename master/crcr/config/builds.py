@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from crcr.config.errors import described_pattern
+from crcr.config.errors import described_pattern, listed
 from crcr.config.fields import BACKEND_NAME, DEVICE_NAME, Command, Seconds, Strict, all_match
 from crcr.config.limits import (
     MAX_ARTIFACT_GLOBS,
@@ -76,14 +76,10 @@ class Reuse(Strict):
         compiled = [path for status, path in changes if status != "D" and not (
             matches(path, tuple(self.paths)) and not matches(path, tuple(self.ignore_paths)))]
         if deleted:
-            return f"deletes {_named(deleted)}"
+            return f"deletes {listed(deleted, 2)}"
         if compiled:
-            return f"changes {_named(compiled)}, outside reuse: paths"
+            return f"changes {listed(compiled, 2)}, outside reuse: paths"
         return None
-
-
-def _named(paths: list[str], shown: int = 2) -> str:
-    return ", ".join(paths[:shown]) + (f" and {len(paths) - shown} more" if len(paths) > shown else "")
 
 
 class BuildStage(Strict):

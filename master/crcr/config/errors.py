@@ -52,6 +52,11 @@ def shown(value) -> str:
     return text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS] + "..."
 
 
+def listed(items: list[str], shown: int) -> str:
+    """The first `shown` of `items`, and how many more: 'a.py, b.py and 3 more'."""
+    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
 def shown_all(values: Iterable) -> str:
     """'a', 'b', 'c': the first few values shown, then how many more."""
     values = list(values)

@@ -25,6 +25,7 @@ from twisted.internet import defer, error, threads
 from twisted.python.failure import Failure
 
 from crcr.buildmaster.util.artifact_store import artifact_token, artifacts_folder
+from crcr.config.errors import listed
 from crcr.names import ARTIFACTS_DIR, ARTIFACTS_MADE_PROPERTY, ARTIFACTS_PATH, ARTIFACTS_PROPERTY, BUILD_MADE_PROPERTY
 from crcr.shipped import FETCH_SCRIPT  # shipped into a suite child's build folder
 
@@ -116,20 +117,16 @@ def refusal(found: dict[str, list[tuple[str, str, int]]], max_mb: int) -> str | 
         reasons.append(f"two artifacts named {', '.join(twice)}")
     for kind, why in NOT_FILES.items():
         if paths := [path for path, found_kind, _ in entries if found_kind == kind]:
-            reasons.append(f"{_listed(paths)} {'is' if len(paths) == 1 else 'are'} {why}")
+            reasons.append(f"{listed(paths, 3)} {'is' if len(paths) == 1 else 'are'} {why}")
     files = sorted(((size, path) for path, kind, size in entries if kind == "file"), reverse=True)
     if (total := sum(size for size, _ in files)) > max_mb * MB:
         reasons.append(f"{bytes_text(total)} of artifacts, over {limit_text(max_mb)}: "
-                       f"{_listed([f'{path} ({bytes_text(size)})' for size, path in files])}")
+                       f"{listed([f'{path} ({bytes_text(size)})' for size, path in files], 3)}")
     return "; ".join(reasons) or None
 
 
 def limit_text(max_mb: int) -> str:
     return f"the relay's limit of {max_mb} MB for a build's artifacts (CRCR_ARTIFACT_MAX_MB)"
-
-
-def _listed(items: list[str], shown: int = 3) -> str:
-    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
 class UploadArtifacts(MultipleFileUpload):
