@@ -20,8 +20,9 @@ from twisted.internet import defer
 from twisted.trial import unittest
 
 from cache_server import CacheServer
-from crcr.buildmaster.steps.compiler_cache import CompilerCacheFigures, compiler_cache_environment, figures_text
+from crcr.buildmaster.steps.compiler_cache import CompilerCacheFigures, compiler_cache_environment
 from crcr.config.builds import CompilerCache
+from crcr.health.stage_builds import cache_figures_text
 from crcr.names import COMPILER_CACHE_PROPERTY
 from crcr.shipped import COMPILER_CACHE_TOOL
 from crcr.shipped.crcr_compiler_cache import ccache_log_figures
@@ -115,7 +116,7 @@ def test_the_remote_cache_of_the_relays_settings_reaches_the_build():
     ({"kind": "ccache", "hits": 0, "misses": 0}, "ccache: 0 hits, 0 misses"),
 ])
 def test_the_figures_read_as_a_maintainer_would_say_them(figures, text):
-    assert figures_text(figures) == text
+    assert cache_figures_text(figures) == text
 
 
 class CompilerCacheFiguresTest(TestBuildStepMixin, TestReactorMixin, unittest.TestCase):

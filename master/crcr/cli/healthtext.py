@@ -11,6 +11,7 @@ from crcr.cli.wording import counted
 from crcr.health.backend import PULL_REQUEST_LEVELS
 from crcr.health.links import bisection_page
 from crcr.health.percentages import percent
+from crcr.health.stage_builds import cache_figures_text
 from crcr.health.verdicts import judged
 from crcr.suites.results import SHORT_SHA
 
@@ -150,9 +151,8 @@ def commit_lines(commit: dict, web_url: str) -> list[str]:
 
 
 def _made_text(made: dict) -> str:
-    """'torch-cpu (shared build): reused torch-….whl of 3ff80814 + 3 changed files, 9s; ccache: 0 hits, 0 misses'."""
-    cache = made["cache"]
-    figures = f"; {cache['kind']}: {cache['hits']} hits, {cache['misses']} misses" if cache else ""
+    """'torch-cpu (shared build): built in full: changes aten/…, 24m 5s; ccache: 301 hits, 1 miss (99% hit rate)'."""
+    figures = f"; {cache_figures_text(made['cache'])}" if made["cache"] else ""
     return (f"{made['name']} ({made['kind']}): {made['made'] or 'built'}, {duration_text(made['seconds'])}"
             f"{figures}")
 

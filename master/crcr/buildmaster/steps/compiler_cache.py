@@ -18,6 +18,7 @@ from buildbot.process.remotecommand import RemoteShellCommand
 from buildbot.process.results import SUCCESS, WARNINGS
 
 from crcr.config.builds import CompilerCache
+from crcr.health.stage_builds import cache_figures_text
 from crcr.names import COMPILER_CACHE_PROPERTY
 from crcr.shipped import COMPILER_CACHE_TOOL
 
@@ -65,13 +66,6 @@ def tool_command(shipped_dir: str, *arguments: str) -> list:
     return ["python3", util.Interpolate(f"%(prop:builddir)s/{shipped_dir}/{COMPILER_CACHE_TOOL.name}"), *arguments]
 
 
-def figures_text(figures: dict) -> str:
-    """'ccache: 812 hits, 4 misses (99% hit rate)'."""
-    hits, misses = figures["hits"], figures["misses"]
-    rate = f" ({100 * hits // (hits + misses)}% hit rate)" if hits + misses else ""
-    return f"{figures['kind']}: {hits} hit{'s' if hits != 1 else ''}, {misses} miss{'es' if misses != 1 else ''}{rate}"
-
-
 class CompilerCacheFigures(BuildStep):
     """This build's hits and misses, in its summary and its COMPILER_CACHE_PROPERTY. Runs whether the build
     succeeded or not (a failed build's figures say what it compiled); WARNINGS, never a failure, when the unit
@@ -95,5 +89,5 @@ class CompilerCacheFigures(BuildStep):
             self.descriptionDone = [f"{self.cache.kind}: no figures (its log says why)"]
             return WARNINGS
         self.setProperty(COMPILER_CACHE_PROPERTY, figures, "crcr")
-        self.descriptionDone = [figures_text(figures)]
+        self.descriptionDone = [cache_figures_text(figures)]
         return SUCCESS
