@@ -74,9 +74,9 @@ def cache_folder(kind: str) -> str:
 
 def figures(kind: str) -> dict:
     """This build's hits and misses."""
-    cache_tool = tool(kind)
     if kind == "ccache":
         return {"kind": kind, **ccache_log_figures(os.environ.get("CCACHE_STATSLOG", ""))}
+    cache_tool = tool(kind)
     shown = subprocess.run([cache_tool, "--show-stats", "--stats-format", "json"], capture_output=True, text=True)
     subprocess.run([cache_tool, "--stop-server"], capture_output=True)
     stats = json.loads(shown.stdout)["stats"]

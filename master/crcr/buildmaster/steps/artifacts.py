@@ -52,6 +52,12 @@ NOT_FILES = {"folder": "a folder: artifacts are files, give a glob of its files"
              "special file": "not a regular file"}
 
 
+def in_host_folder(builddir: str, path: str) -> str:
+    """`path` in the folder of the host whose build folder is `builddir`: the host's folder holds its units' folders,
+    each of which holds a folder per builder (crcr-host up lays them out so)."""
+    return f"{builddir}/../../{path}"
+
+
 def describe_files(folder: Path) -> list[dict]:
     """{name, size, sha256} of each file in `folder`, by name."""
     described = []
@@ -230,8 +236,7 @@ def fetch_artifacts_step(name: str, shipped_dir: str, given: str = ARTIFACTS_PRO
         groups = [{"url": f"{served}/{group['build']}/", "files": group["files"]}
                   for group in props.getProperty(given) or []]
         builddir = props.getProperty("builddir")
-        # The host's folder holds its units' folders, each of which holds a folder per builder.
-        return ["python3", f"{builddir}/{shipped_dir}/{FETCH_SCRIPT.name}", f"{builddir}/../../{HOST_CACHE}",
+        return ["python3", f"{builddir}/{shipped_dir}/{FETCH_SCRIPT.name}", in_host_folder(builddir, HOST_CACHE),
                 f"{builddir}/{into}", json.dumps(groups)]
 
     # The token on stdin, not in the environment, which buildbot-worker writes into the unit's twistd.log (for the

@@ -17,6 +17,7 @@ from buildbot.process.buildstep import BuildStep
 from buildbot.process.remotecommand import RemoteShellCommand
 from buildbot.process.results import SUCCESS, WARNINGS
 
+from crcr.buildmaster.steps.artifacts import in_host_folder
 from crcr.config.builds import CompilerCache
 from crcr.health.stage_builds import cache_figures_text
 from crcr.names import COMPILER_CACHE_PROPERTY
@@ -27,9 +28,8 @@ STATS_LOG = "ccache-stats.log"  # in the results folder, which each build starts
 
 
 def host_folder(subfolder: str):
-    """A renderable: `subfolder` of the host's folder, the parent of its units' folders (each holds a folder per
-    builder), as the artifacts' cache is found (steps/artifacts.py)."""
-    return util.Transform(lambda builddir: posixpath.normpath(f"{builddir}/../../{subfolder}"),
+    """A renderable: `subfolder` of the host's folder, as the artifacts' cache is found."""
+    return util.Transform(lambda builddir: posixpath.normpath(in_host_folder(builddir, subfolder)),
                           util.Property("builddir"))
 
 

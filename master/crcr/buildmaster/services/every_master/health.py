@@ -85,10 +85,9 @@ class RelayHealth(service.BuildbotService):
 
     @defer.inlineCallbacks
     def commit(self, name: str, sha_or_prefix: str):
-        self._backend(name)
+        stages = stages_of(self._backend(name))
         prefix = sha_prefix(sha_or_prefix)
         commit = pick_commit(name, sha_or_prefix, (yield self._store.health_commits_by_prefix(name, prefix)))
-        stages = stages_of(self._backend(name))
         builds = yield self._store.health_stage_builds_at(self.master.db.model, [m.builder for m in stages], commit.sha)
         return {**commit_page((yield self._store.health_commit_rows(commit)), self.commit_url),
                 "made": made_at_commit(stages, builds)}
