@@ -34,7 +34,8 @@ MIDNIGHT = datetime(2026, 3, 11).timestamp()
 OLD, RECENT = NOW - 91 * DAY, NOW - 89 * DAY  # either side of the 90 days' horizon
 PRUNED_ALL = {"log chunks": 1, "build data": 1, "crcr_bisection_steps": 0, "crcr_bisections": 0, "crcr_builds": 1,
               "crcr_commits": 1, "crcr_junit_files": 0, "crcr_suite_runs": 0, "crcr_test_outcomes": 0,
-              "artifact folders": 0, "crcr_shared_builds": 0, "crcr_builds_made": 0, "crcr_infra_failures": 1}
+              "artifact folders": 0, "crcr_shared_builds": 0, "crcr_builds_made": 0, "crcr_infra_failures": 1,
+              "crcr_relay_jobs": 1}
 
 
 def test_midnights_are_the_masters_local_ones():
@@ -78,6 +79,9 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         await self.master.db.insert_test_data(buildbot_rows(buildid, complete_at))
         await self.master.db.pool.do(relay_history, buildid, complete_at)
         await record_failure(relay_store(self.master), "lab-alpha-0", buildid, buildid, at=int(complete_at))
+        await relay_store(self.master).relay_job_completed("alpha", f"{buildid:040x}", "push", buildid, "alpha / ops", 1,
+                                                           buildid, int(complete_at) - 120, int(complete_at) - 60,
+                                                           int(complete_at), "success")
 
     async def kept(self, master=None) -> dict[str, set]:
         """What is left of each build: its log chunks, its build data, its row in the relay's history, its commit."""
@@ -93,6 +97,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         kept["history"] = await store.recorded_buildids(0)
         kept["commits"] = {b for b in (1, 2) if await db.pool.do(find_commit, "alpha", f"{b:040x}") is not None}
         kept["infra failures"] = {b for b in (1, 2) if await store.infra_failures_of(b)}
+        kept["relay jobs"] = {job.run_id for job in await store.relay_jobs_queued_since("alpha", 0)}
         return kept
 
     async def start_janitor(self, master=None) -> RelayJanitor:
@@ -108,11 +113,12 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         self.reactor.advance(0)
 
         self.assertEqual(await self.kept(), {"log chunks": {2}, "build data": {2}, "history": {2}, "commits": {2},
-                                             "infra failures": {2}})
+                                             "infra failures": {2}, "relay jobs": {2}})
         self.assertLogged("crcr janitor: deleted what is older than 90 days \\(artifacts: 3 days\\): log chunks: 1, "
                           "build data: 1, crcr_bisection_steps: 0, crcr_bisections: 0, crcr_builds: 1, "
                           "crcr_commits: 1, crcr_junit_files: 0, crcr_suite_runs: 0, crcr_test_outcomes: 0, "
-                          "artifact folders: 0, crcr_shared_builds: 0, crcr_builds_made: 0, crcr_infra_failures: 1")
+                          "artifact folders: 0, crcr_shared_builds: 0, crcr_builds_made: 0, crcr_infra_failures: 1, "
+                          "crcr_relay_jobs: 1")
         self.assertEqual(await janitor.getState(LAST_PRUNE), {"at": NOW, "pruned": PRUNED_ALL})
 
         self.reactor.advance(MIDNIGHT - NOW)
@@ -121,7 +127,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         self.assertEqual((await self.kept())["history"], {2})
         self.reactor.advance(1)
         self.assertEqual(await self.kept(), {"log chunks": set(), "build data": set(), "history": set(),
-                                             "commits": set(), "infra failures": set()})
+                                             "commits": set(), "infra failures": set(), "relay jobs": set()})
 
     async def test_a_build_stages_artifacts_are_kept_artifact_days_after_their_build_ended(self):
         """Days, not the history's 90: wheels are large. A running build's stay, and an unknown build's go; so do the
@@ -162,7 +168,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         self.reactor.advance(2 * DAY)  # no master led at midnight
         third = await self.another_master()
         self.assertEqual(await self.kept(third), {"log chunks": set(), "build data": set(), "history": set(),
-                                                  "commits": set(), "infra failures": set()})
+                                                  "commits": set(), "infra failures": set(), "relay jobs": set()})
 
     async def another_master(self):
         """Another master of the relay's, which takes the lead, with its janitor."""

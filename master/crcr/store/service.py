@@ -31,6 +31,7 @@ from crcr.store import (
     order_inputs,
     outbox,
     outbox_view,
+    relay_jobs,
     shared_builds,
 )
 from crcr.store.migrate import upgrade_tables
@@ -126,6 +127,11 @@ class RelayStore(service.BuildbotService):
     record_build_made = _through_pool(builds_made.record)
     builds_made_at = _through_pool(builds_made.made_at)
     prune_builds_made = _through_pool(builds_made.prune)
+    relay_job_started = _through_pool(relay_jobs.job_started)
+    relay_job_completed = _through_pool(relay_jobs.job_completed)
+    relay_jobs_queued_since = _through_pool(relay_jobs.jobs_queued_since)
+    relay_job_attempts = _through_pool(relay_jobs.attempts_of)
+    prune_relay_jobs = _through_pool(relay_jobs.prune)
 
     record_infra_failure = _through_pool(infra_failures.record)
     units_failed = _through_pool(infra_failures.units_failed)

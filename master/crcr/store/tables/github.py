@@ -85,3 +85,24 @@ github_check_runs = sa.Table(
     sa.Index("crcr_github_check_runs_target", "repo", "sha", "brid", unique=True),
     sa.Index("crcr_github_check_runs_created_at", "created_at"),
 )
+
+# Each job a build ran for PyTorch's relay and HUD (store/relay_jobs.py): a suite (or shard) of a parent build, each
+# attempt at it apart; the callbacks report them, the L3 readiness figures read them.
+relay_jobs = sa.Table(
+    "crcr_relay_jobs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("backend", sa.String(MAX_NAME), nullable=False),
+    sa.Column("sha", sa.String(SHA_LENGTH), nullable=False),
+    sa.Column("event", sa.String(EVENT_LENGTH), nullable=False),  # push | pull_request | forced | nightly | periodic
+    sa.Column("run_id", sa.Integer, nullable=False),  # the parent build
+    sa.Column("job_name", sa.String(CONTEXT_LENGTH), nullable=False),  # '<backend> / <suite> 2/3'
+    sa.Column("attempt", sa.Integer, nullable=False),  # 1, then 2 for the suite's child built again, ...
+    sa.Column("buildid", sa.Integer, nullable=False),  # the build running it: its child, or the parent
+    sa.Column("queued_at", sa.BigInteger, nullable=False),  # its commit's request, or the earliest dispatch answered
+    sa.Column("started_at", sa.BigInteger),
+    sa.Column("completed_at", sa.BigInteger),
+    sa.Column("conclusion", sa.String(STATE_LENGTH)),  # a GitHub check-run conclusion, once completed
+    sa.Index("crcr_relay_jobs_attempt", "run_id", "job_name", "attempt", unique=True),
+    sa.Index("crcr_relay_jobs_backend", "backend", "queued_at"),
+)
