@@ -28,6 +28,7 @@ from crcr.store import (
     infra_failures,
     junit_files,
     leadership,
+    levels,
     order_inputs,
     outbox,
     outbox_view,
@@ -132,6 +133,9 @@ class RelayStore(service.BuildbotService):
     relay_jobs_queued_since = _through_pool(relay_jobs.jobs_queued_since)
     relay_job_attempts = _through_pool(relay_jobs.attempts_of)
     prune_relay_jobs = _through_pool(relay_jobs.prune)
+
+    record_level = _through_pool(levels.record_level)
+    level_history = _through_pool(levels.level_history)
 
     record_infra_failure = _through_pool(infra_failures.record)
     units_failed = _through_pool(infra_failures.units_failed)
