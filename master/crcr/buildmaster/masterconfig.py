@@ -24,6 +24,7 @@ from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
 from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
 from crcr.buildmaster.services.leader.janitor import RelayJanitor
 from crcr.buildmaster.services.leader.ledger import CommitLedger
+from crcr.buildmaster.services.leader.levels import LevelHistory
 from crcr.buildmaster.services.leader.orphans import OrphanedChildren
 from crcr.buildmaster.services.leader.stale import nothing_pending_services
 from crcr.buildmaster.services.leader.units_out import UnitsResumed
@@ -84,6 +85,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                              github_repo=settings.github_repo, github_api_url=settings.github_api_url,
                              upstream_url=settings.upstream_url),
             *nothing_pending_services(relay, plan, settings), CrossMasterWaker(), OrphanedChildren(),
+            LevelHistory(levels={b.name: b.level for b in relay.backends}),
             HistoryRecorder(), RelayJanitor(history_days=settings.history_days, artifact_days=settings.artifact_days,
                                              artifact_store=settings.artifact_store),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.

@@ -79,7 +79,8 @@ def ready_since(history: list[LevelChange], jobs: list[JobRow], queued: list[int
 
 def criteria(history: list[LevelChange], jobs: list[JobRow], queued: list[int], end: int, days: int) -> list[dict]:
     """The six criteria over the `days` ending at `end`, as the jobs stood then: a job counts as started (completed)
-    only if it had by `end`."""
+    only if it had by `end`. Each {name, label, value, target, window (days; None for the time at L2), passes, and
+    as the pages say them: value_text, target_text ('< 3 h'), text}."""
     window = jobs[bisect_left(queued, end - days * DAY):bisect_left(queued, end)]
     started = [j for j in window if j.started_at is not None and j.started_at <= end]
     completed = [j for j in started if j.completed_at is not None and j.completed_at <= end]
@@ -87,10 +88,8 @@ def criteria(history: list[LevelChange], jobs: list[JobRow], queued: list[int], 
     executions = [j.completed_at - j.started_at for j in completed]
     queues = [j.started_at - j.queued_at for j in started]
     conclusions = [j.conclusion for j in completed]
-    at_l2 = time_at_l2(history, end)
     return [
-        {"name": TIME_AT_L2, "value": at_l2, "target": MIN_DAYS_AT_L2 * DAY, "window": None,
-         "passes": at_l2 is not None and at_l2 >= MIN_DAYS_AT_L2 * DAY, "text": _time_at_l2_text(at_l2)},
+        _time_at_l2_criterion(time_at_l2(history, end)),
         _below(END_TO_END_P50, "end-to-end p50", nearest_rank(end_to_end, 50) if end_to_end else None,
                MAX_END_TO_END_P50, days, _hours),
         _below(MAX_EXECUTION_TIME, "max execution", max(executions) if executions else None, MAX_EXECUTION, days,
@@ -120,32 +119,36 @@ def _share(conclusions: list[str | None], conclusion: str) -> float | None:
     return conclusions.count(conclusion) / len(conclusions) if conclusions else None
 
 
+def _time_at_l2_criterion(at_l2: int | None) -> dict:
+    target = MIN_DAYS_AT_L2 * DAY
+    passes = at_l2 is not None and at_l2 >= target
+    days = None if at_l2 is None else at_l2 // DAY
+    value_text = "not recorded yet" if days is None else f"{days} day{'s' if days != 1 else ''}"
+    text = (f"level not recorded yet ({MIN_DAYS_AT_L2} days at L2 needed)" if days is None
+            else f"at L2 for {value_text} {'≥' if passes else '<'} {MIN_DAYS_AT_L2} days")
+    return {"name": TIME_AT_L2, "label": "time at L2", "value": at_l2, "target": target, "window": None,
+            "passes": passes, "value_text": value_text, "target_text": f"≥ {MIN_DAYS_AT_L2} days", "text": text}
+
+
 def _below(name: str, label: str, value: float | None, target: float, days: int, shown) -> dict:
     passes = value is not None and value < target
-    return {"name": name, "value": value, "target": target, "window": days, "passes": passes,
-            "text": _text(label, value, "<" if passes else (">" if value is not None and value > target else "≥"),
-                          target, days, shown)}
+    comparison = "<" if passes else ">" if value is not None and value > target else "≥"
+    return _criterion(name, label, value, target, days, passes, comparison, f"< {shown(target)}", shown)
 
 
 def _at_least(name: str, label: str, value: float | None, target: float, days: int, shown) -> dict:
     passes = value is not None and value >= target
-    return {"name": name, "value": value, "target": target, "window": days, "passes": passes,
-            "text": _text(label, value, "≥" if passes else "<", target, days, shown)}
+    return _criterion(name, label, value, target, days, passes, "≥" if passes else "<", f"≥ {shown(target)}", shown)
 
 
-def _text(label: str, value: float | None, comparison: str, target: float, days: int, shown) -> str:
+def _criterion(name: str, label: str, value: float | None, target: float, days: int, passes: bool,
+               comparison: str, target_text: str, shown) -> dict:
     """'average queue 41 min > 30 min (7-day window)'; 'pass rate: no completed job (7-day window)'."""
-    if value is None:
-        return f"{label}: no completed job ({days}-day window)"
-    return f"{label} {shown(value)} {comparison} {shown(target)} ({days}-day window)"
-
-
-def _time_at_l2_text(at_l2: int | None) -> str:
-    if at_l2 is None:
-        return f"level not recorded yet ({MIN_DAYS_AT_L2} days at L2 needed)"
-    days = at_l2 // DAY
-    return f"at L2 for {days} day{'s' if days != 1 else ''} {'≥' if days >= MIN_DAYS_AT_L2 else '<'} " \
-           f"{MIN_DAYS_AT_L2} days"
+    value_text = "no completed job" if value is None else shown(value)
+    text = (f"{label}: {value_text} ({days}-day window)" if value is None
+            else f"{label} {value_text} {comparison} {shown(target)} ({days}-day window)")
+    return {"name": name, "label": label, "value": value, "target": target, "window": days, "passes": passes,
+            "value_text": value_text, "target_text": target_text, "text": text}
 
 
 def _hours(seconds: float) -> str:
