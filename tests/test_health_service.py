@@ -40,7 +40,7 @@ PROJECT = "pytorch/pytorch"
 RED, GREEN, PULLS = "alpha", "beta", "gamma"
 BUILDERID = 7
 A, B, C = ("a1" * 20, "b2" * 20, "c3" * 20)
-HOUR = 3600
+HOUR, DAY = 3600, 86400
 
 ROW_KEYS = {"backend", "level", "device", "description", "page", "state", "failing_since", "latest", "latency",
             "verdicts", "pass_rate", "builds", "timeouts", "timeout_rate", "queue", "units", "failing_tests"}
@@ -160,7 +160,7 @@ class HealthServiceTest(RelayHealthCase):
         page = await self.health.backend(RED, "24h")
 
         assert ROW_KEYS | {"now", "range", "ranges", "windows", "series", "failing", "flaky", "matrix",
-                           "bisections", "pull_requests", "stage_builds"} == set(page)
+                           "bisections", "pull_requests", "stage_builds", "l3_readiness"} == set(page)
         assert set(page["windows"]) == {"24h", "7d", "30d"}
         assert len(page["series"]["buckets"]) == 24 and page["series"]["bucket_seconds"] == HOUR
         assert [f["test"] for f in page["failing"]] == ["test_add.py::test_add"]
@@ -381,3 +381,46 @@ class StageBuildsTest(RelayHealthCase):
         assert figures["stage_builds"]["torch-cpu"]["builds"] == 3
         assert 'crcr_build_seconds{build="torch-cpu",quantile="0.95"} 1800.0' in text
         assert 'crcr_compiler_cache_hit_ratio{build="delta / build stage"} 0.75' in text
+
+
+class L3ReadinessTest(RelayHealthCase):
+    """A backend's L3 readiness from its level history and relay jobs in the store, on its page and in /metrics."""
+
+    async def setUp(self):
+        await super().setUp()
+        self.reactor.advance(90 * DAY)
+        self.now = now = int(self.reactor.seconds())
+        await self.store.record_level(RED, "L2", now - 40 * DAY)
+        await self.store.record_level(PULLS, "L3", now - 80 * DAY)
+        for n, queued in enumerate(range(now - 20 * DAY, now, 3 * HOUR)):
+            await self.job(RED, n, queued, queue=10 * 60)
+            # The L3 backend's jobs of the last 4 days waited 50 min: 7 days, 33 min on average.
+            await self.job(PULLS, 1000 + n, queued, queue=50 * 60 if queued >= now - 4 * DAY else 10 * 60)
+
+    async def job(self, backend: str, run_id: int, queued: int, queue: int) -> None:
+        name = f"{backend} / unit"
+        await self.store.relay_job_completed(backend, A, "push", run_id, name, 1, run_id, queued, queued + queue,
+                                             queued + queue + HOUR, "success")
+
+    async def test_a_backend_page_says_since_when_it_is_ready_with_each_criterion_beside_its_target(self):
+        found = (await self.health.backend(RED, "7d"))["l3_readiness"]
+
+        assert (found["state"], found["ready_since"]) == ("ready", self.now - 10 * DAY)
+        assert [(c["label"], c["value_text"], c["target_text"]) for c in found["promotion"]] == [
+            ("time at L2", "40 days", "≥ 30 days"), ("end-to-end p50", "1 h 10 min", "< 3 h"),
+            ("max execution", "1 h", "< 3 h"), ("average queue", "10 min", "< 30 min"),
+            ("timeout rate", "0%", "< 1%"), ("pass rate", "100%", "≥ 90%")]
+
+    async def test_an_l3_backend_whose_week_queued_too_long_is_at_risk(self):
+        found = await self.health.l3_readiness(PULLS)
+
+        assert found["verdict"] == "at risk: average queue 33 min > 30 min (7-day window)"
+
+    async def test_metrics_give_the_backends_with_relay_jobs(self):
+        figures = await self.health.metrics()
+        text = metrics_text(figures).decode()
+
+        assert set(figures["l3_readiness"]) == {RED, PULLS}, "the L1 backend has no relay jobs"
+        assert f'crcr_l3_readiness{{backend="{PULLS}",state="at_risk"}} 1.0' in text
+        assert (f'crcr_l3_criterion_passing{{backend="{PULLS}",criterion="average_queue",window="7d"}} 0.0'
+                in text)

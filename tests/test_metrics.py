@@ -7,8 +7,22 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from crcr.buildmaster.www.metrics import LATENCY_BUCKETS, metrics_text
+from crcr.health.readiness import readiness
+from crcr.store.levels import LevelChange
+from crcr.store.relay_jobs import JobRow
 
-HOUR = 3600
+HOUR, DAY = 3600, 86400
+NOW = 1_700_000_000
+
+
+def l3_readiness() -> dict:
+    """ok-alpha: 40 days at L2, a job every 3 hours for 20 days (160) queued 10 min and run an hour, each tenth of
+    the last week's 56 (jobs 104 to 159) timed out (health/readiness.py's answer)."""
+    jobs = [JobRow("ok-alpha", f"{n:040x}", "push", n, "ok-alpha / unit", 1, n, queued, queued + 600,
+                   queued + 600 + HOUR, "timed_out" if n % 10 == 0 and queued > NOW - 7 * DAY else "success")
+            for n, queued in enumerate(range(NOW - 20 * DAY, NOW, 3 * HOUR))]
+    return {"ok-alpha": readiness("L2", [LevelChange("L2", NOW - 40 * DAY)], jobs, NOW)}
+
 FIGURES = {
     "backends": {
         "ok-alpha": {
@@ -53,6 +67,7 @@ FIGURES = {
         "idle": {"name": "idle", "kind": "shared build", "builds": 0, "p50": None, "p95": None, "told": 0,
                  "reused": 0, "reused_rate": None, "cache": None},
     },
+    "l3_readiness": l3_readiness(),
 }
 
 
@@ -152,7 +167,7 @@ def test_an_empty_outbox_has_no_oldest_age():
 def test_each_scrape_is_built_afresh():
     """No state carried between scrapes: a backend gone from the figures is gone from the text."""
     metrics_text(FIGURES)
-    fewer = {**FIGURES, "backends": {"ok-beta": FIGURES["backends"]["ok-beta"]}}
+    fewer = {**FIGURES, "backends": {"ok-beta": FIGURES["backends"]["ok-beta"]}, "l3_readiness": {}}
     assert not any(dict(labels).get("backend") == "ok-alpha" for _, labels in samples(fewer))
 
 
@@ -177,3 +192,21 @@ def test_each_shared_build_and_build_stage_s_time_reuse_and_cache_hit_rate():
     assert of("crcr_build_reused_ratio", "ok-alpha / build stage") is None
     assert of("crcr_compiler_cache_hit_ratio", "ok-alpha / build stage") is None
     assert of("crcr_build_seconds", "idle", quantile="0.5") is None
+
+
+def test_each_l3_criterion_of_a_backend_with_relay_jobs_beside_its_target_passing_or_not():
+    found = samples(FIGURES)
+
+    def of(metric, criterion, window):
+        return found.get((metric, (("backend", "ok-alpha"), ("criterion", criterion), ("window", window))))
+
+    assert of("crcr_l3_criterion_value", "average_queue", "14d") == 600
+    assert of("crcr_l3_criterion_target", "average_queue", "14d") == 1800
+    assert of("crcr_l3_criterion_value", "time_at_l2", "14d") == 40 * DAY
+    assert of("crcr_l3_criterion_target", "time_at_l2", "14d") == 30 * DAY
+    assert of("crcr_l3_criterion_value", "timeout_rate", "7d") == pytest.approx(5 / 56)
+    assert [of("crcr_l3_criterion_passing", "timeout_rate", window) for window in ("14d", "7d")] == [0, 0]
+    assert of("crcr_l3_criterion_passing", "pass_rate", "14d") == 1
+    assert found[("crcr_l3_readiness", (("backend", "ok-alpha"), ("state", "not_ready")))] == 1
+    assert found[("crcr_l3_readiness", (("backend", "ok-alpha"), ("state", "ready")))] == 0
+    assert not any(dict(labels).get("backend") == "ok-beta" for name, labels in found if name.startswith("crcr_l3"))

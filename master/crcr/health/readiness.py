@@ -38,6 +38,7 @@ TIME_AT_L2, END_TO_END_P50, MAX_EXECUTION_TIME, AVERAGE_QUEUE, TIMEOUT_RATE, PAS
 CRITERIA = (TIME_AT_L2, END_TO_END_P50, MAX_EXECUTION_TIME, AVERAGE_QUEUE, TIMEOUT_RATE, PASS_RATE)
 # The verdict's states: what the mail (services/leader/readiness_mail.py) and the pages key on.
 NO_JOBS, READY, NOT_READY, AT_RISK, HOLDS = "no_jobs", "ready", "not_ready", "at_risk", "holds"
+JUDGED_STATES = (READY, NOT_READY, AT_RISK, HOLDS)  # those of a backend with jobs
 
 
 def readiness(level: str, history: list[LevelChange], jobs: list[JobRow], now: int) -> dict:

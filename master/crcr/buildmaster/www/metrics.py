@@ -25,6 +25,7 @@ from crcr.buildmaster.services.every_master.unit_figures import DAYS
 from crcr.buildmaster.www.reading import ReadResource
 from crcr.config.secretfiles import METRICS_TOKEN
 from crcr.health.ranges import DEFAULT_RANGE
+from crcr.health.readiness import DEMOTION_DAYS, JUDGED_STATES, PROMOTION_DAYS
 from crcr.health.state import STATES
 
 MINUTE, HOUR, DAY = 60, 3600, 86400
@@ -122,6 +123,7 @@ class _Figures:
         yield from self._each_unit(self.figures["unit_figures"])
         yield from self._masters(self.figures["masters"])
         yield from self._stage_builds(self.figures["stage_builds"])
+        yield from self._l3_readiness(self.figures["l3_readiness"])
 
     @staticmethod
     def _outbox(outbox: dict):
@@ -202,6 +204,38 @@ class _Figures:
             if figures["cache"] is not None and figures["cache"]["hit_rate"] is not None:
                 hits.add_metric([name], figures["cache"]["hit_rate"])
         yield from (count, seconds, reused, hits)
+
+    @staticmethod
+    def _l3_readiness(backends: dict):
+        """Each criterion of PyTorch's HUD for L3 (health/readiness.py) per backend with relay jobs, over the
+        promotion window (14d, with the time at L2) and the demotion window (7d): seconds for times, ratios for
+        rates; a value absent when no job gave it."""
+        labels = ["backend", "criterion", "window"]
+        value = GaugeMetricFamily("crcr_l3_criterion_value", "The backend's figure of an L3 criterion of PyTorch's "
+                                  "HUD, from the jobs crcr reports to PyTorch's relay (seconds, or a ratio)",
+                                  labels=labels)
+        target = GaugeMetricFamily("crcr_l3_criterion_target", "The HUD's target of the criterion (a bound the "
+                                   "value must stay under, or reach: pass_rate, time_at_l2)", labels=labels)
+        passing = GaugeMetricFamily("crcr_l3_criterion_passing", "1 while the backend meets the criterion over "
+                                    "the window, else 0", labels=labels)
+        states = GaugeMetricFamily("crcr_l3_readiness", "The backend's L3 readiness, 1 for the state it is in: "
+                                   "ready, not_ready, at_risk (a demotion-window criterion fails), holds (an L3 "
+                                   "backend within every target)", labels=["backend", "state"])
+        since = GaugeMetricFamily("crcr_l3_ready_since_timestamp_seconds", "Since when the backend meets every "
+                                  "promotion criterion (Unix time; absent unless ready)", labels=["backend"])
+        for name, answer in backends.items():
+            for window, days in (("promotion", PROMOTION_DAYS), ("demotion", DEMOTION_DAYS)):
+                for criterion in answer[window]:
+                    each = [name, criterion["name"], f"{days}d"]
+                    if criterion["value"] is not None:
+                        value.add_metric(each, criterion["value"])
+                    target.add_metric(each, criterion["target"])
+                    passing.add_metric(each, int(criterion["passes"]))
+            for state in JUDGED_STATES:
+                states.add_metric([name, state], int(answer["state"] == state))
+            if answer["ready_since"] is not None:
+                since.add_metric([name], answer["ready_since"])
+        yield from (value, target, passing, states, since)
 
 
 def _histogram(latencies: list[int]) -> tuple[list[tuple[str, int]], int]:

@@ -3,8 +3,9 @@ badges, /metrics and `crcr status` (the contract: docs/health.md).
 
 It gathers each view's rows in one trip to the database threads (store/health_queries.py), and in one more the builds
 of the shared builds and build stages from Buildbot's own tables (store/buildbot_tables.py: their properties are
-Buildbot's), the units from the device presence service (connected to any of the cluster's masters) and the backends
-from the configuration, and leaves every figure to crcr/health/.
+Buildbot's), and in two more a backend's L3 readiness (its level history and relay jobs, health/readiness.py), the
+units from the device presence service (connected to any of the cluster's masters) and the backends from the
+configuration, and leaves every figure to crcr/health/.
 Other services and the www resources find it as relay_health(master) (util/relay_services.py).
 """
 
@@ -23,6 +24,7 @@ from crcr.health.metrics import metrics, outbox_figures
 from crcr.health.one_commit import commit_page, pick_commit, sha_prefix
 from crcr.health.one_test import test_page
 from crcr.health.ranges import DEFAULT_RANGE, LONGEST_RANGE, range_seconds
+from crcr.health.readiness import DAY, JOBS_DAYS, NO_JOBS, readiness
 from crcr.health.stage_builds import Stage, every_stage, made_at_commit, stage_figures, stages_of
 from crcr.health.summary import BackendInfo, summary
 from crcr.names import HEALTH_SERVICE
@@ -73,7 +75,16 @@ class RelayHealth(service.BuildbotService):
         info, seconds, now = self._backend(name), range_seconds(range), self._now()
         rows = yield self._store.health_backend_rows(name, now - seconds, now - LONGEST_RANGE)
         return {**backend_page(info, rows, range, now, (yield self._units()), self.commit_url),
-                "stage_builds": (yield self._stage_builds(stages_of(info), now - seconds))}
+                "stage_builds": (yield self._stage_builds(stages_of(info), now - seconds)),
+                "l3_readiness": (yield self.l3_readiness(name))}
+
+    @defer.inlineCallbacks
+    def l3_readiness(self, name: str):
+        """The backend's L3 readiness now (health/readiness.py), from its level history and its relay jobs."""
+        info, now = self._backend(name), self._now()
+        history = yield self._store.level_history(name)
+        jobs = yield self._store.relay_jobs_queued_since(name, now - JOBS_DAYS * DAY)
+        return readiness(info.level, history, jobs, now)
 
     @defer.inlineCallbacks
     def test(self, name: str, test_id: str):
@@ -100,9 +111,20 @@ class RelayHealth(service.BuildbotService):
         stage_builds = yield self._stage_builds(every_stage(self.backends), now - range_seconds(DEFAULT_RANGE))
         return {**metrics(self.backends, rows, now, (yield self._units())), "masters": (yield self._masters(now)),
                 "unit_figures": (yield unit_figures(self.master)),
-                "stage_builds": {figures["name"]: figures for figures in stage_builds}}
+                "stage_builds": {figures["name"]: figures for figures in stage_builds},
+                "l3_readiness": (yield self._l3_readiness_with_jobs())}
 
     # --- what the views need ---
+
+    @defer.inlineCallbacks
+    def _l3_readiness_with_jobs(self):
+        """{backend: its L3 readiness} of the backends with relay jobs (those reporting to PyTorch's relay)."""
+        found = {}
+        for name in self._names():
+            answer = yield self.l3_readiness(name)
+            if answer["state"] != NO_JOBS:
+                found[name] = answer
+        return found
 
     @property
     def _store(self):
