@@ -15,6 +15,9 @@ from clirun import InProcessCrcr
 from copied_schema import relay_tables
 from crcr.cli.status import master_not_answering
 from crcr.health.percentages import percent
+from crcr.health.readiness import readiness
+from crcr.store.levels import LevelChange
+from crcr.store.relay_jobs import JobRow
 from harness import free_port
 from loopback import JsonHandler, LoopbackServer
 
@@ -22,6 +25,7 @@ NOW = 1_764_770_400  # 2025-12-03 14:00:00 UTC
 A, B, C, D, E, F = (letter * 40 for letter in "abcdef")
 GITHUB = "https://github.com/pytorch/pytorch/commit/"
 HEALTH = "/plugins/crcr/api/health"
+DAY = 86400
 
 
 class CannedRelay(LoopbackServer):
@@ -561,3 +565,37 @@ def test_a_rate_reads_as_on_the_web_pages_one_decimal_rounded_half_up_left_out_w
     # The same values through static/scripts.js's percent() (Math.round(rate * 1000) / 10) read the same.
     rates = [2 / 3, 1 / 3, 0.5, 1.0, 0.0, 0.0005, 0.1234, 0.99951]
     assert [percent(rate) for rate in rates] == ["66.7%", "33.3%", "50%", "100%", "0%", "0.1%", "12.3%", "100%"]
+
+
+def test_a_backend_gives_its_l3_readiness_each_criterion_beside_its_target_after_its_builds(crcr, relay):
+    # 40 days at L2; a job every 3 hours for 20 days, 10 min queued and an hour run, those of the last 4 days (most
+    # of the week) 50 min.
+    jobs = [JobRow("beta", A, "push", n, "beta / unit", 1, n, queued, queued + queue, queued + queue + 3600, "success")
+            for n, queued in enumerate(range(NOW - 20 * DAY, NOW, 3 * 3600))
+            for queue in [3000 if queued >= NOW - 4 * DAY else 600]]
+    answer = readiness("L2", [LevelChange("L2", NOW - 40 * DAY)], jobs, NOW)
+    relay.answers[f"{HEALTH}/beta?range=7d"] = (200, {**BACKEND_PAGE, "l3_readiness": answer})
+
+    lines = crcr("status", "beta", "--url", relay.url).stdout.splitlines()
+
+    first = lines.index("L3 readiness (PyTorch's HUD): at risk: average queue 33 min > 30 min (7-day window) "
+                        "(ready for L3 since 2025-11-23)")
+    assert lines[first + 1:first + 9] == [
+        "  CRITERION       TARGET     14 DAYS     7 DAYS",
+        "  time at L2      ≥ 30 days  40 days     (promotion only)",
+        "  end-to-end p50  < 3 h      1 h 10 min  1 h 50 min",
+        "  max execution   < 3 h      1 h         1 h",
+        "  average queue   < 30 min   21 min      33 min FAILS",
+        "  timeout rate    < 1%       0%          0%",
+        "  pass rate       ≥ 90%      100%        100%",
+        "failing tests (2):",
+    ]
+
+
+def test_a_backend_without_relay_jobs_says_so_in_one_line(crcr, relay):
+    answer = readiness("L2", [], [], NOW)
+    relay.answers[f"{HEALTH}/beta?range=7d"] = (200, {**BACKEND_PAGE, "l3_readiness": answer})
+
+    lines = crcr("status", "beta", "--url", relay.url).stdout.splitlines()
+
+    assert lines[lines.index("L3 readiness (PyTorch's HUD): no jobs yet") + 1] == "failing tests (2):"

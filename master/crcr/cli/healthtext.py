@@ -11,6 +11,7 @@ from crcr.cli.wording import counted
 from crcr.health.backend import PULL_REQUEST_LEVELS
 from crcr.health.links import bisection_page
 from crcr.health.percentages import percent
+from crcr.health.readiness import NO_JOBS
 from crcr.health.stage_builds import cache_figures_text
 from crcr.health.verdicts import judged
 from crcr.suites.results import SHORT_SHA
@@ -70,6 +71,26 @@ def stage_build_text(stage: dict) -> str:
             f"p95 {duration_text(stage['p95'])}, {reused}, {cache_text}")
 
 
+def l3_readiness_lines(readiness: dict | None) -> list[str]:
+    """The verdict of PyTorch's HUD's L3 criteria (health/readiness.py), then each criterion beside its target over
+    the promotion and demotion windows, 'FAILS' after each value that misses it."""
+    if readiness is None:
+        return []
+    lines = [f"L3 readiness (PyTorch's HUD): {readiness['verdict']}"]
+    if readiness["state"] == NO_JOBS:
+        return lines
+    demotion = {c["name"]: c for c in readiness["demotion"]}
+    rows = [("CRITERION", "TARGET", "14 DAYS", "7 DAYS")]
+    rows += [(c["label"], c["target_text"], _criterion_text(c),
+              _criterion_text(demotion[c["name"]]) if c["name"] in demotion else "(promotion only)")
+             for c in readiness["promotion"]]
+    return lines + [f"  {line}" for line in table(rows)]
+
+
+def _criterion_text(criterion: dict) -> str:
+    return criterion["value_text"] + ("" if criterion["passes"] else " FAILS")
+
+
 def masters_lines(masters: list[dict], now: int) -> list[str]:
     """The summary's masters under a header, by name: up, silent or stopped, their newest sign of life, which one
     leads; nothing when there are none (a master older than this crcr names none)."""
@@ -106,6 +127,7 @@ def backend_lines(page: dict, web_url: str) -> list[str]:
         for name, w in page["windows"].items()
     ])
     lines += stage_build_lines(page, over)
+    lines += l3_readiness_lines(page.get("l3_readiness"))  # a master older than this crcr gives none
     lines += _section("failing tests", [_failing_text(t, now, web_url) for t in page["failing"]], with_count=True)
     lines += _section(f"flakiest tests over the last {over}", [
         f"{t['test']} ({t['suite']}): flaky in {t['flaky_runs']} of {counted(t['runs'], 'run')}, "

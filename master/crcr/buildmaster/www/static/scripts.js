@@ -567,6 +567,30 @@
         }))));
   }
 
+  // The criteria PyTorch's HUD promotes to L3 and demotes on (health/readiness.py), each beside its target, over
+  // the promotion window (14 days) and the demotion window (7 days), from the jobs crcr reports to PyTorch's relay.
+  function L3Readiness(props) {
+    var r = props.readiness;
+    if (!r) return null;  // none from a master older than this page
+    var figure = function (c) {
+      if (!c) return h(Muted, null, "—");
+      return h("span", { className: c.passes ? "text-success" : "text-danger fw-bold", "data-passes": String(c.passes),
+        title: c.text }, (c.passes ? "✓ " : "✗ ") + c.value_text);
+    };
+    var demotion = {};
+    r.demotion.forEach(function (c) { demotion[c.name] = c; });
+    return h(Section, { title: "L3 readiness (PyTorch's HUD)" },
+      h("p", { "data-crcr": "l3-verdict", "data-state": r.state }, h("strong", null, r.verdict)),
+      r.state === "no_jobs" ? null : h("table", { className: "table table-sm w-auto", "data-crcr": "l3-criteria" },
+        h("thead", null, h("tr", null, ["criterion", "target", "14 days (promotion)", "7 days (demotion)"]
+          .map(function (c) { return h("th", { key: c }, c); }))),
+        h("tbody", null, r.promotion.map(function (c) {
+          return h("tr", { key: c.name, "data-criterion": c.name },
+            h("td", null, c.label), h("td", null, c.target_text), h("td", null, figure(c)),
+            h("td", null, c.window === null ? h(Muted, null, "promotion only") : figure(demotion[c.name])));
+        }))));
+  }
+
   function HealthSummary() {
     var range = useRange();
     var answer = useJson(healthApi("?range=" + range));
@@ -775,6 +799,7 @@
           h(Windows, { windows: page.windows }))),
       h(Charts, { backend: backend, range: range }),
       h(StageBuilds, { stage_builds: page.stage_builds, range: range }),
+      h(L3Readiness, { readiness: page.l3_readiness }),
       h(Section, { title: "Failing tests" }, h(FailingTests, { page: page })),
       h(Section, { title: "Flakiest tests" }, h(FlakyTests, { page: page })),
       h(Section, { title: "The last " + page.matrix.commits.length + " upstream commits, newest upstream first" },
