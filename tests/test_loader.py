@@ -277,6 +277,12 @@ BAD_FILES = [
     ),
     pytest.param(
         "backends/demo.yaml",
+        backend_yaml(mail=["Spyre CI <spyre-ci@example.com>", "octocat"]),
+        "{file}: mail: not e-mail addresses (as 'Name <name@example.com>' or name@example.com): 'octocat'",
+        id="mail-not-an-address",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
         backend_yaml(maintainers="octocat"),
         "{file}: maintainers: should be a valid list (got 'octocat')",
         id="maintainers-not-a-list",

@@ -11,7 +11,7 @@ from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.changes.upstream_poller import upstream_poller
 from crcr.buildmaster.process.builders import make_builders
 from crcr.buildmaster.process.workers import make_workers, relay_workers
-from crcr.buildmaster.reporters.unit_mail import unit_mailers
+from crcr.buildmaster.reporters.unit_mail import smtp_relay, unit_mailers
 from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
 from crcr.buildmaster.schedulers.pull_requests import PullRequestScheduler
 from crcr.buildmaster.schedulers.suites import triggerable
@@ -26,6 +26,7 @@ from crcr.buildmaster.services.leader.janitor import RelayJanitor
 from crcr.buildmaster.services.leader.ledger import CommitLedger
 from crcr.buildmaster.services.leader.levels import LevelHistory
 from crcr.buildmaster.services.leader.orphans import OrphanedChildren
+from crcr.buildmaster.services.leader.readiness_watch import readiness_watches
 from crcr.buildmaster.services.leader.stale import nothing_pending_services
 from crcr.buildmaster.services.leader.units_out import UnitsResumed
 from crcr.buildmaster.www import TITLE, upstream_project, www_config
@@ -86,6 +87,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                              upstream_url=settings.upstream_url),
             *nothing_pending_services(relay, plan, settings), CrossMasterWaker(), OrphanedChildren(),
             LevelHistory(levels={b.name: b.level for b in relay.backends}),
+            *readiness_watches(relay.backends, settings.web_url, smtp_relay(settings), settings.mail_from),
             HistoryRecorder(), RelayJanitor(history_days=settings.history_days, artifact_days=settings.artifact_days,
                                              artifact_store=settings.artifact_store),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.

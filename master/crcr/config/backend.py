@@ -3,6 +3,7 @@ branches, queue and schedule, relevant paths, build stage and shared builds, and
 
 from __future__ import annotations
 
+from email.utils import parseaddr
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
@@ -23,6 +24,7 @@ from crcr.config.fields import (
 )
 from crcr.config.infra_failures import InfraFailures
 from crcr.config.limits import (
+    MAX_ADDRESS,
     MAX_ENV_NAME,
     MAX_ENV_VARIABLES,
     MAX_LABEL,
@@ -58,6 +60,12 @@ Level = Literal["L1", "L2", "L3", "L4"]
 PULL_REQUEST_LEVELS = ("L3", "L4")  # L3 builds the PRs that carry its label, L4 every PR (upstream's allowlist)
 
 
+def is_mail_address(text: str) -> bool:
+    """'Name <name@example.com>' or name@example.com, all of it printable: one line of a mail's To header."""
+    address = parseaddr(text)[1]
+    return text.isprintable() and "@" in address and not any(c.isspace() for c in address)
+
+
 def _author_association(value: str) -> str:
     if value not in AUTHOR_ASSOCIATIONS:
         known = ", ".join(AUTHOR_ASSOCIATIONS)
@@ -77,6 +85,9 @@ class Backend(Strict):
     name: str = Field(pattern=BACKEND_NAME, max_length=MAX_NAME)
     description: str = Field(min_length=1, max_length=MAX_TEXT)
     maintainers: list[str] = Field(min_length=1, max_length=MAX_MAINTAINERS)
+    # Where the relay mails the maintainers (its L3 readiness at risk: docs/health.md), 'Name <address>' or an
+    # address each; none: no mail. The logins above have no address the relay could know.
+    mail: list[Annotated[str, Field(max_length=MAX_ADDRESS)]] = Field(default=[], max_length=MAX_MAINTAINERS)
     level: Level
     # The backend's own repository, whose level upstream's allowlist grants (CRCR_ALLOWLIST).
     repo: str | None = Field(default=None, pattern=GITHUB_REPOSITORY)
@@ -133,6 +144,15 @@ class Backend(Strict):
     @classmethod
     def _logins(cls, logins: list[str]) -> list[str]:
         return check_logins(logins)
+
+    @field_validator("mail")
+    @classmethod
+    def _addresses(cls, addresses: list[str]) -> list[str]:
+        bad = [a for a in addresses if not is_mail_address(a)]
+        if bad:
+            raise ValueError(f"not e-mail addresses (as 'Name <name@example.com>' or name@example.com): "
+                             f"{shown_all(bad)}")
+        return addresses
 
     @field_validator("branches")
     @classmethod

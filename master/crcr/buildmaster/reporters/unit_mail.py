@@ -64,11 +64,19 @@ class UnitMailNotifier(MailNotifier):
         return super().sendMail(m, recipients)
 
 
+def smtp_relay(settings: Settings) -> tuple[str, int] | None:
+    """CRCR_SMTP_RELAY as (host, port); None without one."""
+    if settings.smtp_relay is None:
+        return None
+    host, port = settings.smtp_relay.rsplit(":", 1)
+    return host, int(port)
+
+
 def unit_mailers(settings: Settings) -> list[MailNotifier]:
     """Buildbot's MailNotifier (as UnitMailNotifier) sending the units-taken-out mail through CRCR_SMTP_RELAY; none
     without one."""
-    if settings.smtp_relay is None:
+    relay = smtp_relay(settings)
+    if relay is None:
         return []
-    host, port = settings.smtp_relay.rsplit(":", 1)
-    return [UnitMailNotifier(fromaddr=settings.mail_from, relayhost=host, smtpPort=int(port),
-                         generators=[UnitPausedGenerator()])]
+    return [UnitMailNotifier(fromaddr=settings.mail_from, relayhost=relay[0], smtpPort=relay[1],
+                             generators=[UnitPausedGenerator()])]
