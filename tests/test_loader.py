@@ -35,7 +35,7 @@ FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "pytorch-oot"
 NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter or digit"
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
 BACKEND_KEYS = (
-    "description, maintainers, level, repo, pr_label, trusted_associations, device, branches, queue, schedule, "
+    "description, maintainers, mail, level, repo, pr_label, trusted_associations, device, branches, queue, schedule, "
     "report_to_pytorch, timeout, stale_after, setup, fan_out, build, uses, env, paths, ignore_paths, infra_failures, suites"
 )
 SMOKE = {"name": "smoke", "command": "true"}
