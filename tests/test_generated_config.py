@@ -51,6 +51,7 @@ from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
 from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
 from crcr.buildmaster.services.leader.janitor import RelayJanitor
 from crcr.buildmaster.services.leader.ledger import CommitLedger
+from crcr.buildmaster.services.leader.levels import LevelHistory
 from crcr.buildmaster.services.leader.orphans import OrphanedChildren
 from crcr.buildmaster.services.leader.stale import StaleWatch, WatchedBackend
 from crcr.buildmaster.services.leader.units_out import UnitsResumed
@@ -523,7 +524,7 @@ def test_buildbot_loads_the_generated_config(dirs):
     assert {type(s) for s in master.services.values()} == {
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RelayStore, RelayLeadership, CommitLedger,
         PullRequestRelay, DevicePresence, StaleWatch, CrossMasterWaker, OrphanedChildren, HistoryRecorder,
-        RelayJanitor, RelayHealth, UpstreamMirror, UnitsResumed,
+        RelayJanitor, RelayHealth, UpstreamMirror, UnitsResumed, LevelHistory,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"
