@@ -20,7 +20,8 @@ from twisted.python import log
 
 from crcr.buildmaster.changes.pr_policy import BackendRules, Decision, PullRequest, decide
 from crcr.github.commit_status import post_status
-from crcr.github.permissions import PermissionUnknown, can_write
+from crcr.github.permissions import can_write
+from crcr.github.reads import GitHubUnanswered
 from crcr.names import (
     GITHUB_DESCRIPTION_LIMIT,
     PULL_REQUEST_PROPERTY,
@@ -87,7 +88,7 @@ class PullRequestRelay(service.BuildbotService):
         else a wait for a label from someone who may."""
         try:
             allowed = yield can_write(self.master, self.github_api_url, self.github_repo, sender)
-        except PermissionUnknown as e:
+        except GitHubUnanswered as e:
             log.msg(f"crcr: not building on {sender}'s label {rules.label}: could not check their access: {e}")
             why = f"Could not check {sender}'s access on GitHub; add {rules.label} again"
             return Decision(waiting=why[:GITHUB_DESCRIPTION_LIMIT])
