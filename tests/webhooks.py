@@ -114,6 +114,11 @@ def pull_request_event(action: str, number: int, head: str, upstream, labels=(),
     return {"fixture": fixture, "overrides": overrides}
 
 
+def event_payload(event: dict) -> dict:
+    """The payload a pull_request_event delivers."""
+    return rewrite(load_fixture(event["fixture"]), event["overrides"])
+
+
 def deliver_pull_request(relay, event: dict, delivery: str | None = None, secret: str = WEBHOOK_SECRET) -> int:
     """POSTs a pull_request_event, signed with `secret`; returns the HTTP status."""
     return deliver(relay, "pull_request", event["fixture"], event["overrides"], secret=secret, delivery=delivery)
@@ -123,11 +128,37 @@ def deliver_dispatch(relay, event: dict, upstream_delivery: str, repo: str, secr
     """POSTs, as GitHub delivers it to a downstream repository's webhook, the repository_dispatch PyTorch's relay
     sends `repo` for the pull_request_event `event` (its client_payload: the upstream event's name, the upstream
     X-GitHub-Delivery `upstream_delivery`, the whole upstream payload); returns the HTTP status."""
-    upstream_payload = rewrite(load_fixture(event["fixture"]), event["overrides"])
+    upstream_payload = event_payload(event)
     dispatch = {"action": "pull_request", "branch": "main",
                 "client_payload": {"event_type": "pull_request", "delivery_id": upstream_delivery,
                                    "payload": upstream_payload},
                 "repository": {"full_name": repo}, "sender": {"login": "pytorch-cross-repo-ci-relay[bot]"}}
-    body = json.dumps(dispatch).encode()
-    return post(relay.web_url, "repository_dispatch", body,
+    return deliver_payload(relay, "repository_dispatch", dispatch, secret)
+
+
+def check_run_rerequested(run: dict, app_id: str, pull_requests: list[dict], sender: str = "octocat") -> dict:
+    """The `check_run` event `rerequested` GitHub sends the App of check run `run` (as FakeGitHub.check_runs gives
+    it) when `sender` clicks its "Re-run": the check run as GitHub describes it, with `pull_requests` (pull_request
+    payloads) as GitHub lists the PRs whose head its commit is, in its short form; the fields of octokit/webhooks'
+    example payload the relay could read."""
+    app = {"id": int(app_id), "slug": "crcr-test", "name": "crcr (test)"}
+    listed = [{"number": pr["number"], "head": {"ref": pr["head"]["ref"], "sha": pr["head"]["sha"]},
+               "base": {"ref": pr["base"]["ref"], "sha": pr["base"]["sha"]}} for pr in pull_requests]
+    return {
+        "action": "rerequested",
+        "check_run": {
+            "id": run["id"], "name": run["name"], "head_sha": run["head_sha"], "external_id": run["external_id"],
+            "status": run["status"], "conclusion": run.get("conclusion"), "details_url": run.get("details_url"),
+            "app": app, "pull_requests": listed,
+            "check_suite": {"id": 1, "head_sha": run["head_sha"], "app": app, "pull_requests": listed},
+        },
+        "repository": {"full_name": run["repo"]}, "sender": {"login": sender}, "installation": {"id": 1},
+    }
+
+
+def deliver_payload(relay, event: str, payload: dict, secret: str = WEBHOOK_SECRET) -> int:
+    """POSTs `payload` as GitHub's `event` delivery, with a new X-GitHub-Delivery id, signed with `secret`; returns
+    the HTTP status."""
+    body = json.dumps(payload).encode()
+    return post(relay.web_url, event, body,
                 {"X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": sign(body, secret)})
