@@ -111,7 +111,15 @@ def pull_request_event(action: str, number: int, head: str, upstream, labels=(),
     if sender is not None:
         overrides["sender.login"] = sender
     fixture = "pull_request.labeled" if action in ("labeled", "unlabeled") else "pull_request.opened"
-    return {"fixture": fixture, "overrides": overrides}
+    return {"name": "pull_request", "fixture": fixture, "overrides": overrides}
+
+
+def push_event(upstream, sha: str, repository: str = "pytorch/pytorch") -> dict:
+    """The real `push` payload (push.json: a tag deletion on Codertocat/Hello-World) made a push of `sha` to main of
+    the test's upstream, as deliver and deliver_dispatch take an event."""
+    overrides = {"ref": "refs/heads/main", "deleted": False, "before": upstream.git("rev-parse", f"{sha}~1"),
+                 "after": sha, **about_repository(repository, upstream.url)}
+    return {"name": "push", "fixture": "push", "overrides": overrides}
 
 
 def event_payload(event: dict) -> dict:
@@ -126,11 +134,11 @@ def deliver_pull_request(relay, event: dict, delivery: str | None = None, secret
 
 def deliver_dispatch(relay, event: dict, upstream_delivery: str, repo: str, secret: str = WEBHOOK_SECRET) -> int:
     """POSTs, as GitHub delivers it to a downstream repository's webhook, the repository_dispatch PyTorch's relay
-    sends `repo` for the pull_request_event `event` (its client_payload: the upstream event's name, the upstream
-    X-GitHub-Delivery `upstream_delivery`, the whole upstream payload); returns the HTTP status."""
+    sends `repo` for `event` (a pull_request_event or a push_event; its client_payload: the upstream event's name,
+    the upstream X-GitHub-Delivery `upstream_delivery`, the whole upstream payload); returns the HTTP status."""
     upstream_payload = event_payload(event)
-    dispatch = {"action": "pull_request", "branch": "main",
-                "client_payload": {"event_type": "pull_request", "delivery_id": upstream_delivery,
+    dispatch = {"action": event["name"], "branch": "main",
+                "client_payload": {"event_type": event["name"], "delivery_id": upstream_delivery,
                                    "payload": upstream_payload},
                 "repository": {"full_name": repo}, "sender": {"login": "pytorch-cross-repo-ci-relay[bot]"}}
     return deliver_payload(relay, "repository_dispatch", dispatch, secret)

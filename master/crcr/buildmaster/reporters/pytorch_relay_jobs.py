@@ -137,7 +137,9 @@ class PyTorchRelayJobs(ReportedOnce, ReporterBase):
 
     def sendMessage(self, reports):
         build = reports[0]["builds"][0]
-        role, backend = self.roles[prop(build, "scheduler")]
+        role, backend = self.roles.get(prop(build, "scheduler"), (None, None))
+        if role is None:  # a backend reconfigured away while its build ran
+            return defer.succeed(None)
         if role == CHILD:
             return self._child(build, self.backends[backend])
         return self._parent(build, self.backends[backend])
