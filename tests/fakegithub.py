@@ -8,6 +8,8 @@ Told of a GitHub App (install_app), it also plays the App's side: GET /repos/{o}
 POST /app/installations/{id}/access_tokens answer only a JWT signed with the App's key and issued by its id (401
 otherwise), and POST /repos/{o}/{r}/check-runs and PATCH /repos/{o}/{r}/check-runs/{id} only a token it issued.
 
+Told of a pull request (open_pull_request), it answers GET /repos/{o}/{r}/pulls/{n} with it, to any token.
+
 Told of an OAuth app (register_oauth_app), it plays GitHub's sign-in as Buildbot's GitHubAuth uses it with an
 Enterprise server: /login/oauth/authorize sends the browser back to the app's callback with a code, as the person
 signed in at GitHub (sign_in_at_github); POST /login/oauth/access_token trades the code and the app's credentials for
@@ -41,6 +43,7 @@ TOKEN_PATH = re.compile(r"^/app/installations/(?P<installation>\d+)/access_token
 CHECK_RUNS_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/check-runs$")
 CHECK_RUN_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/check-runs/(?P<id>\d+)$")
 USER_PATH = re.compile(r"^(/api/v3)?/user$")
+PULL_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)$")
 PERMISSION_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/collaborators/(?P<login>[^/]+)/permission$")
 TOKEN_LIFETIME = 3600  # seconds, as GitHub's installation tokens
 NO_ANSWER = 0  # Recorded.answered of a request left unanswered
@@ -91,6 +94,7 @@ class FakeGitHub:
         self._tokens: set[str] = set()  # installation tokens issued
         self._check_runs: list[dict] = []  # each as created, then as updated; its "updates" lists each payload
         self._permissions: dict[str, str] = {}  # login -> GitHub's coarse permission on every repository
+        self._pulls: dict[tuple[str, int], dict] = {}  # (repository, number) -> the pull request
         self._oauth_app: tuple[str, str, str] | None = None  # (client id, client secret, callback URL)
         self._browser_login: str | None = None  # who is signed in at GitHub in the browser
         self._oauth_codes: dict[str, tuple[str, str]] = {}  # code -> (login, redirect_uri), each used once
@@ -154,6 +158,11 @@ class FakeGitHub:
         """Give `login` a permission ('admin', 'write', 'read') on every repository; others are no collaborators."""
         with self._lock:
             self._permissions[login] = permission
+
+    def open_pull_request(self, repo: str, pull_request: dict) -> None:
+        """Answer GET /repos/`repo`/pulls/<its number> with `pull_request` (as GitHub's webhooks have it)."""
+        with self._lock:
+            self._pulls[(repo, pull_request["number"])] = pull_request
 
     def install_app(self, app_id: str, public_key, installation_id: int = 1) -> None:
         """Play a GitHub App with this id and public key, installed on every repository."""
@@ -222,6 +231,11 @@ class FakeGitHub:
             if m["login"] not in self._permissions:
                 return 404, {"message": f"{m['login']} is not a user"}
             return 200, {"permission": self._permissions[m["login"]], "user": {"login": m["login"]}}
+        if method == "GET" and (m := PULL_PATH.match(path)):
+            if not headers.get("Authorization"):
+                return _UNAUTHORIZED
+            pull_request = self._pulls.get((m["repo"], int(m["number"])))
+            return (200, pull_request) if pull_request else (404, {"message": "Not Found"})
         if method == "GET" and INSTALLATION_PATH.match(path) and self._app:
             return (200, {"id": self._app[2]}) if self._signed_by_app(headers) else _UNAUTHORIZED
         if method == "POST" and (m := TOKEN_PATH.match(path)) and self._app and int(m["installation"]) == self._app[2]:

@@ -1,6 +1,6 @@
 """Check runs end to end: with a GitHub App's id and key as secrets, an L4 backend's PR builds are reported as check
 runs named crcr/<backend>, through the App's installation token, by a real master; upstream commits keep their
-commit statuses."""
+commit statuses; and "Re-run" on one of them in GitHub's checks UI builds its PR head again, with a new check run."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from conftest import make_upstream, prepare_relay, running, write_secret
 from crcr.config.secretfiles import GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET
 from fakegithub import FakeGitHub, rsa_key_pair
 from harness import holding, open_gate, wait_until
-from webhooks import WEBHOOK_SECRET, deliver_pull_request, pull_request_event
+from webhooks import (
+    WEBHOOK_SECRET,
+    check_run_rerequested,
+    deliver_payload,
+    deliver_pull_request,
+    event_payload,
+    pull_request_event,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -62,6 +69,11 @@ def send(relay, event: dict) -> None:
     assert status == 200, f"the relay answered {status}\n--- master log ---\n{relay.log_tail()}"
 
 
+def request_ids(relay) -> set[int]:
+    """The build requests of the backend so far (the relay answers a delivery once it has acted on it)."""
+    return {r["buildrequestid"] for r in relay.get(f"builders/{relay.builder_id(BACKEND)}/buildrequests")["buildrequests"]}
+
+
 def test_a_pr_build_is_a_check_run_from_queued_to_its_conclusion(setup, github):
     relay, upstream, _ = setup
     head = upstream.pull_request(41, "Breaks test_new", {"test/test_pr.py": NEW_FAILURE})
@@ -102,3 +114,38 @@ def test_upstream_commits_keep_their_commit_statuses(setup, github):
     wait_until(lambda: [s["state"] for s in github.statuses(sha=sha, context=f"crcr/{BACKEND}")][-1:] == [final],
                60, "the upstream commit's final status")
     assert github.check_runs(sha=sha) == []
+
+
+def test_a_rerun_from_githubs_checks_ui_builds_the_pr_head_again_with_a_new_check_run(setup, github):
+    relay, upstream, _ = setup
+    head = upstream.pull_request(43, "Flaky on the lab", {"test/test_pr.py": "def test_ok():\n    assert True\n"})
+    opened = pull_request_event("opened", 43, head, upstream)
+    send(relay, opened)
+    first = relay.wait_for_finished_build(BACKEND, head)
+    old = check_run(github, head)
+    github.open_pull_request("pytorch/pytorch", event_payload(opened)["pull_request"])  # what the relay reads of it
+
+    # The head was built already: a push of it again would build nothing, a re-run builds it.
+    rerun = check_run_rerequested(old, APP_ID, [event_payload(opened)["pull_request"]])
+    status = deliver_payload(relay, "check_run", rerun)
+    assert status == 200, f"the relay answered {status}\n--- master log ---\n{relay.log_tail()}"
+
+    again = relay.wait_for_finished_build(BACKEND, head, ignore={first["buildid"]})
+
+    def second_run_completed():
+        runs = github.check_runs(sha=head, name=f"crcr/{BACKEND}")
+        return runs[-1] if len(runs) > 1 and runs[-1]["status"] == "completed" else None
+
+    new = wait_until(second_run_completed, 120, "the re-run's own check run to complete")
+    assert new["id"] != old["id"] and new["external_id"] != old["external_id"]
+    assert new["conclusion"] == "success"
+    assert new["details_url"].endswith(f"#/builders/{again['builderid']}/builds/{again['number']}")
+    assert github.check_runs(sha=head)[0]["updates"] == old["updates"], "the old check run is left as it was"
+
+    # Closed since, the PR is listed by GitHub no more: the relay knows it built that head as PR #43's, and GitHub
+    # says it is closed, which builds nothing.
+    github.open_pull_request("pytorch/pytorch", {**event_payload(opened)["pull_request"], "state": "closed"})
+    requests_before = request_ids(relay)
+    assert deliver_payload(relay, "check_run", check_run_rerequested(new, APP_ID, [])) == 200
+    wait_until(lambda: "not building checked: PR #43 is closed" in relay.log_tail(400), 30, "the refusal in the log")
+    assert request_ids(relay) == requests_before

@@ -16,8 +16,19 @@ import yaml
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS
 from selenium.webdriver.common.by import By
 
-from conftest import BUDGET_BRANCH, RELEASE_BRANCH, UNITS_BRANCH, backend, make_upstream, prepare_relay, running, suite
+from conftest import (
+    BUDGET_BRANCH,
+    RELEASE_BRANCH,
+    UNITS_BRANCH,
+    backend,
+    make_upstream,
+    prepare_relay,
+    running,
+    suite,
+    write_secret,
+)
 from crcr.buildmaster.steps.taking_out import pause_reason
+from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
 from crcr.config.users import add_user, users_file
 from crcr.github.status_text import FANNED_OUT, QUEUED
 from crcr.names import (
@@ -36,7 +47,9 @@ from crcr.names import (
     suite_step_name,
 )
 from harness import holding, kill_9, open_gate, wait_until
+from pytorchrelay import PyTorchRelayStandIn
 from smtp import smtp_server
+from webhooks import WEBHOOK_SECRET, deliver_dispatch, push_event
 from webui import (
     build_link,
     click_when_ready,
@@ -49,6 +62,8 @@ from webui import (
 )
 
 pytestmark = pytest.mark.e2e
+
+WIDE_REPO = "acme/wide-gamma"  # the wide backend's repository, which reports to PyTorch's relay
 
 UNITS = 3
 WIDE, HELD, BISECT = "wide-gamma", "held-gamma", "bisect-gamma"
@@ -122,12 +137,20 @@ class Wide:
 
 
 @pytest.fixture(scope="module")
-def wide(tmp_path_factory, github):
+def pytorch_relay():
+    """PyTorch's relay's callback endpoint, allowlisting the wide backend's repository at L2."""
+    stand_in = PyTorchRelayStandIn(levels={WIDE_REPO: "L2"}).start()
+    yield stand_in
+    stand_in.stop()
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory, github, pytorch_relay):
     with smtp_server() as mail:  # the labs' mail server
-        yield from relay_of_wide_backends(tmp_path_factory.mktemp("fan-out"), github, mail)
+        yield from relay_of_wide_backends(tmp_path_factory.mktemp("fan-out"), github, mail, pytorch_relay)
 
 
-def relay_of_wide_backends(root: Path, github, mail: tuple):
+def relay_of_wide_backends(root: Path, github, mail: tuple, pytorch_relay: PyTorchRelayStandIn):
     upstream = make_upstream(root / "upstream")
     gates = root / "gates"
     gates.mkdir()
@@ -146,7 +169,7 @@ def relay_of_wide_backends(root: Path, github, mail: tuple):
             build={"steps": [f"cmp $CRCR_ARTIFACTS_DIR/{CPU_WHEEL} {root}/{CPU_WHEEL}",
                              f"mkdir -p dist && head -c 3000000 /dev/urandom > dist/{WHEEL}",
                              f"cp dist/{WHEEL} {root}/made.whl"], "artifacts": ["dist/*.whl"]},
-            uses=[SHARED]), "maintainers": ["bob"]},
+            uses=[SHARED]), "maintainers": ["bob"], "repo": WIDE_REPO, "report_to_pytorch": True},
         # On another device, using the same shared build.
         TWIN: backend("L2", "delta", [{"name": "uses", "command": f"cmp $CRCR_ARTIFACTS_DIR/{CPU_WHEEL} "
                                                                  f"{root}/{CPU_WHEEL}"}], uses=[SHARED]),
@@ -164,7 +187,10 @@ def relay_of_wide_backends(root: Path, github, mail: tuple):
     }
     hosts = {"host-gamma": {"devices": {"gamma": UNITS, "cpu": 1, "delta": 1}, "admin": "Gamma Lab <gamma@example.com>"},
              SICK_HOST: {"devices": {"epsilon": 2}, "admin": "Eps Lab <eps@example.com>"}}
-    relay, workers = prepare_relay(root / "relay", upstream, github, backends, hosts=hosts, CRCR_SMTP_RELAY=mail[1])
+    relay, workers = prepare_relay(root / "relay", upstream, github, backends, hosts=hosts, CRCR_SMTP_RELAY=mail[1],
+                                   CRCR_PYTORCH_RELAY_URL=pytorch_relay.url,
+                                   CRCR_PYTORCH_RELAY_TOKEN_COMMAND=pytorch_relay.token_command(root))
+    write_secret(root / "relay" / "secrets", GITHUB_WEBHOOK_SECRET, WEBHOOK_SECRET + "\n")
     # What tells a run hit a gamma or an epsilon card, for every backend on one, and which epsilon card it is.
     devices = root / "relay" / "workers" / "devices"
     devices.mkdir()
@@ -182,9 +208,13 @@ def relay_of_wide_backends(root: Path, github, mail: tuple):
         yield Wide(relay, upstream, root, {worker.name: worker for worker in workers}, mail[0])
 
 
-def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from_its_parent(wide, github):
+def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from_its_parent(wide, github,
+                                                                                            pytorch_relay):
     relay = wide.relay
     sha = wide.upstream.commit("An upstream change for a wide backend")
+    # PyTorch's relay dispatched the push to the backend's repository, which hands it to crcr.
+    pytorch_relay.dispatched("push-wide", WIDE_REPO)
+    assert deliver_dispatch(relay, push_event(wide.upstream, sha), "push-wide", WIDE_REPO) == 200
     parent = relay.wait_for_finished_build(WIDE, sha)
 
     # The parent ran on the relay's own worker; a suite step per suite, each its verdict drawn from its child.
@@ -277,6 +307,25 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     twin_final = wait_until(lambda: [s["state"] for s in github.statuses(sha, status_context(TWIN))
                                      if s["state"] != "pending"], 30, "the other backend's final status")
     assert twin_final == ["success"]
+
+    # PyTorch's relay heard of each suite, and each shard, as a job of the parent's run: in_progress when its child
+    # started, then completed once with its own counts; the failing shard with its failed test and a verdict.
+    jobs = [child_builder_name(WIDE, name) for name in ("one", "two", "three", "pair")] + [
+        child_builder_name(WIDE, "broken", shard) for shard in ("1/2", "2/2")]
+    told = wait_until(lambda: (lambda c: len(c) == 2 * len(jobs) and c)(
+        pytorch_relay.callbacks(WIDE_REPO, "push-wide")), 60, "both callbacks of each job")
+    by_job = {name: [c["workflow"] for c in told if c["workflow"]["job_name"] == name] for name in jobs}
+    assert {name: [w["status"] for w in said] for name, said in by_job.items()} == {
+        name: ["in_progress", "completed"] for name in jobs}, told
+    ended = {name: said[1] for name, said in by_job.items()}
+    assert {w["run_id"] for w in ended.values()} == {str(parent["buildid"])}
+    assert len({w["check_run_id"] for w in ended.values()}) == len(jobs)
+    assert sum(w["test_results"]["passed"] + w["test_results"]["failed"] for w in ended.values()) == 11
+    [failing] = [w for w in ended.values() if w["conclusion"] != "success"]
+    assert (failing["conclusion"], failing["test_results"]["failed"]) == ("failure", 1), failing
+    assert [t["name"] for t in failing["failed_tests"]] == ["test_upstream_broke_this"]
+    assert failing["triage_verdict"]["category"] == "unknown", "the backend's first build: nothing to compare with"
+    assert (pytorch_relay.dropped_verdicts, pytorch_relay.truncated) == ([], [])
 
 
 def test_the_views_show_a_row_per_backend_and_the_parent_page_leads_to_each_suites_output(wide, browser, tmp_path):

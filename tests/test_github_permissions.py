@@ -9,7 +9,8 @@ from buildbot.test.reactor import TestReactorMixin
 from twisted.internet import defer
 from twisted.trial import unittest
 
-from crcr.github.permissions import PermissionUnknown, can_write
+from crcr.github.permissions import can_write
+from crcr.github.reads import GitHubUnanswered
 
 API = "https://api.github.test"
 REPO = "pytorch/pytorch"
@@ -48,7 +49,7 @@ class CanWriteTest(TestReactorMixin, unittest.TestCase):
 
     def test_github_failing_leaves_it_unknown(self):
         self.answers("dev", 502)
-        self.failureResultOf(can_write(self.master, API, REPO, "dev"), PermissionUnknown)
+        self.failureResultOf(can_write(self.master, API, REPO, "dev"), GitHubUnanswered)
 
 
 class WithoutTokenTest(TestReactorMixin, unittest.TestCase):
@@ -56,5 +57,5 @@ class WithoutTokenTest(TestReactorMixin, unittest.TestCase):
     def test_without_a_token_it_is_unknown(self):
         self.setup_test_reactor()
         master = yield fakemaster.make_master(self, with_secrets={})
-        failure = self.failureResultOf(can_write(master, API, REPO, "dev"), PermissionUnknown)
+        failure = self.failureResultOf(can_write(master, API, REPO, "dev"), GitHubUnanswered)
         self.assertIn("no usable secret 'github-token'", str(failure.value))

@@ -34,6 +34,7 @@ from crcr.names import (
     shared_builder_name,
 )
 from crcr.store.buildbot_tables import MADE
+from crcr.store.relay_jobs import JobRow
 from crcr.store.tables.history import builds, suite_runs, test_outcomes
 
 PROJECT = "pytorch/pytorch"
@@ -399,8 +400,8 @@ class L3ReadinessTest(RelayHealthCase):
 
     async def job(self, backend: str, run_id: int, queued: int, queue: int) -> None:
         name = f"{backend} / unit"
-        await self.store.relay_job_completed(backend, A, "push", run_id, name, 1, run_id, queued, queued + queue,
-                                             queued + queue + HOUR, "success")
+        await self.store.finish_relay_job(JobRow(backend, A, "push", run_id, name, 1, run_id, queued, queued + queue,
+                                                 queued + queue + HOUR, "success"))
 
     async def test_a_backend_page_says_since_when_it_is_ready_with_each_criterion_beside_its_target(self):
         found = (await self.health.backend(RED, "7d"))["l3_readiness"]

@@ -23,6 +23,7 @@ from crcr.buildmaster.services.leader.janitor import (
 from crcr.names import ARTIFACTS_DIR, LEADERSHIP_SERVICE, STORE_SERVICE
 from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.history import BuildRow, record_build
+from crcr.store.relay_jobs import JobRow
 from crcr.store.service import RelayStore, relay_store
 from relaymaster import another_relay_master, leadership, relay_master
 from test_infra_failures import record_failure
@@ -79,9 +80,9 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         await self.master.db.insert_test_data(buildbot_rows(buildid, complete_at))
         await self.master.db.pool.do(relay_history, buildid, complete_at)
         await record_failure(relay_store(self.master), "lab-alpha-0", buildid, buildid, at=int(complete_at))
-        await relay_store(self.master).relay_job_completed("alpha", f"{buildid:040x}", "push", buildid, "alpha / ops", 1,
-                                                           buildid, int(complete_at) - 120, int(complete_at) - 60,
-                                                           int(complete_at), "success")
+        await relay_store(self.master).finish_relay_job(JobRow(
+            "alpha", f"{buildid:040x}", "push", buildid, "alpha / ops", 1, buildid, queued_at=int(complete_at) - 120,
+            started_at=int(complete_at) - 60, completed_at=int(complete_at), conclusion="success"))
 
     async def kept(self, master=None) -> dict[str, set]:
         """What is left of each build: its log chunks, its build data, its row in the relay's history, its commit."""

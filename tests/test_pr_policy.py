@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crcr.buildmaster.changes.pr_policy import BackendRules, Decision, PullRequest, decide
+from crcr.buildmaster.changes.pr_policy import BackendRules, Decision, PullRequest, decide, rerun_refusal
 
 HEAD, OLD_HEAD = "b" * 40, "a" * 40
 TRUSTED = ("OWNER", "MEMBER", "COLLABORATOR")
@@ -118,3 +118,28 @@ def test_the_payload_gives_the_pull_request():
     assert parsed.as_property() == {
         "number": 2, "url": "https://github.com/o/r/pull/2", "title": "Fix", "author": "Codertocat",
         "author_association": "OWNER", "head_sha": HEAD, "base_branch": "main", "base_sha": OLD_HEAD}
+
+
+# --- a re-run asked in GitHub's checks UI: the head is built again by the rules a push of it follows ---
+
+
+def test_a_rerun_builds_the_head_of_an_open_pr_the_backend_builds():
+    assert rerun_refusal(rules("L4"), pr(), HEAD) is None
+    assert rerun_refusal(rules("L3"), pr(labels=[LABEL]), HEAD) is None
+    # An untrusted author's head while it carries the label: the service then asks whether the sender may write.
+    assert rerun_refusal(rules("L4"), pr(labels=[LABEL], association="CONTRIBUTOR"), HEAD) is None
+
+
+def test_a_rerun_is_refused_where_a_push_would_build_nothing():
+    assert rerun_refusal(rules("L2"), pr(labels=[LABEL]), HEAD) == "spyre is L2: it builds no pull request"
+    assert rerun_refusal(rules("L3"), pr(), HEAD) == f"PR #7 does not carry {LABEL}"
+    assert rerun_refusal(rules("L4"), pr(draft=True), HEAD) == "PR #7 is a draft"
+    assert rerun_refusal(rules("L4"), pr(association="NONE"), HEAD) == \
+        f"PR #7 does not carry {LABEL}, which an untrusted author's PR needs"
+    assert rerun_refusal(rules("L4"), pr(state="closed"), HEAD) == "PR #7 is closed"
+    assert rerun_refusal(rules("L4"), pr(state="closed", merged=True), HEAD) == "PR #7 is merged"
+
+
+def test_a_rerun_of_a_head_the_pr_has_left_builds_nothing():
+    assert rerun_refusal(rules("L4"), pr(), OLD_HEAD) == \
+        f"{OLD_HEAD[:10]} is no longer the head of PR #7 (now {HEAD[:10]})"

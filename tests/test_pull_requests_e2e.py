@@ -276,7 +276,7 @@ def test_a_dispatch_of_pytorchs_relay_builds_the_pr_head_once_and_reports_back_t
     assert "PyTorch's relay refused" not in relay.log_tail(5000), "the duplicate counted as taken, not refused"
     done = reported[1]["workflow"]
     assert (done["conclusion"], done["job_name"], done["run_id"], done["test_results"]) == (
-        "success", "four", str(build["buildid"]), {"passed": 1, "failed": 0, "skipped": 0})
+        "success", "four / pr", str(build["buildid"]), {"passed": 1, "failed": 0, "skipped": 0})
     assert done["url"].endswith(f"#/builders/{build['builderid']}/builds/{build['number']}")
     echoed = reported[1]["payload"]
     assert (echoed["pull_request"]["number"], echoed["pull_request"]["head"]["sha"]) == (33, head)

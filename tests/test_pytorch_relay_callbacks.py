@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SUCCESS
 from twisted.internet import reactor
 from twisted.trial import unittest
 
@@ -19,52 +18,51 @@ from configfiles import make_dirs, settings_for, write_backend, write_file, writ
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
 from crcr.github.rest import Answer
-from crcr.names import TESTS_PROPERTY
-from crcr.pytorch_relay.callbacks import dispatched_body, self_reported_body, workflow
+from crcr.pytorch_relay.callbacks import (
+    check_run_id,
+    completed_workflow,
+    dispatched_body,
+    self_reported_body,
+    started,
+    started_workflow,
+)
 from crcr.pytorch_relay.sender import PyTorchRelaySender
 from crcr.pytorch_relay.tokens import NoToken, oidc_token
 from crcr.store.outbox import OutboxRow
+from crcr.store.relay_jobs import JobRow
 
 STARTED = datetime(2026, 12, 4, 18, 0, 5, tzinfo=UTC)
 ENDED = datetime(2026, 12, 4, 18, 42, 0, tzinfo=UTC)
 URL = "http://relay.example.org/#/builders/3/builds/12"
 
 
-def build(complete: bool = False, results=None, tests: dict | None = None) -> dict:
-    properties = {TESTS_PROPERTY: [tests, "relay"]} if tests else {}
-    return {"buildid": 812, "builder": {"name": "spyre"}, "url": URL, "started_at": STARTED, "complete": complete,
-            "complete_at": ENDED if complete else None, "results": results, "properties": properties}
+def job(name: str = "spyre / ops 2/3", attempt: int = 1) -> JobRow:
+    return JobRow("spyre", "c" * 40, "push", 812, name, attempt, 830, queued_at=0,
+                  started_at=int(STARTED.timestamp()), completed_at=int(ENDED.timestamp()))
 
 
-def suite(passed: int, failing: list[str], skipped: int) -> dict:
-    return {"passed": passed, "failing": failing, "errored": [], "skipped": skipped}
-
-
-def test_a_starting_build_is_one_run_of_one_job_in_progress():
-    assert workflow({"build": build()}) == {
-        "schema_version": "1", "name": "crcr", "job_name": "spyre", "url": URL, "run_id": "812", "run_attempt": "1",
-        "check_run_id": "812-1", "status": "in_progress", "conclusion": None, "started_at": "2026-12-04T18:00:05Z",
-        "completed_at": None,
+def test_a_starting_job_is_one_leg_of_its_parents_run_in_progress():
+    assert started_workflow(job(), URL) == {
+        "schema_version": "1", "name": "crcr", "job_name": "spyre / ops 2/3", "url": URL, "run_id": "812",
+        "run_attempt": "1", "check_run_id": "830-1-ops-2of3", "status": "in_progress", "conclusion": None,
+        "started_at": "2026-12-04T18:00:05Z", "completed_at": None,
     }
+    assert check_run_id(job(attempt=2)) != check_run_id(job()) != check_run_id(job("spyre / ops 1/3")), \
+        "HUD's key of a row: one per job and attempt"
 
 
-def test_an_ended_build_is_completed_with_a_github_conclusion_and_its_test_counts():
-    tests = {"unit": suite(40, ["test_a.py::test_x"], 3), "ops": suite(2, [], 0)}
-    ended = workflow({"build": build(complete=True, results=FAILURE, tests=tests)})
-    assert (ended["status"], ended["conclusion"]) == ("completed", "failure")
-    assert (ended["started_at"], ended["completed_at"]) == ("2026-12-04T18:00:05Z", "2026-12-04T18:42:00Z")
-    assert ended["test_results"] == {"passed": 42, "failed": 1, "skipped": 3}
-    assert [workflow({"build": build(True, r)})["conclusion"] for r in (SUCCESS, CANCELLED, EXCEPTION)] == [
-        "success", "cancelled", "action_required"]
-    assert "test_results" not in workflow({"build": build(True, SUCCESS)}), "no suite ran: no counts, not zeros"
-
-
-def test_a_build_buildbot_retries_says_nothing():
-    assert workflow({"build": build(complete=True, results=RETRY)}) is None
+def test_an_ended_job_is_completed_with_its_conclusion_and_counts_and_its_in_progress_has_neither():
+    ended = completed_workflow(job(), URL, conclusion="failure", test_results={"passed": 4, "failed": 1,
+                                                                               "skipped": 0}, triage_verdict=None)
+    assert (ended["status"], ended["conclusion"], ended["completed_at"]) == ("completed", "failure",
+                                                                             "2026-12-04T18:42:00Z")
+    assert "triage_verdict" not in ended, "no verdict: no field, not null"
+    again = started({**ended, "failed_tests": [], "triage_verdict": {}})
+    assert again == started_workflow(job(), URL)
 
 
 def test_bodies_echo_the_dispatch_or_name_the_commit_as_rfc_0056_says():
-    fields = workflow({"build": build()})
+    fields = started_workflow(job(), URL)
     echoed = {"pull_request": {"number": 5, "head": {"sha": "a" * 40}}}
     assert dispatched_body("pull_request", "d-1", echoed, fields) == {
         "event_type": "pull_request", "delivery_id": "d-1", "payload": echoed, "workflow": fields}

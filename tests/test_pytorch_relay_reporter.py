@@ -21,8 +21,8 @@ from twisted.trial import unittest
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET
 
+from crcr.buildmaster.reporters.pytorch_relay_jobs import BackendJobs, PyTorchRelayJobs, job_generators
 from crcr.names import upstream_scheduler_name
-from crcr.pytorch_relay.reporter import PyTorchRelayCallbacks, Reporting, callback_generators
 from crcr.pytorch_relay.sender import PyTorchRelaySender
 from crcr.pytorch_relay.tokens import AUDIENCE
 from crcr.store.outbox_view import given_up
@@ -34,6 +34,7 @@ DOWNSTREAM = "torch-spyre/torch-spyre"
 REPO = "pytorch/pytorch"
 HEAD = "c" * 40
 BUILDER = "Builder0"  # the harness's builder: named after its backend, as the relay's are
+SUITE = "ops"  # the backend's one suite, which its builds run themselves
 TOKEN_COMMAND = f"{sys.executable} mint-token.py"
 NO_ANSWER = "no answer"
 DUPLICATE = {"detail": "callback rejected: invalid state transition delivery_id=d-1 repo=torch-spyre/torch-spyre "
@@ -70,7 +71,7 @@ class PyTorchRelayReportingTest(TestReactorMixin, ReporterTestMixin, unittest.Te
         self.setup_test_reactor()
         self.setup_reporter_test()
         self.reporter_test_project, self.reporter_test_revision = REPO, HEAD
-        self.reporter_test_props.update(revision=HEAD, got_revision=HEAD)
+        self.reporter_test_props.update(revision=HEAD, got_revision=HEAD, scheduler=upstream_scheduler_name(BUILDER))
         self.master = yield fakemaster.make_master(self, wantData=True, wantDb=True, wantMq=True)
         self.master.config.buildbotURL = "http://relay.test/"
         self.master.service_manager = self.master  # where the reporter finds the store and the sender
@@ -88,8 +89,9 @@ class PyTorchRelayReportingTest(TestReactorMixin, ReporterTestMixin, unittest.Te
         self.addCleanup(self.master.stopService)
 
     def start_reporter(self, follow: str | None) -> defer.Deferred:
-        self.reporter = PyTorchRelayCallbacks(reporting={BUILDER: Reporting(DOWNSTREAM, follow)}, github_repo=REPO,
-                                              generators=callback_generators([BUILDER], None))
+        jobs = BackendJobs(BUILDER, ((SUITE, None),), serial=True, repo=DOWNSTREAM, follow=follow)
+        self.reporter = PyTorchRelayJobs(backends={BUILDER: jobs}, github_repo=REPO,
+                                         generators=job_generators([BUILDER]))
         return self.reporter.setServiceParent(self.master)
 
     def expect_tokens(self, count: int) -> None:
@@ -157,18 +159,22 @@ class PyTorchRelayReportingTest(TestReactorMixin, ReporterTestMixin, unittest.Te
         self.assertEqual(refused, [], "the duplicate was taken, not refused")
 
     @defer.inlineCallbacks
-    def test_a_retried_build_reports_no_end_and_leaves_its_dispatch_to_the_next_build(self):
+    def test_a_retried_build_ends_its_jobs_cancelled_and_leaves_its_dispatch_to_the_next_build(self):
         yield self.store.record_dispatch(BUILDER, HEAD, "push", "d-2", {}, received_at=0)
-        self.expect_tokens(1)
+        self.expect_tokens(2)
         build = yield self.insert_build_new()
         yield self.event(build)
         self.mint()
 
         yield self.event(build, RETRY)
+        self.mint()
 
-        self.assertEqual(self.relay.posted(), [("push", "d-2", "in_progress")])
+        self.assertEqual(self.relay.posted(), [("push", "d-2", "in_progress"), ("push", "d-2", "completed")])
+        ended = self.relay.requests[1][1]["workflow"]
+        self.assertEqual((ended["job_name"], ended["conclusion"], "triage_verdict" in ended),
+                         (f"{BUILDER} / {SUITE}", "cancelled", False))
         answered = yield self.store.answer_dispatches(BUILDER, [HEAD], 21)
-        self.assertEqual([d.delivery_id for d in answered], ["d-2"])
+        self.assertEqual([d.delivery_id for d in answered], ["d-2"], "the next build's")
 
     @defer.inlineCallbacks
     def test_a_dispatch_that_came_while_the_build_ran_gets_in_progress_and_completed_at_its_end(self):

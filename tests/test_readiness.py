@@ -15,7 +15,7 @@ from crcr.health.readiness import (
     readiness,
 )
 from crcr.store.levels import LevelChange, level_history, record_level
-from crcr.store.relay_jobs import job_completed, job_started, jobs_queued_since
+from crcr.store.relay_jobs import JobRow, finish_job, jobs_queued_since, start_job
 from test_store import db  # noqa: F401  (the fixture: a SQLite database with the relay's tables)
 
 NOW = 2_000_000_000
@@ -30,10 +30,8 @@ def jobs_every(conn, first: int, last: int, every: int = 3 * HOUR, queue: int = 
     run_id, queued = run_from, first
     while queued < last:
         started = queued + queue
-        job_started(conn, BACKEND, f"{run_id:040x}", "push", run_id, f"{BACKEND} / unit", 1, run_id, queued,
-                    started)
-        job_completed(conn, BACKEND, f"{run_id:040x}", "push", run_id, f"{BACKEND} / unit", 1, run_id, queued,
-                      started, started + execution, conclusion(run_id))
+        finish_job(conn, JobRow(BACKEND, f"{run_id:040x}", "push", run_id, f"{BACKEND} / unit", 1, run_id, queued,
+                                started, started + execution, conclusion(run_id)))
         run_id, queued = run_id + 1, queued + every
     return run_id
 
@@ -125,7 +123,7 @@ def test_timeouts_and_failures_count_over_the_completed_jobs(db):
 def test_a_job_not_completed_counts_for_the_queue_only(db):
     record_level(db, BACKEND, "L3", NOW - 80 * DAY)
     jobs_every(db, NOW - 3 * DAY, NOW - 2 * DAY, every=DAY)  # one job, 10 min queued, done in an hour
-    job_started(db, BACKEND, "f" * 40, "push", 99, f"{BACKEND} / unit", 1, 99, NOW - 2 * HOUR, NOW - HOUR)
+    start_job(db, JobRow(BACKEND, "f" * 40, "push", 99, f"{BACKEND} / unit", 1, 99, NOW - 2 * HOUR, NOW - HOUR))
 
     answer = judged(db, "L3")
 

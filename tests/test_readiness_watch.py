@@ -16,6 +16,7 @@ from configfiles import make_dirs, settings_for, write_backend, write_worker, wr
 from crcr.buildmaster.services.every_master.health import RelayHealth
 from crcr.buildmaster.services.leader.readiness_watch import ReadinessWatch, readiness_watches
 from crcr.config.loader import load_checked_relay_config
+from crcr.store.relay_jobs import JobRow
 from crcr.store.service import RelayStore, relay_store
 from relaymaster import leadership, relay_master
 from smtp import smtp_server
@@ -49,9 +50,9 @@ class ReadinessWatchTest(TestReactorMixin, unittest.TestCase):
         """A job queued every 3 hours from `first` to before `last`, waiting `queue`, passing in an hour."""
         for queued in range(first, last, 3 * HOUR):
             self.run_id += 1
-            await self.store.relay_job_completed(BACKEND, f"{self.run_id:040x}", "push", self.run_id, "spyre / unit",
-                                                 1, self.run_id, queued, queued + queue, queued + queue + HOUR,
-                                                 "success")
+            await self.store.finish_relay_job(JobRow(BACKEND, f"{self.run_id:040x}", "push", self.run_id,
+                                                     "spyre / unit", 1, self.run_id, queued, queued + queue,
+                                                     queued + queue + HOUR, "success"))
 
     async def start_watch(self) -> None:
         """The watch starting on the leader, as at a master's start."""

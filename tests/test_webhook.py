@@ -35,7 +35,7 @@ from crcr.buildmaster.changes.pull_requests import PullRequestRelay
 from crcr.buildmaster.changes.webhook import github_dialect
 from crcr.buildmaster.changes.webhook_delivery import MAX_BODY
 from crcr.buildmaster.changes.webhook_events import shape_problem
-from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
+from crcr.config.secretfiles import GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_WEBHOOK_SECRET
 from crcr.names import POLLER_NAME, PULL_REQUESTS_SERVICE, STORE_SERVICE
 from crcr.store.deliveries import KEEP_SECONDS, claim_delivery, release_delivery
 from crcr.store.service import RelayStore
@@ -43,6 +43,7 @@ from webhooks import load_fixture, rewrite, sign
 
 SECRET = "the-webhook-secret"
 REPO = "pytorch/pytorch"
+APP_ID = "4242"
 DOWNSTREAM = "torch-spyre/torch-spyre"
 A = "a" * 40
 
@@ -76,6 +77,20 @@ def pull_request(action: str = "opened", repo: str = REPO) -> dict:
         "pull_request": {"number": 7, "head": {"sha": A}, "base": {"ref": "main", "sha": "b" * 40}},
         "repository": {"full_name": repo},
     }
+
+
+def check_run(action: str = "rerequested", app_id: int = int(APP_ID), pull_requests=(7,), repo: str = REPO) -> dict:
+    """A check_run event of the fields GitHub sends that the relay reads: check run crcr/spyre on commit A."""
+    listed = [{"number": number, "head": {"ref": "feature", "sha": A}, "base": {"ref": "main", "sha": "b" * 40}}
+              for number in pull_requests]
+    return {"action": action, "check_run": {"id": 9, "name": "crcr/spyre", "head_sha": A, "external_id": "31",
+                                            "app": {"id": app_id}, "pull_requests": listed},
+            "repository": {"full_name": repo}, "sender": {"login": "octocat"}}
+
+
+def check_suite(action: str = "rerequested") -> dict:
+    return {"action": action, "check_suite": {"id": 5, "head_sha": A, "app": {"id": int(APP_ID)}, "pull_requests": []},
+            "repository": {"full_name": REPO}, "sender": {"login": "octocat"}}
 
 
 def reshaped(payload: dict, path: str, value=DROP) -> dict:
@@ -119,6 +134,11 @@ BAD_SHAPES = [
      "pull_request.number: expected a whole number, got a boolean"),
     ("pull_request", {**pull_request("labeled"), "label": "ciflow/oot/spyre"},
      "label: expected an object, got a string"),
+    ("check_run", reshaped(check_run(), "check_run.app"), "check_run.app: missing"),
+    ("check_run", reshaped(check_run(), "check_run.pull_requests", [7]),
+     "check_run.pull_requests[0]: expected an object, got a number"),
+    ("check_suite", reshaped(check_suite(), "check_suite.head_sha", 7),
+     "check_suite.head_sha: expected a string, got a number"),
 ]
 
 
@@ -130,9 +150,11 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.root)
         self.dirs = make_dirs(self.root / "relay")
         write_secret(self.dirs.secrets, GITHUB_WEBHOOK_SECRET, SECRET + "\n")
+        write_secret(self.dirs.secrets, GITHUB_APP_ID, APP_ID + "\n")  # check runs through the relay's App
+        write_secret(self.dirs.secrets, GITHUB_APP_PRIVATE_KEY, "a key\n")
         self.master = yield fakemaster.make_master(
             self, wantDb=True, db_url="sqlite:///state.sqlite", basedir=str(self.root / "master"),
-            with_secrets={GITHUB_WEBHOOK_SECRET: SECRET},
+            with_secrets={GITHUB_WEBHOOK_SECRET: SECRET, GITHUB_APP_ID: APP_ID},
         )
         self.master.www = mock.Mock()  # as Buildbot's fakeMasterForHooks: the resource's base class asks for it
         self.master.service_manager = service.BuildbotServiceManager()
@@ -323,6 +345,67 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual(status, 200)
 
+    # --- re-runs asked in GitHub's checks UI ---
+
+    @defer.inlineCallbacks
+    def test_a_rerun_of_another_apps_check_run_does_nothing_and_is_logged(self):
+        status, text = yield self.deliver("check_run", check_run(app_id=99))
+
+        self.assertEqual((status, text.strip()), (200, "App 99's checks, not this relay's: nothing done"))
+        self.assertTrue(any(f"for App 99, not this relay's App {APP_ID}" in line for line in self.logged))
+
+    @defer.inlineCallbacks
+    def test_check_run_and_suite_actions_other_than_a_rerun_do_nothing(self):
+        for event, payload in (("check_run", check_run("completed")), ("check_suite", check_suite("requested"))):
+            status, text = yield self.deliver(event, payload)
+            self.assertEqual((status, text.strip()), (200, f"{event} {payload['action']}: nothing done"))
+
+    @defer.inlineCallbacks
+    def test_a_rerun_on_a_relay_without_an_app_does_nothing(self):
+        (self.dirs.secrets / GITHUB_APP_ID).unlink()
+        self.configure()
+
+        status, text = yield self.deliver("check_run", check_run())
+
+        self.assertEqual((status, text.strip()), (200, "no GitHub App posts this relay's check runs: nothing done"))
+
+    @defer.inlineCallbacks
+    def test_a_rerun_goes_to_the_pull_request_service(self):
+        status, text = yield self.deliver("check_run", check_run())
+
+        self.assertEqual(status, 200)
+        # This relay's service has no backend: crcr/spyre is none of its check runs.
+        self.assertEqual(text.strip(), f"re-run of check run crcr/spyre on {A[:10]}, PR #7: no backend of this "
+                                       "relay has that check run, nothing built")
+
+    @defer.inlineCallbacks
+    def test_a_rerun_of_a_head_no_pr_is_known_of_builds_nothing_saying_so(self):
+        # A fork's PR: GitHub lists none; the relay never built this commit as a PR's head.
+        status, text = yield self.deliver("check_suite", check_suite())
+
+        self.assertEqual(status, 200)
+        self.assertIn(f"no pull request of {A} known", text)
+        self.assertTrue(any(f"no pull request of {A} known" in line for line in self.logged))
+
+    @defer.inlineCallbacks
+    def test_a_forks_pr_is_the_one_the_relay_built_that_head_of(self):
+        for number in (8, 9):  # the latest asked is the PR's
+            yield self.master.db.buildsets.addBuildset(
+                sourcestamps=[{"branch": f"refs/pull/{number}/head", "revision": A, "repository": "file:///upstream",
+                               "codebase": "", "project": REPO}],
+                reason="a PR head", properties={}, builderids=[], waited_for=False)
+
+        status, text = yield self.deliver("check_run", check_run(pull_requests=()))
+
+        self.assertEqual(status, 200)
+        self.assertIn(f"on {A[:10]}, PR #9:", text)
+
+    @defer.inlineCallbacks
+    def test_a_dispatch_relaying_a_rerun_does_nothing(self):
+        status, text = yield self.deliver("repository_dispatch", dispatch(check_run(), "check_run", "u-rerun"))
+
+        self.assertEqual((status, text.strip()), (200, "the relay does not use relayed 'check_run' events"))
+
     # --- dispatches of PyTorch's relay ---
 
     @defer.inlineCallbacks
@@ -472,7 +555,8 @@ class WebhookTest(TestReactorMixin, unittest.TestCase):
 
 
 @pytest.mark.parametrize("fixture", ["push", "pull_request.opened", "pull_request.synchronize", "pull_request.closed",
-                                     "pull_request.labeled", "pull_request.unlabeled"])
+                                     "pull_request.labeled", "pull_request.unlabeled", "check_run.rerequested",
+                                     "check_suite.rerequested"])
 def test_githubs_own_payloads_are_of_the_shape_the_relay_reads(fixture):
     assert shape_problem(fixture.split(".")[0], load_fixture(fixture)) is None
 

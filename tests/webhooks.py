@@ -111,7 +111,20 @@ def pull_request_event(action: str, number: int, head: str, upstream, labels=(),
     if sender is not None:
         overrides["sender.login"] = sender
     fixture = "pull_request.labeled" if action in ("labeled", "unlabeled") else "pull_request.opened"
-    return {"fixture": fixture, "overrides": overrides}
+    return {"name": "pull_request", "fixture": fixture, "overrides": overrides}
+
+
+def push_event(upstream, sha: str, repository: str = "pytorch/pytorch") -> dict:
+    """The real `push` payload (push.json: a tag deletion on Codertocat/Hello-World) made a push of `sha` to main of
+    the test's upstream, as deliver and deliver_dispatch take an event."""
+    overrides = {"ref": "refs/heads/main", "deleted": False, "before": upstream.git("rev-parse", f"{sha}~1"),
+                 "after": sha, **about_repository(repository, upstream.url)}
+    return {"name": "push", "fixture": "push", "overrides": overrides}
+
+
+def event_payload(event: dict) -> dict:
+    """The payload a pull_request_event delivers."""
+    return rewrite(load_fixture(event["fixture"]), event["overrides"])
 
 
 def deliver_pull_request(relay, event: dict, delivery: str | None = None, secret: str = WEBHOOK_SECRET) -> int:
@@ -121,13 +134,39 @@ def deliver_pull_request(relay, event: dict, delivery: str | None = None, secret
 
 def deliver_dispatch(relay, event: dict, upstream_delivery: str, repo: str, secret: str = WEBHOOK_SECRET) -> int:
     """POSTs, as GitHub delivers it to a downstream repository's webhook, the repository_dispatch PyTorch's relay
-    sends `repo` for the pull_request_event `event` (its client_payload: the upstream event's name, the upstream
-    X-GitHub-Delivery `upstream_delivery`, the whole upstream payload); returns the HTTP status."""
-    upstream_payload = rewrite(load_fixture(event["fixture"]), event["overrides"])
-    dispatch = {"action": "pull_request", "branch": "main",
-                "client_payload": {"event_type": "pull_request", "delivery_id": upstream_delivery,
+    sends `repo` for `event` (a pull_request_event or a push_event; its client_payload: the upstream event's name,
+    the upstream X-GitHub-Delivery `upstream_delivery`, the whole upstream payload); returns the HTTP status."""
+    upstream_payload = event_payload(event)
+    dispatch = {"action": event["name"], "branch": "main",
+                "client_payload": {"event_type": event["name"], "delivery_id": upstream_delivery,
                                    "payload": upstream_payload},
                 "repository": {"full_name": repo}, "sender": {"login": "pytorch-cross-repo-ci-relay[bot]"}}
-    body = json.dumps(dispatch).encode()
-    return post(relay.web_url, "repository_dispatch", body,
+    return deliver_payload(relay, "repository_dispatch", dispatch, secret)
+
+
+def check_run_rerequested(run: dict, app_id: str, pull_requests: list[dict], sender: str = "octocat") -> dict:
+    """The `check_run` event `rerequested` GitHub sends the App of check run `run` (as FakeGitHub.check_runs gives
+    it) when `sender` clicks its "Re-run": the check run as GitHub describes it, with `pull_requests` (pull_request
+    payloads) as GitHub lists the PRs whose head its commit is, in its short form; the fields of octokit/webhooks'
+    example payload the relay could read."""
+    app = {"id": int(app_id), "slug": "crcr-test", "name": "crcr (test)"}
+    listed = [{"number": pr["number"], "head": {"ref": pr["head"]["ref"], "sha": pr["head"]["sha"]},
+               "base": {"ref": pr["base"]["ref"], "sha": pr["base"]["sha"]}} for pr in pull_requests]
+    return {
+        "action": "rerequested",
+        "check_run": {
+            "id": run["id"], "name": run["name"], "head_sha": run["head_sha"], "external_id": run["external_id"],
+            "status": run["status"], "conclusion": run.get("conclusion"), "details_url": run.get("details_url"),
+            "app": app, "pull_requests": listed,
+            "check_suite": {"id": 1, "head_sha": run["head_sha"], "app": app, "pull_requests": listed},
+        },
+        "repository": {"full_name": run["repo"]}, "sender": {"login": sender}, "installation": {"id": 1},
+    }
+
+
+def deliver_payload(relay, event: str, payload: dict, secret: str = WEBHOOK_SECRET) -> int:
+    """POSTs `payload` as GitHub's `event` delivery, with a new X-GitHub-Delivery id, signed with `secret`; returns
+    the HTTP status."""
+    body = json.dumps(payload).encode()
+    return post(relay.web_url, event, body,
                 {"X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": sign(body, secret)})

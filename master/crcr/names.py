@@ -196,9 +196,19 @@ def child_builder_name(backend: str, suite: str, shard: str | None = None) -> st
     return f"{backend} / {suite}" + (f" {shard}" if shard else "")
 
 
+PULL_REQUEST_REF_PREFIX, PULL_REQUEST_REF_SUFFIX = "refs/pull/", "/head"
+
+
 def pull_request_ref(number: int) -> str:
     """Where GitHub keeps a PR's head in the upstream repository itself, whoever's fork it comes from."""
-    return f"refs/pull/{number}/head"
+    return f"{PULL_REQUEST_REF_PREFIX}{number}{PULL_REQUEST_REF_SUFFIX}"
+
+
+def pull_request_of_ref(ref: str) -> int | None:
+    """The number of the PR whose pull_request_ref `ref` is; None for any other ref."""
+    number = ref.removeprefix(PULL_REQUEST_REF_PREFIX).removesuffix(PULL_REQUEST_REF_SUFFIX)
+    is_ref = ref.startswith(PULL_REQUEST_REF_PREFIX) and ref.endswith(PULL_REQUEST_REF_SUFFIX)
+    return int(number) if is_ref and number.isascii() and number.isdigit() else None
 
 
 def status_context(backend: str) -> str:

@@ -11,6 +11,7 @@ from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.changes.upstream_poller import upstream_poller
 from crcr.buildmaster.process.builders import make_builders
 from crcr.buildmaster.process.workers import make_workers, relay_workers
+from crcr.buildmaster.reporters.pytorch_relay_jobs import pytorch_relay_reporters
 from crcr.buildmaster.reporters.unit_mail import smtp_relay, unit_mailers
 from crcr.buildmaster.schedulers.force import bisect_scheduler, force_scheduler
 from crcr.buildmaster.schedulers.pull_requests import PullRequestScheduler
@@ -36,7 +37,6 @@ from crcr.config.settings import Settings, load_settings
 from crcr.config.upstream_web import commit_links, upstream_web_of
 from crcr.github.reporters import github_status_reporters
 from crcr.plan.builds import plan_builders
-from crcr.pytorch_relay.reporter import pytorch_relay_reporters
 from crcr.store.service import RelayStore
 
 

@@ -48,6 +48,12 @@ def usable_secret(secrets_dir: Path, name: str) -> bool:
     return secret_problem(secrets_dir, name) is None
 
 
+def app_configured(secrets_dir: Path) -> bool:
+    """Whether a GitHub App's id and key are there: PR results are its check runs, and re-runs of them are asked of
+    its webhook."""
+    return usable_secret(secrets_dir, GITHUB_APP_ID) and usable_secret(secrets_dir, GITHUB_APP_PRIVATE_KEY)
+
+
 def problems(secrets_dir: Path) -> list[str]:
     """What would make SecretInAFile refuse the directory; empty when it is usable or absent (no secrets)."""
     if not secrets_dir.is_dir():

@@ -3,8 +3,9 @@ outbox gives up for good: a status or a check run lost because a test's id, a su
 long. So every commit status and check run is cut to them on its way into the outbox (OutboxSender.enqueue),
 whatever made its text.
 
-PyTorch's relay's callbacks (kind `callback`) carry no text of the relay's making, and that relay's handler
-(pytorch/test-infra 61a7757, callback/callback_handler.py) checks no length: they are not cut."""
+PyTorch's relay's callbacks (kind `callback`) go as they are: their long parts, a job's failed tests and triage
+verdict, are fitted to that relay's and HUD's own limits when they are made (pytorch_relay/failed_tests.py,
+triage.py)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,13 @@ from buildbot.reporters.message import MessageFormatterRenderable
 from twisted.python import log
 
 from crcr.config.loader import RelayConfig
-from crcr.config.secretfiles import GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY, GITHUB_TOKEN, usable_secret
+from crcr.config.secretfiles import (
+    GITHUB_APP_ID,
+    GITHUB_APP_PRIVATE_KEY,
+    GITHUB_TOKEN,
+    app_configured,
+    usable_secret,
+)
 from crcr.config.settings import Settings
 from crcr.github.check_run_text import check_run_fields
 from crcr.github.check_runs import GitHubCheckRuns
@@ -39,8 +45,7 @@ def github_status_reporters(relay: RelayConfig, settings: Settings) -> list:
     # property the generators check.
     commits = [name for b in reporting for name in (upstream_scheduler_name(b.name), force_scheduler_name(b.name))]
     pull_requests = [pull_request_scheduler_name(b.name) for b in reporting if b.builds_pull_requests]
-    with_app = usable_secret(settings.secrets_dir, GITHUB_APP_ID) and usable_secret(
-        settings.secrets_dir, GITHUB_APP_PRIVATE_KEY)
+    with_app = app_configured(settings.secrets_dir)
     reporters = []
     statuses = usable_secret(settings.secrets_dir, GITHUB_TOKEN)
     if statuses:

@@ -86,6 +86,11 @@ class PlannedBuilder:
 BuildPlan = tuple[PlannedBuilder, ...]
 
 
+def shard_labels(shards: int) -> list[str | None]:
+    """The CRCR_SHARD of each child of a suite in `shards` shards ('1/3', ...); [None] for a suite run whole."""
+    return [f"{k}/{shards}" for k in range(1, shards + 1)] if shards > 1 else [None]
+
+
 def fans_out(relay: RelayConfig, backend: Backend) -> bool:
     """Whether each suite of `backend` is a child build of the commit's parent: as its `fan_out` says; left out,
     when it has what needs child builds, or several suites and several units of its device to run them on at

@@ -17,7 +17,13 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from crcr.names import BUILD_MADE_PROPERTY, COMPILER_CACHE_PROPERTY, RELAY_CHANGE_CATEGORIES
+from crcr.names import (
+    BUILD_MADE_PROPERTY,
+    COMPILER_CACHE_PROPERTY,
+    PULL_REQUEST_REF_PREFIX,
+    RELAY_CHANGE_CATEGORIES,
+    pull_request_of_ref,
+)
 from crcr.store.commits import Origin, author_name, headline
 
 REVISION_INDEX = "crcr_build_revisions"
@@ -75,6 +81,21 @@ def requests_of_ref(conn, model, builderid: int, ref: str) -> list[tuple[int, st
         .order_by(requests.c.id)
     )
     return [(row.id, row.revision, bool(row.complete), row.results) for row in conn.execute(query)]
+
+
+def pull_requests_built_at(conn, model, revision: str) -> list[int]:
+    """The numbers of the pull requests whose head `revision` was asked to be built (a sourcestamp of their ref at
+    it), the latest asked first: what the relay knows of which PR a commit is the head of."""
+    stamps, sets = model.sourcestamps, model.buildset_sourcestamps
+    query = (
+        sa.select(stamps.c.branch, sa.func.max(sets.c.buildsetid).label("latest"))
+        .select_from(stamps.join(sets, sets.c.sourcestampid == stamps.c.id))
+        .where(stamps.c.revision == revision, stamps.c.branch.like(f"{PULL_REQUEST_REF_PREFIX}%"))
+        .group_by(stamps.c.branch)
+        .order_by(sa.desc("latest"))
+    )
+    numbers = (pull_request_of_ref(row.branch) for row in conn.execute(query))
+    return [number for number in numbers if number is not None]
 
 
 def origin_of(conn, model, revision: str) -> Origin:

@@ -23,9 +23,11 @@ _d = relay_dispatches.c
 
 @dataclass(frozen=True)
 class Dispatch:
+    id: int  # later dispatches have greater ids
     event_type: str
     delivery_id: str
     payload: dict  # what a callback echoes of the upstream event
+    received_at: int
 
 
 def record_dispatch(conn, backend: str, sha: str, event_type: str, delivery_id: str, payload: dict,
@@ -50,9 +52,9 @@ def answer_dispatches(conn, backend: str, shas: list[str], buildid: int) -> list
 
 def answered_by(conn, buildid: int) -> list[Dispatch]:
     """The dispatches the build answers, oldest first."""
-    rows = conn.execute(sa.select(_d.event_type, _d.delivery_id, _d.payload)
+    rows = conn.execute(sa.select(_d.id, _d.event_type, _d.delivery_id, _d.payload, _d.received_at)
                         .where(_d.buildid == buildid).order_by(_d.id)).all()
-    return [Dispatch(row.event_type, row.delivery_id, json.loads(row.payload)) for row in rows]
+    return [Dispatch(row.id, row.event_type, row.delivery_id, json.loads(row.payload), row.received_at) for row in rows]
 
 
 def release_dispatches(conn, buildid: int) -> None:

@@ -5,7 +5,8 @@ connection and commits what it writes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 
 import sqlalchemy as sa
 
@@ -26,34 +27,52 @@ class JobRow:
     buildid: int
     queued_at: int
     started_at: int | None
-    completed_at: int | None
-    conclusion: str | None
+    completed_at: int | None = None
+    conclusion: str | None = None
+    told_up_to: int = 0  # the newest dispatch (its id) its callbacks went to
+    workflow: dict | None = None  # its completed callback's workflow
 
 
-def job_started(conn, backend: str, sha: str, event: str, run_id: int, job_name: str, attempt: int, buildid: int,
-                queued_at: int, started_at: int) -> None:
+def _values(job: JobRow) -> dict:
+    return {**asdict(job), "workflow": None if job.workflow is None else json.dumps(job.workflow)}
+
+
+def _job_row(row) -> JobRow:
+    values = dict(row._mapping)
+    return JobRow(**{**values, "workflow": None if values["workflow"] is None else json.loads(values["workflow"])})
+
+
+def start_job(conn, job: JobRow) -> None:
     """Once per attempt: a second start of it (another master's reporter) changes nothing."""
-    insert_unless_present(conn, relay_jobs, backend=backend, sha=sha, event=event, run_id=run_id, job_name=job_name,
-                          attempt=attempt, buildid=buildid, queued_at=queued_at, started_at=started_at)
+    insert_unless_present(conn, relay_jobs, **_values(job))
     conn.commit()
 
 
-def job_completed(conn, backend: str, sha: str, event: str, run_id: int, job_name: str, attempt: int, buildid: int,
-                  queued_at: int, started_at: int, completed_at: int, conclusion: str) -> None:
-    """Its end; a job that never started (its build ended before it) starts and ends at once."""
-    insert_unless_present(conn, relay_jobs, backend=backend, sha=sha, event=event, run_id=run_id, job_name=job_name,
-                          attempt=attempt, buildid=buildid, queued_at=queued_at, started_at=started_at)
+def finish_job(conn, job: JobRow) -> None:
+    """Its end, and what its callbacks told; a job that never started (its build ended before it) starts and ends
+    at once."""
+    values = _values(job)
+    insert_unless_present(conn, relay_jobs, **values)
     conn.execute(relay_jobs.update()
-                 .where(_j.run_id == run_id, _j.job_name == job_name, _j.attempt == attempt)
-                 .values(completed_at=completed_at, conclusion=conclusion))
+                 .where(_j.run_id == job.run_id, _j.job_name == job.job_name, _j.attempt == job.attempt)
+                 .values(**{name: values[name] for name in ("completed_at", "conclusion", "told_up_to", "workflow")}))
     conn.commit()
+
+
+def _select():
+    return sa.select(*(getattr(_j, name) for name in JobRow.__dataclass_fields__))
+
+
+def jobs_of_run(conn, run_id: int) -> list[JobRow]:
+    """The jobs of a parent build, each attempt, in the order they started."""
+    return [_job_row(row) for row in conn.execute(_select().where(_j.run_id == run_id).order_by(_j.id)).all()]
 
 
 def jobs_queued_since(conn, backend: str, since: int) -> list[JobRow]:
     """The backend's jobs queued at or after `since`, oldest first."""
-    rows = conn.execute(sa.select(*(getattr(_j, name) for name in JobRow.__dataclass_fields__))
-                        .where(_j.backend == backend, _j.queued_at >= since).order_by(_j.queued_at, _j.id)).all()
-    return [JobRow(*row) for row in rows]
+    rows = conn.execute(_select().where(_j.backend == backend, _j.queued_at >= since)
+                        .order_by(_j.queued_at, _j.id)).all()
+    return [_job_row(row) for row in rows]
 
 
 def attempts_of(conn, run_id: int, job_name: str) -> int:

@@ -123,3 +123,24 @@ def waiting_for_label(backend: BackendRules, again: bool = False) -> str:
 
 def superseded(pr: PullRequest) -> str:
     return f"Superseded by {pr.head_sha[:SHORT_SHA]}"
+
+
+def rerun_refusal(backend: BackendRules, pr: PullRequest, sha: str) -> str | None:
+    """Why a re-run asked in GitHub's checks UI of `backend`'s check run on commit `sha` builds nothing, `pr` being
+    the PR as GitHub describes it now; None when it builds: the rules of a push to the PR hold, and the commit must
+    still be its head. An untrusted author's head builds only while it carries the label, and only when the one who
+    asked may write upstream (the service asks GitHub, as for a label)."""
+    if backend.level not in PULL_REQUEST_LEVELS:
+        return f"{backend.name} is {backend.level}: it builds no pull request"
+    if not pr.open:
+        return f"PR #{pr.number} is {'merged' if pr.merged else 'closed'}"
+    if pr.head_sha != sha:
+        return f"{sha[:SHORT_SHA]} is no longer the head of PR #{pr.number} (now {pr.head_sha[:SHORT_SHA]})"
+    labeled = backend.label in pr.labels
+    if backend.level == "L3" and not labeled:
+        return f"PR #{pr.number} does not carry {backend.label}"
+    if pr.draft and not labeled:
+        return f"PR #{pr.number} is a draft"
+    if pr.author_association not in backend.trusted_associations and not labeled:
+        return f"PR #{pr.number} does not carry {backend.label}, which an untrusted author's PR needs"
+    return None

@@ -1,6 +1,8 @@
 """GitHub's webhooks at /change_hook/github on the web port: a push to a followed branch makes the upstream poller
 poll now; a pull_request event goes to the relay's pull-request service; a repository_dispatch that PyTorch's own
-relay sent to a backend's repository does either for that backend (docs/pytorch-relay.md).
+relay sent to a backend's repository does either for that backend (docs/pytorch-relay.md); a check_run or check_suite
+event `rerequested` about the relay's own App's check runs (a re-run asked in GitHub's checks UI) goes to the
+pull-request service too (changes/rerequests.py).
 
 Built on Buildbot's change hook (www's change_hook_dialects, its GitHubHandler and GitHubEventHandler), whose
 GitHubEventHandler.process is replaced here: it checks only the old sha1 X-Hub-Signature, turns pushes into changes
@@ -21,6 +23,7 @@ from twisted.internet import defer
 from twisted.python import log
 
 from crcr.buildmaster.changes.relayed_event import RelayedEvent, relayed_event
+from crcr.buildmaster.changes.rerequests import CHECK_RUN_EVENT, CHECK_SUITE_EVENT, RERUN_ACTION, Rerun
 from crcr.buildmaster.changes.webhook_delivery import (
     MAX_BODY,
     Refused,
@@ -34,7 +37,7 @@ from crcr.buildmaster.changes.webhook_delivery import (
 from crcr.buildmaster.changes.webhook_events import DISPATCH_EVENT
 from crcr.buildmaster.util.relay_services import pull_request_relay
 from crcr.config.backend import Backend
-from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET, secret_problem
+from crcr.config.secretfiles import GITHUB_APP_ID, GITHUB_WEBHOOK_SECRET, app_configured, secret_problem
 from crcr.config.settings import Settings
 from crcr.names import POLLER_NAME
 from crcr.store.service import relay_store
@@ -42,6 +45,7 @@ from crcr.store.tables.github import DELIVERY_LENGTH
 
 DIALECT = "github"
 BRANCH_REF = "refs/heads/"
+RELAYED_EVENTS = ("push", "pull_request")  # what PyTorch's relay dispatches; a re-run is of the relay's own App
 
 
 def github_dialect(settings: Settings, backends: list[Backend] = ()) -> dict:
@@ -59,6 +63,8 @@ def github_dialect(settings: Settings, backends: list[Backend] = ()) -> dict:
         "branches": list(settings.upstream_branches),
         "dispatched_to": _backends_by_repository(backends),
         "reporting_to_pytorch": frozenset(b.name for b in backends if b.report_to_pytorch),
+        # Whose check runs a re-run asked in GitHub's checks UI may be about: read when one comes.
+        "app_id": util.Secret(GITHUB_APP_ID) if app_configured(settings.secrets_dir) else None,
     }
 
 
@@ -69,6 +75,10 @@ def _backends_by_repository(backends: list[Backend]) -> dict[str, list[str]]:
         if backend.repo:
             found[backend.repo.casefold()].append(backend.name)
     return dict(found)
+
+
+class SecretGone(Exception):
+    """A secret read at the configuration's load is unusable now."""
 
 
 class RelayGitHubEventHandler(GitHubEventHandler):
@@ -141,7 +151,8 @@ class RelayGitHubEventHandler(GitHubEventHandler):
 
     def _handler(self, event: str):
         """What acts on an upstream event of this name, None for one the relay does not use."""
-        return {"push": self.handle_push, "pull_request": self.handle_pull_request}.get(event)
+        return {"push": self.handle_push, "pull_request": self.handle_pull_request,
+                CHECK_RUN_EVENT: self.handle_check_run, CHECK_SUITE_EVENT: self.handle_check_suite}.get(event)
 
     @defer.inlineCallbacks
     def _once(self, key: str, event: str, act):
@@ -166,7 +177,7 @@ class RelayGitHubEventHandler(GitHubEventHandler):
         if not backends:
             return f"no backend of this relay has repo {repository!r}: nothing done"
         relayed = relayed_event(payload)
-        act = self._handler(relayed.event)
+        act = self._handler(relayed.event) if relayed.event in RELAYED_EVENTS else None
         if act is None:
             return f"the relay does not use relayed {relayed.event!r} events"
         check_shape(relayed.event, relayed.payload, about, within="client_payload.payload")
@@ -196,14 +207,32 @@ class RelayGitHubEventHandler(GitHubEventHandler):
 
     @defer.inlineCallbacks
     def _read_secret(self, secret):
+        try:
+            return (yield self._render(secret))
+        except SecretGone as e:
+            log.msg(f"crcr: GitHub webhook refused (404): secret '{GITHUB_WEBHOOK_SECRET}' unusable: {e}")
+            raise Refused(404, "GitHub webhooks are off on this relay") from None
+
+    @defer.inlineCallbacks
+    def _app_id(self, options: dict):
+        """The id of the relay's GitHub App, None without one."""
+        if options["app_id"] is None:
+            return None
+        try:
+            return str((yield self._render(options["app_id"]))).strip()
+        except SecretGone as e:
+            log.msg(f"crcr: GitHub webhook: secret '{GITHUB_APP_ID}' unusable: {e}")
+            return None
+
+    @defer.inlineCallbacks
+    def _render(self, secret):
         properties = Properties()
         properties.master = self.master
         try:
             return (yield properties.render(secret))
         # Removed, or made readable by others (the secrets provider's ConfigErrors), since the configuration's load.
         except (KeyError, ValueError, ConfigErrors) as e:
-            log.msg(f"crcr: GitHub webhook refused (404): secret '{GITHUB_WEBHOOK_SECRET}' unusable: {e}")
-            raise Refused(404, "GitHub webhooks are off on this relay") from None
+            raise SecretGone(str(e)) from None
 
     def handle_push(self, payload: dict, options: dict, only: frozenset | None = None) -> str:
         """A push to a followed branch makes the upstream GitPoller poll now. The receiver adds no changes itself:
@@ -229,3 +258,28 @@ class RelayGitHubEventHandler(GitHubEventHandler):
         if service is None:
             return "pull requests are not built by this relay: nothing done"
         return (yield service.handle(payload.get("action") or "", payload, only))
+
+    def handle_check_run(self, payload: dict, options: dict) -> defer.Deferred:
+        return self._rerun(CHECK_RUN_EVENT, payload, options)
+
+    def handle_check_suite(self, payload: dict, options: dict) -> defer.Deferred:
+        return self._rerun(CHECK_SUITE_EVENT, payload, options)
+
+    @defer.inlineCallbacks
+    def _rerun(self, event: str, payload: dict, options: dict):
+        """A re-run asked in GitHub's checks UI, of the relay's own App's check runs only (GitHub sends an App the
+        re-runs of its own, but its webhook may be shared, and other Apps' events are other Apps' business)."""
+        action = payload.get("action") or ""
+        if action != RERUN_ACTION:
+            return f"{event} {action}: nothing done"
+        rerun = Rerun.from_payload(event, payload)
+        app_id = yield self._app_id(options)
+        if app_id is None:
+            return "no GitHub App posts this relay's check runs: nothing done"
+        if str(rerun.app_id) != app_id:
+            log.msg(f"crcr: {rerun.describe()} for App {rerun.app_id}, not this relay's App {app_id}: nothing done")
+            return f"App {rerun.app_id}'s checks, not this relay's: nothing done"
+        service = pull_request_relay(self.master)
+        if service is None:
+            return "pull requests are not built by this relay: nothing done"
+        return (yield service.rerun(rerun))

@@ -69,6 +69,44 @@ class PullRequestEvent(Shape):
     repository: Repository | None = None
 
 
+class App(Shape):
+    id: int
+
+
+class PullRequestNumber(Shape):
+    """An item of a check run's or suite's `pull_requests`: GitHub's short form of a PR whose head is its commit."""
+
+    number: int
+
+
+class CheckRun(Shape):
+    name: str
+    head_sha: str
+    external_id: str | None = None
+    app: App
+    pull_requests: list[PullRequestNumber] | None = None
+
+
+class CheckRunEvent(Shape):
+    action: str | None = None
+    check_run: CheckRun
+    sender: Account | None = None
+    repository: Repository | None = None
+
+
+class CheckSuite(Shape):
+    head_sha: str
+    app: App
+    pull_requests: list[PullRequestNumber] | None = None
+
+
+class CheckSuiteEvent(Shape):
+    action: str | None = None
+    check_suite: CheckSuite
+    sender: Account | None = None
+    repository: Repository | None = None
+
+
 class Relayed(Shape):
     """client_payload of PyTorch's relay's repository_dispatch: the upstream event's name, its X-GitHub-Delivery
     id, and its whole payload (whose shape is its event's)."""
@@ -83,7 +121,8 @@ class Dispatch(Shape):
     repository: Repository | None = None
 
 
-SHAPES: dict[str, type[Shape]] = {"push": Push, "pull_request": PullRequestEvent, DISPATCH_EVENT: Dispatch}
+SHAPES: dict[str, type[Shape]] = {"push": Push, "pull_request": PullRequestEvent, "check_run": CheckRunEvent,
+                                  "check_suite": CheckSuiteEvent, DISPATCH_EVENT: Dispatch}
 
 # What each of pydantic's type errors expected, in JSON's words.
 EXPECTED = {

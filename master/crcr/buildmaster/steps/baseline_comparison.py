@@ -27,30 +27,18 @@ class BaselineComparison:
     def _compare(self, results: SuiteResults):
         builderid = yield self.build.getBuilderId()  # known to the build: no database read
         pull_request, built = self.getProperty(PULL_REQUEST_PROPERTY), self.getProperty("got_revision")
-        if pull_request is None:
-            self.baseline = yield find_baseline(self.master, builderid, built, self.suite_name)
-        else:
-            self.merge_base = yield self._find_merge_base(pull_request, built)
-            self.baseline = None if self.merge_base is None else (
-                yield find_baseline(self.master, builderid, self.merge_base, self.suite_name, including=True))
+        if pull_request is not None and self.getProperty(MERGE_BASE_PROPERTY) is None:
+            # found once per build: same head, same base for every suite
+            self.merge_base, self.no_merge_base = yield merge_base_of(self.master, pull_request, built)
+            self.setProperty(MERGE_BASE_PROPERTY, self.merge_base, "crcr")
+        elif pull_request is not None:
+            self.merge_base = self.getProperty(MERGE_BASE_PROPERTY)
+        self.baseline = yield baseline_of(self.master, builderid, built, self.suite_name, pull_request,
+                                          self.merge_base)
         compare(results, self.baseline.results if self.baseline else None)
         baselines = dict(self.getProperty(BASELINES_PROPERTY) or {})
         baselines[self.suite_name] = self.baseline.sha if self.baseline else None
         self.setProperty(BASELINES_PROPERTY, baselines, "crcr")
-
-    @defer.inlineCallbacks
-    def _find_merge_base(self, pull_request: dict, built: str):
-        """The merge base of the PR's head that this build checked out with its base branch, recorded for the status
-        text; None when it cannot be found, and why in the step's log."""
-        if self.getProperty(MERGE_BASE_PROPERTY):  # an earlier suite of this build found it: same head, same base
-            return self.getProperty(MERGE_BASE_PROPERTY)
-        try:
-            merge_base = yield upstream_mirror(self.master).pull_request_merge_base(
-                pull_request["number"], built or "", pull_request["base_sha"])
-        except revisions.RevisionError as e:
-            merge_base, self.no_merge_base = None, str(e)
-        self.setProperty(MERGE_BASE_PROPERTY, merge_base, "crcr")
-        return merge_base
 
     def _pull_request_base(self) -> PullRequestBase | None:
         pull_request = self.getProperty(PULL_REQUEST_PROPERTY)
@@ -73,3 +61,25 @@ class BaselineComparison:
                     f"of pull request #{number} has this suite's results)\n")
         return (f"compared with: build {self.baseline.build_number} of {branch}@{self.baseline.sha} "
                 f"(merge base of pull request #{number}: {self.merge_base})\n")
+
+
+def baseline_of(master, builderid: int, built: str | None, suite: str, pull_request: dict | None,
+                merge_base: str | None) -> defer.Deferred:
+    """What a run of `suite` at `built` compares with: the nearest earlier commit's Baseline, or a pull request's
+    at its merge base (None without one)."""
+    if pull_request is None:
+        return find_baseline(master, builderid, built, suite)
+    if merge_base is None:
+        return defer.succeed(None)
+    return find_baseline(master, builderid, merge_base, suite, including=True)
+
+
+@defer.inlineCallbacks
+def merge_base_of(master, pull_request: dict, built: str | None):
+    """(the merge base of the PR's head this build checked out with its base branch, '') or (None, why not)."""
+    try:
+        merge_base = yield upstream_mirror(master).pull_request_merge_base(
+            pull_request["number"], built or "", pull_request["base_sha"])
+    except revisions.RevisionError as e:
+        return None, str(e)
+    return merge_base, ""

@@ -24,12 +24,8 @@ from crcr.names import (
     child_builder_name,
     suites_scheduler_name,
 )
+from crcr.plan.builds import shard_labels
 from crcr.suites.asked_tests import only_tests_problem
-
-
-def shard_labels(shards: int) -> list[str | None]:
-    """The CRCR_SHARD of each child of a suite in `shards` shards ('1/3', ...); [None] for a suite run whole."""
-    return [f"{k}/{shards}" for k in range(1, shards + 1)] if shards > 1 else [None]
 
 
 class FanOut(ChildTrigger):

@@ -212,7 +212,7 @@ class _Figures:
         rates; a value absent when no job gave it."""
         labels = ["backend", "criterion", "window"]
         value = GaugeMetricFamily("crcr_l3_criterion_value", "The backend's figure of an L3 criterion of PyTorch's "
-                                  "HUD, from the jobs crcr reports to PyTorch's relay (seconds, or a ratio)",
+                                  "HUD, from the jobs of its builds as crcr reports them to PyTorch's relay (seconds, or a ratio)",
                                   labels=labels)
         target = GaugeMetricFamily("crcr_l3_criterion_target", "The HUD's target of the criterion (a bound the "
                                    "value must stay under, or reach: pass_rate, time_at_l2)", labels=labels)

@@ -28,6 +28,8 @@ def upgrade():
         sa.Column("started_at", sa.BigInteger),
         sa.Column("completed_at", sa.BigInteger),
         sa.Column("conclusion", sa.String(16)),
+        sa.Column("told_up_to", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("workflow", sa.Text),
     )
     op.create_index("crcr_relay_jobs_attempt", "crcr_relay_jobs", ["run_id", "job_name", "attempt"], unique=True)
     op.create_index("crcr_relay_jobs_backend", "crcr_relay_jobs", ["backend", "queued_at"])

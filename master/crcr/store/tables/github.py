@@ -103,6 +103,8 @@ relay_jobs = sa.Table(
     sa.Column("started_at", sa.BigInteger),
     sa.Column("completed_at", sa.BigInteger),
     sa.Column("conclusion", sa.String(STATE_LENGTH)),  # a GitHub check-run conclusion, once completed
+    sa.Column("told_up_to", sa.Integer, nullable=False, default=0),  # the newest dispatch its callbacks went to
+    sa.Column("workflow", sa.Text),  # JSON: its completed callback's workflow, for a dispatch that comes after it
     sa.Index("crcr_relay_jobs_attempt", "run_id", "job_name", "attempt", unique=True),
     sa.Index("crcr_relay_jobs_backend", "backend", "queued_at"),
 )

@@ -118,7 +118,7 @@ class RelayHealth(service.BuildbotService):
 
     @defer.inlineCallbacks
     def _l3_readiness_with_jobs(self):
-        """{backend: its L3 readiness} of the backends with relay jobs (those reporting to PyTorch's relay)."""
+        """{backend: its L3 readiness} of the backends with relay jobs (every backend whose builds ran suites)."""
         found = {}
         for name in self._names():
             answer = yield self.l3_readiness(name)
