@@ -40,6 +40,7 @@ from crcr.buildmaster.changes.pull_requests import PullRequestRelay
 from crcr.buildmaster.changes.upstream_mirror import UpstreamMirror
 from crcr.buildmaster.masterconfig import build_master_config
 from crcr.buildmaster.process.workers import HostUnitWorker, unit_can_start_build
+from crcr.buildmaster.reporters.pytorch_relay_jobs import PyTorchRelayJobs
 from crcr.buildmaster.schedulers.force import BisectScheduler
 from crcr.buildmaster.schedulers.force_forms import OwnBuildersForceScheduler
 from crcr.buildmaster.schedulers.pull_requests import PullRequestScheduler
@@ -524,7 +525,7 @@ def test_buildbot_loads_the_generated_config(dirs):
     assert {type(s) for s in master.services.values()} == {
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RelayStore, RelayLeadership, CommitLedger,
         PullRequestRelay, DevicePresence, StaleWatch, CrossMasterWaker, OrphanedChildren, HistoryRecorder,
-        RelayJanitor, RelayHealth, UpstreamMirror, UnitsResumed, LevelHistory,
+        RelayJanitor, RelayHealth, UpstreamMirror, UnitsResumed, LevelHistory, PyTorchRelayJobs,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"
