@@ -92,6 +92,7 @@ class Recorded:
     body: dict | None
     answered: int  # the HTTP status it replied with, or NO_ANSWER
     detail: str
+    at: float  # when it came (time.monotonic())
 
 
 class _Server(ThreadingHTTPServer):
@@ -344,7 +345,8 @@ class PyTorchRelayStandIn:
                         body = None
                     answered = NO_ANSWER if lose else status
                     stand_in.requests.append(Recorded(self.command, self.path, authorization, body, answered,
-                                                      str(answer.get("detail", answer.get("status", "")))))
+                                                      str(answer.get("detail", answer.get("status", ""))),
+                                                      time.monotonic()))
                 if answered == NO_ANSWER:
                     self.close_connection = True
                     return

@@ -78,6 +78,7 @@ OVERRIDES = [
      "http://127.0.0.1:9998/github/callback"),
     ("CRCR_PYTORCH_RELAY_TOKEN_COMMAND", "buildkite-agent oidc request-token --audience pytorch-cross-repo-ci-relay",
      "pytorch_relay_token_command", "buildkite-agent oidc request-token --audience pytorch-cross-repo-ci-relay"),
+    ("CRCR_PYTORCH_RELAY_RATE", "100", "pytorch_relay_rate", 100),
 ]
 
 
@@ -151,6 +152,11 @@ def test_without_environ_argument_the_process_environment_is_read(monkeypatch):
             {"CRCR_PYTORCH_RELAY_URL": "https://relay.example.org/"},
             "CRCR_PYTORCH_RELAY_URL: must be the URL of PyTorch's relay's callback endpoint: http:// or https://, "
             "ending in /github/callback (got 'https://relay.example.org/')",
+        ),
+        (
+            {"CRCR_PYTORCH_RELAY_RATE": "101"},
+            "CRCR_PYTORCH_RELAY_RATE: must be at most 100, the callbacks a minute per repository PyTorch's relay takes "
+            "(got 101)",
         ),
         ({"CRCR_UPSTREAM_BRANCHES": "main,a b"}, "CRCR_UPSTREAM_BRANCHES: not valid branch names: 'a b'"),
         ({"CRCR_BACKENDS_DIR": ""}, "CRCR_BACKENDS_DIR: must not be empty"),

@@ -30,6 +30,7 @@ DEFAULTS_FILE = REPO_ROOT / "master" / "settings.yaml"
 MIN_HISTORY_DAYS = 31
 MAX_HISTORY_DAYS = described_limit(3650, "3650 days (10 years)")
 MAX_ARTIFACT_MB = described_limit(1_000_000, "1000000 MB (1 TB)")
+MAX_PYTORCH_RELAY_RATE = 100  # callbacks a minute per repository: PyTorch's relay refuses more
 INTERFACE = r"^[A-Za-z0-9.:-]+$"
 # Validation context: the names of the settings whose value is the text of their CRCR_* variable.
 FROM_ENVIRONMENT = "from_environment"
@@ -118,6 +119,9 @@ class Settings(BaseModel):
                                   "endpoint: http:// or https://, ending in /github/callback"),
         max_length=MAX_URL)
     pytorch_relay_token_command: str | None = Field(default=None, min_length=1, max_length=MAX_URL)
+    # Callbacks a minute per downstream repository, spread evenly: that relay refuses over 100 (429), counting its
+    # refusals too, and the repository's own CI may report there as well.
+    pytorch_relay_rate: WholeNumber = Field(default=60, ge=1)
     # Where the relay sends its e-mail (a unit taken out, to its host's admin: docs/hardware-failures.md), as
     # host:port of an SMTP relay that takes mail from the master unauthenticated; none: no e-mail is sent.
     smtp_relay: str | None = Field(default=None, max_length=MAX_ADDRESS, pattern=described_pattern(
@@ -149,6 +153,14 @@ class Settings(BaseModel):
         if first is not None and cap < first:
             raise ValueError(f"must be at least outbox_retry_delay ({first}), got {cap}")
         return cap
+
+    @field_validator("pytorch_relay_rate")
+    @classmethod
+    def _within_pytorch_relays_limit(cls, rate: int) -> int:
+        if rate > MAX_PYTORCH_RELAY_RATE:
+            raise ValueError(f"must be at most {MAX_PYTORCH_RELAY_RATE}, the callbacks a minute per repository "
+                             f"PyTorch's relay takes (got {rate})")
+        return rate
 
     @field_validator("history_days")
     @classmethod

@@ -146,7 +146,7 @@ class OutboxSender(service.BuildbotService):
         while True:
             self._again = False  # set again by a wake-up while this one runs: it runs once more
             room = MAX_POSTS_IN_FLIGHT - len(self._deliveries)
-            rows = (yield self._store.outbox_due(self._now(), room, self.kinds)) if room > 0 else []
+            rows = (yield self._due(room)) if room > 0 else []
             for due in rows:
                 # What the claim gives: a newer state may have replaced the one read as due in its row meanwhile.
                 row = None if self._stopping else (yield self._store.claim_for_github(due.id, self._now()))
@@ -157,11 +157,19 @@ class OutboxSender(service.BuildbotService):
                     delivery.addBoth(self._delivered, delivery)
             if self._stopping or len(self._deliveries) >= MAX_POSTS_IN_FLIGHT:
                 return  # the end of a post in flight wakes the sender again
-            when = yield self._store.outbox_next_due_at(self.kinds)
+            when = yield self._next_due_at()
             if when is not None and not self._stopping:
                 self._set_timer(max(0, when - self._now()))
             if not self._again:
                 return
+
+    def _due(self, room: int) -> defer.Deferred:
+        """Up to `room` rows to send now, oldest first (a subclass may hold some back)."""
+        return self._store.outbox_due(self._now(), room, self.kinds)
+
+    def _next_due_at(self) -> defer.Deferred:
+        """When to look for rows to send again; None: once something is written or a post ends."""
+        return self._store.outbox_next_due_at(self.kinds)
 
     def _set_timer(self, delay: float) -> None:
         if self._timer is not None and self._timer.active():
