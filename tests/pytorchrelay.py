@@ -6,8 +6,8 @@ aws/lambda/cross_repo_ci_relay/: callback/lambda_function.py (route 404/405, JSO
 utils/jwt_helper.py (the Bearer token: issuer one of the two compiled in, else 401 "Unsupported OIDC issuer";
 RS256, audience pytorch-cross-repo-ci-relay, expiry, else 401 "Invalid authorization token"; a GitHub token's
 `repository` claim, a Buildkite token's pipeline mapped to a repository, else 401/403), callback/callback_handler.py
-(a repository below L2 or not listed: 200 "ignored"; 100 callbacks a minute per repository, else 429; nightly and
-periodic: one `completed`, no dispatch record; else the dispatch record of (delivery, repository), else 400; the
+(a repository below L2 or not listed: 200 "ignored"; 100 callbacks a minute per repository, else 429 (tests
+may shorten the minute: `window`); nightly and periodic: one `completed`, no dispatch record; else the dispatch record of (delivery, repository), else 400; the
 state machine of utils/redis_helper.py per (delivery, repository, run id, attempt, job): in_progress once, then
 completed once, else 400 "invalid state transition"; run_id not an integer: 500, as the real one fails), and
 utils/hud.py with torchci/lib/crcr/crcrUtils.ts (HUD refuses a callback without workflow.job_name or

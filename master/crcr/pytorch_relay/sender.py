@@ -54,7 +54,7 @@ class Pace:
         self.rate, self.window = rate, window
         self.spacing = window / rate
         self._tolerance = (burst - 1) * self.spacing
-        self._due: dict[str, float] = {}  # when each repository's next post is due, at the steady pace
+        self._steady_at: dict[str, float] = {}  # when each repository's next post is due, at the steady pace
         self._in_flight: Counter[str] = Counter()
         self._ends: dict[str, deque[float]] = {}  # ends of a repository's posts within a window, oldest first
         self._held_until: dict[str, float] = {}  # after a 429
@@ -69,13 +69,13 @@ class Pace:
         if room <= 0:
             return math.inf
         window_has_room = -math.inf if len(ends) < room else ends[len(ends) - room] + self.window
-        due = self._due.get(repo, -math.inf)
+        due = self._steady_at.get(repo, -math.inf)
         if choosing:
             due = max(due, now) + choosing * self.spacing
         return max(due - self._tolerance, window_has_room, self._held_until.get(repo, -math.inf))
 
     def started(self, repo: str, now: float) -> None:
-        self._due[repo] = max(self._due.get(repo, now), now) + self.spacing
+        self._steady_at[repo] = max(self._steady_at.get(repo, now), now) + self.spacing
         self._in_flight[repo] += 1
 
     def ended(self, repo: str, now: float) -> None:
