@@ -1,18 +1,18 @@
 """A stand-in for PyTorch's own relay's callback endpoint (POST /github/callback), the one service besides GitHub the
 tests cannot reach: it checks each callback as that relay's handler does and records what it would forward to HUD.
 
-Its rules are those of pytorch/test-infra at 61a77570f45416dc425c17d4a648376541a84732,
-aws/lambda/cross_repo_ci_relay/: callback/lambda_function.py (route 404/405, JSON 400, the order below),
-utils/jwt_helper.py (the Bearer token: issuer one of the two compiled in, else 401 "Unsupported OIDC issuer";
-RS256, audience pytorch-cross-repo-ci-relay, expiry, else 401 "Invalid authorization token"; a GitHub token's
-`repository` claim, a Buildkite token's pipeline mapped to a repository, else 401/403), callback/callback_handler.py
-(a repository below L2 or not listed: 200 "ignored"; 100 callbacks a minute per repository, else 429 (tests
-may shorten the minute: `window`); nightly and periodic: one `completed`, no dispatch record; else the dispatch record of (delivery, repository), else 400; the
-state machine of utils/redis_helper.py per (delivery, repository, run id, attempt, job): in_progress once, then
-completed once, else 400 "invalid state transition"; run_id not an integer: 500, as the real one fails), and
-utils/hud.py with torchci/lib/crcr/crcrUtils.ts (HUD refuses a callback without workflow.job_name or
-workflow.check_run_id, after the relay wrote its state; the relay answers HUD's 400 as its own, naming only its
-reason phrase: "HUD rejected callback: HTTP 400: Bad Request").
+Its rules are those of pytorch/test-infra at 61a77570f45416dc425c17d4a648376541a84732, aws/lambda/cross_repo_ci_relay/:
+callback/lambda_function.py (route 404/405, JSON 400, the order below), utils/jwt_helper.py (the Bearer token: issuer
+one of the two compiled in, else 401 "Unsupported OIDC issuer"; RS256, audience pytorch-cross-repo-ci-relay, expiry,
+else 401 "Invalid authorization token"; a GitHub token's `repository` claim, a Buildkite token's pipeline mapped to a
+repository, else 401/403), callback/callback_handler.py (a repository below L2 or not listed: 200 "ignored"; 100
+callbacks a minute per repository, else 429 (tests may shorten the minute: `window`); nightly and periodic: one
+`completed`, no dispatch record; else the dispatch record of (delivery, repository), else 400; the state machine of
+utils/redis_helper.py per (delivery, repository, run id, attempt, job): in_progress once, then completed once, else 400
+"invalid state transition"; run_id not an integer: 500, as the real one fails), and utils/hud.py with
+torchci/lib/crcr/crcrUtils.ts (HUD refuses a callback without workflow.job_name or workflow.check_run_id, after the
+relay wrote its state; the relay answers HUD's 400 as its own, naming only its reason phrase: "HUD rejected callback:
+HTTP 400: Bad Request").
 
 Its newer rules: test-infra PR #8803's utils/triage_verdict.py (an optional `workflow.triage_verdict`, checked by
 verdict_problem(): a malformed one is dropped whole from what HUD gets while the callback is taken, recorded in
