@@ -399,7 +399,8 @@ def _failed_tests_problem(failed_tests) -> str | None:
 
 def verdict_problem(verdict) -> str | None:
     """Why utils/triage_verdict.py drops `verdict` (a callback's workflow.triage_verdict); None when it keeps it.
-    An optional field, when present, must have its type (null included)."""
+    Its size is json.dumps's with its defaults (non-ASCII escaped), in bytes. An optional field, when present, must
+    have its type (null included)."""
     if not isinstance(verdict, dict):
         return f"not an object but a {type(verdict).__name__}"
     size = len(json.dumps(verdict).encode())
