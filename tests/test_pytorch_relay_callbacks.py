@@ -65,9 +65,10 @@ def test_bodies_echo_the_dispatch_or_name_the_commit_as_rfc_0056_says():
     fields = started_workflow(job(), URL)
     echoed = {"pull_request": {"number": 5, "head": {"sha": "a" * 40}}}
     assert dispatched_body("pull_request", "d-1", echoed, fields) == {
-        "event_type": "pull_request", "delivery_id": "d-1", "payload": echoed, "workflow": fields}
+        "event_type": "pull_request", "delivery_id": "d-1", "payload": echoed,
+        "workflow": {**fields, "check_run_id": "830-1-ops-2of3-d-1"}}
     assert self_reported_body("nightly", "pytorch/pytorch", "b" * 40, fields) == {
-        "event_type": "nightly", "delivery_id": "b" * 40, "workflow": fields,
+        "event_type": "nightly", "delivery_id": "b" * 40, "workflow": {**fields, "check_run_id": f"830-1-ops-2of3-{'b' * 40}"},
         "payload": {"repository": {"full_name": "pytorch/pytorch"}, "head_sha": "b" * 40}}
 
 
@@ -142,7 +143,7 @@ def row(attempts: int) -> OutboxRow:
 
 
 def test_a_state_the_relay_has_already_is_taken_only_after_an_attempt_that_may_have_reached_it():
-    sender = PyTorchRelaySender(callback_url="http://relay.test/github/callback", token_command="t", retry_delay=1,
+    sender = PyTorchRelaySender(rate=60, callback_url="http://relay.test/github/callback", token_command="t", retry_delay=1,
                                 max_delay=1)
     duplicate = Answer(400, {}, b'{"detail":"callback rejected: invalid state transition delivery_id=d-1 repo=o/r '
                                 b'status=in_progress"}')

@@ -80,7 +80,7 @@ class PyTorchRelayReportingTest(TestReactorMixin, ReporterTestMixin, unittest.Te
         yield leadership().setServiceParent(self.master)
         self.master.masterid = REPORTER_MASTER_ID  # the master running the builds ReporterTestMixin makes
         self.relay = CallbackResource(self.reactor)
-        self.sender = PyTorchRelaySender(callback_url=CALLBACK_URL, token_command=TOKEN_COMMAND, retry_delay=10,
+        self.sender = PyTorchRelaySender(rate=60, callback_url=CALLBACK_URL, token_command=TOKEN_COMMAND, retry_delay=10,
                                          max_delay=600, http=StubTreq(self.relay))
         yield self.sender.setServiceParent(self.master)
         self.next_pid = 0

@@ -5,7 +5,7 @@ as its handler at pytorch/test-infra 61a77570f45416dc425c17d4a648376541a84732 re
 A parent build is one run (run_id its Buildbot build id, numeric as the relay requires); each suite, or shard of a
 suite, is a job of it (pytorch_relay/jobs.py), named as its child build is shown ('spyre / ops 2/3', unique per
 leg as the Action asks of a matrix); a job built again is its next attempt. check_run_id, HUD's key of the row, is
-unique per job and attempt.
+unique per job, attempt and dispatch.
 """
 
 from __future__ import annotations
@@ -45,7 +45,10 @@ def check_run_id(job: JobRow) -> str:
 
 
 def dispatched_body(event_type: str, delivery_id: str, payload: dict, workflow_fields: dict) -> dict:
-    """A callback about a dispatch: its client_payload echoed, and the job's workflow."""
+    """A callback about a dispatch: its client_payload echoed, and the job's workflow, its check_run_id made the
+    dispatch's own: a GitHub Actions job answers one dispatch, and HUD keys a row on it, where one crcr job may
+    answer several (a build covering earlier pushes, a schedule's self-report besides)."""
+    workflow_fields = {**workflow_fields, "check_run_id": f"{workflow_fields['check_run_id']}-{delivery_id}"}
     return {"event_type": event_type, "delivery_id": delivery_id, "payload": payload, "workflow": workflow_fields}
 
 

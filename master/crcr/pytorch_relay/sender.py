@@ -99,17 +99,17 @@ class PyTorchRelaySender(OutboxSender):
     receiver = "PyTorch's relay"
     WINDOW = 60  # seconds: the relay counts a repository's requests over the last minute (tests shorten it)
 
-    def checkConfig(self, callback_url: str, token_command: str, retry_delay: int, max_delay: int,
-                    rate: int | None = None, http=None):
-        """`rate`: callbacks per WINDOW per repository; None: unpaced."""
+    def checkConfig(self, callback_url: str, token_command: str, retry_delay: int, max_delay: int, rate: int,
+                    http=None):
+        """`rate`: callbacks per WINDOW per repository."""
 
-    def reconfigService(self, callback_url: str, token_command: str, retry_delay: int, max_delay: int,
-                        rate: int | None = None, http=None):
+    def reconfigService(self, callback_url: str, token_command: str, retry_delay: int, max_delay: int, rate: int,
+                        http=None):
         self.retry_delay, self.max_delay = retry_delay, max_delay
         self.token_command = token_command
         self._api = GitHubAPI(http or http_client(self.master.reactor), callback_url)
         self.kinds = (CALLBACK,)
-        self._pace = None if rate is None else Pace(rate, self.WINDOW, burst=MAX_POSTS_IN_FLIGHT)
+        self._pace = Pace(rate, self.WINDOW, burst=MAX_POSTS_IN_FLIGHT)
         self._waiting: set[str] = set()  # repositories with rows due that their pace held back
         self._refused_until: dict[int, float] = {}  # rows answered 429: their next attempt
 
@@ -127,8 +127,6 @@ class PyTorchRelaySender(OutboxSender):
     def _due(self, room: int):
         """The oldest rows whose repository's pace lets them go now; rows of repositories it holds back are passed
         over, not waited behind."""
-        if self._pace is None:
-            return (yield super()._due(room))
         now, limit = self._now(), room
         while True:
             rows = yield self._store.outbox_due(now, limit, self.kinds)
@@ -149,7 +147,7 @@ class PyTorchRelaySender(OutboxSender):
     def _next_due_at(self):
         """The store's next row, or sooner the first repository held back that may post again."""
         when = yield super()._next_due_at()
-        if self._pace is None or not self._waiting:
+        if not self._waiting:
             return when
         now = self._now()
         soonest = min([self._pace.next_post_at(repo, now) for repo in self._waiting]
@@ -176,14 +174,12 @@ class PyTorchRelaySender(OutboxSender):
     @defer.inlineCallbacks
     def _attempt(self, row: OutboxRow):
         pace = self._pace  # the one this post started in, should a reconfiguration bring another meanwhile
-        if pace is not None:  # before the token: the pump chose this post to start now
-            pace.started(row.repo, self._now())
+        pace.started(row.repo, self._now())  # before the token: the pump chose this post to start now
         try:
             token = yield oidc_token(self.master.reactor, self.token_command, row.repo)
             answer = yield self._api.request("POST", "", {"Authorization": f"Bearer {token}"}, row.payload)
         finally:
-            if pace is not None:
-                pace.ended(row.repo, self._now())
-        if answer.code == RATE_LIMITED and pace is not None:
+            pace.ended(row.repo, self._now())
+        if answer.code == RATE_LIMITED:
             self._refused_until[row.id] = pace.refused(row.repo, self._now())
         return answer

@@ -100,7 +100,7 @@ def pytorch_relay_reporters(relay: RelayConfig, settings: Settings) -> list:
     return [reporter, PyTorchRelaySender(callback_url=settings.pytorch_relay_url,
                                          token_command=settings.pytorch_relay_token_command,
                                          retry_delay=settings.outbox_retry_delay,
-                                         max_delay=settings.outbox_max_delay)]
+                                         max_delay=settings.outbox_max_delay, rate=settings.pytorch_relay_rate)]
 
 
 def reported_schedulers(backend: str) -> dict[str, str]:
