@@ -68,7 +68,7 @@ def test_a_periodic_backend_builds_its_branchs_head_once_per_head_and_reports_it
         wait_until(lambda: self_reports(pytorch_relay), 30, "the self-report")
         assert self_reports(pytorch_relay) == [("periodic", head, "completed", "success")]
         (report,) = pytorch_relay.callbacks(repo=DOWNSTREAM)
-        assert (report["payload"]["head_sha"], report["workflow"]["job_name"]) == (head, "periodic-beta")
+        assert (report["payload"]["head_sha"], report["workflow"]["job_name"]) == (head, "periodic-beta / pass")
 
         # The schedule fires again and again; the branch has not moved: nothing more is built.
         wait_until(lambda: relay.log_tail(400).count(f"{UNITS_BRANCH} is still at {head[:10]}, built already") >= 2,
