@@ -10,6 +10,7 @@ import os
 import sys
 
 from buildbot.process.results import FAILURE, RETRY, SUCCESS
+from buildbot.test import fakedb
 from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from buildbot.test.util.reporter import ReporterTestMixin
@@ -22,12 +23,13 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET
 
 from crcr.buildmaster.reporters.pytorch_relay_jobs import BackendJobs, PyTorchRelayJobs, job_generators
-from crcr.names import upstream_scheduler_name
+from crcr.names import SUITE_RUN_PROPERTY, suites_scheduler_name, upstream_scheduler_name
 from crcr.pytorch_relay.sender import PyTorchRelaySender
 from crcr.pytorch_relay.tokens import AUDIENCE
 from crcr.store.outbox_view import given_up
 from crcr.store.service import RelayStore
 from relaymaster import REPORTER_MASTER_ID, leadership
+from test_infra_failures import record_failure
 
 CALLBACK_URL = "https://relay.pytorch.test/github/callback"
 DOWNSTREAM = "torch-spyre/torch-spyre"
@@ -65,7 +67,9 @@ class CallbackResource(Resource):
         return [(body["event_type"], body["delivery_id"], body["workflow"]["status"]) for _, body, _ in self.requests]
 
 
-class PyTorchRelayReportingTest(TestReactorMixin, ReporterTestMixin, unittest.TestCase):
+class ReportingHarness(TestReactorMixin, ReporterTestMixin):
+    """A fake master with the store, the sender posting to a CallbackResource, and the reporter."""
+
     @defer.inlineCallbacks
     def setUp(self):
         self.setup_test_reactor()
@@ -116,6 +120,9 @@ class PyTorchRelayReportingTest(TestReactorMixin, ReporterTestMixin, unittest.Te
         finished = yield self.master.data.get(("builds", 20))
         yield self.reporter._got_event(("builds", 20, "finished"), finished)
 
+
+
+class PyTorchRelayReportingTest(ReportingHarness, unittest.TestCase):
     @defer.inlineCallbacks
     def test_a_dispatched_build_reports_in_progress_then_completed_with_the_token_printed(self):
         yield self.store.record_dispatch(BUILDER, HEAD, "pull_request", "d-1", {"head_sha": HEAD}, received_at=0)
@@ -232,3 +239,120 @@ class PyTorchRelayReportingTest(TestReactorMixin, ReporterTestMixin, unittest.Te
         self.assertEqual(self.relay.posted(), [("nightly", HEAD, "completed")])
         payload = self.relay.requests[0][1]["payload"]
         self.assertEqual(payload, {"repository": {"full_name": REPO}, "head_sha": HEAD})
+
+
+PARENT, CHILD_BUILDER = 900, 901  # builders: the backend's, and its suites' children's
+SOURCESTAMP = 950
+
+class FannedOutJobsTest(ReportingHarness, unittest.TestCase):
+    """A parent build whose suites run as child builds: each child is a job of the parent's run, reported as it
+    starts and ends; a child built again is the job's next attempt."""
+
+    def start_reporter(self, follow: str | None) -> defer.Deferred:
+        jobs = BackendJobs(BUILDER, ((SUITE, None), ("other", None)), serial=False, repo=DOWNSTREAM)
+        self.reporter = PyTorchRelayJobs(backends={BUILDER: jobs}, github_repo=REPO,
+                                         generators=job_generators([BUILDER]))
+        return self.reporter.setServiceParent(self.master)
+
+    @defer.inlineCallbacks
+    def insert(self, buildid: int, builderid: int, scheduler: str, parent: int | None = None, brid: int | None = None,
+               worker: str = "relay", **properties):
+        """A started build with its buildset (a child's names its parent), request and properties."""
+        brid = brid or buildid
+        rows = [fakedb.Builder(id=builderid, name=f"builder-{builderid}"),
+                fakedb.Worker(id=buildid, name=worker)] if builderid not in self.builders else \
+            [fakedb.Worker(id=buildid, name=worker)]
+        self.builders.add(builderid)
+        if parent is None:
+            rows.append(fakedb.SourceStamp(id=SOURCESTAMP, revision=HEAD))  # the commit, its children's too
+        if brid == buildid:
+            rows += [fakedb.Buildset(id=buildid, parent_buildid=parent),
+                     fakedb.BuildsetSourceStamp(buildsetid=buildid, sourcestampid=SOURCESTAMP),
+                     fakedb.BuildRequest(id=brid, buildsetid=buildid, builderid=builderid)]
+        rows += [fakedb.Build(id=buildid, number=buildid, buildrequestid=brid, builderid=builderid, workerid=buildid,
+                              masterid=REPORTER_MASTER_ID)]
+        rows += [fakedb.BuildProperty(buildid=buildid, name=name, value=value)
+                 for name, value in {"scheduler": scheduler, "workername": worker, **properties}.items()]
+        yield self.master.db.insert_test_data(rows)
+        return (yield self.master.data.get(("builds", buildid)))
+
+    @defer.inlineCallbacks
+    def ended(self, buildid: int, results: int, **properties):
+        for name, value in properties.items():
+            yield self.master.db.builds.setBuildProperty(buildid, name, value, "test")
+        yield self.master.db.builds.finishBuild(buildid, results)
+        build = yield self.master.data.get(("builds", buildid))
+        yield self.reporter._got_event(("builds", buildid, "finished"), build)
+
+    def child(self, buildid: int, brid: int | None = None, worker: str = "lab-0") -> defer.Deferred:
+        return self.insert(buildid, CHILD_BUILDER, suites_scheduler_name(BUILDER), parent=1000, brid=brid,
+                           worker=worker, crcr_child_suite=SUITE)
+
+    def ran(self, infra: str | None = None) -> dict:
+        return {SUITE_RUN_PROPERTY: {"rc": 1, "timed_out": None, "selection_report": None, "checkout": None,
+                                     "has_junit": infra is None, "junit_note": "", "infra": infra}}
+
+    def posted_workflows(self, count: int) -> list[dict]:
+        for _ in range(count):
+            self.mint()
+            self.reactor.advance(1)  # the sender's pace: a few posts at once, then one a second
+        return [body["workflow"] for _, body, _ in self.relay.requests]
+
+    @defer.inlineCallbacks
+    def setUp(self):
+        self.builders = set()
+        yield super().setUp()
+        yield self.store.record_dispatch(BUILDER, HEAD, "push", "d-1", {}, received_at=0)
+        self.parent = yield self.insert(1000, PARENT, upstream_scheduler_name(BUILDER))
+        yield self.reporter._got_event(("builds", 1000, "new"), self.parent)
+
+    @defer.inlineCallbacks
+    def test_a_child_hitting_the_hardware_ends_its_attempt_and_the_next_attempt_is_the_same_job(self):
+        self.expect_tokens(4)
+        first = yield self.child(1001)
+        yield self.reporter._got_event(("builds", 1001, "new"), first)
+        yield record_failure(self.store, "lab-0", brid=1001, buildid=1001)
+        yield self.ended(1001, RETRY)
+        again = yield self.child(1002, brid=1001, worker="lab-1")
+        yield self.reporter._got_event(("builds", 1002, "new"), again)
+        yield self.ended(1002, SUCCESS, **self.ran())
+
+        told = self.posted_workflows(4)
+        attempts = {attempt: [(w["job_name"], w["status"], w["conclusion"]) for w in told if w["run_attempt"] == attempt]
+                    for attempt in ("1", "2")}  # in order per attempt, each its own target in the outbox
+        self.assertEqual(attempts, {"1": [(f"{BUILDER} / {SUITE}", "in_progress", None),
+                                          (f"{BUILDER} / {SUITE}", "completed", "cancelled")],
+                                    "2": [(f"{BUILDER} / {SUITE}", "in_progress", None),
+                                          (f"{BUILDER} / {SUITE}", "completed", "success")]})
+        self.assertEqual({w["run_id"] for w in told}, {"1000"})
+        self.assertEqual(len({w["check_run_id"] for w in told}), 2, "one per attempt, in_progress and completed alike")
+        ended = {w["run_attempt"]: w for w in told if w["status"] == "completed"}
+        self.assertEqual(ended["1"]["triage_verdict"]["category"], "infra")
+        self.assertNotIn("triage_verdict", ended["2"])
+
+    @defer.inlineCallbacks
+    def test_a_job_its_parent_never_started_ends_with_it_and_a_late_dispatch_hears_of_every_job(self):
+        self.expect_tokens(8)
+        first = yield self.child(1001)
+        yield self.reporter._got_event(("builds", 1001, "new"), first)
+        yield self.ended(1001, SUCCESS, **self.ran())
+        yield self.store.record_dispatch(BUILDER, HEAD, "push", "d-late", {}, received_at=5)
+        yield self.master.db.insert_test_data([fakedb.Step(id=50, buildid=1000, number=3, name="setup other",
+                                                           results=FAILURE, state_string="exit code 2")])
+        yield self.ended(1000, FAILURE)
+
+        told = self.posted_workflows(8)
+        said = [(body["delivery_id"], body["workflow"]["job_name"], body["workflow"]["status"])
+                for _, body, _ in self.relay.requests]
+        ops, other = f"{BUILDER} / {SUITE}", f"{BUILDER} / other"
+        # Each dispatch hears of each job once: in_progress, then completed.
+        self.assertEqual(sorted(said), sorted(
+            (delivery, job, status) for delivery in ("d-1", "d-late") for job in (ops, other)
+            for status in ("in_progress", "completed")))
+        for delivery in ("d-1", "d-late"):
+            for job in (ops, other):
+                mine = [status for d, j, status in said if (d, j) == (delivery, job)]
+                self.assertEqual(mine, ["in_progress", "completed"], (delivery, job))
+        never = [w for w in told if w["job_name"] == other and w["status"] == "completed"][0]
+        self.assertEqual((never["conclusion"], never["triage_verdict"]["category"]), ("failure", "backend"))
+        self.assertIn("setup other step failed", never["triage_verdict"]["summary"])

@@ -71,8 +71,9 @@ def never_started(parent: dict) -> JobEnd:
 @defer.inlineCallbacks
 def child_ended(master, child: dict, parent: dict, suite: str, units_failed: list[str]):
     """The JobEnd of a suite's child build; `units_failed`: the units its request hit the hardware on."""
-    if child["results"] == RETRY:  # built again on another unit: this attempt is over
-        return JobEnd("cancelled", hardware=child["state_string"])
+    if child["results"] == RETRY:  # built again (on another unit): this attempt is over
+        hit_the_hardware = prop(child, "workername") in units_failed  # not a unit lost, nor a master stopped
+        return JobEnd("cancelled", hardware=child["state_string"] if hit_the_hardware else None)
     left = prop(child, SUITE_RUN_PROPERTY)
     if left is None:  # it ended before its suite ran
         return JobEnd(CONCLUSIONS.get(child["results"], "action_required"), own_failure=own_failure(child))
@@ -95,10 +96,11 @@ def child_ended(master, child: dict, parent: dict, suite: str, units_failed: lis
 def serial_suite_ended(master, build: dict, suite: str):
     """The JobEnd of a suite a build ran itself, from its step and what its verdict recorded."""
     step = suite_step(build, suite)
+    if step is None or step["results"] in (None, SKIPPED):
+        return never_started(build)
     tested = (prop(build, TESTS_PROPERTY) or {}).get(suite)
-    if step is None or step["results"] in (None, SKIPPED) or not tested:
-        return never_started(build) if step is None or step["results"] in (None, SKIPPED) else \
-            JobEnd(CONCLUSIONS.get(step["results"], "action_required"))
+    if not tested:  # it ran, and left no results (its command failed before its tests)
+        return JobEnd(CONCLUSIONS.get(step["results"], "action_required"))
     results = SuiteResults.from_property(tested)
     junit = yield relay_store(master).junit_file(build["buildid"], suite)
     conclusion = "timed_out" if results.timed_out else CONCLUSIONS.get(step["results"], "action_required")
