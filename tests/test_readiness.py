@@ -150,6 +150,16 @@ def test_no_jobs_yet_says_so_whatever_the_level(db):
     assert answer["promotion"][1]["text"] == "end-to-end p50: no completed job (14-day window)"
 
 
+def test_a_backend_at_l1_is_told_it_is_not_at_l2_rather_than_at_l2_for_0_days(db):
+    record_level(db, BACKEND, "L1", NOW - 60 * DAY)
+    jobs_every(db, NOW - JOBS_DAYS * DAY, NOW)
+
+    answer = judged(db, "L1")
+
+    assert answer["verdict"] == "not ready: at L1, not L2 (30 days at L2 needed)"
+    assert answer["promotion"][0]["value_text"] == "at L1"
+
+
 def test_the_level_is_recorded_when_it_changes_and_read_back_once_per_change(db):
     assert record_level(db, BACKEND, "L2", 100)
     assert not record_level(db, BACKEND, "L2", 200), "the same level again is no change"

@@ -90,7 +90,7 @@ def criteria(history: list[LevelChange], jobs: list[JobRow], queued: list[int], 
     queues = [j.started_at - j.queued_at for j in started]
     conclusions = [j.conclusion for j in completed]
     return [
-        _time_at_l2_criterion(time_at_l2(history, end)),
+        _time_at_l2_criterion(time_at_l2(history, end), level_at(history, end)),
         _below(END_TO_END_P50, "end-to-end p50", nearest_rank(end_to_end, 50) if end_to_end else None,
                MAX_END_TO_END_P50, days, _hours),
         _below(MAX_EXECUTION_TIME, "max execution", max(executions) if executions else None, MAX_EXECUTION, days,
@@ -116,17 +116,26 @@ def time_at_l2(history: list[LevelChange], at: int) -> int | None:
     return 0 if start is None else at - start
 
 
+def level_at(history: list[LevelChange], at: int) -> str | None:
+    known = [change for change in history if change.since <= at]
+    return known[-1].level if known else None
+
+
 def _share(conclusions: list[str | None], conclusion: str) -> float | None:
     return conclusions.count(conclusion) / len(conclusions) if conclusions else None
 
 
-def _time_at_l2_criterion(at_l2: int | None) -> dict:
+def _time_at_l2_criterion(at_l2: int | None, level: str | None) -> dict:
     target = MIN_DAYS_AT_L2 * DAY
     passes = at_l2 is not None and at_l2 >= target
     days = None if at_l2 is None else at_l2 // DAY
-    value_text = "not recorded yet" if days is None else f"{days} day{'s' if days != 1 else ''}"
-    text = (f"level not recorded yet ({MIN_DAYS_AT_L2} days at L2 needed)" if days is None
-            else f"at L2 for {value_text} {'≥' if passes else '<'} {MIN_DAYS_AT_L2} days")
+    if days is None:
+        value_text, text = "not recorded yet", f"level not recorded yet ({MIN_DAYS_AT_L2} days at L2 needed)"
+    elif LEVELS.index(level) < LEVELS.index("L2"):
+        value_text, text = f"at {level}", f"at {level}, not L2 ({MIN_DAYS_AT_L2} days at L2 needed)"
+    else:
+        value_text = f"{days} day{'s' if days != 1 else ''}"
+        text = f"at L2 for {value_text} {'≥' if passes else '<'} {MIN_DAYS_AT_L2} days"
     return {"name": TIME_AT_L2, "label": "time at L2", "value": at_l2, "target": target, "window": None,
             "passes": passes, "value_text": value_text, "target_text": f"≥ {MIN_DAYS_AT_L2} days", "text": text}
 
