@@ -162,7 +162,9 @@ def _criterion(name: str, label: str, value: float | None, target: float, days: 
 
 
 def _hours(seconds: float) -> str:
-    """'41 min', '3 h', '2 h 10 min': the criteria's units."""
+    """'41 min', '3 h', '2 h 10 min': the criteria's units; '12 s' under a minute, where a job's minutes say 0."""
+    if seconds < MINUTE:
+        return f"{round(seconds)} s"
     minutes = round(seconds / MINUTE)
     if minutes < 60:
         return f"{minutes} min"
