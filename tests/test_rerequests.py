@@ -3,12 +3,9 @@ check_run and check_suite events `rerequested`; which backend a check run is of.
 
 from __future__ import annotations
 
-import pytest
-
 from crcr.buildmaster.changes.rerequests import Rerun, backend_of_check_run
 from crcr.buildmaster.changes.webhook_events import shape_problem
 from crcr.names import pull_request_of_ref, pull_request_ref
-from webhooks import load_fixture
 
 HEAD = "d" * 40
 SHORT_PR = {"url": "https://api.github.com/repos/pytorch/pytorch/pulls/7", "id": 1, "number": 7,
@@ -73,12 +70,3 @@ def test_a_pull_requests_ref_gives_its_number_back():
     assert pull_request_of_ref(pull_request_ref(123)) == 123
     for ref in ("refs/heads/main", "refs/pull/x/head", "refs/pull/12/merge", "refs/pull//head", "refs/pull/²/head"):
         assert pull_request_of_ref(ref) is None
-
-
-@pytest.mark.parametrize("fixture", ["check_run.rerequested", "check_suite.rerequested"])
-def test_githubs_own_rerun_payloads_are_read(fixture):
-    event = fixture.split(".")[0]
-    payload = load_fixture(fixture)
-    assert shape_problem(event, payload) is None
-    rerun = Rerun.from_payload(event, payload)
-    assert rerun.head_sha == payload[event]["head_sha"] and rerun.app_id == payload[event]["app"]["id"]

@@ -35,7 +35,8 @@ from crcr.buildmaster.services.every_master.presence import PRESENCE_SERVICE, De
 from crcr.buildmaster.services.leader.stale import STALE_SERVICE, WatchedBackend, sweep_interval
 from crcr.config.secretfiles import GITHUB_TOKEN
 from crcr.github.outbox_sender import OutboxSender
-from crcr.github.status_text import ENDING, describe, duration, overdue_text, stale_text
+from crcr.github.status_text import ENDING, describe, overdue_text, stale_text
+from crcr.health.durations import duration
 from crcr.names import (
     CHILD_SUITE_PROPERTY,
     CHILD_UNITS_PROPERTY,

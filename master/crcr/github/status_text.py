@@ -5,6 +5,7 @@ from __future__ import annotations
 from buildbot.process.results import CANCELLED, EXCEPTION, FAILURE, RETRY, SKIPPED, SUCCESS, WARNINGS
 
 from crcr.github.limits import ELLIPSIS, cut
+from crcr.health.durations import duration
 from crcr.names import (
     BASELINES_PROPERTY,
     BUILD_STAGE_STEP,
@@ -162,21 +163,6 @@ def too_few_units(suite: str, units: int, device: str, most: int, waited: str) -
     has had more than `most` (the stale watch's; a device with none connected is its outage)."""
     return _shorten(f"Suite {suite} needs {units} {device} units on one host; for {waited} no connected host has had "
                     f"more than {most}; will build when one has")
-
-
-def duration(seconds: float) -> str:
-    """'45 s', '10 min', '6 h', '6 h 5 min', '2 d 3 h': the two largest units, rounded down."""
-    seconds = int(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours} h" + (f" {minutes} min" if minutes else "")
-    days, hours = divmod(hours, 24)
-    return f"{days} d" + (f" {hours} h" if hours else "")
 
 
 def stale_text(device: str, disconnected_for: float) -> str:

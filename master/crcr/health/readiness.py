@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 
+from crcr.health.durations import duration
 from crcr.health.percentages import percent
 from crcr.store.latency import nearest_rank
 from crcr.store.levels import LevelChange
@@ -92,11 +93,11 @@ def criteria(history: list[LevelChange], jobs: list[JobRow], queued: list[int], 
     return [
         _time_at_l2_criterion(time_at_l2(history, end), level_at(history, end)),
         _below(END_TO_END_P50, "end-to-end p50", nearest_rank(end_to_end, 50) if end_to_end else None,
-               MAX_END_TO_END_P50, days, _hours),
+               MAX_END_TO_END_P50, days, duration),
         _below(MAX_EXECUTION_TIME, "max execution", max(executions) if executions else None, MAX_EXECUTION, days,
-               _hours),
+               duration),
         _below(AVERAGE_QUEUE, "average queue", sum(queues) / len(queues) if queues else None, MAX_AVERAGE_QUEUE,
-               days, _hours),
+               days, duration),
         _below(TIMEOUT_RATE, "timeout rate", _share(conclusions, "timed_out"), MAX_TIMEOUT_RATE, days, percent),
         _at_least(PASS_RATE, "pass rate", _share(conclusions, "success"), MIN_PASS_RATE, days, percent),
     ]
@@ -159,14 +160,3 @@ def _criterion(name: str, label: str, value: float | None, target: float, days: 
             else f"{label} {value_text} {comparison} {shown(target)} ({days}-day window)")
     return {"name": name, "label": label, "value": value, "target": target, "window": days, "passes": passes,
             "value_text": value_text, "target_text": target_text, "text": text}
-
-
-def _hours(seconds: float) -> str:
-    """'41 min', '3 h', '2 h 10 min': the criteria's units; '12 s' under a minute, where a job's minutes say 0."""
-    if seconds < MINUTE:
-        return f"{round(seconds)} s"
-    minutes = round(seconds / MINUTE)
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, rest = divmod(minutes, 60)
-    return f"{hours} h {rest} min" if rest else f"{hours} h"

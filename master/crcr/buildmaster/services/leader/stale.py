@@ -40,7 +40,8 @@ from crcr.config.loader import RelayConfig
 from crcr.config.settings import Settings
 from crcr.github.check_runs import GitHubCheckRuns
 from crcr.github.commit_status import post_status
-from crcr.github.status_text import duration, stale_text, too_few_units
+from crcr.github.status_text import stale_text, too_few_units
+from crcr.health.durations import duration
 from crcr.names import (
     force_scheduler_name,
     pull_request_scheduler_name,
