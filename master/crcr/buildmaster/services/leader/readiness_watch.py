@@ -92,6 +92,7 @@ class ReadinessWatch(LeaderDuty, service.BuildbotService, StateMixin):
                 mailed.add(backend)
                 yield self.setState(MAILED_STATE, sorted(mailed))
 
+
 def readiness_watches(backends, web_url: str, smtp_relay: tuple[str, int] | None, mail_from: str) -> list:
     """The watch of the backends (config.backend.Backend) whose files give addresses; none without an SMTP relay."""
     mail_to = {b.name: list(b.mail) for b in backends if b.mail}
