@@ -155,6 +155,15 @@ def test_the_backend_page_has_its_charts_failing_test_and_matrix_with_links(hist
     assert cell_link.get_attribute("href") == build_link(relay, builds["bad"])
     assert matrix[1].find_element(By.XPATH, "td[@data-suite='core']").text == "3 passed"
     assert not browser.find_elements(By.XPATH, "//*[@data-crcr='pull-requests']"), "red is L2: no PR builds"
+    # PyTorch's HUD's L3 criteria from red's own jobs (two builds of two suites, one failing), beside their targets.
+    verdict = wait_for_element(browser, "//p[@data-crcr='l3-verdict']", "the L3 readiness verdict")
+    assert verdict.get_attribute("data-state") == "not_ready"
+    assert verdict.text == "not ready: at L2 for 0 days < 30 days; pass rate 75% < 90% (14-day window)"
+    criteria = browser.find_elements(By.XPATH, "//table[@data-crcr='l3-criteria']/tbody/tr")
+    assert [row.get_attribute("data-criterion") for row in criteria] == [
+        "time_at_l2", "end_to_end_p50", "max_execution", "average_queue", "timeout_rate", "pass_rate"]
+    assert [cell.text for cell in criteria[-1].find_elements(By.XPATH, "td")] == [
+        "pass rate", "≥ 90%", "✗ 75%", "✗ 75%"]
     browser.save_screenshot(str(tmp_path / "health-backend.png"))
 
     failing.find_element(By.XPATH, "td[1]/a").click()
