@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from buildbot.process.results import CANCELLED, RETRY, SKIPPED, SUCCESS, WARNINGS
-from twisted.internet import defer
 
 from crcr.buildmaster.steps.baseline import earlier_commits
 from crcr.buildmaster.steps.baseline_comparison import baseline_of, merge_base_of
@@ -68,8 +67,7 @@ def never_started(parent: dict) -> JobEnd:
     return JobEnd("skipped" if conclusion == "success" else conclusion, own_failure=own_failure(parent))
 
 
-@defer.inlineCallbacks
-def child_ended(master, child: dict, parent: dict, suite: str, units_failed: list[str]):
+async def child_ended(master, child: dict, parent: dict, suite: str, units_failed: list[str]):
     """The JobEnd of a suite's child build; `units_failed`: the units its request hit the hardware on."""
     if child["results"] == RETRY:  # built again (on another unit): this attempt is over
         hit_the_hardware = prop(child, "workername") in units_failed  # not a unit lost, nor a master stopped
@@ -80,20 +78,19 @@ def child_ended(master, child: dict, parent: dict, suite: str, units_failed: lis
     if left["infra"]:
         return JobEnd("failure", hardware=f"{left['infra']} (units tried: {', '.join(units_failed) or 'one'})")
     conclusion = "timed_out" if left["timed_out"] else CONCLUSIONS.get(child["results"], "action_required")
-    junit = (yield relay_store(master).junit_file(child["buildid"], suite)) if left["has_junit"] else None
+    junit = (await relay_store(master).junit_file(child["buildid"], suite)) if left["has_junit"] else None
     if junit is None:
         return JobEnd(conclusion)
     try:
         results = results_of(read_junit(junit, left["checkout"]))
     except UnreadableJUnit:
         return JobEnd(conclusion)
-    baseline = yield _baseline(master, parent, suite)
+    baseline = await _baseline(master, parent, suite)
     compare(results, baseline.results if baseline else None)
     return JobEnd(conclusion, results, failure_details(junit), baseline.sha if baseline else None)
 
 
-@defer.inlineCallbacks
-def serial_suite_ended(master, build: dict, suite: str):
+async def serial_suite_ended(master, build: dict, suite: str):
     """The JobEnd of a suite a build ran itself, from its step and what its verdict recorded."""
     step = suite_step(build, suite)
     if step is None or step["results"] in (None, SKIPPED):
@@ -102,7 +99,7 @@ def serial_suite_ended(master, build: dict, suite: str):
     if not tested:  # it ran, and left no results (its command failed before its tests)
         return JobEnd(CONCLUSIONS.get(step["results"], "action_required"))
     results = SuiteResults.from_property(tested)
-    junit = yield relay_store(master).junit_file(build["buildid"], suite)
+    junit = await relay_store(master).junit_file(build["buildid"], suite)
     conclusion = "timed_out" if results.timed_out else CONCLUSIONS.get(step["results"], "action_required")
     details = failure_details(junit) if junit else []
     return JobEnd(conclusion, results, details, (prop(build, BASELINES_PROPERTY) or {}).get(suite))
@@ -112,26 +109,20 @@ def suite_step(build: dict, suite: str) -> dict | None:
     return next((s for s in build.get("steps") or () if s["name"] == suite_step_name(suite)), None)
 
 
-def _baseline(master, parent: dict, suite: str) -> defer.Deferred:
+async def _baseline(master, parent: dict, suite: str):
     """What the parent's verdict will compare the suite with (baseline_comparison.py), found now."""
     pull_request, built = prop(parent, PULL_REQUEST_PROPERTY), _built(parent)
-
-    @defer.inlineCallbacks
-    def found():
-        merge_base = prop(parent, MERGE_BASE_PROPERTY)
-        if pull_request is not None and merge_base is None:
-            merge_base, _ = yield merge_base_of(master, pull_request, built)
-        return (yield baseline_of(master, parent["builderid"], built, suite, pull_request, merge_base))
-
-    return found()
+    merge_base = prop(parent, MERGE_BASE_PROPERTY)
+    if pull_request is not None and merge_base is None:
+        merge_base, _ = await merge_base_of(master, pull_request, built)
+    return await baseline_of(master, parent["builderid"], built, suite, pull_request, merge_base)
 
 
-@defer.inlineCallbacks
-def right_after(master, sha: str, baseline: str | None):
+async def right_after(master, sha: str, baseline: str | None):
     """Whether `baseline` is `sha`'s first parent."""
     if baseline is None:
         return False
-    history = yield earlier_commits(master, sha)
+    history = await earlier_commits(master, sha)
     return bool(history) and history[0] == baseline
 
 

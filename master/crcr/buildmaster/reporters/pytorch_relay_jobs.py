@@ -140,75 +140,71 @@ class PyTorchRelayJobs(ReportedOnce, ReporterBase):
         role, backend = self.roles.get(prop(build, "scheduler"), (None, None))
         if role is None:  # a backend reconfigured away while its build ran
             return defer.succeed(None)
-        if role == CHILD:
-            return self._child(build, self.backends[backend])
-        return self._parent(build, self.backends[backend])
+        report = self._child if role == CHILD else self._parent
+        return defer.ensureDeferred(report(build, self.backends[backend]))
 
     # --- a parent's events ---
 
-    @defer.inlineCallbacks
-    def _parent(self, build: dict, backend: BackendJobs):
+    async def _parent(self, build: dict, backend: BackendJobs):
         run_id = build["buildid"]
         if not build.get("complete"):
-            dispatches = yield self._claim(build, backend)
+            dispatches = await self._claim(build, backend)
             if backend.serial:
                 for suite, shard in backend.jobs:
-                    yield self._start(backend, build, build, suite, shard, dispatches)
+                    await self._start(backend, build, build, suite, shard, dispatches)
             return
-        done = {job.job_name: job for job in (yield self.store.relay_jobs_of_run(run_id))}  # the latest attempts
+        done = {job.job_name: job for job in (await self.store.relay_jobs_of_run(run_id))}  # the latest attempts
         if build["results"] == RETRY:  # built again: another run answers its dispatches
             for job in done.values():
                 if job.completed_at is None:
-                    yield self._finish(backend, build, replace(job, completed_at=_seconds(build["complete_at"])),
+                    await self._finish(backend, build, replace(job, completed_at=_seconds(build["complete_at"])),
                                        JobEnd("cancelled"), build)
-            yield self.store.release_dispatches(run_id)
+            await self.store.release_dispatches(run_id)
             return
-        dispatches = yield self._claim(build, backend)
+        dispatches = await self._claim(build, backend)
         for suite, shard in backend.jobs:
             name = backend.job_name(suite, shard)
             if backend.serial:
-                job = done.get(name) or (yield self._job(backend, build, build, name, dispatches))
-                end = yield serial_suite_ended(self.master, build, suite)
-                yield self._finish(backend, build, replace(job, completed_at=_step_end(build, suite)), end, build)
+                job = done.get(name) or (await self._job(backend, build, build, name, dispatches))
+                end = await serial_suite_ended(self.master, build, suite)
+                await self._finish(backend, build, replace(job, completed_at=_step_end(build, suite)), end, build)
             elif name not in done:
-                job = yield self._job(backend, build, build, name, [], started_at=_seconds(build["complete_at"]))
-                yield self._finish(backend, build, replace(job, completed_at=job.started_at), never_started(build),
+                job = await self._job(backend, build, build, name, [], started_at=_seconds(build["complete_at"]))
+                await self._finish(backend, build, replace(job, completed_at=job.started_at), never_started(build),
                                    build)
-        yield self._tell_late_dispatches(backend, run_id, dispatches)
+        await self._tell_late_dispatches(backend, run_id, dispatches)
         if backend.repo and backend.follow and prop(build, "scheduler") == upstream_scheduler_name(backend.name):
-            yield self._self_report(backend, build)
+            await self._self_report(backend, build)
 
     # --- a child's events ---
 
-    @defer.inlineCallbacks
-    def _child(self, child: dict, backend: BackendJobs):
-        parent = yield self._parent_of(child)
+    async def _child(self, child: dict, backend: BackendJobs):
+        parent = await self._parent_of(child)
         if parent is None:
             return
         suite, shard = prop(child, CHILD_SUITE_PROPERTY), prop(child, CHILD_SHARD_PROPERTY)
         if suite is None:
             return
-        dispatches = yield self._claim(parent, backend)
+        dispatches = await self._claim(parent, backend)
         if not child.get("complete"):
-            yield self._start(backend, parent, child, suite, shard, dispatches)
+            await self._start(backend, parent, child, suite, shard, dispatches)
             return
         name = backend.job_name(suite, shard)
-        attempts = [job for job in (yield self.store.relay_jobs_of_run(parent["buildid"]))
+        attempts = [job for job in (await self.store.relay_jobs_of_run(parent["buildid"]))
                     if job.job_name == name and job.buildid == child["buildid"]]
-        job = attempts[-1] if attempts else (yield self._job(backend, parent, child, name, []))
-        units = yield self.store.units_failed(child["buildrequestid"])
-        end = yield child_ended(self.master, child, parent, suite, units)
-        yield self._finish(backend, parent, replace(job, completed_at=_seconds(child["complete_at"])), end, child,
+        job = attempts[-1] if attempts else (await self._job(backend, parent, child, name, []))
+        units = await self.store.units_failed(child["buildrequestid"])
+        end = await child_ended(self.master, child, parent, suite, units)
+        await self._finish(backend, parent, replace(job, completed_at=_seconds(child["complete_at"])), end, child,
                            dispatches)
 
-    @defer.inlineCallbacks
-    def _parent_of(self, child: dict):
+    async def _parent_of(self, child: dict):
         """The child's parent build, with its properties; None when it is no job's (a bisection's)."""
         parentid = child["buildset"].get("parent_buildid")
         if parentid is None:
             return None
-        parent = yield self.master.data.get(("builds", parentid))
-        parent["properties"] = yield self.master.data.get(("builds", parentid, "properties"))
+        parent = await self.master.data.get(("builds", parentid))
+        parent["properties"] = await self.master.data.get(("builds", parentid, "properties"))
         if self.roles.get(prop(parent, "scheduler"), (None,))[0] != PARENT:
             return None
         parent["buildset"] = {"sourcestamps": child["buildset"]["sourcestamps"]}
@@ -217,49 +213,45 @@ class PyTorchRelayJobs(ReportedOnce, ReporterBase):
 
     # --- the jobs ---
 
-    @defer.inlineCallbacks
-    def _job(self, backend: BackendJobs, parent: dict, build: dict, name: str, dispatches: list,
+    async def _job(self, backend: BackendJobs, parent: dict, build: dict, name: str, dispatches: list,
              started_at: int | None = None):
         """The job's next attempt, run by `build`, as its row will say."""
-        attempt = (yield self.store.relay_job_attempts(parent["buildid"], name)) + 1
-        request = yield self.master.data.get(("buildrequests", parent["buildrequestid"]))
+        attempt = (await self.store.relay_job_attempts(parent["buildid"], name)) + 1
+        request = await self.master.data.get(("buildrequests", parent["buildrequestid"]))
         queued = [_seconds(request["submitted_at"]), *(d.received_at for d in dispatches)]
         return JobRow(backend.name, _sha(parent), _event(parent, backend), parent["buildid"], name, attempt,
                       build["buildid"],
                       queued_at=min(queued), started_at=started_at or _seconds(build["started_at"]),
                       told_up_to=max((d.id for d in dispatches), default=0))
 
-    @defer.inlineCallbacks
-    def _start(self, backend: BackendJobs, parent: dict, build: dict, suite: str, shard: str | None, dispatches):
-        job = yield self._job(backend, parent, build, backend.job_name(suite, shard), dispatches)
-        yield self.store.start_relay_job(job)
+    async def _start(self, backend: BackendJobs, parent: dict, build: dict, suite: str, shard: str | None, dispatches):
+        job = await self._job(backend, parent, build, backend.job_name(suite, shard), dispatches)
+        await self.store.start_relay_job(job)
         if backend.repo:
             fields = started_workflow(job, build["url"])
             for d in dispatches:
-                yield self._send(backend, job, d.event_type, d.delivery_id, d.payload, fields)
+                await self._send(backend, job, d.event_type, d.delivery_id, d.payload, fields)
 
-    @defer.inlineCallbacks
-    def _finish(self, backend: BackendJobs, parent: dict, job: JobRow, end: JobEnd, build: dict,
+    async def _finish(self, backend: BackendJobs, parent: dict, job: JobRow, end: JobEnd, build: dict,
                 dispatches: list | None = None):
         """Records the job's end and tells each dispatch of its parent: in_progress first to those that came after
         it started."""
         if dispatches is None:
-            dispatches = yield self.store.answered_dispatches(parent["buildid"])
+            dispatches = await self.store.answered_dispatches(parent["buildid"])
         workflow = None
         if backend.repo:
-            workflow = yield self._completed(backend, parent, job, end, build)
+            workflow = await self._completed(backend, parent, job, end, build)
             for d in dispatches:
                 if d.id > job.told_up_to:
-                    yield self._send(backend, job, d.event_type, d.delivery_id, d.payload, started(workflow))
-                yield self._send(backend, job, d.event_type, d.delivery_id, d.payload, workflow)
-        yield self.store.finish_relay_job(replace(job, conclusion=end.conclusion, workflow=workflow,
+                    await self._send(backend, job, d.event_type, d.delivery_id, d.payload, started(workflow))
+                await self._send(backend, job, d.event_type, d.delivery_id, d.payload, workflow)
+        await self.store.finish_relay_job(replace(job, conclusion=end.conclusion, workflow=workflow,
                                                   told_up_to=max([job.told_up_to, *(d.id for d in dispatches)])))
 
-    @defer.inlineCallbacks
-    def _completed(self, backend: BackendJobs, parent: dict, job: JobRow, end: JobEnd, build: dict):
+    async def _completed(self, backend: BackendJobs, parent: dict, job: JobRow, end: JobEnd, build: dict):
         """The job's completed workflow: its failed tests' detail under HUD's body limit, its triage verdict."""
         bare = completed_workflow(job, build["url"], conclusion=end.conclusion, test_results=end.counts)
-        facts = yield self._facts(parent, job, end, build)
+        facts = await self._facts(parent, job, end, build)
         body, left_out = with_failed_tests({"workflow": bare, "payload": {}}, end.details) if end.details \
             else ({"workflow": bare}, 0)
         if left_out:
@@ -268,14 +260,13 @@ class PyTorchRelayJobs(ReportedOnce, ReporterBase):
         found = verdict(facts)
         return {**body["workflow"], **({"triage_verdict": found} if found else {})}
 
-    @defer.inlineCallbacks
-    def _facts(self, parent: dict, job: JobRow, end: JobEnd, build: dict):
+    async def _facts(self, parent: dict, job: JobRow, end: JobEnd, build: dict):
         results = end.results or SuiteResults()
         pull_request = prop(parent, PULL_REQUEST_PROPERTY)
         alone = False
         if results.new and end.baseline and pull_request is None:
-            covered = yield self.store.commits_of_request(parent["buildrequestid"])
-            alone = {c.sha for c in covered} <= {job.sha} and (yield right_after(self.master, job.sha, end.baseline))
+            covered = await self.store.commits_of_request(parent["buildrequestid"])
+            alone = {c.sha for c in covered} <= {job.sha} and (await right_after(self.master, job.sha, end.baseline))
         base_url = build["url"].rsplit("#", 1)[0]
         return JobFacts(job=job.job_name, url=build["url"], conclusion=end.conclusion, sha=job.sha,
                         hardware=end.hardware, own_failure=end.own_failure, failing=tuple(results.failing),
@@ -283,35 +274,32 @@ class PyTorchRelayJobs(ReportedOnce, ReporterBase):
                         pull_request=pull_request["number"] if pull_request else None, alone=alone,
                         bisections_url=f"{base_url}#/bisections?backend={job.backend}")
 
-    @defer.inlineCallbacks
-    def _tell_late_dispatches(self, backend: BackendJobs, run_id: int, dispatches: list):
+    async def _tell_late_dispatches(self, backend: BackendJobs, run_id: int, dispatches: list):
         """Both callbacks of each job that ended before a dispatch of its commit came."""
-        for job in (yield self.store.relay_jobs_of_run(run_id)):
+        for job in (await self.store.relay_jobs_of_run(run_id)):
             late = [d for d in dispatches if d.id > job.told_up_to]
             if not (backend.repo and late and job.workflow):
                 continue
             for d in late:
-                yield self._send(backend, job, d.event_type, d.delivery_id, d.payload, started(job.workflow))
-                yield self._send(backend, job, d.event_type, d.delivery_id, d.payload, job.workflow)
-            yield self.store.finish_relay_job(replace(job, told_up_to=max(d.id for d in late)))
+                await self._send(backend, job, d.event_type, d.delivery_id, d.payload, started(job.workflow))
+                await self._send(backend, job, d.event_type, d.delivery_id, d.payload, job.workflow)
+            await self.store.finish_relay_job(replace(job, told_up_to=max(d.id for d in late)))
 
-    @defer.inlineCallbacks
-    def _self_report(self, backend: BackendJobs, parent: dict):
-        latest = {job.job_name: job for job in (yield self.store.relay_jobs_of_run(parent["buildid"]))}
+    async def _self_report(self, backend: BackendJobs, parent: dict):
+        latest = {job.job_name: job for job in (await self.store.relay_jobs_of_run(parent["buildid"]))}
         for job in latest.values():
             if job.workflow:
                 body = self_reported_body(backend.follow, self.github_repo, job.sha, job.workflow)
-                yield relay_sender(self.master).enqueue(CALLBACK, backend.repo, job.sha, body["delivery_id"], body,
+                await relay_sender(self.master).enqueue(CALLBACK, backend.repo, job.sha, body["delivery_id"], body,
                                                         brid=job.buildid)
 
-    @defer.inlineCallbacks
-    def _claim(self, parent: dict, backend: BackendJobs):
+    async def _claim(self, parent: dict, backend: BackendJobs):
         """The dispatches the parent answers (claimed now if new), oldest first; none for a backend not reporting."""
         if not backend.repo:
             return []
         sha = _sha(parent)
-        covered = yield self.store.commits_of_request(parent["buildrequestid"])  # the ledger's: queue: newest
-        return (yield self.store.answer_dispatches(backend.name, [sha, *(c.sha for c in covered if c.sha != sha)],
+        covered = await self.store.commits_of_request(parent["buildrequestid"])  # the ledger's: queue: newest
+        return (await self.store.answer_dispatches(backend.name, [sha, *(c.sha for c in covered if c.sha != sha)],
                                                    parent["buildid"]))
 
     def _send(self, backend: BackendJobs, job: JobRow, event_type: str, delivery_id: str, payload: dict,
