@@ -43,8 +43,6 @@ def pytest_configure(config):
     gc.set_threshold(*GC_THRESHOLDS)
     config.addinivalue_line("markers", "e2e: starts real master and worker processes")
     config.addinivalue_line(
-        "markers", "long: an end-to-end module of minutes (its stories together), handed out before the others")
-    config.addinivalue_line(
         "markers", "waits: a unit test that mostly waits out real time (a bound on a real process), using no CPU")
     config.addinivalue_line(
         "markers", "needs_torch: runs PyTorch's tests on a worker, with the Python CRCR_TEST_TORCH_PYTHON names (skipped "
@@ -57,12 +55,11 @@ def pytest_collection_finish(session):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist, the end-to-end modules first, the longest of them (`long`) before the others, then the unit
-    tests that wait: they are the long ones, and one handed out last would keep its process busy while the others
-    stand idle; a test that waits handed out first waits while the other processes use the cores (the Makefile keeps
-    xdist from reordering them)."""
+    """Under pytest-xdist, the end-to-end modules first, then the unit tests that wait: they are the long ones, and
+    one handed out last would keep its process busy while the others stand idle; a test that waits handed out first
+    waits while the other processes use the cores (the Makefile keeps xdist from reordering them)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: tuple(item.get_closest_marker(name) is None for name in ("e2e", "long", "waits")))
+        items.sort(key=lambda item: (item.get_closest_marker("e2e") is None, item.get_closest_marker("waits") is None))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -26,7 +26,7 @@ from crcr.names import SETUP_STEP_PREFIX, status_context
 from crcr.store.tables.ledger import bisection_steps, bisections, commits
 from harness import Upstream, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.long]
+pytestmark = pytest.mark.e2e
 
 HOLD = 'for _ in $(seq 900); do [ -e "$GATE" ] && exit 0; sleep 0.2; done; echo "the gate never opened" >&2; exit 1'
 SETUP_FLAG = "test/setup.txt"  # the skips backend's setup fails unless it says 'ok'

@@ -26,7 +26,7 @@ from crcr.names import (
 from harness import Upstream, wait_until
 from nightly_index import NightlyIndex, made_wheel, torch_version_py
 
-pytestmark = [pytest.mark.e2e, pytest.mark.long]
+pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[1]
 

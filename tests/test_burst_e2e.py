@@ -16,7 +16,7 @@ from crcr.names import status_context
 from fakegithub import FakeGitHub
 from harness import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.long]
+pytestmark = pytest.mark.e2e
 
 COMMITS = 4
 BACKENDS = [f"burst-{i}" for i in range(3)]

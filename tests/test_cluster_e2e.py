@@ -45,7 +45,7 @@ from crcr.names import force_scheduler_name, status_context, suite_step_name
 from crcr.store.tables import coordination, ledger
 from harness import holding, kill_9, open_gate, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.long]
+pytestmark = pytest.mark.e2e
 
 HELD, QUICK, CAPPED, WIDE = "held", "quick", "capped", "wide"
 REPORTED = (HELD, QUICK, WIDE)  # the backends that post commit statuses (capped is L1)

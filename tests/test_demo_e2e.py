@@ -19,7 +19,7 @@ from crcr.shipped.crcr_host import process_environment
 from harness import VENV_BIN, Relay, free_port, run, venv_env, wait_until
 from labhost import host_commands, process_arguments, unit_pid
 
-pytestmark = [pytest.mark.e2e, pytest.mark.long]
+pytestmark = pytest.mark.e2e
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_UNITS = ["demo-local-demo-0", "demo-local-demo-1"]  # workers/demo-local.yaml

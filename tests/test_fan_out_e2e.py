@@ -61,7 +61,7 @@ from webui import (
     wait_for_texts,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.long]
+pytestmark = pytest.mark.e2e
 
 WIDE_REPO = "acme/wide-gamma"  # the wide backend's repository, which reports to PyTorch's relay
 

@@ -35,7 +35,7 @@ from crcr.store.tables.ledger import bisections, commits
 from harness import Upstream, wait_until
 from webui import open_page, sign_in, wait_for_element, wait_for_texts
 
-pytestmark = [pytest.mark.e2e, pytest.mark.long]
+pytestmark = pytest.mark.e2e
 
 HOSTS = {"health-lab": {"devices": {"hist": 1, "calm": 1}, "admin": "Health Lab <lab@example.com>"}}
 # A build waits in its setup while a hold file names its commit: the test holds a build while more commits arrive.

@@ -34,7 +34,7 @@ from labhost import (
     unit_pid,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.long]
+pytestmark = pytest.mark.e2e
 
 BUILD_ACCOUNT = "crcr-e2e-build"
 # The build of the root host's backend tries to read the host's password: from its file and from its worker's

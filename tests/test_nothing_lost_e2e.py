@@ -21,7 +21,7 @@ from conftest import backend, make_upstream, prepare_relay, running, suite
 from crcr.names import status_context, suite_step_name
 from harness import holding, kill_9, open_gate, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.long]
+pytestmark = pytest.mark.e2e
 
 HELD, QUICK = "held", "quick"
 HELD_UNIT = "lab-held-0"

@@ -20,7 +20,7 @@ from crcr.names import status_context
 from harness import wait_until
 from webui import open_page, wait_for_element
 
-pytestmark = [pytest.mark.e2e, pytest.mark.long]
+pytestmark = pytest.mark.e2e
 
 STALE_AFTER = 5  # seconds
 STUCK_TIMEOUT, GRACE = 40, 5  # seconds: the stuck backend's timeout, and the relay's grace past it
