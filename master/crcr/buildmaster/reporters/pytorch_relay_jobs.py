@@ -1,6 +1,6 @@
-"""The jobs of every backend's builds (pytorch_relay/jobs: one per suite, or shard of a suite), recorded as they start
-and end (store/relay_jobs.py: the L3 readiness figures read them), and reported to PyTorch's relay for the backends
-with `report_to_pytorch`, through the outbox (sender.py):
+"""The jobs of every backend's builds (one per suite, or shard of a suite, named as its child build is shown),
+recorded as they start and end (store/relay_jobs.py: the L3 readiness figures read them), and reported to PyTorch's
+relay for the backends with `report_to_pytorch`, through the outbox (pytorch_relay/sender.py):
 
 - a parent build (or a build running its suites itself) of a commit that relay dispatched to the backend, or
   covering it (queue: newest), answers each dispatch not answered yet, job by job: `in_progress` when the job
@@ -61,6 +61,7 @@ from crcr.pytorch_relay.callbacks import (
 from crcr.pytorch_relay.failed_tests import with_failed_tests
 from crcr.pytorch_relay.sender import CALLBACK, PyTorchRelaySender, relay_sender
 from crcr.pytorch_relay.triage import JobFacts, verdict
+from crcr.store.dispatches import Dispatch
 from crcr.store.relay_jobs import JobRow
 from crcr.store.service import relay_store
 from crcr.suites.results import SuiteResults
@@ -190,9 +191,9 @@ class PyTorchRelayJobs(ReportedOnce, ReporterBase):
             await self._start(backend, parent, child, suite, shard, dispatches)
             return
         name = backend.job_name(suite, shard)
-        attempts = [job for job in (await self.store.relay_jobs_of_run(parent["buildid"]))
-                    if job.job_name == name and job.buildid == child["buildid"]]
-        job = attempts[-1] if attempts else (await self._job(backend, parent, child, name, []))
+        started_here = [job for job in (await self.store.relay_jobs_of_run(parent["buildid"]))
+                        if job.job_name == name and job.buildid == child["buildid"]]  # this attempt's, if recorded
+        job = started_here[0] if started_here else (await self._job(backend, parent, child, name, []))
         units = await self.store.units_failed(child["buildrequestid"])
         end = await child_ended(self.master, child, parent, suite, units)
         await self._finish(backend, parent, replace(job, completed_at=_seconds(child["complete_at"])), end, child,
@@ -214,7 +215,7 @@ class PyTorchRelayJobs(ReportedOnce, ReporterBase):
     # --- the jobs ---
 
     async def _job(self, backend: BackendJobs, parent: dict, build: dict, name: str, dispatches: list,
-             started_at: int | None = None):
+                   started_at: int | None = None):
         """The job's next attempt, run by `build`, as its row will say."""
         attempt = (await self.store.relay_job_attempts(parent["buildid"], name)) + 1
         request = await self.master.data.get(("buildrequests", parent["buildrequestid"]))
@@ -230,21 +231,17 @@ class PyTorchRelayJobs(ReportedOnce, ReporterBase):
         if backend.repo:
             fields = started_workflow(job, build["url"])
             for d in dispatches:
-                await self._send(backend, job, d.event_type, d.delivery_id, d.payload, fields)
+                await self._send(backend, job, d, fields)
 
     async def _finish(self, backend: BackendJobs, parent: dict, job: JobRow, end: JobEnd, build: dict,
-                dispatches: list | None = None):
-        """Records the job's end and tells each dispatch of its parent: in_progress first to those that came after
-        it started."""
+                      dispatches: list | None = None):
+        """Records the job's end and tells each dispatch of its parent."""
         if dispatches is None:
             dispatches = await self.store.answered_dispatches(parent["buildid"])
         workflow = None
         if backend.repo:
             workflow = await self._completed(backend, parent, job, end, build)
-            for d in dispatches:
-                if d.id > job.told_up_to:
-                    await self._send(backend, job, d.event_type, d.delivery_id, d.payload, started(workflow))
-                await self._send(backend, job, d.event_type, d.delivery_id, d.payload, workflow)
+            await self._tell(backend, job, dispatches, workflow)
         await self.store.finish_relay_job(replace(job, conclusion=end.conclusion, workflow=workflow,
                                                   told_up_to=max([job.told_up_to, *(d.id for d in dispatches)])))
 
@@ -274,16 +271,21 @@ class PyTorchRelayJobs(ReportedOnce, ReporterBase):
                         pull_request=pull_request["number"] if pull_request else None, alone=alone,
                         bisections_url=f"{base_url}#/bisections?backend={job.backend}")
 
+    async def _tell(self, backend: BackendJobs, job: JobRow, dispatches: list, workflow: dict):
+        """The job's completed `workflow` to each dispatch, its in_progress first to those newer than the newest
+        the job told (they came after it started)."""
+        for d in dispatches:
+            if d.id > job.told_up_to:
+                await self._send(backend, job, d, started(workflow))
+            await self._send(backend, job, d, workflow)
+
     async def _tell_late_dispatches(self, backend: BackendJobs, run_id: int, dispatches: list):
         """Both callbacks of each job that ended before a dispatch of its commit came."""
         for job in (await self.store.relay_jobs_of_run(run_id)):
             late = [d for d in dispatches if d.id > job.told_up_to]
-            if not (backend.repo and late and job.workflow):
-                continue
-            for d in late:
-                await self._send(backend, job, d.event_type, d.delivery_id, d.payload, started(job.workflow))
-                await self._send(backend, job, d.event_type, d.delivery_id, d.payload, job.workflow)
-            await self.store.finish_relay_job(replace(job, told_up_to=max(d.id for d in late)))
+            if backend.repo and late and job.workflow:
+                await self._tell(backend, job, late, job.workflow)
+                await self.store.finish_relay_job(replace(job, told_up_to=max(d.id for d in late)))
 
     async def _self_report(self, backend: BackendJobs, parent: dict):
         latest = {job.job_name: job for job in (await self.store.relay_jobs_of_run(parent["buildid"]))}
@@ -302,11 +304,11 @@ class PyTorchRelayJobs(ReportedOnce, ReporterBase):
         return (await self.store.answer_dispatches(backend.name, [sha, *(c.sha for c in covered if c.sha != sha)],
                                                    parent["buildid"]))
 
-    def _send(self, backend: BackendJobs, job: JobRow, event_type: str, delivery_id: str, payload: dict,
-              workflow: dict):
+    def _send(self, backend: BackendJobs, job: JobRow, dispatch: Dispatch, workflow: dict):
         """In order per dispatch and attempt (the outbox's target: the dispatch and the build running the job)."""
-        body = dispatched_body(event_type, delivery_id, payload, workflow)
-        return relay_sender(self.master).enqueue(CALLBACK, backend.repo, job.sha, delivery_id, body, brid=job.buildid)
+        body = dispatched_body(dispatch.event_type, dispatch.delivery_id, dispatch.payload, workflow)
+        return relay_sender(self.master).enqueue(CALLBACK, backend.repo, job.sha, dispatch.delivery_id, body,
+                                                 brid=job.buildid)
 
 
 def _sha(build: dict) -> str:
