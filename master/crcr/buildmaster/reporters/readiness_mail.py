@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import time
 from email.message import EmailMessage
-from email.utils import formatdate, make_msgid, parseaddr
+from email.utils import formatdate, parseaddr
 
 from twisted.mail.smtp import sendmail
 
-from crcr.buildmaster.reporters.unit_mail import SUBJECT_LIMIT, header_text
+from crcr.buildmaster.reporters.unit_mail import SUBJECT_LIMIT, header_text, message_id
 from crcr.health.links import backend_page
 from crcr.health.readiness import DEMOTION_DAYS, HELD_TO_L3
 
@@ -32,7 +32,7 @@ def readiness_mail(backend: str, readiness: dict, web_url: str, mail_from: str, 
     mail["From"] = mail_from
     mail["To"] = ", ".join(to)
     mail["Date"] = formatdate(now, usegmt=True)
-    mail["Message-ID"] = make_msgid(domain=parseaddr(mail_from)[1].rpartition("@")[2] or None)
+    mail["Message-ID"] = message_id(mail_from)
     mail.set_content(
         f"{opening}: over its demotion window (the last {DEMOTION_DAYS} days), by the jobs crcr reported to "
         f"PyTorch's relay, {'this criterion fails' if len(failing) == 1 else 'these criteria fail'}:\n\n"

@@ -25,6 +25,11 @@ def header_text(text: str, limit: int | None = None) -> str:
     return text if limit is None else cut(text, limit)
 
 
+def message_id(mail_from: str) -> str:
+    """A Message-ID in the domain of the relay's From address (the local host's name without one)."""
+    return make_msgid(domain=parseaddr(mail_from)[1].rpartition("@")[2] or None)
+
+
 class UnitPausedGenerator(ComparableMixin):
     """The mail to a host's admin naming the unit taken out, its card, what it hit, the backend and the log; a
     generator of Buildbot's reporters, as its WorkerMissingGenerator is for a worker gone."""
@@ -60,7 +65,7 @@ class UnitMailNotifier(MailNotifier):
 
     def sendMail(self, m, recipients):
         m["To"] = ", ".join(self.formatAddress(address) for address in recipients)
-        m["Message-ID"] = make_msgid(domain=parseaddr(self.fromaddr)[1].rpartition("@")[2] or None)
+        m["Message-ID"] = message_id(self.fromaddr)
         return super().sendMail(m, recipients)
 
 
