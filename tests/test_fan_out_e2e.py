@@ -49,7 +49,7 @@ from crcr.names import (
 from harness import holding, kill_9, open_gate, wait_until
 from pytorchrelay import PyTorchRelayStandIn
 from smtp import smtp_server
-from webhooks import WEBHOOK_SECRET, deliver_dispatch, push_event
+from webhooks import WEBHOOK_SECRET, deliver_dispatch, relayed_push
 from webui import (
     build_link,
     click_when_ready,
@@ -214,7 +214,7 @@ def test_one_commit_fans_its_suites_out_over_the_units_and_gets_one_verdict_from
     sha = wide.upstream.commit("An upstream change for a wide backend")
     # PyTorch's relay dispatched the push to the backend's repository, which hands it to crcr.
     pytorch_relay.dispatched("push-wide", WIDE_REPO)
-    assert deliver_dispatch(relay, push_event(wide.upstream, sha), "push-wide", WIDE_REPO) == 200
+    assert deliver_dispatch(relay, relayed_push(wide.upstream, sha), "push-wide", WIDE_REPO) == 200
     parent = relay.wait_for_finished_build(WIDE, sha)
 
     # The parent ran on the relay's own worker; a suite step per suite, each its verdict drawn from its child.

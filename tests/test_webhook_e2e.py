@@ -15,7 +15,7 @@ from configfiles import write_secret
 from conftest import backend, make_upstream, prepare_relay, running, suite
 from crcr.config.secretfiles import GITHUB_WEBHOOK_SECRET
 from harness import wait_until
-from webhooks import WEBHOOK_SECRET, about_repository, deliver, load_fixture, push_event
+from webhooks import WEBHOOK_SECRET, about_repository, deliver, load_fixture, push_to_main
 
 pytestmark = pytest.mark.e2e
 
@@ -66,12 +66,12 @@ def test_a_signed_ping_answers_200(relay):
 def test_a_push_to_main_builds_the_new_commit_at_once_and_once_while_the_poller_polls_too(relay, upstream):
     sha = upstream.commit("Upstream change announced by a webhook")
 
-    assert deliver(relay, "push", "push", push_event(upstream, sha)["overrides"]) == 200
+    assert deliver(relay, "push", "push", push_to_main(upstream, sha)) == 200
 
     build = relay.wait_for_finished_build(BACKEND, sha, timeout=120)  # the poll interval is an hour
     # GitHub's next push event, or the poller's own poll: the commit is one change, one build.
-    poll_after(relay, lambda: deliver(relay, "push", "push", push_event(upstream, sha)["overrides"]))
-    poll_after(relay, lambda: deliver(relay, "push", "push", push_event(upstream, sha)["overrides"]))
+    poll_after(relay, lambda: deliver(relay, "push", "push", push_to_main(upstream, sha)))
+    poll_after(relay, lambda: deliver(relay, "push", "push", push_to_main(upstream, sha)))
     assert [b["buildid"] for b in relay.builds_of(BACKEND, sha)] == [build["buildid"]]
     assert len(changes_of(relay, sha)) == 1
 
@@ -80,8 +80,8 @@ def test_wrong_or_missing_signatures_get_403_and_schedule_nothing(relay, upstrea
     sha = upstream.commit("Upstream change announced by someone without the secret")
     wrong, unsigned = f"wrong-{uuid.uuid4()}", f"unsigned-{uuid.uuid4()}"
 
-    assert deliver(relay, "push", "push", push_event(upstream, sha)["overrides"], secret="not-the-secret", delivery=wrong) == 403
-    assert deliver(relay, "push", "push", push_event(upstream, sha)["overrides"], secret=None, delivery=unsigned) == 403
+    assert deliver(relay, "push", "push", push_to_main(upstream, sha), secret="not-the-secret", delivery=wrong) == 403
+    assert deliver(relay, "push", "push", push_to_main(upstream, sha), secret=None, delivery=unsigned) == 403
 
     for delivery, why in ((wrong, "wrong X-Hub-Signature-256"), (unsigned, "no X-Hub-Signature-256")):
         logged = log_lines(relay, delivery)
@@ -90,7 +90,7 @@ def test_wrong_or_missing_signatures_get_403_and_schedule_nothing(relay, upstrea
         assert WEBHOOK_SECRET not in logged[0] and sha not in logged[0], "neither the secret nor the payload"
     assert changes_of(relay, sha) == [] and relay.builds_of(BACKEND, sha) == []
     # Signed, the same push builds it.
-    assert deliver(relay, "push", "push", push_event(upstream, sha)["overrides"]) == 200
+    assert deliver(relay, "push", "push", push_to_main(upstream, sha)) == 200
     relay.wait_for_finished_build(BACKEND, sha, timeout=120)
 
 
@@ -110,13 +110,13 @@ def test_pushes_of_tags_deletions_and_other_repositories_answer_200_and_do_nothi
 def test_a_redelivery_is_not_acted_on_twice_also_after_a_restart(relay, upstream):
     sha = upstream.commit("Upstream change delivered twice")
     delivery = str(uuid.uuid4())
-    assert deliver(relay, "push", "push", push_event(upstream, sha)["overrides"], delivery=delivery) == 200
+    assert deliver(relay, "push", "push", push_to_main(upstream, sha), delivery=delivery) == 200
     relay.wait_for_finished_build(BACKEND, sha, timeout=120)
 
-    assert deliver(relay, "push", "push", push_event(upstream, sha)["overrides"], delivery=delivery) == 200
+    assert deliver(relay, "push", "push", push_to_main(upstream, sha), delivery=delivery) == 200
     relay.stop()
     relay.start()
-    assert deliver(relay, "push", "push", push_event(upstream, sha)["overrides"], delivery=delivery) == 200
+    assert deliver(relay, "push", "push", push_to_main(upstream, sha), delivery=delivery) == 200
 
     logged = log_lines(relay, delivery)
     assert len(logged) == 3, logged

@@ -114,17 +114,22 @@ def pull_request_event(action: str, number: int, head: str, upstream, labels=(),
     return {"name": "pull_request", "fixture": fixture, "overrides": overrides}
 
 
-def push_event(upstream, sha: str, repository: str = "pytorch/pytorch") -> dict:
-    """The real `push` payload (push.json: a tag deletion on Codertocat/Hello-World) made a push of `sha` to main of
-    the test's upstream, as deliver and deliver_dispatch take an event."""
-    overrides = {"ref": "refs/heads/main", "deleted": False, "before": upstream.git("rev-parse", f"{sha}~1"),
-                 "after": sha, **about_repository(repository, upstream.url)}
-    return {"name": "push", "fixture": "push", "overrides": overrides}
+def push_to_main(upstream, sha: str) -> dict:
+    """The overrides that make push.json (a tag deletion on Codertocat/Hello-World) a push of `sha` to main of the
+    test's upstream."""
+    return {"ref": "refs/heads/main", "deleted": False, "before": upstream.git("rev-parse", f"{sha}~1"), "after": sha,
+            **about_repository("pytorch/pytorch", upstream.url)}
+
+
+def relayed_push(upstream, sha: str) -> dict:
+    """A push of `sha` to main of the test's upstream, as deliver_dispatch takes an event: the fields the relay reads
+    of a push, of the tests' own making, so that a story of PyTorch's relay needs no shared fixture."""
+    return {"name": "push", "payload": rewrite({"repository": {}}, push_to_main(upstream, sha))}
 
 
 def event_payload(event: dict) -> dict:
-    """The payload a pull_request_event delivers."""
-    return rewrite(load_fixture(event["fixture"]), event["overrides"])
+    """The payload an event delivers: its own, or its fixture rewritten (a pull_request_event)."""
+    return event["payload"] if "payload" in event else rewrite(load_fixture(event["fixture"]), event["overrides"])
 
 
 def deliver_pull_request(relay, event: dict, delivery: str | None = None, secret: str = WEBHOOK_SECRET) -> int:
@@ -134,7 +139,7 @@ def deliver_pull_request(relay, event: dict, delivery: str | None = None, secret
 
 def deliver_dispatch(relay, event: dict, upstream_delivery: str, repo: str, secret: str = WEBHOOK_SECRET) -> int:
     """POSTs, as GitHub delivers it to a downstream repository's webhook, the repository_dispatch PyTorch's relay
-    sends `repo` for `event` (a pull_request_event or a push_event; its client_payload: the upstream event's name,
+    sends `repo` for `event` (a pull_request_event or a relayed_push; its client_payload: the upstream event's name,
     the upstream X-GitHub-Delivery `upstream_delivery`, the whole upstream payload); returns the HTTP status."""
     upstream_payload = event_payload(event)
     dispatch = {"action": event["name"], "branch": "main",
