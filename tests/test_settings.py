@@ -79,6 +79,8 @@ OVERRIDES = [
     ("CRCR_PYTORCH_RELAY_TOKEN_COMMAND", "buildkite-agent oidc request-token --audience pytorch-cross-repo-ci-relay",
      "pytorch_relay_token_command", "buildkite-agent oidc request-token --audience pytorch-cross-repo-ci-relay"),
     ("CRCR_PYTORCH_RELAY_RATE", "100", "pytorch_relay_rate", 100),
+    ("CRCR_DISABLED_TESTS_URL", "", "disabled_tests_url", ""),
+    ("CRCR_DISABLED_TESTS_REFRESH", "60", "disabled_tests_refresh", 60),
 ]
 
 
@@ -161,6 +163,11 @@ def test_without_environ_argument_the_process_environment_is_read(monkeypatch):
         ({"CRCR_UPSTREAM_BRANCHES": "main,a b"}, "CRCR_UPSTREAM_BRANCHES: not valid branch names: 'a b'"),
         ({"CRCR_BACKENDS_DIR": ""}, "CRCR_BACKENDS_DIR: must not be empty"),
         ({"CRCR_UPSTREAM_URL": ""}, "CRCR_UPSTREAM_URL: must not be empty"),
+        (
+            {"CRCR_DISABLED_TESTS_URL": "raw.githubusercontent.com/x.json"},
+            "CRCR_DISABLED_TESTS_URL: must be an http:// or https:// URL, or empty (not followed) "
+            "(got 'raw.githubusercontent.com/x.json')",
+        ),
     ],
     ids=lambda v: next(iter(v)) + "=" + repr(next(iter(v.values()))) if isinstance(v, dict) else None,
 )

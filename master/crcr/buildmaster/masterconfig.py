@@ -22,6 +22,7 @@ from crcr.buildmaster.services.every_master.leadership import RelayLeadership
 from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
 from crcr.buildmaster.services.every_master.router_loss import ExitWithTheMaster
 from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
+from crcr.buildmaster.services.leader.disabled_tests import DisabledTestsFollower
 from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
 from crcr.buildmaster.services.leader.janitor import RelayJanitor
 from crcr.buildmaster.services.leader.ledger import CommitLedger
@@ -87,6 +88,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
                              upstream_url=settings.upstream_url),
             *nothing_pending_services(relay, plan, settings), CrossMasterWaker(), OrphanedChildren(),
             LevelHistory(levels={b.name: b.level for b in relay.backends}),
+            DisabledTestsFollower(url=settings.disabled_tests_url, refresh=settings.disabled_tests_refresh),
             *readiness_watches(relay.backends, settings.web_url, smtp_relay(settings), settings.mail_from),
             HistoryRecorder(), RelayJanitor(history_days=settings.history_days, artifact_days=settings.artifact_days,
                                              artifact_store=settings.artifact_store),

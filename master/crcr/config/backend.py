@@ -40,6 +40,7 @@ from crcr.config.limits import (
 from crcr.config.relevance import DEFAULT_IGNORE_PATHS, Relevance
 from crcr.config.schedule import Schedule
 from crcr.config.suite import Suite
+from crcr.config.upstream_platforms import PLATFORMS
 
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 LABEL = described_pattern(r"^\S(?:[^\r\n]*\S)?$", "must be a GitHub label: no spaces at its ends, no line breaks")
@@ -139,6 +140,18 @@ class Backend(Strict):
     # What tells its suites' runs hit the hardware, beside its device's (workers/devices/<device>.yaml).
     infra_failures: InfraFailures = InfraFailures()
     suites: list[Suite] = Field(min_length=1, max_length=MAX_SUITES)
+    # PyTorch's platform keys whose disabled tests are also this backend's (docs/backends.md, "Tests upstream
+    # disabled"); a test PyTorch disables on every platform is skipped whatever this says.
+    disabled_platforms: list[str] = Field(default=[], max_length=len(PLATFORMS))
+
+    @field_validator("disabled_platforms")
+    @classmethod
+    def _known_platforms(cls, platforms: list[str]) -> list[str]:
+        unknown = [p for p in platforms if p not in PLATFORMS]
+        if unknown:
+            raise ValueError(f"not platforms PyTorch disables tests on: {shown_all(unknown)} (known: "
+                             f"{', '.join(PLATFORMS)})")
+        return platforms
 
     @field_validator("maintainers")
     @classmethod

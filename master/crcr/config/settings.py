@@ -136,6 +136,11 @@ class Settings(BaseModel):
     # PyTorch's nightly wheels (backends/builds/torch-nightly.yaml): a PEP 503 index, as `pip --index-url` takes it.
     nightly_index: str = Field(default="https://download.pytorch.org/whl/nightly/cpu", max_length=MAX_URL,
                                pattern=described_pattern(r"^https?://\S+$", "must be an http:// or https:// URL"))
+    # PyTorch's disabled tests (docs/backends.md): the condensed list test-infra publishes, asked again every
+    # disabled_tests_refresh seconds (a conditional request); "": not followed, no test is skipped for it.
+    disabled_tests_url: str = Field(default="", max_length=MAX_URL, pattern=described_pattern(
+        r"^(https?://\S+)?$", "must be an http:// or https:// URL, or empty (not followed)"))
+    disabled_tests_refresh: WholeNumber = Field(default=1800, ge=1, le=MAX_POLL_INTERVAL)
     mq_realm: str = Field(default="crcr", pattern=described_pattern(r"^[a-z][a-z0-9_.]*$",
                                                                       "must be a WAMP realm name, e.g. crcr"),
                           max_length=MAX_ADDRESS)

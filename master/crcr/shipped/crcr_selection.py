@@ -81,6 +81,14 @@ ORDER_PLUGIN = "crcr_order"  # shipped beside it: likely failures first, each ou
 SPEC_VARIABLE = "CRCR_SELECTION"
 ONLY_VARIABLE = "CRCR_ONLY_TESTS"
 SHARD_VARIABLE = "CRCR_SHARD"
+# The tests PyTorch disabled that apply to the backend, in PyTorch's own .pytorch-disabled-tests.json format
+# ({"test_x (__main__.TestY)": ["<issue url>", [platforms]]}), the file its harness reads as DISABLED_TESTS_FILE.
+DISABLED_VARIABLE = "CRCR_DISABLED_TESTS"
+# A test disabled upstream is skipped with this reason (the relay reads the issue back out of the JUnit XML).
+DISABLED_REASON = "disabled upstream (#{issue})"
+# Device types PyTorch's remove_device_and_dtype_suffixes strips before a dtype (its device-type test bases), beside
+# the backend's own device (privateuse1's name).
+DISABLED_DEVICE_TYPES = ("cpu", "cuda", "meta", "mps", "xpu", "privateuse1")
 # pytest's configuration files in the order pytest tries them in a folder, each with the section that
 # makes it pytest's (None: the file counts as it is). A pyproject.toml counts with any [tool.pytest]
 # table: [tool.pytest.ini_options], or the native table of pytest 9. setup.cfg's obsolete [pytest]
@@ -215,9 +223,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if shard is not None:
         config.pluginmanager.register(shard, "crcr-shard")
     path = os.environ.get(SPEC_VARIABLE)
-    if not path:
+    spec = _read_spec(path) if path else None
+    disabled = os.environ.get(DISABLED_VARIABLE)
+    if disabled:
+        device = (spec or {}).get("device", "")
+        config.pluginmanager.register(DisabledUpstream(_read_disabled(disabled), device), "crcr-disabled-upstream")
+    if spec is None:
         return
-    spec = _read_spec(path)
     selection = Selection(spec, Path(config.invocation_params.dir), shard)
     # Registered markers keep --strict-markers happy and show in `pytest --markers`.
     for tag in selection.tags:
@@ -253,6 +265,16 @@ def _read_spec(path: str) -> dict:
     if problem:
         raise pytest.UsageError(f"{SPEC_VARIABLE}={path}: {problem}")
     return spec
+
+
+def _read_disabled(path: str) -> dict:
+    entries = read_named_json(DISABLED_VARIABLE, path)
+    if not (isinstance(entries, dict) and all(
+            isinstance(key, str) and isinstance(value, list) and value and isinstance(value[0], str)
+            for key, value in entries.items())):
+        raise pytest.UsageError(f'{DISABLED_VARIABLE}={path}: expected {{"test_x (__main__.TestY)": '
+                                '["<issue url>", [platforms]], ...}')
+    return entries
 
 
 def _spec_problem(spec) -> str | None:
@@ -558,6 +580,57 @@ class Selection:
                 if template and template != method:
                     names.append((generic, template))
         return names
+
+
+class DisabledUpstream:
+    """Skips the tests PyTorch disabled (the relay shipped only those applying to the backend), each matched as
+    PyTorch's check_if_enable matches it: the test's class starts with the entry's class (TestFoo disables TestFooNPU)
+    and the entry's name is the method's, or the method's without its trailing dtype and the device before it. A
+    function outside any class never matches, as upstream. A skip wins over the config's xfail modes."""
+
+    def __init__(self, entries: dict, device: str):
+        self.entries = entries
+        self.devices = {*DISABLED_DEVICE_TYPES, device.lower()} - {""}
+
+    @pytest.hookimpl(trylast=True)  # after the selection's modes: its skip is the one that counts
+    def pytest_collection_modifyitems(self, config, items) -> None:
+        for item in items:
+            cls = getattr(item, "cls", None)
+            if cls is None:
+                continue
+            url = disabling_url(self.entries, cls.__name__, getattr(item, "originalname", item.name), self.devices)
+            if url is not None:
+                item.add_marker(pytest.mark.skip(reason=DISABLED_REASON.format(issue=issue_number(url))))
+
+
+def disabling_url(entries: dict, classname: str, method: str, devices) -> str | None:
+    """The issue URL of the first entry that disables the test `classname`.`method`, as check_if_enable matches;
+    None when none does."""
+    stripped = without_device_and_dtype(method, devices)
+    for key, value in entries.items():
+        parts = key.split()
+        if len(parts) < 2:
+            continue
+        name, target_class = parts[0], parts[1][1:-1].split(".")[-1]
+        if classname.startswith(target_class) and name in (method, stripped):
+            return value[0]
+    return None
+
+
+def without_device_and_dtype(method: str, devices) -> str:
+    """PyTorch's remove_device_and_dtype_suffixes: a trailing dtype dropped, with the device before it if there is
+    one ('test_add_cpu_float32' -> 'test_add'); a name without a trailing dtype as it is. One dtype only."""
+    chunks = method.split("_")
+    if chunks[-1] in DTYPE_NAMES:
+        return "_".join(chunks[:-2] if len(chunks) > 1 and chunks[-2] in devices else chunks[:-1])
+    return method
+
+
+def issue_number(url: str) -> str:
+    """The issue's number at the end of its URL (https://github.com/pytorch/pytorch/issues/123 -> '123'); the URL
+    itself when it ends otherwise."""
+    tail = url.rstrip("/").rpartition("/")[2]
+    return tail if tail.isdigit() else url
 
 
 class OnlyTests:

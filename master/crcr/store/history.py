@@ -64,8 +64,10 @@ class TestOutcomeRow:
     suite: str
     test: str  # pytest's node id
     outcome: str  # tables.TEST_OUTCOMES: failed | errored | flaky | passed (passed: a bisection's asked tests only)
+    # | disabled (skipped as disabled upstream)
     new: bool  # a new failure against the baseline
     complete_at: int  # the build's
+    issue: str | None = None  # a disabled test's upstream issue (its number)
 
 
 def record_build(conn, build: BuildRow, suites: list[SuiteRunRow], outcomes: list[TestOutcomeRow]) -> bool:

@@ -19,6 +19,7 @@ from crcr.store import (
     collapses,
     commits,
     deliveries,
+    disabled_tests,
     dispatches,
     endings,
     health_page_queries,
@@ -184,3 +185,9 @@ class RelayStore(service.BuildbotService):
     health_cluster_rows = _through_pool(health_queries.cluster_rows)
     health_stage_builds = _through_pool(buildbot_tables.successful_builds_of)
     health_stage_builds_at = _through_pool(buildbot_tables.successful_builds_at)
+
+    # PyTorch's disabled tests (suites/disabled_upstream.py)
+    disabled_tests_kept = _through_pool(disabled_tests.kept_list)
+    keep_disabled_tests = _through_pool(disabled_tests.keep_list)
+    forget_disabled_tests = _through_pool(disabled_tests.forget_list)
+    disabled_in_latest_runs = _through_pool(disabled_tests.disabled_in_latest_runs)

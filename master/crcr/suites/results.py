@@ -9,6 +9,8 @@ from xml.etree.ElementTree import ParseError
 
 from junitparser import Attr, Error, Failure, JUnitXml, JUnitXmlError, Properties, Skipped, TestCase, TestSuite
 
+from crcr.suites.disabled_upstream import disabling_issue
+
 # pytest's junit_family=xunit1 writes each test's file; junitparser's documented way to read an extra attribute.
 TestCase.file = Attr("file")
 # The testcase property the selection plugin writes on a test it ran again after it failed: how often
@@ -42,6 +44,9 @@ class SuiteResults:
     collection_errors: dict[str, str] = field(default_factory=dict)
     # Why the suite did not run as a whole ("" when it did): it is then nobody's baseline (baseline.py).
     broken: str = ""
+    # Skipped as disabled upstream (PyTorch's disabled tests: disabled_upstream.py), each with its issue's number:
+    # neither skipped nor ever failing.
+    disabled: dict[str, str] = field(default_factory=dict)
 
     @property
     def ran(self) -> bool:
@@ -93,11 +98,13 @@ def dotted_module(file: str) -> str:
 @dataclass
 class JUnitReport:
     """What a suite's JUnit XML says: each test's outcome by node id (passed, failed, errored, skipped,
-    xfailed, or flaky: failed, then passed when the plugin ran it again), and the files that could not be
-    collected, each with its error (a collection error is no test: pytest names its testcase after the module)."""
+    xfailed, disabled: skipped as disabled upstream, or flaky: failed, then passed when the plugin ran it again), and
+    the files that could not be collected, each with its error (a collection error is no test: pytest names its
+    testcase after the module); the disabled tests' issues."""
 
     outcomes: dict[str, str]
     collection_errors: dict[str, str]
+    disabled: dict[str, str] = field(default_factory=dict)  # node id -> upstream issue number
 
 
 def read_junit(text: str | bytes, checkout: str | None = None) -> JUnitReport:
@@ -111,15 +118,24 @@ def read_junit(text: str | bytes, checkout: str | None = None) -> JUnitReport:
     except (ParseError, ValueError, LookupError) as e:  # expat's; an encoding it cannot read, or does not know
         said = textwrap.shorten(str(e), PARSER_MESSAGE_LIMIT, placeholder=" …")
         raise UnreadableJUnit(f"its JUnit XML does not parse: {said}") from None
-    outcomes, collection_errors = {}, {}
+    report = JUnitReport({}, {})
     for suite in [xml] if isinstance(xml, TestSuite) else list(xml):
         for case in suite:
             errors = [r for r in case.result if isinstance(r, Error)]
             if any(e.message == COLLECTION_FAILURE for e in errors):
-                collection_errors[_collected_file(case, checkout)] = error_line(errors[0].text or "")
-            else:
-                outcomes[node_id(case, checkout)] = _outcome(case)
-    return JUnitReport(outcomes, collection_errors)
+                report.collection_errors[_collected_file(case, checkout)] = error_line(errors[0].text or "")
+                continue
+            test, issue = node_id(case, checkout), _disabled_by(case)
+            report.outcomes[test] = "disabled" if issue else _outcome(case)
+            if issue:
+                report.disabled[test] = issue
+    return report
+
+
+def _disabled_by(case) -> str | None:
+    """The upstream issue a skipped test was disabled by (the selection plugin's skip, or PyTorch's harness's)."""
+    skips = [r for r in case.result if isinstance(r, Skipped) and r.type != "pytest.xfail"]
+    return next((issue for r in skips if (issue := disabling_issue(r.message))), None)
 
 
 def _outcome(case) -> str:
@@ -167,6 +183,7 @@ def read_junits(files: list[tuple[bytes, str | None]]) -> JUnitReport:
         report = read_junit(text, checkout)
         merged.outcomes.update(report.outcomes)
         merged.collection_errors.update(report.collection_errors)
+        merged.disabled.update(report.disabled)
     return merged
 
 
@@ -183,6 +200,7 @@ def results_of(report: JUnitReport) -> SuiteResults:
         errored=[test for test, outcome in outcomes if outcome == "errored"],
         flaky=[] if breakage else [test for test, outcome in outcomes if outcome == "flaky"],
         collection_errors=report.collection_errors,
+        disabled=dict(report.disabled),
     )
 
 
@@ -246,4 +264,11 @@ def describe_counts(suites: list[SuiteResults], pull_request: PullRequestBase | 
         new = pull_request.compared(counts["new"]) if pull_request else f"{counts['new']} new"
         parts.append(f"{failed} failed ({new})" if compared else f"{failed} failed")
     parts += [f"{counts[label]} {label}" for label in ("skipped", "xfailed", "flaky", "timed out") if counts[label]]
+    parts += _disabled_upstream(suites)
     return ", ".join(parts)
+
+
+def _disabled_upstream(suites: list[SuiteResults]) -> list[str]:
+    """'2 disabled upstream': tests PyTorch disabled, skipped, not counted as skipped."""
+    disabled = sum(len(s.disabled) for s in suites)
+    return [f"{disabled} disabled upstream"] if disabled else []

@@ -109,3 +109,9 @@ def outcomes_file(junit_file: str) -> str:
     """Where the crcr_order plugin tells each test's outcome as it ends, beside the suite's JUnit XML: the worker
     follows it as the step runs (docs/relevance.md)."""
     return junit_file.removesuffix(".xml") + ".outcomes"
+
+
+def disabled_tests_file(junit_file: str) -> str:
+    """Where the suite's step ships the tests PyTorch disabled that apply to the backend, beside its JUnit XML, in
+    PyTorch's .pytorch-disabled-tests.json format (suites/disabled_upstream.py)."""
+    return junit_file.removesuffix(".xml") + ".disabled.json"

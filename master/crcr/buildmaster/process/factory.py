@@ -184,6 +184,7 @@ def suite_step_arguments(backend: Backend, suite: Suite, selections: dict[tuple[
         is_pytest=suite.pytest is not None,
         selection_report=selection_report_file(junit_file) if suite.pytest else None,
         reruns=suite.reruns if suite.pytest else 0,
+        disabled_platforms=tuple(backend.disabled_platforms),
         command=pytest_command(suite, spec, junit_file) if suite.pytest else suite.command,
         workdir=UPSTREAM_DIR,
         env=suite_env,

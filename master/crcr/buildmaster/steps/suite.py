@@ -29,14 +29,26 @@ from crcr.buildmaster.steps.taking_out import take_out_if_failing
 from crcr.buildmaster.steps.unit_checks import log_url, record_hardware_failure, unit_facts
 from crcr.names import ORDER_PROPERTY, TELL_EARLY_PROPERTY
 from crcr.shipped.crcr_order import ORDER_VARIABLE, OUTCOMES_VARIABLE
+from crcr.shipped.crcr_selection import DISABLED_VARIABLE
 from crcr.store.service import relay_store
-from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command, order_file, outcomes_file, running_file
+from crcr.suites.disabled_upstream import applying, from_rows, harness_file
+from crcr.suites.selection import (
+    ONLY_TESTS_VARIABLE,
+    disabled_tests_file,
+    only_tests_command,
+    order_file,
+    outcomes_file,
+    running_file,
+)
 
 STALLED = "timeout_without_output"  # the worker's failure reason after `timeout` seconds without output
 RETRY_LOG = "stdio (retry after a stall)"
 # The crcr_order plugin's outcomes, each attempt's in its own log: one log name, one LogObserver.
 OUTCOMES_LOGS = {"stdio": "outcomes", RETRY_LOG: "outcomes (retry after a stall)"}
 INFRA_LOG = "infrastructure failure"
+# The variable PyTorch's harness (common_utils) reads the disabled tests from: a command suite running PyTorch's own
+# runner skips them itself.
+HARNESS_DISABLED_VARIABLE = "DISABLED_TESTS_FILE"
 
 
 class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
@@ -46,8 +58,10 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
 
     maxTime bounds the whole step, retry included: each command gets what is left of it."""
 
-    def __init__(self, junit_file: str, reruns: int, infra: InfraSetup | None = None, **kwargs):
+    def __init__(self, junit_file: str, reruns: int, infra: InfraSetup | None = None,
+                 disabled_platforms: tuple[str, ...] = (), **kwargs):
         self.junit_file, self.reruns, self.infra = junit_file, reruns, infra
+        self.disabled_platforms = disabled_platforms  # PyTorch's platforms whose disabled tests are the backend's
         self.news: EarlyNews | None = None  # what the run tells before it ends, when its tests are ordered
         super().__init__(**kwargs)
         # The output is watched only where the backend's relay tells runs that hit the hardware.
@@ -72,6 +86,7 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
             env = {**self.env, ONLY_TESTS_VARIABLE: json.dumps(asked)}
         else:
             command, env = self.command, (yield self._ordered()) if self.is_pytest and asked is None else None
+        env = yield self._with_disabled_tests(env)
         cmd, timed_out = yield self._run(command, env)
         if self.news is not None:
             yield self.news.done()
@@ -107,6 +122,20 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
             env[OUTCOMES_VARIABLE] = outcomes_file(self.junit_file)
         yield self.downloadFileContentToWorker(order_file(self.junit_file), json.dumps(order))
         return env
+
+    @defer.inlineCallbacks
+    def _with_disabled_tests(self, env: dict | None):
+        """`env` (None: the step's own) with the tests PyTorch disabled that apply to the backend shipped beside the
+        JUnit XML and named for the selection plugin and PyTorch's own harness; as it was when none applies."""
+        kept = yield relay_store(self.master).disabled_tests_kept()
+        entries = applying(from_rows(kept.entries), list(self.disabled_platforms)) if kept else []
+        if not entries:
+            return env
+        shipped = disabled_tests_file(self.junit_file)
+        yield self.downloadFileContentToWorker(shipped, json.dumps(harness_file(entries)))
+        checkout = self._checkout()
+        path = f"{checkout}/{shipped}" if checkout else shipped  # absolute: PyTorch's runner changes folder
+        return {**(self.env if env is None else env), DISABLED_VARIABLE: path, HARNESS_DISABLED_VARIABLE: path}
 
     def getCurrentSummary(self):
         if self.news is not None and self.news.said:

@@ -37,6 +37,7 @@ from crcr.suites.asked_tests import (
     describe_outcomes,
     only_tests_problem,
 )
+from crcr.suites.disabled_upstream import issue_url
 from crcr.suites.results import (
     JUnitReport,
     SuiteResults,
@@ -54,6 +55,7 @@ PYTEST_EXIT_CODES = {2: "interrupted", 3: "pytest internal error", 4: "pytest us
 # How many names that select no test the step's summary shows; its log lists them all.
 UNMATCHED_SHOWN = 3
 ASKED_LOG = "asked tests"  # a bisection build's log of each asked test's outcome
+DISABLED_LOG = "disabled upstream"  # the tests skipped as PyTorch disabled them, each with its issue
 
 
 def needed_in_this_build(step: SuiteVerdict) -> bool:
@@ -250,6 +252,8 @@ class SuiteVerdict(BaselineComparison):
             self.setProperty(TESTS_PROPERTY, recorded, "crcr")
             every_suite = [SuiteResults.from_property(r) for r in recorded.values()]
             self.setProperty(TOTALS_PROPERTY, totals(every_suite), "crcr")
+            if results.disabled:
+                yield self.addCompleteLog(DISABLED_LOG, _disabled_report(results.disabled))
             report = _failure_report(results)
             if report:
                 yield self.addCompleteLog(FAILING_LOG, self._compared_with() + report)
@@ -286,6 +290,11 @@ def _asked_counts(asked: list[str], found: dict[str, str]) -> str:
     """E.g. '2 asked tests: 1 failed, 1 passed', or 'whole suite: ...' for a suite asked with []."""
     what = f"{len(asked)} asked test{'s' if len(asked) != 1 else ''}" if asked else "whole suite"
     return f"{what}: {describe_outcomes(found)}"
+
+
+def _disabled_report(disabled: dict[str, str]) -> str:
+    return "skipped, as PyTorch disabled them (never a failure of this build):\n" + "".join(
+        f"  {test} -> {issue_url(issue)}\n" for test, issue in sorted(disabled.items()))
 
 
 def _failure_report(results: SuiteResults) -> str:

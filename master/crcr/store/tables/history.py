@@ -15,8 +15,10 @@ TEST_HASH_LENGTH = 64  # test_hash: SHA-256 in hex
 # What a recorded build was for: an upstream commit's own (or covering) build, a forced one, a pull request's, a
 # bisection's (only the tests it asked about).
 BUILD_KINDS = ("upstream", "forced", "pull_request", "bisection")
-# A test's outcome in a build when it did not simply pass (a bisection build records its asked tests' passes too).
-TEST_OUTCOMES = ("failed", "errored", "flaky", "passed")
+# A test's outcome in a build when it did not simply pass (a bisection build records its asked tests' passes too);
+# disabled: skipped as disabled upstream, its issue kept.
+TEST_OUTCOMES = ("failed", "errored", "flaky", "passed", "disabled")
+ISSUE_LENGTH = 20  # an upstream issue's number
 
 # Test history (store/history.py), kept `history_days`: one row per finished build of a backend ...
 builds = sa.Table(
@@ -83,6 +85,7 @@ test_outcomes = sa.Table(
     sa.Column("outcome", sa.String(STATE_LENGTH), nullable=False),  # TEST_OUTCOMES
     sa.Column("new", sa.Boolean, nullable=False),  # a new failure against the baseline
     sa.Column("complete_at", sa.BigInteger, nullable=False),  # the build's
+    sa.Column("issue", sa.String(ISSUE_LENGTH)),  # a disabled test's upstream issue (its number)
     sa.Index("crcr_test_outcomes_buildid", "buildid"),
     sa.Index("crcr_test_outcomes_backend_complete_at", "backend", "complete_at"),
     sa.Index("crcr_test_outcomes_backend_test_hash", "backend", "test_hash"),

@@ -73,13 +73,14 @@ def history_rows(build: dict) -> tuple[BuildRow, list[SuiteRunRow], list[TestOut
         suites.append(SuiteRunRow(buildid=build["buildid"], backend=backend, suite=suite, results=results,
                                   complete_at=complete_at, broken=broken, **counts))
         if kind == "bisection":
-            found = [(test, outcome, False) for test, outcome in asked.get(suite, {}).items()
+            found = [(test, outcome, False, None) for test, outcome in asked.get(suite, {}).items()
                      # the whole-suite pseudo-test: its suite run's results already say how the suite ended
                      if test != asked_tests.WHOLE_SUITE and outcome in ASKED_OUTCOMES_KEPT]
         else:
             found = _not_passed(tested.get(suite) or SuiteResults())
         outcomes += [TestOutcomeRow(buildid=build["buildid"], backend=backend, suite=suite, test=test,
-                                    outcome=outcome, new=new, complete_at=complete_at) for test, outcome, new in found]
+                                    outcome=outcome, new=new, complete_at=complete_at, issue=issue)
+                     for test, outcome, new, issue in found]
     pull_request = properties.get(PULL_REQUEST_PROPERTY, ({},))[0] if kind == "pull_request" else {}
     stamp = build["buildset"]["sourcestamps"][0]
     row = BuildRow(
@@ -126,11 +127,13 @@ def _counts(tested: SuiteResults | None, asked: dict[str, str]) -> dict:
             "timed_out": False}
 
 
-def _not_passed(results: SuiteResults) -> list[tuple[str, str, bool]]:
-    """(test, outcome, new) of each failing and flaky test of an upstream, forced or pull request build's suite."""
+def _not_passed(results: SuiteResults) -> list[tuple[str, str, bool, str | None]]:
+    """(test, outcome, new, issue) of each failing, flaky and disabled test of an upstream, forced or pull request
+    build's suite; a disabled one (skipped as PyTorch disabled it) with its upstream issue."""
     errored, new = set(results.errored), set(results.new)
-    failing = [(test, "errored" if test in errored else "failed", test in new) for test in results.failing]
-    return failing + [(test, "flaky", False) for test in results.flaky]
+    failing = [(test, "errored" if test in errored else "failed", test in new, None) for test in results.failing]
+    return failing + [(test, "flaky", False, None) for test in results.flaky] + [
+        (test, "disabled", False, issue) for test, issue in results.disabled.items()]
 
 
 class HistoryRecorder(OrderedLeaderService):

@@ -1,0 +1,125 @@
+"""PyTorch's disabled tests, followed (docs/backends.md, "Tests upstream disabled"): the leader asks for test-infra's
+condensed list every `disabled_tests_refresh` seconds, as it takes the lead (a master's start) and at a reconfig,
+with a conditional request (If-None-Match, If-Modified-Since: 304 keeps the list), and keeps it in the relay's table,
+the one list every master and every suite's step reads (store/disabled_tests.py). An answer that is no list, an
+error or an unreachable host keeps the last good list and records the problem, logged once per change of it, not at
+every ask. An empty URL follows nothing: the list kept is forgotten, and no test is skipped for it."""
+
+from __future__ import annotations
+
+import treq
+from buildbot.util import service
+from twisted.internet import defer, task
+from twisted.python import log
+
+from crcr.buildmaster.util.leader_duty import LeaderDuty
+from crcr.store.disabled_tests import KeptList
+from crcr.store.service import relay_store
+from crcr.suites.disabled_upstream import UnreadableList, as_rows, from_rows, parse_condensed
+
+DISABLED_TESTS_SERVICE = "crcr-disabled-tests"
+FETCH_TIMEOUT = 60  # seconds for the host's answer to begin
+NONE_KEPT = "[]"
+
+
+class DisabledTestsFollower(LeaderDuty, service.BuildbotService):
+    name = DISABLED_TESTS_SERVICE
+
+    def __init__(self, *args, **kwargs):
+        self._loop: task.LoopingCall | None = None
+        self._asking: defer.Deferred | None = None
+        super().__init__(*args, **kwargs)
+
+    def checkConfig(self, url: str, refresh: int):
+        pass
+
+    @defer.inlineCallbacks
+    def reconfigService(self, url: str, refresh: int):
+        changed = (getattr(self, "url", None), getattr(self, "refresh", None)) != (url, refresh)
+        self.url, self.refresh = url, refresh
+        if changed and self._loop is not None:  # asked again at once, then at the new pace
+            self._stop_asking()
+            yield self.lead()
+
+    @defer.inlineCallbacks
+    def startService(self):
+        yield super().startService()
+        yield self.start_duty()
+
+    @defer.inlineCallbacks
+    def stopService(self):
+        self._stop_asking()
+        if self._asking is not None:
+            yield self._asking
+        yield super().stopService()
+
+    def lead(self):
+        if self._loop is not None:  # told again (its start on the leader, then the leadership's news)
+            return defer.succeed(None)
+        self._loop = task.LoopingCall(self._ask)
+        self._loop.clock = self.master.reactor
+        self._loop.start(self.refresh, now=True)
+        return defer.succeed(None)
+
+    def follow(self):
+        self._stop_asking()
+        return defer.succeed(None)
+
+    def _stop_asking(self) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._loop = None
+
+    def _ask(self):
+        """One ask; a failure is logged and the next ask runs (a LoopingCall whose call fails stops)."""
+        self._asking = self.refresh_list().addErrback(log.err, "crcr: while following PyTorch's disabled tests")
+        return self._asking
+
+    @defer.inlineCallbacks
+    def refresh_list(self):
+        """The list asked for once, kept with what came of it."""
+        store = relay_store(self.master)
+        kept = yield store.disabled_tests_kept()
+        if not self.url:
+            if kept is not None:
+                yield store.forget_disabled_tests()
+                log.msg("crcr: PyTorch's disabled tests are no longer followed (disabled_tests_url is empty)")
+            return
+        if kept is not None and kept.url != self.url:
+            kept = None  # another list: nothing of the old one's holds
+        now = int(self.master.reactor.seconds())
+        fresh = yield self._fetch(kept, now)
+        if (kept.problem if kept else None) != fresh.problem:
+            log.msg(f"crcr: PyTorch's disabled tests at {self.url}: "
+                    + (fresh.problem or f"read, {len(from_rows(fresh.entries))} entries"))
+        yield store.keep_disabled_tests(fresh)
+
+    @defer.inlineCallbacks
+    def _fetch(self, kept: KeptList | None, now: int):
+        """The list to keep after one conditional request: the answer's, or the last good one with the problem."""
+        last = kept or KeptList(self.url, None, None, None, None, NONE_KEPT, None)
+        headers = {"User-Agent": "crcr"}
+        if last.etag:
+            headers["If-None-Match"] = last.etag
+        if last.last_modified:
+            headers["If-Modified-Since"] = last.last_modified
+        try:
+            response = yield treq.get(self.url, headers=headers, timeout=FETCH_TIMEOUT)
+            body = yield treq.content(response)
+        except Exception as e:  # unreachable, refused, timed out: the host's trouble, the list stays
+            return _kept_with(last, now, f"unreachable: {e.__class__.__name__}: {e}")
+        if response.code == 304 and kept is not None:
+            return _kept_with(last, now, None)
+        if response.code != 200:
+            return _kept_with(last, now, f"HTTP {response.code}: the last good list stays")
+        try:
+            entries, bad = parse_condensed(body)
+        except UnreadableList as e:
+            return _kept_with(last, now, f"{e}: the last good list stays")
+        return KeptList(self.url, response.headers.getRawHeaders("ETag", [None])[-1],
+                        response.headers.getRawHeaders("Last-Modified", [None])[-1], now, now, as_rows(entries),
+                        "; ".join(bad) or None)
+
+
+def _kept_with(last: KeptList, now: int, problem: str | None) -> KeptList:
+    return KeptList(last.url, last.etag, last.last_modified, last.fetched_at, now, last.entries, problem)
