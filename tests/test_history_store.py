@@ -100,7 +100,7 @@ def test_a_build_recorded_twice_keeps_one_set_of_rows(db):
 
 
 def test_nothing_of_a_build_is_kept_when_one_of_its_rows_is_refused(db):
-    with pytest.raises(ValueError, match="outcome must be one of failed, errored, flaky, passed, not 'broken'"):
+    with pytest.raises(ValueError, match="outcome must be one of failed, errored, flaky, passed, disabled, not 'broken'"):
         record_build(db, build(7, 1000), [suite_run(7, 1000)], [outcome(7, 1000, "t", "broken")])
     with pytest.raises(ValueError, match="kind must be one of upstream, forced, pull_request, bisection"):
         record_build(db, build(8, 1000, kind="nightly"), [], [])

@@ -89,7 +89,7 @@ class DisabledTestsFollower(LeaderDuty, service.BuildbotService):
             kept = None  # another list: nothing of the old one's holds
         now = int(self.master.reactor.seconds())
         fresh = yield self._fetch(kept, now)
-        if (kept.problem if kept else None) != fresh.problem:
+        if kept is None or kept.problem != fresh.problem:
             log.msg(f"crcr: PyTorch's disabled tests at {self.url}: "
                     + (fresh.problem or f"read, {len(from_rows(fresh.entries))} entries"))
         yield store.keep_disabled_tests(fresh)
@@ -104,7 +104,8 @@ class DisabledTestsFollower(LeaderDuty, service.BuildbotService):
         if last.last_modified:
             headers["If-Modified-Since"] = last.last_modified
         try:
-            response = yield treq.get(self.url, headers=headers, timeout=FETCH_TIMEOUT)
+            # A connection per ask: one every half hour has nothing to keep alive.
+            response = yield treq.get(self.url, headers=headers, timeout=FETCH_TIMEOUT, persistent=False)
             body = yield treq.content(response)
         except Exception as e:  # unreachable, refused, timed out: the host's trouble, the list stays
             return _kept_with(last, now, f"unreachable: {e.__class__.__name__}: {e}")
