@@ -52,6 +52,7 @@ from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
 from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
 from crcr.buildmaster.services.leader.janitor import RelayJanitor
 from crcr.buildmaster.services.leader.ledger import CommitLedger
+from crcr.buildmaster.services.leader.disabled_tests import DisabledTestsFollower
 from crcr.buildmaster.services.leader.levels import LevelHistory
 from crcr.buildmaster.services.leader.orphans import OrphanedChildren
 from crcr.buildmaster.services.leader.stale import StaleWatch, WatchedBackend
@@ -526,6 +527,7 @@ def test_buildbot_loads_the_generated_config(dirs):
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RelayStore, RelayLeadership, CommitLedger,
         PullRequestRelay, DevicePresence, StaleWatch, CrossMasterWaker, OrphanedChildren, HistoryRecorder,
         RelayJanitor, RelayHealth, UpstreamMirror, UnitsResumed, LevelHistory, PyTorchRelayJobs,
+        DisabledTestsFollower,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"
