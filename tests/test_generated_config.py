@@ -49,10 +49,10 @@ from crcr.buildmaster.services.every_master.leadership import RelayLeadership
 from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
 from crcr.buildmaster.services.every_master.presence import DevicePresence
 from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
+from crcr.buildmaster.services.leader.disabled_tests import DisabledTestsFollower
 from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
 from crcr.buildmaster.services.leader.janitor import RelayJanitor
 from crcr.buildmaster.services.leader.ledger import CommitLedger
-from crcr.buildmaster.services.leader.disabled_tests import DisabledTestsFollower
 from crcr.buildmaster.services.leader.levels import LevelHistory
 from crcr.buildmaster.services.leader.orphans import OrphanedChildren
 from crcr.buildmaster.services.leader.stale import StaleWatch, WatchedBackend

@@ -161,7 +161,7 @@ class HealthServiceTest(RelayHealthCase):
         page = await self.health.backend(RED, "24h")
 
         assert ROW_KEYS | {"now", "range", "ranges", "windows", "series", "failing", "flaky", "matrix",
-                           "bisections", "pull_requests", "stage_builds", "l3_readiness"} == set(page)
+                           "bisections", "pull_requests", "stage_builds", "l3_readiness", "disabled_upstream"} == set(page)
         assert set(page["windows"]) == {"24h", "7d", "30d"}
         assert len(page["series"]["buckets"]) == 24 and page["series"]["bucket_seconds"] == HOUR
         assert [f["test"] for f in page["failing"]] == ["test_add.py::test_add"]

@@ -87,6 +87,17 @@ def l3_readiness_lines(readiness: dict | None) -> list[str]:
     return lines + [f"  {line}" for line in table(rows)]
 
 
+def disabled_upstream_lines(disabled: dict | None) -> list[str]:
+    """One line of PyTorch's disabled tests on the backend (health/disabled.py): how many its latest runs skipped, and
+    how many of the list's entries apply to it, or the list's last problem."""
+    if disabled is None:
+        return []
+    listed = disabled["list"]
+    state = ("not followed" if listed is None else f"{listed['applying']} of {listed['entries']} listed apply"
+             + (f"; last problem: {listed['problem']}" if listed["problem"] else ""))
+    return [f"disabled upstream: {counted(len(disabled['tests']), 'test')} skipped in its latest runs ({state})"]
+
+
 def _criterion_text(criterion: dict) -> str:
     return criterion["value_text"] + ("" if criterion["passes"] else " FAILS")
 
@@ -128,6 +139,7 @@ def backend_lines(page: dict, web_url: str) -> list[str]:
     ])
     lines += stage_build_lines(page, over)
     lines += l3_readiness_lines(page.get("l3_readiness"))  # a master older than this crcr gives none
+    lines += disabled_upstream_lines(page.get("disabled_upstream"))  # as l3_readiness
     lines += _section("failing tests", [_failing_text(t, now, web_url) for t in page["failing"]], with_count=True)
     lines += _section(f"flakiest tests over the last {over}", [
         f"{t['test']} ({t['suite']}): flaky in {t['flaky_runs']} of {counted(t['runs'], 'run')}, "

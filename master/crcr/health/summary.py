@@ -24,6 +24,7 @@ class BackendInfo:
     description: str
     uses: tuple[str, ...] = ()  # the shared builds it uses
     build_stage: bool = False  # whether it has one (`build:`)
+    disabled_platforms: tuple[str, ...] = ()  # PyTorch's platforms whose disabled tests are its own
 
 
 def no_units() -> dict:

@@ -18,6 +18,7 @@ from crcr.buildmaster.services.every_master.unit_figures import unit_figures
 from crcr.buildmaster.util.relay_services import device_presence
 from crcr.config.errors import shown
 from crcr.health.backend import backend_page
+from crcr.health.disabled import disabled_upstream
 from crcr.health.errors import HealthQueryError
 from crcr.health.masters import STOPPED_SHOWN, masters_figures
 from crcr.health.metrics import metrics, outbox_figures
@@ -36,7 +37,8 @@ __all__ = ["HealthQueryError", "RelayHealth", "health_backends"]
 def health_backends(backends) -> list[dict]:
     """The configuration RelayHealth takes of the backends (config.backend.Backend)."""
     return [{"name": b.name, "level": b.level, "device": b.device, "description": b.description,
-             "uses": tuple(b.uses), "build_stage": b.build is not None} for b in backends]
+             "uses": tuple(b.uses), "build_stage": b.build is not None,
+             "disabled_platforms": tuple(b.disabled_platforms)} for b in backends]
 
 
 class RelayHealth(service.BuildbotService):
@@ -76,7 +78,16 @@ class RelayHealth(service.BuildbotService):
         rows = yield self._store.health_backend_rows(name, now - seconds, now - LONGEST_RANGE)
         return {**backend_page(info, rows, range, now, (yield self._units()), self.commit_url),
                 "stage_builds": (yield self._stage_builds(stages_of(info), now - seconds)),
-                "l3_readiness": (yield self.l3_readiness(name))}
+                "l3_readiness": (yield self.l3_readiness(name)),
+                "disabled_upstream": (yield self.disabled_upstream(name))}
+
+    @defer.inlineCallbacks
+    def disabled_upstream(self, name: str):
+        """The backend's tests PyTorch disabled, skipped in its latest runs, and the list's state
+        (health/disabled.py)."""
+        info = self._backend(name)
+        tests = yield self._store.disabled_in_latest_runs(name)
+        return disabled_upstream(tests, (yield self._store.disabled_tests_kept()), info.disabled_platforms)
 
     @defer.inlineCallbacks
     def l3_readiness(self, name: str):

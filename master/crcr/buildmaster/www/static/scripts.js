@@ -591,6 +591,32 @@
         }))));
   }
 
+  // The backend's tests PyTorch disabled (health/disabled.py): those its latest run of each suite skipped, each with
+  // its issue, and the state of the list the relay follows.
+  function DisabledUpstream(props) {
+    var d = props.disabled, now = props.now;
+    if (!d) return null;  // none from a master older than this page
+    var list = d.list;
+    var platforms = d.platforms.length ? "its platforms " + d.platforms.join(", ") : "no platform of its own";
+    return h(Section, { title: "Disabled upstream" },
+      h("p", { "data-crcr": "disabled-list" }, !list ? "PyTorch's disabled tests are not followed (or not fetched " +
+        "yet)." : [list.applying + " of the " + plural(list.entries, "test") + " PyTorch disables apply to this " +
+        "backend (for every platform, or " + platforms + "); the list " + (list.fetched_at ? "fetched " +
+        since(list.fetched_at, now) : "never fetched") + ", asked " + since(list.checked_at, now) + ".",
+      list.problem ? h("span", { key: "problem", className: "text-danger", "data-crcr": "disabled-problem" },
+        " Last problem: " + list.problem) : null]),
+      !d.tests.length ? h("p", { "data-crcr": "disabled-tests" }, "No test skipped as disabled in its latest runs.")
+        : h("table", { className: "table table-sm table-striped", "data-crcr": "disabled-tests" },
+          h("thead", null, h("tr", null, ["test", "suite", "issue"].map(function (c) {
+            return h("th", { key: c }, c);
+          }))),
+          h("tbody", null, d.tests.map(function (t) {
+            return h("tr", { key: t.suite + " " + t.test, "data-test": t.test },
+              h("td", null, h("code", null, t.test)), h("td", null, t.suite),
+              h("td", null, h("a", { href: t.issue_url }, "#" + t.issue)));
+          }))));
+  }
+
   function HealthSummary() {
     var range = useRange();
     var answer = useJson(healthApi("?range=" + range));
@@ -806,7 +832,8 @@
         h(Matrix, { matrix: page.matrix })),
       h(Section, { title: "Recent bisections" }, h(RecentBisections, { bisections: page.bisections })),
       hasPullRequests ? h(Section, { title: "Recent pull request builds" },
-        h(PullRequests, { pull_requests: page.pull_requests })) : null);
+        h(PullRequests, { pull_requests: page.pull_requests })) : null,
+      h(DisabledUpstream, { disabled: page.disabled_upstream, now: page.now }));
   }
 
   function TestHealth() {
