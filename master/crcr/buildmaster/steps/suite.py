@@ -86,7 +86,8 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
             env = {**self.env, ONLY_TESTS_VARIABLE: json.dumps(asked)}
         else:
             command, env = self.command, (yield self._ordered()) if self.is_pytest and asked is None else None
-        env = yield self._with_disabled_tests(env)
+        if asked is None:  # a bisection runs the tests it asks about, whatever upstream disabled since
+            env = yield self._with_disabled_tests(env)
         cmd, timed_out = yield self._run(command, env)
         if self.news is not None:
             yield self.news.done()
