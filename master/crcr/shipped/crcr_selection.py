@@ -23,6 +23,11 @@ A bisection names the only tests to run in CRCR_ONLY_TESTS, a JSON list of node 
 their files that exist and the plugin deselects every other test. pytest given the node ids themselves
 would run none of them when one is missing (a test added by a later commit than the one under test).
 
+CRCR_DISABLED_TESTS names the tests PyTorch disabled that apply to the backend, in PyTorch's own
+.pytorch-disabled-tests.json format: each test they disable, matched as PyTorch's check_if_enable matches (class
+prefix, the method's name with or without its device and dtype), is skipped "disabled upstream (#<issue>)", whatever
+the config's mode (DisabledUpstream).
+
 CRCR_SHARD=K/N runs shard K of N (1-based) of the tests the run would otherwise run, split as PyTorch's run_test.py
 splits a file with --shard-id and --num-shards (its test/pytest_shard_custom.py): a test is in shard
 int.from_bytes(sha256(node id), "little") % N + 1. The tests of the other shards are deselected.
