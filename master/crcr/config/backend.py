@@ -37,6 +37,7 @@ from crcr.config.limits import (
     MAX_SUITES,
     MAX_TEXT,
 )
+from crcr.config.quarantine import Quarantine
 from crcr.config.relevance import DEFAULT_IGNORE_PATHS, Relevance
 from crcr.config.schedule import Schedule
 from crcr.config.suite import Suite
@@ -139,6 +140,8 @@ class Backend(Strict):
     # What tells its suites' runs hit the hardware, beside its device's (workers/devices/<device>.yaml).
     infra_failures: InfraFailures = InfraFailures()
     suites: list[Suite] = Field(min_length=1, max_length=MAX_SUITES)
+    # When its flaky tests are quarantined, and released (config/quarantine.py).
+    quarantine: Quarantine = Quarantine()
 
     @field_validator("maintainers")
     @classmethod

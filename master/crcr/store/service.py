@@ -32,6 +32,7 @@ from crcr.store import (
     order_inputs,
     outbox,
     outbox_view,
+    quarantine,
     relay_jobs,
     shared_builds,
 )
@@ -184,3 +185,12 @@ class RelayStore(service.BuildbotService):
     health_cluster_rows = _through_pool(health_queries.cluster_rows)
     health_stage_builds = _through_pool(buildbot_tables.successful_builds_of)
     health_stage_builds_at = _through_pool(buildbot_tables.successful_builds_at)
+
+    # Flaky tests in quarantine (store/quarantine.py)
+    review_quarantine = _through_pool(quarantine.review_build)
+    put_in_quarantine = _through_pool(quarantine.put_in)
+    release_from_quarantine = _through_pool(quarantine.release)
+    quarantined_tests = _through_pool(quarantine.quarantined_tests)
+    quarantined_of = _through_pool(quarantine.quarantined_of)
+    quarantine_moves = _through_pool(quarantine.recent_moves)
+    prune_quarantine_moves = _through_pool(quarantine.prune)
