@@ -54,6 +54,7 @@ from crcr.buildmaster.services.leader.janitor import RelayJanitor
 from crcr.buildmaster.services.leader.ledger import CommitLedger
 from crcr.buildmaster.services.leader.levels import LevelHistory
 from crcr.buildmaster.services.leader.orphans import OrphanedChildren
+from crcr.buildmaster.services.leader.quarantine_keeper import QuarantineKeeper
 from crcr.buildmaster.services.leader.stale import StaleWatch, WatchedBackend
 from crcr.buildmaster.services.leader.units_out import UnitsResumed
 from crcr.cli.mastercontrol import MASTER_CFG
@@ -525,7 +526,7 @@ def test_buildbot_loads_the_generated_config(dirs):
     assert {type(s) for s in master.services.values()} == {
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RelayStore, RelayLeadership, CommitLedger,
         PullRequestRelay, DevicePresence, StaleWatch, CrossMasterWaker, OrphanedChildren, HistoryRecorder,
-        RelayJanitor, RelayHealth, UpstreamMirror, UnitsResumed, LevelHistory, PyTorchRelayJobs,
+        RelayJanitor, RelayHealth, UpstreamMirror, UnitsResumed, LevelHistory, PyTorchRelayJobs, QuarantineKeeper,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"
