@@ -42,6 +42,8 @@ class SuiteResults:
     collection_errors: dict[str, str] = field(default_factory=dict)
     # Why the suite did not run as a whole ("" when it did): it is then nobody's baseline (baseline.py).
     broken: str = ""
+    # Failing tests in quarantine for the backend (store/quarantine.py): recorded and shown, none of them new.
+    quarantined: list[str] = field(default_factory=list)
 
     @property
     def ran(self) -> bool:
@@ -238,12 +240,20 @@ def describe_counts(suites: list[SuiteResults], pull_request: PullRequestBase | 
                     compared: bool = True) -> str:
     """E.g. '1843 passed, 3 failed (2 new), 120 skipped, 1 flaky'; errored tests count as failed here. A pull
     request's build says what its failures were compared with: '3 failed (2 new vs main@1a2b3c4d5e)'; a run compared
-    with nothing (a child build's: its parent compares) says no 'new'."""
+    with nothing (a child build's: its parent compares) says no 'new'. Failing tests in quarantine are said among the
+    failed: '3 failed (0 new, 3 in quarantine)'."""
     counts = totals(suites)
     parts = [f"{counts['passed']} passed"]
     failed = counts["failed"] + counts["errored"]
     if failed:
         new = pull_request.compared(counts["new"]) if pull_request else f"{counts['new']} new"
+        new += _in_quarantine(suites)
         parts.append(f"{failed} failed ({new})" if compared else f"{failed} failed")
     parts += [f"{counts[label]} {label}" for label in ("skipped", "xfailed", "flaky", "timed out") if counts[label]]
     return ", ".join(parts)
+
+
+def _in_quarantine(suites: list[SuiteResults]) -> str:
+    """', 1 in quarantine' of the failed tests ('' when none is)."""
+    count = sum(len(s.quarantined) for s in suites)
+    return f", {count} in quarantine" if count else ""
