@@ -48,13 +48,13 @@ from crcr.buildmaster.services.every_master.health import RelayHealth
 from crcr.buildmaster.services.every_master.leadership import RelayLeadership
 from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
 from crcr.buildmaster.services.every_master.presence import DevicePresence
+from crcr.buildmaster.services.every_master.quarantine_keeper import QuarantineKeeper
 from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
 from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
 from crcr.buildmaster.services.leader.janitor import RelayJanitor
 from crcr.buildmaster.services.leader.ledger import CommitLedger
 from crcr.buildmaster.services.leader.levels import LevelHistory
 from crcr.buildmaster.services.leader.orphans import OrphanedChildren
-from crcr.buildmaster.services.leader.quarantine_keeper import QuarantineKeeper
 from crcr.buildmaster.services.leader.stale import StaleWatch, WatchedBackend
 from crcr.buildmaster.services.leader.units_out import UnitsResumed
 from crcr.cli.mastercontrol import MASTER_CFG

@@ -18,8 +18,8 @@ from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from twisted.trial import unittest
 
+from crcr.buildmaster.services.every_master.quarantine_keeper import QuarantineKeeper
 from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
-from crcr.buildmaster.services.leader.quarantine_keeper import QuarantineKeeper
 from crcr.names import (
     BACKEND_PROPERTY,
     BISECTION_PROPERTY,
@@ -58,7 +58,8 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name="host-alpha-0")])
         self.builderids = {name: await self.master.data.updates.findBuilderId(name) for name in (ALPHA, OTHER)}
         self.store = RelayStore()
-        keeper = QuarantineKeeper(policies={ALPHA: {"flakes": 2, "days": 14, "clean_runs": 5}})
+        keeper = QuarantineKeeper(backends={ALPHA: {"policy": {"flakes": 2, "days": 14, "clean_runs": 5},
+                                                    "suites": ["ops"]}})
         await hold_services(self.master, self.store, leadership(), keeper)
         await self.master.service_manager.startService()
         self.addCleanup(self.master.service_manager.stopService)

@@ -20,6 +20,7 @@ from crcr.buildmaster.schedulers.upstream import upstream_scheduler
 from crcr.buildmaster.services.every_master.health import RelayHealth, health_backends
 from crcr.buildmaster.services.every_master.leadership import RelayLeadership
 from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
+from crcr.buildmaster.services.every_master.quarantine_keeper import QuarantineKeeper, quarantine_backends
 from crcr.buildmaster.services.every_master.router_loss import ExitWithTheMaster
 from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
 from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
@@ -27,7 +28,6 @@ from crcr.buildmaster.services.leader.janitor import RelayJanitor
 from crcr.buildmaster.services.leader.ledger import CommitLedger
 from crcr.buildmaster.services.leader.levels import LevelHistory
 from crcr.buildmaster.services.leader.orphans import OrphanedChildren
-from crcr.buildmaster.services.leader.quarantine_keeper import QuarantineKeeper
 from crcr.buildmaster.services.leader.readiness_watch import readiness_watches
 from crcr.buildmaster.services.leader.stale import nothing_pending_services
 from crcr.buildmaster.services.leader.units_out import UnitsResumed
@@ -89,7 +89,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
             *nothing_pending_services(relay, plan, settings), CrossMasterWaker(), OrphanedChildren(),
             LevelHistory(levels={b.name: b.level for b in relay.backends}),
             *readiness_watches(relay.backends, settings.web_url, smtp_relay(settings), settings.mail_from),
-            QuarantineKeeper(policies={b.name: b.quarantine.model_dump() for b in relay.backends}),
+            QuarantineKeeper(backends=quarantine_backends(relay.backends)),
             HistoryRecorder(), RelayJanitor(history_days=settings.history_days, artifact_days=settings.artifact_days,
                                              artifact_store=settings.artifact_store),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.

@@ -14,7 +14,7 @@ from buildbot.reporters.utils import getDetailsForBuild
 from twisted.internet import defer
 
 from crcr.buildmaster.services.leader.ordered import OrderedLeaderService
-from crcr.buildmaster.services.leader.quarantine_keeper import review_recorded_build
+from crcr.buildmaster.util.relay_services import quarantine_keeper
 from crcr.names import (
     BACKEND_PROPERTY,
     BISECTION_PROPERTY,
@@ -155,7 +155,7 @@ class HistoryRecorder(OrderedLeaderService):
         yield getDetailsForBuild(self.master, build, want_properties=True, want_steps=True)
         rows = history_rows(build)
         if rows is not None and (yield self.store.record_build(*rows)):
-            yield review_recorded_build(self.master, rows[0])
+            yield quarantine_keeper(self.master).review(rows[0])
 
     @defer.inlineCallbacks
     def catch_up(self):
