@@ -18,6 +18,7 @@ from twisted.web.resource import getChildForRequest
 
 from crcr.buildmaster.auth.authorization import relay_authz
 from crcr.buildmaster.services.every_master.quarantine_keeper import QuarantineKeeper, quarantine_backends
+from crcr.cli.quarantine import quarantine_lines
 from crcr.plan.builds import plan_builders
 from crcr.store.service import RelayStore
 from relaymaster import hold_services, relay_plugin
@@ -85,6 +86,18 @@ class QuarantineResourceTest(TestReactorMixin, WwwTestMixin, unittest.TestCase):
         self.assertEqual([(m["move"], m["who"], m["why"]) for m in listed["moves"]],
                          [("out", "root", "fixed by #12"), ("in", "alice", "flakes on Tuesdays")])
         self.assertEqual(listed["settings"], {"flakes": 3, "days": 14, "clean_runs": 5})
+
+    @defer.inlineCallbacks
+    def test_crcr_quarantine_backend_lists_the_quarantine_and_its_moves(self):
+        yield self.move("alice")
+
+        self.assertEqual(quarantine_lines((yield self.listed())), [
+            "alpha: 1 test in quarantine (in after 3 flakes within 14 days, out after 5 clean runs in a row)",
+            f"  smoke {TEST}",
+            "    since 2027-01-15 08:00:00 UTC by alice: flakes on Tuesdays; clean runs so far: 0 of 5",
+            "latest moves:",
+            f"  2027-01-15 08:00:00 UTC in  smoke {TEST} by hand, alice: flakes on Tuesdays",
+        ])
 
     @defer.inlineCallbacks
     def test_anyone_else_is_refused_naming_the_role_and_nothing_changes(self):
