@@ -77,11 +77,11 @@ class BackendQuarantine(JsonResource):
         if content_type != JSON:
             raise _refuse(415, f"send the move as JSON, with Content-Type {JSON.decode()} (got "
                                f"{shown(content_type.decode(errors='replace')) if content_type else 'none'})")
-        body = _json_body(request)
         suites = self._suites()
         missing = self._missing_role(request)
         if missing is not None:
             raise _refuse(403, missing)
+        body = _json_body(request)
         _check_fields(body, suites)
         move = Move(self.backend, body["suite"], body["test"], body["move"],
                     who=self.master.www.getUserInfos(request)["username"], why=body["why"].strip(),
