@@ -48,6 +48,7 @@ from crcr.buildmaster.services.every_master.health import RelayHealth
 from crcr.buildmaster.services.every_master.leadership import RelayLeadership
 from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
 from crcr.buildmaster.services.every_master.presence import DevicePresence
+from crcr.buildmaster.services.every_master.quarantine_keeper import QuarantineKeeper
 from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
 from crcr.buildmaster.services.leader.disabled_tests import DisabledTestsFollower
 from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
@@ -527,7 +528,7 @@ def test_buildbot_loads_the_generated_config(dirs):
         OutboxStatusPush, OutboxSender, SilentWorkerWatch, RelayStore, RelayLeadership, CommitLedger,
         PullRequestRelay, DevicePresence, StaleWatch, CrossMasterWaker, OrphanedChildren, HistoryRecorder,
         RelayJanitor, RelayHealth, UpstreamMirror, UnitsResumed, LevelHistory, PyTorchRelayJobs,
-        DisabledTestsFollower,
+        DisabledTestsFollower, QuarantineKeeper,
     }
     assert master.collapseRequests is False
     assert master.buildbotURL == "http://localhost:8010/"

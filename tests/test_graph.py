@@ -51,6 +51,7 @@ from crcr.names import (
     suites_scheduler_name,
 )
 from crcr.shipped.crcr_selection import SHARD_VARIABLE
+from crcr.store.quarantine import Move
 from test_infra_failures import RAS, RULES, UNITS, record_failure
 from test_suite_step import (
     BUILDERID,
@@ -227,6 +228,18 @@ class SuiteFromChildTest(SuiteStepHarness):
         self.assertTrue(links["run on host-a-alpha-1"].endswith(output))
         names = list(links)
         self.assertIn("junit.xml", names, "the parent keeps the XML too, for its own links")
+
+    @defer.inlineCallbacks
+    def test_a_childs_failing_test_in_quarantine_leaves_the_parents_verdict_green(self):
+        self.make_verdict()
+        self.build.setProperty(BACKEND_PROPERTY, "alpha", "Builder")
+        yield self.store.put_in_quarantine(Move("alpha", "ops", ids("test_b")[0], "in", "crcr",
+                                                "flaked 3 times in 14 days", at=0, automatic=True))
+        yield self.add_child(left(rc=1), junit(test_a="passed", test_b="failed"))
+        self.expect_history()
+        self.expect_outcome(WARNINGS, "ops: 1 passed, 1 failed (0 new, 1 in quarantine)")
+        yield self.run_step()
+        self.assertEqual(self.build.getProperty(TESTS_PROPERTY)["ops"]["quarantined"], ids("test_b"))
 
     @defer.inlineCallbacks
     def test_a_child_built_again_after_its_run_hit_the_hardware_is_named_with_the_unit(self):

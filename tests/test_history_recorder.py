@@ -18,6 +18,7 @@ from buildbot.test.fake import fakemaster
 from buildbot.test.reactor import TestReactorMixin
 from twisted.trial import unittest
 
+from crcr.buildmaster.services.every_master.quarantine_keeper import QuarantineKeeper
 from crcr.buildmaster.services.leader.history_recorder import HistoryRecorder
 from crcr.names import (
     BACKEND_PROPERTY,
@@ -34,7 +35,7 @@ from crcr.names import (
 )
 from crcr.store.history import BuildRow, SuiteRunRow
 from crcr.store.service import RelayStore
-from crcr.store.tables import history
+from crcr.store.tables import history, quarantine
 from crcr.suites.results import SuiteResults
 from relaymaster import hold_services, leadership
 from test_ledger import PROJECT, UPSTREAM_URL, deliver_produced, sha
@@ -57,7 +58,9 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
         await self.master.db.insert_test_data([fakedb.Worker(id=WORKERID, name="host-alpha-0")])
         self.builderids = {name: await self.master.data.updates.findBuilderId(name) for name in (ALPHA, OTHER)}
         self.store = RelayStore()
-        await hold_services(self.master, self.store, leadership())
+        keeper = QuarantineKeeper(backends={ALPHA: {"policy": {"flakes": 2, "days": 14, "clean_runs": 5},
+                                                    "suites": ["ops"]}})
+        await hold_services(self.master, self.store, leadership(), keeper)
         await self.master.service_manager.startService()
         self.addCleanup(self.master.service_manager.stopService)
         await self.start_recorder()
@@ -247,6 +250,18 @@ class HistoryRecorderTest(TestReactorMixin, unittest.TestCase):
 
         self.assertEqual([r["buildid"] for r in await self.rows(history.builds)], [buildid])
         self.assertEqual(len(await self.outcomes(buildid)), 1)
+
+    async def test_a_newly_recorded_build_moves_its_flaky_tests_into_quarantine_once(self):
+        for _ in range(2):
+            await self.build(upstream_scheduler_name(ALPHA), WARNINGS, {"ops": WARNINGS},
+                             tested={"ops": SuiteResults(passed=3, flaky=[DIV])})
+        self.master.mq.productions *= 2  # each build announced twice
+        await self.deliver()
+
+        (held,) = await self.rows(quarantine.quarantined)
+        self.assertEqual((held["backend"], held["suite"], held["test"], held["who"], held["why"]),
+                         (ALPHA, "ops", DIV, "crcr", "flaked 2 times in 14 days"))
+        self.assertEqual([m["move"] for m in await self.rows(quarantine.quarantine_moves)], ["in"])
 
     async def test_builds_that_ended_unrecorded_are_recorded_at_start(self):
         recorded = await self.build(upstream_scheduler_name(ALPHA), SUCCESS, {"ops": SUCCESS},

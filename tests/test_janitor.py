@@ -23,6 +23,7 @@ from crcr.buildmaster.services.leader.janitor import (
 from crcr.names import ARTIFACTS_DIR, LEADERSHIP_SERVICE, STORE_SERVICE
 from crcr.store.commits import decide, find_commit, record_arrival
 from crcr.store.history import BuildRow, record_build
+from crcr.store.quarantine import Move
 from crcr.store.relay_jobs import JobRow
 from crcr.store.service import RelayStore, relay_store
 from relaymaster import another_relay_master, leadership, relay_master
@@ -36,7 +37,7 @@ OLD, RECENT = NOW - 91 * DAY, NOW - 89 * DAY  # either side of the 90 days' hori
 PRUNED_ALL = {"log chunks": 1, "build data": 1, "crcr_bisection_steps": 0, "crcr_bisections": 0, "crcr_builds": 1,
               "crcr_commits": 1, "crcr_junit_files": 0, "crcr_suite_runs": 0, "crcr_test_outcomes": 0,
               "artifact folders": 0, "crcr_shared_builds": 0, "crcr_builds_made": 0, "crcr_infra_failures": 1,
-              "crcr_relay_jobs": 1}
+              "crcr_relay_jobs": 1, "crcr_quarantine_moves": 2}
 
 
 def test_midnights_are_the_masters_local_ones():
@@ -83,6 +84,11 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
         await relay_store(self.master).finish_relay_job(JobRow(
             "alpha", f"{buildid:040x}", "push", buildid, "alpha / ops", 1, buildid, queued_at=int(complete_at) - 120,
             started_at=int(complete_at) - 60, completed_at=int(complete_at), conclusion="success"))
+        # A flaky test of the build's, in and out of quarantine.
+        moved = (relay_store(self.master).put_in_quarantine, "in"), (relay_store(self.master).release_from_quarantine,
+                                                                    "out")
+        for move, way in moved:
+            await move(Move("alpha", "ops", f"test_{buildid}", way, "crcr", "flaky", int(complete_at), True))
 
     async def kept(self, master=None) -> dict[str, set]:
         """What is left of each build: its log chunks, its build data, its row in the relay's history, its commit."""
@@ -119,7 +125,7 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
                           "build data: 1, crcr_bisection_steps: 0, crcr_bisections: 0, crcr_builds: 1, "
                           "crcr_commits: 1, crcr_junit_files: 0, crcr_suite_runs: 0, crcr_test_outcomes: 0, "
                           "artifact folders: 0, crcr_shared_builds: 0, crcr_builds_made: 0, crcr_infra_failures: 1, "
-                          "crcr_relay_jobs: 1")
+                          "crcr_relay_jobs: 1, crcr_quarantine_moves: 2")
         self.assertEqual(await janitor.getState(LAST_PRUNE), {"at": NOW, "pruned": PRUNED_ALL})
 
         self.reactor.advance(MIDNIGHT - NOW)

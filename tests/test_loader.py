@@ -37,7 +37,7 @@ DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a l
 BACKEND_KEYS = (
     "description, maintainers, mail, level, repo, pr_label, trusted_associations, device, branches, queue, schedule, "
     "report_to_pytorch, timeout, stale_after, setup, fan_out, build, uses, env, paths, ignore_paths, infra_failures, suites, "
-    "disabled_platforms"
+    "disabled_platforms, quarantine"
 )
 SMOKE = {"name": "smoke", "command": "true"}
 
@@ -436,6 +436,18 @@ def pytest_suite(**fields) -> list[dict]:
 OUT_OF_BOUNDS = [
     pytest.param(
         "backends/demo.yaml",
+        backend_yaml(quarantine={"flakes": -1}),
+        "{file}: quarantine.flakes: should be greater than or equal to 0 (got -1)",
+        id="quarantine-flakes-negative",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
+        backend_yaml(quarantine={"clean_runs": 0}),
+        "{file}: quarantine.clean_runs: should be greater than or equal to 1 (got 0)",
+        id="quarantine-clean-runs-0",
+    ),
+    pytest.param(
+        "backends/demo.yaml",
         backend_yaml(timeout=10**400),
         "{file}: timeout: must be at most 604800 seconds (7 days) (got a number of 401 digits)",
         id="timeout-10**400",
@@ -702,7 +714,8 @@ NUMBERS = [
                                           "build": {"steps": ["make"], "artifacts": ["dist/*"],
                                                     "compiler_cache": {"kind": "ccache", "max_size": "5G"},
                                                     "reuse": {"paths": ["torch/**.py"], "steps": ["make patch"]}},
-                                          "infra_failures": {"tries": 2}}),
+                                          "infra_failures": {"tries": 2},
+                                          "quarantine": {"flakes": 2, "days": 7, "clean_runs": 3}}),
         ("workers/gpu-host.yaml", WorkerHost, WORKER),
         ("workers/devices/demo.yaml", Device, {"infra_failures": {"tries": 2}}),
     )

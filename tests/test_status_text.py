@@ -265,6 +265,13 @@ def test_test_counts_replace_suite_counts_when_suites_report_tests():
     assert describe_finished_build(done) == "1843 passed, 3 failed (2 new), 120 skipped, 3 xfailed, 1 flaky"
 
 
+def test_failing_tests_in_quarantine_are_said_among_the_failed_ones():
+    done = with_tests(build(WARNINGS, *prepared(), ("suite ops", WARNINGS)),
+                      ops={"passed": 1800, "failing": ["a"], "quarantined": ["a"]})
+
+    assert describe_finished_build(done) == "1800 passed, 1 failed (0 new, 1 in quarantine)"
+
+
 def test_a_failed_suite_without_test_results_is_still_named():
     done = with_tests(
         build(FAILURE, *prepared(), ("suite ops", SUCCESS), ("suite custom", FAILURE)), ops={"passed": 10}

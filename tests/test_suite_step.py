@@ -33,6 +33,7 @@ from crcr.names import (
     TESTS_PROPERTY,
     TOTALS_PROPERTY,
 )
+from crcr.store.quarantine import Move
 from crcr.store.service import RelayStore
 from crcr.suites.results import RERUNS_PROPERTY, SuiteResults
 from crcr.suites.selection import ONLY_TESTS_VARIABLE, only_tests_command
@@ -368,6 +369,31 @@ class SuiteStepTest(SuiteStepHarness):
         yield self.run_step()
         self.assertEqual((self.recorded()["failing"], self.recorded()["flaky"]), (ids("test_b", "test_d"), ids("test_c")))
         self.assertEqual(self.recorded()["errored"], ids("test_d"))
+
+    @defer.inlineCallbacks
+    def test_a_failing_test_in_quarantine_is_shown_but_decides_nothing(self):
+        # The backend's quarantine, as the store holds it at judging time; another backend's is not this one's.
+        yield self.store.put_in_quarantine(Move(BACKEND, "ops", ids("test_flaky")[0], "in", "crcr",
+                                                "flaked 3 times in 14 days", at=STARTED - 100, automatic=True))
+        yield self.store.put_in_quarantine(Move("beta", "ops", ids("test_b")[0], "in", "octocat", "flaky on beta",
+                                                at=STARTED - 100, automatic=False))
+        step = self.make_step()
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_a="passed", test_flaky="failed")))
+        self.expect_history()
+        self.expect_outcome(WARNINGS, "ops: 1 passed, 1 failed (0 new, 1 in quarantine)")
+        self.make_step()
+        self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_b="failed", test_flaky="errored")))
+        self.expect_history()
+        self.expect_outcome(FAILURE, "ops: 0 passed, 2 failed (1 new, 1 in quarantine)")
+        self.expect_log_file("failing tests", (
+            "compared with: nothing (no earlier commit has a complete build with this suite's results)\n"
+            "new failures:\n  test/test_ops.py::test_b\n"
+            "in quarantine (flaky: they do not decide the verdict):\n  test/test_ops.py::test_flaky\n"
+        ), step_index=1)
+        yield self.run_step()
+        self.assertEqual((self.recorded()["new"], self.recorded()["quarantined"]), (ids("test_b"), ids("test_flaky")))
+        self.assertIn(("in quarantine: test/test_ops.py::test_flaky", links.test_page(BACKEND, ids("test_flaky")[0])),
+                      (yield self.links(step)))
 
     @defer.inlineCallbacks
     def test_too_many_failures_are_a_breakage_not_flakes(self):

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 from buildbot.process.remotetransfer import StringFileReader
-from buildbot.process.results import FAILURE, SUCCESS
+from buildbot.process.results import FAILURE, SUCCESS, WARNINGS
 from buildbot.test.steps import ExpectDownloadFile, ExpectRemoteRef, ExpectShell
 from twisted.internet import defer
 
@@ -25,6 +25,7 @@ from crcr.names import BACKEND_PROPERTY, LEDGER_SERVICE, ORDER_PROPERTY, TELL_EA
 from crcr.shipped.crcr_order import KEYWORD_WEIGHT, keywords_of, matches_keyword
 from crcr.store.history import BuildRow, SuiteRunRow, TestOutcomeRow
 from crcr.store.order_inputs import PastBreak, order_inputs
+from crcr.store.quarantine import Move
 from crcr.suites.likely_failures import EDITED, FAILING_AT_TIP, HISTORY, MAX_ORDERED_TESTS, described, order_spec
 from crcr.suites.selection import PLUGIN_FILE
 from harness import Upstream
@@ -351,6 +352,17 @@ class OrderedSuiteStepTest(SuiteStepHarness):
             "until the build ends.\n") + BISECTION_NOTE)
         self.assertEqual((yield self.told()), "failing: test/test_ops.py::test_new (still running)")
         self.assertEqual(json.loads(self.shipped[ORDER_FILE]), ORDER)
+
+    @defer.inlineCallbacks
+    def test_a_failure_of_a_test_in_quarantine_is_not_told(self):
+        yield self.ordered_step()
+        yield self.store.put_in_quarantine(Move(BACKEND, "ops", "test/test_ops.py::test_flaky", "in", "crcr",
+                                                "flaked 3 times in 14 days", at=0, automatic=True))
+        self.expect_commands(self.run_ordered("crcr: test failed: test/test_ops.py::test_flaky\n").exit(1),
+                             upload(JUNIT, junit(test_flaky="failed")))
+        self.expect_history()
+        self.expect_outcome(WARNINGS, "ops: 0 passed, 1 failed (0 new, 1 in quarantine)")
+        self.assertIsNone((yield self.told()))
 
     @defer.inlineCallbacks
     def test_a_known_failure_passing_is_told_as_fixed(self):

@@ -58,6 +58,8 @@ PULL_REQUESTS_SERVICE = "crcr-pull-requests"
 PRESENCE_SERVICE = "crcr-device-presence"  # since when each device has no unit connected
 HEALTH_SERVICE = "crcr-health"  # the health figures every view reads (buildmaster/services/every_master/health.py)
 HISTORY_SERVICE = "crcr-history"  # records each finished build of a backend in the test history
+# The backends' quarantine settings and suites; moves flaky tests in and out (services/every_master/quarantine_keeper.py)
+QUARANTINE_SERVICE = "crcr-quarantine"
 LEADERSHIP_SERVICE = "crcr-leadership"  # which master of several runs the once-per-event duties
 # The master's own copy of upstream (buildmaster/changes/upstream_mirror.py).
 UPSTREAM_MIRROR_SERVICE = "crcr-upstream-mirror"

@@ -20,6 +20,7 @@ from crcr.buildmaster.schedulers.upstream import upstream_scheduler
 from crcr.buildmaster.services.every_master.health import RelayHealth, health_backends
 from crcr.buildmaster.services.every_master.leadership import RelayLeadership
 from crcr.buildmaster.services.every_master.liveness import SilentWorkerWatch
+from crcr.buildmaster.services.every_master.quarantine_keeper import QuarantineKeeper, quarantine_backends
 from crcr.buildmaster.services.every_master.router_loss import ExitWithTheMaster
 from crcr.buildmaster.services.every_master.waking import CrossMasterWaker
 from crcr.buildmaster.services.leader.disabled_tests import DisabledTestsFollower
@@ -90,6 +91,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
             LevelHistory(levels={b.name: b.level for b in relay.backends}),
             DisabledTestsFollower(url=settings.disabled_tests_url, refresh=settings.disabled_tests_refresh),
             *readiness_watches(relay.backends, settings.web_url, smtp_relay(settings), settings.mail_from),
+            QuarantineKeeper(backends=quarantine_backends(relay.backends)),
             HistoryRecorder(), RelayJanitor(history_days=settings.history_days, artifact_days=settings.artifact_days,
                                              artifact_store=settings.artifact_store),
             # Every backend, the inactive ones (no host offers their device) too: their maintainers look for them.

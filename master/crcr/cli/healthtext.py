@@ -4,10 +4,8 @@ command says what the pages show. Links are the UI's routes made absolute with t
 
 from __future__ import annotations
 
-import time
-
 from crcr.cli.latency import duration_text
-from crcr.cli.wording import counted
+from crcr.cli.wording import counted, utc
 from crcr.health.backend import PULL_REQUEST_LEVELS
 from crcr.health.links import bisection_page
 from crcr.health.percentages import percent
@@ -154,9 +152,9 @@ def commit_lines(commit: dict, web_url: str) -> list[str]:
     """One commit of a backend: its verdict, how it was decided, when, its build, failing tests and suites."""
     verdict = f"{commit['state']}: {commit['description']}" if commit["description"] else commit["state"]
     lines = [f"{commit['backend']} {commit['sha']}: {verdict}", f"decided: {_how_text(commit)}"]
-    times = f"seen {_utc(commit['seen_at'])}"
+    times = f"seen {utc(commit['seen_at'])}"
     if commit["decided_at"] is not None:
-        times += f", decided {_utc(commit['decided_at'])}: " + (
+        times += f", decided {utc(commit['decided_at'])}: " + (
             f"no latency, {_no_latency_text(commit)}"
             if commit["latency"] is None else f"latency {duration_text(commit['latency'])}")
     lines.append(times)
@@ -334,7 +332,3 @@ def _duration(seconds: int | None) -> str:
 
 def _percent(rate: float | None) -> str:
     return NONE if rate is None else percent(rate)
-
-
-def _utc(at: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))

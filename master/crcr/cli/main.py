@@ -12,6 +12,7 @@ from crcr.cli.force import add_force_command
 from crcr.cli.host import add_host_command, run_host_tool
 from crcr.cli.latency import add_latency_command
 from crcr.cli.mastercommands import add_master_commands, checked_config, counted
+from crcr.cli.quarantine import add_quarantine_command
 from crcr.cli.routercommands import add_router_commands
 from crcr.cli.status import add_status_command
 from crcr.cli.subcommands import add_command
@@ -45,6 +46,7 @@ def parser() -> argparse.ArgumentParser:
     add_bisect_command(sub)
     add_latency_command(sub)
     add_status_command(sub)
+    add_quarantine_command(sub)
     return p
 
 

@@ -37,6 +37,7 @@ from crcr.config.limits import (
     MAX_SUITES,
     MAX_TEXT,
 )
+from crcr.config.quarantine import Quarantine
 from crcr.config.relevance import DEFAULT_IGNORE_PATHS, Relevance
 from crcr.config.schedule import Schedule
 from crcr.config.suite import Suite
@@ -143,6 +144,8 @@ class Backend(Strict):
     # PyTorch's platform keys whose disabled tests are also this backend's (docs/backends.md, "Tests upstream
     # disabled"); a test PyTorch disables on every platform is skipped whatever this says.
     disabled_platforms: list[str] = Field(default=[], max_length=len(PLATFORMS))
+    # When its flaky tests are quarantined, and released (config/quarantine.py).
+    quarantine: Quarantine = Quarantine()
 
     @field_validator("disabled_platforms")
     @classmethod

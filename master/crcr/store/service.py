@@ -33,6 +33,7 @@ from crcr.store import (
     order_inputs,
     outbox,
     outbox_view,
+    quarantine,
     relay_jobs,
     shared_builds,
 )
@@ -191,3 +192,11 @@ class RelayStore(service.BuildbotService):
     keep_disabled_tests = _through_pool(disabled_tests.keep_list)
     forget_disabled_tests = _through_pool(disabled_tests.forget_list)
     disabled_in_latest_runs = _through_pool(disabled_tests.disabled_in_latest_runs)
+    # Flaky tests in quarantine (store/quarantine.py)
+    review_quarantine = _through_pool(quarantine.review_build)
+    put_in_quarantine = _through_pool(quarantine.put_in)
+    release_from_quarantine = _through_pool(quarantine.release)
+    quarantined_tests = _through_pool(quarantine.quarantined_tests)
+    quarantined_of = _through_pool(quarantine.quarantined_of)
+    quarantine_moves = _through_pool(quarantine.recent_moves)
+    prune_quarantine_moves = _through_pool(quarantine.prune)

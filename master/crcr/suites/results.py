@@ -47,6 +47,8 @@ class SuiteResults:
     # Skipped as disabled upstream (PyTorch's disabled tests: disabled_upstream.py), each with its issue's number:
     # neither skipped nor ever failing.
     disabled: dict[str, str] = field(default_factory=dict)
+    # Failing tests in quarantine for the backend (store/quarantine.py): recorded and shown, none of them new.
+    quarantined: list[str] = field(default_factory=list)
 
     @property
     def ran(self) -> bool:
@@ -256,12 +258,14 @@ def describe_counts(suites: list[SuiteResults], pull_request: PullRequestBase | 
                     compared: bool = True) -> str:
     """E.g. '1843 passed, 3 failed (2 new), 120 skipped, 1 flaky'; errored tests count as failed here. A pull
     request's build says what its failures were compared with: '3 failed (2 new vs main@1a2b3c4d5e)'; a run compared
-    with nothing (a child build's: its parent compares) says no 'new'."""
+    with nothing (a child build's: its parent compares) says no 'new'. Failing tests in quarantine are said among the
+    failed: '3 failed (0 new, 3 in quarantine)'."""
     counts = totals(suites)
     parts = [f"{counts['passed']} passed"]
     failed = counts["failed"] + counts["errored"]
     if failed:
         new = pull_request.compared(counts["new"]) if pull_request else f"{counts['new']} new"
+        new += _in_quarantine(suites)
         parts.append(f"{failed} failed ({new})" if compared else f"{failed} failed")
     parts += [f"{counts[label]} {label}" for label in ("skipped", "xfailed", "flaky", "timed out") if counts[label]]
     parts += _disabled_upstream(suites)
@@ -272,3 +276,9 @@ def _disabled_upstream(suites: list[SuiteResults]) -> list[str]:
     """'2 disabled upstream': tests PyTorch disabled, skipped, not counted as skipped."""
     disabled = sum(len(s.disabled) for s in suites)
     return [f"{disabled} disabled upstream"] if disabled else []
+
+
+def _in_quarantine(suites: list[SuiteResults]) -> str:
+    """', 1 in quarantine' of the failed tests ('' when none is)."""
+    count = sum(len(s.quarantined) for s in suites)
+    return f", {count} in quarantine" if count else ""

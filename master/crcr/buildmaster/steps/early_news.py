@@ -31,11 +31,12 @@ BISECTION_NOTE = ("A bisection, when this build stands for queued commits too (q
 
 class EarlyNews(LogLineObserver):
     """Follows the plugin's outcomes log; tells `backend`'s commit status the first new failure (a test failing that
-    is not among `known`, those failing at the tip), or, while none came, the first known failure that passes."""
+    is not among `known`, those failing at the tip, nor in `quarantined`, whose failures decide nothing), or, while
+    none came, the first known failure that passes."""
 
-    def __init__(self, step, backend: str, known: set[str]):
+    def __init__(self, step, backend: str, known: set[str], quarantined: set[str]):
         super().__init__()
-        self.step, self.backend, self.known = step, backend, known
+        self.step, self.backend, self.known, self.quarantined = step, backend, known, quarantined
         self.said: str | None = None  # what was told last
         self.failing: str | None = None  # the first new failure, once told
         self.telling: list[defer.Deferred] = []
@@ -43,7 +44,7 @@ class EarlyNews(LogLineObserver):
     def outLineReceived(self, line: str) -> None:
         if line.startswith(FAILED_LINE):
             test = line[len(FAILED_LINE):].strip()
-            if self.failing is None and test not in self.known:
+            if self.failing is None and test not in self.known and test not in self.quarantined:
                 self.failing = test
                 self._tell(told_early("failing", test))
         elif line.startswith(PASSED_LINE):

@@ -54,10 +54,10 @@ def junit_link(buildid: int, suite: str) -> tuple[str, str]:
 
 
 def failing_tests_listed(results: SuiteResults) -> list[tuple[str, str]]:
-    """(kind, test) of the suite's failing tests: new ones first, then still failing, then flaky."""
-    known = [test for test in results.failing if test not in results.new]
+    """(kind, test) of the suite's failing tests: new ones first, then still failing, in quarantine, then flaky."""
+    known = [test for test in results.failing if test not in results.new and test not in results.quarantined]
     return ([("new failure", test) for test in results.new] + [("still failing", test) for test in known]
-            + [("flaky", test) for test in results.flaky])
+            + [("in quarantine", test) for test in results.quarantined] + [("flaky", test) for test in results.flaky])
 
 
 def test_links(backend: str, listed: list[tuple[str, str]], step: tuple[int, int, int], log_name: str):

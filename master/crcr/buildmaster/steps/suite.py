@@ -116,8 +116,10 @@ class SuiteStep(SuiteVerdict, CompositeStepMixin, BudgetedShellCommand):
         if not order:
             return None
         env = {**self.env, ORDER_VARIABLE: order_file(self.junit_file)}
-        if self.getProperty(TELL_EARLY_PROPERTY):
-            self.news = EarlyNews(self, self.getProperty(TELL_EARLY_PROPERTY), set(order["watch"]))
+        backend = self.getProperty(TELL_EARLY_PROPERTY)
+        if backend:
+            quarantined = yield relay_store(self.master).quarantined_tests(backend, self.suite_name)
+            self.news = EarlyNews(self, backend, set(order["watch"]), quarantined)
             for log_name in OUTCOMES_LOGS.values():
                 self.addLogObserver(log_name, self.news)
             env[OUTCOMES_VARIABLE] = outcomes_file(self.junit_file)

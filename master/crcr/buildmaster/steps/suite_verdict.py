@@ -125,6 +125,7 @@ class SuiteVerdict(BaselineComparison):
         try:
             results = self._results_of(ran.rc, files)
             yield self._compare(results)
+            yield self._set_aside_quarantined(results)
         finally:
             yield junit_kept
         if results.broken:
@@ -137,6 +138,16 @@ class SuiteVerdict(BaselineComparison):
         else:
             result = WARNINGS if unmatched else SUCCESS
         return (yield self._finish(results, result, describe_counts([results], self._pull_request_base()) + unmatched))
+
+    @defer.inlineCallbacks
+    def _set_aside_quarantined(self, results: SuiteResults):
+        """The failing tests in quarantine for the backend's suite (store/quarantine.py), read now: recorded and
+        shown as failing, in `quarantined`, but none of them new, so that none fails the verdict or is bisected."""
+        if not results.failing:
+            return
+        held = yield relay_store(self.master).quarantined_tests(self.getProperty(BACKEND_PROPERTY), self.suite_name)
+        results.quarantined = [test for test in results.failing if test in held]
+        results.new = [test for test in results.new if test not in held]
 
     def _results_of(self, rc: int, files: list[tuple[bytes, str | None]]) -> SuiteResults:
         """The run's tests from its JUnit XML files, and why it did not run whole (_broken); a file that does not
@@ -298,8 +309,9 @@ def _disabled_report(disabled: dict[str, str]) -> str:
 
 
 def _failure_report(results: SuiteResults) -> str:
-    known = [t for t in results.failing if t not in results.new]
+    known = [t for t in results.failing if t not in results.new and t not in results.quarantined]
     errors = [f"{file}: {error}" for file, error in results.collection_errors.items()]
     sections = [("could not be collected (their tests did not run)", errors), ("new failures", results.new),
-                ("still failing", known), ("flaky", results.flaky), ("fixed since that build", results.fixed)]
+                ("still failing", known), ("in quarantine (flaky: they do not decide the verdict)", results.quarantined),
+                ("flaky", results.flaky), ("fixed since that build", results.fixed)]
     return "".join(f"{title}:\n" + "".join(f"  {t}\n" for t in tests) for title, tests in sections if tests)

@@ -6,7 +6,7 @@ pytorch_relay/sender.py, changes/upstream_mirror.py), and names.leads asks the l
 
 from __future__ import annotations
 
-from crcr.names import HEALTH_SERVICE, LEDGER_SERVICE, PRESENCE_SERVICE, PULL_REQUESTS_SERVICE
+from crcr.names import HEALTH_SERVICE, LEDGER_SERVICE, PRESENCE_SERVICE, PULL_REQUESTS_SERVICE, QUARANTINE_SERVICE
 
 
 def _services(master) -> dict:
@@ -31,3 +31,8 @@ def relay_health(master):
 def pull_request_relay(master):
     """The PullRequestRelay (changes/pull_requests.py); None when no backend builds pull requests."""
     return _services(master).get(PULL_REQUESTS_SERVICE)
+
+
+def quarantine_keeper(master):
+    """The QuarantineKeeper (services/every_master/quarantine_keeper.py)."""
+    return _services(master)[QUARANTINE_SERVICE]

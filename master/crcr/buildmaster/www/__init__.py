@@ -22,6 +22,7 @@ from crcr.buildmaster.www.host_tool import HostToolResource
 from crcr.buildmaster.www.junit import JunitFileResource
 from crcr.buildmaster.www.metrics import MetricsResource
 from crcr.buildmaster.www.nosniff import answer_with_nosniff
+from crcr.buildmaster.www.quarantine import QuarantineResource
 from crcr.buildmaster.www.relay import PluginConfiguration, RelayResource
 from crcr.buildmaster.www.rest_errors import serve_relay_rest_api
 from crcr.buildmaster.www.rest_writes import write_rest_answers_in_the_reactor
@@ -42,7 +43,8 @@ class RelayApplication(Application):
     """The `crcr` www plugin (entry point buildbot.www in pyproject.toml): static/scripts.js replaces the home page
     and adds the bisection pages; api/bisections under the plugin's URL serves their JSON, api/disconnected the
     home page's backends with no unit connected, api/relay what they show of the relay (its configuration, a
-    PluginConfiguration); junit/ each suite's JUnit XML as the worker wrote it (www/junit.py); artifacts/ the build
+    PluginConfiguration), api/quarantine/<backend> its flaky tests in quarantine and their moves by hand
+    (www/quarantine.py); junit/ each suite's JUnit XML as the worker wrote it (www/junit.py); artifacts/ the build
     stages' artifacts, for the units (www/artifacts.py); crcr-host the host tool a lab admin fetches onto a new host
     (www/host_tool.py)."""
 
@@ -55,12 +57,14 @@ class RelayApplication(Application):
         self.relay = RelayResource(None, lambda: self.config.shown)
         self.junit = JunitFileResource(None)
         self.units = UnitsResource(None)
+        self.quarantine = QuarantineResource(None)
         api = Resource()
         api.putChild(b"bisections", self.bisections)
         api.putChild(b"disconnected", self.disconnected)
         api.putChild(b"health", self.health)  # the health pages' JSON and charts (www/health.py)
         api.putChild(b"relay", self.relay)
         api.putChild(b"units", self.units)  # each unit's builds and hardware failures (www/units.py)
+        api.putChild(b"quarantine", self.quarantine)  # each backend's flaky tests in quarantine (www/quarantine.py)
         self.resource.putChild(b"api", api)
         self.resource.putChild(b"junit", self.junit)
         self.artifacts = ArtifactsResource(None, lambda: self.config.artifact_store)
@@ -76,6 +80,7 @@ class RelayApplication(Application):
         self.relay.master = master
         self.junit.master = master
         self.units.master = master
+        self.quarantine.master = master
         self.artifacts.master = master
         put_root_resources(master)
         serve_what_the_ui_asks_for([*VIEW_PLUGINS, PLUGIN_NAME])

@@ -14,6 +14,7 @@ from buildbot.reporters.utils import getDetailsForBuild
 from twisted.internet import defer
 
 from crcr.buildmaster.services.leader.ordered import OrderedLeaderService
+from crcr.buildmaster.util.relay_services import quarantine_keeper
 from crcr.names import (
     BACKEND_PROPERTY,
     BISECTION_PROPERTY,
@@ -156,8 +157,8 @@ class HistoryRecorder(OrderedLeaderService):
         build = yield self.master.data.get(("builds", buildid))
         yield getDetailsForBuild(self.master, build, want_properties=True, want_steps=True)
         rows = history_rows(build)
-        if rows is not None:
-            yield self.store.record_build(*rows)
+        if rows is not None and (yield self.store.record_build(*rows)):
+            yield quarantine_keeper(self.master).review(rows[0])
 
     @defer.inlineCallbacks
     def catch_up(self):

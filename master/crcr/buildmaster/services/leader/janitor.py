@@ -114,6 +114,7 @@ class RelayJanitor(LeaderDuty, service.BuildbotService, StateMixin):
         pruned["crcr_builds_made"] = yield relay_store(self.master).prune_builds_made(int(artifacts_horizon))
         pruned["crcr_infra_failures"] = yield relay_store(self.master).prune_infra_failures(horizon)
         pruned["crcr_relay_jobs"] = yield relay_store(self.master).prune_relay_jobs(horizon)
+        pruned["crcr_quarantine_moves"] = yield relay_store(self.master).prune_quarantine_moves(horizon)
         log.msg(f"crcr janitor: deleted what is older than {self.history_days} days (artifacts: "
                 f"{self.artifact_days} days): {pruned_text(pruned)}")
         yield self.setState(LAST_PRUNE, {"at": now, "pruned": pruned})

@@ -802,6 +802,75 @@
       })));
   }
 
+  // A backend's flaky tests in quarantine (plugins/crcr/api/quarantine/<backend>, www/quarantine.py): each with its
+  // since, by, why and clean runs so far, and a Release button for its maintainers and the admins, which asks why;
+  // then the latest moves.
+  function QuarantineSection(props) {
+    var url = "plugins/crcr/api/quarantine/" + encodeURIComponent(props.backend);
+    var loads = React.useState(0), state = React.useState({ data: null, error: null });
+    var refused = React.useState(null);
+    React.useEffect(function () {
+      var alive = true;
+      fetchJson(url).then(
+        function (data) { if (alive) state[1]({ data: data, error: null }); },
+        function (e) { if (alive) state[1]({ data: null, error: String(e.message || e) }); });
+      return function () { alive = false; };
+    }, [url, loads[0]]);
+    var q = state[0].data;
+    if (!q) return h(Loading, state[0]);
+    function release(t) {
+      var why = global.prompt("Why release " + t.test + " from quarantine?");
+      if (!why || !why.trim()) return;
+      fetch(url, { method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ move: "out", suite: t.suite, test: t.test, why: why }) }).then(function (r) {
+        return r.json().then(function (body) {
+          refused[1](r.ok ? null : body.error || "HTTP " + r.status);
+          loads[1](loads[0] + 1);
+        });
+      }).catch(function (e) { refused[1](String(e.message || e)); });
+    }
+    var s = q.settings;
+    var rule = (s.flakes ? "A test that flakes " + plural(s.flakes, "time") + " within " + plural(s.days, "day") +
+      " goes in" : "Tests go in by hand only") + "; " + plural(s.clean_runs, "clean run") + " in a row take it out. " +
+      "A test in quarantine still runs and is shown, but its failures decide no verdict.";
+    return h("div", null, h("p", null, rule),
+      refused[0] ? h("div", { className: "alert alert-danger", "data-crcr": "quarantine-error" }, refused[0]) : null,
+      h(QuarantinedTests, { backend: props.backend, quarantine: q, release: q.may_move ? release : null }),
+      q.moves.length ? h("h5", null, "Latest moves") : null,
+      q.moves.length ? h(QuarantineMoves, { moves: q.moves }) : null);
+  }
+
+  function QuarantinedTests(props) {
+    var q = props.quarantine, release = props.release;
+    if (!q.quarantined.length) return h("p", { "data-crcr": "quarantine" }, "No test in quarantine.");
+    return h("table", { className: "table table-sm table-striped", "data-crcr": "quarantine" },
+      h("thead", null, h("tr", null, ["test", "suite", "since", "by", "why", "clean runs", ""].map(function (c, i) {
+        return h("th", { key: i }, c);
+      }))),
+      h("tbody", null, q.quarantined.map(function (t) {
+        var page = "#/health/" + encodeURIComponent(props.backend) + "/test?id=" + encodeURIComponent(t.test);
+        return h("tr", { key: t.suite + " " + t.test, "data-test": t.test },
+          h("td", null, h("a", { href: page }, h("code", null, t.test))),
+          h("td", null, t.suite), h("td", null, when(t.since)), h("td", null, t.who), h("td", null, t.why),
+          h("td", null, t.clean_runs + " of " + q.settings.clean_runs),
+          h("td", null, release ? h("button", { className: "btn btn-sm btn-outline-secondary", "data-crcr": "release",
+            onClick: function () { release(t); } }, "Release") : null));
+      })));
+  }
+
+  function QuarantineMoves(props) {
+    return h("table", { className: "table table-sm", "data-crcr": "quarantine-moves" },
+      h("thead", null, h("tr", null, ["when", "move", "test", "suite", "by", "why"].map(function (c) {
+        return h("th", { key: c }, c);
+      }))),
+      h("tbody", null, props.moves.map(function (m, i) {
+        return h("tr", { key: i, "data-move": m.move },
+          h("td", { className: "text-nowrap" }, when(m.at)), h("td", null, m.move),
+          h("td", null, h("code", null, m.test)), h("td", null, m.suite),
+          h("td", null, m.who + (m.automatic ? "" : " (by hand)")), h("td", null, m.why));
+      })));
+  }
+
   function BackendHealth() {
     var backend = Router.useParams().backend;
     var range = useRange();
@@ -833,7 +902,8 @@
       h(Section, { title: "Recent bisections" }, h(RecentBisections, { bisections: page.bisections })),
       hasPullRequests ? h(Section, { title: "Recent pull request builds" },
         h(PullRequests, { pull_requests: page.pull_requests })) : null,
-      h(DisabledUpstream, { disabled: page.disabled_upstream, now: page.now }));
+      h(DisabledUpstream, { disabled: page.disabled_upstream, now: page.now }),
+      h(Section, { title: "Quarantine" }, h(QuarantineSection, { backend: backend })));
   }
 
   function TestHealth() {
