@@ -139,6 +139,9 @@ class Backend(Strict):
     # What tells its suites' runs hit the hardware, beside its device's (workers/devices/<device>.yaml).
     infra_failures: InfraFailures = InfraFailures()
     suites: list[Suite] = Field(min_length=1, max_length=MAX_SUITES)
+    # An issue on `repo` per upstream commit that broke the backend, mentioning its maintainers, closed once its
+    # tests pass again (docs/backends.md, "An issue per break"); off unless asked.
+    issues: bool = False
 
     @field_validator("maintainers")
     @classmethod
@@ -179,6 +182,13 @@ class Backend(Strict):
     @property
     def relevance(self) -> Relevance:
         return Relevance(self.name, tuple(self.paths), tuple(self.ignore_paths))
+
+    @model_validator(mode="after")
+    def _issues_need_a_repo(self) -> Backend:
+        if self.issues and self.repo is None:
+            raise ValueError("issues: true opens the issues on the backend's own repository: set repo: "
+                             "(owner/name) too, or leave issues out")
+        return self
 
     @model_validator(mode="after")
     def _not_kept_in_one_build(self) -> Backend:

@@ -13,6 +13,7 @@ from buildbot.process.results import RETRY, SKIPPED, SUCCESS, WARNINGS, Results
 from buildbot.reporters.utils import getDetailsForBuild
 from twisted.internet import defer
 
+from crcr.buildmaster.services.leader import culprit_issues
 from crcr.buildmaster.services.leader.ordered import OrderedLeaderService
 from crcr.names import (
     BACKEND_PROPERTY,
@@ -153,8 +154,8 @@ class HistoryRecorder(OrderedLeaderService):
         build = yield self.master.data.get(("builds", buildid))
         yield getDetailsForBuild(self.master, build, want_properties=True, want_steps=True)
         rows = history_rows(build)
-        if rows is not None:
-            yield self.store.record_build(*rows)
+        if rows is not None and (yield self.store.record_build(*rows)):
+            yield culprit_issues.build_recorded(self.master, *rows)
 
     @defer.inlineCallbacks
     def catch_up(self):
