@@ -96,10 +96,12 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeGitHub:
-    def __init__(self):
+    def __init__(self, listen: bool = True):
+        """`listen`: on a loopback port (start()); without, its requests come through handle() alone."""
         self.requests: list[Recorded] = []
         self._faults_left = 0
-        self._faulty_sha: str | None = None
+        self._faulty_sha: str | None = None  # or any part of the path of the requests to fail
+        self._faulty_method: str | None = None
         self._fault = 500
         self._fault_headers: dict[str, str] = {}  # sent with each fault's answer (go_down)
         self._refusing = False  # go_down(None): nothing listens
@@ -116,7 +118,7 @@ class FakeGitHub:
         self._user_tokens: dict[str, str] = {}  # token -> login
         self._lock = threading.Lock()
         self._stopped = threading.Event()  # ends the wait of requests left unanswered
-        self._server = _Server(("127.0.0.1", 0), self._handler())
+        self._server = _Server(("127.0.0.1", 0), self._handler()) if listen else None
 
     @property
     def url(self) -> str:
@@ -135,19 +137,19 @@ class FakeGitHub:
         """Answer 500 to the next `count` requests (only those about commit `sha`, if given)."""
         self._next_faults(500, count, sha)
 
-    def lose_next(self, count: int, path_part: str | None = None) -> None:
-        """Do what the next `count` requests (with `path_part` in their path, if given) ask, and answer 502: the
-        answer lost on its way back, after GitHub took the request."""
-        self._next_faults(LOST, count, path_part)
+    def lose_next(self, count: int, path_part: str | None = None, method: str | None = None) -> None:
+        """Do what the next `count` requests (with `path_part` in their path, of `method`, if given) ask, and answer
+        502: the answer lost on its way back, after GitHub took the request."""
+        self._next_faults(LOST, count, path_part, method)
 
     def stall_next(self, count: int, sha: str | None = None) -> None:
         """Leave the next `count` requests (about `sha`, if given) unanswered while the stand-in runs, as a stalled
         GitHub connection does: the request was read, nothing comes back, the connection stays open."""
         self._next_faults(NO_ANSWER, count, sha)
 
-    def _next_faults(self, fault: int, count: int, sha: str | None) -> None:
+    def _next_faults(self, fault: int, count: int, sha: str | None, method: str | None = None) -> None:
         with self._lock:
-            self._fault, self._faults_left, self._faulty_sha = fault, count, sha
+            self._fault, self._faults_left, self._faulty_sha, self._faulty_method = fault, count, sha, method
 
     def go_down(self, answer: int | None = 502, retry_after: int | None = None,
                 rate_limit_reset: float | None = None) -> None:
@@ -158,7 +160,7 @@ class FakeGitHub:
         if rate_limit_reset is not None:
             headers.update({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(rate_limit_reset))})
         with self._lock:
-            self._fault, self._faults_left, self._faulty_sha = answer, OUTAGE, None
+            self._fault, self._faults_left, self._faulty_sha, self._faulty_method = answer, OUTAGE, None, None
             self._fault_headers = headers
         if answer is None and not self._refusing:
             self._refusing = True
@@ -366,9 +368,20 @@ class FakeGitHub:
             return 200, {"login": login, "name": f"{login.title()} Person"}
         return 404, {"message": "Not Found"}
 
-    def answer(self, method: str, path: str, headers, body: dict | None, faulty: bool = False
-               ) -> tuple[int, dict | list | RawAnswer]:
-        """The answer to a request (called under the lock), a fault's when `faulty`."""
+    def handle(self, method: str, path: str, headers, body: dict | None
+               ) -> tuple[int, dict | list | RawAnswer, dict[str, str]]:
+        """A request (its path with its query) answered and recorded: its HTTP status, JSON and headers. Its HTTP
+        server calls it, and so can a test's in-memory stand-in (tests/test_issue_sender.py)."""
+        with self._lock:
+            faulty = self._faults_left > 0 and (self._faulty_sha or "") in path \
+                and self._faulty_method in (None, method)
+            self._faults_left -= faulty
+            code, answer = self._answer(method, path, headers, body, faulty)
+            self.requests.append(Recorded(method, path, dict(headers), body, code))
+            return code, answer, dict(self._fault_headers) if faulty else {}
+
+    def _answer(self, method: str, path: str, headers, body: dict | None, faulty: bool
+                ) -> tuple[int, dict | list | RawAnswer]:
         if not faulty:
             return self._serve(method, path, headers, body)
         if self._fault == LOST:
@@ -410,12 +423,7 @@ class FakeGitHub:
                     body = json.loads(raw) if raw else None
                 except ValueError:  # a form, as OAuth apps post to /login/oauth/access_token
                     body = dict(parse_qsl(raw.decode(errors="replace")))
-                with fake._lock:
-                    faulty = fake._faults_left > 0 and (fake._faulty_sha or "") in self.path
-                    fake._faults_left -= faulty
-                    code, answer = fake.answer(method, self.path, self.headers, body, faulty)
-                    headers = dict(fake._fault_headers) if faulty else {}
-                    fake.requests.append(Recorded(method, self.path, dict(self.headers), body, code))
+                code, answer, headers = fake.handle(method, self.path, self.headers, body)
                 if code == NO_ANSWER:
                     fake._stopped.wait()
                     return

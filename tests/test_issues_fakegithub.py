@@ -48,7 +48,7 @@ def test_issues_are_created_listed_newest_first_with_the_filters_commented_and_c
 
 
 def test_a_creation_whose_answer_is_lost_is_made_all_the_same(github):
-    github.lose_next(1, "/issues")
+    github.lose_next(1, "/issues", method="POST")
 
     assert create(github, "one").status_code == 502
     assert [issue["title"] for issue in github.issues(REPO)] == ["one"]

@@ -36,7 +36,7 @@ NAME_RULE = "must be lowercase letters, digits and '-', starting with a letter o
 DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a letter or digit"
 BACKEND_KEYS = (
     "description, maintainers, mail, level, repo, pr_label, trusted_associations, device, branches, queue, schedule, "
-    "report_to_pytorch, timeout, stale_after, setup, fan_out, build, uses, env, paths, ignore_paths, infra_failures, suites"
+    "report_to_pytorch, timeout, stale_after, setup, fan_out, build, uses, env, paths, ignore_paths, infra_failures, suites, issues"
 )
 SMOKE = {"name": "smoke", "command": "true"}
 
