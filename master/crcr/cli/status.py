@@ -238,6 +238,8 @@ def print_health(args) -> int:
     if args.backend is None:  # the master's own count: no database to find
         for line in not_loaded_lines(body.get("not_loaded", [])):
             print(line)
+        for found in body.get("issue_problems", []):
+            print(f"{found['backend']}: no issue per break is written ({found['problem']}): they wait in the outbox")
         outbox = body["outbox"]
         print(outbox_line(outbox["waiting"], outbox["oldest_age"], outbox["given_up"]))
         for line in masters_lines(body.get("masters", []), body["now"]):
