@@ -75,8 +75,8 @@ class IssueSender(OutboxSender):
     def checkConfig(self, api_url: str, retry_delay: int, max_delay: int, targets: dict, web_url: str,
                     upstream: str, commit_url: str | None, app_id=None, private_key=None, http=None):
         """`targets`: {backend: IssueTarget}; `web_url`: the relay's UI, which the texts link; `upstream`: owner/repo
-        of upstream, `commit_url`: its commits' pages (+ sha); `app_id`, `private_key`: the GitHub App's secrets,
-        else the status token writes."""
+        of upstream on GitHub (its pull requests'), `commit_url`: its commits' pages (+ sha); `app_id`,
+        `private_key`: the GitHub App's secrets, else the status token writes."""
 
     @defer.inlineCallbacks
     def reconfigService(self, api_url: str, retry_delay: int, max_delay: int, targets: dict, web_url: str,
@@ -201,10 +201,10 @@ def issue_senders(relay: RelayConfig, settings: Settings) -> list[IssueSender]:
                 "GitHub App nor a token")
         return []
     with_app = app_configured(settings.secrets_dir)
-    upstream = upstream_web_of(settings)
+    upstream = upstream_web_of(settings)  # its commits' pages; its pull requests are the repository's it reports to
     return [IssueSender(
         api_url=settings.github_api_url, retry_delay=settings.outbox_retry_delay, max_delay=settings.outbox_max_delay,
-        targets=targets, web_url=settings.web_url, upstream=upstream.name, commit_url=upstream.commit_url,
+        targets=targets, web_url=settings.web_url, upstream=settings.github_repo, commit_url=upstream.commit_url,
         app_id=util.Secret(GITHUB_APP_ID) if with_app else None,
         private_key=util.Secret(GITHUB_APP_PRIVATE_KEY) if with_app else None,
     )]
