@@ -1,11 +1,12 @@
 """The texts of the issue per break (github/culprit_issue_text.py): what a backend's maintainers read, within GitHub's
-limits."""
+limits; and the backend's `issues:` as the files and the master's configuration take it."""
 
 from __future__ import annotations
 
 import pytest
 
-from configfiles import make_dirs, settings_for, write_backend, write_secret
+from configfiles import make_dirs, settings_for, write_backend, write_secret, write_worker, write_worker_password
+from crcr.buildmaster.masterconfig import build_master_config
 from crcr.config.errors import ConfigError
 from crcr.config.loader import load_relay_config
 from crcr.config.secretfiles import GITHUB_TOKEN
@@ -19,6 +20,7 @@ from crcr.github.culprit_issue_text import (
     opening_body,
     title,
 )
+from crcr.github.issue_sender import IssueSender, IssueTarget
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 MERGED = ("[inductor] Fuse the pointwise ops (#12345)\n\nSome words.\n\n"
@@ -87,3 +89,20 @@ def test_issues_need_the_backends_repo_and_crcr_check_warns_without_a_token_or_a
 
     write_secret(dirs.secrets, GITHUB_TOKEN)
     assert not [w for w in load_relay_config(settings_for(dirs)).warnings if "issues: true" in w]
+
+
+def test_the_master_sends_issues_only_for_the_backends_that_ask_with_the_app_when_it_has_one(tmp_path):
+    dirs = make_dirs(tmp_path)
+    write_backend(dirs.backends, "npu", issues=True, repo="acme/npu", maintainers=["octocat"], device="npu")
+    write_backend(dirs.backends, "xpu", repo="acme/xpu", device="npu")
+    write_worker(dirs.workers, "lab", devices={"npu": 1})
+    write_worker_password(dirs.secrets, "lab")
+    assert not [s for s in build_master_config(settings_for(dirs))["services"] if isinstance(s, IssueSender)], \
+        "no token, no App: none (crcr check warns)"
+
+    write_secret(dirs.secrets, GITHUB_TOKEN)
+    (sender,) = [s for s in build_master_config(settings_for(dirs, CRCR_GITHUB_REPO="pytorch/pytorch"))["services"]
+                 if isinstance(s, IssueSender)]
+
+    assert sender._config_kwargs["targets"] == {"npu": IssueTarget("acme/npu", ("octocat",), ("main",))}
+    assert (sender._config_kwargs["upstream"], sender._config_kwargs["app_id"]) == ("pytorch/pytorch", None)
