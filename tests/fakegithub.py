@@ -8,6 +8,13 @@ Told of a GitHub App (install_app), it also plays the App's side: GET /repos/{o}
 POST /app/installations/{id}/access_tokens answer only a JWT signed with the App's key and issued by its id (401
 otherwise), and POST /repos/{o}/{r}/check-runs and PATCH /repos/{o}/{r}/check-runs/{id} only a token it issued.
 
+Issues, as the relay opens one per break on a backend's repository: POST /repos/{o}/{r}/issues creates one (its
+number the repository's next), GET /repos/{o}/{r}/issues lists them newest first (filters: state open, closed or
+all, open by default; labels, each required; per_page), POST /repos/{o}/{r}/issues/{n}/comments comments, PATCH
+/repos/{o}/{r}/issues/{n} changes its state; each to any token (issues() shows them). lose_next makes GitHub do
+what it was asked and the answer be lost (502). GET /repos/{o}/{r} answers the repository with the token's
+permissions (push).
+
 Told of a pull request (open_pull_request), it answers GET /repos/{o}/{r}/pulls/{n} with it, to any token.
 
 Told of an OAuth app (register_oauth_app), it plays GitHub's sign-in as Buildbot's GitHubAuth uses it with an
@@ -44,6 +51,12 @@ CHECK_RUNS_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/check-runs$")
 CHECK_RUN_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/check-runs/(?P<id>\d+)$")
 USER_PATH = re.compile(r"^(/api/v3)?/user$")
 PULL_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<number>\d+)$")
+ISSUES_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/issues(?:\?(?P<query>.*))?$")
+ISSUE_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)$")
+COMMENTS_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/comments$")
+REPO_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)$")
+LOST = -1  # faults: the request is served, its answer replaced by a 502
+APP_PERMISSIONS = {"checks": "write", "issues": "write", "metadata": "read", "statuses": "write"}
 PERMISSION_PATH = re.compile(r"^/repos/(?P<repo>[^/]+/[^/]+)/collaborators/(?P<login>[^/]+)/permission$")
 TOKEN_LIFETIME = 3600  # seconds, as GitHub's installation tokens
 NO_ANSWER = 0  # Recorded.answered of a request left unanswered
@@ -83,14 +96,18 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeGitHub:
-    def __init__(self):
+    def __init__(self, listen: bool = True):
+        """`listen`: on a loopback port (start()); without, its requests come through handle() alone."""
         self.requests: list[Recorded] = []
         self._faults_left = 0
-        self._faulty_sha: str | None = None
+        self._faulty_sha: str | None = None  # or any part of the path of the requests to fail
+        self._faulty_method: str | None = None
         self._fault = 500
         self._fault_headers: dict[str, str] = {}  # sent with each fault's answer (go_down)
         self._refusing = False  # go_down(None): nothing listens
         self._app: tuple[str, object, int] | None = None  # (App id, its public key, installation id)
+        self._app_permissions: dict[str, str] = {}
+        self._issues: dict[str, list[dict]] = {}  # repository -> its issues, oldest first, each with its "comments"
         self._tokens: set[str] = set()  # installation tokens issued
         self._check_runs: list[dict] = []  # each as created, then as updated; its "updates" lists each payload
         self._permissions: dict[str, str] = {}  # login -> GitHub's coarse permission on every repository
@@ -101,7 +118,7 @@ class FakeGitHub:
         self._user_tokens: dict[str, str] = {}  # token -> login
         self._lock = threading.Lock()
         self._stopped = threading.Event()  # ends the wait of requests left unanswered
-        self._server = _Server(("127.0.0.1", 0), self._handler())
+        self._server = _Server(("127.0.0.1", 0), self._handler()) if listen else None
 
     @property
     def url(self) -> str:
@@ -120,14 +137,19 @@ class FakeGitHub:
         """Answer 500 to the next `count` requests (only those about commit `sha`, if given)."""
         self._next_faults(500, count, sha)
 
+    def lose_next(self, count: int, path_part: str | None = None, method: str | None = None) -> None:
+        """Do what the next `count` requests (with `path_part` in their path, of `method`, if given) ask, and answer
+        502: the answer lost on its way back, after GitHub took the request."""
+        self._next_faults(LOST, count, path_part, method)
+
     def stall_next(self, count: int, sha: str | None = None) -> None:
         """Leave the next `count` requests (about `sha`, if given) unanswered while the stand-in runs, as a stalled
         GitHub connection does: the request was read, nothing comes back, the connection stays open."""
         self._next_faults(NO_ANSWER, count, sha)
 
-    def _next_faults(self, fault: int, count: int, sha: str | None) -> None:
+    def _next_faults(self, fault: int, count: int, sha: str | None, method: str | None = None) -> None:
         with self._lock:
-            self._fault, self._faults_left, self._faulty_sha = fault, count, sha
+            self._fault, self._faults_left, self._faulty_sha, self._faulty_method = fault, count, sha, method
 
     def go_down(self, answer: int | None = 502, retry_after: int | None = None,
                 rate_limit_reset: float | None = None) -> None:
@@ -138,7 +160,7 @@ class FakeGitHub:
         if rate_limit_reset is not None:
             headers.update({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(rate_limit_reset))})
         with self._lock:
-            self._fault, self._faults_left, self._faulty_sha = answer, OUTAGE, None
+            self._fault, self._faults_left, self._faulty_sha, self._faulty_method = answer, OUTAGE, None, None
             self._fault_headers = headers
         if answer is None and not self._refusing:
             self._refusing = True
@@ -164,10 +186,19 @@ class FakeGitHub:
         with self._lock:
             self._pulls[(repo, pull_request["number"])] = pull_request
 
-    def install_app(self, app_id: str, public_key, installation_id: int = 1) -> None:
-        """Play a GitHub App with this id and public key, installed on every repository."""
+    def install_app(self, app_id: str, public_key, installation_id: int = 1,
+                    permissions: dict[str, str] | None = None) -> None:
+        """Play a GitHub App with this id and public key, installed on every repository with `permissions`
+        (APP_PERMISSIONS unless given)."""
         with self._lock:
             self._app = (str(app_id), public_key, installation_id)
+            self._app_permissions = dict(APP_PERMISSIONS if permissions is None else permissions)
+
+    def issues(self, repo: str) -> list[dict]:
+        """The issues of `repo` as they stand, oldest first: number, title, body, labels (names), state and
+        comments (their bodies)."""
+        with self._lock:
+            return [{**issue, "comments": list(issue["comments"])} for issue in self._issues.get(repo, [])]
 
     def register_oauth_app(self, client_id: str, client_secret: str, callback_url: str) -> None:
         """Play an OAuth app with these credentials, whose callback URL is `callback_url`."""
@@ -237,7 +268,15 @@ class FakeGitHub:
             pull_request = self._pulls.get((m["repo"], int(m["number"])))
             return (200, pull_request) if pull_request else (404, {"message": "Not Found"})
         if method == "GET" and INSTALLATION_PATH.match(path) and self._app:
-            return (200, {"id": self._app[2]}) if self._signed_by_app(headers) else _UNAUTHORIZED
+            if not self._signed_by_app(headers):
+                return _UNAUTHORIZED
+            return 200, {"id": self._app[2], "permissions": dict(self._app_permissions)}
+        if ISSUES_PATH.match(path) or ISSUE_PATH.match(path) or COMMENTS_PATH.match(path):
+            return self._serve_issues(method, path, headers, body)
+        if method == "GET" and (m := REPO_PATH.match(path)):
+            if not headers.get("Authorization"):
+                return _UNAUTHORIZED
+            return 200, {"full_name": m["repo"], "permissions": {"admin": False, "push": True, "pull": True}}
         if method == "POST" and (m := TOKEN_PATH.match(path)) and self._app and int(m["installation"]) == self._app[2]:
             if not self._signed_by_app(headers):
                 return _UNAUTHORIZED
@@ -261,6 +300,33 @@ class FakeGitHub:
             run.update(body, authorization=headers.get("Authorization"))
             run["updates"].append(body)
             return 200, {k: v for k, v in run.items() if k not in ("updates", "authorization")}
+        return 404, {"message": "Not Found"}
+
+    def _serve_issues(self, method: str, path: str, headers, body: dict | None) -> tuple[int, dict | list]:
+        if not headers.get("Authorization"):
+            return _UNAUTHORIZED
+        if (m := ISSUES_PATH.match(path)) and method == "POST" and body:
+            issues = self._issues.setdefault(m["repo"], [])
+            issue = {"number": len(issues) + 1, "title": body["title"], "body": body.get("body") or "",
+                     "labels": list(body.get("labels") or []), "state": "open", "comments": []}
+            issues.append(issue)
+            return 201, _shown(issue)
+        if (m := ISSUES_PATH.match(path)) and method == "GET":
+            asked = dict(parse_qsl(m["query"] or ""))
+            state, labels = asked.get("state", "open"), [name for name in asked.get("labels", "").split(",") if name]
+            found = [_shown(issue) for issue in reversed(self._issues.get(m["repo"], []))
+                     if state in ("all", issue["state"]) and all(name in issue["labels"] for name in labels)]
+            return 200, found[: int(asked.get("per_page", 30))]
+        m = COMMENTS_PATH.match(path) or ISSUE_PATH.match(path)
+        issue = next((i for i in self._issues.get(m["repo"], []) if i["number"] == int(m["number"])), None)
+        if issue is None:
+            return 404, {"message": "Not Found"}
+        if COMMENTS_PATH.match(path) and method == "POST" and body:
+            issue["comments"].append(body["body"])
+            return 201, {"id": len(issue["comments"]), "body": body["body"]}
+        if ISSUE_PATH.match(path) and method == "PATCH" and body:
+            issue.update({key: body[key] for key in ("state", "title", "body") if key in body})
+            return 200, _shown(issue)
         return 404, {"message": "Not Found"}
 
     def _serve_oauth(self, method: str, path: str, headers, body: dict | None) -> tuple[int, dict | RawAnswer]:
@@ -302,6 +368,27 @@ class FakeGitHub:
             return 200, {"login": login, "name": f"{login.title()} Person"}
         return 404, {"message": "Not Found"}
 
+    def handle(self, method: str, path: str, headers, body: dict | None
+               ) -> tuple[int, dict | list | RawAnswer, dict[str, str]]:
+        """A request (its path with its query) answered and recorded: its HTTP status, JSON and headers. Its HTTP
+        server calls it, and so can a test's in-memory stand-in (tests/test_issue_sender.py)."""
+        with self._lock:
+            faulty = self._faults_left > 0 and (self._faulty_sha or "") in path \
+                and self._faulty_method in (None, method)
+            self._faults_left -= faulty
+            code, answer = self._answer(method, path, headers, body, faulty)
+            self.requests.append(Recorded(method, path, dict(headers), body, code))
+            return code, answer, dict(self._fault_headers) if faulty else {}
+
+    def _answer(self, method: str, path: str, headers, body: dict | None, faulty: bool
+                ) -> tuple[int, dict | list | RawAnswer]:
+        if not faulty:
+            return self._serve(method, path, headers, body)
+        if self._fault == LOST:
+            self._serve(method, path, headers, body)
+            return 502, _fault_message(502)
+        return self._fault, _fault_message(self._fault)
+
     def _signed_by_app(self, headers) -> bool:
         """A JWT signed with the App's key, issued by its id, not expired, as GitHub checks it."""
         app_id, public_key, _ = self._app
@@ -336,13 +423,7 @@ class FakeGitHub:
                     body = json.loads(raw) if raw else None
                 except ValueError:  # a form, as OAuth apps post to /login/oauth/access_token
                     body = dict(parse_qsl(raw.decode(errors="replace")))
-                with fake._lock:
-                    faulty = fake._faults_left > 0 and (fake._faulty_sha or "") in self.path
-                    fake._faults_left -= faulty
-                    code, answer = (fake._fault, _fault_message(fake._fault)) if faulty else fake._serve(
-                        method, self.path, self.headers, body)
-                    headers = dict(fake._fault_headers) if faulty else {}
-                    fake.requests.append(Recorded(method, self.path, dict(self.headers), body, code))
+                code, answer, headers = fake.handle(method, self.path, self.headers, body)
                 if code == NO_ANSWER:
                     fake._stopped.wait()
                     return
@@ -388,6 +469,11 @@ def too_long(body: dict) -> dict | None:
         return {"message": f"Invalid request.\n\nOnly {OUTPUT_TEXT_LIMIT} characters are allowed; {supplied} were "
                            "supplied."}
     return None
+
+
+def _shown(issue: dict) -> dict:
+    """An issue as GitHub's API shows it: its labels as objects, its comments counted."""
+    return {**issue, "labels": [{"name": name} for name in issue["labels"]], "comments": len(issue["comments"])}
 
 
 def _fault_message(code: int) -> dict:

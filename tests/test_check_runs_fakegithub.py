@@ -36,7 +36,7 @@ def test_an_installation_token_is_issued_only_for_the_apps_jwt_and_check_runs_on
         assert requests.get(f"{github.url}/repos/pytorch/pytorch/installation",
                             headers={"Authorization": f"Bearer {wrong}"}).status_code == 401
     signed = {"Authorization": f"Bearer {app_jwt(private_key)}"}
-    assert requests.get(f"{github.url}/repos/pytorch/pytorch/installation", headers=signed).json() == {"id": 9}
+    assert requests.get(f"{github.url}/repos/pytorch/pytorch/installation", headers=signed).json()["id"] == 9
     issued = requests.post(f"{github.url}/app/installations/9/access_tokens", headers=signed)
     assert issued.status_code == 201 and set(issued.json()) == {"token", "expires_at"}
 

@@ -27,7 +27,8 @@ PURE_LAYERS = ["config", "plan", "suites", "bisection", "health", "shipped"]  # 
 SHIPPED_MAY_IMPORT = {"crcr_selection.py": {"pytest", "_pytest", "iniconfig", "tomli"},
                       "crcr_order.py": {"pytest", "crcr_selection"}}
 # The modules that look the relay's services up by name (their accessors); every other module calls an accessor.
-SERVICE_ACCESSORS = ["names.py", "store/service.py", "github/commit_status.py", "pytorch_relay/sender.py",
+SERVICE_ACCESSORS = ["names.py", "store/service.py", "github/commit_status.py", "github/issue_sender.py",
+                     "pytorch_relay/sender.py",
                      "buildmaster/changes/upstream_mirror.py", "buildmaster/util/relay_services.py"]
 
 

@@ -37,7 +37,7 @@ DEVICE_RULE = "must be lowercase letters, digits, '-' and '_', starting with a l
 BACKEND_KEYS = (
     "description, maintainers, mail, level, repo, pr_label, trusted_associations, device, branches, queue, schedule, "
     "report_to_pytorch, timeout, stale_after, setup, fan_out, build, uses, env, paths, ignore_paths, infra_failures, suites, "
-    "disabled_platforms, quarantine"
+    "disabled_platforms, quarantine, issues"
 )
 SMOKE = {"name": "smoke", "command": "true"}
 

@@ -140,3 +140,16 @@ def test_a_database_the_master_has_not_upgraded_yet_is_said_so(crcr, tmp_path):
     assert (result.returncode, result.stderr) == (1, (
         "error: the database has no crcr_github_outbox table: the master creates the relay's tables when it starts "
         "(crcr master start)\n"))
+
+
+def test_an_issue_per_break_refused_is_named_with_its_backend_and_step(crcr, tmp_path):
+    def refused_issue(conn, now: int) -> None:
+        row = enqueue(conn, "issue", "acme/npu", A, "npu", {"action": "state", "state": "closed", "build": 9},
+                      now=now - 60)
+        give_up(conn, row, now=now - 60, problem="HTTP 410: Issues are disabled for this repo")
+
+    result = crcr("status", "--outbox", "--basedir", master_dir(tmp_path, refused_issue))
+
+    assert result.stdout.splitlines()[-1] == (
+        "  acme/npu@aaaaaaaaaa npu issue of the culprit 'closed': given up 1m ago: HTTP 410: Issues are disabled for "
+        "this repo")

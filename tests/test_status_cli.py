@@ -202,6 +202,15 @@ def test_a_backend_left_out_at_the_masters_start_is_listed_as_not_loaded_with_it
     assert lines[8] == "Outbox (GitHub and PyTorch's relay): nothing waiting"
 
 
+def test_a_backend_whose_issues_per_break_may_not_be_written_is_said_so(crcr, relay):
+    problem = "issues on acme/npu: the GitHub App's installation lacks issues: write (it has read)"
+    relay.answers[f"{HEALTH}?range=7d"] = (200, {**SUMMARY, "issue_problems": [{"backend": "npu", "problem": problem}]})
+
+    lines = crcr("status", "--url", relay.url).stdout.splitlines()
+
+    assert f"npu: no issue per break is written ({problem}): they wait in the outbox" in lines
+
+
 def test_the_range_is_asked_of_the_relay(crcr, relay):
     relay.answers[f"{HEALTH}?range=30d"] = (200, {**SUMMARY, "range": "30d"})
 

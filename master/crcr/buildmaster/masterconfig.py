@@ -37,6 +37,7 @@ from crcr.config.errors import ConfigError
 from crcr.config.loader import load_checked_relay_config
 from crcr.config.settings import Settings, load_settings
 from crcr.config.upstream_web import commit_links, upstream_web_of
+from crcr.github.issue_sender import issue_senders
 from crcr.github.reporters import github_status_reporters
 from crcr.plan.builds import plan_builders
 from crcr.store.service import RelayStore
@@ -77,6 +78,7 @@ def build_master_config(settings: Settings | None = None, leave_out_invalid: boo
         "builders": make_builders(relay, plan, settings),
         "services": [
             *github_status_reporters(relay, settings), *pytorch_relay_reporters(relay, settings),
+            *issue_senders(relay, settings),
             *unit_mailers(settings), UnitsResumed(),
             SilentWorkerWatch(settings.worker_keepalive),
             UpstreamMirror(upstream_url=settings.upstream_url, branches=list(settings.upstream_branches)),

@@ -30,7 +30,8 @@ from crcr.store.outbox import CLAIM_EXPIRY, KEEP_GIVEN_UP, OutboxRow
 from crcr.store.outbox_view import given_up, waiting
 from crcr.store.tables.github import github_outbox
 
-# One outbox holds GitHub's posts and the callbacks to PyTorch's relay (docs/pytorch-relay.md).
+# One outbox holds GitHub's posts (the issues per break too) and the callbacks to PyTorch's relay
+# (docs/pytorch-relay.md).
 OUTBOX = "Outbox (GitHub and PyTorch's relay)"
 NOTHING_WAITING = f"{OUTBOX}: nothing waiting"
 HEALTH_JSON = "plugins/crcr/api/health"  # the health pages' JSON, under the relay's web address
@@ -40,13 +41,16 @@ UNITS_JSON = "plugins/crcr/api/units"  # each unit's builds and hardware failure
 def _state(row: OutboxRow) -> str:
     if row.kind == "status":
         return row.payload.get("state", "?")
+    if row.kind == "issue":  # open, comment, or the state it is set to (closed, open)
+        return row.payload.get("state") or row.payload.get("action", "?")
     fields = (row.payload.get("workflow") or {}) if row.kind == "callback" else row.payload
     return fields.get("conclusion") or fields.get("status", "?")
 
 
 def _target(row: OutboxRow) -> str:
     kind = {"status": "status", "check_run": f"check run (build request {row.brid})",
-            "callback": f"{row.payload.get('event_type')} callback to PyTorch's relay (build {row.brid})"}[row.kind]
+            "callback": f"{row.payload.get('event_type')} callback to PyTorch's relay (build {row.brid})",
+            "issue": "issue of the culprit"}[row.kind]
     return f"{row.repo}@{row.sha[:10]} {row.context} {kind} '{_state(row)}'"
 
 
@@ -234,6 +238,8 @@ def print_health(args) -> int:
     if args.backend is None:  # the master's own count: no database to find
         for line in not_loaded_lines(body.get("not_loaded", [])):
             print(line)
+        for found in body.get("issue_problems", []):
+            print(f"{found['backend']}: no issue per break is written ({found['problem']}): they wait in the outbox")
         outbox = body["outbox"]
         print(outbox_line(outbox["waiting"], outbox["oldest_age"], outbox["given_up"]))
         for line in masters_lines(body.get("masters", []), body["now"]):

@@ -146,6 +146,9 @@ class Backend(Strict):
     disabled_platforms: list[str] = Field(default=[], max_length=len(PLATFORMS))
     # When its flaky tests are quarantined, and released (config/quarantine.py).
     quarantine: Quarantine = Quarantine()
+    # An issue on `repo` per upstream commit that broke the backend, mentioning its maintainers, closed once its
+    # tests pass again (docs/backends.md, "An issue per break"); off unless asked.
+    issues: bool = False
 
     @field_validator("disabled_platforms")
     @classmethod
@@ -195,6 +198,13 @@ class Backend(Strict):
     @property
     def relevance(self) -> Relevance:
         return Relevance(self.name, tuple(self.paths), tuple(self.ignore_paths))
+
+    @model_validator(mode="after")
+    def _issues_need_a_repo(self) -> Backend:
+        if self.issues and self.repo is None:
+            raise ValueError("issues: true opens the issues on the backend's own repository: set repo: "
+                             "(owner/name) too, or leave issues out")
+        return self
 
     @model_validator(mode="after")
     def _not_kept_in_one_build(self) -> Backend:

@@ -23,8 +23,15 @@ from crcr.config.grants import reporting_problems, within_grants
 from crcr.config.infra_failures import DEFAULT_INFRA_SIGNALS, DEFAULT_TRIES, InfraPattern, Signal
 from crcr.config.paths import REPO_ROOT, display_path
 from crcr.config.readfiles import YAML_LIMIT, read_text, refuse_outside
+from crcr.config.secretfiles import (
+    GITHUB_APP_ID,
+    GITHUB_APP_PRIVATE_KEY,
+    GITHUB_TOKEN,
+    issue_writer_configured,
+    secret_problem,
+    worker_password,
+)
 from crcr.config.secretfiles import problems as secret_dir_problems
-from crcr.config.secretfiles import secret_problem, worker_password
 from crcr.config.selections import selection_spec
 from crcr.config.settings import Settings
 from crcr.config.signin import sign_in_problems
@@ -235,6 +242,10 @@ def load_relay_config(settings: Settings, *, leave_out_invalid: bool = False) ->
                 f"{where}: branches: "
                 f"{', '.join(untracked)} not followed by the poller (CRCR_UPSTREAM_BRANCHES); only forced builds"
             )
+        if b.issues and not issue_writer_configured(settings.secrets_dir):
+            warnings.append(f"{where}: issues: true, but {display_path(settings.secrets_dir)} has neither a GitHub "
+                            f"App ({GITHUB_APP_ID}, {GITHUB_APP_PRIVATE_KEY}) nor a token ({GITHUB_TOKEN}): no "
+                            "issue is opened")
     return RelayConfig(
         backends=backends,
         hosts=workers,

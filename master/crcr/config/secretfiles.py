@@ -48,6 +48,11 @@ def usable_secret(secrets_dir: Path, name: str) -> bool:
     return secret_problem(secrets_dir, name) is None
 
 
+def issue_writer_configured(secrets_dir: Path) -> bool:
+    """Whether the relay has what writes issues on backends' repositories: the GitHub App, else the token."""
+    return app_configured(secrets_dir) or usable_secret(secrets_dir, GITHUB_TOKEN)
+
+
 def app_configured(secrets_dir: Path) -> bool:
     """Whether a GitHub App's id and key are there: PR results are its check runs, and re-runs of them are asked of
     its webhook."""

@@ -14,6 +14,9 @@ A callback to PyTorch's relay (kind `callback`; its target a dispatch's delivery
 state: no newer state replaces one waiting, since that relay takes a build's `completed` only after its
 `in_progress`.
 
+So is a culprit's issue (kind `issue`; its target the backend's repository, the culprit and the backend): its
+opening, each comment and each change of its state, in order.
+
 A row GitHub refused for good (a 4xx that retrying cannot mend) stays, marked given up, for KEEP_GIVEN_UP, so
 that `crcr status --outbox` can show it; it no longer holds back its target's newer rows.
 
@@ -51,7 +54,7 @@ CLAIM_EXPIRY = 60  # seconds; above the sender's attempt timeout (30 s)
 KEEP_GIVEN_UP = 7 * 24 * 3600
 KEEP_SENT = 24 * 3600  # a target's last delivered state, refused again for this long: longer than any takeover
 
-EVERY_STATE_KINDS = ("callback",)  # kinds whose every state is delivered, none replacing another
+EVERY_STATE_KINDS = ("callback", "issue")  # kinds whose every state is delivered, none replacing another
 
 _o = github_outbox.c
 
@@ -59,7 +62,7 @@ _o = github_outbox.c
 @dataclass(frozen=True)
 class OutboxRow:
     id: int
-    kind: str  # status | check_run
+    kind: str  # status | check_run | callback | issue
     repo: str  # owner/name
     sha: str
     context: str  # the status's context, the check run's name

@@ -18,6 +18,7 @@ from crcr.store import (
     check_runs,
     collapses,
     commits,
+    culprit_issues,
     deliveries,
     disabled_tests,
     dispatches,
@@ -175,6 +176,13 @@ class RelayStore(service.BuildbotService):
     outbox_waiting = _through_pool(outbox_view.waiting)
     check_run_id = _through_pool(check_runs.check_run_id)
     remember_check_run = _through_pool(check_runs.remember_check_run)
+
+    # An issue per break (services/leader/culprit_issues.py)
+    culprit_issue = _through_pool(culprit_issues.find)
+    record_culprit_break = _through_pool(culprit_issues.record_break)
+    remember_culprit_issue_number = _through_pool(culprit_issues.remember_number)
+    open_culprit_issues = _through_pool(culprit_issues.open_issues)
+    close_culprit_issue = _through_pool(culprit_issues.close)
 
     health_summary_rows = _through_pool(health_queries.summary_rows)
     health_backend_rows = _through_pool(health_page_queries.backend_rows)

@@ -7,4 +7,4 @@ rows must not hold up, or break on, what Buildbot does with its own tables.
 """
 
 # Each area's tables are on the MetaData once their module ran.
-from crcr.store.tables import coordination, disabled, github, history, ledger, levels, quarantine  # noqa: F401
+from crcr.store.tables import coordination, culprits, disabled, github, history, ledger, levels, quarantine  # noqa: F401

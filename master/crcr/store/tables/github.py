@@ -13,8 +13,9 @@ DELIVERY_LENGTH = 64  # GitHub's X-GitHub-Delivery ids are GUIDs (36 characters)
 EVENT_LENGTH = 40
 REPO_LENGTH = 255  # "owner/name"
 CONTEXT_LENGTH = 255  # a status's context, a check run's name
-# A callback is a report to PyTorch's own relay (pytorch_relay/), not to GitHub, delivered the same way.
-OUTBOX_KINDS = ("status", "check_run", "callback")
+# A callback is a report to PyTorch's own relay (pytorch_relay/), not to GitHub, delivered the same way; an issue is
+# an opening, comment or change of state of the issue on a backend's repository per culprit (github/issue_sender.py).
+OUTBOX_KINDS = ("status", "check_run", "callback", "issue")
 
 webhook_deliveries = sa.Table(
     "crcr_webhook_deliveries",

@@ -17,6 +17,7 @@ from twisted.internet import defer
 from crcr.buildmaster.services.every_master.unit_figures import unit_figures
 from crcr.buildmaster.util.relay_services import device_presence
 from crcr.config.errors import shown
+from crcr.github.issue_sender import issue_sender
 from crcr.health.backend import backend_page
 from crcr.health.disabled import disabled_upstream
 from crcr.health.errors import HealthQueryError
@@ -70,7 +71,8 @@ class RelayHealth(service.BuildbotService):
         return {**summary(self.backends, rows, range, now, (yield self._units()), self.commit_url),
                 "stage_builds": (yield self._stage_builds(every_stage(self.backends), now - seconds)),
                 "outbox": outbox_figures(*outbox, now), "masters": (yield self._masters(now)),
-                "not_loaded": [{"backend": name, "error": error} for name, error in sorted(self.not_loaded.items())]}
+                "not_loaded": [{"backend": name, "error": error} for name, error in sorted(self.not_loaded.items())],
+                "issue_problems": self._issue_problems()}
 
     @defer.inlineCallbacks
     def backend(self, name: str, range: str = DEFAULT_RANGE):
@@ -136,6 +138,12 @@ class RelayHealth(service.BuildbotService):
             if answer["state"] != NO_JOBS:
                 found[name] = answer
         return found
+
+    def _issue_problems(self) -> list[dict]:
+        """The backends whose issues per break this master may not write (github/issue_sender.py)."""
+        sender = issue_sender(self.master)
+        problems = {} if sender is None else sender.problems
+        return [{"backend": name, "problem": problem} for name, problem in sorted(problems.items())]
 
     @property
     def _store(self):

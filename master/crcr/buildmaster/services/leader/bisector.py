@@ -30,6 +30,7 @@ from crcr.bisection.plan import Bisection
 from crcr.bisection.verdicts import final_verdicts
 from crcr.buildmaster.changes import revisions
 from crcr.buildmaster.changes.upstream_mirror import upstream_mirror
+from crcr.buildmaster.services.leader.culprit_issues import culprit_found
 from crcr.github import status_text
 from crcr.health.links import bisection_page
 from crcr.names import (
@@ -88,9 +89,12 @@ class Bisector:
         # A commit that changes nothing the backend builds or runs cannot have broken it: not built, not named.
         unbuilt = yield self.store.not_relevant_among(backend, commits)
         commits = [sha for sha in commits if sha not in unbuilt]
-        if len(commits) < 2:
-            return set()  # the build's own commit is the first bad one
         tests = [key_of(suite, node_id) for suite in known_good for node_id in failing[suite]]
+        if len(commits) < 2:  # the build's own commit is the first bad one
+            if commits == [bad]:
+                yield culprit_found(self.master, backend, bad, tests, None, None, [self.ledger.build_url(build)],
+                                    self.ledger.now())
+            return set()
         # Builds running side by side compare with the same baseline, so each reports a break as new: a test that
         # a bisection ending inside this range bisects (or did) has its first bad commit there already.
         bisected = yield self._bisected_up_to(backend, commits)
@@ -233,6 +237,17 @@ class Bisector:
         for sha, (state, text) in final_verdicts(result, undecided).items():
             yield self.store.decide(bisection.backend, sha, state, text, "bisected", None, self.ledger.now())
             self.ledger.post(bisection.backend, sha, state, text, self.page_url(bisection.id))
+        yield self._tell_culprits(bisection, result)
+
+    @defer.inlineCallbacks
+    def _tell_culprits(self, bisection, result):
+        """Each first bad commit to its issue (culprit_issues.py), with the build whose new failures started it."""
+        trigger = None if bisection.trigger_buildid is None else (
+            yield self.master.data.get(("builds", bisection.trigger_buildid)))
+        builds = [] if trigger is None else [self.ledger.build_url(trigger)]
+        for culprit in result.culprits:
+            yield culprit_found(self.master, bisection.backend, culprit.sha, list(culprit.tests), bisection.id,
+                                self.page_url(bisection.id), builds, self.ledger.now())
 
     @defer.inlineCallbacks
     def _abandon(self, bisection, why: str):

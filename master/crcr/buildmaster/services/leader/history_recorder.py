@@ -13,6 +13,7 @@ from buildbot.process.results import RETRY, SKIPPED, SUCCESS, WARNINGS, Results
 from buildbot.reporters.utils import getDetailsForBuild
 from twisted.internet import defer
 
+from crcr.buildmaster.services.leader import culprit_issues
 from crcr.buildmaster.services.leader.ordered import OrderedLeaderService
 from crcr.buildmaster.util.relay_services import quarantine_keeper
 from crcr.names import (
@@ -159,6 +160,7 @@ class HistoryRecorder(OrderedLeaderService):
         rows = history_rows(build)
         if rows is not None and (yield self.store.record_build(*rows)):
             yield quarantine_keeper(self.master).review(rows[0])
+            yield culprit_issues.build_recorded(self.master, *rows)
 
     @defer.inlineCallbacks
     def catch_up(self):

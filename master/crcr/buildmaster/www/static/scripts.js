@@ -629,7 +629,17 @@
       h(RangePicker, { range: range, base: "#/health" }),
       answer.data ? h(HealthTable, { summary: answer.data }) : h(Loading, answer),
       answer.data ? h(StageBuilds, { stage_builds: answer.data.stage_builds, range: range }) : null,
-      answer.data ? h(Masters, { summary: answer.data }) : null);
+      answer.data ? h(Masters, { summary: answer.data }) : null,
+      answer.data ? h(IssueProblems, { problems: answer.data.issue_problems || [] }) : null);
+  }
+
+  // The backends whose issues per break the relay may not write (checked at each reconfig): they wait in the outbox.
+  function IssueProblems(props) {
+    if (!props.problems.length) return null;
+    return h("section", { "data-crcr": "issue-problems" }, h("h4", null, "Issues per break not written"),
+      h("ul", null, props.problems.map(function (p) {
+        return h("li", { key: p.backend, "data-backend": p.backend }, h("strong", null, p.backend + ": "), p.problem);
+      })));
   }
 
   function Windows(props) {
