@@ -1,7 +1,7 @@
 """The issue opened on a backend's repository per upstream commit that broke it (store/culprit_issues.py).
 
 Revision ID: 025
-Revises: 022
+Revises: 024
 """
 
 import sqlalchemy as sa
