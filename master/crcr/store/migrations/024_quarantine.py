@@ -1,7 +1,7 @@
 """The backends' flaky tests in quarantine and their moves in and out (store/quarantine.py).
 
 Revision ID: 024
-Revises: 022
+Revises: 023
 """
 
 import sqlalchemy as sa
