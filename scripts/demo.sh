@@ -6,6 +6,8 @@ keep_settings
 export PATH=$root/.venv/bin:$PATH
 export CRCR_UPSTREAM_URL=file://$state/upstream.git
 export CRCR_POLL_INTERVAL=${CRCR_POLL_INTERVAL:-5}
+# The demo's upstream is not PyTorch: PyTorch's list of disabled tests names none of its tests (set it to follow one).
+export CRCR_DISABLED_TESTS_URL=${CRCR_DISABLED_TESTS_URL-}
 host=demo-local  # workers/demo-local.yaml
 secrets=${CRCR_SECRETS_DIR:-secrets}
 [[ $secrets = /* ]] || secrets=$root/$secrets  # relative to the repository, as the relay reads it

@@ -56,6 +56,18 @@ def test_the_opening_lists_the_tests_links_the_bisection_and_builds_mentions_the
     assert body.endswith(marker("npu", SHA)) and marker("npu", SHA) == f"<!-- crcr-culprit backend=npu sha={SHA} -->"
 
 
+def test_what_upstream_wrote_mentions_no_one_and_links_nothing_in_the_backends_repository():
+    """A subject or a test id is upstream's text: as plain markdown, "@someone" would notify them and "#12" would link
+    the backend's own issue 12."""
+    culprit = culprit_of(SHA, "Revert #12, thanks @someone (#345)")
+    tests = ["ops::test/x.py::test_`@evil`_#7", "ops::test/x.py::test_line\nbreak"]
+    body = opening_body("npu", culprit, "pytorch/pytorch", None, tests, None, [], ["octocat"])
+
+    assert "broke npu: `Revert #12, thanks @someone`" in body
+    assert "- `ops::test/x.py::test_'@evil'_#7`\n- `ops::test/x.py::test_line break`" in body
+    assert "@octocat" in body and body.count("`") % 2 == 0
+
+
 def test_a_huge_opening_is_cut_to_githubs_limit_and_keeps_its_marker():
     tests = [f"ops::test/test_ops.py::test_{'x' * 500}_{i}" for i in range(400)]
     body = opening_body("npu", culprit_of(SHA, MERGED), "pytorch/pytorch", None, tests, None, [], ["octocat"])

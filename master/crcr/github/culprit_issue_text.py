@@ -50,8 +50,15 @@ def title(backend: str, culprit: Culprit) -> str:
     return cut(f"{backend}: broken by {culprit.sha[:SHORT_SHA]}{pull_request} {culprit.subject}".strip(), TITLE_LIMIT)
 
 
+def code(text: str) -> str:
+    """`text` as inline code: what upstream's commits and tests wrote (a subject, a test id) mentions no one,
+    links no issue of the backend's repository ("#123" there is its own) and brings no markup; a backtick or a line
+    break of its own cannot end the span."""
+    return "`" + " ".join(text.replace("`", "'").split()) + "`"
+
+
 def _tests(tests: list[str]) -> str:
-    lines = [f"- `{test}`" for test in tests[:SHOWN_TESTS]]
+    lines = [f"- {code(test)}" for test in tests[:SHOWN_TESTS]]
     if len(tests) > SHOWN_TESTS:
         lines.append(f"- … and {len(tests) - SHOWN_TESTS} more")
     return "\n".join(lines)
@@ -69,7 +76,7 @@ def opening_body(backend: str, culprit: Culprit, upstream: str, commit_url: str 
     commit = f"[{culprit.sha[:SHORT_SHA]}]({commit_url})" if commit_url else f"`{culprit.sha}`"
     pull_request = f" ({upstream}#{culprit.pull_request})" if culprit.pull_request else ""
     parts = [
-        f"Upstream commit {commit}{pull_request} broke {backend}: {culprit.subject}",
+        f"Upstream commit {commit}{pull_request} broke {backend}: {code(culprit.subject)}",
         f"Failing since this commit ({len(tests)}):\n{_tests(tests)}",
         _links(bisection_url, build_urls),
         "This issue is closed once these tests pass again on the backend's branch.",
