@@ -16,6 +16,7 @@ from crcr.suites.results import (
     error_line,
     parse_junit,
     read_junit,
+    set_aside,
     totals,
 )
 from harness import run
@@ -163,6 +164,12 @@ def test_new_still_failing_and_fixed_against_the_previous_build():
     assert (now.new, now.fixed) == (["a"], ["c"])
     first = compare(SuiteResults(failing=["a"]), None)
     assert (first.new, first.fixed) == (["a"], [])
+
+
+def test_a_failing_test_in_quarantine_stays_failing_and_is_never_new():
+    now = set_aside(compare(SuiteResults(failing=["a", "b"]), SuiteResults(failing=["c"])), {"b", "c"})
+    assert (now.failing, now.new, now.quarantined) == (["a", "b"], ["a"], ["b"])
+    assert describe_counts([now]) == "0 passed, 2 failed (1 new, 1 in quarantine)"
 
 
 def test_a_suite_that_did_not_run_whole_fixed_nothing():

@@ -6,7 +6,8 @@ number, a 7-40 hex commit) only for category upstream, at most 10 evidence entri
 at most. Advisory: it changes no conclusion.
 
 - infra: the hardware failed on every try (docs/hardware-failures.md), or on this try, which was built again;
-- flake: tests failed, then passed when run again (reproduced_on_retry false), the job green;
+- flake: tests failed, then passed when run again (reproduced_on_retry false), the job green; or every failing test
+  is in the backend's quarantine of flaky tests (medium: a real break of one is not told from its flakes);
 - backend: the backend's own build stage or setup failed, or every failure was already failing at the baseline
   (the tip before the commit, or a PR's base);
 - upstream: new failures, blamed on a PR (high), on a branch commit built alone right after its baseline (high),
@@ -43,6 +44,7 @@ class JobFacts:
     failing: tuple[str, ...] = ()
     new: tuple[str, ...] = ()  # of those, the ones not failing at the baseline
     flaky: tuple[str, ...] = ()
+    quarantined: tuple[str, ...] = ()  # of the failing ones, those in the backend's quarantine of flaky tests
     baseline: str | None = None  # the commit compared with
     pull_request: int | None = None
     alone: bool = False  # the build tested its commit alone, right after its baseline's commit
@@ -63,6 +65,9 @@ def verdict(facts: JobFacts) -> dict | None:
         return None
     if facts.own_failure:
         return _verdict("backend", "high", f"the backend's own {facts.own_failure}", facts, ())
+    if facts.failing and set(facts.failing) <= set(facts.quarantined):
+        return _verdict("flake", "medium", f"{_tests(facts.failing)} failing, in quarantine as flaky on this backend",
+                        facts, facts.failing)
     if facts.failing and not facts.new and facts.baseline:
         return _verdict("backend", "high", f"{_tests(facts.failing)} already failing at {facts.baseline[:SHORT]}",
                         facts, facts.failing)

@@ -220,6 +220,14 @@ def compare(results: SuiteResults, previous: SuiteResults | None) -> SuiteResult
     return results
 
 
+def set_aside(results: SuiteResults, quarantined: set[str]) -> SuiteResults:
+    """Its failing tests in `quarantined` (the backend's quarantine for the suite) kept as failing, listed in
+    `quarantined`, and none of them new: they decide no verdict and start no bisection."""
+    results.quarantined = [test for test in results.failing if test in quarantined]
+    results.new = [test for test in results.new if test not in quarantined]
+    return results
+
+
 def totals(suites: list[SuiteResults]) -> dict[str, int]:
     """The build's counts over all its suites."""
     return {

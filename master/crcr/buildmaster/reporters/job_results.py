@@ -13,6 +13,7 @@ from crcr.buildmaster.steps.baseline import earlier_commits
 from crcr.buildmaster.steps.baseline_comparison import baseline_of, merge_base_of
 from crcr.github.check_run_text import CONCLUSIONS
 from crcr.names import (
+    BACKEND_PROPERTY,
     BASELINES_PROPERTY,
     BUILD_STAGE_STEP,
     FETCH_STEP,
@@ -26,7 +27,7 @@ from crcr.names import (
 )
 from crcr.store.service import relay_store
 from crcr.suites.failure_details import failure_details
-from crcr.suites.results import SuiteResults, UnreadableJUnit, compare, read_junit, results_of
+from crcr.suites.results import SuiteResults, UnreadableJUnit, compare, read_junit, results_of, set_aside
 
 OWN_STEPS = (BUILD_STAGE_STEP, SHARED_BUILDS_STEP, FETCH_STEP)  # besides setup steps: the backend's own doing
 
@@ -87,6 +88,8 @@ async def child_ended(master, child: dict, parent: dict, suite: str, units_faile
         return JobEnd(conclusion)
     baseline = await _baseline(master, parent, suite)
     compare(results, baseline.results if baseline else None)
+    if results.failing:  # as the parent's verdict sets them aside (suite_verdict.py)
+        set_aside(results, await relay_store(master).quarantined_tests(prop(parent, BACKEND_PROPERTY), suite))
     return JobEnd(conclusion, results, failure_details(junit), baseline.sha if baseline else None)
 
 

@@ -267,7 +267,8 @@ class PyTorchRelayJobs(ReportedOnce, ReporterBase):
         base_url = build["url"].rsplit("#", 1)[0]
         return JobFacts(job=job.job_name, url=build["url"], conclusion=end.conclusion, sha=job.sha,
                         hardware=end.hardware, own_failure=end.own_failure, failing=tuple(results.failing),
-                        new=tuple(results.new), flaky=tuple(results.flaky), baseline=end.baseline,
+                        new=tuple(results.new), flaky=tuple(results.flaky),
+                        quarantined=tuple(results.quarantined), baseline=end.baseline,
                         pull_request=pull_request["number"] if pull_request else None, alone=alone,
                         bisections_url=f"{base_url}#/bisections?backend={job.backend}")
 

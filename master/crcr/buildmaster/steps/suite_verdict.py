@@ -46,6 +46,7 @@ from crcr.suites.results import (
     describe_counts,
     read_junits,
     results_of,
+    set_aside,
     totals,
 )
 from crcr.suites.selection import PYTEST_RAN, unmatched_names
@@ -143,11 +144,9 @@ class SuiteVerdict(BaselineComparison):
     def _set_aside_quarantined(self, results: SuiteResults):
         """The failing tests in quarantine for the backend's suite (store/quarantine.py), read now: recorded and
         shown as failing, in `quarantined`, but none of them new, so that none fails the verdict or is bisected."""
-        if not results.failing:
-            return
-        held = yield relay_store(self.master).quarantined_tests(self.getProperty(BACKEND_PROPERTY), self.suite_name)
-        results.quarantined = [test for test in results.failing if test in held]
-        results.new = [test for test in results.new if test not in held]
+        if results.failing:
+            set_aside(results, (yield relay_store(self.master).quarantined_tests(self.getProperty(BACKEND_PROPERTY),
+                                                                               self.suite_name)))
 
     def _results_of(self, rc: int, files: list[tuple[bytes, str | None]]) -> SuiteResults:
         """The run's tests from its JUnit XML files, and why it did not run whole (_broken); a file that does not
