@@ -70,13 +70,15 @@ class CulpritIssuesTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
         self.reactor.advance(1)
 
     async def recorded(self, buildid: int, failing: list[str], suites=("ops", "nn"), branch="main", broken=None,
-                       kind="upstream"):
-        """A build of `self.fix` with `suites` run (whole unless `broken`), `failing` its failing tests."""
+                       kind="upstream", failed_suites=()):
+        """A build of `self.fix` with `suites` run (whole unless `broken`), `failing` its failing tests, the suites
+        `failed_suites` failed (a command suite without tests of its own, say)."""
         now = int(self.reactor.seconds())
         build = BuildRow(buildid=buildid, backend="npu", builderid=1, number=buildid, sha=self.fix, branch=branch,
                          kind=kind, results=FAILURE if failing else SUCCESS, state_string="", started_at=now,
                          complete_at=now, timed_out=False)
-        runs = [SuiteRunRow(buildid=buildid, backend="npu", suite=suite, results=SUCCESS, passed=3, failed=0,
+        runs = [SuiteRunRow(buildid=buildid, backend="npu", suite=suite,
+                            results=FAILURE if suite in failed_suites else SUCCESS, passed=3, failed=0,
                             errored=0, flaky=0, skipped=0, xfailed=0, new=0, timed_out=False, complete_at=now,
                             broken=broken) for suite in suites]
         outcomes = [TestOutcomeRow(buildid=buildid, backend="npu", suite=test.split("::")[0],
@@ -123,6 +125,17 @@ class CulpritIssuesTest(TestReactorMixin, LoggingMixin, unittest.TestCase):
         [issue] = self.github.issues(NPU)
         assert issue["state"] == "closed"
         assert issue["comments"] == [f"Passing again at {self.fix[:10]} ({WEB}#/builders/1/builds/25)."]
+
+    async def test_a_whole_suites_break_closes_only_once_the_suite_passes(self):
+        """A command suite's break has no test of its own (its key the suite's name): no failing test in a failed run
+        of it is no pass."""
+        await self.found("npu", ["smoke"])
+
+        await self.recorded(20, failing=[], suites=("smoke",), failed_suites=("smoke",))
+        assert self.github.issues(NPU)[0]["state"] == "open"
+
+        await self.recorded(21, failing=[], suites=("smoke",))
+        assert self.github.issues(NPU)[0]["state"] == "closed"
 
     async def test_a_closed_issue_opens_again_when_its_culprit_breaks_another_test(self):
         await self.found("npu", [ADD])

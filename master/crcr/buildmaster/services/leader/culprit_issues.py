@@ -77,11 +77,19 @@ def build_recorded(master, build: BuildRow, suites: list[SuiteRunRow], outcomes:
         return
     store = relay_store(master)
     whole = {run.suite for run in suites if run.broken is None and run.results in RAN_TO_AN_END}
-    # Such a build's outcomes are its failing and flaky tests: any other that ran passed.
+    green = {run.suite for run in suites if run.broken is None and run.results in (SUCCESS, WARNINGS)}
+    # Such a build's outcomes are its failing, flaky and disabled tests: any other that ran passed.
     not_passed = {key_of(test.suite, test.test) for test in outcomes}
+
+    def passes(test: str) -> bool:
+        """A test of a suite that ran whole, not among the outcomes; a whole suite's break (a command suite
+        without tests of its own), the suite passing."""
+        suite, separator, _ = test.partition(SUITE_SEPARATOR)
+        return suite in whole and test not in not_passed if separator else suite in green
+
     url = sender.web_url + build_url(build.builderid, build.number)
     for issue in (yield store.open_culprit_issues(build.backend)):
-        passed = all(test.partition(SUITE_SEPARATOR)[0] in whole and test not in not_passed for test in issue.tests)
+        passed = all(passes(test) for test in issue.tests)
         if passed and (yield store.close_culprit_issue(issue.id, build.complete_at)):
             log.msg(f"crcr: {build.backend}'s issue of culprit {issue.sha[:10]} closes: its tests pass at "
                     f"{build.sha[:10]}")
