@@ -81,7 +81,7 @@ def test_master_start_puts_the_database_password_on_no_command_line(tmp_path, up
         started = [json.loads(line) for line in commands.read_text().splitlines()]
         assert not [argv for argv in started if password in " ".join(argv)], started
         assert [(Path(argv[0]).name, argv[1]) for argv in started] == [
-            ("buildbot", "create-master"), ("buildbot", "upgrade-master"), ("twistd", "--no_save")
+            ("buildbot", "upgrade-master"), ("twistd", "--no_save")
         ]
         pid = int((master.basedir / "twistd.pid").read_text())
         assert password not in Path(f"/proc/{pid}/cmdline").read_text()

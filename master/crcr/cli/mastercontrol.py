@@ -65,15 +65,23 @@ def prepare(basedir: Path, settings: Settings) -> None:
     check_server(settings.db_url, basedir)
     settings.secrets_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not (basedir / "buildbot.tac").exists():
-        # create-master also makes the database given by --db, and a URL's password on a command line is there
-        # for every `ps` to see. So it gets an in-memory database that vanishes with it; upgrade-master then
-        # creates the real one from master.cfg, which reads CRCR_DB_URL like the running master does.
-        _check(
-            _buildbot("create-master", "--quiet", "--config", str(MASTER_CFG), "--db", "sqlite://", str(basedir)),
-            "buildbot create-master",
-        )
+        create_master(basedir)
     _check(_buildbot("upgrade-master", "--quiet", str(basedir)), "buildbot upgrade-master")
-    (basedir / "master.cfg.sample").unlink(missing_ok=True)  # Buildbot's example; this master runs master.cfg
+
+
+def create_master(basedir: Path) -> None:
+    """What of Buildbot's create-master a relay's master needs, done here with its own functions: the folder and its
+    buildbot.tac naming master.cfg. Its other two parts are left out: the example configuration (this master runs
+    master.cfg), and the database given by --db, which upgrade-master then creates from master.cfg (reading
+    CRCR_DB_URL as the running master does), with no URL or password on a command line. A Python started and
+    Buildbot imported less, at each new master's first start."""
+    from buildbot.scripts.create_master import makeBasedir, makeTAC
+    from buildbot.scripts.runner import CreateMasterOptions
+
+    options = CreateMasterOptions()
+    options.parseOptions(["--quiet", "--config", str(MASTER_CFG), str(basedir)])
+    makeBasedir(options)
+    makeTAC(options)
 
 
 def running_pid(basedir: Path) -> int | None:
