@@ -4,17 +4,20 @@ upstream whose tests are named as PyTorch instantiates them.
 
 A test disabled for the backend's platform is skipped, the commit green, its status and Health saying 'disabled
 upstream' with its issue; the issue closed (gone from the list), the test runs at the next build (and fails here); a
-test disabled for a platform the backend does not count runs."""
+test disabled for a platform the backend does not count runs. The backend's Health page lists the skipped test with
+its issue linked."""
 
 from __future__ import annotations
 
 import pytest
 from buildbot.process.results import FAILURE, SUCCESS
+from selenium.webdriver.common.by import By
 
 from conftest import backend, prepare_relay
 from crcr.names import status_context
 from disabled_tests_host import DisabledTestsHost, condensed_entry
 from harness import Upstream, wait_until
+from webui import open_page, wait_for_texts
 
 pytestmark = pytest.mark.e2e
 
@@ -76,7 +79,7 @@ def asks_after(host, asks: int, what: str) -> None:
     wait_until(lambda: len(host.asked()) >= asks, 30, what)
 
 
-def test_a_disabled_test_is_skipped_until_its_issue_closes(lab):
+def test_a_disabled_test_is_skipped_until_its_issue_closes(lab, browser):
     relay, upstream, github, host = lab
     asks_after(host, 2, "the master to fetch the list")
 
@@ -91,6 +94,11 @@ def test_a_disabled_test_is_skipped_until_its_issue_closes(lab):
     health = relay.plugin(f"api/health/{BACKEND}")["disabled_upstream"]
     assert [(t["test"], t["issue"]) for t in health["tests"]] == [(ADD, "4101")]
     assert (health["list"]["entries"], health["list"]["applying"], health["list"]["problem"]) == (2, 1, None)
+    open_page(browser, relay.web_url + f"#/health/{BACKEND}")
+    wait_for_texts(browser, ["Disabled upstream", "1 of the 2 tests PyTorch disables apply to this backend (for every "
+                             "platform, or its platforms linux)", ADD], "the backend's Health page")
+    [issue] = browser.find_elements(By.XPATH, f"//tr[@data-test='{ADD}']//a")
+    assert (issue.text, issue.get_attribute("href")) == ("#4101", "https://github.com/pytorch/pytorch/issues/4101")
     # Conditional requests: the list unchanged, the host answers 304.
     assert {asked.answered for asked in host.asked()[1:]} == {304}
 

@@ -2,23 +2,23 @@
 real git upstream, a real worker running a real pytest suite through the selection plugin, statuses to the GitHub
 stand-in. The test flakes in three builds and goes in; its next real failure leaves the commit's status green, saying
 so; five clean runs take it out; a maintainer moves it in and out by hand, each move recorded with who and why and
-shown by `crcr quarantine`.
+shown by `crcr quarantine` (in with the command, out with the Health page's button).
 
 The test flakes on demand: what it does is in the upstream commit (mode.txt); flaky, it fails, leaving a marker, and
 passes when the plugin runs it again."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
-
 import pytest
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 from configfiles import make_dirs
 from conftest import backend, make_upstream, prepare_relay, running
 from crcr.config.users import add_user, users_file
 from harness import wait_until
 from test_relevance_e2e import verdict
+from webui import click_when_ready, open_page, sign_in, wait_for_texts
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +48,7 @@ def test_steady():
 
 
 def test_a_test_flaking_three_times_is_quarantined_decides_nothing_and_comes_out_after_five_clean_runs(
-        tmp_path, github):
+        tmp_path, github, browser):
     upstream = make_upstream(tmp_path / "upstream")
     master, workers = prepare_relay(tmp_path / "relay", upstream, github,
                                     {NAME: backend("L2", "qua", SUITES, fan_out=False)}, hosts=HOSTS)
@@ -79,15 +79,17 @@ def test_a_test_flaking_three_times_is_quarantined_decides_nothing_and_comes_out
         wait_until(lambda: not quarantine()["quarantined"], 30, "the test to come out of quarantine")
         assert moves()[0] == ("out", "crcr", "5 clean runs in a row")
 
-        # By hand, by the backend's maintainer: in with crcr, out through the relay's JSON, as the UI's button.
+        # By hand, by the backend's maintainer: in with crcr, out with the Health page's Release button.
         added = master.crcr("quarantine", "add", NAME, "tests", TEST, "--why", "flaky on our lab", as_user=MAINTAINER)
         assert added.stdout == f"tests test {TEST} moved into {NAME}'s quarantine by octocat: flaky on our lab\n"
-        request = urllib.request.Request(f"{master.web_url}plugins/crcr/api/quarantine/{NAME}", method="POST",
-                                         headers={"Content-Type": "application/json"}, data=json.dumps(
-                                             {"move": "out", "suite": "tests", "test": TEST, "why": "fixed by #7"}
-                                         ).encode())
-        with master.session(MAINTAINER).open(request, timeout=30) as answer:
-            assert json.load(answer)["moved"]["who"] == "octocat"
+        sign_in(browser, master, MAINTAINER)
+        open_page(browser, master.web_url + f"#/health/{NAME}")
+        click_when_ready(browser, f"//tr[@data-test='{TEST}']//button[.='Release']", "Release")
+        WebDriverWait(browser, 30).until(expected_conditions.alert_is_present())
+        asked = browser.switch_to.alert
+        asked.send_keys("fixed by #7")
+        asked.accept()
+        wait_for_texts(browser, ["No test in quarantine.", "fixed by #7", "octocat (by hand)"], "the Quarantine section")
         listed = master.crcr("quarantine", NAME).stdout
         assert listed.startswith(f"{NAME}: 0 tests in quarantine (in after 3 flakes within 14 days, out after 5 "
                                  "clean runs in a row)\nlatest moves:\n")
