@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import treq
 from buildbot.util import service
-from twisted.internet import defer, task
+from twisted.internet import defer
 from twisted.python import log
 
-from crcr.buildmaster.util.leader_duty import LeaderDuty
+from crcr.buildmaster.util.leader_duty import PeriodicDuty
 from crcr.store.disabled_tests import KeptList
 from crcr.store.service import relay_store
 from crcr.suites.disabled_upstream import UnreadableList, as_rows, from_rows, parse_condensed
@@ -22,58 +22,22 @@ FETCH_TIMEOUT = 60  # seconds for the host's answer to begin
 NONE_KEPT = "[]"
 
 
-class DisabledTestsFollower(LeaderDuty, service.BuildbotService):
+class DisabledTestsFollower(PeriodicDuty, service.BuildbotService):
     name = DISABLED_TESTS_SERVICE
-
-    def __init__(self, *args, **kwargs):
-        self._loop: task.LoopingCall | None = None
-        self._asking: defer.Deferred | None = None
-        super().__init__(*args, **kwargs)
+    what = "following PyTorch's disabled tests"
 
     def checkConfig(self, url: str, refresh: int):
         pass
 
     @defer.inlineCallbacks
     def reconfigService(self, url: str, refresh: int):
-        changed = (getattr(self, "url", None), getattr(self, "refresh", None)) != (url, refresh)
-        self.url, self.refresh = url, refresh
-        if changed and self._loop is not None:  # asked again at once, then at the new pace
-            self._stop_asking()
-            yield self.lead()
+        changed = (getattr(self, "url", None), getattr(self, "period", None)) != (url, refresh)
+        self.url, self.period = url, refresh
+        if changed:  # asked again at once, then at the new pace
+            yield self.restart_duty()
 
-    @defer.inlineCallbacks
-    def startService(self):
-        yield super().startService()
-        yield self.start_duty()
-
-    @defer.inlineCallbacks
-    def stopService(self):
-        self._stop_asking()
-        if self._asking is not None:
-            yield self._asking
-        yield super().stopService()
-
-    def lead(self):
-        if self._loop is not None:  # told again (its start on the leader, then the leadership's news)
-            return defer.succeed(None)
-        self._loop = task.LoopingCall(self._ask)
-        self._loop.clock = self.master.reactor
-        self._loop.start(self.refresh, now=True)
-        return defer.succeed(None)
-
-    def follow(self):
-        self._stop_asking()
-        return defer.succeed(None)
-
-    def _stop_asking(self) -> None:
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
-        self._loop = None
-
-    def _ask(self):
-        """One ask; a failure is logged and the next ask runs (a LoopingCall whose call fails stops)."""
-        self._asking = self.refresh_list().addErrback(log.err, "crcr: while following PyTorch's disabled tests")
-        return self._asking
+    def duty(self):
+        return self.refresh_list()
 
     @defer.inlineCallbacks
     def refresh_list(self):

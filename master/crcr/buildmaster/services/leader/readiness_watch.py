@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from buildbot.util import service
 from buildbot.util.state import StateMixin
-from twisted.internet import defer, task
+from twisted.internet import defer
 from twisted.python import log
 
 from crcr.buildmaster.reporters.readiness_mail import readiness_mail, send
-from crcr.buildmaster.util.leader_duty import LeaderDuty
+from crcr.buildmaster.util.leader_duty import PeriodicDuty
 from crcr.buildmaster.util.relay_services import relay_health
 from crcr.health.readiness import AT_RISK
 
@@ -22,13 +22,10 @@ CHECK_EVERY = 3600
 MAILED_STATE = "mailed"  # [the backends mailed in their current at-risk episode]
 
 
-class ReadinessWatch(LeaderDuty, service.BuildbotService, StateMixin):
+class ReadinessWatch(PeriodicDuty, service.BuildbotService, StateMixin):
     name = READINESS_WATCH_SERVICE
-
-    def __init__(self, *args, **kwargs):
-        self._loop: task.LoopingCall | None = None
-        self._checking: defer.Deferred | None = None
-        super().__init__(*args, **kwargs)
+    period = CHECK_EVERY
+    what = "looking at the backends' L3 readiness"
 
     def checkConfig(self, mail_to: dict[str, list[str]], web_url: str, smtp_relay: tuple[str, int], mail_from: str):
         pass
@@ -38,39 +35,8 @@ class ReadinessWatch(LeaderDuty, service.BuildbotService, StateMixin):
         """`mail_to`: {backend: its maintainers' addresses} of the backends with some; `smtp_relay`: (host, port)."""
         self.mail_to, self.web_url, self.smtp_relay, self.mail_from = dict(mail_to), web_url, smtp_relay, mail_from
 
-    @defer.inlineCallbacks
-    def startService(self):
-        yield super().startService()
-        yield self.start_duty()
-
-    @defer.inlineCallbacks
-    def stopService(self):
-        self._stop_looking()
-        if self._checking is not None:
-            yield self._checking  # a mail being sent is sent
-        yield super().stopService()
-
-    def lead(self):
-        if self._loop is not None:  # told again (its start on the leader, then the leadership's news)
-            return defer.succeed(None)
-        self._loop = task.LoopingCall(self._look)
-        self._loop.clock = self.master.reactor
-        self._loop.start(CHECK_EVERY, now=True)
-        return defer.succeed(None)
-
-    def follow(self):
-        self._stop_looking()
-        return defer.succeed(None)
-
-    def _stop_looking(self) -> None:
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
-        self._loop = None
-
-    def _look(self):
-        """One look; a failure is logged, and the next look runs (a LoopingCall whose call fails stops)."""
-        self._checking = self.check().addErrback(log.err, "crcr: while looking at the backends' L3 readiness")
-        return self._checking
+    def duty(self):
+        return self.check()
 
     @defer.inlineCallbacks
     def check(self):
