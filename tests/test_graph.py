@@ -233,7 +233,7 @@ class SuiteFromChildTest(SuiteStepHarness):
     def test_a_childs_failing_test_in_quarantine_leaves_the_parents_verdict_green(self):
         self.make_verdict()
         self.build.setProperty(BACKEND_PROPERTY, "alpha", "Builder")
-        yield self.store.put_in_quarantine(Move("alpha", "ops", ids("test_b")[0], "in", "crcr",
+        yield self.store.move_in_quarantine(Move("alpha", "ops", ids("test_b")[0], "in", "crcr",
                                                 "flaked 3 times in 14 days", at=0, automatic=True))
         yield self.add_child(left(rc=1), junit(test_a="passed", test_b="failed"))
         self.expect_history()

@@ -85,10 +85,9 @@ class JanitorTest(LoggingMixin, TestReactorMixin, unittest.TestCase):
             "alpha", f"{buildid:040x}", "push", buildid, "alpha / ops", 1, buildid, queued_at=int(complete_at) - 120,
             started_at=int(complete_at) - 60, completed_at=int(complete_at), conclusion="success"))
         # A flaky test of the build's, in and out of quarantine.
-        moved = (relay_store(self.master).put_in_quarantine, "in"), (relay_store(self.master).release_from_quarantine,
-                                                                    "out")
-        for move, way in moved:
-            await move(Move("alpha", "ops", f"test_{buildid}", way, "crcr", "flaky", int(complete_at), True))
+        for way in ("in", "out"):
+            await relay_store(self.master).move_in_quarantine(
+                Move("alpha", "ops", f"test_{buildid}", way, "crcr", "flaky", int(complete_at), True))
 
     async def kept(self, master=None) -> dict[str, set]:
         """What is left of each build: its log chunks, its build data, its row in the relay's history, its commit."""

@@ -373,9 +373,9 @@ class SuiteStepTest(SuiteStepHarness):
     @defer.inlineCallbacks
     def test_a_failing_test_in_quarantine_is_shown_but_decides_nothing(self):
         # The backend's quarantine, as the store holds it at judging time; another backend's is not this one's.
-        yield self.store.put_in_quarantine(Move(BACKEND, "ops", ids("test_flaky")[0], "in", "crcr",
+        yield self.store.move_in_quarantine(Move(BACKEND, "ops", ids("test_flaky")[0], "in", "crcr",
                                                 "flaked 3 times in 14 days", at=STARTED - 100, automatic=True))
-        yield self.store.put_in_quarantine(Move("beta", "ops", ids("test_b")[0], "in", "octocat", "flaky on beta",
+        yield self.store.move_in_quarantine(Move("beta", "ops", ids("test_b")[0], "in", "octocat", "flaky on beta",
                                                 at=STARTED - 100, automatic=False))
         step = self.make_step()
         self.expect_commands(run_suite().exit(1), upload(JUNIT, junit(test_a="passed", test_flaky="failed")))

@@ -356,7 +356,7 @@ class OrderedSuiteStepTest(SuiteStepHarness):
     @defer.inlineCallbacks
     def test_a_failure_of_a_test_in_quarantine_is_not_told(self):
         yield self.ordered_step()
-        yield self.store.put_in_quarantine(Move(BACKEND, "ops", "test/test_ops.py::test_flaky", "in", "crcr",
+        yield self.store.move_in_quarantine(Move(BACKEND, "ops", "test/test_ops.py::test_flaky", "in", "crcr",
                                                 "flaked 3 times in 14 days", at=0, automatic=True))
         self.expect_commands(self.run_ordered("crcr: test failed: test/test_ops.py::test_flaky\n").exit(1),
                              upload(JUNIT, junit(test_flaky="failed")))

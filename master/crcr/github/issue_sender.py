@@ -183,8 +183,7 @@ class IssueSender(OutboxSender):
     @defer.inlineCallbacks
     def _headers(self, repo: str):
         if self._app is not None:
-            token = yield self._app.token(repo)
-            return {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
+            return (yield self._app_headers(repo))
         token = yield self.renderSecrets(util.Secret(GITHUB_TOKEN))
         return {"Authorization": f"token {token}", "Accept": ACCEPT}
 

@@ -231,8 +231,7 @@ class OutboxSender(service.BuildbotService):
     @defer.inlineCallbacks
     def _post_check_run(self, row: OutboxRow):
         """Created at its first post, updated (PATCH) by its id at the next ones, also after a restart."""
-        token = yield self._app.token(row.repo)
-        headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
+        headers = yield self._app_headers(row.repo)
         known = yield self._store.check_run_id(row.repo, row.sha, row.brid)
         if known is None:
             payload = {"name": row.context, "head_sha": row.sha, "external_id": str(row.brid), **row.payload}
@@ -245,6 +244,12 @@ class OutboxSender(service.BuildbotService):
         if answer.code == 401:  # revoked, or our clock is off: the next attempt fetches another
             self._app.forget_token(row.repo)
         return answer
+
+    @defer.inlineCallbacks
+    def _app_headers(self, repo: str):
+        """The headers of a request with the GitHub App's installation token on `repo`."""
+        token = yield self._app.token(repo)
+        return {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
 
     @defer.inlineCallbacks
     def _retry(self, row: OutboxRow, problem: str, not_before: float = 0, outage: bool = False):

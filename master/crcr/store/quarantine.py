@@ -89,6 +89,11 @@ def release(conn, move: Move) -> bool:
     return True
 
 
+def make_move(conn, move: Move) -> bool:
+    """The move made (put_in or release, as it says); False when it changes nothing."""
+    return (put_in if move.move == "in" else release)(conn, move)
+
+
 def _record(conn, move: Move) -> None:
     conn.execute(quarantine_moves.insert().values(backend=move.backend, suite=move.suite, test=move.test,
                                                   test_hash=test_hash(move.test), move=move.move, who=move.who,
@@ -112,7 +117,7 @@ def review_build(conn, buildid: int, policy: Policy) -> list[Move]:
         return []
     moves = [*_flaked_in(conn, buildid, build.backend, build.complete_at, policy),
              *_clean_out(conn, buildid, build.backend, build.complete_at, policy)]
-    return [move for move in moves if (put_in if move.move == "in" else release)(conn, move)]
+    return [move for move in moves if make_move(conn, move)]
 
 
 def _flaked_in(conn, buildid: int, backend: str, at: int, policy: Policy) -> list[Move]:

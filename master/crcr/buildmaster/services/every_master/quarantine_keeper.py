@@ -50,8 +50,7 @@ class QuarantineKeeper(service.BuildbotService):
     @defer.inlineCallbacks
     def move_by_hand(self, move: Move):
         """A maintainer's move, made and logged; False when it changes nothing (the test is in already, or not)."""
-        moved = yield (relay_store(self.master).put_in_quarantine if move.move == "in"
-                       else relay_store(self.master).release_from_quarantine)(move)
+        moved = yield relay_store(self.master).move_in_quarantine(move)
         if moved:
             log_move(move)
         return moved
